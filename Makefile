@@ -1,0 +1,185 @@
+# nccl-net-roce: route-aware NCCL net plugin for multi-NIC RoCE hosts.
+# Plain make. `make help` lists the targets.
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+DESTDIR ?=
+PKG_CONFIG ?= pkg-config
+CC ?= cc
+CLANG ?= clang
+BUILD ?= build
+# CI turns warnings into errors; developers get them as warnings unless WERROR=1.
+WERROR ?= $(if $(CI),1,0)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+PKGS := libibverbs libnl-3.0 libnl-route-3.0
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+CUDA_HOME ?= /usr/local/cuda
+
+WFLAGS := -Wall -Wextra -Wno-unused-parameter -Wmissing-prototypes -Wstrict-prototypes \
+	-Wold-style-definition -Wformat=2 -Wshadow -Wwrite-strings -Wvla \
+	-Wmissing-field-initializers
+ifeq ($(WERROR),1)
+WFLAGS += -Werror
+endif
+
+CFLAGS ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WFLAGS) $(CFLAGS) -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+	-fvisibility=hidden -fPIC -pthread -MMD -MP
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS := $(PKG_LIBS) -pthread -ldl
+
+CORE_SRCS := $(wildcard src/*.c)
+PLUGIN_SRCS := $(wildcard plugin/*.c)
+DOCTOR_SRCS := $(wildcard src/doctor/*.c)
+TOOL_COMMON_SRCS := $(filter-out src/tools/driver.c src/tools/bench.c,$(wildcard src/tools/*.c))
+UNIT_SRCS := $(wildcard test/unit/test_*.c)
+FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
+FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
+
+PLUGIN := $(BUILD)/libnccl-net-roce.so
+CORE_LIB := $(BUILD)/librn.a
+SAN_LIB := $(BUILD)/san/librn.a
+DOCTOR := $(BUILD)/roce-doctor
+DRIVER := $(BUILD)/nccl-net-driver
+BENCH := $(BUILD)/nccl-net-bench
+UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRCS))
+FUZZ_BINS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+TOOLS := $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
+	$(if $(wildcard src/tools/bench.c),$(BENCH))
+
+.PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz \
+	deps demo bench install uninstall clean help
+.DEFAULT_GOAL := all
+
+all: $(PLUGIN) $(TOOLS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/san/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC SAN  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -c -o $@ $<
+
+$(PLUGIN): $(call obj,$(CORE_SRCS) $(PLUGIN_SRCS)) plugin/plugin.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $(call obj,$(CORE_SRCS) $(PLUGIN_SRCS)) \
+		-Wl,--no-undefined -Wl,--version-script=plugin/plugin.map -Wl,-soname,libnccl-net-roce.so \
+		$(LDLIBS)
+
+$(CORE_LIB): $(call obj,$(CORE_SRCS))
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# Unit tests link the plugin's objects too (ABI shims, lifecycle), sanitized.
+$(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
+
+# The driver and the bench load the plugin as NCCL does: they never link the core.
+$(DRIVER): $(call obj,src/tools/driver.c $(TOOL_COMMON_SRCS))
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ -pthread -ldl
+
+$(BENCH): $(call obj,src/tools/bench.c $(TOOL_COMMON_SRCS))
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ -pthread -ldl -lm
+
+$(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
+		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS)
+
+# libFuzzer targets (clang); sources are compiled into each target directly.
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(CORE_SRCS) $(LDLIBS)
+
+tests: all $(UNIT_BINS)
+fuzz: $(FUZZ_BINS)
+
+# The README's test command: installs what a fresh Debian 12 lacks, builds, runs
+# every layer (unit, ABI, fuzz, netns, Soft-RoCE VMs) and prints one summary.
+test:
+	$(Q)scripts/install-deps --test
+	$(Q)$(MAKE) --no-print-directory tests fuzz
+	$(Q)test/run-tests all
+
+check: tests
+	$(Q)test/run-tests unit abi
+check-unit: tests
+	$(Q)test/run-tests unit
+check-abi: tests
+	$(Q)test/run-tests abi
+check-netns: tests
+	$(Q)test/run-tests netns
+check-vm: tests
+	$(Q)test/run-tests vm
+check-fuzz: fuzz
+	$(Q)test/run-tests fuzz
+
+deps:
+	$(Q)scripts/install-deps --test
+
+# The README's main job: the Soft-RoCE demo, broken hosts refused, fixed hosts flowing.
+demo:
+	$(Q)scripts/install-deps --demo
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)test/vm/demo
+
+bench: all
+	$(Q)test/vm/bench
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR)
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so
+	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(BINDIR)/roce-doctor)
+	$(if $(wildcard $(DRIVER)),install -m 0755 $(DRIVER) $(DESTDIR)$(BINDIR)/nccl-net-driver)
+	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
+	install -m 0755 scripts/roce-policy-routing $(DESTDIR)$(SBINDIR)/roce-policy-routing
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so $(DESTDIR)$(BINDIR)/roce-doctor \
+		$(DESTDIR)$(BINDIR)/nccl-net-driver $(DESTDIR)$(BINDIR)/nccl-net-bench \
+		$(DESTDIR)$(SBINDIR)/roce-policy-routing
+
+clean:
+	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS)
+
+help:
+	@echo "Targets:"
+	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench)"
+	@echo "  test           install missing packages, then every test layer with one summary"
+	@echo "  check          unit + ABI tests only (no root needed)"
+	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
+	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
+	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
+	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) DESTDIR=$(DESTDIR)"
+	@echo "  deps           install the Debian packages the build and tests need"
+	@echo "  clean"
+	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
+
+-include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' 2>/dev/null)

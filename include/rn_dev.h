@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The device table and the engine: the process-wide state behind the plugin,
+ * reference-counted because NCCL >= 2.28 calls init/finalize once per
+ * communicator. src/dev.c discovers devices (NCCL_IB_HCA filter, ACTIVE
+ * Ethernet ports), src/engine.c owns the refcount.
+ */
+#ifndef RN_DEV_H
+#define RN_DEV_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "rn_param.h"
+#include "rn_path.h"
+
+#define RN_MAX_DEVS 32
+
+/* Same bits as NCCL_PTR_* */
+#define RN_PTR_HOST 0x1
+#define RN_PTR_CUDA 0x2
+#define RN_PTR_DMABUF 0x4
+
+struct rn_mr_cache; /* src/mr.c */
+
+struct rn_dev {
+	struct rn_nic nic;          /* identity, GID choice, verdict */
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	char pci_path[PATH_MAX];    /* "" for virtual devices (rxe has no PCI parent) */
+	uint64_t guid;
+	int speed_mbps;
+	int is_rxe;                 /* Soft-RoCE: retry_cnt 7 means forever there */
+	int ptr_support;            /* RN_PTR_* */
+	int relaxed_ordering;       /* MRs get IBV_ACCESS_RELAXED_ORDERING */
+	uint32_t max_msg_size;
+	struct rn_mr_cache *mrs;
+	pthread_mutex_t lock;
+};
+
+struct rn_engine {
+	struct rn_config cfg;
+	int ndevs;                  /* devices offered to NCCL */
+	struct rn_dev *devs[RN_MAX_DEVS];
+	char hostname[64];
+};
+
+/*
+ * Take a reference on the engine, initialising it on the first one (config,
+ * devices, route verdicts). -ENODEV when no usable RoCE device is left; the reason
+ * has been logged once. rn_engine_put() drops the reference (safe after a failed get).
+ */
+int rn_engine_get(struct rn_engine **out);
+void rn_engine_put(void);
+
+/* The engine while at least one reference is held, else NULL. */
+struct rn_engine *rn_engine_current(void);
+
+/*
+ * NCCL_IB_HCA matching, exactly as NCCL: comma list of name[:port], a leading '^'
+ * excludes, a leading '=' asks for exact names (else prefix match). Returns 1 when
+ * @ibdev/@port is selected by @spec ("" selects everything).
+ */
+int rn_hca_match(const char *spec, const char *ibdev, int port);
+
+#endif /* RN_DEV_H */

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport (src/oob.c, conn.c, mr.c, xfer.c): NCCL's net semantics in our
+ * own error convention. plugin/ translates each call's -errno once:
+ *   -EREMOTEIO, -ECONNRESET, -EPIPE  the peer failed      -> ncclRemoteError
+ *   -EHOSTUNREACH                    path refused (route) -> ncclSystemError
+ *   -EINVAL, -EBADMSG from misuse    NCCL broke the rules -> ncclInternalError
+ *   anything else                                          -> ncclSystemError
+ * None of these calls blocks: connect/accept return 0 with *out NULL until done,
+ * isend returns 0 with *req NULL until the receiver has posted.
+ */
+#ifndef RN_NET_H
+#define RN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_dev.h"
+
+#define RN_HANDLE_SIZE 128      /* NCCL_NET_HANDLE_MAXSIZE */
+#define RN_MAX_RECVS 8          /* maxRecvs we advertise */
+#define RN_MAX_REQUESTS 32      /* NCCL_NET_MAX_REQUESTS */
+
+struct rn_listen_comm;
+struct rn_send_comm;
+struct rn_recv_comm;
+struct rn_req;
+struct rn_mr;
+
+int rn_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_comm **out);
+/* @handle is NCCL's copy of the listener's handle; the same pointer on every call. */
+int rn_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
+	       struct rn_send_comm **out);
+int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out);
+
+/* @comm is a send or a recv comm. */
+int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out);
+int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+		     struct rn_mr **out);
+int rn_dereg_mr(void *comm, struct rn_mr *mr);
+
+int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+	     struct rn_req **out);
+int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
+	     struct rn_mr **mrs, struct rn_req **out);
+int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
+	      struct rn_req **out);
+int rn_test(struct rn_req *req, int *done, int *sizes);
+
+int rn_close_send(struct rn_send_comm *sc);
+int rn_close_recv(struct rn_recv_comm *rc);
+int rn_close_listen(struct rn_listen_comm *lc);
+
+#endif /* RN_NET_H */

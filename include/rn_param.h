@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: one table of environment knobs (src/param.c). The NCCL_IB_* ones
+ * keep NCCL's names and defaults so existing job scripts keep working; ours are
+ * NCCL_ROCE_*. A bad value is reported once (WARN naming the variable and what it
+ * accepts) and replaced by the default: a typo must never take a job down.
+ */
+#ifndef RN_PARAM_H
+#define RN_PARAM_H
+
+#include <stddef.h>
+
+enum rn_route_check {
+	RN_ROUTE_CHECK_OFF = 0,
+	RN_ROUTE_CHECK_WARN = 1,
+	RN_ROUTE_CHECK_STRICT = 2,
+};
+
+#define RN_CFG_STR_MAX 256
+
+struct rn_config {
+	char ib_hca[RN_CFG_STR_MAX];        /* NCCL_IB_HCA, "" = all */
+	int gid_index;                      /* NCCL_IB_GID_INDEX, -1 = auto */
+	int addr_family;                    /* NCCL_IB_ADDR_FAMILY: AF_INET / AF_INET6 */
+	char addr_range[RN_CFG_STR_MAX];    /* NCCL_IB_ADDR_RANGE, "" = any */
+	int roce_version;                   /* NCCL_IB_ROCE_VERSION_NUM */
+	int tc;                             /* NCCL_IB_TC, -1 = communicator's or 0 */
+	int fifo_tc;                        /* NCCL_IB_FIFO_TC, -1 = tc */
+	int sl;                             /* NCCL_IB_SL, -1 = communicator's or 0 */
+	int timeout;                        /* NCCL_IB_TIMEOUT */
+	int retry_cnt;                      /* NCCL_IB_RETRY_CNT */
+	int qps_per_conn;                   /* NCCL_IB_QPS_PER_CONNECTION */
+	int split_data_on_qps;              /* NCCL_IB_SPLIT_DATA_ON_QPS */
+	int pci_relaxed_ordering;           /* NCCL_IB_PCI_RELAXED_ORDERING: 0, 1, 2 = auto */
+	int gdr_flush_disable;              /* NCCL_GDR_FLUSH_DISABLE */
+	int force_flush;                    /* NCCL_NET_FORCE_FLUSH */
+	char socket_ifname[RN_CFG_STR_MAX]; /* NCCL_SOCKET_IFNAME: OOB override */
+	int route_check;                    /* NCCL_ROCE_ROUTE_CHECK: enum rn_route_check */
+	int neigh_timeout_ms;               /* NCCL_ROCE_NEIGH_TIMEOUT_MS: ARP resolution bound */
+	int connect_timeout_ms;             /* NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake bound */
+};
+
+/* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */
+int rn_config_load(struct rn_config *cfg);
+
+/* Defaults only (tests, tools). */
+void rn_config_defaults(struct rn_config *cfg);
+
+/* Log the effective configuration at INFO, one line. */
+void rn_config_log(const struct rn_config *cfg);
+
+/* Render "NAME=value NAME=value ..." of every knob into @buf. */
+int rn_config_format(const struct rn_config *cfg, char *buf, size_t len);
+
+/* The knob table, for the README and `roce-doctor --help-env`. */
+struct rn_param_desc {
+	const char *name;
+	const char *def;
+	const char *help;
+};
+const struct rn_param_desc *rn_param_table(size_t *n);
+
+#endif /* RN_PARAM_H */

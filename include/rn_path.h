@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Route awareness: the one implementation shared by the plugin and roce-doctor.
+ *
+ *   host facts   one snapshot per init (links, addresses, rules, routes, sysctls)
+ *   NIC verdict  GID + source IP chosen from the policy tables; ARP/route symmetry
+ *   conn verdict route to the peer egresses our NIC; neighbour holds the peer's MAC
+ *   diagnosis    re-run the checks for a peer after a completion error
+ *
+ * Every problem is an rn_finding whose cause id comes from the verdict catalogue
+ * (rn_verdict.h): tests assert on ids, never on wording.
+ */
+#ifndef RN_PATH_H
+#define RN_PATH_H
+
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "rn_param.h"
+#include "rn_verdict.h"
+
+struct rn_ip {
+	int family; /* AF_INET or AF_INET6; 0 = none */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	};
+};
+
+/* "198.18.0.1" or "fd00::1" into @buf (>= INET6_ADDRSTRLEN); returns @buf. */
+const char *rn_ip_str(const struct rn_ip *ip, char *buf, size_t len);
+/* The address a RoCE GID carries (IPv4-mapped or IPv6); -EINVAL for link-local/zero. */
+int rn_ip_from_gid(const union ibv_gid *gid, struct rn_ip *ip);
+
+#define RN_MAX_FINDINGS 8
+
+enum rn_verdict_kind {
+	RN_VERDICT_OK = 0,      /* symmetric: offered to NCCL */
+	RN_VERDICT_WARN = 1,    /* usable, with warnings */
+	RN_VERDICT_REFUSED = 2, /* would fail with error 12 (or never resolve) */
+};
+
+/*
+ * One RoCE NIC (an RDMA device port bound to a netdev). dev.c fills the identity
+ * part; rn_nic_assess() fills the choice and the verdict.
+ */
+struct rn_nic {
+	/* identity */
+	char ibdev[64];
+	int port;
+	char netdev[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mac[6];
+	int link_up;
+	int mtu;                 /* netdev MTU */
+	enum ibv_mtu active_mtu; /* port's active MTU */
+	/* choice */
+	int gid_index;           /* -1 when none usable */
+	union ibv_gid gid;
+	struct rn_ip ip;         /* the GID's address = our source IP */
+	int prefixlen;
+	int table;               /* policy table that routes @ip; 254 (main) when none */
+	/* verdict */
+	enum rn_verdict_kind verdict;
+	int nfindings;
+	struct rn_finding findings[RN_MAX_FINDINGS];
+};
+
+struct rn_host; /* opaque snapshot of host facts */
+
+/*
+ * Read links, addresses, rules, routes and sysctls once (through the netlink and
+ * sys ops tables). @out is freed with rn_host_free().
+ */
+int rn_host_snapshot(struct rn_host **out);
+void rn_host_free(struct rn_host *host);
+
+/*
+ * Choose the GID and source IP of @nic (identity filled in) from its GID table
+ * (read through rn_verbs with @ctx; @ctx may be NULL for a netdev-only check as the
+ * doctor's --netdev does) and judge it. Fills choice + verdict. Returns 0 (the
+ * verdict says how it went) or -errno when the facts could not be read.
+ */
+int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		  const struct rn_config *cfg);
+
+/* Log @nic: one INFO line (GID index, IP, table, verdict) and one WARN per finding. */
+void rn_nic_log(const struct rn_nic *nic);
+
+/*
+ * What each side of a connection tells the other (the handshake carries it; the
+ * wire encoding belongs to the handshake, not here).
+ */
+struct rn_peer_facts {
+	char host[64];
+	char netdev[IF_NAMESIZE];
+	uint8_t mac[6];
+	union ibv_gid gid;
+	struct rn_ip ip;
+	int mtu;                 /* netdev MTU */
+	enum ibv_mtu active_mtu;
+	uint16_t verdict_cause;  /* RN_CAUSE_NONE when the sender's own check passed */
+};
+
+/* Fill what we advertise for @nic. */
+void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out);
+
+/*
+ * Per-connection verdict as a non-blocking state machine: never blocks NCCL's
+ * progress thread (neighbour resolution is asked of the kernel and polled).
+ *   rn_conn_check_start()  0 or -errno
+ *   rn_conn_check_poll()   0 = symmetric, -EAGAIN = not decided yet,
+ *                          -EHOSTUNREACH = refused (@out holds the cause and fix),
+ *                          other -errno = could not check
+ */
+struct rn_conn_check;
+int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+			int timeout_ms, struct rn_conn_check **out);
+int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out);
+void rn_conn_check_free(struct rn_conn_check *chk);
+
+/*
+ * After a completion error (status 12 above all): re-run the checks for @peer
+ * through live route/neighbour queries (non-blocking: no ARP is sent) and return
+ * the most likely cause in @out. 0 when a cause was found, -ENOENT when the path
+ * looks healthy, other -errno when it could not be checked.
+ */
+int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		     struct rn_finding *out);
+
+#endif /* RN_PATH_H */

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The table of environment knobs. One row per variable: its type, its default
+ * (NCCL's, for the NCCL_* ones), the range it accepts and a line of help.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "rn_compiler.h"
+#include "rn_log.h"
+#include "rn_param.h"
+
+enum kind { K_INT, K_STR, K_ENUM };
+
+struct enum_name {
+	const char *name;
+	int value;
+};
+
+static const struct enum_name family_names[] = {
+	{ "AF_INET", AF_INET }, { "AF_INET6", AF_INET6 }, { NULL, 0 },
+};
+
+static const struct enum_name route_check_names[] = {
+	{ "strict", RN_ROUTE_CHECK_STRICT }, { "warn", RN_ROUTE_CHECK_WARN },
+	{ "off", RN_ROUTE_CHECK_OFF }, { NULL, 0 },
+};
+
+struct param {
+	struct rn_param_desc d;
+	enum kind kind;
+	size_t off;
+	int def;          /* K_INT, K_ENUM */
+	int min, max;     /* K_INT */
+	const struct enum_name *names; /* K_ENUM */
+};
+
+#define P_INT(n, f, dv, lo, hi, h) \
+	{ { n, #dv, h }, K_INT, offsetof(struct rn_config, f), dv, lo, hi, NULL }
+#define P_STR(n, f, h) { { n, "", h }, K_STR, offsetof(struct rn_config, f), 0, 0, 0, NULL }
+#define P_ENUM(n, f, dv, dn, tbl, h) \
+	{ { n, dn, h }, K_ENUM, offsetof(struct rn_config, f), dv, 0, 0, tbl }
+
+static const struct param params[] = {
+	P_STR("NCCL_IB_HCA", ib_hca,
+	      "devices to use: [^][=]name[:port],... (prefix match unless '=', '^' excludes)"),
+	P_INT("NCCL_IB_GID_INDEX", gid_index, -1, -1, 65535,
+	      "force a GID index (-1: choose from the policy routing)"),
+	P_ENUM("NCCL_IB_ADDR_FAMILY", addr_family, AF_INET, "AF_INET", family_names,
+	       "address family of the GID: AF_INET or AF_INET6"),
+	P_STR("NCCL_IB_ADDR_RANGE", addr_range, "only GIDs whose address is in this CIDR"),
+	P_INT("NCCL_IB_ROCE_VERSION_NUM", roce_version, 2, 1, 2, "RoCE version of the GID"),
+	P_INT("NCCL_IB_TC", tc, -1, -1, 255, "traffic class (-1: the communicator's, else 0)"),
+	P_INT("NCCL_IB_FIFO_TC", fifo_tc, -1, -1, 255, "traffic class of CTS writes (-1: TC)"),
+	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: 0)"),
+	P_INT("NCCL_IB_TIMEOUT", timeout, 20, 1, 31, "QP ack timeout, 4.096 us * 2^t"),
+	P_INT("NCCL_IB_RETRY_CNT", retry_cnt, 7, 0, 7, "QP retry count"),
+	P_INT("NCCL_IB_QPS_PER_CONNECTION", qps_per_conn, 1, 1, 128, "data QPs per connection"),
+	P_INT("NCCL_IB_SPLIT_DATA_ON_QPS", split_data_on_qps, 0, 0, 1,
+	      "1: split every message over the QPs; 0: one QP per message, round robin"),
+	P_INT("NCCL_IB_PCI_RELAXED_ORDERING", pci_relaxed_ordering, 2, 0, 2,
+	      "relaxed ordering on MRs: 0 off, 1 on, 2 when supported"),
+	P_INT("NCCL_GDR_FLUSH_DISABLE", gdr_flush_disable, 0, 0, 1, "1: never flush GPU receives"),
+	P_INT("NCCL_NET_FORCE_FLUSH", force_flush, 0, 0, 1, "1: report forceFlush"),
+	P_STR("NCCL_SOCKET_IFNAME", socket_ifname,
+	      "interface for the TCP handshake (default: the RoCE NIC's own IP)"),
+	P_ENUM("NCCL_ROCE_ROUTE_CHECK", route_check, RN_ROUTE_CHECK_STRICT, "strict",
+	       route_check_names, "strict: refuse asymmetric paths; warn: log and go on; off"),
+	P_INT("NCCL_ROCE_NEIGH_TIMEOUT_MS", neigh_timeout_ms, 1000, 10, 60000,
+	      "how long a connection waits for ARP to resolve the peer"),
+	P_INT("NCCL_ROCE_CONNECT_TIMEOUT_MS", connect_timeout_ms, 30000, 100, 3600000,
+	      "how long a handshake may take before connect/accept fail"),
+};
+
+const struct rn_param_desc *rn_param_table(size_t *n)
+{
+	static struct rn_param_desc descs[RN_ARRAY_SIZE(params)];
+	size_t i;
+
+	for (i = 0; i < RN_ARRAY_SIZE(params); i++)
+		descs[i] = params[i].d;
+	*n = RN_ARRAY_SIZE(params);
+	return descs;
+}
+
+static int *int_field(struct rn_config *cfg, const struct param *p)
+{
+	return (int *)((char *)cfg + p->off);
+}
+
+static char *str_field(struct rn_config *cfg, const struct param *p)
+{
+	return (char *)cfg + p->off;
+}
+
+void rn_config_defaults(struct rn_config *cfg)
+{
+	size_t i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (i = 0; i < RN_ARRAY_SIZE(params); i++)
+		if (params[i].kind != K_STR)
+			*int_field(cfg, &params[i]) = params[i].def;
+}
+
+static int parse_int(const char *v, int *out)
+{
+	char *end;
+	long l;
+
+	errno = 0;
+	l = strtol(v, &end, 0);
+	while (*end == ' ' || *end == '\t')
+		end++;
+	if (errno || end == v || *end || l < INT_MIN || l > INT_MAX)
+		return -EINVAL;
+	*out = (int)l;
+	return 0;
+}
+
+static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
+{
+	const struct enum_name *e;
+	int x;
+
+	switch (p->kind) {
+	case K_STR:
+		if (strlen(v) >= RN_CFG_STR_MAX) {
+			rn_warn(RN_SUB_ENV, RN_PFX "%s is longer than %d characters; ignored",
+				p->d.name, RN_CFG_STR_MAX - 1);
+			return -EINVAL;
+		}
+		strcpy(str_field(cfg, p), v);
+		return 0;
+	case K_INT:
+		if (parse_int(v, &x) || x < p->min || x > p->max) {
+			rn_warn(RN_SUB_ENV,
+				RN_PFX "%s='%s' is not valid: it takes an integer from %d to %d; using the default %d",
+				p->d.name, v, p->min, p->max, p->def);
+			return -EINVAL;
+		}
+		*int_field(cfg, p) = x;
+		return 0;
+	case K_ENUM:
+		for (e = p->names; e->name; e++)
+			if (!strcasecmp(v, e->name)) {
+				*int_field(cfg, p) = e->value;
+				return 0;
+			}
+		{
+			char accepted[128] = "";
+
+			for (e = p->names; e->name; e++) {
+				strncat(accepted, e->name, sizeof(accepted) - strlen(accepted) - 1);
+				if (e[1].name)
+					strncat(accepted, ", ", sizeof(accepted) - strlen(accepted) - 1);
+			}
+			rn_warn(RN_SUB_ENV,
+				RN_PFX "%s='%s' is not valid: it takes one of %s; using the default %s",
+				p->d.name, v, accepted, p->d.def);
+		}
+		return -EINVAL;
+	}
+	return -EINVAL;
+}
+
+int rn_config_load(struct rn_config *cfg)
+{
+	int bad = 0;
+	size_t i;
+
+	rn_config_defaults(cfg);
+	for (i = 0; i < RN_ARRAY_SIZE(params); i++) {
+		const char *v = getenv(params[i].d.name);
+
+		/* An empty value means unset, as in NCCL's own parameter code. */
+		if (v && *v && load_one(cfg, &params[i], v))
+			bad++;
+	}
+	return bad;
+}
+
+int rn_config_format(const struct rn_config *cfg, char *buf, size_t len)
+{
+	size_t used = 0, i;
+
+	buf[0] = '\0';
+	for (i = 0; i < RN_ARRAY_SIZE(params); i++) {
+		const struct param *p = &params[i];
+		const struct enum_name *e;
+		char val[RN_CFG_STR_MAX + 16];
+		int x;
+
+		switch (p->kind) {
+		case K_STR:
+			snprintf(val, sizeof(val), "%s", (const char *)cfg + p->off);
+			if (!val[0])
+				continue; /* unset strings say nothing */
+			break;
+		case K_INT:
+			snprintf(val, sizeof(val), "%d", *(const int *)((const char *)cfg + p->off));
+			break;
+		case K_ENUM:
+			x = *(const int *)((const char *)cfg + p->off);
+			snprintf(val, sizeof(val), "%d", x);
+			for (e = p->names; e->name; e++)
+				if (e->value == x)
+					snprintf(val, sizeof(val), "%s", e->name);
+			break;
+		}
+		used += (size_t)snprintf(buf + RN_MIN(used, len - 1), len - RN_MIN(used, len - 1),
+					 "%s%s=%s", used ? " " : "", p->d.name + 5, val);
+	}
+	return used >= len ? -ENOSPC : 0;
+}
+
+void rn_config_log(const struct rn_config *cfg)
+{
+	char buf[2048];
+
+	rn_config_format(cfg, buf, sizeof(buf));
+	rn_info(RN_SUB_INIT | RN_SUB_ENV, RN_PFX "config %s", buf);
+}
