@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/* The knob table: defaults, good values, bad values warned and defaulted. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "rn_log.h"
+#include "rn_param.h"
+
+static char last_warn[1024];
+static int nwarn;
+
+static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		 const char *msg)
+{
+	if (level == RN_LOG_WARN) {
+		nwarn++;
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+	}
+}
+
+static int setup(void **state)
+{
+	static const char *vars[] = { "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_FAMILY",
+				      "NCCL_IB_TIMEOUT", "NCCL_ROCE_ROUTE_CHECK", "NCCL_IB_TC" };
+	size_t i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	nwarn = 0;
+	last_warn[0] = 0;
+	rn_log_set_sink(sink);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	rn_log_set_sink(NULL);
+	return 0;
+}
+
+static void test_defaults_are_ncclS(void **state)
+{
+	struct rn_config c;
+
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_int_equal(c.gid_index, -1);
+	assert_int_equal(c.addr_family, AF_INET);
+	assert_int_equal(c.roce_version, 2);
+	assert_int_equal(c.timeout, 20);
+	assert_int_equal(c.retry_cnt, 7);
+	assert_int_equal(c.tc, -1);
+	assert_int_equal(c.qps_per_conn, 1);
+	assert_int_equal(c.route_check, RN_ROUTE_CHECK_STRICT);
+	assert_string_equal(c.ib_hca, "");
+	assert_int_equal(nwarn, 0);
+}
+
+static void test_good_values(void **state)
+{
+	struct rn_config c;
+
+	setenv("NCCL_IB_GID_INDEX", "3", 1);
+	setenv("NCCL_IB_ADDR_FAMILY", "af_inet6", 1);
+	setenv("NCCL_ROCE_ROUTE_CHECK", "warn", 1);
+	setenv("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1", 1);
+	setenv("NCCL_IB_TC", "0x68", 1);
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_int_equal(c.gid_index, 3);
+	assert_int_equal(c.addr_family, AF_INET6);
+	assert_int_equal(c.route_check, RN_ROUTE_CHECK_WARN);
+	assert_string_equal(c.ib_hca, "=mlx5_0:1,mlx5_1");
+	assert_int_equal(c.tc, 104);
+}
+
+static void test_bad_values_warn_and_default(void **state)
+{
+	struct rn_config c;
+
+	setenv("NCCL_IB_TIMEOUT", "40", 1);          /* out of range */
+	setenv("NCCL_IB_GID_INDEX", "three", 1);     /* not a number */
+	setenv("NCCL_ROCE_ROUTE_CHECK", "maybe", 1); /* not a choice */
+	assert_int_equal(rn_config_load(&c), 3);
+	assert_int_equal(nwarn, 3);
+	assert_int_equal(c.timeout, 20);
+	assert_int_equal(c.gid_index, -1);
+	assert_int_equal(c.route_check, RN_ROUTE_CHECK_STRICT);
+	/* The WARN names the variable and what it accepts. */
+	assert_non_null(strstr(last_warn, "NCCL_ROCE_ROUTE_CHECK"));
+	assert_non_null(strstr(last_warn, "strict, warn, off"));
+}
+
+static void test_format_lists_knobs(void **state)
+{
+	struct rn_config c;
+	char buf[2048];
+
+	setenv("NCCL_IB_HCA", "mlx5_2", 1);
+	rn_config_load(&c);
+	assert_int_equal(rn_config_format(&c, buf, sizeof(buf)), 0);
+	assert_non_null(strstr(buf, "IB_HCA=mlx5_2"));
+	assert_non_null(strstr(buf, "ROCE_ROUTE_CHECK=strict"));
+	assert_int_equal(rn_config_format(&c, buf, 16), -ENOSPC);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_defaults_are_ncclS, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_good_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_values_warn_and_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_format_lists_knobs, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
