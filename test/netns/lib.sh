@@ -9,6 +9,7 @@
 # from 198.18.0.0/15 only.
 set -u
 
+# shellcheck disable=SC2034 # used by the tests
 RN_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RN_TEST=$(basename "$0" .t)
 _rn_netns=()

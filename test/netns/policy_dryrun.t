@@ -45,5 +45,6 @@ cat "$T/undo-dry"
 grep -q '^ip rule del from 198.18.0.12 lookup' "$T/undo-dry" || rn_fail "undo dry run lacks the rule deletion"
 rn_snapshot "$H1" >"$T/after-undo-dry"
 rn_assert_same "$T/after-real" "$T/after-undo-dry" "undo dry run changed something"
-[ -s "$T/state"/netns-*.state ] || rn_fail "undo dry run removed the state"
+set -- "$T/state"/netns-*.state
+[ -s "$1" ] || rn_fail "undo dry run removed the state"
 echo PASS

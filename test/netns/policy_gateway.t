@@ -34,7 +34,10 @@ ip -n "$H" route del default via 198.18.0.254 dev nic1 metric 500
 rn_snapshot "$H" >"$T/before"
 
 # 2. --gateway=GW for all, per-NIC override, --gateway (required) satisfied by it
-run --gateway --gateway=198.18.0.254 --gateway=nic2=198.18.0.253 nic0 nic1 nic2
+run --rp-filter 2 --gateway --gateway=198.18.0.254 --gateway=nic2=198.18.0.253 nic0 nic1 nic2
+for n in all nic0 nic1 nic2; do
+	[ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/$n/rp_filter)" = 2 ] || rn_fail "$n rp_filter not 2"
+done
 for t in 100 101; do
 	ip -n "$H" -4 route show table $t | grep -q '^default via 198.18.0.254 ' || rn_fail "table $t lacks the gateway"
 done

@@ -41,4 +41,6 @@ expect 2 'prio-base' --prio-base 40000 nic0
 expect 2 'cannot tell which network manager' --persist --root "$T/emptyroot" nic0
 ROCE_POLICY_ROUTING_SYSFS=$T/nosysfs expect 2 'no RoCE netdev found'
 expect 1 'cannot create state dir' --state-dir /proc/rn-no-such-dir nic0
+rn_in "$H" "$TOOL" --help >"$T/out" 2>&1 || rn_fail "--help failed"
+grep -q '^Usage: roce-policy-routing \[options\] \[NETDEV...\]' "$T/out" || rn_fail "--help has no usage line"
 echo "PASS ($n cases)"
