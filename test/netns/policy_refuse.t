@@ -37,6 +37,11 @@ expect 2 'has no IPv4 address 198.18.0.99' --ip nic0=198.18.0.99 nic0
 expect 2 'not being configured' --ip nic1=198.18.0.12 nic0
 expect 2 'management NIC' nic0 mgmt0
 expect 2 'named twice' nic0 nic0
+ip -n "$H" link set nic1 down
+rn_snapshot "$H" >"$T/before"
+expect 2 'nic1: is down' nic0 nic1
+ip -n "$H" link set nic1 up
+rn_snapshot "$H" >"$T/before"
 expect 2 'prio-base' --prio-base 40000 nic0
 expect 2 'cannot tell which network manager' --persist --root "$T/emptyroot" nic0
 ROCE_POLICY_ROUTING_SYSFS=$T/nosysfs expect 2 'no RoCE netdev found'
