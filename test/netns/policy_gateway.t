@@ -77,4 +77,18 @@ undo_check "reuse and collisions"   # the stale route and foreign rules come bac
 run --table-base 1000 --prio-base 2000 nic2
 ip -n "$H" -4 rule show | grep -q '^2000:.*from 198.18.0.13 lookup 1000' || rn_fail "bases not honoured"
 undo_check "bases"
+
+# 5. drift before --undo: a rule we added was removed, a sysctl we set was changed by
+#    someone else -> undo reports both, leaves that sysctl alone, restores the rest
+rn_snapshot "$H" >"$T/before"
+run nic0 nic1
+ip -n "$H" rule del from 198.18.0.12 lookup 101 priority 101
+rn_in "$H" sysctl -qw net.ipv4.conf.nic0.arp_ignore=2
+run --undo
+grep -q 'rule from 198.18.0.12 lookup 101 priority 101 already gone' "$T/out" || rn_fail "no note on the missing rule"
+grep -q 'net.ipv4.conf.nic0.arp_ignore is now 2 .*left alone' "$T/out" || rn_fail "no note on the changed sysctl"
+[ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/nic0/arp_ignore)" = 2 ] || rn_fail "undo clobbered a foreign change"
+rn_in "$H" sysctl -qw net.ipv4.conf.nic0.arp_ignore=0
+rn_snapshot "$H" >"$T/now"
+rn_assert_same "$T/before" "$T/now" "undo with drift"
 echo PASS
