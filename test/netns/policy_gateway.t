@@ -82,10 +82,12 @@ undo_check "bases"
 #    someone else -> undo reports both, leaves that sysctl alone, restores the rest
 rn_snapshot "$H" >"$T/before"
 run nic0 nic1
-ip -n "$H" rule del from 198.18.0.12 lookup 101 priority 101
+read -r prio _ _ _ tbl _ < <(ip -n "$H" -N -4 rule show | grep 'from 198.18.0.11 lookup')
+prio=${prio%:}
+ip -n "$H" rule del from 198.18.0.11 lookup "$tbl" priority "$prio" || rn_fail "cannot delete the rule"
 rn_in "$H" sysctl -qw net.ipv4.conf.nic0.arp_ignore=2
 run --undo
-grep -q 'rule from 198.18.0.12 lookup 101 priority 101 already gone' "$T/out" || rn_fail "no note on the missing rule"
+grep -q "rule from 198.18.0.11 lookup $tbl priority $prio already gone" "$T/out" || rn_fail "no note on the missing rule"
 grep -q 'net.ipv4.conf.nic0.arp_ignore is now 2 .*left alone' "$T/out" || rn_fail "no note on the changed sysctl"
 [ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/nic0/arp_ignore)" = 2 ] || rn_fail "undo clobbered a foreign change"
 rn_in "$H" sysctl -qw net.ipv4.conf.nic0.arp_ignore=0
