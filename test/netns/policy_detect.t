@@ -18,6 +18,8 @@ gid() { mkdir -p "$S/class/infiniband/$1/ports/1/gid_attrs/ndevs"; echo "$2" >"$
 gid rxe0 nic0
 gid mlx5_8 mgmt0
 gid mlx5_9 elsewhere7     # bound to a netdev of another namespace
+gid mlx5_7 down7          # a RoCE port that is down: skipped when auto-detected
+ip -n "$H" link add down7 type veth peer name down7p
 mkdir -p "$S/class/net/rail.2/device/infiniband/mlx5_2"
 
 rn_snapshot "$H" >"$T/before"
@@ -27,8 +29,9 @@ ROCE_POLICY_ROUTING_SYSFS=$S rn_in "$H" "$TOOL" --state-dir "$T/state" >"$T/out"
 cat "$T/out"
 grep -q '^# mgmt0: skipped, it holds the default route' "$T/out" || rn_fail "mgmt0 not reported as skipped"
 grep -q '^# nic0: ip 198.18.0.11/24' "$T/out" || rn_fail "nic0 not detected"
+grep -q '^# down7: skipped, it is down' "$T/out" || rn_fail "down7 not reported as skipped"
 grep -q '^# rail.2: ip 198.18.0.13/24' "$T/out" || rn_fail "rail.2 not detected"
-grep -Eq 'nic1|elsewhere7' "$T/out" && rn_fail "touched a non-RoCE or foreign netdev"
+grep -v '^# down7: skipped' "$T/out" | grep -Eq 'nic1|elsewhere7|down7' && rn_fail "touched a non-RoCE or foreign netdev"
 grep -qx 'sysctl -w net/ipv4/conf/rail.2/arp_ignore=1' "$T/out" || rn_fail "dotted name not written in '/' form"
 [ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/rail.2/arp_ignore)" = 1 ] || rn_fail "rail.2 arp_ignore not set"
 [ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/nic1/arp_ignore /proc/sys/net/ipv4/conf/nic1/arp_announce)" = "$nic1_before" ] ||
