@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# roce-policy-routing without NETDEV: RoCE netdevs come from sysfs (RDMA port GID ndevs and
+# net/*/device/infiniband); netdevs of other namespaces, non-RoCE NICs and the management NIC
+# are left alone. Uses a fake sysfs tree (ROCE_POLICY_ROUTING_SYSFS) as namespaces have no
+# RDMA devices; one NIC name has a dot (VLAN-style) to exercise the '/' sysctl form.
+. "$(dirname "$0")/lib.sh"
+rn_require_netns
+TOOL=$RN_TOP/scripts/roce-policy-routing
+rn_host_ns 3 1
+rn_tmpdir T
+H=$RN_HOST
+ip -n "$H" link set nic2 down
+ip -n "$H" link set nic2 name rail.2
+ip -n "$H" link set rail.2 up
+
+S=$T/sys
+gid() { mkdir -p "$S/class/infiniband/$1/ports/1/gid_attrs/ndevs"; echo "$2" >"$S/class/infiniband/$1/ports/1/gid_attrs/ndevs/0"; }
+gid rxe0 nic0
+gid mlx5_8 mgmt0
+gid mlx5_9 elsewhere7     # bound to a netdev of another namespace
+gid mlx5_7 down7          # a RoCE port that is down: skipped when auto-detected
+ip -n "$H" link add down7 type veth peer name down7p
+mkdir -p "$S/class/net/rail.2/device/infiniband/mlx5_2"
+
+rn_snapshot "$H" >"$T/before"
+nic1_before=$(rn_in "$H" cat /proc/sys/net/ipv4/conf/nic1/arp_ignore /proc/sys/net/ipv4/conf/nic1/arp_announce)
+ROCE_POLICY_ROUTING_SYSFS=$S rn_in "$H" "$TOOL" --state-dir "$T/state" >"$T/out" 2>&1 ||
+	{ cat "$T/out"; rn_fail "auto-detect run failed"; }
+cat "$T/out"
+grep -q '^# mgmt0: skipped, it holds the default route' "$T/out" || rn_fail "mgmt0 not reported as skipped"
+grep -q '^# nic0: ip 198.18.0.11/24' "$T/out" || rn_fail "nic0 not detected"
+grep -q '^# down7: skipped, it is down' "$T/out" || rn_fail "down7 not reported as skipped"
+grep -q '^# rail.2: ip 198.18.0.13/24' "$T/out" || rn_fail "rail.2 not detected"
+grep -v '^# down7: skipped' "$T/out" | grep -Eq 'nic1|elsewhere7|down7' && rn_fail "touched a non-RoCE or foreign netdev"
+grep -qx 'sysctl -w net/ipv4/conf/rail.2/arp_ignore=1' "$T/out" || rn_fail "dotted name not written in '/' form"
+[ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/rail.2/arp_ignore)" = 1 ] || rn_fail "rail.2 arp_ignore not set"
+[ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/nic1/arp_ignore /proc/sys/net/ipv4/conf/nic1/arp_announce)" = "$nic1_before" ] ||
+	rn_fail "nic1's own sysctls changed"
+rules=$(ip -n "$H" -4 rule show | grep -c 'from 198')
+[ "$rules" = 2 ] || rn_fail "expected 2 rules, got $rules"
+ip -n "$H" -4 route get 198.18.0.254 from 198.18.0.13 | grep -q 'dev rail.2' || rn_fail "rail.2 egress"
+ip -n "$H" -4 rule show | grep -q 198.18.0.12 && rn_fail "rule for nic1"
+
+rn_in "$H" "$TOOL" --state-dir "$T/state" --undo >/dev/null || rn_fail "undo failed"
+rn_snapshot "$H" >"$T/after"
+rn_assert_same "$T/before" "$T/after" "undo after auto-detect"
+echo PASS

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# roce-policy-routing --dry-run: prints exactly the commands a real run then executes, and
+# changes nothing (rules, routes, sysctls, state, persistent files); same for --undo --dry-run.
+. "$(dirname "$0")/lib.sh"
+rn_require_netns
+TOOL=$RN_TOP/scripts/roce-policy-routing
+rn_host_ns 2 1
+rn_tmpdir T
+H=$RN_HOST
+st=(--state-dir "$T/state")
+mkdir -p "$T/root/etc/network"
+echo "source /etc/network/interfaces.d/*" >"$T/root/etc/network/interfaces"
+find "$T/root" -printf '%p %m\n' | sort >"$T/tree-before"
+
+rn_snapshot "$H" >"$T/before"
+rn_in "$H" "$TOOL" "${st[@]}" --dry-run --persist --root "$T/root" nic0 nic1 >"$T/dry" 2>&1 ||
+	{ cat "$T/dry"; rn_fail "dry run failed"; }
+cat "$T/dry"
+rn_snapshot "$H" >"$T/after-dry"
+rn_assert_same "$T/before" "$T/after-dry" "dry run changed the configuration"
+[ ! -e "$T/state" ] || rn_fail "dry run created the state dir"
+find "$T/root" -printf '%p %m\n' | sort >"$T/tree-dry"
+rn_assert_same "$T/tree-before" "$T/tree-dry" "dry run wrote files"
+grep -q '^# would write .*/etc/sysctl.d/90-roce-multinic.conf:' "$T/dry" || rn_fail "dry run does not show the sysctl.d file"
+grep -q '^# dry run: nothing was changed' "$T/dry" || rn_fail "dry run does not say so"
+
+# the printed commands are the ones a real run executes, in order
+rn_in "$H" "$TOOL" "${st[@]}" nic0 nic1 >"$T/real" 2>&1 || { cat "$T/real"; rn_fail "real run failed"; }
+grep -v '^#' "$T/dry" >"$T/dry-cmds"
+grep -v '^#' "$T/real" >"$T/real-cmds"
+[ -s "$T/real-cmds" ] || rn_fail "real run printed no commands"
+rn_assert_same "$T/dry-cmds" "$T/real-cmds" "dry run and real run commands differ"
+
+# replaying the dry-run commands in a fresh copy of the bed gives the same state
+rn_snapshot "$H" >"$T/after-real"
+H1=$H
+rn_host_ns 2 1
+while read -r line; do rn_in "$RN_HOST" $line >/dev/null || rn_fail "replay failed: $line"; done <"$T/dry-cmds"
+rn_snapshot "$RN_HOST" >"$T/after-replay"
+rn_assert_same "$T/after-real" "$T/after-replay" "replayed dry-run commands give another state"
+
+# --undo --dry-run: lists the reverse commands, changes nothing
+rn_in "$H1" "$TOOL" "${st[@]}" --undo --dry-run >"$T/undo-dry" 2>&1 || rn_fail "undo dry run failed"
+cat "$T/undo-dry"
+grep -q '^ip rule del from 198.18.0.12 lookup' "$T/undo-dry" || rn_fail "undo dry run lacks the rule deletion"
+rn_snapshot "$H1" >"$T/after-undo-dry"
+rn_assert_same "$T/after-real" "$T/after-undo-dry" "undo dry run changed something"
+set -- "$T/state"/netns-*.state
+[ -s "$1" ] || rn_fail "undo dry run removed the state"
+echo PASS

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# roce-policy-routing refuses (exit 2, clear message, nothing changed) when it cannot tell a
+# NIC's IPv4, a gateway that --gateway asked for, or is given bad input; exit 1 on a failed apply.
+. "$(dirname "$0")/lib.sh"
+rn_require_netns
+TOOL=$RN_TOP/scripts/roce-policy-routing
+rn_host_ns 3 1
+rn_tmpdir T
+H=$RN_HOST
+ip -n "$H" addr flush dev nic2
+rn_snapshot "$H" >"$T/before"
+mkdir "$T/emptyroot" "$T/nosysfs"
+
+n=0
+expect() { # rc pattern args...
+	local want=$1 pat=$2 rc
+	shift 2
+	n=$((n + 1))
+	rn_in "$H" "$TOOL" --state-dir "$T/state" "$@" >"$T/out" 2>&1
+	rc=$?
+	[ "$rc" = "$want" ] || { cat "$T/out"; rn_fail "'$*': exit $rc, want $want"; }
+	grep -q -- "$pat" "$T/out" || { cat "$T/out"; rn_fail "'$*': message lacks '$pat'"; }
+	rn_snapshot "$H" >"$T/now"
+	rn_assert_same "$T/before" "$T/now" "'$*' changed the configuration"
+	[ ! -e "$T/state" ] || [ -z "$(ls -A "$T/state")" ] || rn_fail "'$*' recorded state"
+	echo "ok: '$*' -> exit $rc: $(grep -m1 -- "$pat" "$T/out")"
+}
+
+expect 2 'nic2: has no IPv4 address' nic0 nic1 nic2
+expect 2 'nic2: has no IPv4 address' --dry-run nic2
+expect 2 'no gateway known' --gateway nic0
+expect 2 'is not in 198.18.0.0/24' --gateway=198.19.0.1 nic0
+expect 2 'is not in 198.18.0.0/24' --gateway=nic1=10.0.0.1 nic0 nic1
+expect 2 'no such network device' nic0 nosuch9
+expect 2 'unknown option' --bogus nic0
+expect 2 'has no IPv4 address 198.18.0.99' --ip nic0=198.18.0.99 nic0
+expect 2 'not being configured' --ip nic1=198.18.0.12 nic0
+expect 2 'management NIC' nic0 mgmt0
+expect 2 'named twice' nic0 nic0
+ip -n "$H" link set nic1 down
+rn_snapshot "$H" >"$T/before"
+expect 2 'nic1: is down' nic0 nic1
+ip -n "$H" link set nic1 up
+rn_snapshot "$H" >"$T/before"
+expect 2 'prio-base' --prio-base 40000 nic0
+expect 2 'cannot tell which network manager' --persist --root "$T/emptyroot" nic0
+ROCE_POLICY_ROUTING_SYSFS=$T/nosysfs expect 2 'no RoCE netdev found'
+expect 1 'cannot create state dir' --state-dir /proc/rn-no-such-dir nic0
+rn_in "$H" "$TOOL" --help >"$T/out" 2>&1 || rn_fail "--help failed"
+grep -q '^Usage: roce-policy-routing \[options\] \[NETDEV...\]' "$T/out" || rn_fail "--help has no usage line"
+echo "PASS ($n cases)"
