@@ -211,24 +211,30 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, ch
 static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 		       const struct want *w, struct rn_vars *v)
 {
-	int i;
+	int i, pass;
 
-	for (i = 0; i < n; i++) {
-		if (c[i].ifindex != nic->ifindex || !c[i].ip.family)
-			continue;
-		if (c[i].ip.family != w->family && c[i].type == w->type) {
-			rn_vars_set(v, "fix", "export NCCL_IB_ADDR_FAMILY=%s",
-				    fam_str(c[i].ip.family));
-			return;
-		}
-		if (c[i].ip.family == w->family && c[i].type == w->type) {
-			rn_vars_set(v, "fix", "widen or unset NCCL_IB_ADDR_RANGE");
-			return;
-		}
-		if (c[i].ip.family == w->family && c[i].type != w->type) {
-			rn_vars_set(v, "fix", "export NCCL_IB_ROCE_VERSION_NUM=%d",
-				    c[i].type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2);
-			return;
+	/* Most specific first: only the range is wrong, then the family, then the version. */
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < n; i++) {
+			const struct cand *k = &c[i];
+			int fam = k->ip.family == w->family, ver = k->type == w->type;
+
+			if (k->ifindex != nic->ifindex || !k->ip.family)
+				continue;
+			if (pass == 0 && fam && ver) {
+				rn_vars_set(v, "fix", "widen or unset NCCL_IB_ADDR_RANGE");
+				return;
+			}
+			if (pass == 1 && !fam && ver) {
+				rn_vars_set(v, "fix", "export NCCL_IB_ADDR_FAMILY=%s",
+					    fam_str(k->ip.family));
+				return;
+			}
+			if (pass == 2 && fam && !ver) {
+				rn_vars_set(v, "fix", "export NCCL_IB_ROCE_VERSION_NUM=%d",
+					    k->type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2);
+				return;
+			}
 		}
 	}
 	rn_vars_set(v, "fix", "give %s an %s address: ip addr add ADDR/LEN dev %s", nic->netdev,
