@@ -57,6 +57,8 @@ DRIVER := $(BUILD)/nccl-net-driver
 BENCH := $(BUILD)/nccl-net-bench
 UNIT_BINS := $(patsubst test/unit/%.c,$(BUILD)/test/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+# Small test-only programs the netns tests drive (linked with the core).
+NETNS_BINS := $(patsubst test/netns/%.c,$(BUILD)/test/rn-%,$(wildcard test/netns/*.c))
 
 TOOLS := $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
@@ -118,7 +120,12 @@ $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(CORE_SRCS) $(LDLIBS)
 
-tests: all $(UNIT_BINS)
+$(BUILD)/test/rn-%: test/netns/%.c $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(CORE_LIB) $(LDLIBS)
+
+tests: all $(UNIT_BINS) $(NETNS_BINS)
 fuzz: $(FUZZ_BINS)
 
 # The README's test command: installs what a fresh Debian 12 lacks, builds, runs

@@ -120,6 +120,11 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 			int timeout_ms, struct rn_conn_check **out);
 int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out);
 void rn_conn_check_free(struct rn_conn_check *chk);
+/*
+ * Every finding of @chk so far (warnings such as an MTU mismatch included, which
+ * do not refuse the connection): copies up to @max into @out, returns the count.
+ */
+int rn_conn_check_findings(const struct rn_conn_check *chk, struct rn_finding *out, int max);
 
 /*
  * After a completion error (status 12 above all): re-run the checks for @peer

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The netlink edge (src/nl.c, the only libnl user): links, addresses, rules,
+ * routes of every table, neighbours, the kernel's own route answer (like
+ * `ip route get DST from SRC [oif DEV]`) and a non-blocking neighbour probe.
+ * Facts come back as plain structs so the path code never sees libnl, and unit
+ * tests install a fake table (test/unit/fake_nl.c) fed from fixtures.
+ *
+ * Convention: every op returns 0 or -errno. Errors the kernel reports in
+ * NLMSG_ERROR keep their errno (ENETUNREACH, ENOENT, ...); only transport
+ * failures become -EIO. Dumps return a malloc'ed array (free() it) and its length.
+ */
+#ifndef RN_NL_H
+#define RN_NL_H
+
+#include <net/if.h>
+#include <stdint.h>
+
+#include "rn_path.h"
+
+struct rn_nl_link {
+	int ifindex;
+	char name[IF_NAMESIZE];
+	uint8_t mac[6];
+	int mtu;
+	unsigned int flags;   /* IFF_* */
+	int oper_up;          /* IFF_UP and carrier (IF_OPER_UP or UNKNOWN with LOWER_UP) */
+	int master;           /* ifindex of the bond/bridge/VRF master, 0 = none */
+};
+
+struct rn_nl_addr {
+	int ifindex;
+	struct rn_ip ip;
+	int prefixlen;
+	int scope;            /* RT_SCOPE_* */
+	unsigned int flags;   /* IFA_F_* (IFA_F_SECONDARY for a secondary address) */
+};
+
+struct rn_nl_rule {
+	int family;
+	uint32_t priority;
+	uint32_t table;
+	int action;           /* FR_ACT_* */
+	struct rn_ip src;     /* family 0: any */
+	int src_len;
+	struct rn_ip dst;
+	int dst_len;
+	char iif[IF_NAMESIZE]; /* "" = any */
+	char oif[IF_NAMESIZE];
+	uint32_t fwmark;
+	int invert;           /* 'not' */
+};
+
+struct rn_nl_route {
+	uint32_t table;
+	int type;             /* RTN_* */
+	int scope;            /* RT_SCOPE_* */
+	int protocol;
+	struct rn_ip dst;     /* family set even for default routes (dst_len 0) */
+	int dst_len;
+	struct rn_ip prefsrc; /* family 0: none */
+	struct rn_ip gw;      /* family 0: on-link */
+	int oif;              /* 0 = none (blackhole, unreachable, multipath) */
+	uint32_t metric;
+};
+
+struct rn_nl_neigh {
+	int ifindex;
+	struct rn_ip ip;
+	uint8_t mac[6];
+	int has_mac;
+	uint16_t state;       /* NUD_* */
+};
+
+struct rn_nl_ops {
+	int (*link_dump)(struct rn_nl_link **out, int *n);
+	int (*addr_dump)(int family, struct rn_nl_addr **out, int *n);
+	int (*rule_dump)(int family, struct rn_nl_rule **out, int *n);
+	/* Routes of every table (main, local, per-NIC tables). */
+	int (*route_dump)(int family, struct rn_nl_route **out, int *n);
+	/*
+	 * RTM_GETROUTE for @dst from @src (src family 0: none) out of @oif (0: none).
+	 * @out->table is the table the kernel used (RTM_F_LOOKUP_TABLE).
+	 */
+	int (*route_get)(const struct rn_ip *dst, const struct rn_ip *src, int oif,
+			 struct rn_nl_route *out);
+	/* The neighbour entry for @ip on @ifindex; -ENOENT when there is none. */
+	int (*neigh_get)(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out);
+	/*
+	 * Ask the kernel to resolve @dst on @ifindex without waiting: one datagram from
+	 * @src to the discard port, sent out of @ifindex, makes the kernel send ARP/ND
+	 * exactly as the RDMA stack would. Unprivileged.
+	 */
+	int (*neigh_probe)(int ifindex, const struct rn_ip *src, const struct rn_ip *dst);
+	int (*link_get)(int ifindex, struct rn_nl_link *out);
+};
+
+/* The table in use: the real one unless a test installed a fake. */
+extern struct rn_nl_ops rn_nl;
+extern const struct rn_nl_ops rn_nl_real_ops;
+
+/* Copy the non-NULL pointers of @ops over the table in use; reset restores the real one. */
+void rn_nl_set_ops(const struct rn_nl_ops *ops);
+void rn_nl_reset_ops(void);
+
+#endif /* RN_NL_H */

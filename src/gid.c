@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/*
+ * GID and source-IP choice per RoCE port. Among the GIDs bound to the port's
+ * netdev, of the wanted family, range and RoCE version, the one whose address
+ * policy routing makes this NIC's source wins; without policy routing the
+ * netdev's primary address. Never a link-local or zero GID, never a hard-coded
+ * index (mlx5 puts the first IPv4 v2 GID at 3, rxe at 1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/fib_rules.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+
+#include "rn_host.h"
+#include "rn_verbs.h"
+
+#define GID_SCAN_MAX 256
+#define MAX_CANDS 64
+
+struct cand {
+	int index;           /* -1 for a netdev-only candidate */
+	union ibv_gid gid;
+	struct rn_ip ip;     /* family 0 for link-local/zero */
+	int type;            /* enum ibv_gid_type; -1 unknown */
+	int ifindex;
+};
+
+const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struct rn_ip *ip)
+{
+	int i;
+
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+
+		/* Only plain 'from <prefix> lookup <table>' rules decide a source's table. */
+		if (r->family != ip->family || r->action != FR_ACT_TO_TBL || r->src_len == 0 ||
+		    r->dst_len || r->iif[0] || r->oif[0] || r->fwmark || r->invert)
+			continue;
+		if (rn_ip_in_prefix(ip, &r->src, r->src_len))
+			return r;
+	}
+	return NULL;
+}
+
+/* Does @table route @ip's subnet (@len) out of @ifindex (with src @ip where named)? */
+static int table_routes_out(const struct rn_host *host, uint32_t table, const struct rn_ip *ip,
+			    int len, int ifindex)
+{
+	int i;
+
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->table != table || r->type != RTN_UNICAST || r->dst.family != ip->family ||
+		    r->dst_len > len || !rn_ip_in_prefix(ip, &r->dst, r->dst_len))
+			continue;
+		if (r->oif == ifindex && (!r->prefsrc.family || rn_ip_equal(&r->prefsrc, ip)))
+			return 1;
+	}
+	return 0;
+}
+
+static int addr_usable(const struct rn_nl_addr *a)
+{
+	/* Link-scoped IPv6 (fe80::) never carries RoCE v2 between subnets. */
+	return a->scope < RT_SCOPE_LINK && !(a->flags & IFA_F_TENTATIVE);
+}
+
+int rn_policy_source(const struct rn_host *host, int ifindex, int family, struct rn_ip *ip,
+		     uint32_t *prio)
+{
+	uint32_t best_prio = UINT32_MAX, best_table = 0;
+	int i;
+
+	for (i = 0; i < host->naddrs; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		const struct rn_nl_rule *r;
+
+		if (a->ifindex != ifindex || a->ip.family != family || !addr_usable(a))
+			continue;
+		r = rn_rule_for_src(host, &a->ip);
+		if (!r || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL)
+			continue;
+		if (!table_routes_out(host, r->table, &a->ip, a->prefixlen, ifindex))
+			continue;
+		if (r->priority < best_prio) {
+			best_prio = r->priority;
+			best_table = r->table;
+			*ip = a->ip;
+		}
+	}
+	if (prio)
+		*prio = best_prio;
+	return (int)best_table;
+}
+
+static const char *fam_str(int family)
+{
+	return family == AF_INET6 ? "AF_INET6" : "AF_INET";
+}
+
+static const char *type_str(int type)
+{
+	switch (type) {
+	case IBV_GID_TYPE_ROCE_V1: return "v1";
+	case IBV_GID_TYPE_ROCE_V2: return "v2";
+	case IBV_GID_TYPE_IB: return "ib";
+	}
+	return "?";
+}
+
+static int want_type(const struct rn_config *cfg)
+{
+	return cfg->roce_version == 1 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
+}
+
+static int read_gids(struct ibv_context *ctx, int port, struct cand *c, int max)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	int len = GID_SCAN_MAX, i, n = 0, ret;
+
+	memset(&pa, 0, sizeof(pa));
+	if (!rn_verbs_err(rn_verbs.query_port(ctx, (uint8_t)port, &pa)) && pa.gid_tbl_len > 0)
+		len = RN_MIN(pa.gid_tbl_len, GID_SCAN_MAX);
+	for (i = 0; i < len && n < max; i++) {
+		ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e));
+		if (ret == -ENODATA)
+			continue; /* empty slot */
+		if (ret == -EINVAL)
+			break; /* past the end of the table */
+		if (ret)
+			return n ? n : ret;
+		c[n].index = i;
+		c[n].gid = e.gid;
+		c[n].type = (int)e.gid_type;
+		c[n].ifindex = (int)e.ndev_ifindex;
+		if (rn_ip_from_gid(&e.gid, &c[n].ip))
+			c[n].ip.family = 0;
+		n++;
+	}
+	return n;
+}
+
+static int netdev_cands(const struct rn_host *host, int ifindex, struct cand *c, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < host->naddrs && n < max; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+
+		if (a->ifindex != ifindex || !addr_usable(a))
+			continue;
+		c[n].index = -1;
+		c[n].ip = a->ip;
+		c[n].type = IBV_GID_TYPE_ROCE_V2;
+		c[n].ifindex = ifindex;
+		rn_gid_from_ip(&a->ip, &c[n].gid);
+		n++;
+	}
+	return n;
+}
+
+struct want {
+	int family;
+	int type;
+	int has_range;
+	struct rn_ip net;
+	int len;
+};
+
+static int cand_ok(const struct cand *c, const struct rn_nic *nic, const struct want *w)
+{
+	return c->ifindex == nic->ifindex && c->ip.family == w->family && c->type == w->type &&
+	       (!w->has_range || rn_ip_in_prefix(&c->ip, &w->net, w->len));
+}
+
+static void describe(const struct rn_host *host, const struct cand *c, int n, char *buf,
+		     size_t len)
+{
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && o + 1 < len; i++) {
+		const struct rn_host_link *l = NULL;
+		char ip[INET6_ADDRSTRLEN];
+		int k;
+
+		for (k = 0; k < host->nlinks; k++)
+			if (host->links[k].link.ifindex == c[i].ifindex)
+				l = &host->links[k];
+		if (c[i].ip.family)
+			rn_ip_str(&c[i].ip, ip, sizeof(ip));
+		else
+			snprintf(ip, sizeof(ip), "link-local");
+		o += (size_t)snprintf(buf + o, len - o, "%s%s%d %s %s on %s", i ? ", " : "",
+				      c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
+				      ip, type_str(c[i].type), l ? l->link.name : "?");
+		if (o >= len)
+			break;
+	}
+	if (!n)
+		snprintf(buf, len, "nothing");
+}
+
+/* What to tell a user with no usable GID: the knob or the address that would help. */
+static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
+		       const struct want *w, struct rn_vars *v)
+{
+	int i, pass;
+
+	/* Most specific first: only the range is wrong, then the family, then the version. */
+	for (pass = 0; pass < 3; pass++) {
+		for (i = 0; i < n; i++) {
+			const struct cand *k = &c[i];
+			int fam = k->ip.family == w->family, ver = k->type == w->type;
+
+			if (k->ifindex != nic->ifindex || !k->ip.family)
+				continue;
+			if (pass == 0 && fam && ver) {
+				rn_vars_set(v, "fix", "widen or unset NCCL_IB_ADDR_RANGE");
+				return;
+			}
+			if (pass == 1 && !fam && ver) {
+				rn_vars_set(v, "fix", "export NCCL_IB_ADDR_FAMILY=%s",
+					    fam_str(k->ip.family));
+				return;
+			}
+			if (pass == 2 && fam && !ver) {
+				rn_vars_set(v, "fix", "export NCCL_IB_ROCE_VERSION_NUM=%d",
+					    k->type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2);
+				return;
+			}
+		}
+	}
+	rn_vars_set(v, "fix", "give %s an %s address: ip addr add ADDR/LEN dev %s", nic->netdev,
+		    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
+}
+
+static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct cand *c)
+{
+	const struct rn_nl_addr *a;
+	const struct rn_nl_rule *r;
+
+	nic->gid_index = c->index;
+	nic->gid = c->gid;
+	nic->ip = c->ip;
+	nic->prefixlen = 0;
+	nic->table = RN_TABLE_MAIN;
+	if (!c->ip.family)
+		return;
+	a = rn_host_addr_find(host, nic->ifindex, &c->ip);
+	if (!a)
+		a = rn_host_addr_find(host, 0, &c->ip);
+	if (a)
+		nic->prefixlen = a->prefixlen;
+	r = rn_rule_for_src(host, &c->ip);
+	if (r)
+		nic->table = (int)r->table;
+}
+
+int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		  const struct rn_config *cfg)
+{
+	struct cand c[MAX_CANDS];
+	struct rn_vars v = { 0 };
+	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
+	struct rn_ip psrc = { 0 };
+	int n, i, pick = -1, forced = -1;
+	char have[200];
+
+	w.type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
+	if (cfg->addr_range[0]) {
+		if (rn_cidr_parse(cfg->addr_range, &w.net, &w.len) || w.net.family != w.family) {
+			rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
+				    nic->port);
+			rn_vars_set(&v, "dev", "%s", nic->netdev);
+			rn_vars_set(&v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR",
+				    cfg->addr_range, fam_str(w.family));
+			rn_vars_set(&v, "have", "-");
+			rn_vars_set(&v, "fix", "fix or unset NCCL_IB_ADDR_RANGE");
+			rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+			nic->gid_index = -1;
+			return 0;
+		}
+		w.has_range = 1;
+	}
+	n = ctx ? read_gids(ctx, nic->port, c, MAX_CANDS) : netdev_cands(host, nic->ifindex, c,
+									MAX_CANDS);
+	if (n < 0)
+		return n;
+
+	if (rn_policy_source(host, nic->ifindex, w.family, &psrc, NULL)) {
+		for (i = 0; i < n && pick < 0; i++)
+			if (cand_ok(&c[i], nic, &w) && rn_ip_equal(&c[i].ip, &psrc))
+				pick = i;
+	}
+	/* No policy source: the netdev's primary address. */
+	for (i = 0; i < host->naddrs && pick < 0; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		int k;
+
+		if (a->ifindex != nic->ifindex || a->ip.family != w.family ||
+		    (a->flags & IFA_F_SECONDARY) || !addr_usable(a))
+			continue;
+		for (k = 0; k < n && pick < 0; k++)
+			if (cand_ok(&c[k], nic, &w) && rn_ip_equal(&c[k].ip, &a->ip))
+				pick = k;
+	}
+	for (i = 0; i < n && pick < 0; i++)
+		if (cand_ok(&c[i], nic, &w))
+			pick = i;
+
+	if (ctx && cfg->gid_index >= 0) {
+		for (i = 0; i < n; i++)
+			if (c[i].index == cfg->gid_index)
+				forced = i;
+	}
+
+	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	if (ctx && cfg->gid_index >= 0 && forced < 0) {
+		describe(host, c, n, have, sizeof(have));
+		rn_vars_set(&v, "want", "NCCL_IB_GID_INDEX=%d, an empty slot", cfg->gid_index);
+		rn_vars_set(&v, "have", "%s", have);
+		rn_vars_set(&v, "fix", "unset NCCL_IB_GID_INDEX");
+		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+		nic->gid_index = -1;
+		return 0;
+	}
+	if (forced >= 0) {
+		set_choice(host, nic, &c[forced]);
+		if (pick != forced) {
+			char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
+
+			rn_vars_set(&v, "forced", "%d", cfg->gid_index);
+			rn_vars_set(&v, "forced_what", "%s %s on ifindex %d",
+				    c[forced].ip.family ? rn_ip_str(&c[forced].ip, fip, sizeof(fip))
+							: "link-local",
+				    type_str(c[forced].type), c[forced].ifindex);
+			if (pick >= 0) {
+				rn_vars_set(&v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
+				rn_vars_set(&v, "auto", "%d", c[pick].index);
+			} else {
+				rn_vars_set(&v, "ip", "no address");
+				rn_vars_set(&v, "auto", "none");
+			}
+			rn_nic_add_finding(nic, RN_CAUSE_GID_FORCED_MISMATCH, &v);
+		}
+		return 0;
+	}
+	if (pick < 0) {
+		describe(host, c, n, have, sizeof(have));
+		rn_vars_set(&v, "want", "%s%s%s, RoCE v%d, on %s", fam_str(w.family),
+			    w.has_range ? " in " : "", w.has_range ? cfg->addr_range : "",
+			    w.type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2, nic->netdev);
+		rn_vars_set(&v, "have", "%s", have);
+		no_gid_fix(c, n, nic, &w, &v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+		nic->gid_index = -1;
+		memset(&nic->ip, 0, sizeof(nic->ip));
+		return 0;
+	}
+	set_choice(host, nic, &c[pick]);
+	return 0;
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The per-connection verdict: our route to the peer's IP from our source IP
+ * leaves through our NIC, and our neighbour entry for the peer (on our NIC)
+ * holds the MAC the peer advertised. The kernel copies that entry into the QP at
+ * RTR (mlx5), so a wrong MAC here is a completion error 12 thirty seconds later.
+ *
+ * A state machine, never blocking: the start does the netlink queries (no
+ * network wait), an absent neighbour is asked of the kernel with one datagram
+ * (neigh_probe) and rn_conn_check_poll() looks again until the deadline.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+
+#include "rn_host.h"
+
+#define MAX_CONN_FINDINGS 4
+/* Re-ask the kernel this often while the entry stays absent or FAILED. */
+#define REPROBE_MS 200
+
+enum conn_state { CS_NEIGH, CS_DONE };
+
+struct rn_conn_check {
+	struct rn_nic nic;
+	struct rn_peer_facts peer;
+	struct rn_ip nexthop;
+	int nh_is_peer;
+	int timeout_ms;
+	double t0, t_probe;
+	enum conn_state state;
+	int result;
+	int nfindings;
+	struct rn_finding findings[MAX_CONN_FINDINGS];
+	int npolls;
+	int nprobes;
+};
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (gethostname(out->host, sizeof(out->host) - 1))
+		snprintf(out->host, sizeof(out->host), "?");
+	snprintf(out->netdev, sizeof(out->netdev), "%s", nic->netdev);
+	memcpy(out->mac, nic->mac, 6);
+	out->gid = nic->gid;
+	out->ip = nic->ip;
+	out->mtu = nic->mtu;
+	out->active_mtu = nic->active_mtu;
+	out->verdict_cause = RN_CAUSE_NONE;
+	if (nic->verdict == RN_VERDICT_REFUSED && nic->nfindings)
+		out->verdict_cause = (uint16_t)nic->findings[0].cause;
+}
+
+void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN];
+
+	rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(v, "dev", "%s", nic->netdev);
+	rn_vars_set(v, "ip", "%s", rn_ip_str(&nic->ip, b, sizeof(b)));
+	rn_vars_set(v, "peer_ip", "%s", rn_ip_str(&peer->ip, b, sizeof(b)));
+	rn_vars_set(v, "peer_host", "%s", peer->host[0] ? peer->host : "the peer");
+	rn_vars_set(v, "peer_dev", "%s", peer->netdev[0] ? peer->netdev : "?");
+	rn_vars_set(v, "peer_mac", "%s", rn_mac_str(peer->mac, b, sizeof(b)));
+	rn_vars_set(v, "table", "%d", nic->table);
+	if (nic->ip.family) {
+		struct rn_ip net;
+
+		rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+		rn_vars_set(v, "subnet", "%s/%d", rn_ip_str(&net, b, sizeof(b)), nic->prefixlen);
+	}
+}
+
+int rn_neigh_valid(uint16_t state)
+{
+	return (state & (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_STALE | NUD_DELAY |
+			 NUD_PROBE)) != 0;
+}
+
+int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v,
+		  struct rn_ip *nexthop, int *nh_is_peer, struct rn_finding *f)
+{
+	struct rn_nl_route r;
+	char b[INET6_ADDRSTRLEN];
+	int ret;
+
+	rn_vars_set(v, "dst", "%s", rn_ip_str(&peer->ip, b, sizeof(b)));
+	ret = rn_nl.route_get(&peer->ip, &nic->ip, 0, &r);
+	if (ret < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_finding_render(f, RN_CAUSE_NO_ROUTE, v);
+		return 1;
+	}
+	if (r.type == RTN_LOCAL)
+		return 2; /* both ends on this host: the kernel loops it back, no ARP */
+	if (r.oif != nic->ifindex) {
+		struct rn_nl_link l;
+
+		if (rn_nl.link_get && !rn_nl.link_get(r.oif, &l))
+			rn_vars_set(v, "other_dev", "%s", l.name);
+		else
+			rn_vars_set(v, "other_dev", "ifindex %d", r.oif);
+		rn_vars_set(v, "used_table", "%u", r.table);
+		rn_vars_set(v, "prio", "%d", nic->table);
+		rn_vars_set(v, "devs", "%s", nic->netdev);
+		rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return 1;
+	}
+	if (r.gw.family) {
+		*nexthop = r.gw;
+		*nh_is_peer = 0;
+	} else {
+		*nexthop = peer->ip;
+		*nh_is_peer = 1;
+	}
+	return 0;
+}
+
+static void add(struct rn_conn_check *c, enum rn_cause cause, const struct rn_vars *v)
+{
+	if (c->nfindings < MAX_CONN_FINDINGS)
+		rn_finding_render(&c->findings[c->nfindings++], cause, v);
+}
+
+static void add_finding(struct rn_conn_check *c, const struct rn_finding *f)
+{
+	if (c->nfindings < MAX_CONN_FINDINGS)
+		c->findings[c->nfindings++] = *f;
+}
+
+static void decide(struct rn_conn_check *c, int result)
+{
+	c->state = CS_DONE;
+	c->result = result;
+}
+
+int rn_mtu_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v)
+{
+	if (peer->mtu > 0 && nic->mtu > 0 && peer->mtu != nic->mtu) {
+		rn_vars_set(v, "what", "netdev MTU %d here but %d on %s %s", nic->mtu, peer->mtu,
+			    rn_vars_get(v, "peer_host"), rn_vars_get(v, "peer_dev"));
+		rn_vars_set(v, "fix_dev", "%s", nic->mtu < peer->mtu ? nic->netdev : peer->netdev);
+		rn_vars_set(v, "fix_mtu", "%d", RN_MAX(nic->mtu, peer->mtu));
+		return 1;
+	}
+	if (peer->active_mtu && nic->active_mtu && peer->active_mtu != nic->active_mtu) {
+		rn_vars_set(v, "what", "port active_mtu %d here but %d on %s %s",
+			    rn_ibv_mtu_bytes(nic->active_mtu), rn_ibv_mtu_bytes(peer->active_mtu),
+			    rn_vars_get(v, "peer_host"), rn_vars_get(v, "peer_dev"));
+		rn_vars_set(v, "fix_dev", "%s", nic->netdev);
+		rn_vars_set(v, "fix_mtu", "%d", RN_MAX(nic->mtu, peer->mtu));
+		return 1;
+	}
+	return 0;
+}
+
+/* Judge a neighbour entry: 1 decided (finding in @f if wrong), 0 not resolved yet. */
+static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
+{
+	struct rn_vars v = { 0 };
+	char b[32];
+
+	if (!rn_neigh_valid(nb->state) || !nb->has_mac)
+		return 0;
+	if (c->nh_is_peer && memcmp(nb->mac, c->peer.mac, 6)) {
+		rn_conn_vars(&c->nic, &c->peer, &v);
+		rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb->mac, b, sizeof(b)));
+		add(c, RN_CAUSE_NEIGH_WRONG_MAC, &v);
+		decide(c, -EHOSTUNREACH);
+	} else {
+		decide(c, 0);
+	}
+	return 1;
+}
+
+int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+			int timeout_ms, struct rn_conn_check **out)
+{
+	struct rn_conn_check *c;
+	struct rn_vars v = { 0 };
+	struct rn_finding f;
+	int ret;
+
+	if (!nic || !peer || !out)
+		return -EINVAL;
+	if (!nic->ip.family || peer->ip.family != nic->ip.family)
+		return -EAFNOSUPPORT;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->nic = *nic;
+	c->peer = *peer;
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	c->t0 = now_ms();
+	c->state = CS_NEIGH;
+	rn_conn_vars(nic, peer, &v);
+
+	if (peer->verdict_cause != RN_CAUSE_NONE) {
+		rn_vars_set(&v, "peer_cause", "%s", rn_cause_id((enum rn_cause)peer->verdict_cause));
+		add(c, RN_CAUSE_PEER_REFUSED, &v);
+		decide(c, -EHOSTUNREACH);
+		goto out;
+	}
+	if (rn_mtu_vars(nic, peer, &v))
+		add(c, RN_CAUSE_MTU_MISMATCH, &v);
+	ret = rn_conn_route(nic, peer, &v, &c->nexthop, &c->nh_is_peer, &f);
+	if (ret == 1) {
+		add_finding(c, &f);
+		decide(c, -EHOSTUNREACH);
+		goto out;
+	}
+	if (ret == 2) {
+		decide(c, 0);
+		goto out;
+	}
+	/* First look: an entry may already be there (possibly wrong). */
+	{
+		struct rn_nl_neigh nb;
+
+		ret = rn_nl.neigh_get(nic->ifindex, &c->nexthop, &nb);
+		if (ret && ret != -ENOENT) {
+			free(c);
+			return ret;
+		}
+		if (!ret && judge_neigh(c, &nb))
+			goto out;
+	}
+	ret = rn_nl.neigh_probe(nic->ifindex, &nic->ip, &c->nexthop);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	c->nprobes++;
+	c->t_probe = now_ms();
+out:
+	*out = c;
+	return 0;
+}
+
+static int result_of(struct rn_conn_check *c, struct rn_finding *out)
+{
+	int i;
+
+	if (out) {
+		memset(out, 0, sizeof(*out));
+		/* The refusing cause first; on success a warning (MTU) if any. */
+		for (i = 0; i < c->nfindings; i++) {
+			if (c->findings[i].sev == RN_SEV_FATAL || !out->cause)
+				*out = c->findings[i];
+			if (c->findings[i].sev == RN_SEV_FATAL)
+				break;
+		}
+	}
+	return c->result;
+}
+
+int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
+{
+	struct rn_nl_neigh nb;
+	double t;
+	int ret;
+
+	if (!chk)
+		return -EINVAL;
+	if (chk->state == CS_DONE)
+		return result_of(chk, out);
+	chk->npolls++;
+	ret = rn_nl.neigh_get(chk->nic.ifindex, &chk->nexthop, &nb);
+	if (ret && ret != -ENOENT)
+		return ret;
+	if (!ret && judge_neigh(chk, &nb))
+		return result_of(chk, out);
+	t = now_ms();
+	if (t - chk->t0 >= chk->timeout_ms) {
+		struct rn_vars v = { 0 };
+
+		rn_conn_vars(&chk->nic, &chk->peer, &v);
+		rn_vars_set(&v, "timeout_ms", "%d", chk->timeout_ms);
+		add(chk, RN_CAUSE_NEIGH_UNRESOLVED, &v);
+		decide(chk, -EHOSTUNREACH);
+		return result_of(chk, out);
+	}
+	/* Gone (garbage-collected) or FAILED from an earlier try: ask again. */
+	if ((ret == -ENOENT || (nb.state & NUD_FAILED)) && t - chk->t_probe >= REPROBE_MS) {
+		ret = rn_nl.neigh_probe(chk->nic.ifindex, &chk->nic.ip, &chk->nexthop);
+		if (ret)
+			return ret;
+		chk->nprobes++;
+		chk->t_probe = t;
+	}
+	return -EAGAIN;
+}
+
+int rn_conn_check_findings(const struct rn_conn_check *chk, struct rn_finding *out, int max)
+{
+	int i;
+
+	for (i = 0; chk && i < chk->nfindings && i < max; i++)
+		out[i] = chk->findings[i];
+	return chk ? RN_MIN(chk->nfindings, max) : 0;
+}
+
+void rn_conn_check_free(struct rn_conn_check *chk)
+{
+	free(chk);
+}

@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The real netlink edge over libnl-3 (the only file that speaks libnl).
+ *
+ * One short-lived socket per request keeps the ops thread-safe without locks; a
+ * socket costs a few microseconds, far below one route lookup's budget.
+ * NOTE: libnl's nl_syserr2nlerr() folds EHOSTUNREACH, ENETDOWN and others into
+ * NLE_FAILURE, so the error callback keeps the kernel's own errno from
+ * NLMSG_ERROR and libnl codes are mapped to errno only for local failures.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/fib_rules.h>
+#include <linux/if_addr.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/handlers.h>
+#include <netlink/socket.h>
+
+#include "rn_compiler.h"
+#include "rn_nl.h"
+
+#define NL_TIMEOUT_MS 2000
+
+/* From linux/if.h, which clashes with net/if.h (rn_path.h). */
+#ifndef IFF_LOWER_UP
+#define IFF_LOWER_UP 0x10000
+#endif
+#define RN_IF_OPER_UNKNOWN 0
+#define RN_IF_OPER_UP 6
+
+static int nle_to_errno(int nle)
+{
+	switch (nle < 0 ? -nle : nle) {
+	case 0: return 0;
+	case NLE_NOMEM: return -ENOMEM;
+	case NLE_AGAIN: return -EAGAIN;
+	case NLE_INVAL: return -EINVAL;
+	case NLE_RANGE: return -ERANGE;
+	case NLE_MSGSIZE: return -EMSGSIZE;
+	case NLE_OPNOTSUPP: return -EOPNOTSUPP;
+	case NLE_OBJ_NOTFOUND: return -ENOENT;
+	case NLE_NOADDR: return -EADDRNOTAVAIL;
+	case NLE_PERM: return -EPERM;
+	case NLE_BUSY: return -EBUSY;
+	case NLE_NODEV: return -ENODEV;
+	case NLE_NOACCESS: return -EACCES;
+	case NLE_INTR: return -EINTR;
+	case NLE_BAD_SOCK: return -EBADF;
+	default: return -EIO;
+	}
+}
+
+struct req {
+	int (*parse)(struct nlmsghdr *h, void *arg);
+	void *arg;
+	int kerr;     /* errno from NLMSG_ERROR (negative), 0 = none */
+	int perr;     /* first parse error */
+	int nmsg;
+};
+
+static int on_valid(struct nl_msg *msg, void *arg)
+{
+	struct req *r = arg;
+	int ret;
+
+	r->nmsg++;
+	ret = r->parse(nlmsg_hdr(msg), r->arg);
+	if (ret < 0 && !r->perr)
+		r->perr = ret;
+	return NL_OK;
+}
+
+static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
+{
+	struct req *r = arg;
+
+	r->kerr = e->error < 0 ? e->error : -e->error;
+	return NL_STOP;
+}
+
+static int on_finish(struct nl_msg *msg, void *arg)
+{
+	return NL_STOP;
+}
+
+/* Send @msg (consumed) and feed every reply to @parse. */
+static int nl_talk(struct nl_msg *msg, int (*parse)(struct nlmsghdr *, void *), void *arg)
+{
+	struct req r = { .parse = parse, .arg = arg };
+	struct nl_sock *sk;
+	struct nl_cb *cb;
+	struct timeval tv = { .tv_sec = NL_TIMEOUT_MS / 1000,
+			      .tv_usec = (NL_TIMEOUT_MS % 1000) * 1000 };
+	int ret;
+
+	sk = nl_socket_alloc();
+	if (!sk) {
+		nlmsg_free(msg);
+		return -ENOMEM;
+	}
+	ret = nl_connect(sk, NETLINK_ROUTE);
+	if (ret < 0) {
+		ret = nle_to_errno(ret);
+		goto out_sk;
+	}
+	/* A dead kernel reply must not hang the caller. */
+	setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	nl_socket_disable_auto_ack(sk);
+	cb = nl_cb_alloc(NL_CB_DEFAULT);
+	if (!cb) {
+		ret = -ENOMEM;
+		goto out_sk;
+	}
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &r);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &r);
+	nl_cb_err(cb, NL_CB_CUSTOM, on_error, &r);
+	ret = nl_send_auto(sk, msg);
+	if (ret < 0) {
+		ret = nle_to_errno(ret);
+		goto out_cb;
+	}
+	ret = nl_recvmsgs(sk, cb);
+	if (r.kerr)
+		ret = r.kerr;
+	else if (ret < 0)
+		ret = nle_to_errno(ret);
+	else
+		ret = r.perr;
+out_cb:
+	nl_cb_put(cb);
+out_sk:
+	nl_socket_free(sk);
+	nlmsg_free(msg);
+	return ret;
+}
+
+static struct nl_msg *new_msg(int type, int flags, const void *hdr, size_t len)
+{
+	struct nl_msg *msg = nlmsg_alloc_simple(type, flags);
+
+	if (!msg)
+		return NULL;
+	if (nlmsg_append(msg, (void *)hdr, len, NLMSG_ALIGNTO) < 0) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+static int put_ip(struct nl_msg *msg, int attr, const struct rn_ip *ip)
+{
+	if (ip->family == AF_INET)
+		return nla_put(msg, attr, 4, &ip->v4) ? -EMSGSIZE : 0;
+	return nla_put(msg, attr, 16, &ip->v6) ? -EMSGSIZE : 0;
+}
+
+static void get_ip(struct nlattr *a, int family, struct rn_ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	if (!a)
+		return;
+	if (family == AF_INET && nla_len(a) >= 4) {
+		ip->family = AF_INET;
+		memcpy(&ip->v4, nla_data(a), 4);
+	} else if (family == AF_INET6 && nla_len(a) >= 16) {
+		ip->family = AF_INET6;
+		memcpy(&ip->v6, nla_data(a), 16);
+	}
+}
+
+/* A growing array for dumps. */
+struct vec {
+	void *v;
+	int n, cap;
+	size_t esz;
+};
+
+static void *vec_push(struct vec *a)
+{
+	void *p;
+
+	if (a->n == a->cap) {
+		int cap = a->cap ? a->cap * 2 : 16;
+
+		p = realloc(a->v, (size_t)cap * a->esz);
+		if (!p)
+			return NULL;
+		a->v = p;
+		a->cap = cap;
+	}
+	p = (char *)a->v + (size_t)a->n++ * a->esz;
+	memset(p, 0, a->esz);
+	return p;
+}
+
+static int dump(int type, const void *hdr, size_t len, int (*parse)(struct nlmsghdr *, void *),
+		size_t esz, void **out, int *n)
+{
+	struct vec a = { .esz = esz };
+	struct nl_msg *msg = new_msg(type, NLM_F_DUMP, hdr, len);
+	int ret;
+
+	if (!msg)
+		return -ENOMEM;
+	ret = nl_talk(msg, parse, &a);
+	if (ret < 0) {
+		free(a.v);
+		return ret;
+	}
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
+
+/* links */
+
+static int parse_link(struct nlmsghdr *h, struct rn_nl_link *l)
+{
+	struct ifinfomsg *ifi = nlmsg_data(h);
+	struct nlattr *tb[IFLA_MAX + 1];
+	int oper = RN_IF_OPER_UNKNOWN;
+
+	if (h->nlmsg_type != RTM_NEWLINK || nlmsg_parse(h, sizeof(*ifi), tb, IFLA_MAX, NULL) < 0)
+		return -EIO;
+	l->ifindex = ifi->ifi_index;
+	l->flags = ifi->ifi_flags;
+	if (tb[IFLA_IFNAME])
+		nla_strlcpy(l->name, tb[IFLA_IFNAME], sizeof(l->name));
+	if (tb[IFLA_ADDRESS] && nla_len(tb[IFLA_ADDRESS]) == 6)
+		memcpy(l->mac, nla_data(tb[IFLA_ADDRESS]), 6);
+	if (tb[IFLA_MTU])
+		l->mtu = (int)nla_get_u32(tb[IFLA_MTU]);
+	if (tb[IFLA_OPERSTATE])
+		oper = nla_get_u8(tb[IFLA_OPERSTATE]);
+	if (tb[IFLA_MASTER])
+		l->master = (int)nla_get_u32(tb[IFLA_MASTER]);
+	l->oper_up = (l->flags & IFF_UP) &&
+		     (oper == RN_IF_OPER_UP ||
+		      (oper == RN_IF_OPER_UNKNOWN && (l->flags & IFF_LOWER_UP)));
+	return 0;
+}
+
+static int link_cb(struct nlmsghdr *h, void *arg)
+{
+	struct rn_nl_link *l = vec_push(arg);
+
+	if (!l)
+		return -ENOMEM;
+	return parse_link(h, l);
+}
+
+static int real_link_dump(struct rn_nl_link **out, int *n)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
+
+	return dump(RTM_GETLINK, &ifi, sizeof(ifi), link_cb, sizeof(**out), (void **)out, n);
+}
+
+static int link_one_cb(struct nlmsghdr *h, void *arg)
+{
+	return parse_link(h, arg);
+}
+
+static int real_link_get(int ifindex, struct rn_nl_link *out)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = ifindex };
+	struct nl_msg *msg = new_msg(RTM_GETLINK, 0, &ifi, sizeof(ifi));
+
+	if (!msg)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	return nl_talk(msg, link_one_cb, out);
+}
+
+/* addresses */
+
+static int addr_cb(struct nlmsghdr *h, void *arg)
+{
+	struct ifaddrmsg *ifa = nlmsg_data(h);
+	struct nlattr *tb[IFA_MAX + 1];
+	struct rn_nl_addr *a;
+
+	if (h->nlmsg_type != RTM_NEWADDR || nlmsg_parse(h, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
+		return -EIO;
+	a = vec_push(arg);
+	if (!a)
+		return -ENOMEM;
+	a->ifindex = (int)ifa->ifa_index;
+	a->prefixlen = ifa->ifa_prefixlen;
+	a->scope = ifa->ifa_scope;
+	a->flags = tb[IFA_FLAGS] ? nla_get_u32(tb[IFA_FLAGS]) : ifa->ifa_flags;
+	/* IFA_LOCAL is our address; IFA_ADDRESS is the peer's on point-to-point links. */
+	get_ip(tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS], ifa->ifa_family, &a->ip);
+	return 0;
+}
+
+static int real_addr_dump(int family, struct rn_nl_addr **out, int *n)
+{
+	struct ifaddrmsg ifa = { .ifa_family = (uint8_t)family };
+
+	return dump(RTM_GETADDR, &ifa, sizeof(ifa), addr_cb, sizeof(**out), (void **)out, n);
+}
+
+/* rules */
+
+static int rule_cb(struct nlmsghdr *h, void *arg)
+{
+	struct fib_rule_hdr *frh = nlmsg_data(h);
+	struct nlattr *tb[FRA_MAX + 1];
+	struct rn_nl_rule *r;
+
+	if (h->nlmsg_type != RTM_NEWRULE || nlmsg_parse(h, sizeof(*frh), tb, FRA_MAX, NULL) < 0)
+		return -EIO;
+	r = vec_push(arg);
+	if (!r)
+		return -ENOMEM;
+	r->family = frh->family;
+	r->action = frh->action;
+	r->table = tb[FRA_TABLE] ? nla_get_u32(tb[FRA_TABLE]) : frh->table;
+	r->priority = tb[FRA_PRIORITY] ? nla_get_u32(tb[FRA_PRIORITY]) : 0;
+	r->src_len = frh->src_len;
+	r->dst_len = frh->dst_len;
+	get_ip(tb[FRA_SRC], frh->family, &r->src);
+	get_ip(tb[FRA_DST], frh->family, &r->dst);
+	if (tb[FRA_IFNAME])
+		nla_strlcpy(r->iif, tb[FRA_IFNAME], sizeof(r->iif));
+	if (tb[FRA_OIFNAME])
+		nla_strlcpy(r->oif, tb[FRA_OIFNAME], sizeof(r->oif));
+	if (tb[FRA_FWMARK])
+		r->fwmark = nla_get_u32(tb[FRA_FWMARK]);
+	r->invert = !!(frh->flags & FIB_RULE_INVERT);
+	return 0;
+}
+
+static int real_rule_dump(int family, struct rn_nl_rule **out, int *n)
+{
+	struct fib_rule_hdr frh = { .family = (uint8_t)family };
+
+	return dump(RTM_GETRULE, &frh, sizeof(frh), rule_cb, sizeof(**out), (void **)out, n);
+}
+
+/* routes */
+
+static int parse_route(struct nlmsghdr *h, struct rn_nl_route *r)
+{
+	struct rtmsg *rtm = nlmsg_data(h);
+	struct nlattr *tb[RTA_MAX + 1];
+
+	if (h->nlmsg_type != RTM_NEWROUTE || nlmsg_parse(h, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+		return -EIO;
+	r->table = tb[RTA_TABLE] ? nla_get_u32(tb[RTA_TABLE]) : rtm->rtm_table;
+	r->type = rtm->rtm_type;
+	r->scope = rtm->rtm_scope;
+	r->protocol = rtm->rtm_protocol;
+	r->dst_len = rtm->rtm_dst_len;
+	get_ip(tb[RTA_DST], rtm->rtm_family, &r->dst);
+	r->dst.family = rtm->rtm_family;
+	get_ip(tb[RTA_PREFSRC], rtm->rtm_family, &r->prefsrc);
+	get_ip(tb[RTA_GATEWAY], rtm->rtm_family, &r->gw);
+	if (tb[RTA_OIF])
+		r->oif = (int)nla_get_u32(tb[RTA_OIF]);
+	if (tb[RTA_PRIORITY])
+		r->metric = nla_get_u32(tb[RTA_PRIORITY]);
+	if (!r->oif && tb[RTA_MULTIPATH] && nla_len(tb[RTA_MULTIPATH]) >= (int)sizeof(struct rtnexthop)) {
+		/* First nexthop only: enough to tell which NIC a table points at. */
+		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
+
+		r->oif = nh->rtnh_ifindex;
+	}
+	return 0;
+}
+
+static int route_cb(struct nlmsghdr *h, void *arg)
+{
+	struct rtmsg *rtm = nlmsg_data(h);
+	struct rn_nl_route *r;
+
+	/* Skip the IPv6 route cache and other clones. */
+	if (rtm->rtm_flags & RTM_F_CLONED)
+		return 0;
+	r = vec_push(arg);
+	if (!r)
+		return -ENOMEM;
+	return parse_route(h, r);
+}
+
+static int real_route_dump(int family, struct rn_nl_route **out, int *n)
+{
+	struct rtmsg rtm = { .rtm_family = (uint8_t)family };
+
+	return dump(RTM_GETROUTE, &rtm, sizeof(rtm), route_cb, sizeof(**out), (void **)out, n);
+}
+
+struct one_route {
+	struct rn_nl_route *r;
+	int got;
+};
+
+static int route_one_cb(struct nlmsghdr *h, void *arg)
+{
+	struct one_route *o = arg;
+
+	if (o->got++)
+		return 0;
+	return parse_route(h, o->r);
+}
+
+static int real_route_get(const struct rn_ip *dst, const struct rn_ip *src, int oif,
+			  struct rn_nl_route *out)
+{
+	struct rtmsg rtm = {
+		.rtm_family = (uint8_t)dst->family,
+		.rtm_dst_len = dst->family == AF_INET ? 32 : 128,
+		.rtm_flags = RTM_F_LOOKUP_TABLE,
+	};
+	struct one_route o = { .r = out };
+	struct nl_msg *msg;
+	int ret;
+
+	if (dst->family != AF_INET && dst->family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (src && src->family) {
+		if (src->family != dst->family)
+			return -EINVAL;
+		rtm.rtm_src_len = rtm.rtm_dst_len;
+	}
+	msg = new_msg(RTM_GETROUTE, 0, &rtm, sizeof(rtm));
+	if (!msg)
+		return -ENOMEM;
+	ret = put_ip(msg, RTA_DST, dst);
+	if (!ret && src && src->family)
+		ret = put_ip(msg, RTA_SRC, src);
+	if (!ret && oif > 0)
+		ret = nla_put_u32(msg, RTA_OIF, (uint32_t)oif) ? -EMSGSIZE : 0;
+	if (ret) {
+		nlmsg_free(msg);
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	ret = nl_talk(msg, route_one_cb, &o);
+	if (!ret && !o.got)
+		ret = -ENOENT;
+	return ret;
+}
+
+/* neighbours */
+
+struct one_neigh {
+	struct rn_nl_neigh *nb;
+	int ifindex;
+	const struct rn_ip *ip;
+	int got;
+};
+
+static int neigh_cb(struct nlmsghdr *h, void *arg)
+{
+	struct one_neigh *o = arg;
+	struct ndmsg *ndm = nlmsg_data(h);
+	struct nlattr *tb[NDA_MAX + 1];
+	struct rn_ip ip;
+
+	if (h->nlmsg_type != RTM_NEWNEIGH || nlmsg_parse(h, sizeof(*ndm), tb, NDA_MAX, NULL) < 0)
+		return -EIO;
+	get_ip(tb[NDA_DST], ndm->ndm_family, &ip);
+	/* A dump answers for every entry; keep the one asked for. */
+	if (o->got || ndm->ndm_ifindex != o->ifindex || ip.family != o->ip->family ||
+	    memcmp(ip.family == AF_INET ? (const void *)&ip.v4 : (const void *)&ip.v6,
+		   ip.family == AF_INET ? (const void *)&o->ip->v4 : (const void *)&o->ip->v6,
+		   ip.family == AF_INET ? 4 : 16))
+		return 0;
+	o->got = 1;
+	o->nb->ifindex = ndm->ndm_ifindex;
+	o->nb->ip = ip;
+	o->nb->state = ndm->ndm_state;
+	if (tb[NDA_LLADDR] && nla_len(tb[NDA_LLADDR]) == 6) {
+		memcpy(o->nb->mac, nla_data(tb[NDA_LLADDR]), 6);
+		o->nb->has_mac = 1;
+	}
+	return 0;
+}
+
+static int real_neigh_get(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out)
+{
+	struct ndmsg ndm = { .ndm_family = (uint8_t)ip->family, .ndm_ifindex = ifindex };
+	struct one_neigh o = { .nb = out, .ifindex = ifindex, .ip = ip };
+	struct nl_msg *msg;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	msg = new_msg(RTM_GETNEIGH, 0, &ndm, sizeof(ndm));
+	if (!msg)
+		return -ENOMEM;
+	ret = put_ip(msg, NDA_DST, ip);
+	if (ret) {
+		nlmsg_free(msg);
+		return ret;
+	}
+	ret = nl_talk(msg, neigh_cb, &o);
+	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+		/* Kernels before 4.20 have no single-entry get: dump and filter. */
+		msg = new_msg(RTM_GETNEIGH, NLM_F_DUMP, &ndm, sizeof(ndm));
+		if (!msg)
+			return -ENOMEM;
+		ret = nl_talk(msg, neigh_cb, &o);
+	}
+	if (!ret && !o.got)
+		ret = -ENOENT;
+	return ret;
+}
+
+static int real_neigh_probe(int ifindex, const struct rn_ip *src, const struct rn_ip *dst)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+	struct sockaddr_storage ss;
+	struct msghdr mh;
+	struct iovec iov;
+	struct cmsghdr *cm;
+	char payload = 0;
+	int fd, ret = 0;
+
+	memset(&ss, 0, sizeof(ss));
+	memset(&ctl, 0, sizeof(ctl));
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = &payload;
+	iov.iov_len = 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_name = &ss;
+	mh.msg_control = ctl.buf;
+	cm = (struct cmsghdr *)ctl.buf;
+	/* IP_PKTINFO pins source and device like SO_BINDTODEVICE, without privilege. */
+	if (dst->family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+		struct in_pktinfo *pi;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(9); /* discard */
+		sin->sin_addr = dst->v4;
+		mh.msg_namelen = sizeof(*sin);
+		cm->cmsg_level = IPPROTO_IP;
+		cm->cmsg_type = IP_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(*pi));
+		pi = (struct in_pktinfo *)CMSG_DATA(cm);
+		pi->ipi_ifindex = ifindex;
+		if (src && src->family == AF_INET)
+			pi->ipi_spec_dst = src->v4;
+		mh.msg_controllen = CMSG_SPACE(sizeof(*pi));
+	} else if (dst->family == AF_INET6) {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+		struct in6_pktinfo *pi;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(9);
+		sin6->sin6_addr = dst->v6;
+		mh.msg_namelen = sizeof(*sin6);
+		cm->cmsg_level = IPPROTO_IPV6;
+		cm->cmsg_type = IPV6_PKTINFO;
+		cm->cmsg_len = CMSG_LEN(sizeof(*pi));
+		pi = (struct in6_pktinfo *)CMSG_DATA(cm);
+		pi->ipi6_ifindex = (unsigned int)ifindex;
+		if (src && src->family == AF_INET6)
+			pi->ipi6_addr = src->v6;
+		mh.msg_controllen = CMSG_SPACE(sizeof(*pi));
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	fd = socket(dst->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (sendmsg(fd, &mh, MSG_DONTWAIT) < 0) {
+		/* Queued behind an unresolved neighbour or refused by it: ARP went out anyway. */
+		if (errno != EAGAIN && errno != EHOSTUNREACH && errno != ECONNREFUSED)
+			ret = -errno;
+	}
+	close(fd);
+	return ret;
+}
+
+const struct rn_nl_ops rn_nl_real_ops = {
+	.link_dump = real_link_dump,
+	.addr_dump = real_addr_dump,
+	.rule_dump = real_rule_dump,
+	.route_dump = real_route_dump,
+	.route_get = real_route_get,
+	.neigh_get = real_neigh_get,
+	.neigh_probe = real_neigh_probe,
+	.link_get = real_link_get,
+};
+
+struct rn_nl_ops rn_nl = {
+	.link_dump = real_link_dump,
+	.addr_dump = real_addr_dump,
+	.rule_dump = real_rule_dump,
+	.route_dump = real_route_dump,
+	.route_get = real_route_get,
+	.neigh_get = real_neigh_get,
+	.neigh_probe = real_neigh_probe,
+	.link_get = real_link_get,
+};
+
+void rn_nl_set_ops(const struct rn_nl_ops *ops)
+{
+	if (ops->link_dump)
+		rn_nl.link_dump = ops->link_dump;
+	if (ops->addr_dump)
+		rn_nl.addr_dump = ops->addr_dump;
+	if (ops->rule_dump)
+		rn_nl.rule_dump = ops->rule_dump;
+	if (ops->route_dump)
+		rn_nl.route_dump = ops->route_dump;
+	if (ops->route_get)
+		rn_nl.route_get = ops->route_get;
+	if (ops->neigh_get)
+		rn_nl.neigh_get = ops->neigh_get;
+	if (ops->neigh_probe)
+		rn_nl.neigh_probe = ops->neigh_probe;
+	if (ops->link_get)
+		rn_nl.link_get = ops->link_get;
+}
+
+void rn_nl_reset_ops(void)
+{
+	rn_nl = rn_nl_real_ops;
+}

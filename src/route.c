@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The NIC verdict: does a kernel route lookup from the NIC's source IP (without
+ * oif: with oif the kernel always egresses the GID's netdev, roce-routing.md 1.4)
+ * leave through this NIC; can the host's ARP answers for the NIC's IP come from
+ * another NIC (arp_ignore/arp_announce, or arp_filter with complete rules); would
+ * strict rp_filter drop replies. Each problem becomes a finding from the catalogue.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/rtnetlink.h>
+
+#include "rn_host.h"
+#include "rn_log.h"
+
+#define MAX_SHARE 32
+
+int rn_ibv_mtu_bytes(enum ibv_mtu m)
+{
+	switch (m) {
+	case IBV_MTU_256: return 256;
+	case IBV_MTU_512: return 512;
+	case IBV_MTU_1024: return 1024;
+	case IBV_MTU_2048: return 2048;
+	case IBV_MTU_4096: return 4096;
+	}
+	return 0;
+}
+
+/* iboe_get_mtu(): the netdev MTU less 96 bytes of RoCE headers, rounded down. */
+int rn_roce_mtu_of(int netdev_mtu)
+{
+	int m = netdev_mtu - 96, b;
+
+	for (b = 4096; b >= 256; b /= 2)
+		if (m >= b)
+			return b;
+	return 0;
+}
+
+void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
+{
+	if (nic->nfindings >= RN_MAX_FINDINGS)
+		return;
+	rn_finding_render(&nic->findings[nic->nfindings++], cause, v);
+}
+
+static int table_used(const struct rn_host *host, uint32_t t)
+{
+	int i;
+
+	for (i = 0; i < host->nrules; i++)
+		if (host->rules[i].table == t || host->rules[i].priority == t)
+			return 1;
+	for (i = 0; i < host->nroutes; i++)
+		if (host->routes[i].table == t)
+			return 1;
+	return 0;
+}
+
+void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio)
+{
+	uint32_t t = 100 + (uint32_t)(ifindex > 0 ? ifindex : 0);
+
+	while (t < 250 && table_used(host, t))
+		t++;
+	*table = t;
+	*prio = t;
+}
+
+static const char *link_name(struct rn_host *host, int ifindex)
+{
+	struct rn_host_link *l = rn_host_link_by_index(host, ifindex);
+
+	return l ? l->link.name : "another interface";
+}
+
+/* sysctl -w accepts '/' separators, which netdev names with dots (VLANs) need. */
+static void sysctl_key(char *buf, size_t len, const char *dev, const char *key)
+{
+	if (strchr(dev, '.'))
+		snprintf(buf, len, "net/ipv4/conf/%s/%s", dev, key);
+	else
+		snprintf(buf, len, "net.ipv4.conf.%s.%s", dev, key);
+}
+
+/* A destination inside our subnet that is not a local address: what a peer would be. */
+static int subnet_probe(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst)
+{
+	int bits = nic->ip.family == AF_INET ? 32 : 128, k;
+	struct rn_ip net;
+
+	if (nic->prefixlen >= bits)
+		return -ENOENT;
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	for (k = 1; k < 16; k++) {
+		*dst = net;
+		if (nic->ip.family == AF_INET) {
+			uint32_t h = ntohl(net.v4.s_addr) + (uint32_t)k;
+
+			if (nic->prefixlen < 31 && bits - nic->prefixlen < 32 &&
+			    (uint32_t)k >= (1U << (bits - nic->prefixlen)) - 1)
+				break; /* ran into the broadcast address */
+			if (nic->prefixlen == 31)
+				h = ntohl(net.v4.s_addr) + (uint32_t)(k - 1);
+			dst->v4.s_addr = htonl(h);
+		} else {
+			dst->v6.s6_addr[15] = (uint8_t)(dst->v6.s6_addr[15] + k);
+		}
+		if (!rn_ip_in_prefix(dst, &net, nic->prefixlen))
+			break;
+		if (!rn_host_addr_find(host, 0, dst))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+struct share {
+	struct rn_host_link *l[MAX_SHARE];
+	int n; /* l[0] is this NIC */
+};
+
+/* Up links other than ours with an address in our subnet. */
+static void find_sharing(struct rn_host *host, const struct rn_nic *nic, struct share *s)
+{
+	int i, k;
+
+	s->n = 0;
+	s->l[s->n] = rn_host_link_by_index(host, nic->ifindex);
+	if (!s->l[s->n])
+		return;
+	s->n++;
+	for (i = 0; i < host->naddrs && s->n < MAX_SHARE; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		struct rn_host_link *l;
+
+		if (a->ifindex == nic->ifindex || a->ip.family != nic->ip.family ||
+		    !rn_ip_in_prefix(&a->ip, &nic->ip, RN_MIN(a->prefixlen, nic->prefixlen)))
+			continue;
+		l = rn_host_link_by_index(host, a->ifindex);
+		if (!l || !l->link.oper_up || (l->link.flags & IFF_LOOPBACK))
+			continue;
+		for (k = 0; k < s->n && s->l[k] != l; k++)
+			;
+		if (k == s->n)
+			s->l[s->n++] = l;
+	}
+}
+
+static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct share *s,
+		      struct rn_vars *v)
+{
+	char why[160] = "", sysctls[160] = "", key[80];
+	size_t wo = 0, so = 0;
+	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i;
+	char bad_ignore[96] = "", bad_announce[96] = "";
+
+	for (i = 0; i < s->n; i++) {
+		const struct rn_sysctls *e = rn_host_sysctls(host, s->l[i]);
+		struct rn_ip src;
+
+		if (!rn_arp_ignore_protects(e->arp_ignore)) {
+			ignore_ok = 0;
+			snprintf(bad_ignore + strlen(bad_ignore), sizeof(bad_ignore) - strlen(bad_ignore),
+				 "%s%s", bad_ignore[0] ? "," : "", s->l[i]->link.name);
+		}
+		if (e->arp_announce < 2) {
+			announce_ok = 0;
+			snprintf(bad_announce + strlen(bad_announce),
+				 sizeof(bad_announce) - strlen(bad_announce), "%s%s",
+				 bad_announce[0] ? "," : "", s->l[i]->link.name);
+		}
+		if (!e->arp_filter)
+			filter_ok = 0;
+		if (!rn_policy_source(host, s->l[i]->link.ifindex, nic->ip.family, &src, NULL))
+			rules_ok = 0;
+	}
+	/*
+	 * Answers: arp_ignore >= 1 everywhere, or arp_filter=1 where every NIC has its
+	 * table. Requests: arp_announce=2, or complete rules (a packet from NIC i's IP
+	 * then always leaves NIC i, so its ARP carries the right pair).
+	 */
+	if ((ignore_ok || (filter_ok && rules_ok)) && (announce_ok || rules_ok))
+		return;
+	if (nic->ip.family != AF_INET)
+		return; /* IPv6 ND has no flux: answers come from the owning interface */
+	if (!(ignore_ok || (filter_ok && rules_ok))) {
+		wo += (size_t)snprintf(why + wo, sizeof(why) - wo,
+				       "effective arp_ignore=0 on %s", bad_ignore);
+		so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so,
+				       "net.ipv4.conf.all.arp_ignore=1");
+	}
+	if (!(announce_ok || rules_ok)) {
+		char *p, *save = NULL;
+
+		if (wo < sizeof(why))
+			wo += (size_t)snprintf(why + wo, sizeof(why) - wo, "%sarp_announce<2 on %s",
+					       wo ? ", " : "effective ", bad_announce);
+		for (p = strtok_r(bad_announce, ",", &save); p && so < sizeof(sysctls);
+		     p = strtok_r(NULL, ",", &save)) {
+			sysctl_key(key, sizeof(key), p, "arp_announce");
+			so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so, "%s%s=2",
+					       so ? " " : "", key);
+		}
+	}
+	rn_vars_set(v, "why", "%s", why);
+	rn_vars_set(v, "sysctls", "%s", sysctls);
+	rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
+}
+
+int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
+{
+	struct rn_vars v = { 0 };
+	struct share s;
+	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
+	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN];
+	char others[160] = "", devs[160] = "";
+	struct rn_nl_route r;
+	struct rn_ip net, dst;
+	uint32_t table, prio;
+	int i, ret, wrong_egress = 0, wrong_dev = 0;
+
+	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	if (!nic->link_up || (self && !self->link.oper_up)) {
+		rn_nic_add_finding(nic, RN_CAUSE_LINK_DOWN, &v);
+		return 0;
+	}
+	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {
+		rn_vars_set(&v, "what",
+			    "port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
+			    rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
+		rn_vars_set(&v, "fix_dev", "%s", nic->netdev);
+		rn_vars_set(&v, "fix_mtu", "%d", rn_ibv_mtu_bytes(nic->active_mtu) + 96);
+		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
+	}
+	if (!nic->ip.family)
+		return 0;
+
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
+	rn_vars_set(&v, "subnet", "%s/%d", rn_ip_str(&net, net_s, sizeof(net_s)), nic->prefixlen);
+	find_sharing(host, nic, &s);
+	for (i = 0; i < s.n; i++) {
+		size_t o = strlen(devs);
+
+		snprintf(devs + o, sizeof(devs) - o, "%s%s", i ? " " : "", s.l[i]->link.name);
+		if (i) {
+			o = strlen(others);
+			snprintf(others + o, sizeof(others) - o, "%s%s", i > 1 ? ", " : "",
+				 s.l[i]->link.name);
+		}
+	}
+	rn_vars_set(&v, "devs", "%s", devs[0] ? devs : nic->netdev);
+	rn_vars_set(&v, "others", "%s", others);
+	if (nic->table != RN_TABLE_MAIN) {
+		const struct rn_nl_rule *rule = rn_rule_for_src(host, &nic->ip);
+
+		table = (uint32_t)nic->table;
+		prio = rule ? rule->priority : table;
+	} else {
+		rn_propose_table(host, nic->ifindex, &table, &prio);
+	}
+	rn_vars_set(&v, "table", "%u", table);
+	rn_vars_set(&v, "prio", "%u", prio);
+
+	/* The kernel's own answer for a peer in our subnet. */
+	if (!subnet_probe(host, nic, &dst)) {
+		rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
+		ret = rn_nl.route_get(&dst, &nic->ip, 0, &r);
+		if (ret < 0) {
+			rn_vars_set(&v, "err", "%s", strerror(-ret));
+			rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
+		} else if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
+			wrong_egress = 1;
+			wrong_dev = r.oif;
+			rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
+			rn_vars_set(&v, "used_table", "%u", r.table);
+			if (nic->table != RN_TABLE_MAIN && r.table == (uint32_t)nic->table)
+				rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, &v);
+			else
+				rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
+		}
+	}
+	/* Gateways of our table must be reached through our NIC too. */
+	for (i = 0; i < host->nroutes && !wrong_egress; i++) {
+		const struct rn_nl_route *g = &host->routes[i];
+
+		if (g->table != (uint32_t)nic->table || !g->gw.family ||
+		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST)
+			continue;
+		if (nic->table == RN_TABLE_MAIN && g->oif != nic->ifindex)
+			continue; /* main's default route belongs to the management NIC */
+		ret = rn_nl.route_get(&g->gw, &nic->ip, 0, &r);
+		if (ret < 0 || r.oif == nic->ifindex)
+			continue;
+		wrong_egress = 1;
+		wrong_dev = r.oif;
+		rn_vars_set(&v, "dst", "gateway %s", rn_ip_str(&g->gw, buf, sizeof(buf)));
+		rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
+		rn_vars_set(&v, "used_table", "%u", r.table);
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
+	}
+
+	if (s.n > 1) {
+		check_arp(host, nic, &s, &v);
+		if (nic->table == RN_TABLE_MAIN)
+			rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, &v);
+	}
+	if (self && wrong_egress && nic->ip.family == AF_INET) {
+		const struct rn_sysctls *e = rn_host_sysctls(host, self);
+
+		if (e->rp_filter == 1) {
+			rn_vars_set(&v, "value", "%d", e->rp_filter);
+			rn_vars_set(&v, "other_dev", "%s", link_name(host, wrong_dev));
+			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
+		}
+	}
+	return 0;
+}
+
+static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_config *cfg)
+{
+	enum rn_verdict_kind k = RN_VERDICT_OK;
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++) {
+		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
+			return RN_VERDICT_REFUSED; /* nothing to run RoCE on, whatever the mode */
+		if (nic->findings[i].sev == RN_SEV_FATAL)
+			k = cfg->route_check == RN_ROUTE_CHECK_STRICT ? RN_VERDICT_REFUSED
+								       : RN_MAX(k, RN_VERDICT_WARN);
+		else if (nic->findings[i].sev == RN_SEV_WARN)
+			k = RN_MAX(k, RN_VERDICT_WARN);
+	}
+	return k;
+}
+
+int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		  const struct rn_config *cfg)
+{
+	int ret, i, no_gid = 0;
+
+	if (!host || !nic || !cfg)
+		return -EINVAL;
+	nic->gid_index = -1;
+	memset(&nic->gid, 0, sizeof(nic->gid));
+	memset(&nic->ip, 0, sizeof(nic->ip));
+	nic->prefixlen = 0;
+	nic->table = RN_TABLE_MAIN;
+	nic->nfindings = 0;
+	nic->verdict = RN_VERDICT_OK;
+	if (!rn_host_link_by_index(host, nic->ifindex)) {
+		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
+							: NULL;
+
+		if (!l)
+			return -ENODEV;
+		nic->ifindex = l->link.ifindex;
+	}
+	ret = rn_gid_choose(host, ctx, nic, cfg);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
+			no_gid = 1;
+	if (cfg->route_check != RN_ROUTE_CHECK_OFF && !no_gid)
+		rn_route_assess(host, nic, cfg);
+	nic->verdict = judge(nic, cfg);
+	return 0;
+}
+
+void rn_nic_log(const struct rn_nic *nic)
+{
+	char ip[INET6_ADDRSTRLEN], name[96];
+	int i;
+
+	char causes[160] = "";
+	size_t o = 0;
+
+	snprintf(name, sizeof(name), "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	for (i = 0; i < nic->nfindings && o < sizeof(causes); i++)
+		o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", i ? "," : " causes ",
+				      rn_cause_id(nic->findings[i].cause));
+	rn_info(RN_SUB_INIT | RN_SUB_NET,
+		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s", name, nic->netdev,
+		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
+		rn_verdict_str(nic->verdict), causes);
+	for (i = 0; i < nic->nfindings; i++)
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s %s: %s; fix: %s", name,
+			rn_cause_id(nic->findings[i].cause), nic->findings[i].msg,
+			nic->findings[i].fix);
+}

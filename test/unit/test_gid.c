@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/* GID choice over fixture GID tables (fake verbs) and fixture routing (fake netlink). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "fake_nl.h"
+#include "fake_verbs.h"
+#include "rn_verbs.h"
+
+#define V1 IBV_GID_TYPE_ROCE_V1
+#define V2 IBV_GID_TYPE_ROCE_V2
+
+static struct fake_nl_host H;
+static struct fake_dev dev;
+static struct rn_config cfg;
+
+static int setup(void **state)
+{
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_addr(&H, 2, "198.18.0.1/24", 0);
+	memset(&dev, 0, sizeof(dev));
+	dev.name = "mlx5_0";
+	dev.nports = 1;
+	rn_config_defaults(&cfg);
+	return 0;
+}
+
+static void gids(const struct fake_gid *g, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		dev.ports[0].gids[i] = g[i];
+}
+
+/* Open the fake device, assess port 1 of eth0, close; returns the NIC. */
+static struct rn_nic assess(void)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct rn_host *h;
+	struct rn_nic nic;
+
+	fake_verbs_install(&dev, 1);
+	fake_nl_install(&H);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	list = rn_verbs.get_device_list(NULL);
+	ctx = rn_verbs.open_device(list[0]);
+	assert_non_null(ctx);
+	assert_int_equal(rn_nic_from_netdev(h, "eth0", &nic), 0);
+	snprintf(nic.ibdev, sizeof(nic.ibdev), "mlx5_0");
+	nic.port = 1;
+	assert_int_equal(rn_nic_assess(h, ctx, &nic, &cfg), 0);
+	rn_verbs.close_device(ctx);
+	rn_host_free(h);
+	fake_nl_uninstall();
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	return nic;
+}
+
+static int has(const struct rn_nic *nic, enum rn_cause c)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].cause == c)
+			return i + 1;
+	return 0;
+}
+
+static void ip_is(const struct rn_nic *nic, const char *s)
+{
+	char b[64];
+
+	assert_string_equal(rn_ip_str(&nic->ip, b, sizeof(b)), s);
+}
+
+static const struct fake_gid mlx5[] = {
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
+};
+
+static void test_mlx5_layout_picks_3(void **state)
+{
+	struct rn_nic nic;
+
+	gids(mlx5, 4);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+	ip_is(&nic, "198.18.0.1");
+	assert_int_equal(nic.prefixlen, 24);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+	assert_int_equal(nic.table, RN_TABLE_MAIN);
+}
+
+static void test_roce_v1_wanted_picks_2(void **state)
+{
+	struct rn_nic nic;
+
+	gids(mlx5, 4);
+	cfg.roce_version = 1;
+	nic = assess();
+	assert_int_equal(nic.gid_index, 2);
+}
+
+static void test_rxe_layout_picks_1(void **state)
+{
+	static const struct fake_gid rxe[] = { { "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 } };
+	struct rn_nic nic;
+
+	gids(rxe, 2);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 1);
+	ip_is(&nic, "198.18.0.1");
+}
+
+static const struct fake_gid v6only[] = {
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+	{ "fd00::1", V1, 2 }, { "fd00::1", V2, 2 },
+};
+
+static void test_ipv6_only_is_no_gid_and_names_family(void **state)
+{
+	struct rn_nic nic;
+	int i;
+
+	gids(v6only, 4);
+	nic = assess();
+	assert_int_equal(nic.gid_index, -1);
+	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
+	i = has(&nic, RN_CAUSE_NO_GID);
+	assert_true(i);
+	assert_non_null(strstr(nic.findings[i - 1].fix, "NCCL_IB_ADDR_FAMILY=AF_INET6"));
+	assert_non_null(strstr(nic.findings[i - 1].msg, "AF_INET"));
+	assert_non_null(strstr(nic.findings[i - 1].msg, "fd00::1"));
+}
+
+static void test_ipv6_wanted_picks_v6_v2(void **state)
+{
+	struct rn_nic nic;
+
+	fake_addr(&H, 2, "fd00::1/64", 0);
+	gids(v6only, 4);
+	cfg.addr_family = AF_INET6;
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+	ip_is(&nic, "fd00::1");
+}
+
+static const struct fake_gid two_ips[] = {
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
+	{ "198.18.0.101", V1, 2 }, { "198.18.0.101", V2, 2 },
+};
+
+static void test_several_ips_primary_without_rules(void **state)
+{
+	struct rn_nic nic;
+
+	fake_addr(&H, 2, "198.18.0.101/24", 1);
+	gids(two_ips, 6);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+	ip_is(&nic, "198.18.0.1");
+}
+
+static void test_several_ips_policy_source_wins(void **state)
+{
+	struct rn_nic nic;
+
+	fake_addr(&H, 2, "198.18.0.101/24", 1);
+	fake_rule(&H, 100, "198.18.0.101/32", 100);
+	fake_route(&H, 100, "198.18.0.0/24", 2, "198.18.0.101", NULL);
+	gids(two_ips, 6);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 5);
+	ip_is(&nic, "198.18.0.101");
+	assert_int_equal(nic.table, 100);
+}
+
+static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
+{
+	struct rn_nic nic;
+
+	/* The .101 rule's table routes out of eth1: not eth0's policy source. */
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.101/24", 1);
+	fake_rule(&H, 100, "198.18.0.101/32", 100);
+	fake_route(&H, 100, "198.18.0.0/24", 3, NULL, NULL);
+	gids(two_ips, 6);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+}
+
+static void test_gid_on_other_netdev_skipped(void **state)
+{
+	static const struct fake_gid g[] = {
+		{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+		{ "198.19.0.1", V1, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+		{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
+	};
+	struct rn_nic nic;
+
+	fake_link(&H, 3, "eth0.100", 0x10, 1);
+	fake_addr(&H, 3, "198.19.0.1/24", 0);
+	gids(g, 6);
+	nic = assess();
+	assert_int_equal(nic.gid_index, 5);
+	ip_is(&nic, "198.18.0.1");
+}
+
+static void test_forced_index_mismatch_warns(void **state)
+{
+	struct rn_nic nic;
+	int i;
+
+	gids(mlx5, 4);
+	cfg.gid_index = 2; /* RoCE v1 of the right IP */
+	nic = assess();
+	assert_int_equal(nic.gid_index, 2);
+	i = has(&nic, RN_CAUSE_GID_FORCED_MISMATCH);
+	assert_true(i);
+	assert_non_null(strstr(nic.findings[i - 1].msg, "GID index 3"));
+	assert_int_equal(nic.verdict, RN_VERDICT_WARN);
+}
+
+static void test_forced_index_agreeing_is_silent(void **state)
+{
+	struct rn_nic nic;
+
+	gids(mlx5, 4);
+	cfg.gid_index = 3;
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+	assert_int_equal(nic.nfindings, 0);
+}
+
+static void test_forced_empty_slot_is_no_gid(void **state)
+{
+	struct rn_nic nic;
+
+	gids(mlx5, 4);
+	cfg.gid_index = 9;
+	nic = assess();
+	assert_true(has(&nic, RN_CAUSE_NO_GID));
+	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
+}
+
+static void test_addr_range_filters(void **state)
+{
+	struct rn_nic nic;
+	int i;
+
+	gids(mlx5, 4);
+	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.19.0.0/16");
+	nic = assess();
+	i = has(&nic, RN_CAUSE_NO_GID);
+	assert_true(i);
+	assert_non_null(strstr(nic.findings[i - 1].fix, "NCCL_IB_ADDR_RANGE"));
+	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.18.0.0/24");
+	nic = assess();
+	assert_int_equal(nic.gid_index, 3);
+}
+
+static void test_link_local_only_never_chosen(void **state)
+{
+	static const struct fake_gid g[] = { { "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+					     { "::", V2, 2 } };
+	struct rn_nic nic;
+
+	gids(g, 3);
+	nic = assess();
+	assert_int_equal(nic.gid_index, -1);
+	assert_true(has(&nic, RN_CAUSE_NO_GID));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_mlx5_layout_picks_3, setup),
+		cmocka_unit_test_setup(test_roce_v1_wanted_picks_2, setup),
+		cmocka_unit_test_setup(test_rxe_layout_picks_1, setup),
+		cmocka_unit_test_setup(test_ipv6_only_is_no_gid_and_names_family, setup),
+		cmocka_unit_test_setup(test_ipv6_wanted_picks_v6_v2, setup),
+		cmocka_unit_test_setup(test_several_ips_primary_without_rules, setup),
+		cmocka_unit_test_setup(test_several_ips_policy_source_wins, setup),
+		cmocka_unit_test_setup(test_policy_rule_to_table_of_other_nic_is_not_a_source, setup),
+		cmocka_unit_test_setup(test_gid_on_other_netdev_skipped, setup),
+		cmocka_unit_test_setup(test_forced_index_mismatch_warns, setup),
+		cmocka_unit_test_setup(test_forced_index_agreeing_is_silent, setup),
+		cmocka_unit_test_setup(test_forced_empty_slot_is_no_gid, setup),
+		cmocka_unit_test_setup(test_addr_range_filters, setup),
+		cmocka_unit_test_setup(test_link_local_only_never_chosen, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/* NIC verdicts over fixture hosts: shared subnet, policy routing, sysctls, rp_filter. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fake_nl.h"
+
+static struct fake_nl_host H;
+static struct rn_config cfg;
+
+/* Two NICs (eth0 .1, eth1 .2) in 198.18.0.0/24 with default sysctls, no rules. */
+static int setup_shared(void **state)
+{
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.1/24", 0);
+	fake_addr(&H, 3, "198.18.0.2/24", 0);
+	rn_config_defaults(&cfg);
+	return 0;
+}
+
+static struct rn_nic assess(const char *dev)
+{
+	struct rn_host *h;
+	struct rn_nic nic;
+
+	fake_nl_install(&H);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	assert_int_equal(rn_nic_from_netdev(h, dev, &nic), 0);
+	assert_int_equal(rn_nic_assess(h, NULL, &nic, &cfg), 0);
+	rn_host_free(h);
+	fake_nl_uninstall();
+	if (getenv("TEST_VERBOSE"))
+		rn_nic_log(&nic);
+	return nic;
+}
+
+static const struct rn_finding *find(const struct rn_nic *nic, enum rn_cause c)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].cause == c)
+			return &nic->findings[i];
+	return NULL;
+}
+
+static void test_no_policy_routing_default_sysctls_refused(void **state)
+{
+	struct rn_nic n0 = assess("eth0"), n1 = assess("eth1");
+	const struct rn_finding *f;
+
+	assert_int_equal(n0.verdict, RN_VERDICT_REFUSED);
+	assert_non_null(find(&n0, RN_CAUSE_ARP_FLUX));
+	assert_non_null(find(&n0, RN_CAUSE_NO_RULE));
+	assert_null(find(&n0, RN_CAUSE_ROUTE_WRONG_NIC)); /* main's first route is eth0's */
+	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+	f = find(&n1, RN_CAUSE_ROUTE_WRONG_NIC);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "eth0"));
+	assert_non_null(strstr(f->fix, "ip rule add from 198.18.0.2 lookup"));
+	assert_non_null(strstr(f->fix, "dev eth1 src 198.18.0.2 table"));
+	f = find(&n1, RN_CAUSE_ARP_FLUX);
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "net.ipv4.conf.all.arp_ignore=1"));
+	assert_non_null(strstr(f->fix, "net.ipv4.conf.eth1.arp_announce=2"));
+	assert_non_null(strstr(f->fix, "scripts/roce-policy-routing eth1 eth0"));
+	assert_null(find(&n1, RN_CAUSE_RP_FILTER)); /* rp_filter 0 here */
+}
+
+static void test_warn_mode_does_not_refuse(void **state)
+{
+	struct rn_nic n1;
+
+	cfg.route_check = RN_ROUTE_CHECK_WARN;
+	n1 = assess("eth1");
+	assert_int_equal(n1.verdict, RN_VERDICT_WARN);
+	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+}
+
+static void test_off_mode_skips_checks(void **state)
+{
+	struct rn_nic n1;
+
+	cfg.route_check = RN_ROUTE_CHECK_OFF;
+	n1 = assess("eth1");
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
+	assert_int_equal(n1.nfindings, 0);
+}
+
+static void test_seed_fix_accepts_all(void **state)
+{
+	struct rn_nic n0, n1;
+	char b[64];
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	n0 = assess("eth0");
+	n1 = assess("eth1");
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	assert_int_equal(n0.nfindings, 0);
+	assert_int_equal(n0.table, 101);
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
+	assert_int_equal(n1.nfindings, 0);
+	assert_int_equal(n1.table, 102);
+	assert_string_equal(rn_ip_str(&n1.ip, b, sizeof(b)), "198.18.0.2");
+}
+
+static void test_rule_table_routes_wrong_nic(void **state)
+{
+	const struct rn_finding *f;
+	struct rn_nic n1;
+
+	fake_rule(&H, 101, "198.18.0.1/32", 101);
+	fake_route(&H, 101, "198.18.0.0/24", 2, "198.18.0.1", NULL);
+	fake_rule(&H, 102, "198.18.0.2/32", 102);
+	fake_route(&H, 102, "198.18.0.0/24", 2, NULL, NULL); /* wrong: eth0 */
+	fake_sysctl(&H, "all", "arp_ignore", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	n1 = assess("eth1");
+	assert_int_equal(n1.table, 102);
+	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "ip route replace 198.18.0.0/24 dev eth1 src 198.18.0.2 table 102"));
+	assert_int_equal(assess("eth0").verdict, RN_VERDICT_OK);
+}
+
+static void test_strict_rp_filter_with_asymmetry(void **state)
+{
+	const struct rn_finding *f;
+	struct rn_nic n0, n1;
+
+	fake_sysctl(&H, "all", "arp_ignore", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	fake_sysctl(&H, "all", "rp_filter", 1);
+	n1 = assess("eth1");
+	f = find(&n1, RN_CAUSE_RP_FILTER);
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "net.ipv4.conf.eth1.rp_filter=2"));
+	assert_null(find(&n1, RN_CAUSE_ARP_FLUX));
+	n0 = assess("eth0");
+	assert_null(find(&n0, RN_CAUSE_RP_FILTER)); /* symmetric: strict is harmless */
+	/* Loose on the device wins over strict on all: max(1, 2) = 2. */
+	fake_sysctl(&H, "eth1", "rp_filter", 2);
+	n1 = assess("eth1");
+	assert_null(find(&n1, RN_CAUSE_RP_FILTER));
+	/* ... but 0 on the device does not: max(1, 0) = 1 (the classic trap). */
+	fake_sysctl(&H, "eth1", "rp_filter", 0);
+	n1 = assess("eth1");
+	assert_non_null(find(&n1, RN_CAUSE_RP_FILTER));
+}
+
+static void test_arp_ignore_all_only_or_per_dev_only(void **state)
+{
+	struct rn_nic n0;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_sysctl(&H, "all", "arp_ignore", 0);
+	fake_sysctl(&H, "all", "arp_announce", 0);
+	n0 = assess("eth0");
+	assert_non_null(find(&n0, RN_CAUSE_ARP_FLUX));
+	/* per interface only, on every NIC sharing the subnet */
+	fake_sysctl(&H, "eth0", "arp_ignore", 1);
+	fake_sysctl(&H, "eth1", "arp_ignore", 1);
+	n0 = assess("eth0");
+	assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	/* one NIC left answering for everybody */
+	fake_sysctl(&H, "eth1", "arp_ignore", 0);
+	n0 = assess("eth0");
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore=0 on eth1"));
+	/* all only */
+	fake_sysctl(&H, "eth0", "arp_ignore", 0);
+	fake_sysctl(&H, "all", "arp_ignore", 2);
+	n0 = assess("eth0");
+	assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
+}
+
+static void test_arp_filter_with_complete_rules_is_protection(void **state)
+{
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_sysctl(&H, "all", "arp_ignore", 0);
+	fake_sysctl(&H, "all", "arp_announce", 0);
+	fake_sysctl(&H, "all", "arp_filter", 1);
+	assert_int_equal(assess("eth1").verdict, RN_VERDICT_OK);
+}
+
+static void test_arp_filter_without_rules_is_not(void **state)
+{
+	fake_sysctl(&H, "all", "arp_filter", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	assert_non_null(find(&(struct rn_nic){ 0 }, RN_CAUSE_NONE) ? NULL : (void *)1);
+	{
+		struct rn_nic n0 = assess("eth0");
+
+		assert_non_null(find(&n0, RN_CAUSE_ARP_FLUX));
+	}
+}
+
+static void test_one_subnet_per_nic_accepted_without_rules(void **state)
+{
+	struct rn_nic n0, n1;
+
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.1/25", 0);
+	fake_addr(&H, 3, "198.18.0.129/25", 0);
+	n0 = assess("eth0");
+	n1 = assess("eth1");
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	assert_int_equal(n0.nfindings, 0);
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
+	assert_int_equal(n1.nfindings, 0);
+}
+
+static void test_down_peer_link_does_not_share(void **state)
+{
+	H.links[2].oper_up = 0; /* eth1 */
+	assert_null(find(&(struct rn_nic){ 0 }, RN_CAUSE_ARP_FLUX));
+	{
+		struct rn_nic n0 = assess("eth0");
+
+		assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
+		assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	}
+}
+
+static void test_link_down_refused(void **state)
+{
+	struct rn_nic n1;
+
+	H.links[2].oper_up = 0;
+	n1 = assess("eth1");
+	assert_non_null(find(&n1, RN_CAUSE_LINK_DOWN));
+	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+}
+
+static void test_secondary_ip_with_its_own_rule(void **state)
+{
+	struct rn_nic n1;
+	char b[64];
+
+	fake_addr(&H, 3, "198.18.0.102/24", 1);
+	fake_policy_routing(&H, 2, 1, "198.18.0.0/24");
+	fake_rule(&H, 102, "198.18.0.102/32", 102);
+	fake_route(&H, 102, "198.18.0.0/24", 3, "198.18.0.102", NULL);
+	n1 = assess("eth1");
+	assert_string_equal(rn_ip_str(&n1.ip, b, sizeof(b)), "198.18.0.102");
+	assert_int_equal(n1.table, 102);
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
+}
+
+static void test_gateway_of_table_must_egress_nic(void **state)
+{
+	struct rn_nic n1;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	/* eth1's table sends the rest of the world to a gateway reached through eth0. */
+	fake_addr(&H, 2, "198.19.0.1/24", 0);
+	fake_route(&H, 102, "default", 2, NULL, "198.19.0.254");
+	n1 = assess("eth1");
+	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+	assert_non_null(strstr(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC)->msg, "gateway 198.19.0.254"));
+}
+
+static void test_log_lines(void **state)
+{
+	struct rn_nic n1 = assess("eth1");
+
+	rn_nic_log(&n1); /* must not crash with findings; output goes to stderr */
+	assert_true(n1.nfindings > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_no_policy_routing_default_sysctls_refused, setup_shared),
+		cmocka_unit_test_setup(test_warn_mode_does_not_refuse, setup_shared),
+		cmocka_unit_test_setup(test_off_mode_skips_checks, setup_shared),
+		cmocka_unit_test_setup(test_seed_fix_accepts_all, setup_shared),
+		cmocka_unit_test_setup(test_rule_table_routes_wrong_nic, setup_shared),
+		cmocka_unit_test_setup(test_strict_rp_filter_with_asymmetry, setup_shared),
+		cmocka_unit_test_setup(test_arp_ignore_all_only_or_per_dev_only, setup_shared),
+		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection, setup_shared),
+		cmocka_unit_test_setup(test_arp_filter_without_rules_is_not, setup_shared),
+		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
+		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
+		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
+		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
+		cmocka_unit_test_setup(test_gateway_of_table_must_egress_nic, setup_shared),
+		cmocka_unit_test_setup(test_log_lines, setup_shared),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
