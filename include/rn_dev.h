@@ -66,4 +66,18 @@ struct rn_engine *rn_engine_current(void);
  */
 int rn_hca_match(const char *spec, const char *ibdev, int port);
 
+/*
+ * Device discovery (src/dev.c), used by the engine. Opens every RDMA device port that
+ * is ACTIVE, Ethernet and selected by NCCL_IB_HCA, fills its identity (netdev, MAC,
+ * MTU, PCI path, speed, GID-independent properties), allocates its PD and probes
+ * DMA-BUF and GPUDirect. Returns the number of devices put in @out (each freed with
+ * rn_dev_free()) or -errno; when it returns 0, @why says why in one line.
+ */
+int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why,
+		    size_t why_len);
+void rn_dev_free(struct rn_dev *dev);
+
+/* NCCL's speed for a port: active speed (Mbps per lane) x width. */
+int rn_port_speed_mbps(const struct ibv_port_attr *pa);
+
 #endif /* RN_DEV_H */

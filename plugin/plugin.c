@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ncclNetPlugin_v12: the implementation every older table adapts. Checks what NCCL
+ * hands over, calls the core, and translates its -errno once (rn_plugin_result).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin.h"
+#include "rn_compiler.h"
+#include "rn_dev.h"
+#include "rn_log.h"
+#include "rn_net.h"
+
+#define RN_CTX_MAGIC 0x726f6365u /* "roce" */
+
+/* One per communicator (v11+): its traffic class and its engine reference. */
+struct rn_plugin_ctx {
+	uint32_t magic;
+	uint64_t comm_id;
+	int traffic_class; /* -1 = undefined */
+	struct rn_engine *eng;
+};
+
+static pthread_mutex_t legacy_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rn_engine *legacy_eng;
+
+ncclResult_t rn_plugin_result(int err)
+{
+	switch (err) {
+	case 0:
+		return ncclSuccess;
+	case -EREMOTEIO:
+	case -ECONNRESET:
+	case -EPIPE:
+		return ncclRemoteError;
+	case -EINVAL:
+	case -EBADMSG:
+		return ncclInternalError;
+	default:
+		return ncclSystemError;
+	}
+}
+
+#define misuse(fmt, ...)                                                            \
+	({                                                                           \
+		rn_warn(RN_SUB_NET, RN_PFX "%s: " fmt, __func__, ##__VA_ARGS__);     \
+		ncclInternalError;                                                   \
+	})
+
+static struct rn_plugin_ctx *to_ctx(void *ctx)
+{
+	struct rn_plugin_ctx *pc = ctx;
+
+	return pc && pc->magic == RN_CTX_MAGIC ? pc : NULL;
+}
+
+/* The engine a call works with: the communicator's, else the pre-v11 shared one. */
+static struct rn_engine *engine_of(void *ctx)
+{
+	struct rn_plugin_ctx *pc = to_ctx(ctx);
+
+	return pc ? pc->eng : rn_engine_current();
+}
+
+ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
+				ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+{
+	struct rn_plugin_ctx *pc;
+	int ret;
+
+	if (logger)
+		rn_plugin_log_attach(logger);
+	if (!ctx)
+		return misuse("ctx is NULL");
+	*ctx = NULL;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return ncclSystemError;
+	ret = rn_engine_get(&pc->eng);
+	if (ret) {
+		free(pc);
+		return rn_plugin_result(ret);
+	}
+	pc->magic = RN_CTX_MAGIC;
+	pc->comm_id = comm_id;
+	pc->traffic_class = config ? config->trafficClass : -1;
+	*ctx = pc;
+	rn_trace(RN_SUB_INIT | RN_SUB_NET, RN_PFX "init comm %#llx tc %d",
+		 (unsigned long long)comm_id, pc->traffic_class);
+	return ncclSuccess;
+}
+
+/* NCCL calls this also after a failed init, with whatever init left: NULL. */
+ncclResult_t rn_plugin_finalize(void *ctx)
+{
+	struct rn_plugin_ctx *pc = to_ctx(ctx);
+
+	if (!ctx)
+		return ncclSuccess;
+	if (!pc)
+		return misuse("not a context of ours: %p", ctx);
+	pc->magic = 0;
+	free(pc);
+	rn_engine_put();
+	return ncclSuccess;
+}
+
+ncclResult_t rn_plugin_init_legacy(ncclDebugLogger_t logger)
+{
+	int ret = 0;
+
+	if (logger)
+		rn_plugin_log_attach(logger);
+	pthread_mutex_lock(&legacy_lock);
+	if (!legacy_eng)
+		ret = rn_engine_get(&legacy_eng);
+	pthread_mutex_unlock(&legacy_lock);
+	return rn_plugin_result(ret);
+}
+
+ncclResult_t rn_plugin_devices(int *ndev)
+{
+	struct rn_engine *eng = rn_engine_current();
+
+	if (!ndev)
+		return misuse("ndev is NULL");
+	*ndev = eng ? eng->ndevs : 0;
+	if (!eng)
+		return misuse("called before init");
+	return ncclSuccess;
+}
+
+static struct rn_dev *dev_of(struct rn_engine *eng, int dev)
+{
+	return eng && dev >= 0 && dev < eng->ndevs ? eng->devs[dev] : NULL;
+}
+
+ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
+{
+	struct rn_engine *eng = rn_engine_current();
+	struct rn_dev *d = dev_of(eng, dev);
+
+	if (!props)
+		return misuse("props is NULL");
+	if (!d)
+		return misuse("no device %d (%d devices)", dev, eng ? eng->ndevs : 0);
+	memset(props, 0, sizeof(*props));
+	props->name = d->nic.ibdev;
+	props->pciPath = d->pci_path[0] ? d->pci_path : NULL;
+	props->guid = d->guid;
+	props->ptrSupport = d->ptr_support;
+	props->regIsGlobal = 1;
+	props->forceFlush = eng->cfg.force_flush;
+	props->speed = d->speed_mbps;
+	props->port = d->nic.port;
+	props->latency = 0;
+	props->maxComms = d->attr.max_qp;
+	props->maxRecvs = RN_MAX_RECVS;
+	props->netDeviceType = NCCL_NET_DEVICE_HOST;
+	props->netDeviceVersion = 0;
+	props->vProps.ndevs = 1;
+	props->vProps.devs[0] = dev;
+	props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
+	props->maxCollBytes = NCCL_MAX_COLLNET_SIZE;
+	props->maxMultiRequestSize = 1;
+	props->railId = -1;
+	props->planeId = -1;
+	return ncclSuccess;
+}
+
+ncclResult_t rn_plugin_listen(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	struct rn_engine *eng = engine_of(ctx);
+	struct rn_listen_comm *lc = NULL;
+	ncclResult_t res;
+
+	if (!handle || !listen_comm)
+		return misuse("handle or listenComm is NULL");
+	*listen_comm = NULL;
+	if (!dev_of(eng, dev))
+		return misuse("no device %d", dev);
+	res = rn_plugin_result(rn_listen(eng, dev, handle, &lc));
+	*listen_comm = lc;
+	return res;
+}
+
+ncclResult_t rn_plugin_connect_tc(void *ctx, int dev, int traffic_class, void *handle,
+				  void **send_comm)
+{
+	struct rn_engine *eng = engine_of(ctx);
+	struct rn_send_comm *sc = NULL;
+	ncclResult_t res;
+
+	if (!handle || !send_comm)
+		return misuse("handle or sendComm is NULL");
+	*send_comm = NULL;
+	if (!dev_of(eng, dev))
+		return misuse("no device %d", dev);
+	res = rn_plugin_result(rn_connect(eng, dev, handle, traffic_class, &sc));
+	*send_comm = sc;
+	return res;
+}
+
+ncclResult_t rn_plugin_connect(void *ctx, int dev, void *handle, void **send_comm,
+				   ncclNetDeviceHandle_v12_t **send_dev_comm)
+{
+	struct rn_plugin_ctx *pc = to_ctx(ctx);
+
+	if (!pc)
+		return misuse("ctx %p is not from init", ctx);
+	return rn_plugin_connect_tc(ctx, dev, pc->traffic_class, handle, send_comm);
+}
+
+ncclResult_t rn_plugin_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm)
+{
+	if (!to_ctx(ctx))
+		return misuse("ctx %p is not from init", ctx);
+	return rn_plugin_listen(ctx, dev, handle, listen_comm);
+}
+
+ncclResult_t rn_plugin_accept(void *listen_comm, void **recv_comm,
+			      ncclNetDeviceHandle_v12_t **recv_dev_comm)
+{
+	struct rn_recv_comm *rc = NULL;
+	ncclResult_t res;
+
+	if (!listen_comm || !recv_comm)
+		return misuse("listenComm or recvComm is NULL");
+	res = rn_plugin_result(rn_accept(listen_comm, &rc));
+	*recv_comm = rc;
+	return res;
+}
+
+ncclResult_t rn_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
+{
+	struct rn_mr *mr = NULL;
+	ncclResult_t res;
+
+	if (!comm || !mhandle)
+		return misuse("comm or mhandle is NULL");
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA)
+		return misuse("memory type %d", type);
+	res = rn_plugin_result(rn_reg_mr(comm, data, size, type, &mr));
+	*mhandle = mr;
+	return res;
+}
+
+ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
+				     uint64_t offset, int fd, void **mhandle)
+{
+	struct rn_mr *mr = NULL;
+	ncclResult_t res;
+
+	if (!comm || !mhandle)
+		return misuse("comm or mhandle is NULL");
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA)
+		return misuse("memory type %d", type);
+	res = rn_plugin_result(rn_reg_mr_dmabuf(comm, data, size, type, offset, fd, &mr));
+	*mhandle = mr;
+	return res;
+}
+
+ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle)
+{
+	if (!comm || !mhandle)
+		return misuse("comm or mhandle is NULL");
+	return rn_plugin_result(rn_dereg_mr(comm, mhandle));
+}
+
+ncclResult_t rn_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			     void *phandle, void **request)
+{
+	struct rn_req *req = NULL;
+	ncclResult_t res;
+
+	if (!send_comm || !request)
+		return misuse("sendComm or request is NULL");
+	if (size && !mhandle)
+		return misuse("%zu bytes without an mhandle", size);
+	res = rn_plugin_result(rn_isend(send_comm, data, size, tag, mhandle, &req));
+	*request = req;
+	return res;
+}
+
+ncclResult_t rn_plugin_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			     void **mhandles, void **phandles, void **request)
+{
+	struct rn_req *req = NULL;
+	ncclResult_t res;
+
+	if (!recv_comm || !request)
+		return misuse("recvComm or request is NULL");
+	if (n < 1 || n > RN_MAX_RECVS)
+		return misuse("n=%d outside 1..%d", n, RN_MAX_RECVS);
+	if (!data || !sizes || !tags || !mhandles)
+		return misuse("NULL buffer array");
+	res = rn_plugin_result(rn_irecv(recv_comm, n, data, sizes, tags,
+					(struct rn_mr **)mhandles, &req));
+	*request = req;
+	return res;
+}
+
+ncclResult_t rn_plugin_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+			      void **request)
+{
+	struct rn_req *req = NULL;
+	ncclResult_t res;
+
+	if (!recv_comm || !request)
+		return misuse("recvComm or request is NULL");
+	if (n < 1 || n > RN_MAX_RECVS)
+		return misuse("n=%d outside 1..%d", n, RN_MAX_RECVS);
+	res = rn_plugin_result(rn_iflush(recv_comm, n, data, sizes, (struct rn_mr **)mhandles,
+					 &req));
+	*request = req;
+	return res;
+}
+
+ncclResult_t rn_plugin_test(void *request, int *done, int *sizes)
+{
+	if (!request || !done)
+		return misuse("request or done is NULL");
+	return rn_plugin_result(rn_test(request, done, sizes));
+}
+
+ncclResult_t rn_plugin_close_send(void *send_comm)
+{
+	if (!send_comm)
+		return misuse("sendComm is NULL");
+	return rn_plugin_result(rn_close_send(send_comm));
+}
+
+ncclResult_t rn_plugin_close_recv(void *recv_comm)
+{
+	if (!recv_comm)
+		return misuse("recvComm is NULL");
+	return rn_plugin_result(rn_close_recv(recv_comm));
+}
+
+ncclResult_t rn_plugin_close_listen(void *listen_comm)
+{
+	if (!listen_comm)
+		return misuse("listenComm is NULL");
+	return rn_plugin_result(rn_close_listen(listen_comm));
+}
+
+/* NCCL only reads these hints; the transport has no per-op tuning yet. */
+ncclResult_t rn_plugin_set_net_attr(void *ctx, ncclNetAttr_v12_t *attr)
+{
+	return to_ctx(ctx) ? ncclSuccess : misuse("ctx %p is not from init", ctx);
+}
+
+__rn_export const ncclNet_v12_t ncclNetPlugin_v12 = {
+	.name = RN_PLUGIN_NAME,
+	.init = rn_plugin_init,
+	.devices = rn_plugin_devices,
+	.getProperties = rn_plugin_get_properties,
+	.listen = rn_plugin_listen_ctx,
+	.connect = rn_plugin_connect,
+	.accept = rn_plugin_accept,
+	.regMr = rn_plugin_reg_mr,
+	.regMrDmaBuf = rn_plugin_reg_mr_dmabuf,
+	.deregMr = rn_plugin_dereg_mr,
+	.isend = rn_plugin_isend,
+	.irecv = rn_plugin_irecv,
+	.iflush = rn_plugin_iflush,
+	.test = rn_plugin_test,
+	.closeSend = rn_plugin_close_send,
+	.closeRecv = rn_plugin_close_recv,
+	.closeListen = rn_plugin_close_listen,
+	.getDeviceMr = NULL,
+	.irecvConsumed = NULL,
+	.makeVDevice = NULL,
+	.finalize = rn_plugin_finalize,
+	.setNetAttr = rn_plugin_set_net_attr,
+};

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device discovery: RDMA device ports -> RoCE NICs (netdev, MAC, MTU, PCI path,
+ * speed, PD, DMA-BUF and GPUDirect probes), filtered by NCCL_IB_HCA exactly as NCCL.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_compiler.h"
+#include "rn_dev.h"
+#include "rn_log.h"
+#include "rn_sys.h"
+#include "rn_verbs.h"
+
+#define HCA_MAX 32 /* NCCL's MAX_IB_DEVS for the filter list */
+
+/* ---- NCCL_IB_HCA ---- */
+
+struct hca_tok {
+	char name[64];
+	int port; /* -1 = any */
+};
+
+static int hca_parse(const char *s, struct hca_tok *toks, int max)
+{
+	int n = 0;
+
+	while (*s && n < max) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		const char *colon = memchr(s, ':', len);
+		size_t nl = colon ? (size_t)(colon - s) : len;
+
+		if (nl) {
+			snprintf(toks[n].name, sizeof(toks[n].name), "%.*s", (int)nl, s);
+			toks[n].port = colon ? atoi(colon + 1) : -1;
+			n++;
+		}
+		if (!end)
+			break;
+		s = end + 1;
+	}
+	return n;
+}
+
+int rn_hca_match(const char *spec, const char *ibdev, int port)
+{
+	struct hca_tok toks[HCA_MAX];
+	int exclude = 0, exact = 0, n, i, hit = 0;
+
+	if (!spec || !*spec)
+		return 1;
+	if (*spec == '^') {
+		exclude = 1;
+		spec++;
+	}
+	if (*spec == '=') {
+		exact = 1;
+		spec++;
+	}
+	n = hca_parse(spec, toks, HCA_MAX);
+	for (i = 0; i < n && !hit; i++) {
+		int name_ok = exact ? !strcmp(toks[i].name, ibdev) :
+				      !strncmp(toks[i].name, ibdev, strlen(toks[i].name));
+
+		hit = name_ok && (toks[i].port < 0 || toks[i].port == port);
+	}
+	return exclude ? !hit : hit;
+}
+
+/* ---- port properties ---- */
+
+int rn_port_speed_mbps(const struct ibv_port_attr *pa)
+{
+	/* IB speed codes (bit i) and width codes, as ibv_port_attr encodes them */
+	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000 };
+	int s = pa->active_speed, w, i;
+
+	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(s & (1 << i)); i++)
+		;
+	switch (pa->active_width) {
+	case 2:
+		w = 4;
+		break;
+	case 4:
+		w = 8;
+		break;
+	case 8:
+		w = 12;
+		break;
+	case 16:
+		w = 2;
+		break;
+	default:
+		w = 1;
+	}
+	return s ? lane[i] * w : lane[0] * w;
+}
+
+/* ---- netdev identity ---- */
+
+struct ifindex_find {
+	int ifindex;
+	char name[IF_NAMESIZE];
+};
+
+static int match_ifindex(const char *name, void *arg)
+{
+	struct ifindex_find *f = arg;
+	long idx;
+
+	if (rn_sys_read_long(&idx, "/sys/class/net/%s/ifindex", name) || idx != f->ifindex)
+		return 0;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	return 1;
+}
+
+/*
+ * The netdev behind a RoCE port: the first GID entry's ndevs attribute, else its
+ * ifindex looked up in /sys/class/net, else rxe's "parent".
+ */
+static int find_netdev(struct ibv_context *ctx, const char *ibdev, int port, int gid_tbl_len,
+		       char *out, size_t len)
+{
+	struct ifindex_find f = { 0 };
+	int i;
+
+	for (i = 0; i < gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+		char buf[64];
+
+		if (rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e))
+			continue;
+		if (!rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
+				  ibdev, port, i) && buf[0] && strlen(buf) < len) {
+			memcpy(out, buf, strlen(buf) + 1);
+			return 0;
+		}
+		if (e.ndev_ifindex && !f.ifindex)
+			f.ifindex = (int)e.ndev_ifindex;
+	}
+	if (f.ifindex) {
+		rn_sys.list("/sys/class/net", match_ifindex, &f);
+		if (f.name[0]) {
+			snprintf(out, len, "%s", f.name);
+			return 0;
+		}
+	}
+	if (!rn_sys_readf(out, len, "/sys/class/infiniband/%s/parent", ibdev) && out[0])
+		return 0;
+	return -ENODEV;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	int i;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
+		return -EINVAL;
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static void fill_netdev(struct rn_nic *nic)
+{
+	char buf[64];
+	long v;
+
+	if (!rn_sys_read_long(&v, "/sys/class/net/%s/ifindex", nic->netdev))
+		nic->ifindex = (int)v;
+	if (!rn_sys_read_long(&v, "/sys/class/net/%s/mtu", nic->netdev))
+		nic->mtu = (int)v;
+	if (!rn_sys_readf(buf, sizeof(buf), "/sys/class/net/%s/address", nic->netdev))
+		parse_mac(buf, nic->mac);
+	/* "unknown" is what virtual links without carrier reporting say when they work */
+	if (!rn_sys_readf(buf, sizeof(buf), "/sys/class/net/%s/operstate", nic->netdev))
+		nic->link_up = !strcmp(buf, "up") || !strcmp(buf, "unknown");
+}
+
+/* ---- probes ---- */
+
+static int peermem_loaded(void)
+{
+	static const char *const paths[] = {
+		"/sys/kernel/mm/memory_peers/nv_mem/version",
+		"/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+		"/sys/module/nvidia_peermem/version",
+	};
+	char buf[64];
+	size_t i;
+
+	for (i = 0; i < RN_ARRAY_SIZE(paths); i++)
+		if (!rn_sys.read(paths[i], buf, sizeof(buf)))
+			return 1;
+	return 0;
+}
+
+/* As NCCL: a registration with fd -1 fails with EBADF only where DMA-BUF is implemented. */
+static int dmabuf_supported(struct ibv_pd *pd)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = rn_verbs.reg_dmabuf_mr(pd, 0, 0, 0, -1, 0);
+	if (mr) {
+		rn_verbs.dereg_mr(mr);
+		return 1;
+	}
+	return errno == EBADF;
+}
+
+static int is_rxe(const char *ibdev, const char *pci_path)
+{
+	char buf[64];
+
+	if (!strncmp(ibdev, "rxe", 3))
+		return 1;
+	/* renamed rxe devices: no PCI parent, but the "parent" netdev attribute */
+	return !pci_path[0] &&
+	       !rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/parent", ibdev);
+}
+
+/* ---- discovery ---- */
+
+void rn_dev_free(struct rn_dev *dev)
+{
+	if (!dev)
+		return;
+	if (dev->pd)
+		rn_verbs.dealloc_pd(dev->pd);
+	if (dev->ctx)
+		rn_verbs.close_device(dev->ctx);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+}
+
+struct why {
+	char *buf;
+	size_t len;
+	int nports;
+};
+
+static void why_add(struct why *w, const char *fmt, ...) __rn_printf(2, 3);
+
+static void why_add(struct why *w, const char *fmt, ...)
+{
+	size_t used = strlen(w->buf);
+	va_list ap;
+
+	if (used + 2 >= w->len)
+		return;
+	if (used)
+		used += (size_t)snprintf(w->buf + used, w->len - used, ", ");
+	if (used >= w->len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(w->buf + used, w->len - used, fmt, ap);
+	va_end(ap);
+}
+
+static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int port,
+			      const struct ibv_device_attr *attr, const struct ibv_port_attr *pa,
+			      const struct rn_config *cfg)
+{
+	struct rn_dev *d = calloc(1, sizeof(*d));
+	char path[PATH_MAX];
+
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	d->ctx = ctx;
+	d->attr = *attr;
+	snprintf(d->nic.ibdev, sizeof(d->nic.ibdev), "%s", name);
+	d->nic.port = port;
+	d->nic.active_mtu = pa->active_mtu;
+	d->nic.gid_index = -1;
+	d->guid = attr->sys_image_guid;
+	d->speed_mbps = rn_port_speed_mbps(pa);
+	d->max_msg_size = pa->max_msg_sz;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
+	if (rn_sys.realpath(path, d->pci_path, sizeof(d->pci_path)))
+		d->pci_path[0] = '\0';
+	d->is_rxe = is_rxe(name, d->pci_path);
+	if (!find_netdev(ctx, name, port, pa->gid_tbl_len, d->nic.netdev, sizeof(d->nic.netdev)))
+		fill_netdev(&d->nic);
+	d->pd = rn_verbs.alloc_pd(ctx);
+	if (!d->pd) {
+		int err = errno ? errno : ENOMEM;
+
+		d->ctx = NULL; /* the caller still owns it */
+		rn_dev_free(d);
+		errno = err;
+		return NULL;
+	}
+	d->ptr_support = RN_PTR_HOST;
+	if (peermem_loaded())
+		d->ptr_support |= RN_PTR_CUDA;
+	if (dmabuf_supported(d->pd))
+		d->ptr_support |= RN_PTR_DMABUF;
+	/* auto (2): rdma-core only grants it where the device supports it */
+	d->relaxed_ordering = cfg->pci_relaxed_ordering != 0;
+	return d;
+}
+
+static const char *port_state_str(enum ibv_port_state s)
+{
+	switch (s) {
+	case IBV_PORT_DOWN:
+		return "DOWN";
+	case IBV_PORT_INIT:
+		return "INIT";
+	case IBV_PORT_ARMED:
+		return "ARMED";
+	case IBV_PORT_ACTIVE:
+		return "ACTIVE";
+	default:
+		return "not active";
+	}
+}
+
+/* Scan one device's ports into @out (at most @room); returns how many were added. */
+static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct rn_dev **out,
+		    int room, struct why *why)
+{
+	const char *name = rn_verbs.get_device_name(ibd);
+	struct ibv_port_attr pas[RN_MAX_DEVS];
+	int ports[RN_MAX_DEVS];
+	struct ibv_device_attr attr;
+	struct ibv_context *probe;
+	int nsel = 0, n = 0, probe_used = 0, p, i, ret;
+
+	if (ibd->transport_type == IBV_TRANSPORT_IWARP) {
+		why_add(why, "%s is iWARP", name);
+		return 0;
+	}
+	probe = rn_verbs.open_device(ibd);
+	if (!probe) {
+		why_add(why, "%s cannot be opened (%s)", name, strerror(errno));
+		return 0;
+	}
+	ret = rn_verbs_err(rn_verbs.query_device(probe, &attr));
+	if (ret) {
+		why_add(why, "%s cannot be queried (%s)", name, strerror(-ret));
+		rn_verbs.close_device(probe);
+		return 0;
+	}
+	for (p = 1; p <= attr.phys_port_cnt && nsel < RN_MIN(room, RN_MAX_DEVS); p++) {
+		struct ibv_port_attr *pa = &pas[nsel];
+
+		why->nports++;
+		ret = rn_verbs_err(rn_verbs.query_port(probe, (uint8_t)p, pa));
+		if (ret) {
+			why_add(why, "%s:%d cannot be queried (%s)", name, p, strerror(-ret));
+			continue;
+		}
+		if (pa->link_layer != IBV_LINK_LAYER_ETHERNET) {
+			why_add(why, "%s:%d is InfiniBand", name, p);
+			continue;
+		}
+		if (pa->state != IBV_PORT_ACTIVE) {
+			why_add(why, "%s:%d is %s", name, p, port_state_str(pa->state));
+			continue;
+		}
+		if (!rn_hca_match(cfg->ib_hca, name, p)) {
+			why_add(why, "%s:%d not selected by NCCL_IB_HCA=%s", name, p, cfg->ib_hca);
+			continue;
+		}
+		ports[nsel++] = p;
+	}
+	/* Every NIC gets its own context; the probe's goes to the first one. */
+	for (i = 0; i < nsel; i++) {
+		struct ibv_context *ctx = i == 0 ? probe : rn_verbs.open_device(ibd);
+		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg) : NULL;
+
+		if (!d) {
+			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i], strerror(errno));
+			if (ctx && ctx != probe)
+				rn_verbs.close_device(ctx);
+			continue;
+		}
+		probe_used |= ctx == probe;
+		out[n++] = d;
+	}
+	if (!probe_used)
+		rn_verbs.close_device(probe);
+	return n;
+}
+
+int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why_buf,
+		    size_t why_len)
+{
+	struct why why = { why_buf, why_len, 0 };
+	struct ibv_device **list;
+	int num = 0, n = 0, i;
+
+	why_buf[0] = '\0';
+	errno = 0;
+	list = rn_verbs.get_device_list(&num);
+	if (!list || !num) {
+		int err = errno;
+
+		if (list)
+			rn_verbs.free_device_list(list);
+		if (err && err != ENOSYS && err != ENOENT)
+			snprintf(why_buf, why_len, "no RDMA devices found (%s)", strerror(err));
+		else
+			snprintf(why_buf, why_len,
+				 "no RDMA devices found (is the driver loaded? rdma link show)");
+		return 0;
+	}
+	for (i = 0; i < num && n < max; i++)
+		n += dev_scan(list[i], cfg, out + n, max - n, &why);
+	rn_verbs.free_device_list(list);
+	if (!n) {
+		char detail[512];
+
+		snprintf(detail, sizeof(detail), "%s", why_buf);
+		snprintf(why_buf, why_len,
+			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s", num,
+			 num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
+	}
+	return n;
+}

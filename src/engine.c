@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine: process-wide state behind every communicator. The first reference
+ * reads the configuration, discovers the NICs, judges each one's routing and keeps
+ * those the route check lets through; the last reference frees it all.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rn_compiler.h"
+#include "rn_dev.h"
+#include "rn_log.h"
+#include "rn_path.h"
+
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rn_engine engine;
+static int engine_refs;
+
+static void engine_free_devs(struct rn_dev **devs, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		rn_dev_free(devs[i]);
+}
+
+/* The cause id of @nic's first fatal finding, for the one-line refusal summary. */
+static const char *nic_refusal(const struct rn_nic *nic)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].sev == RN_SEV_FATAL)
+			return rn_cause_id(nic->findings[i].cause);
+	return nic->nfindings ? rn_cause_id(nic->findings[0].cause) : "refused";
+}
+
+static void append(char *buf, size_t len, const char *fmt, ...) __rn_printf(3, 4);
+
+static void append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+/* One INFO line naming every NIC offered, as NCCL's "NET/IB : Using ..." */
+static void engine_log_using(const struct rn_engine *eng)
+{
+	char line[1024] = "", ip[INET6_ADDRSTRLEN];
+	int i;
+
+	for (i = 0; i < eng->ndevs; i++) {
+		const struct rn_nic *nic = &eng->devs[i]->nic;
+
+		rn_ip_str(&nic->ip, ip, sizeof(ip));
+		append(line, sizeof(line), "%s[%d]%s:%d/RoCE %s %s gid %d", i ? " " : "", i, nic->ibdev,
+		       nic->port, nic->netdev[0] ? nic->netdev : "?", ip, nic->gid_index);
+	}
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "Using %s; OOB %s", line,
+		eng->cfg.socket_ifname[0] ? eng->cfg.socket_ifname : "each NIC's own IP");
+}
+
+static int engine_init(struct rn_engine *eng)
+{
+	struct rn_dev *found[RN_MAX_DEVS];
+	char why[1024], refused[768] = "";
+	struct rn_host *host = NULL;
+	int n, i, nrefused = 0, ret;
+
+	memset(eng, 0, sizeof(*eng));
+	rn_config_load(&eng->cfg);
+	rn_config_log(&eng->cfg);
+	if (gethostname(eng->hostname, sizeof(eng->hostname) - 1))
+		snprintf(eng->hostname, sizeof(eng->hostname), "?");
+
+	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why));
+	if (n <= 0) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);
+		return -ENODEV;
+	}
+	ret = rn_host_snapshot(&host);
+	if (ret) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: cannot read the host's addresses and routes (%s)",
+			strerror(-ret));
+		engine_free_devs(found, n);
+		return ret == -ENODEV ? -ENODEV : ret;
+	}
+	for (i = 0; i < n; i++) {
+		struct rn_nic *nic = &found[i]->nic;
+		int usable;
+
+		ret = rn_nic_assess(host, found[i]->ctx, nic, &eng->cfg);
+		if (ret) {
+			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
+				nic->ibdev, nic->port, strerror(-ret));
+			nic->gid_index = -1;
+		} else {
+			rn_nic_log(nic);
+		}
+		/* Without a GID there is nothing to connect with, whatever the route check says. */
+		usable = nic->gid_index >= 0 &&
+			 (nic->verdict != RN_VERDICT_REFUSED ||
+			  eng->cfg.route_check != RN_ROUTE_CHECK_STRICT);
+		if (usable) {
+			eng->devs[eng->ndevs++] = found[i];
+			continue;
+		}
+		nrefused++;
+		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "", nic->ibdev,
+		       nic->port, nic->netdev[0] ? nic->netdev : "?",
+		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
+		rn_dev_free(found[i]);
+	}
+	rn_host_free(host);
+	if (!eng->ndevs) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing or set NCCL_ROCE_ROUTE_CHECK=warn",
+			nrefused, nrefused == 1 ? "" : "s", refused);
+		return -ENODEV;
+	}
+	if (nrefused)
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing",
+			nrefused, nrefused == 1 ? "" : "s", refused);
+	engine_log_using(eng);
+	return 0;
+}
+
+int rn_engine_get(struct rn_engine **out)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&engine_lock);
+	if (!engine_refs)
+		ret = engine_init(&engine);
+	if (!ret) {
+		engine_refs++;
+		*out = &engine;
+	} else {
+		*out = NULL;
+	}
+	pthread_mutex_unlock(&engine_lock);
+	return ret;
+}
+
+void rn_engine_put(void)
+{
+	pthread_mutex_lock(&engine_lock);
+	if (engine_refs > 0 && --engine_refs == 0) {
+		engine_free_devs(engine.devs, engine.ndevs);
+		memset(&engine, 0, sizeof(engine));
+	}
+	pthread_mutex_unlock(&engine_lock);
+}
+
+struct rn_engine *rn_engine_current(void)
+{
+	struct rn_engine *eng;
+
+	pthread_mutex_lock(&engine_lock);
+	eng = engine_refs ? &engine : NULL;
+	pthread_mutex_unlock(&engine_lock);
+	return eng;
+}

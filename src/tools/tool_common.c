@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Logging, parsing and the TCP side channel of the tools (see tool_common.h).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tool_common.h"
+
+static int log_level = -1;
+
+static ncclDebugLogLevel level_from_env(void)
+{
+	static const char *const names[] = { "NONE", "VERSION", "WARN", "INFO", "ABORT", "TRACE" };
+	const char *v = getenv("NCCL_DEBUG");
+	int i;
+
+	for (i = 0; v && i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (!strcasecmp(v, names[i]))
+			return (ncclDebugLogLevel)i;
+	return NCCL_LOG_WARN;
+}
+
+void tool_log_set_level(ncclDebugLogLevel level)
+{
+	log_level = level;
+}
+
+ncclDebugLogLevel tool_log_level(void)
+{
+	if (log_level < 0)
+		log_level = level_from_env();
+	return (ncclDebugLogLevel)log_level;
+}
+
+void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+		 const char *fmt, ...)
+{
+	static char host[64];
+	const char *tag = level == NCCL_LOG_WARN ? "WARN" : level == NCCL_LOG_TRACE ? "TRACE" : "INFO";
+	char msg[2048];
+	va_list ap;
+
+	if (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level())
+		return;
+	if (!host[0] && gethostname(host, sizeof(host) - 1))
+		strcpy(host, "?");
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
+	if (level == NCCL_LOG_WARN)
+		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), (long)syscall(SYS_gettid),
+		       file, line, msg);
+	else
+		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), (long)syscall(SYS_gettid), tag,
+		       msg);
+	fflush(stdout);
+}
+
+int tool_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+double tool_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int resolve(const char *addr, int passive, struct addrinfo **res)
+{
+	char host[256], *port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+
+	snprintf(host, sizeof(host), "%s", addr);
+	port = strrchr(host, ':');
+	if (!port)
+		return -EINVAL;
+	*port++ = '\0';
+	if (host[0] == '[') {
+		size_t l = strlen(host);
+
+		if (l < 2 || host[l - 1] != ']')
+			return -EINVAL;
+		host[l - 1] = '\0';
+		memmove(host, host + 1, l - 1);
+	}
+	if (passive)
+		hints.ai_flags |= AI_PASSIVE;
+	return getaddrinfo(host[0] ? host : NULL, port, &hints, res) ? -EINVAL : 0;
+}
+
+int side_listen(const char *addr)
+{
+	struct addrinfo *ai;
+	int fd, one = 1, ret = resolve(addr, 1, &ai);
+
+	if (ret)
+		return ret;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1)) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		fd = ret;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static int wait_fd(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int n = poll(&p, 1, timeout_ms);
+
+	if (n < 0)
+		return -errno;
+	return n ? 0 : -ETIMEDOUT;
+}
+
+int side_accept(int lfd, int timeout_ms)
+{
+	int ret = wait_fd(lfd, POLLIN, timeout_ms), fd;
+
+	if (ret)
+		return ret;
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int side_connect(const char *addr, int timeout_ms)
+{
+	double deadline = tool_now() + timeout_ms / 1000.0;
+	struct addrinfo *ai;
+	int ret = resolve(addr, 0, &ai), fd = -1;
+
+	if (ret)
+		return ret;
+	do {
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			ret = -errno;
+			break;
+		}
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			ret = 0;
+			break;
+		}
+		ret = -errno;
+		close(fd);
+		fd = -1;
+		/* the server may not be listening yet */
+		usleep(100 * 1000);
+	} while ((ret == -ECONNREFUSED || ret == -ETIMEDOUT) && tool_now() < deadline);
+	freeaddrinfo(ai);
+	return ret ? ret : fd;
+}
+
+int side_send(int fd, const void *buf, size_t len, int timeout_ms)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n;
+		int ret = wait_fd(fd, POLLOUT, timeout_ms);
+
+		if (ret)
+			return ret;
+		n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+int side_recv(int fd, void *buf, size_t len, int timeout_ms)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n;
+		int ret = wait_fd(fd, POLLIN, timeout_ms);
+
+		if (ret)
+			return ret;
+		n = recv(fd, p, len, 0);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the tools share besides the plugin loader: NCCL-style logging filtered by
+ * NCCL_DEBUG, size parsing, and the TCP side channel that carries a listen handle
+ * from one process to the other (as NCCL's bootstrap does).
+ */
+#ifndef RN_TOOL_COMMON_H
+#define RN_TOOL_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl/net_abi.h"
+
+/* An ncclDebugLogger_t printing "host:pid:tid [0] NCCL INFO ..." lines to stdout. */
+void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Threshold of tool_logger: NCCL_DEBUG, default WARN. */
+void tool_log_set_level(ncclDebugLogLevel level);
+ncclDebugLogLevel tool_log_level(void);
+
+/* "4096", "64K", "1M", "2G" -> bytes. 0 or -EINVAL. */
+int tool_parse_size(const char *s, size_t *out);
+
+/* Monotonic seconds. */
+double tool_now(void);
+
+/*
+ * Side channel over TCP, IPv4 or IPv6 "addr:port" / "[addr]:port".
+ * side_listen() binds and listens; side_accept() waits up to @timeout_ms for the
+ * peer; side_connect() retries until @timeout_ms. Return an fd or -errno.
+ */
+int side_listen(const char *addr);
+int side_accept(int lfd, int timeout_ms);
+int side_connect(const char *addr, int timeout_ms);
+/* Exactly @len bytes within @timeout_ms. 0 or -errno (-ETIMEDOUT, -ECONNRESET). */
+int side_send(int fd, const void *buf, size_t len, int timeout_ms);
+int side_recv(int fd, void *buf, size_t len, int timeout_ms);
+
+#endif /* RN_TOOL_COMMON_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A recording stand-in for the transport (rn_net.h), #included by the plugin's
+ * tests (not named fake_*.c, see double_path.c). Every call is counted and its
+ * arguments kept; it answers double_net_ret and hands out dummy objects.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rn_net.h"
+
+static int double_net_ret;            /* what every call answers */
+static int double_net_calls;
+static struct {
+	struct rn_engine *eng;
+	int dev, traffic_class, n, tag, type;
+	size_t size, sizes[RN_MAX_RECVS];
+	void *comm;
+} double_net_last;
+static char double_net_obj[4]; /* addresses handed out as comms, MRs and requests */
+
+static void double_net_reset(void)
+{
+	double_net_ret = 0;
+	double_net_calls = 0;
+	memset(&double_net_last, 0, sizeof(double_net_last));
+}
+
+#define DN_OUT(out, i) (*(out) = double_net_ret ? NULL : (void *)&double_net_obj[i])
+
+int rn_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_comm **out)
+{
+	double_net_calls++;
+	double_net_last.eng = eng;
+	double_net_last.dev = dev;
+	DN_OUT(out, 0);
+	return double_net_ret;
+}
+
+int rn_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
+	       struct rn_send_comm **out)
+{
+	double_net_calls++;
+	double_net_last.eng = eng;
+	double_net_last.dev = dev;
+	double_net_last.traffic_class = traffic_class;
+	DN_OUT(out, 1);
+	return double_net_ret;
+}
+
+int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
+{
+	double_net_calls++;
+	double_net_last.comm = lc;
+	DN_OUT(out, 2);
+	return double_net_ret;
+}
+
+int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
+{
+	double_net_calls++;
+	double_net_last.comm = comm;
+	double_net_last.size = size;
+	double_net_last.type = type;
+	DN_OUT(out, 3);
+	return double_net_ret;
+}
+
+int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+		     struct rn_mr **out)
+{
+	double_net_calls++;
+	double_net_last.comm = comm;
+	double_net_last.size = size;
+	DN_OUT(out, 3);
+	return double_net_ret;
+}
+
+int rn_dereg_mr(void *comm, struct rn_mr *mr)
+{
+	double_net_calls++;
+	double_net_last.comm = comm;
+	return double_net_ret;
+}
+
+int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+	     struct rn_req **out)
+{
+	double_net_calls++;
+	double_net_last.comm = sc;
+	double_net_last.size = size;
+	double_net_last.tag = tag;
+	DN_OUT(out, 0);
+	return double_net_ret;
+}
+
+int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
+	     struct rn_mr **mrs, struct rn_req **out)
+{
+	int i;
+
+	double_net_calls++;
+	double_net_last.comm = rc;
+	double_net_last.n = n;
+	for (i = 0; i < n && i < RN_MAX_RECVS; i++)
+		double_net_last.sizes[i] = sizes[i];
+	DN_OUT(out, 1);
+	return double_net_ret;
+}
+
+int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
+	      struct rn_req **out)
+{
+	double_net_calls++;
+	double_net_last.comm = rc;
+	double_net_last.n = n;
+	*out = NULL; /* nothing to flush */
+	return double_net_ret;
+}
+
+int rn_test(struct rn_req *req, int *done, int *sizes)
+{
+	double_net_calls++;
+	*done = !double_net_ret;
+	if (sizes)
+		sizes[0] = (int)double_net_last.size;
+	return double_net_ret;
+}
+
+int rn_close_send(struct rn_send_comm *sc)
+{
+	double_net_calls++;
+	return double_net_ret;
+}
+
+int rn_close_recv(struct rn_recv_comm *rc)
+{
+	double_net_calls++;
+	return double_net_ret;
+}
+
+int rn_close_listen(struct rn_listen_comm *lc)
+{
+	double_net_calls++;
+	return double_net_ret;
+}

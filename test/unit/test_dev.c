@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device discovery over the fake verbs model and a sysfs fixture: which ports are
+ * kept, the identity each NIC gets, the speed and pointer-support probes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fake_verbs.h"
+#include "fixture_sysfs.h"
+#include "rn_dev.h"
+#include "rn_log.h"
+
+static struct rn_dev *devs[RN_MAX_DEVS];
+static int ndevs;
+static char why[1024];
+static struct rn_config cfg;
+
+static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		 const char *msg)
+{
+}
+
+static int setup(void **state)
+{
+	fixture_sysfs_create();
+	rn_log_set_sink(sink);
+	rn_config_defaults(&cfg);
+	ndevs = 0;
+	why[0] = '\0';
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	int i;
+
+	for (i = 0; i < ndevs; i++)
+		rn_dev_free(devs[i]);
+	ndevs = 0;
+	/* every context, PD and probe MR was released */
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	fixture_sysfs_destroy();
+	rn_log_set_sink(NULL);
+	return 0;
+}
+
+static void discover(void)
+{
+	ndevs = rn_dev_discover(&cfg, devs, RN_MAX_DEVS, why, sizeof(why));
+	assert_true(ndevs >= 0);
+}
+
+static void test_no_devices(void **state)
+{
+	fake_verbs_install(NULL, 0);
+	discover();
+	assert_int_equal(ndevs, 0);
+	assert_non_null(strstr(why, "no RDMA devices found"));
+}
+
+static void test_down_port_and_ib_dropped(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .guid = 0x11, .nports = 2,
+		  .ports = { { .gids = { [3] = { "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 5 } } },
+			     { .state = IBV_PORT_DOWN } } },
+		{ .name = "mlx5_1", .guid = 0x22, .nports = 1,
+		  .ports = { { .link_layer = IBV_LINK_LAYER_INFINIBAND } } },
+	};
+
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 1);
+	assert_string_equal(devs[0]->nic.ibdev, "mlx5_0");
+	assert_int_equal(devs[0]->nic.port, 1);
+	assert_int_equal(devs[0]->guid, 0x11);
+}
+
+static void test_nothing_usable_says_why(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1, .ports = { { .state = IBV_PORT_DOWN } } },
+		{ .name = "mlx5_1", .nports = 1,
+		  .ports = { { .link_layer = IBV_LINK_LAYER_INFINIBAND } } },
+	};
+
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 0);
+	assert_non_null(strstr(why, "2 RDMA devices"));
+	assert_non_null(strstr(why, "mlx5_0:1 is DOWN"));
+	assert_non_null(strstr(why, "mlx5_1:1 is InfiniBand"));
+}
+
+static void test_hca_filter_applies(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_1", .nports = 1 },
+		{ .name = "mlx5_10", .nports = 1 },
+		{ .name = "mlx5_2", .nports = 2 },
+	};
+
+	fake_verbs_install(fd, 3);
+	strcpy(cfg.ib_hca, "=mlx5_1,mlx5_2:2");
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_string_equal(devs[0]->nic.ibdev, "mlx5_1");
+	assert_string_equal(devs[1]->nic.ibdev, "mlx5_2");
+	assert_int_equal(devs[1]->nic.port, 2);
+	/* the two NICs of one device have their own contexts */
+	assert_ptr_not_equal(devs[0]->ctx, devs[1]->ctx);
+}
+
+static void test_hca_excludes_everything(void **state)
+{
+	static struct fake_dev fd[] = { { .name = "rxe0", .nports = 1 } };
+
+	fake_verbs_install(fd, 1);
+	strcpy(cfg.ib_hca, "^rxe");
+	discover();
+	assert_int_equal(ndevs, 0);
+	assert_non_null(strstr(why, "not selected by NCCL_IB_HCA=^rxe"));
+}
+
+static void test_identity_pci_device(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .guid = 0xabc, .nports = 1,
+		  .ports = { { .active_speed = 32, .active_width = 2, .active_mtu = IBV_MTU_4096,
+			       .gids = { [0] = { "fe80::1", IBV_GID_TYPE_ROCE_V1, 5 },
+					 [3] = { "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 5 } } } } },
+	};
+	struct rn_dev *d;
+
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_gid_ndev("mlx5_0", 1, 0, "ens1f0");
+	fixture_sysfs_netdev("ens1f0", 5, "02:00:c6:12:00:01", 9000, "up");
+	fake_verbs_install(fd, 1);
+	discover();
+	assert_int_equal(ndevs, 1);
+	d = devs[0];
+	assert_string_equal(d->pci_path, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_false(d->is_rxe);
+	assert_string_equal(d->nic.netdev, "ens1f0");
+	assert_int_equal(d->nic.ifindex, 5);
+	assert_int_equal(d->nic.mtu, 9000);
+	assert_int_equal(d->nic.link_up, 1);
+	assert_int_equal(d->nic.mac[0], 0x02);
+	assert_int_equal(d->nic.mac[5], 0x01);
+	assert_int_equal(d->nic.active_mtu, IBV_MTU_4096);
+	assert_int_equal(d->nic.gid_index, -1); /* the route core chooses it */
+	/* EDR (25 Gb/s per lane) x 4 lanes */
+	assert_int_equal(d->speed_mbps, 100000);
+	assert_int_equal(d->attr.max_qp, 1024);
+	assert_non_null(d->pd);
+	assert_int_equal(d->ptr_support, RN_PTR_HOST);
+}
+
+static void test_identity_rxe(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "rxe0", .nports = 1,
+		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
+	};
+
+	/* no ndevs attribute: the netdev is found by the GID's ifindex */
+	fixture_sysfs_netdev("lo", 1, "00:00:00:00:00:00", 65536, "unknown");
+	fixture_sysfs_netdev("eth1", 3, "52:54:00:12:34:56", 1500, "down");
+	fake_verbs_install(fd, 1);
+	discover();
+	assert_int_equal(ndevs, 1);
+	assert_string_equal(devs[0]->pci_path, "");
+	assert_true(devs[0]->is_rxe);
+	assert_string_equal(devs[0]->nic.netdev, "eth1");
+	assert_int_equal(devs[0]->nic.ifindex, 3);
+	assert_int_equal(devs[0]->nic.link_up, 0);
+}
+
+static void test_renamed_rxe_by_parent(void **state)
+{
+	static struct fake_dev fd[] = { { .name = "roce_a", .nports = 1 } };
+
+	fixture_sysfs_write("/sys/class/infiniband/roce_a/parent", "eth2");
+	fixture_sysfs_netdev("eth2", 4, "52:54:00:00:00:02", 1500, "up");
+	fake_verbs_install(fd, 1);
+	discover();
+	assert_int_equal(ndevs, 1);
+	assert_true(devs[0]->is_rxe);
+	assert_string_equal(devs[0]->nic.netdev, "eth2");
+	assert_int_equal(devs[0]->nic.link_up, 1);
+}
+
+static void test_ptr_support_probes(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1, .dmabuf = 1 },
+		{ .name = "mlx5_1", .nports = 1, .dmabuf = 0 },
+	};
+
+	fixture_sysfs_write("/sys/module/nvidia_peermem/version", "1.0");
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_int_equal(devs[0]->ptr_support, RN_PTR_HOST | RN_PTR_CUDA | RN_PTR_DMABUF);
+	assert_int_equal(devs[1]->ptr_support, RN_PTR_HOST | RN_PTR_CUDA);
+}
+
+static void test_failed_open_skipped(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1, .fail_open = EACCES },
+		{ .name = "mlx5_1", .nports = 1 },
+	};
+
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 1);
+	assert_string_equal(devs[0]->nic.ibdev, "mlx5_1");
+}
+
+static void test_max_devices(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "a", .nports = 2 }, { .name = "b", .nports = 2 },
+	};
+
+	fake_verbs_install(fd, 2);
+	ndevs = rn_dev_discover(&cfg, devs, 3, why, sizeof(why));
+	assert_int_equal(ndevs, 3);
+}
+
+static void test_speed_table(void **state)
+{
+	struct ibv_port_attr pa = { 0 };
+
+	pa.active_speed = 1, pa.active_width = 1;
+	assert_int_equal(rn_port_speed_mbps(&pa), 2500);
+	pa.active_speed = 64, pa.active_width = 2; /* HDR x4 */
+	assert_int_equal(rn_port_speed_mbps(&pa), 200000);
+	pa.active_speed = 128, pa.active_width = 16; /* NDR x2 */
+	assert_int_equal(rn_port_speed_mbps(&pa), 200000);
+	pa.active_speed = 16, pa.active_width = 8; /* FDR x12 */
+	assert_int_equal(rn_port_speed_mbps(&pa), 168000);
+	pa.active_speed = 4, pa.active_width = 4; /* QDR x8 */
+	assert_int_equal(rn_port_speed_mbps(&pa), 80000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_no_devices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_down_port_and_ib_dropped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nothing_usable_says_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_filter_applies, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_excludes_everything, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_identity_rxe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renamed_rxe_by_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ptr_support_probes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_open_skipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_devices, setup, teardown),
+		cmocka_unit_test(test_speed_table),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
