@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Comms and their queue pairs: what src/conn.c builds (handshake, QPs INIT ->
+ * RTR -> RTS) and src/xfer.c drives (FIFO, requests, completions).
+ *
+ * One connection = one send comm (rn_connect's side) + one recv comm (rn_accept's
+ * side), nqps RC QPs each, one CQ per comm. Control memory (the FIFO the receiver
+ * writes its clear-to-send entries into, the sizes array of multi-receives, the
+ * flush target) is one page-aligned block per comm, registered once.
+ *
+ * wr_id carries what a completion belongs to in its low 3 bits (a completion in
+ * error has no valid opcode, so the type must come from wr_id): a send slot, a
+ * receive request (its CTS write), a flush request, or a posted receive (QP index
+ * in the upper bits).
+ */
+#ifndef RN_CONN_H
+#define RN_CONN_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rn_dev.h"
+#include "rn_net.h"
+#include "rn_oob.h"
+#include "rn_wire.h"
+
+#define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
+#define RN_RECV_WRS 64               /* receives pre-posted per QP (>= RN_SLOTS) */
+#define RN_SQ_DEPTH 512              /* send WRs per QP (capped by the device) */
+#define RN_IMM_ERR 0xffffffffu       /* "your receive was too small": no data follows */
+#define RN_SPLIT_ALIGN 128           /* chunk alignment when a message spans QPs */
+
+enum rn_wr_kind {
+	RN_WR_SEND = 1,  /* wr_id = struct rn_send_slot * | 1 */
+	RN_WR_CTS = 2,   /* wr_id = struct rn_req * | 2 */
+	RN_WR_FLUSH = 3, /* wr_id = struct rn_req * | 3 */
+	RN_WR_RECV = 4,  /* wr_id = qp index << 3 | 4 */
+};
+#define RN_WR_KIND(id) ((int)((id) & 7))
+#define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
+
+/* A clear-to-send entry, written by the receiver into the sender's FIFO. seq last: */
+/* the sender trusts the other fields once seq shows the slot's sequence. */
+struct rn_cts {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t rkey;
+	int32_t tag;
+	uint16_t nreqs;
+	uint16_t rsvd;
+	uint32_t seq;
+};
+_Static_assert(sizeof(struct rn_cts) == 32, "CTS entry is 32 bytes");
+
+enum rn_req_type { RN_REQ_FREE = 0, RN_REQ_SEND, RN_REQ_RECV, RN_REQ_FLUSH };
+
+struct rn_comm;
+struct rn_send_slot;
+
+struct rn_req {
+	enum rn_req_type type;
+	struct rn_comm *comm;
+	int done;
+	int pending;                  /* completions still expected */
+	int n;
+	int sizes[RN_MAX_RECVS];
+	uint32_t seq;                 /* recv: absolute slot index */
+	/* send */
+	const void *data;
+	size_t size;
+	uint32_t lkey;
+	struct rn_send_slot *slot;
+	struct rn_req *next_free;
+};
+
+struct rn_send_slot {
+	uint32_t seq;                 /* the FIFO sequence this record serves (0: none) */
+	int n, matched, posted;
+	int pending;                  /* signalled WRs not completed */
+	uint16_t qp_wrs[RN_MAX_QPS];  /* WRs posted per QP, released at the completion */
+	struct rn_req *reqs[RN_MAX_RECVS];
+};
+
+struct rn_evdev; /* src/events.c */
+
+struct rn_comm {
+	int role;                     /* enum rn_role */
+	struct rn_engine *eng;
+	struct rn_dev *dev;
+	struct rn_evdev *ev;
+	struct ibv_cq *cq;
+	int nqps;
+	struct ibv_qp *qps[RN_MAX_QPS];
+	int sq_used[RN_MAX_QPS];
+	int sq_cap;
+	int split;                    /* NCCL_IB_SPLIT_DATA_ON_QPS */
+	uint64_t max_msg;             /* largest single WR */
+	int flush_enabled;
+	/* control block */
+	void *ctrl;
+	size_t ctrl_len;
+	struct ibv_mr *ctrl_mr;
+	/* the peer */
+	int fd;                       /* OOB socket, kept to notice a dead peer */
+	struct sockaddr_storage peer_addr;
+	char peer_str[80];
+	struct rn_peer_facts peer;
+	/* health */
+	int err;                      /* sticky -errno: every later call fails with it */
+	volatile int async_err;       /* set by the async event poller */
+	int outstanding;              /* signalled WRs in flight (watchdog) */
+	uint64_t last_progress_ns;
+	uint64_t last_check_ns;
+	uint64_t stall_ns;            /* watchdog bound */
+	unsigned int idle;
+	int want_cts;                 /* send: isend waits for the receiver */
+};
+
+struct rn_send_comm {
+	struct rn_comm c;
+	struct rn_cts (*fifo)[RN_MAX_RECVS];  /* [RN_SLOTS]; remote-writable */
+	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; staged multi-recv sizes */
+	uint64_t rsizes_addr;
+	uint32_t rsizes_rkey;
+	uint32_t head;                         /* next FIFO sequence to serve, minus 1 */
+	struct rn_send_slot slots[RN_SLOTS];
+	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
+	struct rn_req *free_reqs;
+};
+
+struct rn_recv_comm {
+	struct rn_comm c;
+	struct rn_cts (*stage)[RN_MAX_RECVS];  /* [RN_SLOTS]; CTS entries before the write */
+	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; the sender writes here */
+	uint8_t *flush_buf;
+	uint64_t rfifo_addr;
+	uint32_t rfifo_rkey;
+	uint32_t tail;                         /* next slot sequence to post, minus 1 */
+	uint32_t qp_next[RN_MAX_QPS];          /* slot expected next on each QP */
+	struct rn_req reqs[RN_SLOTS];
+	struct ibv_qp *flush_qp;
+	int flush_used;
+	struct rn_req flush_reqs[RN_SLOTS];
+};
+
+/* src/conn.c: QP helpers shared with tests. */
+int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
+		       unsigned int access);
+
+/* src/xfer.c */
+void rn_xfer_send_init(struct rn_send_comm *sc);
+/* Pre-post the receives that WRITE_WITH_IMM consumes. */
+int rn_xfer_recv_init(struct rn_recv_comm *rc);
+/* Poll the comm's CQ once (a batch) and run the slow checks when idle. Returns c->err. */
+int rn_comm_progress(struct rn_comm *c);
+
+/* src/events.c */
+struct rn_evdev *rn_events_get(struct rn_dev *dev);
+/* Drain @ev's device async events (non-blocking); marks comms and the device. */
+void rn_events_poll(struct rn_evdev *ev);
+/* -ENETDOWN (port down), -EIO (device fatal) or 0. */
+int rn_events_dev_err(const struct rn_evdev *ev, int port);
+
+uint64_t rn_now_ns(void);
+
+#endif /* RN_CONN_H */

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory registration (src/mr.c): one refcounted cache per device, keyed by
+ * page-aligned address ranges, so that registering a sub-range of a registered
+ * buffer is a hit (what regIsGlobal=1 promises NCCL). The rn_mr returned is
+ * shared by every hit; each rn_reg_mr*() is balanced by one rn_dereg_mr().
+ */
+#ifndef RN_MR_H
+#define RN_MR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_dev.h"
+
+struct rn_mr {
+	struct ibv_mr *ibmr;
+	struct rn_dev *dev;
+	uintptr_t base;   /* page-aligned start */
+	size_t len;       /* page-aligned length */
+	int type;         /* RN_PTR_HOST / RN_PTR_CUDA; a CUDA MR needs flushing */
+	int dmabuf;
+	int refs;
+	struct rn_mr *next;
+};
+
+/* Register @data..@data+@size on @dev (cache hit or new). 0 or -errno. */
+int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd,
+	      uint64_t offset, struct rn_mr **out);
+/* Drop one reference; deregisters at zero. 0, or -EINVAL for an MR the cache does not hold. */
+int rn_mr_put(struct rn_mr *mr);
+
+/* Access flags for every buffer NCCL hands us (plus relaxed ordering when @dev allows). */
+unsigned int rn_mr_access(const struct rn_dev *dev);
+
+/*
+ * Release @dev's cache at device close (dev.c): deregisters what is left, with one
+ * WARN naming how many registrations NCCL never released. Returns that count.
+ */
+int rn_mr_cache_destroy(struct rn_dev *dev);
+
+#endif /* RN_MR_H */

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Out-of-band TCP for the handshake (src/oob.c). Every call is non-blocking:
+ * -EAGAIN means "call again later". A message is read and written whole through
+ * a struct rn_oob_buf that keeps the partial progress between calls.
+ */
+#ifndef RN_OOB_H
+#define RN_OOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rn_dev.h"
+#include "rn_wire.h"
+
+struct rn_oob_buf {
+	uint8_t data[RN_WIRE_MAX_MSG];
+	size_t len;  /* bytes to send, or bytes expected so far when receiving */
+	size_t off;  /* bytes done */
+	struct rn_msg_hdr hdr; /* receiving: valid once the header is in */
+};
+
+/*
+ * The address the listener binds to: the first IPv4 address of NCCL_SOCKET_IFNAME
+ * when set (comma list of interface names, exact or prefix), else the NIC's own
+ * source IP so that the handshake follows the same path as the RDMA traffic.
+ */
+int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
+		      struct sockaddr_storage *out);
+
+/* A non-blocking listening socket on @addr (port 0 = ephemeral); @addr gets the port. */
+int rn_oob_listen(struct sockaddr_storage *addr, int *fd);
+/* Accept one pending connection: 0 with *fd, -EAGAIN when none is waiting. */
+int rn_oob_accept(int lfd, int *fd);
+/* Start connecting to @peer from @src (port 0; NULL = any). 0 with *fd, or -errno. */
+int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_storage *src,
+		   int *fd);
+/* 0 once connected, -EAGAIN while in progress, -errno when refused. */
+int rn_oob_connect_poll(int fd);
+
+/* Send what is left of @b: 0 when all is out, -EAGAIN, -errno. */
+int rn_oob_send(int fd, struct rn_oob_buf *b);
+/* Prepare @b to receive the next message. */
+void rn_oob_recv_reset(struct rn_oob_buf *b);
+/*
+ * Read towards one whole message: 0 when @b holds it (b->hdr valid, payload at
+ * b->data + RN_WIRE_HDR_LEN), -EAGAIN, -ECONNRESET on EOF, a header error of
+ * rn_msg_decode_hdr(), or -errno.
+ */
+int rn_oob_recv(int fd, struct rn_oob_buf *b);
+
+/* 0 while the peer keeps the socket open (nothing to read is fine), else -ECONNRESET. */
+int rn_oob_peer_alive(int fd);
+
+#endif /* RN_OOB_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport's wire formats (src/wire.c): the listen handle NCCL carries
+ * between ranks and the out-of-band handshake messages. Pure encode/decode, no
+ * I/O, so the parsers can be fuzzed on their own (test/fuzz/).
+ *
+ * Every integer is big-endian and every field has a fixed size and offset; a
+ * decoder rejects a wrong magic, another version, an unknown type, a length that
+ * is not exactly the one the type implies, and strings without a terminator.
+ *
+ * Handle (RN_HANDLE_SIZE = 128 bytes):
+ *   0  be32 magic "RNH1"   4 be16 version   6 u8 family (4|6)   7 u8 0
+ *   8  be16 port           10 be16 0        12 16 B address (IPv4 in the first 4)
+ *   28 be64 nonce          36..63 zero
+ *   64..127 the connecting side's private area (see rn_conn.h): zero in a fresh
+ *           handle; rn_connect() keeps a pointer to its heap state there.
+ *
+ * Message = 24-byte header + payload:
+ *   0 be32 magic "RNHS"  4 be16 version  6 be16 type  8 be32 payload length
+ *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
+ * HELLO   (156 + 4 * nqps bytes): role, nqps, tc, sl, the peer facts, FIFO and
+ *         sizes addresses + rkeys, nqps QP numbers.
+ * VERDICT (772 bytes): cause, severity, refused, msg[256], fix[512].
+ * READY   (0 bytes): the connector's QPs are in RTS.
+ */
+#ifndef RN_WIRE_H
+#define RN_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rn_path.h"
+
+#define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
+#define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
+#define RN_WIRE_VERSION 1
+#define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
+
+#define RN_MAX_QPS 16               /* data QPs per connection */
+
+enum rn_msg_type {
+	RN_MSG_HELLO = 1,
+	RN_MSG_VERDICT = 2,
+	RN_MSG_READY = 3,
+};
+
+#define RN_WIRE_HDR_LEN 24
+#define RN_HELLO_FIXED_LEN 156
+#define RN_VERDICT_LEN 772
+#define RN_WIRE_MAX_PAYLOAD RN_VERDICT_LEN /* the longest message */
+#define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
+
+enum rn_role {
+	RN_ROLE_SEND = 1, /* rn_connect's side */
+	RN_ROLE_RECV = 2, /* rn_accept's side */
+};
+
+struct rn_handle_info {
+	struct sockaddr_storage addr; /* the listener's OOB address */
+	uint64_t nonce;
+};
+
+struct rn_msg_hdr {
+	uint16_t type;
+	uint32_t len;
+	uint64_t nonce;
+};
+
+struct rn_hello {
+	int role;                 /* enum rn_role */
+	int nqps;
+	int tc, sl;               /* the sender's choice; the receiver follows it */
+	struct rn_peer_facts facts;
+	uint64_t fifo_addr;       /* sender: its CTS FIFO; receiver: 0 */
+	uint32_t fifo_rkey;
+	uint64_t sizes_addr;      /* receiver: where multi-recv sizes land; sender: 0 */
+	uint32_t sizes_rkey;
+	uint32_t qpn[RN_MAX_QPS];
+};
+
+struct rn_verdict_msg {
+	int refused;              /* the sender of this message refuses the path */
+	struct rn_finding finding;
+};
+
+/* Fill @buf (>= RN_HANDLE_SIZE) and zero its private area. 0 or -EINVAL. */
+int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len);
+/* 0, or -EBADMSG (magic, family, port), -EPROTO (version), -EINVAL (too short). */
+int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h);
+
+/* Encoders return the whole message's length (header included); @buf >= RN_WIRE_MAX_MSG. */
+size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m);
+size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m);
+size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
+
+/*
+ * Validate a header (@len >= RN_WIRE_HDR_LEN): 0, -EBADMSG (magic, type, length
+ * that does not fit the type), -EPROTO (version), -EMSGSIZE (length beyond the maximum).
+ */
+int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h);
+/* Payload decoders: 0 or -EBADMSG. */
+int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m);
+int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m);
+
+/* "198.18.0.1:41000" / "[fd00::1]:41000" into @buf; returns @buf. */
+const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len);
+/* GID as "fe80:0000:..." (39 chars + NUL) into @buf (>= 40); returns @buf. */
+const char *rn_gid_str(const union ibv_gid *gid, char *buf, size_t len);
+
+#endif /* RN_WIRE_H */

@@ -1,0 +1,925 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection setup: rn_listen / rn_connect / rn_accept as non-blocking state
+ * machines over the OOB socket, and the QPs of both comms (INIT -> RTR -> RTS).
+ *
+ *   connect (send side)                      accept (recv side)
+ *   TCP connect ..........................>  accept4 (one state per socket)
+ *   HELLO (facts, QPNs, FIFO) ------------>  check nonce, build the recv comm,
+ *                                  <-------  HELLO (facts, QPNs, sizes array)
+ *   connection verdict (rn_conn_check_*)     connection verdict
+ *   VERDICT ------------------------------>  <------ VERDICT
+ *   either refused: -EHOSTUNREACH on both sides, no QP ever left INIT
+ *   RTR/RTS, READY ----------------------->  RTR/RTS (earlier), done on READY
+ *
+ * The recv side pre-posts its receives before it sends HELLO and reaches RTS
+ * before it sends its first CTS (only after READY), so no RDMA arrives at a QP
+ * that is not ready for it.
+ *
+ * rn_connect keeps its state on the heap and a pointer to it in the private half
+ * of NCCL's handle (bytes 64..127, see rn_wire.h): NCCL passes the same handle
+ * memory on every call until the comm comes back.
+ *
+ * A listener serves any number of connections at once; a socket that sends
+ * garbage, goes quiet or closes before a valid HELLO is dropped with one INFO
+ * line and the listener goes on. Errors after a valid HELLO belong to that
+ * connection and are returned by rn_accept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_compiler.h"
+#include "rn_conn.h"
+#include "rn_log.h"
+#include "rn_mr.h"
+#include "rn_verbs.h"
+
+#define RN_MAX_PENDING 32
+#define RN_CONN_COOKIE 0x524e4353434f4e4eull /* "RNCSCONN" */
+
+enum hs_state {
+	HS_CONNECTING,
+	HS_SEND_HELLO,
+	HS_RECV_HELLO,
+	HS_CHECK,
+	HS_SEND_VERDICT,
+	HS_RECV_VERDICT,
+	HS_SEND_READY,
+	HS_RECV_READY,
+	HS_DONE,
+};
+
+struct rn_hs {
+	int role;
+	enum hs_state state;
+	int fd;
+	uint64_t nonce;
+	uint64_t deadline_ns;
+	uint64_t check_deadline_ns;
+	int hello_ok;                /* a valid HELLO came: errors are no longer "stray" */
+	struct rn_engine *eng;
+	int devidx;
+	int traffic_class;
+	struct rn_oob_buf out, in;
+	struct rn_comm *comm;
+	struct rn_hello peer;
+	struct rn_conn_check *chk;
+	struct rn_verdict_msg mine, theirs;
+	struct sockaddr_storage peer_addr;
+	struct sockaddr_storage local_addr;
+	char peer_str[80];
+};
+
+struct rn_listen_comm {
+	struct rn_engine *eng;
+	int devidx;
+	int fd;
+	struct sockaddr_storage addr;
+	uint64_t nonce;
+	struct rn_hs *pend[RN_MAX_PENDING];
+};
+
+uint64_t rn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rn_nonce(void)
+{
+	uint64_t v = 0;
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, &v, sizeof(v)) != sizeof(v))
+			v = 0;
+		close(fd);
+	}
+	return v ^ rn_now_ns() ^ ((uint64_t)getpid() << 32);
+}
+
+static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
+{
+	if (!eng || devidx < 0 || devidx >= eng->ndevs || !eng->devs[devidx])
+		return NULL;
+	return eng->devs[devidx];
+}
+
+/* ---- QPs -------------------------------------------------------------------- */
+
+static struct ibv_qp *qp_create(struct rn_comm *c, int send_wr, int recv_wr, unsigned int access)
+{
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp *qp;
+	int ret;
+
+	ia.qp_context = c;
+	ia.send_cq = c->cq;
+	ia.recv_cq = c->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = (uint32_t)send_wr;
+	ia.cap.max_recv_wr = (uint32_t)recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	errno = 0;
+	qp = rn_verbs.create_qp(c->dev->pd, &ia);
+	if (!qp)
+		return NULL;
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = (uint8_t)c->dev->nic.port;
+	a.qp_access_flags = access;
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	if (ret) {
+		rn_verbs.destroy_qp(qp);
+		errno = -ret;
+		return NULL;
+	}
+	return qp;
+}
+
+static int retry_cnt_for(const struct rn_comm *c)
+{
+	static int told;
+	int r = c->eng->cfg.retry_cnt;
+
+	/* rxe takes 7 as "retry forever": a broken path would hang instead of failing. */
+	if (c->dev->is_rxe && r > 6) {
+		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+			rn_info(RN_SUB_NET, RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
+				"(rxe retries 7 forever)", c->dev->nic.ibdev, r);
+		r = 6;
+	}
+	return r;
+}
+
+int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
+		       unsigned int access)
+{
+	struct ibv_qp_attr a = { 0 };
+	int ret;
+
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = remote_qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.sgid_index = (uint8_t)c->dev->nic.gid_index;
+	a.ah_attr.grh.hop_limit = 255;
+	a.ah_attr.grh.flow_label = 0;
+	a.ah_attr.grh.traffic_class = (uint8_t)tc;
+	a.ah_attr.sl = (uint8_t)sl;
+	a.ah_attr.src_path_bits = 0;
+	a.ah_attr.port_num = (uint8_t)c->dev->nic.port;
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	if (ret)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = (uint8_t)c->eng->cfg.timeout;
+	a.retry_cnt = (uint8_t)retry_cnt_for(c);
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 1;
+	(void)access;
+	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					       IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+/* ---- comms ------------------------------------------------------------------ */
+
+static void comm_free(struct rn_comm *c)
+{
+	int i;
+
+	if (!c)
+		return;
+	if (c->role == RN_ROLE_RECV) {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+		if (rc->flush_qp)
+			rn_verbs.destroy_qp(rc->flush_qp);
+	}
+	for (i = 0; i < c->nqps; i++)
+		if (c->qps[i])
+			rn_verbs.destroy_qp(c->qps[i]);
+	if (c->ctrl_mr)
+		rn_verbs.dereg_mr(c->ctrl_mr);
+	if (c->cq)
+		rn_verbs.destroy_cq(c->cq);
+	free(c->ctrl);
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
+static uint64_t stall_bound_ns(const struct rn_comm *c)
+{
+	int t = c->eng->cfg.timeout;
+	uint64_t one;
+
+	if (t <= 0 || t >= 32)
+		return 60ull * 1000000000ull;
+	one = 4096ull << t; /* 4.096 us * 2^t */
+	/* every retry plus the first try, twice over, plus slack for a busy host */
+	return one * (uint64_t)(retry_cnt_for(c) + 1) * 2 + 1000000000ull;
+}
+
+static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps)
+{
+	struct rn_dev *dev = dev_of(eng, devidx);
+	size_t sz = role == RN_ROLE_SEND ? sizeof(struct rn_send_comm) :
+					   sizeof(struct rn_recv_comm);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct rn_comm *c;
+	int i, cqe, sq, err;
+
+	if (!dev) {
+		errno = ENODEV;
+		return NULL;
+	}
+	c = calloc(1, sz);
+	if (!c)
+		return NULL;
+	c->fd = -1;
+	c->role = role;
+	c->eng = eng;
+	c->dev = dev;
+	c->nqps = nqps;
+	c->split = eng->cfg.split_data_on_qps;
+	c->max_msg = dev->max_msg_size ? dev->max_msg_size : (1u << 30);
+	c->ev = rn_events_get(dev);
+	sq = RN_SQ_DEPTH;
+	if (dev->attr.max_qp_wr > 0 && dev->attr.max_qp_wr < sq)
+		sq = dev->attr.max_qp_wr;
+	c->sq_cap = sq;
+	cqe = nqps * (sq + RN_RECV_WRS) + (role == RN_ROLE_RECV ? RN_SLOTS : 0) + 16;
+	if (dev->attr.max_cqe > 0 && cqe > dev->attr.max_cqe)
+		cqe = dev->attr.max_cqe;
+	errno = 0;
+	c->cq = rn_verbs.create_cq(dev->ctx, cqe, c, NULL, 0);
+	if (!c->cq)
+		goto err;
+	/* FIFO or staging (8 KiB) + sizes (1 KiB) + flush target, in one registration. */
+	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
+		       pg - 1) & ~(pg - 1);
+	if (posix_memalign(&c->ctrl, pg, c->ctrl_len)) {
+		errno = ENOMEM;
+		goto err;
+	}
+	memset(c->ctrl, 0, c->ctrl_len);
+	c->ctrl_mr = rn_verbs.reg_mr_iova2(dev->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
+					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!c->ctrl_mr)
+		goto err;
+	for (i = 0; i < nqps; i++) {
+		c->qps[i] = qp_create(c, sq, RN_RECV_WRS, IBV_ACCESS_REMOTE_WRITE);
+		if (!c->qps[i])
+			goto err;
+	}
+	if (role == RN_ROLE_SEND) {
+		struct rn_send_comm *sc = (struct rn_send_comm *)c;
+
+		sc->fifo = c->ctrl;
+		sc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
+				     sizeof(struct rn_cts));
+		rn_xfer_send_init(sc);
+	} else {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+		rc->stage = c->ctrl;
+		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
+				     sizeof(struct rn_cts));
+		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
+		c->flush_enabled = !eng->cfg.gdr_flush_disable;
+		if (c->flush_enabled) {
+			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1,
+						 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			if (!rc->flush_qp)
+				goto err;
+		}
+	}
+	c->stall_ns = stall_bound_ns(c);
+	return c;
+err:
+	err = errno ? errno : EIO;
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d: creating the %s comm's CQ/QPs failed: %s",
+		dev->nic.ibdev, dev->nic.port, role == RN_ROLE_SEND ? "send" : "recv",
+		strerror(err));
+	comm_free(c);
+	errno = err;
+	return NULL;
+}
+
+/* ---- handshake -------------------------------------------------------------- */
+
+static void hs_free(struct rn_hs *hs)
+{
+	if (!hs)
+		return;
+	if (hs->chk)
+		rn_conn_check_free(hs->chk);
+	if (hs->comm)
+		comm_free(hs->comm); /* closes hs->fd too once it was handed over */
+	else if (hs->fd >= 0)
+		close(hs->fd);
+	free(hs);
+}
+
+static void local_facts(struct rn_hs *hs, struct rn_peer_facts *f)
+{
+	struct rn_dev *dev = hs->comm->dev;
+
+	memset(f, 0, sizeof(*f));
+	rn_peer_facts_from_nic(&dev->nic, f);
+	if (!f->host[0])
+		snprintf(f->host, sizeof(f->host), "%s", hs->eng->hostname);
+}
+
+static void hs_hello(struct rn_hs *hs, int tc, int sl)
+{
+	struct rn_comm *c = hs->comm;
+	struct rn_hello m;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	m.role = hs->role;
+	m.nqps = c->nqps;
+	m.tc = tc;
+	m.sl = sl;
+	local_facts(hs, &m.facts);
+	if (hs->role == RN_ROLE_SEND) {
+		struct rn_send_comm *sc = (struct rn_send_comm *)c;
+
+		m.fifo_addr = (uintptr_t)sc->fifo;
+		m.fifo_rkey = c->ctrl_mr->rkey;
+	} else {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+		m.sizes_addr = (uintptr_t)rc->sizes;
+		m.sizes_rkey = c->ctrl_mr->rkey;
+	}
+	for (i = 0; i < c->nqps; i++)
+		m.qpn[i] = c->qps[i]->qp_num;
+	hs->out.len = rn_msg_encode_hello(hs->out.data, hs->nonce, &m);
+	hs->out.off = 0;
+}
+
+static int tc_of(const struct rn_config *cfg, int traffic_class)
+{
+	if (cfg->tc >= 0)
+		return cfg->tc;
+	return traffic_class >= 0 && traffic_class <= 255 ? traffic_class : 0;
+}
+
+/* Run our side of the verdict; fills hs->mine. -EAGAIN while undecided. */
+static int hs_check(struct rn_hs *hs)
+{
+	struct rn_comm *c = hs->comm;
+	const struct rn_config *cfg = &hs->eng->cfg;
+	struct rn_finding f;
+	int ret;
+
+	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
+		return 0;
+	if (!hs->chk) {
+		ret = rn_conn_check_start(&c->dev->nic, &c->peer, cfg->neigh_timeout_ms, &hs->chk);
+		if (ret) {
+			rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
+				"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
+			return 0;
+		}
+		hs->check_deadline_ns = rn_now_ns() +
+					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
+	}
+	memset(&f, 0, sizeof(f));
+	ret = rn_conn_check_poll(hs->chk, &f);
+	if (ret == -EAGAIN) {
+		if (rn_now_ns() < hs->check_deadline_ns)
+			return -EAGAIN;
+		ret = -ETIMEDOUT;
+	}
+	rn_conn_check_free(hs->chk);
+	hs->chk = NULL;
+	if (ret == -EHOSTUNREACH) {
+		hs->mine.finding = f;
+		hs->mine.refused = cfg->route_check == RN_ROUTE_CHECK_STRICT;
+		if (!hs->mine.refused)
+			rn_warn(RN_SUB_NET, RN_PFX "path to %s (%s) is asymmetric: %s Fix: %s "
+				"(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)", hs->peer_str,
+				c->peer.host, f.msg, f.fix);
+	} else if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
+			"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
+	}
+	return 0;
+}
+
+/* Both verdicts are in: -EHOSTUNREACH with one WARN if either side refuses. */
+static int hs_decide(struct rn_hs *hs)
+{
+	struct rn_comm *c = hs->comm;
+	const struct rn_finding *f;
+	const char *who;
+
+	if (hs->mine.refused) {
+		f = &hs->mine.finding;
+		who = "refused here";
+	} else if (hs->theirs.refused) {
+		f = &hs->theirs.finding;
+		who = "refused by the peer";
+	} else {
+		return 0;
+	}
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s: [%s] %s Fix: %s",
+		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
+		who, rn_cause_id(f->cause), f->msg, f->fix);
+	return -EHOSTUNREACH;
+}
+
+static int hs_connect_qps(struct rn_hs *hs)
+{
+	struct rn_comm *c = hs->comm;
+	const struct rn_config *cfg = &hs->eng->cfg;
+	enum ibv_mtu mtu = RN_MIN(c->dev->nic.active_mtu, c->peer.active_mtu);
+	int tc, sl, i, ret;
+
+	if (hs->role == RN_ROLE_SEND) {
+		tc = tc_of(cfg, hs->traffic_class);
+		sl = cfg->sl >= 0 ? cfg->sl : 0;
+	} else {
+		/* the receiver's QPs only carry CTS writes: NCCL_IB_FIFO_TC applies to them */
+		tc = cfg->fifo_tc >= 0 ? cfg->fifo_tc : hs->peer.tc;
+		sl = hs->peer.sl;
+	}
+	for (i = 0; i < c->nqps; i++) {
+		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl,
+					 IBV_ACCESS_REMOTE_WRITE);
+		if (ret)
+			goto fail;
+	}
+	if (hs->role == RN_ROLE_RECV) {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+		rc->rfifo_addr = hs->peer.fifo_addr;
+		rc->rfifo_rkey = hs->peer.fifo_rkey;
+		if (rc->flush_qp) {
+			ret = rn_comm_qp_rtr_rts(c, rc->flush_qp, rc->flush_qp->qp_num,
+						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl,
+						 IBV_ACCESS_REMOTE_READ);
+			if (ret)
+				goto fail;
+		}
+	} else {
+		struct rn_send_comm *sc = (struct rn_send_comm *)c;
+
+		sc->rsizes_addr = hs->peer.sizes_addr;
+		sc->rsizes_rkey = hs->peer.sizes_rkey;
+	}
+	return 0;
+fail:
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to RTR/RTS failed: %s",
+		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, strerror(-ret));
+	return ret;
+}
+
+/* Validate the peer's HELLO and adopt its facts. */
+static int hs_take_hello(struct rn_hs *hs)
+{
+	struct rn_oob_buf *b = &hs->in;
+	int ret;
+
+	if (b->hdr.type != RN_MSG_HELLO || b->hdr.nonce != hs->nonce)
+		return -EBADMSG;
+	ret = rn_msg_decode_hello(b->data + RN_WIRE_HDR_LEN, b->hdr.len, &hs->peer);
+	if (ret)
+		return ret;
+	if (hs->peer.role == hs->role)
+		return -EBADMSG;
+	if (hs->comm && hs->peer.nqps != hs->comm->nqps)
+		return -EBADMSG;
+	return 0;
+}
+
+static int hs_build_recv_comm(struct rn_hs *hs)
+{
+	struct rn_comm *c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps);
+	int ret;
+
+	if (!c)
+		return errno ? -errno : -EIO;
+	hs->comm = c;
+	c->fd = hs->fd;
+	c->peer_addr = hs->peer_addr;
+	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
+	c->peer = hs->peer.facts;
+	ret = rn_xfer_recv_init((struct rn_recv_comm *)c);
+	if (ret)
+		return ret;
+	hs_hello(hs, 0, 0);
+	return 0;
+}
+
+/*
+ * One step of either side. 0 = done, -EAGAIN = call again, else the error.
+ * Failures before a valid HELLO are the peer's garbage (the caller may ignore them).
+ */
+static int hs_progress(struct rn_hs *hs)
+{
+	int ret;
+
+	for (;;) {
+		if (rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
+			if (hs->hello_ok)
+				rn_warn(RN_SUB_NET, RN_PFX "handshake with %s timed out after %d ms "
+					"(NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
+					hs->eng->cfg.connect_timeout_ms);
+			return -ETIMEDOUT;
+		}
+		switch (hs->state) {
+		case HS_CONNECTING:
+			ret = rn_oob_connect_poll(hs->fd);
+			if (ret)
+				return ret;
+			hs->state = HS_SEND_HELLO;
+			break;
+		case HS_SEND_HELLO:
+			ret = rn_oob_send(hs->fd, &hs->out);
+			if (ret)
+				return ret;
+			if (hs->role == RN_ROLE_SEND) {
+				rn_oob_recv_reset(&hs->in);
+				hs->state = HS_RECV_HELLO;
+			} else {
+				hs->state = HS_CHECK;
+			}
+			break;
+		case HS_RECV_HELLO:
+			ret = rn_oob_recv(hs->fd, &hs->in);
+			if (ret)
+				return ret;
+			ret = hs_take_hello(hs);
+			if (ret)
+				return ret;
+			hs->hello_ok = 1;
+			if (hs->role == RN_ROLE_RECV) {
+				ret = hs_build_recv_comm(hs);
+				if (ret)
+					return ret;
+				hs->state = HS_SEND_HELLO;
+			} else {
+				hs->comm->peer = hs->peer.facts;
+				hs->state = HS_CHECK;
+			}
+			break;
+		case HS_CHECK:
+			ret = hs_check(hs);
+			if (ret)
+				return ret;
+			hs->out.len = rn_msg_encode_verdict(hs->out.data, hs->nonce, &hs->mine);
+			hs->out.off = 0;
+			hs->state = HS_SEND_VERDICT;
+			break;
+		case HS_SEND_VERDICT:
+			ret = rn_oob_send(hs->fd, &hs->out);
+			if (ret)
+				return ret;
+			rn_oob_recv_reset(&hs->in);
+			hs->state = HS_RECV_VERDICT;
+			break;
+		case HS_RECV_VERDICT:
+			ret = rn_oob_recv(hs->fd, &hs->in);
+			if (ret)
+				return ret;
+			if (hs->in.hdr.type != RN_MSG_VERDICT || hs->in.hdr.nonce != hs->nonce)
+				return -EBADMSG;
+			ret = rn_msg_decode_verdict(hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len,
+						    &hs->theirs);
+			if (ret)
+				return ret;
+			ret = hs_decide(hs);
+			if (ret)
+				return ret;
+			ret = hs_connect_qps(hs);
+			if (ret)
+				return ret;
+			if (hs->role == RN_ROLE_SEND) {
+				hs->out.len = rn_msg_encode_ready(hs->out.data, hs->nonce);
+				hs->out.off = 0;
+				hs->state = HS_SEND_READY;
+			} else {
+				rn_oob_recv_reset(&hs->in);
+				hs->state = HS_RECV_READY;
+			}
+			break;
+		case HS_SEND_READY:
+			ret = rn_oob_send(hs->fd, &hs->out);
+			if (ret)
+				return ret;
+			hs->state = HS_DONE;
+			return 0;
+		case HS_RECV_READY:
+			ret = rn_oob_recv(hs->fd, &hs->in);
+			if (ret)
+				return ret;
+			if (hs->in.hdr.type != RN_MSG_READY || hs->in.hdr.nonce != hs->nonce)
+				return -EBADMSG;
+			hs->state = HS_DONE;
+			return 0;
+		case HS_DONE:
+			return 0;
+		}
+	}
+}
+
+static void comm_ready_log(struct rn_comm *c)
+{
+	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d <-> %s (%s) up: %d QP%s, %s", c->role ==
+		RN_ROLE_SEND ? "send" : "recv", c->dev->nic.ibdev, c->dev->nic.port,
+		c->peer_str, c->peer.host, c->nqps, c->nqps > 1 ? "s" : "",
+		c->split ? "split" : "round-robin");
+	c->last_progress_ns = rn_now_ns();
+	c->last_check_ns = c->last_progress_ns;
+}
+
+/* ---- the API ---------------------------------------------------------------- */
+
+int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_comm **out)
+{
+	struct rn_dev *dev = dev_of(eng, devidx);
+	struct rn_listen_comm *lc;
+	struct rn_handle_info hi;
+	int ret;
+
+	*out = NULL;
+	if (!dev || !handle)
+		return -EINVAL;
+	lc = calloc(1, sizeof(*lc));
+	if (!lc)
+		return -ENOMEM;
+	lc->eng = eng;
+	lc->devidx = devidx;
+	lc->fd = -1;
+	ret = rn_oob_local_addr(dev, &eng->cfg, &lc->addr);
+	if (ret)
+		goto err;
+	ret = rn_oob_listen(&lc->addr, &lc->fd);
+	if (ret) {
+		char a[80];
+
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: cannot listen on %s: %s", dev->nic.ibdev,
+			dev->nic.port, rn_sockaddr_str(&lc->addr, a, sizeof(a)), strerror(-ret));
+		goto err;
+	}
+	lc->nonce = rn_nonce();
+	memset(&hi, 0, sizeof(hi));
+	hi.addr = lc->addr;
+	hi.nonce = lc->nonce;
+	ret = rn_handle_encode(&hi, handle, RN_HANDLE_SIZE);
+	if (ret)
+		goto err;
+	*out = lc;
+	return 0;
+err:
+	if (lc->fd >= 0)
+		close(lc->fd);
+	free(lc);
+	return ret;
+}
+
+/* The connect state pointer in the handle's private area (see the top of the file). */
+struct hs_slot {
+	uint64_t cookie;
+	struct rn_hs *hs;
+};
+
+static struct hs_slot *slot_of(void *handle)
+{
+	return (struct hs_slot *)((char *)handle + RN_HANDLE_PUBLIC);
+}
+
+static int connect_start(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
+			 struct rn_hs **out)
+{
+	struct rn_dev *dev = dev_of(eng, devidx);
+	struct rn_handle_info hi;
+	struct rn_hs *hs;
+	int nqps, ret;
+
+	if (!dev)
+		return -EINVAL;
+	ret = rn_handle_decode(handle, RN_HANDLE_SIZE, &hi);
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "connect: the handle is not ours (%s)", strerror(-ret));
+		return ret == -EPROTO ? -EPROTO : -EINVAL;
+	}
+	if (dev->nic.gid_index < 0) {
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev, dev->nic.port);
+		return -ENODEV;
+	}
+	hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return -ENOMEM;
+	hs->role = RN_ROLE_SEND;
+	hs->fd = -1;
+	hs->eng = eng;
+	hs->devidx = devidx;
+	hs->traffic_class = traffic_class;
+	hs->nonce = hi.nonce;
+	hs->peer_addr = hi.addr;
+	rn_sockaddr_str(&hi.addr, hs->peer_str, sizeof(hs->peer_str));
+	hs->deadline_ns = rn_now_ns() + (uint64_t)eng->cfg.connect_timeout_ms * 1000000ull;
+	nqps = eng->cfg.qps_per_conn;
+	if (nqps > RN_MAX_QPS) {
+		rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d: using %d", nqps,
+			RN_MAX_QPS);
+		nqps = RN_MAX_QPS;
+	}
+	if (nqps < 1)
+		nqps = 1;
+	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps);
+	if (!hs->comm) {
+		ret = errno ? -errno : -EIO;
+		goto err;
+	}
+	if (rn_oob_local_addr(dev, &eng->cfg, &hs->local_addr))
+		memset(&hs->local_addr, 0, sizeof(hs->local_addr));
+	ret = rn_oob_connect(&hi.addr, &hs->local_addr, &hs->fd);
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "connect to %s failed: %s", hs->peer_str,
+			strerror(-ret));
+		goto err;
+	}
+	hs->comm->fd = hs->fd;
+	hs->comm->peer_addr = hi.addr;
+	snprintf(hs->comm->peer_str, sizeof(hs->comm->peer_str), "%s", hs->peer_str);
+	hs_hello(hs, tc_of(&eng->cfg, traffic_class), eng->cfg.sl >= 0 ? eng->cfg.sl : 0);
+	hs->state = HS_CONNECTING;
+	*out = hs;
+	return 0;
+err:
+	hs_free(hs);
+	return ret;
+}
+
+int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
+	       struct rn_send_comm **out)
+{
+	struct hs_slot *slot;
+	struct rn_hs *hs;
+	int ret;
+
+	*out = NULL;
+	if (!eng || !handle)
+		return -EINVAL;
+	slot = slot_of(handle);
+	if (slot->cookie != RN_CONN_COOKIE) {
+		ret = connect_start(eng, devidx, handle, traffic_class, &hs);
+		if (ret)
+			return ret;
+		slot->cookie = RN_CONN_COOKIE;
+		slot->hs = hs;
+	}
+	hs = slot->hs;
+	ret = hs_progress(hs);
+	if (ret == -EAGAIN)
+		return 0;
+	slot->cookie = 0;
+	slot->hs = NULL;
+	if (ret) {
+		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+			rn_warn(RN_SUB_NET, RN_PFX "connect to %s failed: %s", hs->peer_str,
+				strerror(-ret));
+		if (ret == -EBADMSG || ret == -EPROTO)
+			ret = -EPROTO;
+		hs_free(hs);
+		return ret;
+	}
+	comm_ready_log(hs->comm);
+	*out = (struct rn_send_comm *)hs->comm;
+	hs->comm = NULL;
+	hs->fd = -1;
+	hs_free(hs);
+	return 0;
+}
+
+static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
+{
+	struct rn_hs *hs = lc->pend[i];
+
+	rn_info(RN_SUB_NET, RN_PFX "listener %s: dropped a connection from %s before a valid "
+		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str, strerror(-ret));
+	hs_free(hs);
+	lc->pend[i] = NULL;
+}
+
+int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
+{
+	int i, fd, ret;
+
+	*out = NULL;
+	if (!lc)
+		return -EINVAL;
+	/* take every waiting socket; each gets its own state machine */
+	while (rn_oob_accept(lc->fd, &fd) == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		struct rn_hs *hs;
+
+		for (i = 0; i < RN_MAX_PENDING && lc->pend[i]; i++)
+			;
+		hs = i < RN_MAX_PENDING ? calloc(1, sizeof(*hs)) : NULL;
+		if (!hs) {
+			rn_info(RN_SUB_NET, RN_PFX "listener: too many handshakes at once; "
+				"dropping one");
+			close(fd);
+			continue;
+		}
+		hs->role = RN_ROLE_RECV;
+		hs->fd = fd;
+		hs->eng = lc->eng;
+		hs->devidx = lc->devidx;
+		hs->nonce = lc->nonce;
+		hs->state = HS_RECV_HELLO;
+		hs->deadline_ns = rn_now_ns() +
+				  (uint64_t)lc->eng->cfg.connect_timeout_ms * 1000000ull;
+		memset(&ss, 0, sizeof(ss));
+		if (!getpeername(fd, (struct sockaddr *)&ss, &len))
+			hs->peer_addr = ss;
+		rn_sockaddr_str(&hs->peer_addr, hs->peer_str, sizeof(hs->peer_str));
+		rn_oob_recv_reset(&hs->in);
+		lc->pend[i] = hs;
+	}
+	for (i = 0; i < RN_MAX_PENDING; i++) {
+		struct rn_hs *hs = lc->pend[i];
+
+		if (!hs)
+			continue;
+		ret = hs_progress(hs);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret && !hs->hello_ok) {
+			pend_drop(lc, i, ret);
+			continue;
+		}
+		lc->pend[i] = NULL;
+		if (ret) {
+			if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+				rn_warn(RN_SUB_NET, RN_PFX "accept from %s failed: %s",
+					hs->peer_str, strerror(-ret));
+			if (ret == -EBADMSG)
+				ret = -EPROTO;
+			hs_free(hs);
+			return ret;
+		}
+		comm_ready_log(hs->comm);
+		*out = (struct rn_recv_comm *)hs->comm;
+		hs->comm = NULL;
+		hs->fd = -1;
+		hs_free(hs);
+		return 0;
+	}
+	return 0;
+}
+
+int rn_close_listen(struct rn_listen_comm *lc)
+{
+	int i;
+
+	if (!lc)
+		return 0;
+	for (i = 0; i < RN_MAX_PENDING; i++)
+		hs_free(lc->pend[i]);
+	if (lc->fd >= 0)
+		close(lc->fd);
+	free(lc);
+	return 0;
+}
+
+int rn_close_send(struct rn_send_comm *sc)
+{
+	comm_free(sc ? &sc->c : NULL);
+	return 0;
+}
+
+int rn_close_recv(struct rn_recv_comm *rc)
+{
+	comm_free(rc ? &rc->c : NULL);
+	return 0;
+}

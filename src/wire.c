@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Handle and handshake encoding (layout in rn_wire.h). Written with explicit
+ * byte offsets rather than packed structs so that the format does not depend
+ * on the compiler or the host's endianness.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rn_compiler.h"
+#include "rn_net.h"
+#include "rn_wire.h"
+
+_Static_assert(RN_HELLO_FIXED_LEN + 4 * RN_MAX_QPS <= RN_WIRE_MAX_PAYLOAD, "hello fits");
+_Static_assert(RN_HANDLE_PUBLIC + 16 <= RN_HANDLE_SIZE, "handle private area fits");
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* A fixed-size string field: copied with a terminator, the rest zero. */
+static void put_str(uint8_t *p, size_t size, const char *s)
+{
+	size_t n = strnlen(s, size - 1);
+
+	memset(p, 0, size);
+	memcpy(p, s, n);
+}
+
+static int get_str(const uint8_t *p, size_t size, char *out)
+{
+	size_t n = strnlen((const char *)p, size);
+
+	if (n == size)
+		return -EBADMSG; /* no terminator inside the field */
+	memcpy(out, p, n);
+	out[n] = 0;
+	return 0;
+}
+
+int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	if (len < RN_HANDLE_SIZE)
+		return -EINVAL;
+	memset(p, 0, RN_HANDLE_SIZE);
+	put32(p, RN_HANDLE_MAGIC);
+	put16(p + 4, RN_WIRE_VERSION);
+	if (h->addr.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&h->addr;
+
+		p[6] = 4;
+		memcpy(p + 8, &in->sin_port, 2); /* already network order */
+		memcpy(p + 12, &in->sin_addr, 4);
+	} else if (h->addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)&h->addr;
+
+		p[6] = 6;
+		memcpy(p + 8, &in6->sin6_port, 2);
+		memcpy(p + 12, &in6->sin6_addr, 16);
+	} else {
+		return -EINVAL;
+	}
+	put64(p + 28, h->nonce);
+	return 0;
+}
+
+int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
+{
+	const uint8_t *p = buf;
+	uint16_t port;
+
+	if (len < RN_HANDLE_PUBLIC)
+		return -EINVAL;
+	if (get32(p) != RN_HANDLE_MAGIC)
+		return -EBADMSG;
+	if (get16(p + 4) != RN_WIRE_VERSION)
+		return -EPROTO;
+	port = get16(p + 8);
+	if (!port)
+		return -EBADMSG;
+	memset(h, 0, sizeof(*h));
+	if (p[6] == 4) {
+		struct sockaddr_in *in = (void *)&h->addr;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		memcpy(&in->sin_addr, p + 12, 4);
+	} else if (p[6] == 6) {
+		struct sockaddr_in6 *in6 = (void *)&h->addr;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		memcpy(&in6->sin6_addr, p + 12, 16);
+	} else {
+		return -EBADMSG;
+	}
+	h->nonce = get64(p + 28);
+	return 0;
+}
+
+static void put_hdr(uint8_t *buf, uint16_t type, uint32_t len, uint64_t nonce)
+{
+	put32(buf, RN_WIRE_MAGIC);
+	put16(buf + 4, RN_WIRE_VERSION);
+	put16(buf + 6, type);
+	put32(buf + 8, len);
+	put32(buf + 12, 0);
+	put64(buf + 16, nonce);
+}
+
+size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m)
+{
+	uint8_t *p = buf + RN_WIRE_HDR_LEN;
+	const struct rn_peer_facts *f = &m->facts;
+	uint32_t len = RN_HELLO_FIXED_LEN + 4 * (uint32_t)m->nqps;
+	int i;
+
+	put_hdr(buf, RN_MSG_HELLO, len, nonce);
+	memset(p, 0, len);
+	p[0] = (uint8_t)m->role;
+	p[1] = (uint8_t)m->nqps;
+	p[2] = (uint8_t)m->tc;
+	p[3] = (uint8_t)m->sl;
+	put_str(p + 4, 64, f->host);
+	put_str(p + 68, 16, f->netdev);
+	memcpy(p + 84, f->mac, 6);
+	memcpy(p + 92, f->gid.raw, 16);
+	if (f->ip.family == AF_INET) {
+		p[108] = 4;
+		memcpy(p + 112, &f->ip.v4, 4);
+	} else if (f->ip.family == AF_INET6) {
+		p[108] = 6;
+		memcpy(p + 112, &f->ip.v6, 16);
+	}
+	p[109] = (uint8_t)f->active_mtu;
+	put16(p + 110, f->verdict_cause);
+	put32(p + 128, (uint32_t)f->mtu);
+	put64(p + 132, m->fifo_addr);
+	put32(p + 140, m->fifo_rkey);
+	put64(p + 144, m->sizes_addr);
+	put32(p + 152, m->sizes_rkey);
+	for (i = 0; i < m->nqps; i++)
+		put32(p + RN_HELLO_FIXED_LEN + 4 * i, m->qpn[i]);
+	return RN_WIRE_HDR_LEN + len;
+}
+
+size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m)
+{
+	uint8_t *p = buf + RN_WIRE_HDR_LEN;
+
+	put_hdr(buf, RN_MSG_VERDICT, RN_VERDICT_LEN, nonce);
+	put16(p, (uint16_t)m->finding.cause);
+	p[2] = (uint8_t)m->finding.sev;
+	p[3] = m->refused ? 1 : 0;
+	put_str(p + 4, 256, m->finding.msg);
+	put_str(p + 260, 512, m->finding.fix);
+	return RN_WIRE_HDR_LEN + RN_VERDICT_LEN;
+}
+
+size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce)
+{
+	put_hdr(buf, RN_MSG_READY, 0, nonce);
+	return RN_WIRE_HDR_LEN;
+}
+
+int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
+{
+	uint32_t plen;
+
+	if (len < RN_WIRE_HDR_LEN || get32(buf) != RN_WIRE_MAGIC)
+		return -EBADMSG;
+	if (get16(buf + 4) != RN_WIRE_VERSION)
+		return -EPROTO;
+	if (get32(buf + 12) != 0)
+		return -EBADMSG;
+	plen = get32(buf + 8);
+	if (plen > RN_WIRE_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	h->type = get16(buf + 6);
+	h->len = plen;
+	h->nonce = get64(buf + 16);
+	switch (h->type) {
+	case RN_MSG_HELLO:
+		if (plen < RN_HELLO_FIXED_LEN + 4 || plen > RN_HELLO_FIXED_LEN + 4 * RN_MAX_QPS ||
+		    (plen - RN_HELLO_FIXED_LEN) % 4)
+			return -EBADMSG;
+		return 0;
+	case RN_MSG_VERDICT:
+		return plen == RN_VERDICT_LEN ? 0 : -EBADMSG;
+	case RN_MSG_READY:
+		return plen == 0 ? 0 : -EBADMSG;
+	default:
+		return -EBADMSG;
+	}
+}
+
+int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
+{
+	struct rn_peer_facts *f = &m->facts;
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	if (len < RN_HELLO_FIXED_LEN)
+		return -EBADMSG;
+	m->role = p[0];
+	m->nqps = p[1];
+	m->tc = p[2];
+	m->sl = p[3];
+	if ((m->role != RN_ROLE_SEND && m->role != RN_ROLE_RECV) || m->nqps < 1 ||
+	    m->nqps > RN_MAX_QPS || len != RN_HELLO_FIXED_LEN + 4 * (size_t)m->nqps || m->sl > 15)
+		return -EBADMSG;
+	if (get_str(p + 4, 64, f->host) || get_str(p + 68, 16, f->netdev))
+		return -EBADMSG;
+	memcpy(f->mac, p + 84, 6);
+	memcpy(f->gid.raw, p + 92, 16);
+	switch (p[108]) {
+	case 0:
+		break;
+	case 4:
+		f->ip.family = AF_INET;
+		memcpy(&f->ip.v4, p + 112, 4);
+		break;
+	case 6:
+		f->ip.family = AF_INET6;
+		memcpy(&f->ip.v6, p + 112, 16);
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (p[109] < IBV_MTU_256 || p[109] > IBV_MTU_4096)
+		return -EBADMSG;
+	f->active_mtu = (enum ibv_mtu)p[109];
+	f->verdict_cause = get16(p + 110);
+	if (f->verdict_cause >= RN_CAUSE__MAX)
+		return -EBADMSG;
+	f->mtu = (int)get32(p + 128);
+	if (f->mtu < 0)
+		return -EBADMSG;
+	m->fifo_addr = get64(p + 132);
+	m->fifo_rkey = get32(p + 140);
+	m->sizes_addr = get64(p + 144);
+	m->sizes_rkey = get32(p + 152);
+	for (i = 0; i < m->nqps; i++) {
+		m->qpn[i] = get32(p + RN_HELLO_FIXED_LEN + 4 * i);
+		if (!m->qpn[i] || m->qpn[i] > 0xffffff) /* QP numbers are 24 bits */
+			return -EBADMSG;
+	}
+	return 0;
+}
+
+int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (len != RN_VERDICT_LEN)
+		return -EBADMSG;
+	if (get16(p) >= RN_CAUSE__MAX || p[2] > RN_SEV_FATAL || p[3] > 1)
+		return -EBADMSG;
+	m->finding.cause = (enum rn_cause)get16(p);
+	m->finding.sev = (enum rn_severity)p[2];
+	m->refused = p[3];
+	if (get_str(p + 4, 256, m->finding.msg) || get_str(p + 260, 512, m->finding.fix))
+		return -EBADMSG;
+	return 0;
+}
+
+const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(in->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "(none)");
+	}
+	return buf;
+}
+
+const char *rn_gid_str(const union ibv_gid *gid, char *buf, size_t len)
+{
+	const uint8_t *r = gid->raw;
+
+	snprintf(buf, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+		 r[13], r[14], r[15]);
+	return buf;
+}

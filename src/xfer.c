@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The data path: clear-to-send FIFO, requests, completions.
+ *
+ * rn_irecv writes n CTS entries (address, size, rkey, tag, nreqs, seq = slot
+ * sequence) into the sender's FIFO slot (seq - 1) % 32 with one RDMA WRITE.
+ * rn_isend looks only at the slot of its next sequence ("the first pending
+ * multi-recv"), matches its tag among the entries not yet taken, and once all n
+ * entries of the slot are matched posts the data: plain RDMA WRITEs split at
+ * the device's max message size, spread over the QPs (one QP per message
+ * round-robin, or every message split across all QPs), the last WR of every QP
+ * used being a WRITE_WITH_IMM. imm = the size for n == 1; for n > 1 the sizes
+ * are written into the receiver's sizes array before the imm on the same QP.
+ * imm = RN_IMM_ERR tells the receiver its buffer was too small (no data is
+ * written: an error, never a truncation).
+ *
+ * Receives are pre-posted per QP; an IMM completion on QP q belongs to the slot
+ * expected next on q (slots are served in order and a QP delivers in order), so
+ * no slot number has to travel in the immediate.
+ *
+ * Nothing here allocates or makes a system call while completions are flowing;
+ * when a comm is idle, test() looks at async events, the OOB socket (peer gone)
+ * and the watchdog (a posted WR that never completes) every 100 ms.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rn_compiler.h"
+#include "rn_conn.h"
+#include "rn_log.h"
+#include "rn_mr.h"
+#include "rn_verbs.h"
+
+#define RN_POLL_BATCH 16
+#define RN_WR_BATCH 32
+#define RN_CHECK_EVERY_NS (100ull * 1000000ull)
+
+static int comm_fail(struct rn_comm *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+	return c->err;
+}
+
+/* ---- send-side setup -------------------------------------------------------- */
+
+void rn_xfer_send_init(struct rn_send_comm *sc)
+{
+	int i;
+
+	sc->free_reqs = NULL;
+	for (i = (int)RN_ARRAY_SIZE(sc->reqs) - 1; i >= 0; i--) {
+		sc->reqs[i].next_free = sc->free_reqs;
+		sc->free_reqs = &sc->reqs[i];
+	}
+}
+
+static struct rn_req *send_req_get(struct rn_send_comm *sc)
+{
+	struct rn_req *r = sc->free_reqs;
+
+	if (r) {
+		sc->free_reqs = r->next_free;
+		memset(r, 0, sizeof(*r));
+	}
+	return r;
+}
+
+static void send_req_put(struct rn_send_comm *sc, struct rn_req *r)
+{
+	r->type = RN_REQ_FREE;
+	r->next_free = sc->free_reqs;
+	sc->free_reqs = r;
+}
+
+int rn_xfer_recv_init(struct rn_recv_comm *rc)
+{
+	struct rn_comm *c = &rc->c;
+	struct ibv_recv_wr wr, *bad;
+	int q, i, ret;
+
+	for (q = 0; q < c->nqps; q++) {
+		rc->qp_next[q] = c->split ? 0 : (uint32_t)q;
+		for (i = 0; i < RN_RECV_WRS; i++) {
+			memset(&wr, 0, sizeof(wr));
+			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+			ret = rn_verbs_err(rn_verbs.post_recv(c->qps[q], &wr, &bad));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static const char *wr_kind_str(int kind)
+{
+	switch (kind) {
+	case RN_WR_SEND:
+		return "Send";
+	case RN_WR_CTS:
+		return "CTS";
+	case RN_WR_FLUSH:
+		return "Flush";
+	case RN_WR_RECV:
+		return "Recv";
+	default:
+		return "?";
+	}
+}
+
+/* One WARN per comm: status, what the WR was, both ends, and the route diagnosis. */
+static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
+{
+	char lg[48], rg[48], diag[800];
+	struct rn_finding f;
+	int ret;
+
+	if (c->err) /* the first error explains; flushes after it are its echo */
+		return;
+	comm_fail(c, -EREMOTEIO);
+	memset(&f, 0, sizeof(f));
+	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
+	if (ret == 0)
+		snprintf(diag, sizeof(diag), "diagnosis: [%s] %s Fix: %s", rn_cause_id(f.cause),
+			 f.msg, f.fix);
+	else if (ret == -ENOENT)
+		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
+			 "healthy now%s", wc->status == IBV_WC_RETRY_EXC_ERR ?
+			 "; the peer may have died, or raise NCCL_IB_TIMEOUT" : "");
+	else
+		snprintf(diag, sizeof(diag), "diagnosis unavailable: %s", strerror(-ret));
+	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
+	rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
+		"vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s", c->peer_str,
+		c->peer.host[0] ? c->peer.host : "?", rn_wc_status_str(wc->status), wc->status,
+		wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
+		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)), rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
+		c->dev->nic.ibdev, c->dev->nic.port, diag);
+}
+
+static int qp_index(const struct rn_comm *c, uint32_t qp_num)
+{
+	int q;
+
+	for (q = 0; q < c->nqps; q++)
+		if (c->qps[q]->qp_num == qp_num)
+			return q;
+	return -1;
+}
+
+/* ---- completions ------------------------------------------------------------ */
+
+static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
+{
+	struct rn_comm *c = &rc->c;
+	uint32_t k = rc->qp_next[q];
+	struct rn_req *r = &rc->reqs[k % RN_SLOTS];
+	struct ibv_recv_wr wr, *bad;
+	int i;
+
+	if (r->type != RN_REQ_RECV || r->seq != k || r->pending <= 0) {
+		rn_warn(RN_SUB_NET, RN_PFX "peer %s wrote slot %u that has no receive posted: "
+			"protocol error", c->peer_str, k);
+		comm_fail(c, -EPROTO);
+		return;
+	}
+	rc->qp_next[q] += c->split ? 1 : (uint32_t)c->nqps;
+	if (imm == RN_IMM_ERR) {
+		if (!c->err)
+			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) sent more than the receive of %d "
+				"buffer(s) posted for it (tag %d): message size mismatch",
+				c->peer_str, c->peer.host, r->n, rc->stage[k % RN_SLOTS][0].tag);
+		comm_fail(c, -EMSGSIZE);
+	} else if (r->n == 1) {
+		r->sizes[0] = (int)imm;
+	} else if (r->pending == 1) {
+		for (i = 0; i < r->n; i++)
+			r->sizes[i] = __atomic_load_n(&rc->sizes[k % RN_SLOTS][i], __ATOMIC_ACQUIRE);
+	}
+	if (--r->pending == 0)
+		r->done = 1;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+	if (rn_verbs.post_recv(c->qps[q], &wr, &bad))
+		comm_fail(c, -EIO);
+}
+
+static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
+{
+	int kind = RN_WR_KIND(wc->wr_id);
+	int q = qp_index(c, wc->qp_num);
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		wc_error(c, wc);
+		return;
+	}
+	switch (kind) {
+	case RN_WR_SEND: {
+		struct rn_send_slot *s = RN_WR_PTR(wc->wr_id);
+		int i;
+
+		if (q >= 0) {
+			c->sq_used[q] -= s->qp_wrs[q];
+			s->qp_wrs[q] = 0;
+		}
+		c->outstanding--;
+		if (--s->pending == 0) {
+			for (i = 0; i < s->n; i++)
+				if (s->reqs[i])
+					s->reqs[i]->done = 1;
+			s->seq = 0;
+		}
+		break;
+	}
+	case RN_WR_CTS:
+		if (q >= 0)
+			c->sq_used[q]--;
+		c->outstanding--;
+		break;
+	case RN_WR_FLUSH: {
+		struct rn_req *r = RN_WR_PTR(wc->wr_id);
+
+		((struct rn_recv_comm *)c)->flush_used--;
+		c->outstanding--;
+		if (--r->pending == 0)
+			r->done = 1;
+		break;
+	}
+	case RN_WR_RECV:
+		if (c->role == RN_ROLE_RECV && q >= 0)
+			recv_imm((struct rn_recv_comm *)c, q, be32toh(wc->imm_data));
+		break;
+	default:
+		comm_fail(c, -EPROTO);
+	}
+}
+
+/* The checks that cost a system call, only when the comm is idle. */
+static void slow_checks(struct rn_comm *c, uint64_t now)
+{
+	int ret;
+
+	c->last_check_ns = now;
+	if (c->ev) {
+		rn_events_poll(c->ev);
+		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
+		if (ret && !c->err) {
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
+				c->dev->nic.ibdev, c->dev->nic.port, ret == -ENETDOWN ?
+				"port went down" : "device fatal error", c->peer_str, c->peer.host);
+			comm_fail(c, ret);
+		}
+	}
+	if (c->async_err && !c->err)
+		comm_fail(c, c->async_err);
+	if (c->fd >= 0 && !c->err && rn_oob_peer_alive(c->fd)) {
+		/* a closed peer only matters while we wait for it */
+		int waiting = c->outstanding > 0;
+
+		if (c->role == RN_ROLE_RECV) {
+			struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+			int i;
+
+			for (i = 0; i < RN_SLOTS && !waiting; i++)
+				waiting = rc->reqs[i].type == RN_REQ_RECV && !rc->reqs[i].done;
+		} else {
+			waiting = c->want_cts; /* no CTS will come from a closed peer */
+		}
+		if (waiting) {
+			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
+				"pending: the peer process died or aborted", c->peer_str, c->peer.host);
+			comm_fail(c, -ECONNRESET);
+		}
+	}
+	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > c->stall_ns) {
+		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
+			"posted: the QP stalled", c->peer_str, c->peer.host,
+			(unsigned long long)((now - c->last_progress_ns) / 1000000), c->outstanding);
+		comm_fail(c, -ETIMEDOUT);
+	}
+}
+
+int rn_comm_progress(struct rn_comm *c)
+{
+	struct ibv_wc wc[RN_POLL_BATCH];
+	int n, i;
+
+	if (c->err)
+		return c->err;
+	n = rn_verbs.poll_cq(c->cq, RN_POLL_BATCH, wc);
+	if (n < 0) {
+		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->dev->nic.ibdev);
+		return comm_fail(c, -EIO);
+	}
+	for (i = 0; i < n; i++)
+		handle_wc(c, &wc[i]);
+	if (n > 0) {
+		c->idle = 0;
+		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
+		return c->err;
+	}
+	/* idle: look at the clock only every few polls */
+	if ((++c->idle & 15) == 1) {
+		uint64_t now = rn_now_ns();
+
+		if (!c->last_progress_ns || !c->outstanding)
+			c->last_progress_ns = now;
+		if (now - c->last_check_ns >= RN_CHECK_EVERY_NS)
+			slow_checks(c, now);
+	}
+	if (!c->err && c->async_err)
+		comm_fail(c, c->async_err);
+	return c->err;
+}
+
+/* ---- send ------------------------------------------------------------------- */
+
+struct wr_builder {
+	struct rn_comm *c;
+	struct ibv_qp *qp;
+	struct ibv_send_wr wr[RN_WR_BATCH];
+	struct ibv_sge sge[RN_WR_BATCH];
+	int n;          /* in the array */
+	int count;      /* emitted in all */
+	int dry;        /* count only */
+	int ret;
+};
+
+static void wb_flush(struct wr_builder *b)
+{
+	struct ibv_send_wr *bad;
+	int i, ret;
+
+	if (!b->n || b->ret)
+		return;
+	for (i = 0; i < b->n; i++)
+		b->wr[i].next = i + 1 < b->n ? &b->wr[i + 1] : NULL;
+	ret = rn_verbs_err(rn_verbs.post_send(b->qp, b->wr, &bad));
+	if (ret)
+		b->ret = ret;
+	b->n = 0;
+}
+
+/* Queue one RDMA WRITE; the last one queued is finalised by build_qp(). */
+static void wb_add(struct wr_builder *b, uint64_t laddr, uint32_t lkey, uint64_t raddr,
+		   uint32_t rkey, uint32_t len)
+{
+	struct ibv_send_wr *w;
+
+	b->count++;
+	if (b->dry)
+		return;
+	if (b->n == RN_WR_BATCH)
+		wb_flush(b); /* none of these is the last: the new one comes after */
+	w = &b->wr[b->n];
+	memset(w, 0, sizeof(*w));
+	b->sge[b->n].addr = laddr;
+	b->sge[b->n].length = len;
+	b->sge[b->n].lkey = lkey;
+	w->sg_list = len ? &b->sge[b->n] : NULL;
+	w->num_sge = len ? 1 : 0;
+	w->opcode = IBV_WR_RDMA_WRITE;
+	w->wr.rdma.remote_addr = raddr;
+	w->wr.rdma.rkey = rkey;
+	b->n++;
+}
+
+/* The part of a @size-byte message that QP @q carries. */
+static void qp_share(const struct rn_comm *c, int q, size_t size, size_t *off, size_t *len)
+{
+	size_t chunk;
+
+	if (!c->split || c->nqps == 1) {
+		*off = 0;
+		*len = size;
+		return;
+	}
+	chunk = (size + (size_t)c->nqps - 1) / (size_t)c->nqps;
+	chunk = (chunk + RN_SPLIT_ALIGN - 1) & ~(size_t)(RN_SPLIT_ALIGN - 1);
+	*off = RN_MIN(chunk * (size_t)q, size);
+	*len = RN_MIN(chunk, size - *off);
+}
+
+/*
+ * Emit slot @s's WRs for QP @q through @b: data, sizes (multi-recv, first QP only),
+ * then the final WRITE_WITH_IMM, signalled.
+ */
+static void build_qp(struct rn_send_comm *sc, struct rn_send_slot *s, int q, int first,
+		     uint32_t imm, struct wr_builder *b)
+{
+	struct rn_comm *c = &sc->c;
+	uint32_t k = s->seq - 1;
+	struct rn_cts *e = sc->fifo[k % RN_SLOTS];
+	int r;
+
+	if (imm != RN_IMM_ERR) {
+		for (r = 0; r < s->n; r++) {
+			struct rn_req *req = s->reqs[r];
+			size_t off, len, done;
+
+			qp_share(c, q, req->size, &off, &len);
+			for (done = 0; done < len;) {
+				size_t l = RN_MIN(len - done, c->max_msg);
+
+				wb_add(b, (uintptr_t)req->data + off + done, req->lkey,
+				       e[r].addr + off + done, e[r].rkey, (uint32_t)l);
+				done += l;
+			}
+		}
+		if (s->n > 1 && first)
+			wb_add(b, (uintptr_t)sc->sizes[k % RN_SLOTS], c->ctrl_mr->lkey,
+			       sc->rsizes_addr + (k % RN_SLOTS) * sizeof(sc->sizes[0]),
+			       sc->rsizes_rkey, (uint32_t)(s->n * sizeof(int32_t)));
+	}
+	if (!b->count)
+		wb_add(b, 0, 0, 0, 0, 0);
+	if (!b->dry) {
+		struct ibv_send_wr *w = &b->wr[b->n - 1];
+
+		w->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		w->imm_data = htobe32(imm);
+		w->send_flags = IBV_SEND_SIGNALED;
+		w->wr_id = (uintptr_t)s | RN_WR_SEND;
+		if (!w->num_sge) {
+			/* a 0-byte write needs no valid target */
+			w->wr.rdma.remote_addr = 0;
+			w->wr.rdma.rkey = 0;
+		}
+	}
+}
+
+/* QPs slot @s uses: all of them when split, else one by sequence. */
+static void slot_qps(const struct rn_comm *c, const struct rn_send_slot *s, int *q0, int *nq)
+{
+	if (c->split) {
+		*q0 = 0;
+		*nq = c->nqps;
+	} else {
+		*q0 = (int)((s->seq - 1) % (uint32_t)c->nqps);
+		*nq = 1;
+	}
+}
+
+/* Post slot @s (imm = size, 0 for multi, or RN_IMM_ERR). -EAGAIN when a send queue is full. */
+static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t imm)
+{
+	struct rn_comm *c = &sc->c;
+	struct wr_builder b;
+	int q0, nq, i, need[RN_MAX_QPS];
+
+	slot_qps(c, s, &q0, &nq);
+	for (i = 0; i < nq; i++) {
+		b.c = c;
+		b.qp = c->qps[q0 + i];
+		b.n = 0;
+		b.count = 0;
+		b.dry = 1;
+		b.ret = 0;
+		build_qp(sc, s, q0 + i, i == 0, imm, &b);
+		need[i] = b.count;
+		if (need[i] > c->sq_cap) {
+			rn_warn(RN_SUB_NET, RN_PFX "a message needs %d WRs on one QP, more than its "
+				"%d: lower the message size", need[i], c->sq_cap);
+			return comm_fail(c, -EMSGSIZE);
+		}
+		if (c->sq_used[q0 + i] + need[i] > c->sq_cap)
+			return -EAGAIN;
+	}
+	s->pending = nq;
+	s->posted = 1;
+	for (i = 0; i < nq; i++) {
+		b.c = c;
+		b.qp = c->qps[q0 + i];
+		b.n = 0;
+		b.count = 0;
+		b.dry = 0;
+		b.ret = 0;
+		build_qp(sc, s, q0 + i, i == 0, imm, &b);
+		wb_flush(&b);
+		if (b.ret) {
+			rn_warn(RN_SUB_NET, RN_PFX "posting to %s failed: %s", c->peer_str,
+				strerror(-b.ret));
+			return comm_fail(c, b.ret);
+		}
+		c->sq_used[q0 + i] += need[i];
+		s->qp_wrs[q0 + i] = (uint16_t)need[i];
+		if (c->outstanding++ == 0)
+			c->last_progress_ns = 0;
+	}
+	return 0;
+}
+
+static int comm_check(struct rn_comm *c)
+{
+	if (rn_unlikely(c->err))
+		return c->err;
+	if (rn_unlikely(c->async_err))
+		return comm_fail(c, c->async_err);
+	return 0;
+}
+
+int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+	     struct rn_req **out)
+{
+	struct rn_comm *c;
+	struct rn_send_slot *s;
+	struct rn_cts *e;
+	struct rn_req *req;
+	uint32_t k, seq;
+	int n, r, ret;
+
+	*out = NULL;
+	if (!sc)
+		return -EINVAL;
+	c = &sc->c;
+	ret = comm_check(c);
+	if (ret)
+		return ret;
+	if (size > INT_MAX || (size && (!mr || !data)))
+		return -EINVAL;
+	k = sc->head;
+	seq = k + 1;
+	s = &sc->slots[k % RN_SLOTS];
+	e = sc->fifo[k % RN_SLOTS];
+	if (s->seq != seq) {
+		/* a new slot: its previous use must have completed, its CTS must be in */
+		if (s->seq || __atomic_load_n(&e[0].seq, __ATOMIC_ACQUIRE) != seq) {
+			c->want_cts = !s->seq;
+			return rn_comm_progress(c);
+		}
+		n = e[0].nreqs;
+		if (n < 1 || n > RN_MAX_RECVS) {
+			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers", c->peer_str,
+				n);
+			return comm_fail(c, -EPROTO);
+		}
+		for (r = 1; r < n; r++)
+			if (__atomic_load_n(&e[r].seq, __ATOMIC_ACQUIRE) != seq)
+				return rn_comm_progress(c);
+		memset(s, 0, sizeof(*s));
+		s->seq = seq;
+		s->n = n;
+	}
+	for (r = 0; r < s->n; r++)
+		if (!s->reqs[r] && e[r].tag == tag)
+			break;
+	if (r == s->n) {
+		c->want_cts = 1;
+		return rn_comm_progress(c); /* not this tag's turn */
+	}
+	if (size > e[r].size) {
+		rn_warn(RN_SUB_NET, RN_PFX "send of %zu bytes (tag %d) to %s (%s) is larger than "
+			"the receive of %llu bytes posted for it: message size mismatch", size, tag,
+			c->peer_str, c->peer.host, (unsigned long long)e[r].size);
+		/* tell the receiver too, so that it fails instead of waiting */
+		if (post_slot(sc, s, RN_IMM_ERR) == 0)
+			sc->head++;
+		return comm_fail(c, -EMSGSIZE);
+	}
+	c->want_cts = 0;
+	req = send_req_get(sc);
+	if (!req)
+		return rn_comm_progress(c);
+	req->type = RN_REQ_SEND;
+	req->comm = c;
+	req->n = 1;
+	req->data = data;
+	req->size = size;
+	req->lkey = mr ? mr->ibmr->lkey : 0;
+	req->slot = s;
+	req->sizes[0] = (int)size;
+	s->reqs[r] = req;
+	s->matched++;
+	sc->sizes[k % RN_SLOTS][r] = (int32_t)size;
+	if (s->matched == s->n) {
+		ret = post_slot(sc, s, s->n == 1 ? (uint32_t)size : 0);
+		if (ret) {
+			s->reqs[r] = NULL;
+			s->matched--;
+			send_req_put(sc, req);
+			if (ret == -EAGAIN)
+				return rn_comm_progress(c);
+			return ret;
+		}
+		sc->head++;
+	}
+	*out = req;
+	return 0;
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
+	     struct rn_mr **mrs, struct rn_req **out)
+{
+	struct rn_comm *c;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct rn_cts *e;
+	struct rn_req *req;
+	uint32_t k;
+	int i, q, ret;
+
+	*out = NULL;
+	if (!rc)
+		return -EINVAL;
+	c = &rc->c;
+	ret = comm_check(c);
+	if (ret)
+		return ret;
+	if (n < 1 || n > RN_MAX_RECVS)
+		return -EINVAL;
+	k = rc->tail;
+	req = &rc->reqs[k % RN_SLOTS];
+	if (req->type != RN_REQ_FREE) {
+		rn_warn(RN_SUB_NET, RN_PFX "more than %d receives in flight on the comm from %s",
+			RN_SLOTS, c->peer_str);
+		return -EINVAL;
+	}
+	e = rc->stage[k % RN_SLOTS];
+	for (i = 0; i < n; i++) {
+		if (sizes[i] && (!mrs || !mrs[i] || (uintptr_t)data[i] < mrs[i]->base ||
+				 (uintptr_t)data[i] + sizes[i] > mrs[i]->base + mrs[i]->len))
+			return -EINVAL;
+		e[i].addr = (uintptr_t)data[i];
+		e[i].size = sizes[i];
+		e[i].rkey = sizes[i] ? mrs[i]->ibmr->rkey : 0;
+		e[i].tag = tags[i];
+		e[i].nreqs = (uint16_t)n;
+		e[i].rsvd = 0;
+		e[i].seq = k + 1;
+	}
+	q = (int)(k % (uint32_t)c->nqps);
+	if (c->sq_used[q] >= c->sq_cap) {
+		ret = rn_comm_progress(c);
+		return ret ? ret : 0; /* a full send queue drains as completions come */
+	}
+	memset(req, 0, sizeof(*req));
+	req->type = RN_REQ_RECV;
+	req->comm = c;
+	req->n = n;
+	req->seq = k;
+	req->pending = c->split ? c->nqps : 1;
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)e;
+	sge.length = (uint32_t)(n * sizeof(*e));
+	sge.lkey = c->ctrl_mr->lkey;
+	wr.wr_id = (uintptr_t)req | RN_WR_CTS;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]);
+	wr.wr.rdma.rkey = rc->rfifo_rkey;
+	ret = rn_verbs_err(rn_verbs.post_send(c->qps[q], &wr, &bad));
+	if (ret) {
+		req->type = RN_REQ_FREE;
+		rn_warn(RN_SUB_NET, RN_PFX "posting a CTS to %s failed: %s", c->peer_str,
+			strerror(-ret));
+		return comm_fail(c, ret);
+	}
+	c->sq_used[q]++;
+	if (c->outstanding++ == 0)
+		c->last_progress_ns = 0;
+	rc->tail++;
+	*out = req;
+	return 0;
+}
+
+int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
+	      struct rn_req **out)
+{
+	struct rn_comm *c;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct rn_req *req = NULL;
+	int i, last = -1, ret;
+
+	*out = NULL;
+	if (!rc)
+		return -EINVAL;
+	c = &rc->c;
+	ret = comm_check(c);
+	if (ret)
+		return ret;
+	if (!c->flush_enabled || !rc->flush_qp)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (sizes[i] > 0 && mrs && mrs[i])
+			last = i;
+	/* host memory is coherent: only a GPU buffer needs its PCIe writes pushed */
+	if (last < 0 || !(mrs[last]->type & RN_PTR_CUDA))
+		return 0;
+	for (i = 0; i < RN_SLOTS; i++)
+		if (rc->flush_reqs[i].type == RN_REQ_FREE) {
+			req = &rc->flush_reqs[i];
+			break;
+		}
+	if (!req || rc->flush_used >= RN_SLOTS)
+		return -EINVAL;
+	memset(req, 0, sizeof(*req));
+	req->type = RN_REQ_FLUSH;
+	req->comm = c;
+	req->pending = 1;
+	sge.addr = (uintptr_t)rc->flush_buf;
+	sge.length = 1;
+	sge.lkey = c->ctrl_mr->lkey;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)req | RN_WR_FLUSH;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uintptr_t)data[last];
+	wr.wr.rdma.rkey = mrs[last]->ibmr->rkey;
+	ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp, &wr, &bad));
+	if (ret) {
+		req->type = RN_REQ_FREE;
+		return comm_fail(c, ret);
+	}
+	rc->flush_used++;
+	if (c->outstanding++ == 0)
+		c->last_progress_ns = 0;
+	*out = req;
+	return 0;
+}
+
+/* ---- test ------------------------------------------------------------------- */
+
+int rn_test(struct rn_req *req, int *done, int *sizes)
+{
+	struct rn_comm *c;
+	int i, ret;
+
+	*done = 0;
+	if (!req || req->type == RN_REQ_FREE)
+		return -EINVAL;
+	c = req->comm;
+	if (!req->done) {
+		ret = rn_comm_progress(c);
+		if (ret)
+			return ret;
+		if (!req->done)
+			return 0;
+	}
+	ret = comm_check(c);
+	if (ret)
+		return ret;
+	*done = 1;
+	switch (req->type) {
+	case RN_REQ_SEND:
+		if (sizes)
+			sizes[0] = (int)req->size;
+		send_req_put((struct rn_send_comm *)c, req);
+		break;
+	case RN_REQ_RECV:
+		if (sizes)
+			for (i = 0; i < req->n; i++)
+				sizes[i] = req->sizes[i];
+		req->type = RN_REQ_FREE;
+		break;
+	default:
+		req->type = RN_REQ_FREE;
+		break;
+	}
+	return 0;
+}
+
+/* ---- registration: the API face of src/mr.c -------------------------------- */
+
+int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
+{
+	*out = NULL;
+	if (!comm)
+		return -EINVAL;
+	return rn_mr_get(((struct rn_comm *)comm)->dev, data, size, type, -1, 0, out);
+}
+
+int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+		     struct rn_mr **out)
+{
+	*out = NULL;
+	if (!comm || fd < 0)
+		return -EINVAL;
+	return rn_mr_get(((struct rn_comm *)comm)->dev, data, size, type, fd, offset, out);
+}
+
+int rn_dereg_mr(void *comm, struct rn_mr *mr)
+{
+	return rn_mr_put(mr);
+}
