@@ -1,0 +1,32 @@
+# perftest on the bed: server on host 1, client on host 0, one NIC pair (rxe<nic> on both).
+# Source after lib/test.sh.
+# shellcheck shell=bash
+
+# perf_pair <tool> <port> <nic> <timeout> [tool args...]: prints the client's output.
+perf_pair() {
+	local tool=$1 port=$2 nic=$3 tmo=$4 g0 g1 srv rc
+	shift 4
+	g0=$(B gid 0 "$nic") && g1=$(B gid 1 "$nic") || { echo "no RoCE v2 IPv4 GID on rxe$nic"; return 1; }
+	# stdbuf -oL into the job's file (no pipe): a killed tool still leaves its lines.
+	srv=$(bg --timeout $((tmo + 30)) 1 -- stdbuf -oL "$tool" -d "rxe$nic" -x "$g1" -p "$port" -F "$@")
+	wait_listen 1 "$port" || { B kill "$srv"; return 1; }
+	# Retry the client while the server is not accepting yet (a few tries, then give up).
+	B run --timeout $((tmo + 20)) 0 -- bash -c '
+		for try in 1 2 3 4 5; do
+			timeout '"$tmo"' stdbuf -oL "$@" >/tmp/perf.out 2>&1
+			rc=$?
+			grep -q "Couldn'"'"'t connect" /tmp/perf.out || break
+			sleep 0.5
+		done
+		cat /tmp/perf.out
+		exit $rc' _ "$tool" -d "rxe$nic" -x "$g0" -p "$port" -F "$@" "$(bed_ip 1 "$nic")"
+	rc=$?
+	[ $rc -eq 0 ] || B kill "$srv"
+	B wait "$srv" >/dev/null 2>&1
+	return $rc
+}
+
+# The figures of perftest's result line (the numeric line after the "#bytes" header).
+perf_field() { # field-number < output
+	awk -v f="$1" '/^ *#bytes/ {h = 1; next} h && $1 ~ /^[0-9]+$/ {print $f; exit}'
+}

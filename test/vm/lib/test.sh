@@ -1,0 +1,74 @@
+# Helpers for the bed's tests (test/vm/*.t) and tools (bench, demo). Source it, then:
+#   bed_attempt <function>   run <function> on a fresh bed (BED_NAME set, torn down after);
+#                            a BED failure (not a product failure) is retried once, and said so.
+#   B <bed args...>          call test/vm/bed; a bed failure ends the attempt (exit 200)
+#   t_fail <msg>             product failure: "FAIL: msg", exit 1 (never retried)
+#   t_ok <msg>               "ok: msg"
+# shellcheck shell=bash
+t_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+bed=$t_top/test/vm/bed
+# shellcheck source=addr.sh
+. "$t_top/test/vm/lib/addr.sh"
+BED_OWNER=$$
+
+t_fail() { echo "FAIL: $*"; exit 1; }
+t_ok() { echo "ok: $*"; }
+t_step() { printf '\n=== %s\n' "$*"; }
+
+B() {
+	"$bed" "$@"
+	local rc=$?
+	if [ $rc -eq 200 ] && [ -s "$BED_FAILFILE" ]; then exit 200; fi
+	[ $rc -eq 77 ] && [ "$1" = up ] && exit 77
+	return $rc
+}
+
+# Prerequisites a test can check before booting anything: exit 77 with a reason.
+bed_prereq() {
+	[ "$(id -u)" -eq 0 ] || { echo "skip: the Soft-RoCE bed needs root"; exit 77; }
+	[ -c /dev/net/tun ] || { echo "skip: no /dev/net/tun"; exit 77; }
+	command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86 not installed"; exit 77; }
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || { echo "skip: $t not installed"; exit 77; }
+	done
+	local out
+	out=$("$t_top/test/vm/lib/kernel" 2>&1) || { echo "${out##*$'\n'}"; exit 77; }
+}
+
+bed_attempt() {
+	local a rc tmp
+	tmp=$(mktemp -d /tmp/rnbed-t.XXXXXX)
+	for a in 1 2; do
+		export BED_NAME=rnbed-$$-$a BED_FAILFILE=$tmp/bedfail.$a
+		( "$@" )
+		rc=$?
+		"$bed" down >/dev/null 2>&1
+		if [ $rc -eq 200 ] && [ -s "$BED_FAILFILE" ]; then
+			if [ $a -eq 1 ]; then
+				echo "bed: BED FAILURE ($(head -n1 "$BED_FAILFILE")): retrying once on a fresh bed"
+				continue
+			fi
+			echo "FAIL: BED FAILURE twice ($(head -n1 "$BED_FAILFILE")): the bed, not the product"
+		fi
+		break
+	done
+	rm -rf "$tmp"
+	return $rc
+}
+
+# Start a job and print its id (bed run --bg).
+bg() { B run --bg "$@"; }
+
+# lladdr of <ip> in host <h>'s neighbour table on eth<nic> ("" if none).
+neigh_mac() { # h nic ip
+	B run "$1" -- ip -4 neigh show "$3" dev "eth$2" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}'
+}
+
+# Wait (10 s at most) until host <h> has a TCP listener on <port>: perftest and
+# ibv_*_pingpong servers must listen before their client connects.
+wait_listen() { # h port
+	B run --timeout 15 "$1" -- bash -c "for i in \$(seq 100); do
+		ss -Hltn 'sport = :$2' | grep -q . && exit 0; sleep 0.1; done; exit 1" ||
+		{ echo "server on h$1 never listened on port $2"; return 1; }
+}
