@@ -124,6 +124,11 @@ int rn_policy_source(const struct rn_host *host, int ifindex, int family, struct
 const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struct rn_ip *ip);
 
 /* Route checks and the NIC verdict (route.c). */
+/*
+ * The destination the NIC verdict asks the kernel about: the first address of @nic's
+ * subnet that is not local (a would-be peer). 0, or -ENOENT (no room, e.g. a /32).
+ */
+int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst);
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg);
 /* Add a finding to @nic (drops it when full). */
 void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);

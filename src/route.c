@@ -87,7 +87,7 @@ static void sysctl_key(char *buf, size_t len, const char *dev, const char *key)
 }
 
 /* A destination inside our subnet that is not a local address: what a peer would be. */
-static int subnet_probe(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst)
+int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst)
 {
 	int bits = nic->ip.family == AF_INET ? 32 : 128, k;
 	struct rn_ip net;
@@ -267,7 +267,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "prio", "%u", prio);
 
 	/* The kernel's own answer for a peer in our subnet. */
-	if (!subnet_probe(host, nic, &dst)) {
+	if (!rn_route_probe_dst(host, nic, &dst)) {
 		rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
 		ret = rn_nl.route_get(&dst, &nic->ip, 0, &r);
 		if (ret < 0) {

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/*
+ * roce-doctor: is this host (and the path to another one) fit for RoCE on
+ * several NICs in one subnet? Command table with the default first, as
+ * iproute2's rdma tool; one context struct passed everywhere.
+ *
+ *   roce-doctor [host]                  this host's NICs, verdicts and fixes
+ *   roce-doctor peer <ip> [--port N]    pair checks against a `serve` on <ip>
+ *   roce-doctor serve [--port N]        the other end of `peer`
+ *
+ * Exit: 0 all good, 1 problems found, 2 usage or system error.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_log.h"
+
+double rn_doctor_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *rn_doctor_sev_str(enum rn_severity s)
+{
+	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";
+}
+
+const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len)
+{
+	if (nic->ibdev[0])
+		snprintf(buf, len, "%s:%d", nic->ibdev, nic->port);
+	else
+		snprintf(buf, len, "%s", nic->netdev);
+	return buf;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: roce-doctor [options] [host]\n"
+		"       roce-doctor [options] peer <ip|name> [--port N] [--timeout S] [--no-rdma]\n"
+		"       roce-doctor [options] serve [--port N] [--once] [--timeout S]\n"
+		"\n"
+		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
+		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"
+		"(libnccl-net-roce), and names the commands that fix each problem.\n"
+		"\n"
+		"Commands:\n"
+		"  host          (default) every RoCE NIC: netdev, link, MTU vs active MTU, the GID the\n"
+		"                plugin would choose and why, ARP/rp_filter sysctls (all, per netdev,\n"
+		"                effective), policy rules and tables, the kernel's route answer\n"
+		"  peer IP       connect to `roce-doctor serve` on the other host, exchange inventories,\n"
+		"                and check every NIC pair both ways: neighbour MAC (ARP flux), route\n"
+		"                symmetry, MTU, and an RDMA RC ping where both ends have RDMA ports\n"
+		"  serve         answer `peer` (run it on the other host first; TCP port %d)\n"
+		"\n"
+		"Options:\n"
+		"  -n, --netdev LIST   check these netdevs (comma list), also without an RDMA device\n"
+		"  -j, --json          machine-readable output (stable keys, cause ids)\n"
+		"  -p, --port N        TCP port of serve/peer (default %d)\n"
+		"  -t, --timeout S     peer: connect and I/O timeout (default 10);\n"
+		"                      serve: give up after S seconds without a client (default: never)\n"
+		"      --once          serve: exit after one client (status 0/1 as that session)\n"
+		"      --no-rdma       peer: skip the RDMA RC probe\n"
+		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       print the version\n"
+		"\n"
+		"Environment: the plugin's knobs (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY,\n"
+		"NCCL_IB_ADDR_RANGE, NCCL_IB_ROCE_VERSION_NUM, NCCL_ROCE_NEIGH_TIMEOUT_MS, ...) select and\n"
+		"judge NICs exactly as the plugin would; NCCL_ROCE_ROUTE_CHECK=off still checks.\n"
+		"The RDMA probe uses NCCL_IB_TIMEOUT=14 and NCCL_IB_RETRY_CNT=3 unless they are set.\n"
+		"\n"
+		"Exit status: 0 all good, 1 problems found, 2 usage or system error.\n",
+		RN_DOCTOR_PORT, RN_DOCTOR_PORT);
+}
+
+struct rn_doctor_cmd {
+	const char *name;
+	int (*fn)(struct rn_doctor *d, int argc, char **argv);
+};
+
+/* The default action first (rdma/link.c). */
+static const struct rn_doctor_cmd cmds[] = {
+	{ "host", rn_doctor_cmd_host },
+	{ "peer", rn_doctor_cmd_peer },
+	{ "serve", rn_doctor_cmd_serve },
+};
+
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "roce-doctor: %s: '%s' is not a number in %d..%d\n", opt, s, lo, hi);
+		return -EINVAL;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+static int log_verbose;
+static char last_warn[512];
+
+/* The doctor prints findings itself; the library's lines show with -v only. */
+static void log_sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		     const char *msg)
+{
+	if (level == RN_LOG_WARN)
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+	if (log_verbose && (int)level <= (log_verbose > 1 ? RN_LOG_TRACE : RN_LOG_INFO))
+		fprintf(stderr, "%s%s\n", level == RN_LOG_WARN ? "WARN " : "", msg);
+}
+
+void rn_doctor_log_init(int verbose)
+{
+	log_verbose = verbose;
+	rn_log_set_sink(log_sink);
+}
+
+const char *rn_doctor_last_warn(void)
+{
+	return last_warn;
+}
+
+void rn_doctor_clear_warn(void)
+{
+	last_warn[0] = '\0';
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "netdev", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "no-rdma", no_argument, NULL, 'R' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_doctor *d;
+	const struct rn_doctor_cmd *cmd = &cmds[0];
+	int c, rc = RN_DOCTOR_ERROR, once_set = 0, port_set = 0, rdma_set = 0;
+	size_t i;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "roce-doctor: out of memory\n");
+		return RN_DOCTOR_ERROR;
+	}
+	d->out = stdout;
+	d->port = RN_DOCTOR_PORT;
+	d->timeout_s = -1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:jp:t:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			d->netdevs = optarg;
+			break;
+		case 'j':
+			d->json = 1;
+			break;
+		case 'p':
+			if (parse_int("--port", optarg, 1, 65535, &d->port))
+				goto out;
+			port_set = 1;
+			break;
+		case 't':
+			if (parse_int("--timeout", optarg, 1, 86400, &d->timeout_s))
+				goto out;
+			break;
+		case 'o':
+			d->once = 1;
+			once_set = 1;
+			break;
+		case 'R':
+			d->no_rdma = 1;
+			rdma_set = 1;
+			break;
+		case 'v':
+			d->verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = RN_DOCTOR_OK;
+			goto out;
+		case 'V':
+			printf("roce-doctor %s (nccl-net-roce)\n", RN_DOCTOR_VERSION);
+			rc = RN_DOCTOR_OK;
+			goto out;
+		case ':':
+			fprintf(stderr, "roce-doctor: option '%s' needs a value; see --help\n",
+				argv[optind - 1]);
+			goto out;
+		default:
+			fprintf(stderr, "roce-doctor: unknown option '%s'; see --help\n",
+				argv[optind - 1]);
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		for (i = 0; i < RN_ARRAY_SIZE(cmds); i++)
+			if (!strcmp(argv[optind], cmds[i].name))
+				break;
+		if (i == RN_ARRAY_SIZE(cmds)) {
+			fprintf(stderr, "roce-doctor: unknown command '%s' (host, peer, serve); see --help\n",
+				argv[optind]);
+			goto out;
+		}
+		cmd = &cmds[i];
+	}
+	if ((once_set && cmd->fn != rn_doctor_cmd_serve) ||
+	    (rdma_set && cmd->fn != rn_doctor_cmd_peer) ||
+	    ((port_set || d->timeout_s > 0) && cmd->fn == rn_doctor_cmd_host)) {
+		fprintf(stderr, "roce-doctor: %s does not take %s; see --help\n", cmd->name,
+			once_set ? "--once" : rdma_set ? "--no-rdma" :
+			port_set ? "--port" : "--timeout");
+		goto out;
+	}
+
+	d->bad_env = rn_config_load(&d->cfg);
+	if (gethostname(d->hostname, sizeof(d->hostname) - 1))
+		snprintf(d->hostname, sizeof(d->hostname), "?");
+	rn_doctor_log_init(d->verbose);
+	if (d->bad_env)
+		fprintf(stderr, "roce-doctor: %d bad NCCL_* value%s in the environment (defaults used; -v shows which)\n",
+			d->bad_env, d->bad_env == 1 ? "" : "s");
+	rc = cmd->fn(d, argc - optind, argv + optind);
+	rn_probe_release();
+	rn_doctor_release(d);
+out:
+	free(d);
+	return rc;
+}

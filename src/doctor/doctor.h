@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * roce-doctor's local prototypes (one section per file, as rxe_loc.h). Every check
+ * is the library's (rn_nic_assess, rn_conn_check_*); the doctor gathers, prints
+ * and exchanges. A struct rn_doctor context goes everywhere instead of globals.
+ */
+#ifndef RN_DOCTOR_H
+#define RN_DOCTOR_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rn_dev.h"
+#include "rn_host.h"
+#include "rn_param.h"
+
+#ifndef RN_DOCTOR_VERSION
+#define RN_DOCTOR_VERSION "0.1.0"
+#endif
+#define RN_DOCTOR_PORT 18515
+#define RN_DOCTOR_MAX_NICS 32
+/* Exit codes: all good, problems found, usage or system error. */
+#define RN_DOCTOR_OK 0
+#define RN_DOCTOR_PROBLEMS 1
+#define RN_DOCTOR_ERROR 2
+
+/* One NIC as the doctor shows it: the library's rn_nic plus what explains it. */
+struct rn_doctor_nic {
+	struct rn_nic nic;
+	struct rn_dev *dev;          /* NULL: netdev-only (--netdev without an RDMA port) */
+	int err;                     /* -errno when rn_nic_assess could not read the facts */
+	const char *gid_why;         /* policy, primary, forced, none */
+	struct rn_sysctls sys_dev;   /* conf/<netdev> */
+	struct rn_sysctls sys_eff;   /* combined with conf/all */
+	int rule_prio;               /* the 'from <ip>' rule in force, -1 none */
+	uint32_t rule_table;
+	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
+	struct rn_ip route_dst;      /* family 0: not asked (no IP or no room in the subnet) */
+	int route_err, route_oif_err;
+	struct rn_nl_route route, route_oif;
+};
+
+struct rn_doctor {
+	struct rn_config cfg;
+	int bad_env;                 /* environment values rn_config_load rejected */
+	int json;
+	int verbose;
+	int once;
+	int no_rdma;
+	int port;
+	int timeout_s;               /* -1: the command's default */
+	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	char hostname[64];
+	/* gathered */
+	struct rn_host *host;
+	struct rn_dev *devs[RN_MAX_DEVS];
+	int ndevs;
+	char skipped[1024];          /* ports discovery left out, and why */
+	int skipped_problem;         /* a port left out for another reason than NCCL_IB_HCA */
+	struct rn_doctor_nic nics[RN_DOCTOR_MAX_NICS];
+	int nnics;
+	double gather_ms;            /* snapshot + every NIC verdict */
+	FILE *out;
+};
+
+/* doctor.c */
+double rn_doctor_now_ms(void);
+const char *rn_doctor_sev_str(enum rn_severity s);
+/* "rxe0:1" or the netdev for a netdev-only NIC. */
+const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len);
+/* The library's log lines: kept (the last WARN explains a failed probe), shown with -v. */
+void rn_doctor_log_init(int verbose);
+const char *rn_doctor_last_warn(void);
+void rn_doctor_clear_warn(void);
+
+/* doctor_host.c */
+/* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
+int rn_doctor_gather(struct rn_doctor *d);
+void rn_doctor_release(struct rn_doctor *d);
+/* 1 when anything on this host needs fixing. */
+int rn_doctor_host_problems(const struct rn_doctor *d);
+int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
+/* Human-readable findings, one "name cause: msg" + "fix:" pair per finding. */
+void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd);
+struct rn_json;
+void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
+
+/* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
+struct rn_json {
+	FILE *f;
+	int depth;
+	int first[32];
+};
+void rn_json_begin(struct rn_json *j, FILE *f);
+void rn_json_end(struct rn_json *j);
+void rn_json_obj(struct rn_json *j, const char *key);
+void rn_json_arr(struct rn_json *j, const char *key);
+void rn_json_close(struct rn_json *j, char c);
+void rn_json_str(struct rn_json *j, const char *key, const char *val);
+void rn_json_int(struct rn_json *j, const char *key, long long val);
+void rn_json_bool(struct rn_json *j, const char *key, int val);
+void rn_json_null(struct rn_json *j, const char *key);
+void rn_json_finding(struct rn_json *j, const struct rn_finding *f);
+void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls *s);
+
+/* doctor_wire.c: the peer protocol (see the top of that file). */
+#define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
+#define RN_DW_VERSION 1
+#define RN_DW_HDR_LEN 16
+#define RN_DW_MAX_PAYLOAD (1u << 20)
+#define RN_DW_MAX_FINDINGS 8
+
+enum rn_dw_type {
+	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */
+	RN_DW_CHECKS = 2,       /* the sender's pair checks */
+	RN_DW_PROBE_REQ = 3,    /* client: listen on your NIC j */
+	RN_DW_PROBE_HANDLE = 4, /* server: the listen handle (or an error) */
+	RN_DW_PROBE_RESULT = 5, /* server: what its side of the probe saw */
+	RN_DW_DONE = 6,
+};
+
+struct rn_dw_nic {
+	char netdev[16];
+	char ibdev[64];
+	int port;
+	struct rn_ip ip;
+	int prefixlen;
+	uint8_t mac[6];
+	int link_up;
+	int verdict;
+	union ibv_gid gid;
+	int gid_index;
+	int mtu;
+	int active_mtu;             /* bytes, 0 unknown */
+	int nfindings;
+	struct rn_finding findings[RN_DW_MAX_FINDINGS];
+};
+
+struct rn_dw_inv {
+	char host[64];
+	int nnics;
+	struct rn_dw_nic nics[RN_DOCTOR_MAX_NICS];
+};
+
+/* One pair as its sender checked it: sender's NIC @local -> the other side's @remote. */
+struct rn_dw_pair {
+	int local, remote;
+	int status;                 /* 0 ok, 1 problem, 2 not checked */
+	int nfindings;
+	struct rn_finding findings[4];
+};
+
+struct rn_dw_checks {
+	int npairs;
+	struct rn_dw_pair pairs[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS];
+};
+
+struct rn_dw_msg {
+	uint16_t type;
+	uint32_t len;
+	uint8_t *payload;           /* malloc'ed, freed by rn_dw_msg_free */
+};
+
+void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
+void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts *out);
+/* Send one message (blocking, bounded by the socket's timeouts). 0 or -errno. */
+int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len);
+int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv);
+int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
+/*
+ * Receive one message: 0, -EBADMSG (not ours / bad length), -EPROTO (other version),
+ * -EMSGSIZE, -ECONNRESET (EOF), -ETIMEDOUT, -errno. @why gets a one-line reason.
+ */
+int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len);
+void rn_dw_msg_free(struct rn_dw_msg *m);
+/* Payload decoders: 0 or -EBADMSG with @why filled. */
+int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len);
+int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
+			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
+			size_t len);
+/* Blocking socket helpers with a timeout in seconds. */
+int rn_dw_set_timeout(int fd, int secs);
+int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len);
+int rn_dw_listen(int port, int *fd);
+
+/* doctor_peer.c */
+int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
+int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
+
+/* doctor_rdma.c: the RC QP probe through the library's transport. */
+/* Set the probe's QP knobs (NCCL_IB_TIMEOUT=14 ...) where the user did not. */
+void rn_probe_env(void);
+int rn_probe_available(const struct rn_doctor *d, int nic);
+/* Server half: listen on NIC @nic, answer PROBE_HANDLE, accept, receive one ping. */
+int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len);
+/* Client half: connect NIC @nic to @handle, send one ping. */
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
+		    size_t len);
+void rn_probe_release(void);
+
+#endif /* RN_DOCTOR_H */

@@ -1,0 +1,681 @@
+// SPDX-License-Identifier: MIT
+/*
+ * "host" (the default command): every RoCE NIC of this host judged by the
+ * library's own NIC verdict (rn_nic_assess, the plugin's init check), shown with
+ * the facts behind it: netdev, link, MTU vs active MTU, the GID and why, the
+ * ARP/rp_filter sysctls (all, per-netdev, effective), the policy rules and
+ * tables, and the kernel's own route answer from each source IP.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <linux/fib_rules.h>
+#include <linux/rtnetlink.h>
+
+#include "doctor.h"
+#include "rn_wire.h"
+
+/* ---- gathering -------------------------------------------------------------------- */
+
+/* Ports discovery left out for a reason other than the user's own choice. */
+static int skipped_is_problem(const char *why)
+{
+	char buf[1024], *tok, *save = NULL;
+	int bad = 0;
+
+	snprintf(buf, sizeof(buf), "%s", why);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (!strstr(tok, "not selected by NCCL_IB_HCA") && !strstr(tok, "InfiniBand") &&
+		    !strstr(tok, "iWARP"))
+			bad = 1;
+	return bad;
+}
+
+static const char *gid_why(struct rn_doctor *d, const struct rn_doctor_nic *dn)
+{
+	const struct rn_nic *nic = &dn->nic;
+	struct rn_ip psrc;
+
+	if (!nic->ip.family)
+		return "none";
+	if (dn->dev && d->cfg.gid_index >= 0 && nic->gid_index == d->cfg.gid_index)
+		return "forced";
+	if (rn_policy_source(d->host, nic->ifindex, nic->ip.family, &psrc, NULL) &&
+	    rn_ip_equal(&psrc, &nic->ip))
+		return "policy";
+	return "primary";
+}
+
+static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
+{
+	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
+	const struct rn_nl_rule *r;
+
+	dn->gid_why = gid_why(d, dn);
+	if (l) {
+		dn->sys_eff = *rn_host_sysctls(d->host, l);
+		dn->sys_dev = l->dev;
+	}
+	dn->rule_prio = -1;
+	if (!dn->nic.ip.family)
+		return;
+	r = rn_rule_for_src(d->host, &dn->nic.ip);
+	if (r) {
+		dn->rule_prio = (int)r->priority;
+		dn->rule_table = r->table;
+	}
+	if (rn_route_probe_dst(d->host, &dn->nic, &dn->route_dst)) {
+		memset(&dn->route_dst, 0, sizeof(dn->route_dst));
+		return;
+	}
+	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, 0, &dn->route);
+	dn->route_oif_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, dn->nic.ifindex,
+					    &dn->route_oif);
+}
+
+/* Split --netdev's comma list; -EINVAL with a message on an empty or overlong name. */
+static int netdev_list(const char *list, char names[][IF_NAMESIZE], int max)
+{
+	const char *p = list;
+	int n = 0;
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (!len || len >= IF_NAMESIZE) {
+			fprintf(stderr, "roce-doctor: --netdev: bad netdev name '%.*s' in '%s'\n",
+				(int)len, p, list);
+			return -EINVAL;
+		}
+		if (n == max) {
+			fprintf(stderr, "roce-doctor: --netdev: more than %d netdevs\n", max);
+			return -EINVAL;
+		}
+		memcpy(names[n], p, len);
+		names[n][len] = '\0';
+		n++;
+		if (!end)
+			return n;
+		p = end + 1;
+	}
+}
+
+int rn_doctor_gather(struct rn_doctor *d)
+{
+	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE];
+	struct rn_config cfg = d->cfg;
+	double t0 = rn_doctor_now_ms();
+	int used[RN_MAX_DEVS] = { 0 };
+	int i, k, n, ret;
+
+	rn_doctor_release(d);
+	/* The doctor always runs the route checks, whatever the plugin was told. */
+	if (cfg.route_check == RN_ROUTE_CHECK_OFF)
+		cfg.route_check = RN_ROUTE_CHECK_WARN;
+	ret = rn_host_snapshot(&d->host);
+	if (ret) {
+		fprintf(stderr, "roce-doctor: cannot read links, addresses, rules and routes: %s\n",
+			strerror(-ret));
+		return ret;
+	}
+	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped));
+	d->ndevs = n > 0 ? n : 0;
+	if (d->ndevs && d->skipped[0])
+		d->skipped_problem = skipped_is_problem(d->skipped);
+
+	if (d->netdevs) {
+		n = netdev_list(d->netdevs, names, RN_DOCTOR_MAX_NICS);
+		if (n < 0)
+			return n;
+		for (i = 0; i < n; i++) {
+			struct rn_doctor_nic *dn = &d->nics[d->nnics];
+
+			for (k = 0; k < d->ndevs; k++)
+				if (!used[k] && !strcmp(d->devs[k]->nic.netdev, names[i]))
+					break;
+			if (k < d->ndevs) {
+				used[k] = 1;
+				dn->nic = d->devs[k]->nic;
+				dn->dev = d->devs[k];
+			} else if (rn_nic_from_netdev(d->host, names[i], &dn->nic)) {
+				fprintf(stderr, "roce-doctor: --netdev: no netdev '%s' on this host\n",
+					names[i]);
+				return -ENODEV;
+			}
+			d->nnics++;
+		}
+		/* RoCE ports the user did not name are not ours to judge. */
+		d->skipped_problem = 0;
+	} else {
+		for (k = 0; k < d->ndevs && d->nnics < RN_DOCTOR_MAX_NICS; k++) {
+			d->nics[d->nnics].nic = d->devs[k]->nic;
+			d->nics[d->nnics].dev = d->devs[k];
+			d->nnics++;
+		}
+	}
+	for (i = 0; i < d->nnics; i++) {
+		struct rn_doctor_nic *dn = &d->nics[i];
+
+		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		explain(d, dn);
+	}
+	d->gather_ms = rn_doctor_now_ms() - t0;
+	return 0;
+}
+
+void rn_doctor_release(struct rn_doctor *d)
+{
+	int i;
+
+	for (i = 0; i < d->ndevs; i++)
+		rn_dev_free(d->devs[i]);
+	d->ndevs = 0;
+	rn_host_free(d->host);
+	d->host = NULL;
+	memset(d->nics, 0, sizeof(d->nics));
+	d->nnics = 0;
+	d->skipped[0] = '\0';
+	d->skipped_problem = 0;
+}
+
+static int nic_problem(const struct rn_doctor_nic *dn)
+{
+	int i;
+
+	if (dn->err || dn->nic.verdict != RN_VERDICT_OK)
+		return 1;
+	for (i = 0; i < dn->nic.nfindings; i++)
+		if (dn->nic.findings[i].sev >= RN_SEV_WARN)
+			return 1;
+	return 0;
+}
+
+int rn_doctor_host_problems(const struct rn_doctor *d)
+{
+	int i;
+
+	if (!d->nnics || d->skipped_problem)
+		return 1;
+	for (i = 0; i < d->nnics; i++)
+		if (nic_problem(&d->nics[i]))
+			return 1;
+	return 0;
+}
+
+/* ---- human output ------------------------------------------------------------------ */
+
+static const char *link_name(struct rn_doctor *d, int ifindex, char *buf, size_t len)
+{
+	struct rn_host_link *l = rn_host_link_by_index(d->host, ifindex);
+
+	if (l)
+		snprintf(buf, len, "%s", l->link.name);
+	else
+		snprintf(buf, len, "if%d", ifindex);
+	return buf;
+}
+
+static const char *table_str(uint32_t t, char *buf, size_t len)
+{
+	if (t == RN_TABLE_MAIN)
+		snprintf(buf, len, "main");
+	else if (t == RN_TABLE_LOCAL)
+		snprintf(buf, len, "local");
+	else
+		snprintf(buf, len, "%u", t);
+	return buf;
+}
+
+/* "nic0 t101", "-> nic1 t254" (another NIC: the problem), "unreach" */
+static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn, char *buf,
+			     size_t len)
+{
+	char dev[IF_NAMESIZE + 8], t[16];
+
+	if (!dn->route_dst.family)
+		snprintf(buf, len, "-");
+	else if (dn->route_err)
+		snprintf(buf, len, "%s", strerror(-dn->route_err));
+	else
+		snprintf(buf, len, "%s%s (%s)", dn->route.oif == dn->nic.ifindex ? "" : "-> ",
+			 link_name(d, dn->route.oif, dev, sizeof(dev)),
+			 table_str(dn->route.table, t, sizeof(t)));
+	return buf;
+}
+
+void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd)
+{
+	fprintf(f, "  %s %s [%s]: %s\n", who, rn_cause_id(fd->cause), rn_doctor_sev_str(fd->sev),
+		fd->msg);
+	if (fd->fix[0])
+		fprintf(f, "      fix: %s\n", fd->fix);
+}
+
+static void print_sysctls(struct rn_doctor *d, FILE *f)
+{
+	static const char *const names[] = { "arp_ignore", "arp_announce", "arp_filter",
+					     "rp_filter", "accept_local" };
+	int i, k;
+
+	fprintf(f, "\n%-13s %4s", "sysctl", "all");
+	for (k = 0; k < d->nnics; k++)
+		fprintf(f, "  %-9s", d->nics[k].nic.netdev);
+	fprintf(f, "   (per netdev: dev->effective)\n");
+	for (i = 0; i < 5; i++) {
+		const int *all = &d->host->all.arp_ignore;
+
+		fprintf(f, "%-13s %4d", names[i], all[i]);
+		for (k = 0; k < d->nnics; k++) {
+			const int *dv = &d->nics[k].sys_dev.arp_ignore;
+			const int *ev = &d->nics[k].sys_eff.arp_ignore;
+			char cell[24];
+
+			snprintf(cell, sizeof(cell), "%d->%d", dv[i], ev[i]);
+			fprintf(f, "  %-9s", cell);
+		}
+		fputc('\n', f);
+	}
+}
+
+/* Rules and per-NIC tables: only what is not the kernel's default set. */
+static void print_rules(struct rn_doctor *d, FILE *f)
+{
+	char ip[INET6_ADDRSTRLEN], t[16], dev[IF_NAMESIZE + 8], src[INET6_ADDRSTRLEN + 8];
+	uint32_t shown[RN_DOCTOR_MAX_NICS];
+	int i, k, nshown = 0, nrules = 0;
+
+	fputc('\n', f);
+	for (i = 0; i < d->host->nrules; i++) {
+		const struct rn_nl_rule *r = &d->host->rules[i];
+
+		if (r->family != AF_INET || (r->priority == 0 && r->table == RN_TABLE_LOCAL) ||
+		    (r->priority == 32766 && r->table == RN_TABLE_MAIN) ||
+		    (r->priority == 32767 && r->table == 253))
+			continue;
+		if (!nrules++)
+			fprintf(f, "rules:\n");
+		fprintf(f, "  %u: %sfrom %s", r->priority, r->invert ? "not " : "",
+			r->src_len ? rn_ip_str(&r->src, ip, sizeof(ip)) : "all");
+		if (r->src_len && r->src_len != 32)
+			fprintf(f, "/%d", r->src_len);
+		if (r->dst_len)
+			fprintf(f, " to %s/%d", rn_ip_str(&r->dst, ip, sizeof(ip)), r->dst_len);
+		if (r->iif[0])
+			fprintf(f, " iif %s", r->iif);
+		if (r->oif[0])
+			fprintf(f, " oif %s", r->oif);
+		if (r->fwmark)
+			fprintf(f, " fwmark 0x%x", r->fwmark);
+		if (r->action == FR_ACT_TO_TBL)
+			fprintf(f, " lookup %s\n", table_str(r->table, t, sizeof(t)));
+		else
+			fprintf(f, " action %d\n", r->action);
+	}
+	if (!nrules)
+		fprintf(f, "rules: only the defaults (local, main, default)\n");
+	for (k = 0; k < d->nnics; k++) {
+		uint32_t tb = (uint32_t)d->nics[k].nic.table;
+		int seen = 0;
+
+		if (d->nics[k].rule_prio < 0 || tb == RN_TABLE_MAIN || tb == RN_TABLE_LOCAL)
+			continue;
+		for (i = 0; i < nshown; i++)
+			seen |= shown[i] == tb;
+		if (seen)
+			continue;
+		shown[nshown++] = tb;
+		fprintf(f, "table %u:", tb);
+		seen = 0;
+		for (i = 0; i < d->host->nroutes; i++) {
+			const struct rn_nl_route *r = &d->host->routes[i];
+
+			if (r->table != tb || r->dst.family != AF_INET)
+				continue;
+			src[0] = '\0';
+			if (r->prefsrc.family)
+				snprintf(src, sizeof(src), " src %s",
+					 rn_ip_str(&r->prefsrc, ip, sizeof(ip)));
+			fprintf(f, "%s %s/%d", seen++ ? ";" : "",
+				r->dst_len ? rn_ip_str(&r->dst, ip, sizeof(ip)) : "default", r->dst_len);
+			if (r->gw.family)
+				fprintf(f, " via %s", rn_ip_str(&r->gw, ip, sizeof(ip)));
+			fprintf(f, " dev %s%s", r->oif ? link_name(d, r->oif, dev, sizeof(dev)) : "-",
+				src);
+		}
+		fprintf(f, "%s\n", seen ? "" : " empty (lookups fall through to main)");
+	}
+}
+
+/* Same fix up to the order of its words (the NIC lists are ordered from each NIC's side). */
+static int same_fix(const char *a, const char *b)
+{
+	char x[512], y[512], *tx[64], *ty[64], *save = NULL, *t;
+	int nx = 0, ny = 0, i, k;
+
+	snprintf(x, sizeof(x), "%s", a);
+	snprintf(y, sizeof(y), "%s", b);
+	for (t = strtok_r(x, " ", &save); t && nx < 64; t = strtok_r(NULL, " ", &save))
+		tx[nx++] = t;
+	for (t = strtok_r(y, " ", &save); t && ny < 64; t = strtok_r(NULL, " ", &save))
+		ty[ny++] = t;
+	if (nx != ny)
+		return 0;
+	for (i = 0; i < nx; i++) {
+		tx[i][strcspn(tx[i], ";,")] = '\0';
+		ty[i][strcspn(ty[i], ";,")] = '\0';
+	}
+	for (i = 0; i < nx; i++) {
+		for (k = 0; k < ny && (!ty[k] || strcmp(tx[i], ty[k])); k++)
+			;
+		if (k == ny)
+			return 0;
+		ty[k] = NULL;
+	}
+	return 1;
+}
+
+/*
+ * Findings grouped by cause so that eight NICs fit a screen: the NICs it hits, the
+ * first NIC's message (the others read the same with their own names), and each
+ * distinct fix once.
+ */
+static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
+{
+	int c, i, k, m, n;
+
+	fprintf(f, "findings (%d):\n", nfind);
+	for (c = 1; c < RN_CAUSE__MAX; c++) {
+		const struct rn_finding *first = NULL;
+		const struct rn_finding *fixes[RN_DOCTOR_MAX_NICS];
+		const char *fix_dev[RN_DOCTOR_MAX_NICS];
+		const char *first_dev = NULL;
+		int nfix = 0;
+
+		for (i = 0; i < d->nnics; i++)
+			for (k = 0; k < d->nics[i].nic.nfindings; k++) {
+				const struct rn_finding *fd = &d->nics[i].nic.findings[k];
+
+				if (fd->cause != (enum rn_cause)c)
+					continue;
+				if (!first) {
+					first = fd;
+					first_dev = d->nics[i].nic.netdev;
+					fprintf(f, "  %s [%s] on", rn_cause_id(fd->cause),
+						rn_doctor_sev_str(fd->sev));
+				}
+				fprintf(f, " %s", d->nics[i].nic.netdev);
+				for (m = 0; m < nfix && !same_fix(fixes[m]->fix, fd->fix); m++)
+					;
+				if (m == nfix && nfix < RN_DOCTOR_MAX_NICS) {
+					fix_dev[nfix] = d->nics[i].nic.netdev;
+					fixes[nfix++] = fd;
+				}
+			}
+		if (!first)
+			continue;
+		fprintf(f, "\n    %s: %s\n", first_dev, first->msg);
+		for (n = 0; n < nfix; n++)
+			if (fixes[n]->fix[0])
+				fprintf(f, "    fix%s%s: %s\n", nfix > 1 ? " " : "",
+					nfix > 1 ? fix_dev[n] : "", fixes[n]->fix);
+	}
+}
+
+static void print_host(struct rn_doctor *d)
+{
+	FILE *f = d->out;
+	char name[96], ip[INET6_ADDRSTRLEN + 4], mtu[24], gid[32], tb[24], rt[48], causes[160];
+	int i, k, nprob = 0, nfind = 0;
+
+	fprintf(f, "roce-doctor %s on %s: %d RoCE NIC%s%s\n", RN_DOCTOR_VERSION, d->hostname,
+		d->nnics, d->nnics == 1 ? "" : "s",
+		d->netdevs ? " (named with --netdev)" : "");
+	if (d->skipped[0] && (d->ndevs || !d->netdevs))
+		fprintf(f, "%s: %s\n", d->ndevs ? "ports left out" : "no RDMA port", d->skipped);
+	if (!d->nnics) {
+		fprintf(f, "nothing to check: name netdevs with --netdev to check them without RDMA\n");
+		return;
+	}
+	fprintf(f, "\n%-10s %-10s %-4s %-9s %-18s %-10s %-7s %-14s %s\n", "NIC", "NETDEV", "LINK",
+		"MTU/ACT", "IP", "GID", "TABLE", "ROUTE", "VERDICT");
+	for (i = 0; i < d->nnics; i++) {
+		struct rn_doctor_nic *dn = &d->nics[i];
+		const struct rn_nic *nic = &dn->nic;
+		size_t o = 0;
+
+		snprintf(name, sizeof(name), "%s", dn->dev ? rn_doctor_nic_name(nic, name, sizeof(name))
+							   : "-");
+		if (nic->active_mtu)
+			snprintf(mtu, sizeof(mtu), "%d/%d", nic->mtu, rn_ibv_mtu_bytes(nic->active_mtu));
+		else
+			snprintf(mtu, sizeof(mtu), "%d/-", nic->mtu);
+		if (nic->ip.family) {
+			char a[INET6_ADDRSTRLEN];
+
+			snprintf(ip, sizeof(ip), "%s/%d", rn_ip_str(&nic->ip, a, sizeof(a)),
+				 nic->prefixlen);
+		} else {
+			snprintf(ip, sizeof(ip), "-");
+		}
+		if (nic->gid_index >= 0)
+			snprintf(gid, sizeof(gid), "%d %s", nic->gid_index, dn->gid_why);
+		else
+			snprintf(gid, sizeof(gid), "- %s", dn->gid_why);
+		if (dn->rule_prio >= 0)
+			table_str(dn->rule_table, tb, sizeof(tb));
+		else
+			snprintf(tb, sizeof(tb), "main");
+		route_str(d, dn, rt, sizeof(rt));
+		causes[0] = '\0';
+		for (k = 0; k < nic->nfindings && o < sizeof(causes); k++)
+			o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", k ? "," : " ",
+					      rn_cause_id(nic->findings[k].cause));
+		fprintf(f, "%-10s %-10s %-4s %-9s %-18s %-10s %-5s %-16s %s%s%s\n", name, nic->netdev,
+			nic->link_up ? "up" : "down", mtu, ip, gid, tb, rt,
+			dn->err ? "error" : rn_verdict_str(nic->verdict), causes,
+			dn->err ? strerror(-dn->err) : "");
+		nprob += nic_problem(dn);
+		nfind += nic->nfindings;
+	}
+	print_sysctls(d, f);
+	print_rules(d, f);
+	for (i = 0; i < d->nnics && d->verbose; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+		char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+
+		if (!dn->route_dst.family)
+			continue;
+		if (!i)
+			fprintf(f, "route get (the kernel's answer for a peer in the subnet):\n");
+		fprintf(f, "  %s from %s:", rn_ip_str(&dn->route_dst, a, sizeof(a)),
+			rn_ip_str(&dn->nic.ip, b, sizeof(b)));
+		fprintf(f, " %s", route_str(d, dn, rt, sizeof(rt)));
+		if (dn->route_oif_err)
+			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->route_oif_err));
+		else
+			fprintf(f, "; oif %s: table %s\n", dn->nic.netdev,
+				table_str(dn->route_oif.table, tb, sizeof(tb)));
+	}
+
+	fprintf(f, "\n");
+	if (nfind)
+		print_findings(d, f, nfind);
+	if (d->skipped_problem)
+		fprintf(f, "  ports left out (see above): ip link set dev <netdev> up; rdma link show\n");
+	if (!rn_doctor_host_problems(d)) {
+		fprintf(f, "verdict: all good (%d NIC%s checked in %.1f ms)\n", d->nnics,
+			d->nnics == 1 ? "" : "s", d->gather_ms);
+		return;
+	}
+	fprintf(f, "verdict: %d of %d NIC%s need%s fixing (checked in %.1f ms)", nprob, d->nnics,
+		d->nnics == 1 ? "" : "s", nprob == 1 ? "s" : "", d->gather_ms);
+	if (nprob) {
+		fprintf(f, "; all at once: scripts/roce-policy-routing");
+		for (i = 0; i < d->nnics; i++)
+			fprintf(f, " %s", d->nics[i].nic.netdev);
+	}
+	fprintf(f, "\n");
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+static void json_route(struct rn_doctor *d, struct rn_json *j, const char *key, int err,
+		       const struct rn_nl_route *r)
+{
+	char b[INET6_ADDRSTRLEN], dev[IF_NAMESIZE + 8];
+
+	rn_json_obj(j, key);
+	if (err) {
+		rn_json_str(j, "error", strerror(-err));
+	} else {
+		rn_json_str(j, "dev", link_name(d, r->oif, dev, sizeof(dev)));
+		rn_json_int(j, "table", r->table);
+		rn_json_str(j, "via", r->gw.family ? rn_ip_str(&r->gw, b, sizeof(b)) : NULL);
+		rn_json_str(j, "src", r->prefsrc.family ? rn_ip_str(&r->prefsrc, b, sizeof(b)) : NULL);
+	}
+	rn_json_close(j, '}');
+}
+
+void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn)
+{
+	const struct rn_nic *nic = &dn->nic;
+	char b[INET6_ADDRSTRLEN], g[48];
+	int k;
+
+	rn_json_obj(j, NULL);
+	rn_json_str(j, "netdev", nic->netdev);
+	rn_json_str(j, "ibdev", dn->dev ? nic->ibdev : NULL);
+	if (dn->dev)
+		rn_json_int(j, "port", nic->port);
+	else
+		rn_json_null(j, "port");
+	rn_json_int(j, "ifindex", nic->ifindex);
+	rn_json_str(j, "mac", rn_mac_str(nic->mac, b, sizeof(b)));
+	rn_json_bool(j, "link_up", nic->link_up);
+	rn_json_int(j, "mtu", nic->mtu);
+	if (nic->active_mtu)
+		rn_json_int(j, "active_mtu", rn_ibv_mtu_bytes(nic->active_mtu));
+	else
+		rn_json_null(j, "active_mtu");
+	rn_json_arr(j, "addrs");
+	for (k = 0; k < d->host->naddrs; k++) {
+		const struct rn_nl_addr *a = &d->host->addrs[k];
+		char s[INET6_ADDRSTRLEN + 8];
+
+		if (a->ifindex != nic->ifindex)
+			continue;
+		snprintf(s, sizeof(s), "%s/%d", rn_ip_str(&a->ip, b, sizeof(b)), a->prefixlen);
+		rn_json_str(j, NULL, s);
+	}
+	rn_json_close(j, ']');
+	rn_json_str(j, "ip", nic->ip.family ? rn_ip_str(&nic->ip, b, sizeof(b)) : NULL);
+	rn_json_int(j, "prefixlen", nic->prefixlen);
+	if (nic->gid_index >= 0)
+		rn_json_int(j, "gid_index", nic->gid_index);
+	else
+		rn_json_null(j, "gid_index");
+	rn_json_str(j, "gid", nic->ip.family ? rn_gid_str(&nic->gid, g, sizeof(g)) : NULL);
+	rn_json_str(j, "gid_why", dn->gid_why);
+	rn_json_int(j, "table", nic->table);
+	if (dn->rule_prio >= 0) {
+		rn_json_obj(j, "rule");
+		rn_json_int(j, "priority", dn->rule_prio);
+		rn_json_int(j, "table", dn->rule_table);
+		rn_json_close(j, '}');
+	} else {
+		rn_json_null(j, "rule");
+	}
+	rn_json_obj(j, "sysctl");
+	rn_json_sysctls(j, "all", &d->host->all);
+	rn_json_sysctls(j, "dev", &dn->sys_dev);
+	rn_json_sysctls(j, "effective", &dn->sys_eff);
+	rn_json_close(j, '}');
+	if (dn->route_dst.family) {
+		rn_json_obj(j, "route");
+		rn_json_str(j, "dst", rn_ip_str(&dn->route_dst, b, sizeof(b)));
+		json_route(d, j, "lookup", dn->route_err, &dn->route);
+		json_route(d, j, "lookup_oif", dn->route_oif_err, &dn->route_oif);
+		rn_json_close(j, '}');
+	} else {
+		rn_json_null(j, "route");
+	}
+	rn_json_str(j, "verdict", dn->err ? "error" : rn_verdict_str(nic->verdict));
+	rn_json_str(j, "error", dn->err ? strerror(-dn->err) : NULL);
+	rn_json_arr(j, "findings");
+	for (k = 0; k < nic->nfindings; k++)
+		rn_json_finding(j, &nic->findings[k]);
+	rn_json_close(j, ']');
+	rn_json_close(j, '}');
+}
+
+static void json_host(struct rn_doctor *d, int rc)
+{
+	struct rn_json j;
+	char cfg[2048];
+	int i, k, c, seen[RN_CAUSE__MAX] = { 0 };
+
+	rn_json_begin(&j, d->out);
+	rn_json_str(&j, "schema", "roce-doctor/1");
+	rn_json_str(&j, "version", RN_DOCTOR_VERSION);
+	rn_json_str(&j, "command", "host");
+	rn_json_str(&j, "host", d->hostname);
+	rn_config_format(&d->cfg, cfg, sizeof(cfg));
+	rn_json_str(&j, "config", cfg);
+	rn_json_str(&j, "skipped", d->skipped[0] ? d->skipped : NULL);
+	rn_json_arr(&j, "nics");
+	for (i = 0; i < d->nnics; i++)
+		rn_doctor_json_nic(d, &j, &d->nics[i]);
+	rn_json_close(&j, ']');
+	rn_json_arr(&j, "rules");
+	for (i = 0; i < d->host->nrules; i++) {
+		const struct rn_nl_rule *r = &d->host->rules[i];
+		char b[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN];
+
+		if (r->family != AF_INET)
+			continue;
+		rn_json_obj(&j, NULL);
+		rn_json_int(&j, "priority", r->priority);
+		snprintf(b, sizeof(b), "%s/%d", rn_ip_str(&r->src, a, sizeof(a)), r->src_len);
+		rn_json_str(&j, "from", r->src_len ? b : "all");
+		rn_json_int(&j, "table", r->table);
+		rn_json_close(&j, '}');
+	}
+	rn_json_close(&j, ']');
+	rn_json_obj(&j, "summary");
+	rn_json_int(&j, "nics", d->nnics);
+	rn_json_arr(&j, "causes");
+	for (i = 0; i < d->nnics; i++)
+		for (k = 0; k < d->nics[i].nic.nfindings; k++) {
+			c = d->nics[i].nic.findings[k].cause;
+			if (!seen[c]++)
+				rn_json_str(&j, NULL, rn_cause_id((enum rn_cause)c));
+		}
+	rn_json_close(&j, ']');
+	rn_json_bool(&j, "ports_left_out", d->skipped_problem);
+	rn_json_int(&j, "elapsed_us", (long long)(d->gather_ms * 1000));
+	rn_json_int(&j, "exit", rc);
+	rn_json_close(&j, '}');
+	rn_json_end(&j);
+}
+
+int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv)
+{
+	int rc;
+
+	if (argc > 1) {
+		fprintf(stderr, "roce-doctor: host takes no arguments (got '%s'); see --help\n",
+			argv[1]);
+		return RN_DOCTOR_ERROR;
+	}
+	if (rn_doctor_gather(d))
+		return RN_DOCTOR_ERROR;
+	rc = rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	if (d->json)
+		json_host(d, rc);
+	else
+		print_host(d);
+	return rc;
+}

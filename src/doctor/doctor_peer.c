@@ -1,0 +1,708 @@
+// SPDX-License-Identifier: MIT
+/*
+ * "peer" and "serve": two hosts exchange inventories (per NIC: netdev, IP, MAC,
+ * GID, MTUs, own verdict) and each checks every pair from its side with the
+ * plugin's own connection check (rn_conn_check_*: route from our source IP out
+ * of our NIC, our neighbour entry for the peer holds the MAC the peer
+ * advertised, MTUs agree). The server sends its results to the client, which
+ * prints the matrix (rows: local NICs, columns: remote NICs). Where both ends
+ * have RDMA ports, an RC ping over the library's transport confirms the wire.
+ *
+ *   client                         server
+ *   INV ------------------------>  (gather)
+ *       <------------------------  INV
+ *   checks (ours)                  checks (its side)
+ *       <------------------------  CHECKS
+ *   per pair: PROBE_REQ -------->  listen
+ *       <------------------------  PROBE_HANDLE
+ *   connect + isend                accept + irecv
+ *       <------------------------  PROBE_RESULT
+ *   DONE ----------------------->
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_net.h"
+#include "rn_wire.h"
+
+#define IO_TIMEOUT_S 10
+#define PROBE_TIMEOUT_MS 8000
+
+struct probe {
+	int tried;
+	int ret;                    /* ours */
+	int peer_ret;               /* the server's side */
+	char why[320], peer_why[320];
+	double ms;
+	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
+};
+
+struct session {
+	struct rn_dw_inv local, remote;
+	struct rn_dw_checks ours, theirs;
+	struct probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	double check_ms;
+};
+
+/* ---- pair checks (both sides) ------------------------------------------------------- */
+
+static int pair_problem(const struct rn_dw_pair *p)
+{
+	int k;
+
+	for (k = 0; k < p->nfindings; k++)
+		if (p->findings[k].sev >= RN_SEV_WARN)
+			return 1;
+	return p->status == 1;
+}
+
+/* Every local NIC against every remote NIC, all checks in flight at once. */
+static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+		       struct rn_dw_checks *out, double *ms)
+{
+	struct rn_conn_check *chk[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS] = { 0 };
+	double t0 = rn_doctor_now_ms();
+	int i, j, n, pending = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < d->nnics; i++) {
+		for (j = 0; j < remote->nnics; j++) {
+			const struct rn_nic *nic = &d->nics[i].nic;
+			struct rn_dw_pair *p = &out->pairs[out->npairs];
+			struct rn_peer_facts pf;
+			int ret;
+
+			p->local = i;
+			p->remote = j;
+			p->status = 2;
+			rn_dw_peer_facts(remote, j, &pf);
+			if (!nic->link_up) {
+				struct rn_vars v = { 0 };
+
+				rn_conn_vars(nic, &pf, &v);
+				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN, &v);
+				p->status = 1;
+			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
+				   remote->nics[j].link_up) {
+				ret = rn_conn_check_start(nic, &pf, d->cfg.neigh_timeout_ms,
+							  &chk[out->npairs]);
+				if (!ret)
+					pending++;
+			}
+			out->npairs++;
+		}
+	}
+	while (pending) {
+		usleep(2000);
+		for (n = 0; n < out->npairs; n++) {
+			struct rn_dw_pair *p = &out->pairs[n];
+			struct rn_finding f;
+			int ret;
+
+			if (!chk[n])
+				continue;
+			ret = rn_conn_check_poll(chk[n], &f);
+			if (ret == -EAGAIN)
+				continue;
+			p->nfindings = rn_conn_check_findings(chk[n], p->findings,
+							      (int)RN_ARRAY_SIZE(p->findings));
+			p->status = ret == 0 || ret == -EHOSTUNREACH ? (ret ? 1 : 0) : 2;
+			if (!p->status && pair_problem(p))
+				p->status = 1;
+			rn_conn_check_free(chk[n]);
+			chk[n] = NULL;
+			pending--;
+		}
+	}
+	*ms = rn_doctor_now_ms() - t0;
+}
+
+/* ---- the matrix ---------------------------------------------------------------------- */
+
+static const struct rn_dw_pair *pair_of(const struct rn_dw_checks *c, int local, int remote)
+{
+	int n;
+
+	for (n = 0; n < c->npairs; n++)
+		if (c->pairs[n].local == local && c->pairs[n].remote == remote)
+			return &c->pairs[n];
+	return NULL;
+}
+
+/* The worst finding of a pair, fatal first. */
+static const struct rn_finding *worst(const struct rn_dw_pair *p)
+{
+	const struct rn_finding *w = NULL;
+	int k;
+
+	for (k = 0; p && k < p->nfindings; k++)
+		if (p->findings[k].sev >= RN_SEV_WARN && (!w || p->findings[k].sev > w->sev))
+			w = &p->findings[k];
+	return w;
+}
+
+static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
+{
+	const struct rn_dw_pair *a = pair_of(&s->ours, i, j), *b = pair_of(&s->theirs, j, i);
+	const struct rn_finding *wa = worst(a), *wb = worst(b);
+	const struct probe *p = &s->probes[i][j];
+
+	if (wa && (!wb || wa->sev >= wb->sev))
+		snprintf(buf, len, "%s", rn_cause_id(wa->cause));
+	else if (wb)
+		snprintf(buf, len, "%s(peer)", rn_cause_id(wb->cause));
+	else if (p->tried && (p->ret || p->peer_ret))
+		snprintf(buf, len, "%s", p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ?
+			 "rdma-timeout" : "rdma-error");
+	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "ok");
+	return buf;
+}
+
+static int session_problems(const struct session *s)
+{
+	char c[64];
+	int i, j;
+
+	for (i = 0; i < s->local.nnics; i++)
+		for (j = 0; j < s->remote.nnics; j++)
+			if (strcmp(cell(s, i, j, c, sizeof(c)), "ok") && strcmp(c, "-"))
+				return 1;
+	return 0;
+}
+
+static void print_session(struct rn_doctor *d, const struct session *s, const char *peer)
+{
+	FILE *f = d->out;
+	char c[64], a[INET6_ADDRSTRLEN];
+	int i, j, k, w = 12, nf = 0;
+
+	fprintf(f, "roce-doctor %s: %s (%d NIC%s) <-> %s via %s (%d NIC%s)\n", RN_DOCTOR_VERSION,
+		s->local.host, s->local.nnics, s->local.nnics == 1 ? "" : "s", s->remote.host, peer,
+		s->remote.nnics, s->remote.nnics == 1 ? "" : "s");
+	for (j = 0; j < s->remote.nnics; j++)
+		w = RN_MAX(w, (int)strlen(s->remote.nics[j].netdev) + 2);
+	for (i = 0; i < s->local.nnics; i++)
+		for (j = 0; j < s->remote.nnics; j++)
+			w = RN_MAX(w, (int)strlen(cell(s, i, j, c, sizeof(c))) + 1);
+	fprintf(f, "\n%-26s", "local \\ remote");
+	for (j = 0; j < s->remote.nnics; j++)
+		fprintf(f, " %-*s", w, s->remote.nics[j].netdev);
+	fprintf(f, "\n%-26s", "");
+	for (j = 0; j < s->remote.nnics; j++)
+		fprintf(f, " %-*s", w, rn_ip_str(&s->remote.nics[j].ip, a, sizeof(a)));
+	fputc('\n', f);
+	for (i = 0; i < s->local.nnics; i++) {
+		char row[64];
+
+		snprintf(row, sizeof(row), "%s %s", s->local.nics[i].netdev,
+			 rn_ip_str(&s->local.nics[i].ip, a, sizeof(a)));
+		fprintf(f, "%-26s", row);
+		for (j = 0; j < s->remote.nnics; j++)
+			fprintf(f, " %-*s", w, cell(s, i, j, c, sizeof(c)));
+		fputc('\n', f);
+	}
+
+	fprintf(f, "\n");
+	/* This host's own NIC verdicts, then the remote's, then the pairs. */
+	for (i = 0; i < s->local.nnics; i++)
+		for (k = 0; k < s->local.nics[i].nfindings; k++, nf++) {
+			if (!nf)
+				fprintf(f, "findings:\n");
+			rn_doctor_print_finding(f, s->local.nics[i].netdev,
+						&s->local.nics[i].findings[k]);
+		}
+	for (i = 0; i < s->remote.nnics; i++)
+		for (k = 0; k < s->remote.nics[i].nfindings; k++, nf++) {
+			char who[96];
+
+			if (!nf)
+				fprintf(f, "findings:\n");
+			snprintf(who, sizeof(who), "%s:%s", s->remote.host, s->remote.nics[i].netdev);
+			rn_doctor_print_finding(f, who, &s->remote.nics[i].findings[k]);
+		}
+	for (i = 0; i < s->local.nnics; i++) {
+		for (j = 0; j < s->remote.nnics; j++) {
+			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
+			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
+			const struct probe *p = &s->probes[i][j];
+			char who[128];
+
+			snprintf(who, sizeof(who), "%s->%s:%s", s->local.nics[i].netdev, s->remote.host,
+				 s->remote.nics[j].netdev);
+			for (k = 0; pa && k < pa->nfindings; k++, nf++) {
+				if (!nf)
+					fprintf(f, "findings:\n");
+				rn_doctor_print_finding(f, who, &pa->findings[k]);
+			}
+			snprintf(who, sizeof(who), "%s:%s->%s", s->remote.host,
+				 s->remote.nics[j].netdev, s->local.nics[i].netdev);
+			for (k = 0; pb && k < pb->nfindings; k++, nf++) {
+				if (!nf)
+					fprintf(f, "findings:\n");
+				rn_doctor_print_finding(f, who, &pb->findings[k]);
+			}
+			if (p->tried && (p->ret || p->peer_ret)) {
+				if (!nf++)
+					fprintf(f, "findings:\n");
+				fprintf(f, "  %s->%s:%s rdma probe failed: %s%s%s\n",
+					s->local.nics[i].netdev, s->remote.host,
+					s->remote.nics[j].netdev, p->ret ? p->why : "",
+					p->ret && p->peer_ret ? "; peer: " : p->peer_ret ? "peer: " : "",
+					p->peer_ret ? p->peer_why : "");
+				if (p->diag.cause)
+					rn_doctor_print_finding(f, "      diagnosis", &p->diag);
+			}
+		}
+	}
+	fprintf(f, "verdict: %s (pair checks %.1f ms)\n",
+		session_problems(s) || nf ? "problems found: apply the fixes above on the host each names"
+					  : "all good",
+		s->check_ms);
+}
+
+static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pair *p)
+{
+	int k;
+
+	if (!p) {
+		rn_json_null(j, key);
+		return;
+	}
+	rn_json_obj(j, key);
+	rn_json_str(j, "status", p->status == 0 ? "ok" : p->status == 1 ? "problem" : "not-checked");
+	rn_json_arr(j, "findings");
+	for (k = 0; k < p->nfindings; k++)
+		rn_json_finding(j, &p->findings[k]);
+	rn_json_close(j, ']');
+	rn_json_close(j, '}');
+}
+
+static void json_inv(struct rn_json *j, const char *key, const struct rn_dw_inv *inv)
+{
+	char b[INET6_ADDRSTRLEN], g[48];
+	int i, k;
+
+	rn_json_obj(j, key);
+	rn_json_str(j, "host", inv->host);
+	rn_json_arr(j, "nics");
+	for (i = 0; i < inv->nnics; i++) {
+		const struct rn_dw_nic *n = &inv->nics[i];
+
+		rn_json_obj(j, NULL);
+		rn_json_str(j, "netdev", n->netdev);
+		rn_json_str(j, "ibdev", n->ibdev[0] ? n->ibdev : NULL);
+		rn_json_str(j, "ip", n->ip.family ? rn_ip_str(&n->ip, b, sizeof(b)) : NULL);
+		rn_json_int(j, "prefixlen", n->prefixlen);
+		rn_json_str(j, "mac", rn_mac_str(n->mac, b, sizeof(b)));
+		rn_json_bool(j, "link_up", n->link_up);
+		rn_json_str(j, "gid", n->ip.family ? rn_gid_str(&n->gid, g, sizeof(g)) : NULL);
+		if (n->gid_index >= 0)
+			rn_json_int(j, "gid_index", n->gid_index);
+		else
+			rn_json_null(j, "gid_index");
+		rn_json_int(j, "mtu", n->mtu);
+		if (n->active_mtu)
+			rn_json_int(j, "active_mtu", n->active_mtu);
+		else
+			rn_json_null(j, "active_mtu");
+		rn_json_str(j, "verdict", rn_verdict_str((enum rn_verdict_kind)n->verdict));
+		rn_json_arr(j, "findings");
+		for (k = 0; k < n->nfindings; k++)
+			rn_json_finding(j, &n->findings[k]);
+		rn_json_close(j, ']');
+		rn_json_close(j, '}');
+	}
+	rn_json_close(j, ']');
+	rn_json_close(j, '}');
+}
+
+static void json_session(struct rn_doctor *d, const struct session *s, const char *peer, int rc)
+{
+	struct rn_json j;
+	char c[64];
+	int i, k;
+
+	rn_json_begin(&j, d->out);
+	rn_json_str(&j, "schema", "roce-doctor/1");
+	rn_json_str(&j, "version", RN_DOCTOR_VERSION);
+	rn_json_str(&j, "command", "peer");
+	rn_json_str(&j, "peer", peer);
+	json_inv(&j, "local", &s->local);
+	json_inv(&j, "remote", &s->remote);
+	rn_json_arr(&j, "pairs");
+	for (i = 0; i < s->local.nnics; i++) {
+		for (k = 0; k < s->remote.nnics; k++) {
+			const struct probe *p = &s->probes[i][k];
+
+			rn_json_obj(&j, NULL);
+			rn_json_str(&j, "local", s->local.nics[i].netdev);
+			rn_json_str(&j, "remote", s->remote.nics[k].netdev);
+			rn_json_str(&j, "result", cell(s, i, k, c, sizeof(c)));
+			json_pair(&j, "local_check", pair_of(&s->ours, i, k));
+			json_pair(&j, "remote_check", pair_of(&s->theirs, k, i));
+			rn_json_obj(&j, "rdma");
+			rn_json_str(&j, "status", !p->tried ? "skipped" :
+				    !p->ret && !p->peer_ret ? "ok" :
+				    p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ? "timeout" : "error");
+			rn_json_str(&j, "error", p->ret ? p->why : NULL);
+			rn_json_str(&j, "peer_error", p->peer_ret ? p->peer_why : NULL);
+			if (p->tried)
+				rn_json_int(&j, "elapsed_us", (long long)(p->ms * 1000));
+			if (p->diag.cause) {
+				rn_json_arr(&j, "diagnosis");
+				rn_json_finding(&j, &p->diag);
+				rn_json_close(&j, ']');
+			}
+			rn_json_close(&j, '}');
+			rn_json_close(&j, '}');
+		}
+	}
+	rn_json_close(&j, ']');
+	rn_json_obj(&j, "summary");
+	rn_json_int(&j, "elapsed_us", (long long)(s->check_ms * 1000));
+	rn_json_int(&j, "exit", rc);
+	rn_json_close(&j, '}');
+	rn_json_end(&j);
+}
+
+/* ---- the RDMA probe, client side ------------------------------------------------------ */
+
+static int recv_type(int fd, uint16_t type, struct rn_dw_msg *m, char *why, size_t len)
+{
+	int ret = rn_dw_recv(fd, m, why, len);
+
+	if (!ret && m->type != type) {
+		snprintf(why, len, "unexpected message type %u (wanted %u)", m->type, type);
+		rn_dw_msg_free(m);
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
+static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int j, char *why,
+		      size_t len)
+{
+	struct probe *p = &s->probes[i][j];
+	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
+	struct rn_dw_msg m;
+	double t0 = rn_doctor_now_ms();
+	uint32_t be;
+	int ret;
+
+	p->tried = 1;
+	ret = rn_dw_send(fd, RN_DW_PROBE_REQ, req, sizeof(req));
+	if (!ret)
+		ret = recv_type(fd, RN_DW_PROBE_HANDLE, &m, why, len);
+	if (ret)
+		return ret;
+	if (m.len != 4 + RN_HANDLE_SIZE) {
+		rn_dw_msg_free(&m);
+		snprintf(why, len, "malformed probe handle");
+		return -EBADMSG;
+	}
+	memcpy(&be, m.payload, 4);
+	if (ntohl(be)) {
+		p->peer_ret = -(int)ntohl(be);
+		p->ret = 0;
+		snprintf(p->why, sizeof(p->why), "no handle");
+	} else {
+		p->ret = rn_probe_client(d, i, m.payload + 4, PROBE_TIMEOUT_MS, p->why, sizeof(p->why));
+	}
+	rn_dw_msg_free(&m);
+	ret = recv_type(fd, RN_DW_PROBE_RESULT, &m, why, len);
+	if (ret)
+		return ret;
+	if (m.len != 4 + 256 || !memchr(m.payload + 4, '\0', 256)) {
+		rn_dw_msg_free(&m);
+		snprintf(why, len, "malformed probe result");
+		return -EBADMSG;
+	}
+	memcpy(&be, m.payload, 4);
+	if (!p->peer_ret)
+		p->peer_ret = -(int)ntohl(be);
+	snprintf(p->peer_why, sizeof(p->peer_why), "%s", (const char *)m.payload + 4);
+	rn_dw_msg_free(&m);
+	p->ms = rn_doctor_now_ms() - t0;
+	if (p->ret || p->peer_ret) {
+		struct rn_peer_facts pf;
+
+		/* The plugin's own diagnosis after a failed connection. */
+		rn_dw_peer_facts(&s->remote, j, &pf);
+		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
+			memset(&p->diag, 0, sizeof(p->diag));
+	}
+	return 0;
+}
+
+static int remote_rdma(const struct rn_dw_nic *n)
+{
+	return n->ibdev[0] && n->gid_index >= 0 && n->link_up;
+}
+
+/* ---- peer ------------------------------------------------------------------------------ */
+
+int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
+{
+	struct session *s;
+	struct rn_dw_msg m;
+	char why[320];
+	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
+	int tmo = d->timeout_s > 0 ? d->timeout_s : IO_TIMEOUT_S;
+
+	if (argc < 2) {
+		fprintf(stderr, "roce-doctor: peer needs the other host's address (where `roce-doctor serve` runs)\n");
+		return RN_DOCTOR_ERROR;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "roce-doctor: peer takes one address, got '%s' too; see --help\n",
+			argv[2]);
+		return RN_DOCTOR_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		fprintf(stderr, "roce-doctor: out of memory\n");
+		return RN_DOCTOR_ERROR;
+	}
+	if (rn_doctor_gather(d))
+		goto out;
+	rn_dw_inv_from_doctor(d, &s->local);
+	ret = rn_dw_connect(argv[1], d->port, tmo, &fd, why, sizeof(why));
+	if (ret) {
+		fprintf(stderr, "roce-doctor: %s\n", why);
+		goto out;
+	}
+	/* Room for the server's pair checks (its neighbour timeout) and a probe. */
+	rn_dw_set_timeout(fd, tmo + d->cfg.neigh_timeout_ms / 1000 + PROBE_TIMEOUT_MS / 1000 + 2);
+	ret = rn_dw_send_inv(fd, &s->local);
+	if (!ret)
+		ret = recv_type(fd, RN_DW_INV, &m, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
+	if (!ret) {
+		ret = rn_dw_decode_inv(&m, &s->remote, why, sizeof(why));
+		rn_dw_msg_free(&m);
+	}
+	if (ret) {
+		fprintf(stderr, "roce-doctor: %s: %s\n", argv[1], why);
+		goto out;
+	}
+	run_checks(d, &s->remote, &s->ours, &s->check_ms);
+	ret = recv_type(fd, RN_DW_CHECKS, &m, why, sizeof(why));
+	if (!ret) {
+		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
+		rn_dw_msg_free(&m);
+	}
+	if (ret) {
+		fprintf(stderr, "roce-doctor: %s: %s\n", argv[1], why);
+		goto out;
+	}
+	for (i = 0; i < d->nnics && !d->no_rdma; i++) {
+		for (j = 0; j < s->remote.nnics; j++) {
+			if (!rn_probe_available(d, i) || !remote_rdma(&s->remote.nics[j]) ||
+			    s->local.nics[i].ip.family != s->remote.nics[j].ip.family)
+				continue;
+			ret = probe_pair(d, fd, s, i, j, why, sizeof(why));
+			if (ret) {
+				fprintf(stderr, "roce-doctor: %s: RDMA probe: %s\n", argv[1], why);
+				goto out;
+			}
+		}
+	}
+	rn_dw_send(fd, RN_DW_DONE, NULL, 0);
+	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	for (i = 0; i < s->local.nnics && rc == RN_DOCTOR_OK; i++)
+		if (s->local.nics[i].nfindings)
+			rc = RN_DOCTOR_PROBLEMS;
+	for (i = 0; i < s->remote.nnics && rc == RN_DOCTOR_OK; i++)
+		if (s->remote.nics[i].nfindings)
+			rc = RN_DOCTOR_PROBLEMS;
+	if (d->json)
+		json_session(d, s, argv[1], rc);
+	else
+		print_session(d, s, argv[1]);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(s);
+	return rc;
+}
+
+/* ---- serve ------------------------------------------------------------------------------ */
+
+static void slog(const char *fmt, ...) __rn_printf(1, 2);
+
+static void slog(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "roce-doctor serve: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* One client. Returns 0/1 (its verdict from our side) or -1 when it was rejected. */
+static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char *who)
+{
+	struct rn_dw_msg m;
+	char why[320];
+	int ret, n, problems = 0, probes = 0;
+
+	rn_dw_set_timeout(fd, d->timeout_s > 0 ? RN_MIN(d->timeout_s, IO_TIMEOUT_S) : IO_TIMEOUT_S);
+	ret = rn_dw_recv(fd, &m, why, sizeof(why));
+	if (!ret) {
+		ret = rn_dw_decode_inv(&m, &s->remote, why, sizeof(why));
+		rn_dw_msg_free(&m);
+	}
+	if (ret) {
+		slog("rejected %s: %s", who, why);
+		return -1;
+	}
+	if (rn_doctor_gather(d)) {
+		slog("%s: cannot gather this host's facts", who);
+		return -1;
+	}
+	rn_dw_inv_from_doctor(d, &s->local);
+	ret = rn_dw_send_inv(fd, &s->local);
+	if (ret) {
+		slog("%s: cannot send the inventory: %s", who, strerror(-ret));
+		return -1;
+	}
+	run_checks(d, &s->remote, &s->ours, &s->check_ms);
+	ret = rn_dw_send_checks(fd, &s->ours);
+	if (ret) {
+		slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
+		return -1;
+	}
+	for (n = 0; n < s->ours.npairs; n++)
+		problems += pair_problem(&s->ours.pairs[n]);
+	for (;;) {
+		rn_dw_set_timeout(fd, IO_TIMEOUT_S + PROBE_TIMEOUT_MS / 1000);
+		ret = rn_dw_recv(fd, &m, why, sizeof(why));
+		if (ret) {
+			slog("%s: %s before DONE", who, why);
+			break;
+		}
+		if (m.type == RN_DW_DONE) {
+			rn_dw_msg_free(&m);
+			break;
+		}
+		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
+		    m.payload[1] < s->remote.nnics) {
+			uint8_t res[4 + 256] = { 0 };
+			int nic = m.payload[0];
+			uint32_t be;
+
+			rn_dw_msg_free(&m);
+			probes++;
+			if (!rn_probe_available(d, nic)) {
+				snprintf(why, sizeof(why), "%s has no usable RDMA port here",
+					 d->nics[nic].nic.netdev);
+				uint8_t h[4 + RN_HANDLE_SIZE] = { 0 };
+
+				ret = -ENODEV;
+				be = htonl(ENODEV);
+				memcpy(h, &be, 4);
+				rn_dw_send(fd, RN_DW_PROBE_HANDLE, h, sizeof(h));
+			} else {
+				ret = rn_probe_serve(d, fd, nic, PROBE_TIMEOUT_MS, why, sizeof(why));
+			}
+			problems += ret != 0;
+			be = htonl((uint32_t)-ret);
+			memcpy(res, &be, 4);
+			snprintf((char *)res + 4, 256, "%.255s", ret ? why : "");
+			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, sizeof(res)))
+				break;
+			continue;
+		}
+		slog("%s: unexpected message type %u; closing", who, m.type);
+		rn_dw_msg_free(&m);
+		break;
+	}
+	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side",
+	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
+	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
+	     problems == 1 ? "" : "s");
+	return problems || rn_doctor_host_problems(d) ? 1 : 0;
+}
+
+int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
+{
+	struct session *s;
+	double deadline = 0;
+	int lfd, ret, rc = RN_DOCTOR_OK;
+
+	if (argc > 1) {
+		fprintf(stderr, "roce-doctor: serve takes no arguments (got '%s'); see --help\n",
+			argv[1]);
+		return RN_DOCTOR_ERROR;
+	}
+	s = malloc(sizeof(*s));
+	if (!s) {
+		fprintf(stderr, "roce-doctor: out of memory\n");
+		return RN_DOCTOR_ERROR;
+	}
+	ret = rn_dw_listen(d->port, &lfd);
+	if (ret) {
+		fprintf(stderr, "roce-doctor: serve: cannot listen on port %d: %s\n", d->port,
+			strerror(-ret));
+		free(s);
+		return RN_DOCTOR_ERROR;
+	}
+	slog("listening on port %d (any address)%s", d->port, d->once ? ", one client" : "");
+	if (d->timeout_s > 0)
+		deadline = rn_doctor_now_ms() + d->timeout_s * 1000.0;
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+		char who[80];
+		int fd, wait = -1, r;
+
+		if (deadline) {
+			wait = (int)(deadline - rn_doctor_now_ms());
+			if (wait <= 0) {
+				slog("no client for %d s; exiting", d->timeout_s);
+				rc = d->once ? RN_DOCTOR_ERROR : rc;
+				break;
+			}
+		}
+		r = poll(&pfd, 1, wait);
+		if (r < 0 && errno != EINTR) {
+			slog("poll: %s", strerror(errno));
+			rc = RN_DOCTOR_ERROR;
+			break;
+		}
+		if (r <= 0)
+			continue;
+		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		rn_sockaddr_str(&ss, who, sizeof(who));
+		memset(s, 0, sizeof(*s));
+		r = serve_one(d, s, fd, who);
+		close(fd);
+		if (r < 0)
+			continue;
+		rc = RN_MAX(rc, r);
+		if (d->once)
+			break;
+		if (deadline)
+			deadline = rn_doctor_now_ms() + d->timeout_s * 1000.0;
+	}
+	close(lfd);
+	free(s);
+	return rc;
+}

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RDMA reachability probe of `peer`: one RC connection per NIC pair through
+ * the library's own transport (rn_listen/rn_connect/rn_accept, the plugin's
+ * handshake and QP setup) and one small message (rn_isend/rn_irecv/rn_test), with
+ * a short QP timeout and retry count so a broken path answers in seconds, not the
+ * ~30 s of NCCL's defaults.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_net.h"
+
+#define PROBE_MSG 64
+#define PROBE_TAG 0x5244
+
+static struct rn_engine *probe_eng;
+static int probe_eng_err;
+
+void rn_probe_env(void)
+{
+	/* 4.096 us * 2^14 = 67 ms per try, 3 retries: a dead path fails in well under 1 s. */
+	setenv("NCCL_IB_TIMEOUT", "14", 0);
+	setenv("NCCL_IB_RETRY_CNT", "3", 0);
+	setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "8000", 0);
+	/* The probe tests the wire: the route verdict is the doctor's own report. */
+	setenv("NCCL_ROCE_ROUTE_CHECK", "warn", 1);
+}
+
+static int engine(struct rn_engine **out)
+{
+	if (!probe_eng && !probe_eng_err) {
+		rn_probe_env();
+		probe_eng_err = rn_engine_get(&probe_eng);
+		if (probe_eng_err)
+			probe_eng = NULL;
+	}
+	*out = probe_eng;
+	return probe_eng ? 0 : probe_eng_err;
+}
+
+void rn_probe_release(void)
+{
+	if (probe_eng)
+		rn_engine_put();
+	probe_eng = NULL;
+	probe_eng_err = 0;
+}
+
+int rn_probe_available(const struct rn_doctor *d, int nic)
+{
+	const struct rn_doctor_nic *dn = &d->nics[nic];
+
+	return dn->dev && dn->nic.gid_index >= 0 && dn->nic.link_up;
+}
+
+/* The engine's device index of doctor NIC @nic (the engine opened its own contexts). */
+static int eng_dev(struct rn_doctor *d, int nic, struct rn_engine **eng, char *why, size_t len)
+{
+	const struct rn_nic *want = &d->nics[nic].nic;
+	int ret = engine(eng), k;
+
+	if (ret) {
+		snprintf(why, len, "the transport did not start: %s%s%s", strerror(-ret),
+			 rn_doctor_last_warn()[0] ? ": " : "", rn_doctor_last_warn());
+		return ret;
+	}
+	for (k = 0; k < (*eng)->ndevs; k++)
+		if (!strcmp((*eng)->devs[k]->nic.ibdev, want->ibdev) &&
+		    (*eng)->devs[k]->nic.port == want->port)
+			return k;
+	snprintf(why, len, "%s:%d is not among the transport's devices", want->ibdev, want->port);
+	return -ENODEV;
+}
+
+static const char *err_why(int ret, const char *what, char *why, size_t len)
+{
+	const char *w = rn_doctor_last_warn();
+
+	snprintf(why, len, "%s: %s%s%s", what, strerror(-ret), w[0] ? "; " : "", w);
+	return why;
+}
+
+static int expired(double deadline)
+{
+	return rn_doctor_now_ms() > deadline;
+}
+
+int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
+{
+	uint8_t hbuf[4 + RN_HANDLE_SIZE] = { 0 }, handle[RN_HANDLE_SIZE] = { 0 };
+	struct rn_listen_comm *lc = NULL;
+	struct rn_recv_comm *rc = NULL;
+	struct rn_mr *mr = NULL;
+	struct rn_req *req = NULL;
+	struct rn_engine *eng;
+	double deadline = rn_doctor_now_ms() + timeout_ms;
+	char buf[PROBE_MSG] = { 0 };
+	void *data = buf;
+	size_t size = sizeof(buf);
+	int tag = PROBE_TAG, done = 0, sizes = 0, dev, ret;
+	uint32_t be;
+
+	why[0] = '\0';
+	rn_doctor_clear_warn();
+	dev = eng_dev(d, nic, &eng, why, len);
+	ret = dev < 0 ? dev : rn_listen(eng, dev, handle, &lc);
+	if (dev >= 0 && ret)
+		err_why(ret, "listen", why, len);
+	be = htonl((uint32_t)-ret);
+	memcpy(hbuf, &be, 4);
+	memcpy(hbuf + 4, handle, RN_HANDLE_SIZE);
+	if (rn_dw_send(fd, RN_DW_PROBE_HANDLE, hbuf, sizeof(hbuf)) || ret)
+		goto out;
+	while (!rc && !ret) {
+		ret = rn_accept(lc, &rc);
+		if (!ret && !rc && expired(deadline))
+			ret = -ETIMEDOUT;
+		if (!rc && !ret)
+			usleep(200);
+	}
+	if (ret) {
+		err_why(ret, "accept", why, len);
+		goto out;
+	}
+	ret = rn_reg_mr(rc, buf, sizeof(buf), RN_PTR_HOST, &mr);
+	if (ret) {
+		err_why(ret, "register", why, len);
+		goto out;
+	}
+	while (!req && !ret) {
+		ret = rn_irecv(rc, 1, &data, &size, &tag, &mr, &req);
+		if (!ret && !req && expired(deadline))
+			ret = -ETIMEDOUT;
+	}
+	while (!ret && !done) {
+		ret = rn_test(req, &done, &sizes);
+		if (!ret && !done && expired(deadline))
+			ret = -ETIMEDOUT;
+		if (!ret && !done)
+			usleep(100);
+	}
+	if (ret)
+		err_why(ret, "receive", why, len);
+	else if (sizes != PROBE_MSG || memcmp(buf, "roce-doctor ping", 16))
+		snprintf(why, len, "received %d bytes that are not the ping", sizes), ret = -EBADMSG;
+out:
+	if (mr)
+		rn_dereg_mr(rc, mr);
+	if (rc)
+		rn_close_recv(rc);
+	if (lc)
+		rn_close_listen(lc);
+	return ret;
+}
+
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int timeout_ms,
+		    char *why, size_t len)
+{
+	uint8_t handle[RN_HANDLE_SIZE];
+	struct rn_send_comm *sc = NULL;
+	struct rn_mr *mr = NULL;
+	struct rn_req *req = NULL;
+	struct rn_engine *eng;
+	double deadline = rn_doctor_now_ms() + timeout_ms;
+	char buf[PROBE_MSG] = "roce-doctor ping";
+	int done = 0, sizes = 0, dev, ret = 0;
+
+	why[0] = '\0';
+	rn_doctor_clear_warn();
+	memcpy(handle, handle_in, sizeof(handle));
+	dev = eng_dev(d, nic, &eng, why, len);
+	if (dev < 0)
+		return dev;
+	while (!sc && !ret) {
+		ret = rn_connect(eng, dev, handle, -1, &sc);
+		if (!ret && !sc && expired(deadline))
+			ret = -ETIMEDOUT;
+		if (!sc && !ret)
+			usleep(200);
+	}
+	if (ret) {
+		err_why(ret, "connect", why, len);
+		goto out;
+	}
+	ret = rn_reg_mr(sc, buf, sizeof(buf), RN_PTR_HOST, &mr);
+	if (ret) {
+		err_why(ret, "register", why, len);
+		goto out;
+	}
+	while (!req && !ret) {
+		ret = rn_isend(sc, buf, sizeof(buf), PROBE_TAG, mr, &req);
+		if (!ret && !req && expired(deadline))
+			ret = -ETIMEDOUT;
+		if (!ret && !req)
+			usleep(100);
+	}
+	while (!ret && !done) {
+		ret = rn_test(req, &done, &sizes);
+		if (!ret && !done && expired(deadline))
+			ret = -ETIMEDOUT;
+		if (!ret && !done)
+			usleep(100);
+	}
+	if (ret)
+		err_why(ret, "send", why, len);
+out:
+	if (mr)
+		rn_dereg_mr(sc, mr);
+	if (sc)
+		rn_close_send(sc);
+	return ret;
+}

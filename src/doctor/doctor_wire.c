@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The peer protocol between `roce-doctor peer` and `roce-doctor serve`, over TCP.
+ * Big-endian, fixed-size fields; a receiver checks the magic, the version, the
+ * type, the length against the maximum and, per type, that the payload is
+ * exactly as long as its counts say; strings must carry their NUL.
+ *
+ * Header (16 B): be32 magic "RNDR", be16 version, be16 type, be32 payload length,
+ *                be32 zero.
+ * INV:    host[64], be16 nnics, be16 0, then per NIC:
+ *         netdev[16] ibdev[64] be16 port, u8 family (4|6|0), u8 prefixlen, ip[16],
+ *         mac[6], u8 link_up, u8 verdict, gid[16], be32 gid_index (signed),
+ *         be32 mtu, be32 active_mtu (bytes), be16 nfindings, be16 0,
+ *         then nfindings x FINDING
+ * FINDING (772 B): be16 cause, u8 severity, u8 0, msg[256], fix[512]
+ * CHECKS: be16 npairs, be16 0, then per pair: u8 local, u8 remote, u8 status,
+ *         u8 nfindings, then nfindings x FINDING
+ * PROBE_REQ: u8 server NIC, u8 client NIC, be16 0
+ * PROBE_HANDLE: be32 errno (0: ok), handle[128]
+ * PROBE_RESULT: be32 errno (0: the ping arrived), msg[256]
+ * DONE: empty
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_net.h"
+
+#define NIC_FIXED 152
+#define FINDING_LEN 772
+#define INV_FIXED 68
+#define PAIR_FIXED 4
+
+struct wbuf {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static void put(struct wbuf *b, const void *src, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		uint8_t *q;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		q = realloc(b->p, cap);
+		if (!q) {
+			b->err = -ENOMEM;
+			return;
+		}
+		b->p = q;
+		b->cap = cap;
+	}
+	if (src)
+		memcpy(b->p + b->len, src, n);
+	else
+		memset(b->p + b->len, 0, n);
+	b->len += n;
+}
+
+static void put8(struct wbuf *b, unsigned int v)
+{
+	uint8_t x = (uint8_t)v;
+
+	put(b, &x, 1);
+}
+
+static void put16(struct wbuf *b, unsigned int v)
+{
+	uint16_t x = htons((uint16_t)v);
+
+	put(b, &x, 2);
+}
+
+static void put32(struct wbuf *b, uint32_t v)
+{
+	uint32_t x = htonl(v);
+
+	put(b, &x, 4);
+}
+
+static void putstr(struct wbuf *b, const char *s, size_t field)
+{
+	size_t n = strnlen(s, field - 1);
+
+	put(b, s, n);
+	put(b, NULL, field - n);
+}
+
+struct rbuf {
+	const uint8_t *p;
+	size_t len, off;
+	int err;
+};
+
+static const uint8_t *take(struct rbuf *b, size_t n)
+{
+	const uint8_t *q;
+
+	if (b->err || b->len - b->off < n) {
+		b->err = -EBADMSG;
+		return NULL;
+	}
+	q = b->p + b->off;
+	b->off += n;
+	return q;
+}
+
+static unsigned int get8(struct rbuf *b)
+{
+	const uint8_t *q = take(b, 1);
+
+	return q ? q[0] : 0;
+}
+
+static unsigned int get16(struct rbuf *b)
+{
+	const uint8_t *q = take(b, 2);
+
+	return q ? (unsigned int)(q[0] << 8 | q[1]) : 0;
+}
+
+static uint32_t get32(struct rbuf *b)
+{
+	const uint8_t *q = take(b, 4);
+
+	return q ? (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3] : 0;
+}
+
+static void getstr(struct rbuf *b, char *dst, size_t field)
+{
+	const uint8_t *q = take(b, field);
+
+	dst[0] = '\0';
+	if (!q)
+		return;
+	if (!memchr(q, '\0', field)) {
+		b->err = -EBADMSG;
+		return;
+	}
+	memcpy(dst, q, field);
+}
+
+static void getbytes(struct rbuf *b, void *dst, size_t n)
+{
+	const uint8_t *q = take(b, n);
+
+	if (q)
+		memcpy(dst, q, n);
+}
+
+/* ---- inventory ------------------------------------------------------------------- */
+
+void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv)
+{
+	int i, k;
+
+	memset(inv, 0, sizeof(*inv));
+	snprintf(inv->host, sizeof(inv->host), "%s", d->hostname);
+	inv->nnics = d->nnics;
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+		struct rn_dw_nic *n = &inv->nics[i];
+
+		snprintf(n->netdev, sizeof(n->netdev), "%s", dn->nic.netdev);
+		if (dn->dev)
+			snprintf(n->ibdev, sizeof(n->ibdev), "%s", dn->nic.ibdev);
+		n->port = dn->nic.port;
+		n->ip = dn->nic.ip;
+		n->prefixlen = dn->nic.prefixlen;
+		memcpy(n->mac, dn->nic.mac, 6);
+		n->link_up = dn->nic.link_up;
+		n->verdict = dn->err ? RN_VERDICT_REFUSED : (int)dn->nic.verdict;
+		n->gid = dn->nic.gid;
+		n->gid_index = dn->dev ? dn->nic.gid_index : -1;
+		n->mtu = dn->nic.mtu;
+		n->active_mtu = rn_ibv_mtu_bytes(dn->nic.active_mtu);
+		n->nfindings = RN_MIN(dn->nic.nfindings, RN_DW_MAX_FINDINGS);
+		for (k = 0; k < n->nfindings; k++)
+			n->findings[k] = dn->nic.findings[k];
+	}
+}
+
+static enum ibv_mtu mtu_enum(int bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	}
+	return (enum ibv_mtu)0;
+}
+
+void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts *out)
+{
+	const struct rn_dw_nic *n = &inv->nics[idx];
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->host, sizeof(out->host), "%s", inv->host);
+	snprintf(out->netdev, sizeof(out->netdev), "%s", n->netdev);
+	memcpy(out->mac, n->mac, 6);
+	out->gid = n->gid;
+	out->ip = n->ip;
+	out->mtu = n->mtu;
+	out->active_mtu = mtu_enum(n->active_mtu);
+	/* The remote's own verdict is reported on its own; here we want our path's truth. */
+	out->verdict_cause = RN_CAUSE_NONE;
+}
+
+static void put_finding(struct wbuf *b, const struct rn_finding *f)
+{
+	put16(b, (unsigned int)f->cause);
+	put8(b, (unsigned int)f->sev);
+	put8(b, 0);
+	putstr(b, f->msg, sizeof(f->msg));
+	putstr(b, f->fix, sizeof(f->fix));
+}
+
+static void get_finding(struct rbuf *b, struct rn_finding *f)
+{
+	unsigned int c = get16(b), s = get8(b);
+
+	get8(b);
+	getstr(b, f->msg, sizeof(f->msg));
+	getstr(b, f->fix, sizeof(f->fix));
+	if (c >= RN_CAUSE__MAX || s > RN_SEV_FATAL)
+		b->err = -EBADMSG;
+	f->cause = (enum rn_cause)(c < RN_CAUSE__MAX ? c : 0);
+	f->sev = (enum rn_severity)(s <= RN_SEV_FATAL ? s : RN_SEV_FATAL);
+}
+
+static int send_buf(int fd, uint16_t type, struct wbuf *b)
+{
+	int ret = b->err ? b->err : rn_dw_send(fd, type, b->p, b->len);
+
+	free(b->p);
+	return ret;
+}
+
+int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
+{
+	struct wbuf b = { 0 };
+	int i, k;
+
+	putstr(&b, inv->host, sizeof(inv->host));
+	put16(&b, (unsigned int)inv->nnics);
+	put16(&b, 0);
+	for (i = 0; i < inv->nnics; i++) {
+		const struct rn_dw_nic *n = &inv->nics[i];
+
+		putstr(&b, n->netdev, sizeof(n->netdev));
+		putstr(&b, n->ibdev, sizeof(n->ibdev));
+		put16(&b, (unsigned int)n->port);
+		put8(&b, n->ip.family == AF_INET ? 4 : n->ip.family == AF_INET6 ? 6 : 0);
+		put8(&b, (unsigned int)n->prefixlen);
+		put(&b, &n->ip.v6, 16);
+		put(&b, n->mac, 6);
+		put8(&b, (unsigned int)!!n->link_up);
+		put8(&b, (unsigned int)n->verdict);
+		put(&b, n->gid.raw, 16);
+		put32(&b, (uint32_t)n->gid_index);
+		put32(&b, (uint32_t)n->mtu);
+		put32(&b, (uint32_t)n->active_mtu);
+		put16(&b, (unsigned int)n->nfindings);
+		put16(&b, 0);
+		for (k = 0; k < n->nfindings; k++)
+			put_finding(&b, &n->findings[k]);
+	}
+	return send_buf(fd, RN_DW_INV, &b);
+}
+
+static int bad(char *why, size_t len, const char *what)
+{
+	snprintf(why, len, "malformed message: %s", what);
+	return -EBADMSG;
+}
+
+int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len)
+{
+	struct rbuf b = { m->payload, m->len, 0, 0 };
+	int i, k;
+
+	memset(inv, 0, sizeof(*inv));
+	if (m->type != RN_DW_INV)
+		return bad(why, len, "expected an inventory");
+	getstr(&b, inv->host, sizeof(inv->host));
+	inv->nnics = (int)get16(&b);
+	get16(&b);
+	if (inv->nnics > RN_DOCTOR_MAX_NICS)
+		return bad(why, len, "too many NICs");
+	for (i = 0; i < inv->nnics && !b.err; i++) {
+		struct rn_dw_nic *n = &inv->nics[i];
+		unsigned int fam;
+
+		getstr(&b, n->netdev, sizeof(n->netdev));
+		getstr(&b, n->ibdev, sizeof(n->ibdev));
+		n->port = (int)get16(&b);
+		fam = get8(&b);
+		n->prefixlen = (int)get8(&b);
+		getbytes(&b, &n->ip.v6, 16);
+		n->ip.family = fam == 4 ? AF_INET : fam == 6 ? AF_INET6 : 0;
+		if ((fam != 0 && fam != 4 && fam != 6) || n->prefixlen > (fam == 4 ? 32 : 128))
+			return bad(why, len, "address family or prefix");
+		getbytes(&b, n->mac, 6);
+		n->link_up = (int)get8(&b);
+		n->verdict = (int)get8(&b);
+		getbytes(&b, n->gid.raw, 16);
+		n->gid_index = (int)(int32_t)get32(&b);
+		n->mtu = (int)get32(&b);
+		n->active_mtu = (int)get32(&b);
+		n->nfindings = (int)get16(&b);
+		get16(&b);
+		if (n->nfindings > RN_DW_MAX_FINDINGS || n->verdict > RN_VERDICT_REFUSED ||
+		    n->mtu < 0 || n->mtu > 1 << 20)
+			return bad(why, len, "NIC record out of range");
+		for (k = 0; k < n->nfindings && !b.err; k++)
+			get_finding(&b, &n->findings[k]);
+	}
+	if (b.err)
+		return bad(why, len, "inventory shorter than its counts, or a field out of range");
+	if (b.off != b.len)
+		return bad(why, len, "inventory longer than its counts");
+	return 0;
+}
+
+/* ---- pair checks ------------------------------------------------------------------- */
+
+int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
+{
+	struct wbuf b = { 0 };
+	int i, k;
+
+	put16(&b, (unsigned int)c->npairs);
+	put16(&b, 0);
+	for (i = 0; i < c->npairs; i++) {
+		const struct rn_dw_pair *p = &c->pairs[i];
+
+		put8(&b, (unsigned int)p->local);
+		put8(&b, (unsigned int)p->remote);
+		put8(&b, (unsigned int)p->status);
+		put8(&b, (unsigned int)p->nfindings);
+		for (k = 0; k < p->nfindings; k++)
+			put_finding(&b, &p->findings[k]);
+	}
+	return send_buf(fd, RN_DW_CHECKS, &b);
+}
+
+int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
+			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
+			size_t len)
+{
+	struct rbuf b = { m->payload, m->len, 0, 0 };
+	int i, k;
+
+	memset(c, 0, sizeof(*c));
+	if (m->type != RN_DW_CHECKS)
+		return bad(why, len, "expected pair checks");
+	c->npairs = (int)get16(&b);
+	get16(&b);
+	if (c->npairs > (int)RN_ARRAY_SIZE(c->pairs))
+		return bad(why, len, "too many pairs");
+	for (i = 0; i < c->npairs && !b.err; i++) {
+		struct rn_dw_pair *p = &c->pairs[i];
+
+		p->local = (int)get8(&b);
+		p->remote = (int)get8(&b);
+		p->status = (int)get8(&b);
+		p->nfindings = (int)get8(&b);
+		if (p->local >= sender->nnics || p->remote >= receiver->nnics || p->status > 2 ||
+		    p->nfindings > (int)RN_ARRAY_SIZE(p->findings))
+			return bad(why, len, "pair record out of range");
+		for (k = 0; k < p->nfindings && !b.err; k++)
+			get_finding(&b, &p->findings[k]);
+	}
+	if (b.err || b.off != b.len)
+		return bad(why, len, "pair checks do not match their counts");
+	return 0;
+}
+
+/* ---- framing and sockets ------------------------------------------------------------ */
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
+{
+	struct wbuf h = { 0 };
+	int ret;
+
+	if (len > RN_DW_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	put32(&h, RN_DW_MAGIC);
+	put16(&h, RN_DW_VERSION);
+	put16(&h, type);
+	put32(&h, (uint32_t)len);
+	put32(&h, 0);
+	if (h.err)
+		return h.err;
+	ret = write_all(fd, h.p, h.len);
+	free(h.p);
+	if (!ret && len)
+		ret = write_all(fd, payload, len);
+	return ret;
+}
+
+int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
+{
+	uint8_t hdr[RN_DW_HDR_LEN];
+	struct rbuf b = { hdr, sizeof(hdr), 0, 0 };
+	uint32_t magic, len;
+	unsigned int version, type;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = read_all(fd, hdr, sizeof(hdr));
+	if (ret) {
+		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
+			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
+		return ret;
+	}
+	magic = get32(&b);
+	version = get16(&b);
+	type = get16(&b);
+	len = get32(&b);
+	if (magic != RN_DW_MAGIC) {
+		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
+		return -EBADMSG;
+	}
+	if (version != RN_DW_VERSION) {
+		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %d", version,
+			 RN_DW_VERSION);
+		return -EPROTO;
+	}
+	if (type < RN_DW_INV || type > RN_DW_DONE || get32(&b)) {
+		snprintf(why, why_len, "unknown message type %u", type);
+		return -EBADMSG;
+	}
+	if (len > RN_DW_MAX_PAYLOAD) {
+		snprintf(why, why_len, "message of %u bytes exceeds the maximum %u", len,
+			 RN_DW_MAX_PAYLOAD);
+		return -EMSGSIZE;
+	}
+	m->type = (uint16_t)type;
+	m->len = len;
+	m->payload = malloc(len ? len : 1);
+	if (!m->payload) {
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	ret = read_all(fd, m->payload, len);
+	if (ret) {
+		snprintf(why, why_len, "message cut short (%s)",
+			 ret == -ECONNRESET ? "connection closed" : strerror(-ret));
+		rn_dw_msg_free(m);
+	}
+	return ret;
+}
+
+void rn_dw_msg_free(struct rn_dw_msg *m)
+{
+	free(m->payload);
+	m->payload = NULL;
+	m->len = 0;
+}
+
+int rn_dw_set_timeout(int fd, int secs)
+{
+	struct timeval tv = { .tv_sec = secs };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	return 0;
+}
+
+int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
+	char ps[16];
+	int s = -1, ret = -EHOSTUNREACH, g;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	g = getaddrinfo(host, ps, &hints, &res);
+	if (g) {
+		snprintf(why, len, "cannot resolve '%s': %s", host, gai_strerror(g));
+		return -EINVAL;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		struct pollfd pfd;
+		socklen_t sl = sizeof(int);
+		int err = 0;
+
+		s = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (s < 0) {
+			ret = -errno;
+			continue;
+		}
+		if (connect(s, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+			ret = -errno;
+			goto next;
+		}
+		pfd.fd = s;
+		pfd.events = POLLOUT;
+		if (poll(&pfd, 1, timeout_s * 1000) != 1) {
+			ret = -ETIMEDOUT;
+			goto next;
+		}
+		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
+			ret = -(err ? err : errno);
+			goto next;
+		}
+		/* Blocking from here on, every read and write bounded by the timeout. */
+		if (fcntl(s, F_SETFL, 0) || rn_dw_set_timeout(s, timeout_s)) {
+			ret = -errno;
+			goto next;
+		}
+		freeaddrinfo(res);
+		*fd = s;
+		return 0;
+next:
+		close(s);
+		s = -1;
+	}
+	freeaddrinfo(res);
+	snprintf(why, len, "cannot connect to %s port %d: %s (is `roce-doctor serve` running there?)",
+		 host, port, strerror(-ret));
+	return ret;
+}
+
+int rn_dw_listen(int port, int *fd)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int one = 1, zero = 0, s, ret;
+
+	/* Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
+	s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s >= 0) {
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		if (!bind(s, (struct sockaddr *)&a6, sizeof(a6)) && !listen(s, 16)) {
+			*fd = s;
+			return 0;
+		}
+		close(s);
+	}
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, (struct sockaddr *)&a4, sizeof(a4)) || listen(s, 16)) {
+		ret = -errno;
+		close(s);
+		return ret;
+	}
+	*fd = s;
+	return 0;
+}
