@@ -439,7 +439,7 @@ static void print_host(struct rn_doctor *d)
 		fprintf(f, "nothing to check: name netdevs with --netdev to check them without RDMA\n");
 		return;
 	}
-	fprintf(f, "\n%-10s %-10s %-4s %-9s %-18s %-10s %-7s %-14s %s\n", "NIC", "NETDEV", "LINK",
+	fprintf(f, "\n%-10s %-10s %-4s %-9s %-18s %-10s %-5s %-16s %s\n", "NIC", "NETDEV", "LINK",
 		"MTU/ACT", "IP", "GID", "TABLE", "ROUTE", "VERDICT");
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];

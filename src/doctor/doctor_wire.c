@@ -411,10 +411,11 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int read_all(int fd, void *buf, size_t len)
+static int read_all(int fd, void *buf, size_t len, size_t *got)
 {
 	uint8_t *p = buf;
 
+	*got = 0;
 	while (len) {
 		ssize_t n = recv(fd, p, len, 0);
 
@@ -427,6 +428,7 @@ static int read_all(int fd, void *buf, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+		*got += (size_t)n;
 	}
 	return 0;
 }
@@ -458,10 +460,16 @@ int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
 	struct rbuf b = { hdr, sizeof(hdr), 0, 0 };
 	uint32_t magic, len;
 	unsigned int version, type;
+	size_t got;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = read_all(fd, hdr, sizeof(hdr));
+	ret = read_all(fd, hdr, sizeof(hdr), &got);
+	if (ret && got) {
+		snprintf(why, why_len, "not a roce-doctor message (%zu bytes, then %s)", got,
+			 ret == -ECONNRESET ? "the connection closed" : strerror(-ret));
+		return -EBADMSG;
+	}
 	if (ret) {
 		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
 			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
@@ -496,7 +504,7 @@ int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	ret = read_all(fd, m->payload, len);
+	ret = read_all(fd, m->payload, len, &got);
 	if (ret) {
 		snprintf(why, why_len, "message cut short (%s)",
 			 ret == -ECONNRESET ? "connection closed" : strerror(-ret));
