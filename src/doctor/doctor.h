@@ -82,6 +82,12 @@ int rn_doctor_host_problems(const struct rn_doctor *d);
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
 /* Human-readable findings, one "name cause: msg" + "fix:" pair per finding. */
 void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd);
+struct rn_doctor_item {
+	const char *who;
+	const struct rn_finding *f;
+};
+/* Findings grouped by cause, each distinct fix once (one screen for 8 NICs). */
+void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n);
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
 

@@ -378,50 +378,70 @@ static int same_fix(const char *a, const char *b)
 }
 
 /*
- * Findings grouped by cause so that eight NICs fit a screen: the NICs it hits, the
- * first NIC's message (the others read the same with their own names), and each
+ * Findings grouped by cause so that eight NICs fit a screen: who it hits, the
+ * first one's message (the others read the same with their own names), and each
  * distinct fix once.
  */
-static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
+void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n)
 {
-	int c, i, k, m, n;
+	const char **fix_who;
+	const struct rn_finding **fixes;
+	int c, i, m, k;
 
-	fprintf(f, "findings (%d):\n", nfind);
+	if (!n)
+		return;
+	fixes = calloc((size_t)n, sizeof(*fixes));
+	fix_who = calloc((size_t)n, sizeof(*fix_who));
+	if (!fixes || !fix_who) {
+		for (i = 0; i < n; i++)
+			rn_doctor_print_finding(f, it[i].who, it[i].f);
+		goto out;
+	}
+	fprintf(f, "findings (%d):\n", n);
 	for (c = 1; c < RN_CAUSE__MAX; c++) {
-		const struct rn_finding *first = NULL;
-		const struct rn_finding *fixes[RN_DOCTOR_MAX_NICS];
-		const char *fix_dev[RN_DOCTOR_MAX_NICS];
-		const char *first_dev = NULL;
+		const struct rn_doctor_item *first = NULL;
 		int nfix = 0;
 
-		for (i = 0; i < d->nnics; i++)
-			for (k = 0; k < d->nics[i].nic.nfindings; k++) {
-				const struct rn_finding *fd = &d->nics[i].nic.findings[k];
-
-				if (fd->cause != (enum rn_cause)c)
-					continue;
-				if (!first) {
-					first = fd;
-					first_dev = d->nics[i].nic.netdev;
-					fprintf(f, "  %s [%s] on", rn_cause_id(fd->cause),
-						rn_doctor_sev_str(fd->sev));
-				}
-				fprintf(f, " %s", d->nics[i].nic.netdev);
-				for (m = 0; m < nfix && !same_fix(fixes[m]->fix, fd->fix); m++)
-					;
-				if (m == nfix && nfix < RN_DOCTOR_MAX_NICS) {
-					fix_dev[nfix] = d->nics[i].nic.netdev;
-					fixes[nfix++] = fd;
-				}
+		for (i = 0; i < n; i++) {
+			if (it[i].f->cause != (enum rn_cause)c)
+				continue;
+			if (!first) {
+				first = &it[i];
+				fprintf(f, "  %s [%s] on", rn_cause_id(it[i].f->cause),
+					rn_doctor_sev_str(it[i].f->sev));
 			}
+			fprintf(f, " %s", it[i].who);
+			for (m = 0; m < nfix && !same_fix(fixes[m]->fix, it[i].f->fix); m++)
+				;
+			if (m == nfix) {
+				fix_who[nfix] = it[i].who;
+				fixes[nfix++] = it[i].f;
+			}
+		}
 		if (!first)
 			continue;
-		fprintf(f, "\n    %s: %s\n", first_dev, first->msg);
-		for (n = 0; n < nfix; n++)
-			if (fixes[n]->fix[0])
+		fprintf(f, "\n    %s: %s\n", first->who, first->f->msg);
+		for (k = 0; k < nfix; k++)
+			if (fixes[k]->fix[0])
 				fprintf(f, "    fix%s%s: %s\n", nfix > 1 ? " " : "",
-					nfix > 1 ? fix_dev[n] : "", fixes[n]->fix);
+					nfix > 1 ? fix_who[k] : "", fixes[k]->fix);
 	}
+out:
+	free(fixes);
+	free(fix_who);
+}
+
+static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
+{
+	struct rn_doctor_item it[RN_DOCTOR_MAX_NICS * RN_MAX_FINDINGS];
+	int i, k, n = 0;
+
+	for (i = 0; i < d->nnics; i++)
+		for (k = 0; k < d->nics[i].nic.nfindings; k++) {
+			it[n].who = d->nics[i].nic.netdev;
+			it[n++].f = &d->nics[i].nic.findings[k];
+		}
+	rn_doctor_print_grouped(f, it, n);
 }
 
 static void print_host(struct rn_doctor *d)

@@ -11,8 +11,11 @@
  *   client                         server
  *   INV ------------------------>  (gather)
  *       <------------------------  INV
- *   checks (ours)                  checks (its side)
+ *   checks (ours)
+ *   CHECKS --------------------->  checks (its side)
  *       <------------------------  CHECKS
+ * One side checks at a time: the other's ARP requests would rewrite the very
+ * neighbour entries being checked (a request carries its sender's MAC).
  *   per pair: PROBE_REQ -------->  listen
  *       <------------------------  PROBE_HANDLE
  *   connect + isend                accept + irecv
@@ -181,11 +184,84 @@ static int session_problems(const struct session *s)
 	return 0;
 }
 
+/* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
+static int print_all_findings(FILE *f, const struct session *s)
+{
+	int max = 2 * RN_DOCTOR_MAX_NICS * RN_DW_MAX_FINDINGS + 2 * s->ours.npairs * 4 +
+		  2 * s->theirs.npairs * 4;
+	struct rn_doctor_item *it = calloc((size_t)max, sizeof(*it));
+	char (*who)[128] = calloc((size_t)max, sizeof(*who));
+	int i, j, k, n = 0, nprobe = 0;
+
+	if (!it || !who) {
+		free(it);
+		free(who);
+		fprintf(f, "findings: out of memory\n");
+		return 1;
+	}
+	for (i = 0; i < s->local.nnics; i++)
+		for (k = 0; k < s->local.nics[i].nfindings; k++, n++) {
+			snprintf(who[n], sizeof(who[n]), "%s:%s", s->local.host, s->local.nics[i].netdev);
+			it[n].who = who[n];
+			it[n].f = &s->local.nics[i].findings[k];
+		}
+	for (i = 0; i < s->remote.nnics; i++)
+		for (k = 0; k < s->remote.nics[i].nfindings; k++, n++) {
+			snprintf(who[n], sizeof(who[n]), "%s:%s", s->remote.host, s->remote.nics[i].netdev);
+			it[n].who = who[n];
+			it[n].f = &s->remote.nics[i].findings[k];
+		}
+	for (i = 0; i < s->local.nnics; i++) {
+		for (j = 0; j < s->remote.nnics; j++) {
+			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
+			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
+			const struct probe *p = &s->probes[i][j];
+
+			for (k = 0; pa && k < pa->nfindings; k++, n++) {
+				snprintf(who[n], sizeof(who[n]), "%s->%s:%s", s->local.nics[i].netdev,
+					 s->remote.host, s->remote.nics[j].netdev);
+				it[n].who = who[n];
+				it[n].f = &pa->findings[k];
+			}
+			for (k = 0; pb && k < pb->nfindings; k++, n++) {
+				snprintf(who[n], sizeof(who[n]), "%s:%s->%s", s->remote.host,
+					 s->remote.nics[j].netdev, s->local.nics[i].netdev);
+				it[n].who = who[n];
+				it[n].f = &pb->findings[k];
+			}
+			if (p->tried && p->diag.cause && n < max) {
+				snprintf(who[n], sizeof(who[n]), "%s->%s:%s(rdma)",
+					 s->local.nics[i].netdev, s->remote.host, s->remote.nics[j].netdev);
+				it[n].who = who[n];
+				it[n++].f = &p->diag;
+			}
+		}
+	}
+	rn_doctor_print_grouped(f, it, n);
+	for (i = 0; i < s->local.nnics; i++) {
+		for (j = 0; j < s->remote.nnics; j++) {
+			const struct probe *p = &s->probes[i][j];
+
+			if (!p->tried || (!p->ret && !p->peer_ret))
+				continue;
+			if (!nprobe++)
+				fprintf(f, "rdma probes that failed:\n");
+			fprintf(f, "  %s->%s:%s: %s%s%s\n", s->local.nics[i].netdev, s->remote.host,
+				s->remote.nics[j].netdev, p->ret ? p->why : "",
+				p->ret && p->peer_ret ? "; peer: " : p->peer_ret ? "peer: " : "",
+				p->peer_ret ? p->peer_why : "");
+		}
+	}
+	free(it);
+	free(who);
+	return n + nprobe;
+}
+
 static void print_session(struct rn_doctor *d, const struct session *s, const char *peer)
 {
 	FILE *f = d->out;
 	char c[64], a[INET6_ADDRSTRLEN];
-	int i, j, k, w = 12, nf = 0;
+	int i, j, w = 12, nf;
 
 	fprintf(f, "roce-doctor %s: %s (%d NIC%s) <-> %s via %s (%d NIC%s)\n", RN_DOCTOR_VERSION,
 		s->local.host, s->local.nnics, s->local.nnics == 1 ? "" : "s", s->remote.host, peer,
@@ -214,57 +290,7 @@ static void print_session(struct rn_doctor *d, const struct session *s, const ch
 	}
 
 	fprintf(f, "\n");
-	/* This host's own NIC verdicts, then the remote's, then the pairs. */
-	for (i = 0; i < s->local.nnics; i++)
-		for (k = 0; k < s->local.nics[i].nfindings; k++, nf++) {
-			if (!nf)
-				fprintf(f, "findings:\n");
-			rn_doctor_print_finding(f, s->local.nics[i].netdev,
-						&s->local.nics[i].findings[k]);
-		}
-	for (i = 0; i < s->remote.nnics; i++)
-		for (k = 0; k < s->remote.nics[i].nfindings; k++, nf++) {
-			char who[96];
-
-			if (!nf)
-				fprintf(f, "findings:\n");
-			snprintf(who, sizeof(who), "%s:%s", s->remote.host, s->remote.nics[i].netdev);
-			rn_doctor_print_finding(f, who, &s->remote.nics[i].findings[k]);
-		}
-	for (i = 0; i < s->local.nnics; i++) {
-		for (j = 0; j < s->remote.nnics; j++) {
-			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
-			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
-			const struct probe *p = &s->probes[i][j];
-			char who[128];
-
-			snprintf(who, sizeof(who), "%s->%s:%s", s->local.nics[i].netdev, s->remote.host,
-				 s->remote.nics[j].netdev);
-			for (k = 0; pa && k < pa->nfindings; k++, nf++) {
-				if (!nf)
-					fprintf(f, "findings:\n");
-				rn_doctor_print_finding(f, who, &pa->findings[k]);
-			}
-			snprintf(who, sizeof(who), "%s:%s->%s", s->remote.host,
-				 s->remote.nics[j].netdev, s->local.nics[i].netdev);
-			for (k = 0; pb && k < pb->nfindings; k++, nf++) {
-				if (!nf)
-					fprintf(f, "findings:\n");
-				rn_doctor_print_finding(f, who, &pb->findings[k]);
-			}
-			if (p->tried && (p->ret || p->peer_ret)) {
-				if (!nf++)
-					fprintf(f, "findings:\n");
-				fprintf(f, "  %s->%s:%s rdma probe failed: %s%s%s\n",
-					s->local.nics[i].netdev, s->remote.host,
-					s->remote.nics[j].netdev, p->ret ? p->why : "",
-					p->ret && p->peer_ret ? "; peer: " : p->peer_ret ? "peer: " : "",
-					p->peer_ret ? p->peer_why : "");
-				if (p->diag.cause)
-					rn_doctor_print_finding(f, "      diagnosis", &p->diag);
-			}
-		}
-	}
+	nf = print_all_findings(f, s);
 	fprintf(f, "verdict: %s (pair checks %.1f ms)\n",
 		session_problems(s) || nf ? "problems found: apply the fixes above on the host each names"
 					  : "all good",
@@ -498,7 +524,11 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);
-	ret = recv_type(fd, RN_DW_CHECKS, &m, why, sizeof(why));
+	ret = rn_dw_send_checks(fd, &s->ours);
+	if (ret)
+		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
+	else
+		ret = recv_type(fd, RN_DW_CHECKS, &m, why, sizeof(why));
 	if (!ret) {
 		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
 		rn_dw_msg_free(&m);
@@ -578,6 +608,15 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 	ret = rn_dw_send_inv(fd, &s->local);
 	if (ret) {
 		slog("%s: cannot send the inventory: %s", who, strerror(-ret));
+		return -1;
+	}
+	ret = rn_dw_recv(fd, &m, why, sizeof(why));
+	if (!ret) {
+		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
+		rn_dw_msg_free(&m);
+	}
+	if (ret) {
+		slog("%s: %s", who, why);
 		return -1;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# roce-doctor peer/serve between two host namespaces (2 NICs each, one subnet, one bridge;
+# netdev-only: ARP, route and MTU checks, no RDMA). With kernel defaults the real ARP flux of
+# host B (both NICs answer for each other's address) leaves host A's neighbour entry for one of
+# B's addresses holding the other NIC's MAC: named neigh-wrong-mac with a fix for host B.
+# Garbage sent to `serve` is rejected with a log line and the next client is served. After
+# scripts/roce-policy-routing on both hosts every pair is ok; an MTU mismatch is named with
+# its fix; `serve --once` exits after one client.
+. "$(dirname "$0")/doctor_lib.sh"
+rn_require_netns
+rn_tmpdir T
+rn_host_ns 2
+A=$RN_HOST
+rn_ns B hostb
+rn_in "$B" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+rn_veth "$B" nic0 "$RN_PEER" bp0 br0 198.18.0.21/24
+rn_veth "$B" nic1 "$RN_PEER" bp1 br0 198.18.0.22/24
+SRV=
+trap '_rc=$?; [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; (exit $_rc); _rn_cleanup' EXIT
+
+# Each end under its own host name (UTS namespace), as two machines would be.
+on_a() { ip netns exec "$A" unshare -u sh -c 'hostname hosta && exec "$@"' sh "$@"; }
+# In the background: exec, so that $! is the server itself (kill ends exactly it).
+serve_bg() { exec ip netns exec "$B" unshare -u sh -c 'hostname hostb-$$ && exec "$@"' sh "$DOCTOR" serve --netdev nic0,nic1 "$@"; }
+peer() { # JSON report into $T/$1.json, status in RC
+	on_a "$DOCTOR" peer 198.18.0.21 --netdev nic0,nic1 --json --timeout 5 >"$T/$1.json" 2>"$T/$1.err"
+	RC=$?
+	cat "$T/$1.err"
+}
+pairs() { jq_py "$T/$1.json" "['%s>%s=%s' % (p['local'], p['remote'], p['result']) for p in d['pairs']]"; }
+wait_listen() {
+	local i
+	for i in $(seq 50); do
+		ip netns exec "$B" ss -Hltn 'sport = :18515' | grep -q . && return 0
+		sleep 0.1
+	done
+	cat "$T/serve.log"
+	rn_fail "roce-doctor serve did not listen"
+}
+
+serve_bg --timeout 60 >"$T/serve.log" 2>&1 &
+SRV=$!
+wait_listen
+
+echo "== kernel defaults on both hosts"
+peer defaults
+[ $RC -eq 1 ] || rn_fail "defaults: exit $RC, want 1"
+echo "pairs: $(pairs defaults)"
+bhost=$(jq_py "$T/defaults.json" "d['remote']['host']")
+[[ $bhost == hostb-* ]] || rn_fail "remote host name is '$bhost'"
+wrong=$(jq_py "$T/defaults.json" "['%s>%s' % (p['local'], p['remote']) for p in d['pairs'] if any(f['cause'] == 'neigh-wrong-mac' for f in p['local_check']['findings'])]")
+echo "neigh-wrong-mac on: $wrong"
+[ -n "$wrong" ] || rn_fail "ARP flux of host B not named neigh-wrong-mac on any pair"
+fix=$(jq_py "$T/defaults.json" "[f['fix'] for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
+echo "fix: $fix"
+[[ $fix == "on $bhost: "*arp_ignore=1* ]] || rn_fail "neigh-wrong-mac fix does not target host B"
+# The MAC A held is really B's other NIC's (the neighbour may flip later as B talks).
+p=${wrong%% *}
+other=nic1
+[ "${p#*>}" = nic1 ] && other=nic0
+omac=$(ip -n "$B" -o link show dev $other | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+msg=$(jq_py "$T/defaults.json" "[f['message'] for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
+echo "$msg"
+grep -q "$omac" <<<"$msg" || rn_fail "neigh-wrong-mac does not name B $other's MAC $omac"
+has arp-flux "$(jq_py "$T/defaults.json" "sorted(set(f['cause'] for n in d['remote']['nics'] for f in n['findings']))")" \
+	"host B's own verdict"
+# A's nic1 traffic leaves through nic0 without rules: A's own side names it.
+has route-wrong-nic "$(jq_py "$T/defaults.json" "[f['cause'] for p in d['pairs'] if p['local'] == 'nic1' for f in p['local_check']['findings']]")" \
+	"A nic1's pairs"
+# Again from fresh neighbour tables (the first session's ARP traffic fixed some entries),
+# in the human format: the matrix names it too.
+for n in nic0 nic1; do ip -n "$A" neigh flush dev $n; ip -n "$B" neigh flush dev $n; done
+on_a "$DOCTOR" peer 198.18.0.21 --netdev nic0,nic1 --timeout 5 >"$T/human.txt" 2>&1
+rc=$?
+cat "$T/human.txt"
+[ $rc -eq 1 ] || rn_fail "human format: exit $rc, want 1"
+grep -q '^nic0 198.18.0.11 .*neigh-wrong-mac' "$T/human.txt" || rn_fail "matrix row nic0 does not show neigh-wrong-mac"
+
+echo "== garbage to serve"
+printf 'junk\n' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515' ||
+	rn_fail "could not send garbage"
+# right magic, another protocol version
+printf 'RNDR\0\11\0\1\0\0\0\0\0\0\0\0' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515'
+# right header, length beyond the maximum
+printf 'RNDR\0\1\0\1\177\0\0\0\0\0\0\0' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515'
+# valid header, inventory cut short
+printf 'RNDR\0\1\0\1\0\0\0\10\0\0\0\0hostx\0\0\0' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515'
+for i in $(seq 50); do [ "$(grep -c rejected "$T/serve.log")" -ge 4 ] && break; sleep 0.1; done
+grep rejected "$T/serve.log"
+[ "$(grep -c rejected "$T/serve.log")" -ge 4 ] || rn_fail "serve did not log 4 rejections"
+kill -0 "$SRV" 2>/dev/null || rn_fail "serve died on garbage"
+
+echo "== scripts/roce-policy-routing on both hosts"
+rn_in "$A" "$RN_TOP/scripts/roce-policy-routing" --state-dir "$T/sa" nic0 nic1 >/dev/null || rn_fail "fix on A"
+rn_in "$B" "$RN_TOP/scripts/roce-policy-routing" --state-dir "$T/sb" nic0 nic1 >/dev/null || rn_fail "fix on B"
+peer fixed
+echo "pairs: $(pairs fixed)"
+[ $RC -eq 0 ] || { cat "$T/fixed.json"; rn_fail "after the fix on both hosts: exit $RC, want 0"; }
+[ "$(pairs fixed)" = "nic0>nic0=ok nic0>nic1=ok nic1>nic0=ok nic1>nic1=ok" ] ||
+	rn_fail "not every pair is ok after the fix"
+for nd in nic0 nic1; do
+	ip=$(ip -n "$B" -4 -o addr show dev $nd | awk '{print $4}' | cut -d/ -f1)
+	mac=$(ip -n "$B" -o link show dev $nd | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+	got=$(ip -n "$A" neigh show "$ip" dev nic0 | grep -o 'lladdr [0-9a-f:]*' | cut -d' ' -f2)
+	[ "$got" = "$mac" ] || rn_fail "after the fix A resolves $ip to $got, want $mac"
+done
+echo "pair checks took $(jq_py "$T/fixed.json" "d['summary']['elapsed_us']") us for 4 pairs"
+
+echo "== MTU mismatch"
+ip -n "$B" link set dev nic0 mtu 9000
+peer mtu
+echo "pairs: $(pairs mtu)"
+[ $RC -eq 1 ] || rn_fail "MTU mismatch: exit $RC, want 1"
+m=$(jq_py "$T/mtu.json" "[f['fix'] for p in d['pairs'] if p['remote'] == 'nic0' for f in p['local_check']['findings'] if f['cause'] == 'mtu-mismatch']")
+echo "fix: $m"
+grep -q 'ip link set dev nic[01] mtu 9000' <<<"$m" || rn_fail "mtu-mismatch not named with its fix"
+[ "$(jq_py "$T/mtu.json" "[p['result'] for p in d['pairs'] if p['remote'] == 'nic1']")" = "ok ok" ] ||
+	rn_fail "pairs without the mismatch are not ok"
+ip -n "$B" link set dev nic0 mtu 1500
+kill "$SRV"
+wait "$SRV" 2>/dev/null
+SRV=
+
+echo "== serve --once"
+serve_bg --once --timeout 30 >"$T/once.log" 2>&1 &
+SRV=$!
+wait_listen
+peer once
+[ $RC -eq 0 ] || rn_fail "peer against serve --once: exit $RC"
+for i in $(seq 50); do kill -0 "$SRV" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$SRV" 2>/dev/null && rn_fail "serve --once still runs after its client"
+wait "$SRV"
+rc=$?
+SRV=
+cat "$T/once.log"
+[ $rc -eq 0 ] || rn_fail "serve --once exit $rc after an all-good session"
+echo PASS
