@@ -103,7 +103,15 @@ case $line in
 *) echo "FAIL [unresolved] $line"; RN_FAILS=$((RN_FAILS + 1)) ;;
 esac
 
-# 4. The peer says its own path is broken: refused here too (unit-tested in depth);
+# 4. No route at all (198.19.0.0/16 is routed nowhere here): the kernel's own errno
+# comes through netlink (libnl alone would fold it into a generic failure).
+out=$(rn_pc "$H" conn eth0 198.19.0.5 02:00:00:00:00:05 200 nohost)
+case $out in
+*"result=refused cause=no-route "*"Network is unreachable"*) echo "ok   [no-route] ENETUNREACH kept" ;;
+*) echo "FAIL [no-route] $out"; RN_FAILS=$((RN_FAILS + 1)) ;;
+esac
+
+# 5. The peer says its own path is broken: refused here too (unit-tested in depth);
 # a route through the other NIC: break eth0's table.
 ip -n "$H" route replace 198.18.0.0/24 dev eth1 table 101
 out=$(rn_pc "$H" -c warn conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1)

@@ -232,6 +232,15 @@ static void test_peer_facts_from_nic(void **state)
 	assert_memory_equal(p.mac, nic.mac, 6);
 	assert_int_equal(p.verdict_cause, RN_CAUSE_NONE);
 	assert_true(p.host[0]);
+	/* A refused NIC advertises the cause that refused it, not an earlier warning. */
+	nic.verdict = RN_VERDICT_REFUSED;
+	nic.nfindings = 2;
+	nic.findings[0].cause = RN_CAUSE_MTU_MISMATCH;
+	nic.findings[0].sev = RN_SEV_WARN;
+	nic.findings[1].cause = RN_CAUSE_ARP_FLUX;
+	nic.findings[1].sev = RN_SEV_FATAL;
+	rn_peer_facts_from_nic(&nic, &p);
+	assert_int_equal(p.verdict_cause, RN_CAUSE_ARP_FLUX);
 }
 
 int main(void)
