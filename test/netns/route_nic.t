@@ -41,15 +41,30 @@ rn_expect_cause default "$out" eth2 route-wrong-nic
 out=$(rn_pc "$H" -c warn nic eth1)
 rn_expect default-warn "$out" eth1 verdict=warn
 
-# B. the seed's full fix: per-NIC tables and rules, arp_ignore=1, arp_announce=2
+# B. the seed's full fix, command for command (roce-multi-nic-guide): per NIC a
+# table with a default route and the subnet with src, 'ip rule add from IP lookup T'
+# without a priority, then arp_ignore=1/arp_announce=2 on all and on every NIC.
 reset_host
-seed_policy
+t=101
+for pair in eth0:198.18.0.1 eth1:198.18.0.2 eth2:198.18.0.3; do
+	ip -n "$H" route add default dev "${pair%%:*}" table $t
+	ip -n "$H" route add 198.18.0.0/24 dev "${pair%%:*}" src "${pair#*:}" table $t
+	ip -n "$H" rule add from "${pair#*:}" lookup $t
+	t=$((t + 1))
+done
 fix_arp
+for d in eth0 eth1 eth2; do
+	rn_sysctl "$H" "net.ipv4.conf.$d.arp_ignore=1" "net.ipv4.conf.$d.arp_announce=2"
+done
 out=$(rn_pc "$H" nic eth0 eth1 eth2)
 echo "$out" | grep '^nic'
 rn_expect seed-fix "$out" eth0 verdict=ok causes=none ip=198.18.0.1/24 table=101
 rn_expect seed-fix "$out" eth1 verdict=ok causes=none ip=198.18.0.2/24 table=102
 rn_expect seed-fix "$out" eth2 verdict=ok causes=none ip=198.18.0.3/24 table=103
+
+while ip -n "$H" rule show | grep -q "lookup 10[123]"; do
+	ip -n "$H" rule del pref "$(ip -n "$H" rule show | grep -m1 "lookup 10[123]" | cut -d: -f1)"
+done
 
 # C. eth1's rule leads to a table that routes out of eth0
 reset_host
