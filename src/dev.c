@@ -134,8 +134,10 @@ static int find_netdev(struct ibv_context *ctx, const char *ibdev, int port, int
 
 		if (rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e))
 			continue;
-		if (!rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
-				  ibdev, port, i) && buf[0] && strlen(buf) < len) {
+		if (!rn_sys_readf(buf, sizeof(buf),
+				  "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d", ibdev,
+				  port, i) &&
+		    buf[0] && strlen(buf) < len) {
 			memcpy(out, buf, strlen(buf) + 1);
 			return 0;
 		}
@@ -378,7 +380,8 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg) : NULL;
 
 		if (!d) {
-			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i], strerror(errno));
+			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i],
+				strerror(errno));
 			if (ctx && ctx != probe)
 				rn_verbs.close_device(ctx);
 			continue;
@@ -421,8 +424,8 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 
 		snprintf(detail, sizeof(detail), "%s", why_buf);
 		snprintf(why_buf, why_len,
-			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s", num,
-			 num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
+			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s",
+			 num, num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
 	}
 	return n;
 }

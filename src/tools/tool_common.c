@@ -47,7 +47,8 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 		 const char *fmt, ...)
 {
 	static char host[64];
-	const char *tag = level == NCCL_LOG_WARN ? "WARN" : level == NCCL_LOG_TRACE ? "TRACE" : "INFO";
+	const char *tag = level == NCCL_LOG_TRACE ? "TRACE" : "INFO";
+	long tid = (long)syscall(SYS_gettid);
 	char msg[2048];
 	va_list ap;
 
@@ -60,11 +61,9 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	va_end(ap);
 	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
 	if (level == NCCL_LOG_WARN)
-		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), (long)syscall(SYS_gettid),
-		       file, line, msg);
+		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line, msg);
 	else
-		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), (long)syscall(SYS_gettid), tag,
-		       msg);
+		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
 	fflush(stdout);
 }
 
