@@ -43,4 +43,13 @@ NCCL_DEBUG=INFO "$drv" --plugin rn-no-such-plugin >"$out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "missing plugin exited $rc, want 1"
 grep -q "Could not find: libnccl-net-rn-no-such-plugin.so" "$out" || fail "no NCCL-style miss"
+# 5. usage errors are exit 2, with a line saying what is wrong
+"$drv" --size 0 >"$out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "bad --size" "$out" || fail "--size 0: exit $rc"
+"$drv" frobnicate >"$out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown command 'frobnicate'" "$out" || fail "bad command: exit $rc"
+"$drv" server >"$out" 2>&1; rc=$?
+[ $rc -eq 2 ] && grep -q "server needs ADDR:PORT" "$out" || fail "server without address: $rc"
+"$drv" --help >"$out" 2>&1 || fail "--help failed"
+grep -q "^exit: 0 ok, 1 plugin failure, 2 usage, 3 no RoCE device" "$out" || fail "--help"
 echo "ok"
