@@ -445,7 +445,8 @@ static void usage(FILE *f)
 	size_t i;
 
 	fprintf(f,
-		"usage: nccl-net-driver [options] [probe | server ADDR:PORT | client ADDR:PORT]\n"
+		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT]\n"
+		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
 		"  --max-version N    newest ncclNetPlugin_vN to try (12 as NCCL 2.30, 11 as 2.28)\n"
 		"  --comms N          communicators to init and finalize (probe; default 2)\n"
@@ -517,6 +518,16 @@ int main(int argc, char **argv)
 	    d.timeout_ms < 1) {
 		fprintf(stderr, "nccl-net-driver: option out of range (see --help)\n");
 		return EXIT_USAGE;
+	}
+	/* `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce: a first word that is no
+	 * command names the plugin. */
+	if (optind < argc) {
+		int is_cmd = 0;
+
+		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			is_cmd |= !strcmp(argv[optind], cmds[i].name);
+		if (!is_cmd)
+			d.plugin = argv[optind++];
 	}
 	if (optind < argc)
 		cmd = argv[optind++];
