@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fake_path.h"
@@ -16,9 +17,14 @@ char fx_last_warn[2048];
 int fx_nwarn, fx_ninfo;
 static char infos[8192];
 
+static int dbg = -1;
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
 		 const char *msg)
 {
+	if (dbg < 0)
+		dbg = getenv("FX_DEBUG") != NULL;
+	if (dbg)
+		fprintf(stderr, "LOG%d %s\n", level, msg);
 	if (level == RN_LOG_WARN) {
 		fx_nwarn++;
 		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
