@@ -46,6 +46,12 @@ UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 
+# A unit test that #includes a test/unit/double_*.c replaces core functions with
+# scripted ones; its own object comes first on the link line, so its definitions win
+# over the archive's.
+doubles_flag = $(if $(shell grep -l '^\#include "double_' $(1) 2>/dev/null),-Wl$(comma)--allow-multiple-definition)
+comma := ,
+
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
 
@@ -111,7 +117,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
-		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS)
+		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
 
 # libFuzzer targets (clang); sources are compiled into each target directly.
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)

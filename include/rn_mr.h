@@ -27,8 +27,8 @@ struct rn_mr {
 /* Register @data..@data+@size on @dev (cache hit or new). 0 or -errno. */
 int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd,
 	      uint64_t offset, struct rn_mr **out);
-/* Drop one reference; deregisters at zero. 0, or -EINVAL for an MR the cache does not hold. */
-int rn_mr_put(struct rn_mr *mr);
+/* Drop one reference; deregisters at zero. 0, or -EINVAL for an MR @dev's cache does not hold. */
+int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr);
 
 /* Access flags for every buffer NCCL hands us (plus relaxed ordering when @dev allows). */
 unsigned int rn_mr_access(const struct rn_dev *dev);

@@ -113,7 +113,12 @@ void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
  *   rn_conn_check_start()  0 or -errno
  *   rn_conn_check_poll()   0 = symmetric, -EAGAIN = not decided yet,
  *                          -EHOSTUNREACH = refused (@out holds the cause and fix),
- *                          other -errno = could not check
+ *                          other -errno = could not check.
+ *                          On 0, @out->cause is RN_CAUSE_NONE or a warning to log
+ *                          (an MTU mismatch between the peers); @out may be NULL.
+ * Each call costs a netlink query or two (tens of microseconds); the neighbour is
+ * resolved by the kernel meanwhile (one datagram to the peer's discard port from our
+ * IP out of our NIC at start, repeated every 200 ms while unresolved).
  */
 struct rn_conn_check;
 int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,

@@ -65,7 +65,7 @@ static struct rn_engine *engine_of(void *ctx)
 }
 
 ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
-				ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+			    ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	struct rn_plugin_ctx *pc;
 	int ret;
@@ -204,7 +204,7 @@ ncclResult_t rn_plugin_connect_tc(void *ctx, int dev, int traffic_class, void *h
 }
 
 ncclResult_t rn_plugin_connect(void *ctx, int dev, void *handle, void **send_comm,
-				   ncclNetDeviceHandle_v12_t **send_dev_comm)
+			       ncclNetDeviceHandle_v12_t **send_dev_comm)
 {
 	struct rn_plugin_ctx *pc = to_ctx(ctx);
 

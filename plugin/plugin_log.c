@@ -14,12 +14,11 @@ static void nccl_sink(enum rn_log_level level, unsigned long sub, const char *fi
 		      const char *msg)
 {
 	ncclDebugLogger_t logger = atomic_load(&nccl_logger);
-	unsigned long flags = sub & (RN_SUB_INIT | RN_SUB_NET | RN_SUB_ENV);
-
-	if (!logger)
-		return;
 	/* Our own lines are net-transport lines even when the caller named only INIT/ENV. */
-	logger((ncclDebugLogLevel)level, flags ? flags | NCCL_NET : NCCL_NET, file, line, "%s", msg);
+	unsigned long flags = (sub & (RN_SUB_INIT | RN_SUB_NET | RN_SUB_ENV)) | NCCL_NET;
+
+	if (logger)
+		logger((ncclDebugLogLevel)level, flags, file, line, "%s", msg);
 }
 
 void rn_plugin_log_attach(ncclDebugLogger_t logger)

@@ -447,9 +447,9 @@ static int hs_decide(struct rn_hs *hs)
 	} else {
 		return 0;
 	}
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s: [%s] %s Fix: %s",
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s (cause %d): %s Fix: %s",
 		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
-		who, rn_cause_id(f->cause), f->msg, f->fix);
+		who, (int)f->cause, f->msg, f->fix);
 	return -EHOSTUNREACH;
 }
 

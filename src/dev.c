@@ -134,8 +134,10 @@ static int find_netdev(struct ibv_context *ctx, const char *ibdev, int port, int
 
 		if (rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e))
 			continue;
-		if (!rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
-				  ibdev, port, i) && buf[0] && strlen(buf) < len) {
+		if (!rn_sys_readf(buf, sizeof(buf),
+				  "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d", ibdev,
+				  port, i) &&
+		    buf[0] && strlen(buf) < len) {
 			memcpy(out, buf, strlen(buf) + 1);
 			return 0;
 		}
@@ -247,20 +249,19 @@ struct why {
 
 static void why_add(struct why *w, const char *fmt, ...) __rn_printf(2, 3);
 
+/* A port not used: one INFO line now, and a part of the reason if none is left. */
 static void why_add(struct why *w, const char *fmt, ...)
 {
 	size_t used = strlen(w->buf);
+	char item[256];
 	va_list ap;
 
-	if (used + 2 >= w->len)
-		return;
-	if (used)
-		used += (size_t)snprintf(w->buf + used, w->len - used, ", ");
-	if (used >= w->len)
-		return;
 	va_start(ap, fmt);
-	vsnprintf(w->buf + used, w->len - used, fmt, ap);
+	vsnprintf(item, sizeof(item), fmt, ap);
 	va_end(ap);
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s", item);
+	if (used + 2 < w->len)
+		snprintf(w->buf + used, w->len - used, "%s%s", used ? ", " : "", item);
 }
 
 static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int port,
@@ -305,6 +306,20 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	/* auto (2): rdma-core only grants it where the device supports it */
 	d->relaxed_ordering = cfg->pci_relaxed_ordering != 0;
 	return d;
+}
+
+static void dev_log(const struct rn_dev *d)
+{
+	const struct rn_nic *nic = &d->nic;
+
+	rn_info(RN_SUB_INIT | RN_SUB_NET,
+		RN_PFX "found %s:%d netdev %s (ifindex %d, mtu %d, %s) %s%s speed %d Mbps ptrSupport %s%s%s",
+		nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?", nic->ifindex, nic->mtu,
+		nic->link_up ? "up" : "down", d->is_rxe ? "Soft-RoCE" : "pci ",
+		d->is_rxe ? "" : d->pci_path[0] ? d->pci_path : "-", d->speed_mbps,
+		d->ptr_support & RN_PTR_HOST ? "HOST" : "",
+		d->ptr_support & RN_PTR_CUDA ? "|CUDA" : "",
+		d->ptr_support & RN_PTR_DMABUF ? "|DMABUF" : "");
 }
 
 static const char *port_state_str(enum ibv_port_state s)
@@ -378,13 +393,15 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg) : NULL;
 
 		if (!d) {
-			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i], strerror(errno));
+			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i],
+				strerror(errno));
 			if (ctx && ctx != probe)
 				rn_verbs.close_device(ctx);
 			continue;
 		}
 		probe_used |= ctx == probe;
 		out[n++] = d;
+		dev_log(d);
 	}
 	if (!probe_used)
 		rn_verbs.close_device(probe);
@@ -421,8 +438,8 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 
 		snprintf(detail, sizeof(detail), "%s", why_buf);
 		snprintf(why_buf, why_len,
-			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s", num,
-			 num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
+			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s",
+			 num, num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
 	}
 	return n;
 }

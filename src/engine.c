@@ -63,8 +63,9 @@ static void engine_log_using(const struct rn_engine *eng)
 		const struct rn_nic *nic = &eng->devs[i]->nic;
 
 		rn_ip_str(&nic->ip, ip, sizeof(ip));
-		append(line, sizeof(line), "%s[%d]%s:%d/RoCE %s %s gid %d", i ? " " : "", i, nic->ibdev,
-		       nic->port, nic->netdev[0] ? nic->netdev : "?", ip, nic->gid_index);
+		append(line, sizeof(line), "%s[%d]%s:%d/RoCE %s %s gid %d", i ? " " : "", i,
+		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?", ip,
+		       nic->gid_index);
 	}
 	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "Using %s; OOB %s", line,
 		eng->cfg.socket_ifname[0] ? eng->cfg.socket_ifname : "each NIC's own IP");
@@ -117,8 +118,8 @@ static int engine_init(struct rn_engine *eng)
 			continue;
 		}
 		nrefused++;
-		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "", nic->ibdev,
-		       nic->port, nic->netdev[0] ? nic->netdev : "?",
+		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "",
+		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?",
 		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
@@ -131,7 +132,8 @@ static int engine_init(struct rn_engine *eng)
 	}
 	if (nrefused)
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "%d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing",
+			RN_PFX
+			"%d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing",
 			nrefused, nrefused == 1 ? "" : "s", refused);
 	engine_log_using(eng);
 	return 0;

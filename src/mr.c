@@ -106,15 +106,14 @@ out:
 	return ret;
 }
 
-int rn_mr_put(struct rn_mr *mr)
+int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr)
 {
-	struct rn_dev *dev;
 	struct rn_mr **pp;
 	int ret = -EINVAL;
 
+	/* @mr is only compared until found: a stale handle gets -EINVAL, not a crash */
 	if (!mr)
 		return -EINVAL;
-	dev = mr->dev;
 	pthread_mutex_lock(&dev->lock);
 	for (pp = dev->mrs ? &dev->mrs->head : NULL; pp && *pp; pp = &(*pp)->next) {
 		if (*pp != mr)

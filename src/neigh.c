@@ -62,8 +62,16 @@ void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 	out->mtu = nic->mtu;
 	out->active_mtu = nic->active_mtu;
 	out->verdict_cause = RN_CAUSE_NONE;
-	if (nic->verdict == RN_VERDICT_REFUSED && nic->nfindings)
-		out->verdict_cause = (uint16_t)nic->findings[0].cause;
+	if (nic->verdict == RN_VERDICT_REFUSED) {
+		int i;
+
+		/* The cause that refused it, not a warning that came first. */
+		for (i = 0; i < nic->nfindings; i++)
+			if (nic->findings[i].sev == RN_SEV_FATAL) {
+				out->verdict_cause = (uint16_t)nic->findings[i].cause;
+				break;
+			}
+	}
 }
 
 void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v)

@@ -125,7 +125,7 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	memset(&f, 0, sizeof(f));
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
 	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis: [%s] %s Fix: %s", rn_cause_id(f.cause),
+		snprintf(diag, sizeof(diag), "diagnosis (cause %d): %s Fix: %s", (int)f.cause,
 			 f.msg, f.fix);
 	else if (ret == -ENOENT)
 		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
@@ -791,5 +791,7 @@ int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off
 
 int rn_dereg_mr(void *comm, struct rn_mr *mr)
 {
-	return rn_mr_put(mr);
+	if (!comm)
+		return -EINVAL;
+	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);
 }

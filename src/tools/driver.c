@@ -59,8 +59,8 @@ static void say(const char *fmt, ...)
 
 static const char *ptr_str(int p, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s", p & NCCL_PTR_HOST ? "HOST" : "", p & NCCL_PTR_CUDA ? "|CUDA" : "",
-		 p & NCCL_PTR_DMABUF ? "|DMABUF" : "");
+	snprintf(buf, len, "%s%s%s", p & NCCL_PTR_HOST ? "HOST" : "",
+		 p & NCCL_PTR_CUDA ? "|CUDA" : "", p & NCCL_PTR_DMABUF ? "|DMABUF" : "");
 	return buf;
 }
 
@@ -146,7 +146,8 @@ static int cmd_probe(struct driver *d)
 		}
 		print_props(i, &p);
 		if (p.netDeviceType != NCCL_NET_DEVICE_HOST)
-			say("dev %d: netDeviceType %d: NCCL would reject the plugin", i, p.netDeviceType);
+			say("dev %d: netDeviceType %d: NCCL would reject the plugin", i,
+			    p.netDeviceType);
 	}
 	if (driver_stop(d) && !rc)
 		rc = EXIT_FAILED;
@@ -186,90 +187,121 @@ static int expired(double deadline)
 	return tool_now() > deadline;
 }
 
+/* One direction of one connection: a window of slots, each with its request. */
+struct xfer {
+	struct driver *d;
+	void *comm, *mh;
+	int sender;
+	unsigned char *buf;
+	void *reqs[NCCL_NET_MAX_REQUESTS];
+	long msg[NCCL_NET_MAX_REQUESTS]; /* message number held by each slot */
+	long posted, completed;
+};
+
+static unsigned char *slot_buf(struct xfer *x, int s)
+{
+	return x->buf + x->d->size * (size_t)s;
+}
+
+/* Post the next message in slot @s; NCCL's "request NULL = try again later" kept. */
+static int xfer_post(struct xfer *x, int s)
+{
+	struct driver *d = x->d;
+	ncclResult_t res;
+
+	if (x->sender) {
+		fill(slot_buf(x, s), d->size, x->posted);
+		res = netplug_isend(&d->np, x->comm, slot_buf(x, s), d->size, 0, x->mh,
+				    &x->reqs[s]);
+	} else {
+		void *data = slot_buf(x, s);
+		size_t size = d->size;
+		int tag = 0;
+
+		res = netplug_irecv(&d->np, x->comm, 1, &data, &size, &tag, &x->mh, &x->reqs[s]);
+	}
+	if (res != ncclSuccess) {
+		say("%s: %s", x->sender ? "isend" : "irecv", netplug_result_str(res));
+		return -1;
+	}
+	if (x->reqs[s])
+		x->msg[s] = x->posted++;
+	return 0;
+}
+
+/* Test slot @s's request; a finished receive is checked byte by byte. */
+static int xfer_test(struct xfer *x, int s)
+{
+	struct driver *d = x->d;
+	int done = 0, sizes[1] = { 0 };
+	ncclResult_t res = netplug_test(&d->np, x->reqs[s], &done, sizes);
+	long bad;
+
+	if (res != ncclSuccess) {
+		say("test: %s", netplug_result_str(res));
+		return -1;
+	}
+	if (!done)
+		return 0;
+	x->reqs[s] = NULL;
+	x->completed++;
+	if (x->sender)
+		return 0;
+	bad = check(slot_buf(x, s), d->size, x->msg[s]);
+	if (sizes[0] != (int)d->size || bad >= 0) {
+		say("message %ld: %d bytes, expected %zu; first bad byte %ld", x->msg[s], sizes[0],
+		    d->size, bad);
+		return -1;
+	}
+	return 0;
+}
+
 static int run_transfer(struct driver *d, void *comm, int sender)
 {
-	unsigned char *buf = NULL;
-	void *mh = NULL, *reqs[NCCL_NET_MAX_REQUESTS] = { 0 };
-	long slot_msg[NCCL_NET_MAX_REQUESTS];
-	long posted = 0, completed = 0;
-	double t0, deadline;
+	struct xfer x = { .d = d, .comm = comm, .sender = sender };
+	size_t bytes = d->size * (size_t)d->window;
+	double t0, last, secs;
 	ncclResult_t res;
-	int rc = EXIT_FAILED, w = d->window, s;
+	int rc = EXIT_FAILED, s;
 
-	if (posix_memalign((void **)&buf, 4096, d->size * (size_t)w))
+	if (posix_memalign((void **)&x.buf, 4096, bytes))
 		return EXIT_FAILED;
-	res = netplug_reg_mr(&d->np, comm, buf, d->size * (size_t)w, NCCL_PTR_HOST, &mh);
+	res = netplug_reg_mr(&d->np, comm, x.buf, bytes, NCCL_PTR_HOST, &x.mh);
 	if (res != ncclSuccess) {
 		say("regMr: %s", netplug_result_str(res));
 		goto out;
 	}
-	t0 = tool_now();
-	deadline = t0 + d->timeout_ms / 1000.0;
-	while (completed < d->iters) {
-		for (s = 0; s < w; s++) {
-			unsigned char *slot = buf + d->size * (size_t)s;
-			int done = 0, sizes[1] = { 0 };
+	t0 = last = tool_now();
+	while (x.completed < d->iters) {
+		long before = x.completed;
 
-			if (!reqs[s] && posted < d->iters) {
-				if (sender) {
-					fill(slot, d->size, posted);
-					res = netplug_isend(&d->np, comm, slot, d->size, 0, mh, &reqs[s]);
-				} else {
-					size_t sz = d->size;
-					void *data = slot;
-					int tag = 0;
-
-					res = netplug_irecv(&d->np, comm, 1, &data, &sz, &tag, &mh, &reqs[s]);
-				}
-				if (res != ncclSuccess) {
-					say("%s: %s", sender ? "isend" : "irecv", netplug_result_str(res));
-					goto dereg;
-				}
-				if (reqs[s])
-					slot_msg[s] = posted++;
-			}
-			if (!reqs[s])
-				continue;
-			res = netplug_test(&d->np, reqs[s], &done, sizes);
-			if (res != ncclSuccess) {
-				say("test: %s", netplug_result_str(res));
+		for (s = 0; s < d->window; s++) {
+			if (!x.reqs[s] && x.posted < d->iters && xfer_post(&x, s))
 				goto dereg;
-			}
-			if (!done)
-				continue;
-			reqs[s] = NULL;
-			completed++;
-			if (!sender) {
-				long bad = check(slot, d->size, slot_msg[s]);
-
-				if (sizes[0] != (int)d->size || bad >= 0) {
-					say("message %ld: %d bytes, expected %zu; first bad byte %ld",
-					    slot_msg[s], sizes[0], d->size, bad);
-					goto dereg;
-				}
-			}
+			if (x.reqs[s] && xfer_test(&x, s))
+				goto dereg;
 		}
-		if (expired(deadline)) {
-			say("%s timed out after %ld of %ld messages", sender ? "send" : "receive",
-			    completed, d->iters);
+		/* a dead peer is an error, never a hang: bound the time without progress */
+		if (x.completed != before) {
+			last = tool_now();
+		} else if (expired(last + d->timeout_ms / 1000.0)) {
+			say("%s: no progress for %d ms after %ld of %ld messages",
+			    sender ? "send" : "receive", d->timeout_ms, x.completed, d->iters);
 			goto dereg;
 		}
 	}
-	{
-		double secs = tool_now() - t0;
-
-		say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s", sender ? "sent" : "received",
-		    completed, d->size, secs, secs > 0 ? (double)d->size * completed / secs / 1e6 : 0);
-	}
+	secs = tool_now() - t0;
+	say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s", sender ? "sent" : "received",
+	    x.completed, d->size, secs, secs > 0 ? (double)d->size * x.completed / secs / 1e6 : 0);
 	rc = 0;
 dereg:
-	res = netplug_dereg_mr(&d->np, comm, mh);
+	res = netplug_dereg_mr(&d->np, comm, x.mh);
 	if (res != ncclSuccess && !rc) {
 		say("deregMr: %s", netplug_result_str(res));
 		rc = EXIT_FAILED;
 	}
 out:
-	free(buf);
+	free(x.buf);
 	return rc;
 }
 
@@ -280,7 +312,7 @@ static int cmd_server(struct driver *d)
 	int ndev, lfd = -1, fd = -1, rc = driver_start(d, 1, &ndev);
 	double deadline;
 	ncclResult_t res;
-	char ack = 0;
+	char ack;
 
 	if (rc)
 		goto out;
@@ -320,7 +352,8 @@ static int cmd_server(struct driver *d)
 	}
 	say("accepted");
 	rc = run_transfer(d, rc_comm, 0);
-	/* tell the client we have it all, so it closes only after us */
+	/* the verdict goes to the client, which closes only after us */
+	ack = rc ? 'F' : 'K';
 	if (side_send(fd, &ack, 1, d->timeout_ms) && !rc)
 		rc = EXIT_FAILED;
 	res = netplug_close_recv(&d->np, rc_comm);
@@ -381,8 +414,8 @@ static int cmd_client(struct driver *d)
 	}
 	say("connected");
 	rc = run_transfer(d, sc, 1);
-	if (!rc && side_recv(fd, &ack, 1, d->timeout_ms)) {
-		say("server did not confirm");
+	if (!rc && (side_recv(fd, &ack, 1, d->timeout_ms) || ack != 'K')) {
+		say("the server did not confirm the data");
 		rc = EXIT_FAILED;
 	}
 	res = netplug_close_send(&d->np, sc);
@@ -412,7 +445,8 @@ static void usage(FILE *f)
 	size_t i;
 
 	fprintf(f,
-		"usage: nccl-net-driver [options] [probe | server ADDR:PORT | client ADDR:PORT]\n"
+		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT]\n"
+		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
 		"  --max-version N    newest ncclNetPlugin_vN to try (12 as NCCL 2.30, 11 as 2.28)\n"
 		"  --comms N          communicators to init and finalize (probe; default 2)\n"
@@ -484,6 +518,16 @@ int main(int argc, char **argv)
 	    d.timeout_ms < 1) {
 		fprintf(stderr, "nccl-net-driver: option out of range (see --help)\n");
 		return EXIT_USAGE;
+	}
+	/* `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce: a first word that is no
+	 * command names the plugin. */
+	if (optind < argc) {
+		int is_cmd = 0;
+
+		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			is_cmd |= !strcmp(argv[optind], cmds[i].name);
+		if (!is_cmd)
+			d.plugin = argv[optind++];
 	}
 	if (optind < argc)
 		cmd = argv[optind++];

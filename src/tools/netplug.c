@@ -45,7 +45,8 @@ static int try_symbols(struct netplug *np, int max_version, ncclDebugLogger_t lo
 		np->table = dlsym(np->dl, sym);
 		if (np->table) {
 			np->version = v;
-			np->name = *(const char *const *)np->table; /* name is every table's first field */
+			/* name is every table's first field */
+			np->name = *(const char *const *)np->table;
 			return 0;
 		}
 	}

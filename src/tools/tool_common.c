@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,7 +48,8 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 		 const char *fmt, ...)
 {
 	static char host[64];
-	const char *tag = level == NCCL_LOG_WARN ? "WARN" : level == NCCL_LOG_TRACE ? "TRACE" : "INFO";
+	const char *tag = level == NCCL_LOG_TRACE ? "TRACE" : "INFO";
+	long tid = (long)syscall(SYS_gettid);
 	char msg[2048];
 	va_list ap;
 
@@ -60,11 +62,9 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	va_end(ap);
 	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
 	if (level == NCCL_LOG_WARN)
-		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), (long)syscall(SYS_gettid),
-		       file, line, msg);
+		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line, msg);
 	else
-		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), (long)syscall(SYS_gettid), tag,
-		       msg);
+		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
 	fflush(stdout);
 }
 
@@ -96,7 +96,7 @@ double tool_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int resolve(const char *addr, int passive, struct addrinfo **res)
+static int resolve_inet(const char *addr, int passive, struct addrinfo **res)
 {
 	char host[256], *port;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
@@ -119,6 +119,43 @@ static int resolve(const char *addr, int passive, struct addrinfo **res)
 	return getaddrinfo(host[0] ? host : NULL, port, &hints, res) ? -EINVAL : 0;
 }
 
+/* "unix:/path": a local socket, for tests that must not touch any network. */
+static int unix_addr(const char *addr, struct sockaddr_un *sun)
+{
+	if (strncmp(addr, "unix:", 5))
+		return 0;
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (strlen(addr + 5) >= sizeof(sun->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun->sun_path, addr + 5);
+	return 1;
+}
+
+static int resolve(const char *addr, int passive, struct addrinfo **res)
+{
+	static struct sockaddr_un sun;
+	static struct addrinfo unix_ai;
+	int ret = unix_addr(addr, &sun);
+
+	if (ret < 0)
+		return ret;
+	if (ret) {
+		unix_ai = (struct addrinfo){ .ai_family = AF_UNIX, .ai_socktype = SOCK_STREAM,
+					     .ai_addr = (struct sockaddr *)&sun,
+					     .ai_addrlen = sizeof(sun) };
+		*res = &unix_ai;
+		return 0;
+	}
+	return resolve_inet(addr, passive, res);
+}
+
+static void resolve_free(struct addrinfo *ai)
+{
+	if (ai->ai_family != AF_UNIX)
+		resolve_free(ai);
+}
+
 int side_listen(const char *addr)
 {
 	struct addrinfo *ai;
@@ -134,7 +171,7 @@ int side_listen(const char *addr)
 			close(fd);
 		fd = ret;
 	}
-	freeaddrinfo(ai);
+	resolve_free(ai);
 	return fd;
 }
 
@@ -181,8 +218,9 @@ int side_connect(const char *addr, int timeout_ms)
 		fd = -1;
 		/* the server may not be listening yet */
 		usleep(100 * 1000);
-	} while ((ret == -ECONNREFUSED || ret == -ETIMEDOUT) && tool_now() < deadline);
-	freeaddrinfo(ai);
+	} while ((ret == -ECONNREFUSED || ret == -ETIMEDOUT || ret == -ENOENT) &&
+		 tool_now() < deadline);
+	resolve_free(ai);
 	return ret ? ret : fd;
 }
 

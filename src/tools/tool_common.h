@@ -26,7 +26,8 @@ int tool_parse_size(const char *s, size_t *out);
 double tool_now(void);
 
 /*
- * Side channel over TCP, IPv4 or IPv6 "addr:port" / "[addr]:port".
+ * Side channel over TCP, IPv4 or IPv6 "addr:port" / "[addr]:port", or a local
+ * "unix:/path" socket (tests).
  * side_listen() binds and listens; side_accept() waits up to @timeout_ms for the
  * peer; side_connect() retries until @timeout_ms. Return an fd or -errno.
  */

@@ -78,7 +78,8 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	if (p && p->verdict != RN_VERDICT_OK) {
 		nic->nfindings = 1;
 		nic->findings[0].cause = p->cause;
-		nic->findings[0].sev = p->verdict == RN_VERDICT_REFUSED ? RN_SEV_FATAL : RN_SEV_WARN;
+		nic->findings[0].sev =
+			p->verdict == RN_VERDICT_REFUSED ? RN_SEV_FATAL : RN_SEV_WARN;
 	}
 	return 0;
 }

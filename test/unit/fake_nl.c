@@ -39,6 +39,8 @@ void fake_nl_init(struct fake_nl_host *h)
 	fake_rule(h, 0, NULL, RN_TABLE_LOCAL);
 	fake_rule(h, 32766, NULL, RN_TABLE_MAIN);
 	fake_rule(h, 32767, NULL, 253);
+	fake_rule(h, 0, "::/0", RN_TABLE_LOCAL);
+	fake_rule(h, 32766, "::/0", RN_TABLE_MAIN);
 }
 
 void fake_link(struct fake_nl_host *h, int ifindex, const char *name, int mac_last, int up)
@@ -125,6 +127,8 @@ void fake_rule(struct fake_nl_host *h, uint32_t prio, const char *from, uint32_t
 	if (from) {
 		must_cidr(from, &r->src, &r->src_len);
 		r->family = r->src.family;
+		if (!r->src_len)
+			memset(&r->src, 0, sizeof(r->src));
 	}
 }
 

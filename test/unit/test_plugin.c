@@ -396,16 +396,17 @@ static void test_legacy_v10(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_two_comms_lifecycle, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_finalize_null_and_failed_init, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_init_misuse, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_properties_v12, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_properties_old_layouts, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_connect_carries_traffic_class, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_error_translation, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_data_path_checks, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_int_size_shims, setup, teardown),
+		T(test_two_comms_lifecycle),
+		T(test_finalize_null_and_failed_init),
+		T(test_init_misuse),
+		T(test_properties_v12),
+		T(test_properties_old_layouts),
+		T(test_connect_carries_traffic_class),
+		T(test_error_translation),
+		T(test_data_path_checks),
+		T(test_int_size_shims),
 		cmocka_unit_test(test_table_shapes),
 		/* last: the legacy reference lives until exit, as under NCCL < 2.28 */
 		cmocka_unit_test_setup_teardown(test_legacy_v10, setup, teardown_legacy),

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "fake_nl.h"
+#include "rn_log.h"
 
 static struct fake_nl_host H;
 static struct rn_config cfg;
@@ -195,7 +196,6 @@ static void test_arp_filter_without_rules_is_not(void **state)
 {
 	fake_sysctl(&H, "all", "arp_filter", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
-	assert_non_null(find(&(struct rn_nic){ 0 }, RN_CAUSE_NONE) ? NULL : (void *)1);
 	{
 		struct rn_nic n0 = assess("eth0");
 
@@ -223,7 +223,6 @@ static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 static void test_down_peer_link_does_not_share(void **state)
 {
 	H.links[2].oper_up = 0; /* eth1 */
-	assert_null(find(&(struct rn_nic){ 0 }, RN_CAUSE_ARP_FLUX));
 	{
 		struct rn_nic n0 = assess("eth0");
 
@@ -270,12 +269,48 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	assert_non_null(strstr(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC)->msg, "gateway 198.19.0.254"));
 }
 
-static void test_log_lines(void **state)
+static int ninfo, nwarn, warn_ok;
+
+static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		 const char *msg)
+{
+	if (level == RN_LOG_INFO && strstr(msg, "NIC eth1:0 netdev eth1 GID -1 IP 198.18.0.2/24") &&
+	    strstr(msg, "verdict refused causes route-wrong-nic,arp-flux,no-rule"))
+		ninfo++;
+	if (level == RN_LOG_WARN) {
+		nwarn++;
+		warn_ok += !strncmp(msg, RN_PFX "eth1:0 ", strlen(RN_PFX "eth1:0 ")) &&
+			   strstr(msg, "; fix: ") != NULL;
+	}
+}
+
+static void test_log_one_info_and_one_warn_per_finding(void **state)
 {
 	struct rn_nic n1 = assess("eth1");
 
-	rn_nic_log(&n1); /* must not crash with findings; output goes to stderr */
-	assert_true(n1.nfindings > 0);
+	rn_log_set_sink(sink);
+	rn_log_set_level(RN_LOG_INFO);
+	rn_nic_log(&n1);
+	rn_log_set_sink(NULL);
+	assert_int_equal(ninfo, 1);
+	assert_int_equal(nwarn, n1.nfindings);
+	assert_int_equal(warn_ok, n1.nfindings);
+}
+
+static void test_ipv6_shared_subnet(void **state)
+{
+	struct rn_nic n0, n1;
+
+	cfg.addr_family = AF_INET6;
+	fake_addr(&H, 2, "fd00::1/64", 0);
+	fake_addr(&H, 3, "fd00::2/64", 0);
+	n0 = assess("eth0");
+	n1 = assess("eth1");
+	assert_int_equal(n0.ip.family, AF_INET6);
+	assert_null(find(&n0, RN_CAUSE_ARP_FLUX)); /* ND answers come from the owner */
+	assert_non_null(find(&n0, RN_CAUSE_NO_RULE));
+	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
 }
 
 int main(void)
@@ -295,7 +330,8 @@ int main(void)
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
 		cmocka_unit_test_setup(test_gateway_of_table_must_egress_nic, setup_shared),
-		cmocka_unit_test_setup(test_log_lines, setup_shared),
+		cmocka_unit_test_setup(test_log_one_info_and_one_warn_per_finding, setup_shared),
+		cmocka_unit_test_setup(test_ipv6_shared_subnet, setup_shared),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

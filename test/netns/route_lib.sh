@@ -1,0 +1,137 @@
+# shellcheck shell=bash
+# Helpers for the route-awareness netns tests (sourced by test/netns/route_*.t).
+# Every namespace is named rnr<pid>-<role> and deleted on exit; addresses are
+# from 198.18.0.0/15 only; nothing touches the initial namespace.
+
+RN_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RN_PC=$RN_TOP/build/test/rn-pathcheck
+RN_ID=rnr$$
+RN_FAILS=0
+
+rn_skip() { echo "skip: $*"; exit 77; }
+
+# rn_ns runs in $(...), so cleanup finds our namespaces by this run's own prefix.
+rn_cleanup() {
+	local ns
+	for ns in $(ip netns list | awk '{print $1}' | grep "^$RN_ID-"); do
+		ip netns del "$ns" 2>/dev/null
+	done
+}
+
+rn_require() {
+	[ "$(id -u)" -eq 0 ] || rn_skip "needs root to create network namespaces"
+	command -v ip >/dev/null || rn_skip "needs iproute2"
+	ip netns add "$RN_ID-probe" 2>/dev/null || rn_skip "cannot create network namespaces here"
+	ip netns del "$RN_ID-probe"
+	trap rn_cleanup EXIT
+	trap 'exit 143' TERM INT
+	if [ ! -x "$RN_PC" ]; then
+		make -C "$RN_TOP" -s "build/test/rn-pathcheck" >/dev/null || {
+			echo "FAIL: cannot build rn-pathcheck"
+			exit 1
+		}
+	fi
+}
+
+# rn_ns ROLE: create namespace $RN_ID-ROLE with lo up and kernel-default sysctls.
+rn_ns() {
+	local ns=$RN_ID-$1 k
+	ip netns add "$ns" || exit 1
+	ip -n "$ns" link set lo up
+	for k in arp_ignore arp_announce arp_filter rp_filter accept_local; do
+		ip netns exec "$ns" sysctl -qw "net.ipv4.conf.all.$k=0" "net.ipv4.conf.default.$k=0"
+	done
+	echo "$ns"
+}
+
+# rn_switch NS: a bridge br0 in NS.
+rn_switch() {
+	ip -n "$1" link add br0 type bridge
+	ip -n "$1" link set br0 up
+}
+
+# rn_nic NS DEV SWNS PORT [CIDR]: veth DEV in NS, its peer PORT on SWNS's br0.
+rn_nic() {
+	local ns=$1 dev=$2 sw=$3 port=$4 cidr=${5:-}
+	ip -n "$ns" link add "$dev" type veth peer name "$port" netns "$sw" || exit 1
+	ip -n "$sw" link set "$port" master br0 up
+	[ -n "$cidr" ] && ip -n "$ns" addr add "$cidr" dev "$dev"
+	ip -n "$ns" link set "$dev" up
+}
+
+rn_mac() { ip -n "$1" -o link show dev "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'; }
+
+# rn_sysctl NS KEY=VAL...: e.g. rn_sysctl $H net.ipv4.conf.all.arp_ignore=1
+rn_sysctl() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" sysctl -qw "$@"
+}
+
+# rn_policy NS SUBNET DEV:IP...: the seed's per-NIC tables 101.. and rules.
+rn_policy() {
+	local ns=$1 subnet=$2 t=101 pair
+	shift 2
+	for pair in "$@"; do
+		ip -n "$ns" route replace "$subnet" dev "${pair%%:*}" src "${pair#*:}" table $t
+		ip -n "$ns" rule add from "${pair#*:}" lookup $t priority $t
+		t=$((t + 1))
+	done
+}
+
+# rn_unpolicy NS: drop rules 101..120 and flush their tables.
+rn_unpolicy() {
+	local ns=$1 t
+	for t in $(seq 101 120); do
+		while ip -n "$ns" rule del priority $t 2>/dev/null; do :; done
+		ip -n "$ns" route flush table $t 2>/dev/null
+	done
+}
+
+# rn_pc NS ARGS...: run rn-pathcheck inside NS.
+rn_pc() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$RN_PC" "$@"
+}
+
+# rn_expect NAME OUTPUT DEV FIELD=VALUE...: check one "nic DEV ..." line.
+rn_expect() {
+	local name=$1 out=$2 dev=$3 line kv
+	shift 3
+	line=$(printf '%s\n' "$out" | grep "^nic $dev ")
+	for kv in "$@"; do
+		case " $line " in
+		*" $kv "*) ;;
+		*)
+			echo "FAIL [$name] $dev: expected $kv in: $line"
+			RN_FAILS=$((RN_FAILS + 1))
+			return 1
+			;;
+		esac
+	done
+	echo "ok   [$name] $dev: $*"
+}
+
+# rn_expect_cause NAME OUTPUT DEV CAUSE [present|absent]
+rn_expect_cause() {
+	local name=$1 out=$2 dev=$3 cause=$4 want=${5:-present} line causes
+	line=$(printf '%s\n' "$out" | grep "^nic $dev ")
+	causes=$(printf '%s\n' "$line" | sed -n 's/.*causes=\([^ ]*\).*/\1/p')
+	case ",$causes," in
+	*",$cause,"*) [ "$want" = present ] && { echo "ok   [$name] $dev: cause $cause"; return 0; } ;;
+	*) [ "$want" = absent ] && { echo "ok   [$name] $dev: no cause $cause"; return 0; } ;;
+	esac
+	echo "FAIL [$name] $dev: cause $cause expected $want in: $line"
+	RN_FAILS=$((RN_FAILS + 1))
+	return 1
+}
+
+rn_finish() {
+	if [ "$RN_FAILS" -ne 0 ]; then
+		echo "$RN_FAILS check(s) failed"
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}

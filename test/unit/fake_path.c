@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/* Scripted rn_conn_check_* / rn_diagnose_peer (see fake_path.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_path.h"
+
+#define FP_MAX 8
+
+struct rn_conn_check {
+	struct fake_path_script s;
+	int polls;
+};
+
+static struct {
+	char ibdev[64];
+	struct fake_path_script s;
+} scripts[FP_MAX];
+static int nchecks, ndiags;
+static struct rn_peer_facts last_peer;
+
+void fake_path_set(const char *ibdev, const struct fake_path_script *s)
+{
+	int i;
+
+	if (!ibdev) {
+		memset(scripts, 0, sizeof(scripts));
+		nchecks = ndiags = 0;
+		return;
+	}
+	for (i = 0; i < FP_MAX; i++)
+		if (!scripts[i].ibdev[0] || !strcmp(scripts[i].ibdev, ibdev))
+			break;
+	if (i == FP_MAX)
+		return;
+	strncpy(scripts[i].ibdev, ibdev, sizeof(scripts[i].ibdev) - 1);
+	scripts[i].s = *s;
+}
+
+static const struct fake_path_script *script_of(const struct rn_nic *nic)
+{
+	static const struct fake_path_script pass;
+	int i;
+
+	for (i = 0; i < FP_MAX; i++)
+		if (scripts[i].ibdev[0] && !strcmp(scripts[i].ibdev, nic->ibdev))
+			return &scripts[i].s;
+	return &pass;
+}
+
+int fake_path_checks(void)
+{
+	return nchecks;
+}
+
+int fake_path_diagnoses(void)
+{
+	return ndiags;
+}
+
+const struct rn_peer_facts *fake_path_last_peer(void)
+{
+	return &last_peer;
+}
+
+__attribute__((weak)) void rn_peer_facts_from_nic(const struct rn_nic *nic,
+						  struct rn_peer_facts *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->netdev, nic->netdev, sizeof(out->netdev));
+	memcpy(out->mac, nic->mac, sizeof(out->mac));
+	out->gid = nic->gid;
+	out->ip = nic->ip;
+	out->mtu = nic->mtu;
+	out->active_mtu = nic->active_mtu;
+	out->verdict_cause = nic->nfindings ? nic->findings[0].cause : RN_CAUSE_NONE;
+}
+
+__attribute__((weak)) int rn_conn_check_start(const struct rn_nic *nic,
+					      const struct rn_peer_facts *peer, int timeout_ms,
+					      struct rn_conn_check **out)
+{
+	const struct fake_path_script *s = script_of(nic);
+
+	*out = NULL;
+	nchecks++;
+	last_peer = *peer;
+	if (s->start_ret)
+		return s->start_ret;
+	*out = calloc(1, sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	(*out)->s = *s;
+	return 0;
+}
+
+__attribute__((weak)) int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
+{
+	if (chk->polls++ < chk->s.eagain_polls)
+		return -EAGAIN;
+	if (chk->s.poll_ret == -EHOSTUNREACH)
+		*out = chk->s.finding;
+	return chk->s.poll_ret;
+}
+
+__attribute__((weak)) void rn_conn_check_free(struct rn_conn_check *chk)
+{
+	free(chk);
+}
+
+__attribute__((weak)) int rn_diagnose_peer(const struct rn_nic *nic,
+					   const struct rn_peer_facts *peer,
+					   struct rn_finding *out)
+{
+	const struct fake_path_script *s = script_of(nic);
+
+	ndiags++;
+	if (s->diag_ret == 0 && s->diag.cause)
+		*out = s->diag;
+	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
+}

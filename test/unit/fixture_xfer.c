@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+/* The transport test bed (see fixture_xfer.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_path.h"
+#include "fixture_xfer.h"
+#include "rn_log.h"
+#include "rn_verbs.h"
+
+#define FX_SPIN 200000
+
+char fx_last_warn[2048];
+int fx_nwarn, fx_ninfo;
+static char infos[8192];
+
+static int dbg = -1;
+static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		 const char *msg)
+{
+	if (dbg < 0)
+		dbg = getenv("FX_DEBUG") != NULL;
+	if (dbg)
+		fprintf(stderr, "LOG%d %s\n", level, msg);
+	if (level == RN_LOG_WARN) {
+		fx_nwarn++;
+		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
+	} else if (level == RN_LOG_INFO) {
+		fx_ninfo++;
+		if (strlen(infos) + strlen(msg) + 2 < sizeof(infos)) {
+			strcat(infos, msg);
+			strcat(infos, "\n");
+		}
+	}
+}
+
+void fx_log_reset(void)
+{
+	fx_last_warn[0] = 0;
+	fx_nwarn = fx_ninfo = 0;
+	infos[0] = 0;
+	rn_log_set_sink(sink);
+	rn_log_set_level(RN_LOG_TRACE);
+}
+
+int fx_info_seen(const char *s)
+{
+	return fx_info_count(s) > 0;
+}
+
+int fx_info_count(const char *s)
+{
+	const char *p = infos;
+	int n = 0;
+
+	while ((p = strstr(p, s))) {
+		n++;
+		p += strlen(s);
+	}
+	return n;
+}
+
+static void gid_of(const char *ip, union ibv_gid *gid, struct rn_ip *rip)
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	inet_pton(AF_INET, ip, &gid->raw[12]);
+	rip->family = AF_INET;
+	memcpy(&rip->v4, &gid->raw[12], 4);
+}
+
+void fx_setup(struct fx *f)
+{
+	static const char *names[FX_DEVS] = { "rxe0", "rxe1" };
+	static const char *ips[FX_DEVS] = { "198.18.0.1", "198.18.0.2" };
+	struct ibv_device **list;
+	int i, n;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < FX_DEVS; i++) {
+		f->fdevs[i].name = names[i];
+		f->fdevs[i].guid = 0x100 + (uint64_t)i;
+		f->fdevs[i].nports = 1;
+		f->fdevs[i].dmabuf = 1;
+		f->fdevs[i].ports[0].gids[0] = (struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
+		f->fdevs[i].ports[0].gids[1] = (struct fake_gid){ ips[i], IBV_GID_TYPE_ROCE_V2, 2 };
+	}
+	fake_verbs_install(f->fdevs, FX_DEVS);
+	fake_wire_install();
+	fake_path_set(NULL, NULL);
+	fx_log_reset();
+	rn_config_defaults(&f->eng.cfg);
+	snprintf(f->eng.cfg.socket_ifname, sizeof(f->eng.cfg.socket_ifname), "lo");
+	f->eng.cfg.connect_timeout_ms = 5000;
+	snprintf(f->eng.hostname, sizeof(f->eng.hostname), "testhost");
+	list = rn_verbs.get_device_list(&n);
+	for (i = 0; i < FX_DEVS && i < n; i++) {
+		struct rn_dev *d = &f->devs[i];
+
+		d->ctx = rn_verbs.open_device(list[i]);
+		d->pd = rn_verbs.alloc_pd(d->ctx);
+		rn_verbs.query_device(d->ctx, &d->attr);
+		snprintf(d->nic.ibdev, sizeof(d->nic.ibdev), "%s", names[i]);
+		snprintf(d->nic.netdev, sizeof(d->nic.netdev), "eth%d", i);
+		d->nic.port = 1;
+		d->nic.mac[5] = (uint8_t)(i + 1);
+		d->nic.link_up = 1;
+		d->nic.mtu = 1500;
+		d->nic.active_mtu = IBV_MTU_1024;
+		d->nic.gid_index = 1;
+		gid_of(ips[i], &d->nic.gid, &d->nic.ip);
+		d->is_rxe = 1;
+		d->max_msg_size = 8u << 20;
+		d->ptr_support = RN_PTR_HOST | RN_PTR_CUDA | RN_PTR_DMABUF;
+		pthread_mutex_init(&d->lock, NULL);
+		f->eng.devs[i] = d;
+	}
+	f->eng.ndevs = i;
+	rn_verbs.free_device_list(list);
+}
+
+int fx_teardown(struct fx *f)
+{
+	int i, leaks;
+
+	for (i = 0; i < f->eng.ndevs; i++) {
+		rn_mr_cache_destroy(&f->devs[i]);
+		rn_verbs.dealloc_pd(f->devs[i].pd);
+		rn_verbs.close_device(f->devs[i].ctx);
+		pthread_mutex_destroy(&f->devs[i].lock);
+	}
+	leaks = fake_wire_live();
+	leaks += fake_verbs_uninstall();
+	rn_log_set_sink(NULL);
+	return leaks;
+}
+
+int fx_connect(struct fx *f, int sdev, int rdev, int tc, struct rn_send_comm **sc,
+	       struct rn_recv_comm **rc)
+{
+	unsigned char handle[RN_HANDLE_SIZE];
+	struct rn_listen_comm *lc;
+	int i, ret, sret = 0, rret = 0;
+
+	*sc = NULL;
+	*rc = NULL;
+	ret = rn_listen(&f->eng, rdev, handle, &lc);
+	if (ret)
+		return ret;
+	for (i = 0; i < FX_SPIN && (!*sc || !*rc); i++) {
+		if (!*sc && !sret)
+			sret = rn_connect(&f->eng, sdev, handle, tc, sc);
+		if (!*rc && !rret)
+			rret = rn_accept(lc, rc);
+		if (sret && rret)
+			break;
+		if ((sret && *rc) || (rret && *sc))
+			break;
+	}
+	rn_close_listen(lc);
+	if (sret || rret || !*sc || !*rc) {
+		rn_close_send(*sc);
+		rn_close_recv(*rc);
+		*sc = NULL;
+		*rc = NULL;
+		return sret ? sret : rret ? rret : -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int fx_wait(struct rn_req *req, int *sizes)
+{
+	int i, done = 0, ret = 0;
+
+	for (i = 0; i < FX_SPIN && !done; i++) {
+		ret = rn_test(req, &done, sizes);
+		if (ret)
+			return ret;
+	}
+	return done ? 0 : -ETIMEDOUT;
+}
+
+int fx_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+	     struct rn_req **req)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < 1000; i++) {
+		ret = rn_isend(sc, data, size, tag, mr, req);
+		if (ret || *req)
+			return ret;
+	}
+	return ret;
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection setup over loopback TCP and the fake wire: QP attributes, the
+ * connection verdict (refusal on either side, warn mode), garbage on the
+ * listener, handshake timeout, loopback on one NIC.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fake_path.h"
+#include "fixture_xfer.h"
+#include "rn_wire.h"
+
+static int setup(void **state)
+{
+	static struct fx f;
+
+	fx_setup(&f);
+	*state = &f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	assert_int_equal(fx_teardown(*state), 0);
+	return 0;
+}
+
+static void qp_attributes(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	struct fake_wire_qp_attrs a;
+
+	f->devs[1].nic.active_mtu = IBV_MTU_4096; /* path MTU is the smaller one */
+	f->eng.cfg.fifo_tc = 40;
+	f->eng.cfg.timeout = 14;
+	assert_int_equal(fx_connect(f, 0, 1, 106, &sc, &rc), 0);
+	assert_int_equal(fake_path_checks(), 2); /* both sides ran the verdict */
+	assert_string_equal(fake_path_last_peer()->host, "testhost");
+
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.state, IBV_QPS_RTS);
+	assert_int_equal(a.rtr.path_mtu, IBV_MTU_1024);
+	assert_int_equal(a.rtr.dest_qp_num, rc->c.qps[0]->qp_num);
+	assert_int_equal(a.rtr.ah_attr.is_global, 1);
+	assert_int_equal(a.rtr.ah_attr.grh.hop_limit, 255);
+	assert_int_equal(a.rtr.ah_attr.grh.sgid_index, 1);
+	assert_memory_equal(&a.rtr.ah_attr.grh.dgid, &f->devs[1].nic.gid, 16);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 106); /* communicator's class */
+	assert_int_equal(a.rts.timeout, 14);
+	assert_int_equal(a.rts.retry_cnt, 6); /* rxe: 7 would retry forever */
+	assert_int_equal(a.rts.rnr_retry, 7);
+	assert_true(fx_info_seen("capped at 6"));
+
+	fake_wire_qp_attrs(rc->c.qps[0], &a);
+	assert_int_equal(a.rtr.path_mtu, IBV_MTU_1024);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 40); /* NCCL_IB_FIFO_TC */
+	assert_memory_equal(&a.rtr.ah_attr.grh.dgid, &f->devs[0].nic.gid, 16);
+	assert_int_equal(a.rtr.dest_qp_num, sc->c.qps[0]->qp_num);
+
+	/* the flush QP is connected to itself */
+	fake_wire_qp_attrs(rc->flush_qp, &a);
+	assert_int_equal(a.rtr.dest_qp_num, rc->flush_qp->qp_num);
+	assert_true(a.access & IBV_ACCESS_REMOTE_READ);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+static void tc_env_wins_and_retry_kept_on_real_nics(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	struct fake_wire_qp_attrs a;
+
+	f->eng.cfg.tc = 96;
+	f->eng.cfg.sl = 2;
+	f->eng.cfg.retry_cnt = 7;
+	f->devs[0].is_rxe = 0;
+	f->devs[1].is_rxe = 0;
+	assert_int_equal(fx_connect(f, 0, 1, 5, &sc, &rc), 0);
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 96);
+	assert_int_equal(a.rtr.ah_attr.sl, 2);
+	assert_int_equal(a.rts.retry_cnt, 7);
+	fake_wire_qp_attrs(rc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 96); /* FIFO_TC unset: TC */
+	assert_int_equal(a.rtr.ah_attr.sl, 2);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+static void refused_by_receiver(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	struct fake_wire_stats st;
+
+	s.eagain_polls = 3;
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	s.finding.sev = RN_SEV_FATAL;
+	snprintf(s.finding.msg, sizeof(s.finding.msg), "neighbour 198.18.0.1 holds the wrong MAC");
+	snprintf(s.finding.fix, sizeof(s.finding.fix), "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	fake_path_set("rxe1", &s);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -EHOSTUNREACH);
+	assert_null(sc);
+	assert_null(rc);
+	/* the last WARN is one side's: it names the finding and its fix */
+	assert_non_null(strstr(fx_last_warn, "wrong MAC"));
+	assert_non_null(strstr(fx_last_warn, "arp_ignore=1"));
+	assert_int_equal(fx_nwarn, 2); /* one per side */
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
+}
+
+static void refused_by_sender(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = RN_CAUSE_NO_RULE;
+	snprintf(s.finding.msg, sizeof(s.finding.msg), "no rule for 198.18.0.1");
+	snprintf(s.finding.fix, sizeof(s.finding.fix), "ip rule add from 198.18.0.1 lookup 101");
+	fake_path_set("rxe0", &s);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -EHOSTUNREACH);
+	assert_non_null(strstr(fx_last_warn, "lookup 101"));
+}
+
+static void warn_mode_connects(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = RN_CAUSE_NO_RULE;
+	snprintf(s.finding.msg, sizeof(s.finding.msg), "no rule");
+	snprintf(s.finding.fix, sizeof(s.finding.fix), "ip rule add");
+	fake_path_set("rxe1", &s);
+	f->eng.cfg.route_check = RN_ROUTE_CHECK_WARN;
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "connecting anyway"));
+	rn_close_send(sc);
+	rn_close_recv(rc);
+
+	f->eng.cfg.route_check = RN_ROUTE_CHECK_OFF;
+	fake_path_set(NULL, NULL);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
+	assert_int_equal(fake_path_checks(), 0);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+static void loopback_one_nic(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+
+	assert_int_equal(fx_connect(f, 0, 0, 0, &sc, &rc), 0);
+	assert_int_equal(sc->c.dev, rc->c.dev);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+/* A raw client of the listener's address. */
+static int raw_client(const void *handle)
+{
+	struct rn_handle_info hi;
+	int fd;
+
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&hi.addr, sizeof(struct sockaddr_in)), 0);
+	return fd;
+}
+
+static void pump_accept(struct rn_listen_comm *lc, int rounds)
+{
+	struct rn_recv_comm *rc;
+
+	for (int i = 0; i < rounds; i++) {
+		assert_int_equal(rn_accept(lc, &rc), 0);
+		assert_null(rc);
+	}
+}
+
+static void garbage_then_serve(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE], conn_handle[RN_HANDLE_SIZE];
+	uint8_t msg[RN_WIRE_MAX_MSG];
+	struct rn_listen_comm *lc;
+	struct rn_send_comm *sc = NULL;
+	struct rn_recv_comm *rc = NULL;
+	struct rn_handle_info hi;
+	struct rn_hello hello;
+	size_t len;
+	int fd, i, ret;
+
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	memset(&hello, 0, sizeof(hello));
+	hello.role = RN_ROLE_SEND;
+	hello.nqps = 1;
+	hello.qpn[0] = 0x42;
+	hello.facts.active_mtu = IBV_MTU_1024;
+	strcpy(hello.facts.host, "scanner");
+
+	/* 1: connects and closes (port scanner) */
+	fd = raw_client(handle);
+	close(fd);
+	pump_accept(lc, 20);
+	/* 2: a truncated header */
+	fd = raw_client(handle);
+	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
+	assert_int_equal(write(fd, msg, 10), 10);
+	close(fd);
+	pump_accept(lc, 20);
+	/* 3: wrong magic */
+	fd = raw_client(handle);
+	msg[0] = 'X';
+	assert_int_equal(write(fd, msg, len), (ssize_t)len);
+	pump_accept(lc, 20);
+	close(fd);
+	/* 4: wrong version */
+	fd = raw_client(handle);
+	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
+	msg[5] = 7;
+	assert_int_equal(write(fd, msg, len), (ssize_t)len);
+	pump_accept(lc, 20);
+	close(fd);
+	/* 5: oversized length */
+	fd = raw_client(handle);
+	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
+	msg[8] = 0x10;
+	assert_int_equal(write(fd, msg, len), (ssize_t)len);
+	pump_accept(lc, 20);
+	close(fd);
+	/* 6: a valid message with the wrong nonce (meant for another listener) */
+	fd = raw_client(handle);
+	len = rn_msg_encode_hello(msg, hi.nonce + 1, &hello);
+	assert_int_equal(write(fd, msg, len), (ssize_t)len);
+	pump_accept(lc, 20);
+	close(fd);
+	/* 7: one that stays open and silent while a real peer connects */
+	fd = raw_client(handle);
+	assert_int_equal(fx_info_count("dropped a connection"), 6);
+	assert_true(fx_info_seen("Connection reset") || fx_info_seen("Bad message"));
+	assert_true(fx_info_seen("Protocol error"));      /* version */
+	assert_true(fx_info_seen("Message too long"));    /* length */
+	assert_int_equal(fx_nwarn, 0); /* garbage is not worth a WARN */
+
+	memcpy(conn_handle, handle, sizeof(handle));
+	for (i = 0; i < 200000 && (!sc || !rc); i++) {
+		if (!sc) {
+			ret = rn_connect(&f->eng, 0, conn_handle, 0, &sc);
+			assert_int_equal(ret, 0);
+		}
+		if (!rc) {
+			ret = rn_accept(lc, &rc);
+			assert_int_equal(ret, 0);
+		}
+	}
+	assert_non_null(sc);
+	assert_non_null(rc);
+	close(fd);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	rn_close_listen(lc);
+}
+
+static void bad_handle_and_timeout(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE];
+	struct rn_listen_comm *lc;
+	struct rn_send_comm *sc;
+	int i, ret = 0;
+
+	memset(handle, 0, sizeof(handle));
+	assert_int_equal(rn_connect(&f->eng, 0, handle, 0, &sc), -EINVAL);
+	/* a listener nobody accepts on: the connector gives up at the timeout */
+	f->eng.cfg.connect_timeout_ms = 100;
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	for (i = 0; i < 2000 && !ret; i++) {
+		ret = rn_connect(&f->eng, 0, handle, 0, &sc);
+		assert_null(sc);
+		usleep(1000);
+	}
+	assert_int_equal(ret, -ETIMEDOUT);
+	/* the handle's private state was released: a new connect starts afresh */
+	assert_int_equal(handle[RN_HANDLE_PUBLIC], 0);
+	rn_close_listen(lc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(qp_attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(tc_env_wins_and_retry_kept_on_real_nics, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(refused_by_receiver, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_by_sender, setup, teardown),
+		cmocka_unit_test_setup_teardown(warn_mode_connects, setup, teardown),
+		cmocka_unit_test_setup_teardown(loopback_one_nic, setup, teardown),
+		cmocka_unit_test_setup_teardown(garbage_then_serve, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_handle_and_timeout, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

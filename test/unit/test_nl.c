@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The real netlink edge (src/nl.c) against the kernel, inside a private network
+ * namespace of this test process (unshare, as libnl's own tests do). Skipped when
+ * namespaces cannot be created. Configuration is made with iproute2, which runs
+ * in the same namespace as its parent.
+ */
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/fib_rules.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <cmocka.h>
+
+#include "rn_host.h"
+
+static int have_ns;
+
+static int sh(const char *cmd)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s >/dev/null 2>&1", cmd);
+	return system(buf);
+}
+
+static int group_setup(void **state)
+{
+	if (unshare(CLONE_NEWNET) || sh("ip link set lo up"))
+		return 0;
+	if (sh("ip link add rnd0 type veth peer name rnd0p") || sh("ip link set rnd0p up") ||
+	    sh("ip link set rnd0 mtu 4200 up") ||
+	    sh("ip addr add 198.18.0.1/24 dev rnd0") ||
+	    sh("ip addr add 198.18.0.101/24 dev rnd0") ||
+	    sh("ip link add rnd1 type veth peer name rnd1p") || sh("ip link set rnd1p up") ||
+	    sh("ip link set rnd1 up") ||
+	    sh("ip addr add 198.18.0.2/24 dev rnd1") ||
+	    sh("ip route replace 198.18.0.0/24 dev rnd1 src 198.18.0.2 table 102") ||
+	    sh("ip rule add from 198.18.0.2 lookup 102 priority 102") ||
+	    sh("ip neigh replace 198.18.0.20 lladdr 02:00:00:00:00:20 dev rnd1 nud permanent"))
+		return 0;
+	have_ns = 1;
+	return 0;
+}
+
+#define NEED_NS()                                                                   \
+	do {                                                                        \
+		if (!have_ns) {                                                     \
+			printf("skip: cannot create a network namespace with iproute2\n"); \
+			skip();                                                     \
+		}                                                                   \
+	} while (0)
+
+static int ifindex_of(const char *name)
+{
+	struct rn_nl_link *l;
+	int n, i, idx = 0;
+
+	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
+	for (i = 0; i < n; i++)
+		if (!strcmp(l[i].name, name))
+			idx = l[i].ifindex;
+	free(l);
+	return idx;
+}
+
+static void test_links(void **state)
+{
+	struct rn_nl_link *l, one;
+	int n, i, found = 0;
+
+	NEED_NS();
+	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
+	for (i = 0; i < n; i++) {
+		if (strcmp(l[i].name, "rnd0"))
+			continue;
+		found = 1;
+		assert_int_equal(l[i].mtu, 4200);
+		assert_true(l[i].oper_up);
+		assert_int_equal(rn_nl.link_get(l[i].ifindex, &one), 0);
+		assert_string_equal(one.name, "rnd0");
+		assert_memory_equal(one.mac, l[i].mac, 6);
+	}
+	free(l);
+	assert_true(found);
+	assert_int_equal(rn_nl.link_get(999999, &one), -ENODEV);
+}
+
+static void test_addrs_and_secondary(void **state)
+{
+	struct rn_nl_addr *a;
+	int n, i, prim = 0, sec = 0, idx;
+	char b[64];
+
+	NEED_NS();
+	idx = ifindex_of("rnd0");
+	assert_int_equal(rn_nl.addr_dump(AF_INET, &a, &n), 0);
+	for (i = 0; i < n; i++) {
+		if (a[i].ifindex != idx)
+			continue;
+		rn_ip_str(&a[i].ip, b, sizeof(b));
+		assert_int_equal(a[i].prefixlen, 24);
+		if (!strcmp(b, "198.18.0.1"))
+			prim = !(a[i].flags & 0x01 /* IFA_F_SECONDARY */);
+		if (!strcmp(b, "198.18.0.101"))
+			sec = !!(a[i].flags & 0x01);
+	}
+	free(a);
+	assert_true(prim);
+	assert_true(sec);
+}
+
+static void test_rules_and_routes(void **state)
+{
+	struct rn_nl_rule *r;
+	struct rn_nl_route *rt;
+	int n, i, found = 0, idx;
+	char b[64];
+
+	NEED_NS();
+	idx = ifindex_of("rnd1");
+	assert_int_equal(rn_nl.rule_dump(AF_INET, &r, &n), 0);
+	for (i = 0; i < n; i++)
+		if (r[i].priority == 102) {
+			found = 1;
+			assert_int_equal(r[i].table, 102);
+			assert_int_equal(r[i].action, FR_ACT_TO_TBL);
+			assert_int_equal(r[i].src_len, 32);
+			assert_string_equal(rn_ip_str(&r[i].src, b, sizeof(b)), "198.18.0.2");
+		}
+	free(r);
+	assert_true(found);
+	found = 0;
+	assert_int_equal(rn_nl.route_dump(AF_INET, &rt, &n), 0);
+	for (i = 0; i < n; i++)
+		if (rt[i].table == 102) {
+			found = 1;
+			assert_int_equal(rt[i].oif, idx);
+			assert_int_equal(rt[i].dst_len, 24);
+			assert_string_equal(rn_ip_str(&rt[i].prefsrc, b, sizeof(b)), "198.18.0.2");
+		}
+	free(rt);
+	assert_true(found);
+}
+
+static void test_route_get(void **state)
+{
+	struct rn_nl_route r;
+	struct rn_ip dst, src;
+	int i0, i1;
+
+	NEED_NS();
+	i0 = ifindex_of("rnd0");
+	i1 = ifindex_of("rnd1");
+	rn_ip_parse("198.18.0.50", &dst);
+	rn_ip_parse("198.18.0.2", &src);
+	assert_int_equal(rn_nl.route_get(&dst, &src, 0, &r), 0);
+	assert_int_equal(r.oif, i1);
+	assert_int_equal(r.table, 102); /* RTM_F_LOOKUP_TABLE */
+	rn_ip_parse("198.18.0.1", &src);
+	assert_int_equal(rn_nl.route_get(&dst, &src, 0, &r), 0);
+	assert_int_equal(r.table, RN_TABLE_MAIN);
+	/* With oif the kernel pins the egress (roce-routing.md 1.4). */
+	rn_ip_parse("198.18.0.2", &src);
+	assert_int_equal(rn_nl.route_get(&dst, &src, i0, &r), 0);
+	assert_int_equal(r.oif, i0);
+	/* Local destination. */
+	rn_ip_parse("198.18.0.1", &dst);
+	assert_int_equal(rn_nl.route_get(&dst, NULL, 0, &r), 0);
+	assert_int_equal(r.type, RTN_LOCAL);
+	/* The kernel's errno survives (libnl would say NLE_FAILURE). */
+	rn_ip_parse("198.19.7.7", &dst);
+	assert_int_equal(rn_nl.route_get(&dst, NULL, 0, &r), -ENETUNREACH);
+	/* A source that is not ours. */
+	rn_ip_parse("198.18.0.50", &dst);
+	rn_ip_parse("198.18.0.77", &src);
+	assert_true(rn_nl.route_get(&dst, &src, 0, &r) < 0);
+}
+
+static void test_neigh(void **state)
+{
+	struct rn_nl_neigh nb;
+	struct rn_ip ip, src;
+	int i1;
+
+	NEED_NS();
+	i1 = ifindex_of("rnd1");
+	rn_ip_parse("198.18.0.20", &ip);
+	assert_int_equal(rn_nl.neigh_get(i1, &ip, &nb), 0);
+	assert_true(nb.has_mac);
+	assert_int_equal(nb.mac[5], 0x20);
+	assert_true(nb.state & NUD_PERMANENT);
+	rn_ip_parse("198.18.0.21", &ip);
+	assert_int_equal(rn_nl.neigh_get(i1, &ip, &nb), -ENOENT);
+	/* The probe leaves (ARP into an empty veth), nothing answers, nothing blocks. */
+	rn_ip_parse("198.18.0.2", &src);
+	assert_int_equal(rn_nl.neigh_probe(i1, &src, &ip), 0);
+}
+
+static void test_snapshot_and_nic_from_netdev(void **state)
+{
+	struct rn_host *h;
+	struct rn_nic nic;
+	struct rn_config cfg;
+
+	NEED_NS();
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	assert_true(h->nrules >= 4);
+	assert_int_equal(rn_nic_from_netdev(h, "rnd1", &nic), 0);
+	rn_config_defaults(&cfg);
+	assert_int_equal(rn_nic_assess(h, NULL, &nic, &cfg), 0);
+	assert_int_equal(nic.table, 102);
+	rn_host_free(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_links),
+		cmocka_unit_test(test_addrs_and_secondary),
+		cmocka_unit_test(test_rules_and_routes),
+		cmocka_unit_test(test_route_get),
+		cmocka_unit_test(test_neigh),
+		cmocka_unit_test(test_snapshot_and_nic_from_netdev),
+	};
+
+	group_setup(NULL);
+	if (!have_ns) {
+		printf("skip: cannot create a network namespace (needs root and iproute2)\n");
+		return 77;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: MIT
+/* Handle and handshake encodings: round trips and every rejection. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rn_net.h"
+#include "rn_wire.h"
+
+static void handle_roundtrip(void **state)
+{
+	uint8_t buf[RN_HANDLE_SIZE];
+	struct rn_handle_info in, out;
+	struct sockaddr_in *a = (void *)&in.addr;
+	struct sockaddr_in6 *a6 = (void *)&in.addr;
+
+	memset(buf, 0xaa, sizeof(buf));
+	memset(&in, 0, sizeof(in));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(41000);
+	inet_pton(AF_INET, "198.18.0.7", &a->sin_addr);
+	in.nonce = 0x0123456789abcdefull;
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), 0);
+	/* big-endian on the wire, private area zeroed */
+	assert_int_equal(buf[0], 'R');
+	assert_int_equal(buf[3], '1');
+	assert_int_equal(buf[8], 41000 >> 8);
+	assert_int_equal(buf[28], 0x01);
+	for (int i = RN_HANDLE_PUBLIC; i < RN_HANDLE_SIZE; i++)
+		assert_int_equal(buf[i], 0);
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), 0);
+	assert_memory_equal(&out.addr, &in.addr, sizeof(struct sockaddr_in));
+	assert_true(out.nonce == in.nonce);
+
+	memset(&in, 0, sizeof(in));
+	a6->sin6_family = AF_INET6;
+	a6->sin6_port = htons(9);
+	inet_pton(AF_INET6, "fd00::1", &a6->sin6_addr);
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), 0);
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), 0);
+	assert_memory_equal(&out.addr, &in.addr, sizeof(struct sockaddr_in6));
+}
+
+static void handle_rejects(void **state)
+{
+	uint8_t buf[RN_HANDLE_SIZE], bad[RN_HANDLE_SIZE];
+	struct rn_handle_info in, out;
+	struct sockaddr_in *a = (void *)&in.addr;
+
+	memset(&in, 0, sizeof(in));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(1);
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), 0);
+	assert_int_equal(rn_handle_encode(&in, buf, 64), -EINVAL);
+	assert_int_equal(rn_handle_decode(buf, 10, &out), -EINVAL);
+	memcpy(bad, buf, sizeof(bad));
+	bad[0] ^= 1;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
+	memcpy(bad, buf, sizeof(bad));
+	bad[5] = 2;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
+	memcpy(bad, buf, sizeof(bad));
+	bad[6] = 5;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
+	memcpy(bad, buf, sizeof(bad));
+	bad[8] = bad[9] = 0;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
+	memset(&in, 0, sizeof(in));
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), -EINVAL);
+}
+
+static void fill_hello(struct rn_hello *m, int nqps)
+{
+	memset(m, 0, sizeof(*m));
+	m->role = RN_ROLE_SEND;
+	m->nqps = nqps;
+	m->tc = 106;
+	m->sl = 3;
+	strcpy(m->facts.host, "node-a");
+	strcpy(m->facts.netdev, "eth1");
+	m->facts.mac[0] = 0x52;
+	m->facts.mac[5] = 0x07;
+	m->facts.gid.raw[15] = 9;
+	m->facts.ip.family = AF_INET;
+	inet_pton(AF_INET, "198.18.0.9", &m->facts.ip.v4);
+	m->facts.mtu = 9000;
+	m->facts.active_mtu = IBV_MTU_4096;
+	m->facts.verdict_cause = RN_CAUSE_ARP_FLUX;
+	m->fifo_addr = 0x7f0000001000ull;
+	m->fifo_rkey = 0xabcdef;
+	m->sizes_addr = 0x55;
+	m->sizes_rkey = 0x66;
+	for (int i = 0; i < nqps; i++)
+		m->qpn[i] = 0x100 + (uint32_t)i;
+}
+
+static void hello_roundtrip(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	struct rn_hello m, out;
+	size_t len;
+
+	fill_hello(&m, 4);
+	len = rn_msg_encode_hello(buf, 77, &m);
+	assert_int_equal(len, RN_WIRE_HDR_LEN + RN_HELLO_FIXED_LEN + 16);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(h.type, RN_MSG_HELLO);
+	assert_true(h.nonce == 77);
+	assert_int_equal(h.len, len - RN_WIRE_HDR_LEN);
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_string_equal(out.facts.host, "node-a");
+	assert_string_equal(out.facts.netdev, "eth1");
+	assert_memory_equal(out.facts.mac, m.facts.mac, 6);
+	assert_memory_equal(&out.facts.gid, &m.facts.gid, 16);
+	assert_int_equal(out.facts.ip.family, AF_INET);
+	assert_true(out.facts.ip.v4.s_addr == m.facts.ip.v4.s_addr);
+	assert_int_equal(out.facts.mtu, 9000);
+	assert_int_equal(out.facts.active_mtu, IBV_MTU_4096);
+	assert_int_equal(out.facts.verdict_cause, RN_CAUSE_ARP_FLUX);
+	assert_int_equal(out.tc, 106);
+	assert_int_equal(out.sl, 3);
+	assert_int_equal(out.nqps, 4);
+	assert_true(out.fifo_addr == m.fifo_addr);
+	assert_int_equal(out.fifo_rkey, m.fifo_rkey);
+	assert_true(out.sizes_addr == 0x55);
+	assert_int_equal(out.qpn[3], 0x103);
+}
+
+static void hello_rejects(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG], p[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	struct rn_hello m, out;
+	size_t len, plen;
+
+	fill_hello(&m, 2);
+	len = rn_msg_encode_hello(buf, 1, &m);
+	plen = len - RN_WIRE_HDR_LEN;
+	/* header */
+	assert_int_equal(rn_msg_decode_hdr(buf, 10, &h), -EBADMSG);
+	buf[0] ^= 0xff;
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	buf[0] ^= 0xff;
+	buf[5] = 9;
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EPROTO);
+	buf[5] = RN_WIRE_VERSION;
+	buf[8] = 0x7f; /* 2 GB payload */
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EMSGSIZE);
+	buf[8] = 0;
+	buf[11] = (uint8_t)(plen + 1); /* not a whole QP number */
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	buf[11] = (uint8_t)plen;
+	buf[7] = 9; /* unknown type */
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	buf[7] = RN_MSG_HELLO;
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	/* payload */
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	assert_int_equal(rn_msg_decode_hello(p, plen - 4, &out), -EBADMSG);
+	p[1] = 0;
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	p[1] = 2;
+	p[0] = 3;
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	p[0] = RN_ROLE_RECV;
+	memset(p + 4, 'x', 64); /* host without terminator */
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	p[109] = 9; /* MTU enum */
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	p[108] = 5; /* IP family */
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	memset(p + RN_HELLO_FIXED_LEN, 0, 4); /* QPN 0 */
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), 0);
+}
+
+static void verdict_roundtrip_and_rejects(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_verdict_msg m, out;
+	struct rn_msg_hdr h;
+	size_t len;
+
+	memset(&m, 0, sizeof(m));
+	m.refused = 1;
+	m.finding.cause = RN_CAUSE_NO_RULE;
+	m.finding.sev = RN_SEV_FATAL;
+	strcpy(m.finding.msg, "no rule from 198.18.0.2");
+	strcpy(m.finding.fix, "ip rule add from 198.18.0.2 lookup 101");
+	len = rn_msg_encode_verdict(buf, 5, &m);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(h.type, RN_MSG_VERDICT);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.refused, 1);
+	assert_int_equal(out.finding.cause, RN_CAUSE_NO_RULE);
+	assert_string_equal(out.finding.fix, m.finding.fix);
+	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE__MAX;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE_NO_RULE;
+	memset(buf + RN_WIRE_HDR_LEN + 260, 'f', 512);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, 10, &out), -EBADMSG);
+	len = rn_msg_encode_ready(buf, 5);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(h.type, RN_MSG_READY);
+	buf[11] = 1; /* READY carries nothing */
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(handle_roundtrip),
+		cmocka_unit_test(handle_rejects),
+		cmocka_unit_test(hello_roundtrip),
+		cmocka_unit_test(hello_rejects),
+		cmocka_unit_test(verdict_roundtrip_and_rejects),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

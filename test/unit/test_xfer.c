@@ -1,0 +1,671 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The data path over the fake wire: CTS FIFO, tag matching, multi-receive,
+ * request bookkeeping, size mismatch, zero bytes, QP split, large messages,
+ * completion errors, flush, async events, dead peer, stalled QP.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fake_path.h"
+#include "fixture_xfer.h"
+#include "rn_verbs.h"
+
+struct t {
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+};
+
+static int setup_cfg(void **state, int nqps, int split)
+{
+	static struct t t;
+
+	fx_setup(&t.f);
+	t.f.eng.cfg.qps_per_conn = nqps;
+	t.f.eng.cfg.split_data_on_qps = split;
+	assert_int_equal(fx_connect(&t.f, 0, 1, 0, &t.sc, &t.rc), 0);
+	*state = &t;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_cfg(state, 1, 0);
+}
+
+static int setup_split4(void **state)
+{
+	return setup_cfg(state, 4, 1);
+}
+
+static int setup_rr4(void **state)
+{
+	return setup_cfg(state, 4, 0);
+}
+
+static int teardown(void **state)
+{
+	struct t *t = *state;
+	struct fake_wire_stats st;
+
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.cq_overflows, 0);
+	assert_int_equal(st.rnr, 0);
+	rn_close_send(t->sc);
+	rn_close_recv(t->rc);
+	assert_int_equal(fx_teardown(&t->f), 0);
+	return 0;
+}
+
+static void *buf(size_t n, int seed)
+{
+	unsigned char *p = malloc(n ? n : 1);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
+	return p;
+}
+
+/* One message of @ssize into a receive of @rsize; returns what test() said. */
+static int xfer1(struct t *t, size_t ssize, size_t rsize, int *got)
+{
+	void *s = buf(ssize, 1), *r = buf(rsize, 99);
+	struct rn_mr *smr = NULL, *rmr = NULL;
+	struct rn_req *sreq = NULL, *rreq = NULL;
+	int tag = 3, ret, sizes[1] = { -1 };
+
+	if (ssize)
+		assert_int_equal(rn_reg_mr(t->sc, s, ssize, RN_PTR_HOST, &smr), 0);
+	if (rsize)
+		assert_int_equal(rn_reg_mr(t->rc, r, rsize, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &r, &rsize, &tag, &rmr, &rreq), 0);
+	assert_non_null(rreq);
+	ret = fx_isend(t->sc, s, ssize, tag, smr, &sreq);
+	if (!ret) {
+		assert_non_null(sreq);
+		ret = fx_wait(sreq, sizes);
+		assert_int_equal(ret, 0);
+		assert_int_equal(sizes[0], (int)ssize);
+		ret = fx_wait(rreq, got);
+		if (!ret)
+			assert_memory_equal(r, s, ssize);
+	}
+	if (smr)
+		rn_dereg_mr(t->sc, smr);
+	if (rmr)
+		rn_dereg_mr(t->rc, rmr);
+	free(s);
+	free(r);
+	return ret;
+}
+
+static void basic_sizes(void **state)
+{
+	struct t *t = *state;
+	int got;
+
+	assert_int_equal(xfer1(t, 4096, 4096, &got), 0);
+	assert_int_equal(got, 4096);
+	assert_int_equal(xfer1(t, 1000, 8192, &got), 0); /* receive larger than send */
+	assert_int_equal(got, 1000);
+	assert_int_equal(xfer1(t, 0, 0, &got), 0);       /* zero bytes */
+	assert_int_equal(got, 0);
+	assert_int_equal(xfer1(t, 0, 64, &got), 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(xfer1(t, 1, 1, &got), 0);
+	assert_int_equal(got, 1);
+}
+
+static void send_waits_for_cts(void **state)
+{
+	struct t *t = *state;
+	char s[64] = "hello", r[64];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = sizeof(r);
+	void *rp = r;
+	int tag = 1, got;
+
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(rn_isend(t->sc, s, 6, tag, smr, &sreq), 0);
+		assert_null(sreq); /* no receive posted yet */
+	}
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	assert_int_equal(rn_isend(t->sc, s, 6, tag, smr, &sreq), 0);
+	assert_non_null(sreq);
+	assert_int_equal(fx_wait(rreq, &got), 0);
+	assert_int_equal(got, 6);
+	assert_string_equal(r, "hello");
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void size_mismatch_is_an_error(void **state)
+{
+	struct t *t = *state;
+	char s[256], r[300];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = 100;
+	void *rp = r;
+	int tag = 1, done, sizes[1];
+
+	memset(s, 'S', sizeof(s));
+	memset(r, 'R', sizeof(r));
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	assert_int_equal(rn_isend(t->sc, s, 200, tag, smr, &sreq), -EMSGSIZE);
+	assert_null(sreq);
+	assert_non_null(strstr(fx_last_warn, "larger than the receive of 100 bytes"));
+	/* the receiver learns it too, and nothing was written */
+	assert_int_equal(fx_wait(rreq, sizes), -EMSGSIZE);
+	for (int i = 0; i < (int)sizeof(r); i++)
+		assert_int_equal(r[i], 'R');
+	assert_int_equal(rn_test(rreq, &done, sizes), -EMSGSIZE);
+	assert_int_equal(rn_isend(t->sc, s, 10, tag, smr, &sreq), -EMSGSIZE); /* sticky */
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void multi_recv_tag_matching(void **state)
+{
+	struct t *t = *state;
+	enum { N = 3 };
+	char *r[N], *s[N];
+	struct rn_mr *rmr[N], *smr[N];
+	struct rn_req *rreq, *rreq2, *sreq[N], *x;
+	size_t rs[N] = { 1000, 2000, 3000 };
+	size_t ss[N] = { 900, 0, 2999 };
+	int tags[N] = { 5, 6, 7 }, got[RN_MAX_RECVS], i;
+	void *rp[N];
+
+	for (i = 0; i < N; i++) {
+		r[i] = buf(rs[i], 50);
+		s[i] = buf(ss[i] + 1, 10 * i + 1);
+		rp[i] = r[i];
+		assert_int_equal(rn_reg_mr(t->rc, r[i], rs[i], RN_PTR_HOST, &rmr[i]), 0);
+		assert_int_equal(rn_reg_mr(t->sc, s[i], ss[i] + 1, RN_PTR_HOST, &smr[i]), 0);
+	}
+	assert_int_equal(rn_irecv(t->rc, N, rp, rs, tags, rmr, &rreq), 0);
+	/* a second receive (tag 9) posted behind it */
+	{
+		size_t one = 1000;
+		int tag9 = 9;
+		void *p = r[0];
+
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &one, &tag9, &rmr[0], &rreq2), 0);
+		/* tag 9 belongs to the second receive: not its turn yet */
+		assert_int_equal(rn_isend(t->sc, s[0], 10, 9, smr[0], &x), 0);
+		assert_null(x);
+	}
+	/* matched in any order within the first pending receive */
+	assert_int_equal(rn_isend(t->sc, s[2], ss[2], 7, smr[2], &sreq[2]), 0);
+	assert_non_null(sreq[2]);
+	assert_int_equal(rn_isend(t->sc, s[0], ss[0], 5, smr[0], &sreq[0]), 0);
+	assert_non_null(sreq[0]);
+	assert_int_equal(rn_isend(t->sc, s[0], ss[0], 5, smr[0], &x), 0);
+	assert_null(x); /* tag 5 is taken in this slot */
+	assert_int_equal(rn_isend(t->sc, s[1], ss[1], 6, smr[1], &sreq[1]), 0);
+	assert_non_null(sreq[1]);
+	assert_int_equal(fx_wait(rreq, got), 0);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(got[i], (int)ss[i]);
+		assert_memory_equal(r[i], s[i], ss[i]);
+		assert_int_equal(fx_wait(sreq[i], NULL), 0);
+	}
+	/* now tag 9's turn */
+	assert_int_equal(fx_isend(t->sc, s[0], 10, 9, smr[0], &x), 0);
+	assert_non_null(x);
+	assert_int_equal(fx_wait(rreq2, got), 0);
+	assert_int_equal(got[0], 10);
+	assert_int_equal(fx_wait(x, NULL), 0);
+	for (i = 0; i < N; i++) {
+		rn_dereg_mr(t->rc, rmr[i]);
+		rn_dereg_mr(t->sc, smr[i]);
+		free(r[i]);
+		free(s[i]);
+	}
+}
+
+static void thirty_two_in_flight(void **state)
+{
+	struct t *t = *state;
+	enum { M = RN_MAX_REQUESTS, SZ = 512 };
+	char *r = buf(M * SZ, 0), *s = buf(M * SZ, 77);
+	struct rn_mr *rmr, *smr;
+	struct rn_req *rreq[M + 1], *sreq[M], *x;
+	int i, round, got;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, M * SZ, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(t->sc, s, M * SZ, RN_PTR_HOST, &smr), 0);
+	for (round = 0; round < 3; round++) {
+		memset(r, 0, M * SZ);
+		for (i = 0; i < M; i++) {
+			void *p = r + i * SZ;
+			size_t sz = SZ;
+			int tag = i;
+
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[i]), 0);
+			assert_non_null(rreq[i]);
+		}
+		{
+			void *p = r;
+			size_t sz = SZ;
+			int tag = 0;
+
+			/* the 33rd receive is NCCL breaking the contract */
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), -EINVAL);
+		}
+		for (i = 0; i < M; i++) {
+			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - i, i, smr, &sreq[i]), 0);
+			assert_non_null(sreq[i]);
+		}
+		assert_int_equal(rn_isend(t->sc, s, 1, 0, smr, &x), 0);
+		assert_null(x); /* no 33rd CTS */
+		/* complete in reverse order: bookkeeping must not assume order */
+		for (i = M - 1; i >= 0; i--) {
+			assert_int_equal(fx_wait(rreq[i], &got), 0);
+			assert_int_equal(got, SZ - i);
+			assert_memory_equal(r + i * SZ, s + i * SZ, (size_t)(SZ - i));
+		}
+		for (i = 0; i < M; i++)
+			assert_int_equal(fx_wait(sreq[i], &got), 0);
+	}
+	rn_dereg_mr(t->rc, rmr);
+	rn_dereg_mr(t->sc, smr);
+	free(r);
+	free(s);
+}
+
+static void split_over_four_qps(void **state)
+{
+	struct t *t = *state;
+	struct fake_wire_stats st;
+	int got, q;
+
+	assert_int_equal(t->sc->c.nqps, 4);
+	assert_int_equal(t->rc->c.nqps, 4);
+	assert_int_equal(xfer1(t, (1 << 20) + 1000, 2 << 20, &got), 0);
+	assert_int_equal(got, (1 << 20) + 1000);
+	for (q = 0; q < 4; q++) {
+		fake_wire_stats(t->sc->c.qps[q], &st);
+		assert_int_equal(st.writes_imm, 1); /* every QP carries a part and its imm */
+	}
+	/* a message smaller than one chunk still completes on every QP */
+	assert_int_equal(xfer1(t, 100, 100, &got), 0);
+	assert_int_equal(got, 100);
+	assert_int_equal(xfer1(t, 0, 100, &got), 0);
+	assert_int_equal(got, 0);
+}
+
+static void round_robin_four_qps(void **state)
+{
+	struct t *t = *state;
+	struct fake_wire_stats st;
+	int got, i, q;
+
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(xfer1(t, 3000 + (size_t)i, 4096, &got), 0);
+		assert_int_equal(got, 3000 + i);
+	}
+	for (q = 0; q < 4; q++) {
+		fake_wire_stats(t->sc->c.qps[q], &st);
+		assert_int_equal(st.writes_imm, 2);
+	}
+}
+
+static void large_message_split_at_max_msg(void **state)
+{
+	struct t *t = *state;
+	struct fake_wire_stats st;
+	size_t big = (20u << 20) + 5;
+	int got;
+
+	fake_wire_set_max_msg(8u << 20);
+	assert_int_equal(xfer1(t, big, big, &got), 0);
+	assert_int_equal(got, (int)big);
+	int q, wrs = 0;
+
+	for (q = 0; q < t->sc->c.nqps; q++) {
+		fake_wire_stats(t->sc->c.qps[q], &st);
+		assert_true(st.max_wr_len <= (8 << 20));
+		wrs += st.writes + st.writes_imm;
+	}
+	/* one QP: 8 + 8 + 4 MiB; four: 5 MiB each, one WR per QP */
+	assert_int_equal(wrs, t->sc->c.nqps == 1 ? 3 : 4);
+}
+
+static void completion_error_warns_once(void **state)
+{
+	struct t *t = *state;
+	struct fake_path_script s = { 0 };
+	char sb[64], rb[64], lg[48], rg[48];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq, *x;
+	size_t sz = sizeof(rb);
+	void *rp = rb;
+	int tag = 1, done, got, i, ret;
+
+	s.diag_ret = 0;
+	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	snprintf(s.diag.msg, sizeof(s.diag.msg), "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
+	snprintf(s.diag.fix, sizeof(s.diag.fix), "ip rule add from 198.18.0.1 lookup 101");
+	fake_path_set("rxe0", &s);
+	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	fx_log_reset();
+	assert_int_equal(rn_isend(t->sc, sb, 10, tag, smr, &sreq), 0);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 10 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(rn_test(sreq, &done, &got), -EREMOTEIO);
+	assert_int_equal(rn_isend(t->sc, sb, 10, tag, smr, &x), -EREMOTEIO);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "status=RETRY_EXC_ERR(12)"));
+	assert_non_null(strstr(fx_last_warn, "vendor_err=129"));
+	assert_null(strstr(fx_last_warn, "opcode")); /* not valid in an error completion */
+	assert_non_null(strstr(fx_last_warn, "testhost"));
+	assert_non_null(strstr(fx_last_warn, "127.0.0.1:"));
+	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[0].nic.gid, lg, sizeof(lg))));
+	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[1].nic.gid, rg, sizeof(rg))));
+	assert_non_null(strstr(fx_last_warn, "holds 52:54:00:00:02:02"));
+	assert_non_null(strstr(fx_last_warn, "lookup 101"));
+	assert_int_equal(fake_path_diagnoses(), 1);
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void flush_only_for_gpu_buffers(void **state)
+{
+	struct t *t = *state;
+	char host[128], gpu[128];
+	struct rn_mr *hmr, *gmr, *mrs[2];
+	struct rn_req *req;
+	struct fake_wire_stats st;
+	void *data[2];
+	int sizes[2];
+
+	assert_int_equal(rn_reg_mr(t->rc, host, sizeof(host), RN_PTR_HOST, &hmr), 0);
+	/* host memory registered as CUDA: the MR's type is what decides */
+	assert_int_equal(rn_reg_mr(t->rc, gpu, sizeof(gpu), RN_PTR_CUDA, &gmr), 0);
+	data[0] = host;
+	data[1] = gpu;
+	mrs[0] = hmr;
+	mrs[1] = gmr;
+	sizes[0] = 10;
+	sizes[1] = 10;
+	assert_int_equal(rn_iflush(t->rc, 2, data, sizes, mrs, &req), 0);
+	assert_non_null(req);
+	assert_int_equal(fx_wait(req, NULL), 0);
+	fake_wire_stats(t->rc->flush_qp, &st);
+	assert_int_equal(st.reads, 1);
+	assert_int_equal(st.max_wr_len, 1);
+	/* the last non-empty buffer is host memory: nothing to do */
+	sizes[1] = 0;
+	assert_int_equal(rn_iflush(t->rc, 2, data, sizes, mrs, &req), 0);
+	assert_null(req);
+	fake_wire_stats(t->rc->flush_qp, &st);
+	assert_int_equal(st.reads, 1);
+	rn_dereg_mr(t->rc, hmr);
+	rn_dereg_mr(t->rc, gmr);
+}
+
+static void flush_disabled(void **state)
+{
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	char gpu[64];
+	struct rn_mr *gmr;
+	struct rn_req *req;
+	void *data = gpu;
+	int size = 10;
+
+	fx_setup(&f);
+	f.eng.cfg.gdr_flush_disable = 1;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_null(rc->flush_qp);
+	assert_int_equal(rn_reg_mr(rc, gpu, sizeof(gpu), RN_PTR_CUDA, &gmr), 0);
+	assert_int_equal(rn_iflush(rc, 1, &data, &size, &gmr, &req), 0);
+	assert_null(req);
+	rn_dereg_mr(rc, gmr);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	assert_int_equal(fx_teardown(&f), 0);
+}
+
+/* test() until it fails, napping so that the 100 ms slow checks come round. */
+static int wait_error(struct rn_req *req)
+{
+	int i, done, ret = 0, sizes[RN_MAX_RECVS];
+
+	for (i = 0; i < 5000 && !ret; i++) {
+		ret = rn_test(req, &done, sizes);
+		if (!ret)
+			usleep(1000);
+	}
+	return ret;
+}
+
+static struct rn_req *post_recv(struct t *t, void *p, size_t sz, struct rn_mr *mr)
+{
+	struct rn_req *req;
+	int tag = 0;
+
+	assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &mr, &req), 0);
+	assert_non_null(req);
+	return req;
+}
+
+static void async_qp_fatal(void **state)
+{
+	struct t *t = *state;
+	struct ibv_async_event ev;
+	char r[64];
+	struct rn_mr *rmr;
+	struct rn_req *req;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	req = post_recv(t, r, sizeof(r), rmr);
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = IBV_EVENT_QP_FATAL;
+	ev.element.qp = t->rc->c.qps[0];
+	fake_wire_push_async(&ev);
+	assert_int_equal(wait_error(req), -EIO);
+	assert_non_null(strstr(fx_last_warn, "QP_FATAL"));
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void async_port_down(void **state)
+{
+	struct t *t = *state;
+	struct ibv_async_event ev;
+	char r[64];
+	struct rn_mr *rmr;
+	struct rn_req *req;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	req = post_recv(t, r, sizeof(r), rmr);
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = IBV_EVENT_PORT_ERR;
+	ev.element.port_num = 1;
+	fake_wire_push_async(&ev);
+	assert_int_equal(wait_error(req), -ENETDOWN);
+	/* the port comes back: the next comm on the device works */
+	ev.event_type = IBV_EVENT_PORT_ACTIVE;
+	fake_wire_push_async(&ev);
+	rn_events_poll(t->rc->c.ev);
+	assert_int_equal(rn_events_dev_err(t->rc->c.ev, 1), 0);
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void peer_dies_while_receiving(void **state)
+{
+	struct t *t = *state;
+	char r[64];
+	struct rn_mr *rmr;
+	struct rn_req *req;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	req = post_recv(t, r, sizeof(r), rmr);
+	rn_close_send(t->sc);
+	t->sc = NULL;
+	assert_int_equal(wait_error(req), -ECONNRESET);
+	assert_non_null(strstr(fx_last_warn, "closed its connection"));
+	rn_dereg_mr(t->rc, rmr);
+}
+
+static void sender_waiting_for_dead_receiver(void **state)
+{
+	struct t *t = *state;
+	char s[64];
+	struct rn_mr *smr;
+	struct rn_req *req = NULL;
+	int i, ret = 0;
+
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	rn_close_recv(t->rc);
+	t->rc = NULL;
+	for (i = 0; i < 5000 && !ret; i++) {
+		ret = rn_isend(t->sc, s, 8, 0, smr, &req);
+		assert_null(req);
+		if (!ret)
+			usleep(1000);
+	}
+	assert_int_equal(ret, -ECONNRESET);
+	rn_dereg_mr(t->sc, smr);
+}
+
+static void stalled_qp_watchdog(void **state)
+{
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	char r[64];
+	struct rn_mr *rmr;
+	struct rn_req *req;
+	size_t sz = sizeof(r);
+	void *p = r;
+	int tag = 0;
+
+	fx_setup(&f);
+	f.eng.cfg.timeout = 1;
+	f.eng.cfg.retry_cnt = 1;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_int_equal(rn_reg_mr(rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	fake_wire_set_stall(1); /* the CTS write never completes */
+	assert_int_equal(rn_irecv(rc, 1, &p, &sz, &tag, &rmr, &req), 0);
+	assert_int_equal(wait_error(req), -ETIMEDOUT);
+	assert_non_null(strstr(fx_last_warn, "stalled"));
+	fake_wire_set_stall(0);
+	rn_dereg_mr(rc, rmr);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	assert_int_equal(fx_teardown(&f), 0);
+}
+
+static void many_comms_many_devices(void **state)
+{
+	struct fx f;
+	enum { C = 4, SZ = 4096 };
+	struct rn_send_comm *sc[C];
+	struct rn_recv_comm *rc[C];
+	struct rn_mr *smr[C], *rmr[C];
+	struct rn_req *sreq[C], *rreq[C];
+	char *s[C], *r[C];
+	int i, round, got;
+
+	fx_setup(&f);
+	for (i = 0; i < C; i++) {
+		/* 0->1, 1->0, 0->1, 0->0: several comms per device, both devices */
+		int sd = i == 1 ? 1 : 0, rd = i == 3 ? 0 : (i == 1 ? 0 : 1);
+
+		assert_int_equal(fx_connect(&f, sd, rd, 0, &sc[i], &rc[i]), 0);
+		s[i] = buf(SZ, i);
+		r[i] = buf(SZ, 100);
+		assert_int_equal(rn_reg_mr(sc[i], s[i], SZ, RN_PTR_HOST, &smr[i]), 0);
+		assert_int_equal(rn_reg_mr(rc[i], r[i], SZ, RN_PTR_HOST, &rmr[i]), 0);
+	}
+	for (round = 0; round < 5; round++) {
+		for (i = 0; i < C; i++) {
+			void *p = r[i];
+			size_t sz = SZ;
+			int tag = i;
+
+			memset(r[i], 0, SZ);
+			assert_int_equal(rn_irecv(rc[i], 1, &p, &sz, &tag, &rmr[i], &rreq[i]), 0);
+		}
+		for (i = C - 1; i >= 0; i--) {
+			s[i][0] = (char)(round + i);
+			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i], &sreq[i]),
+					 0);
+			assert_non_null(sreq[i]);
+		}
+		for (i = 0; i < C; i++) {
+			assert_int_equal(fx_wait(rreq[i], &got), 0);
+			assert_int_equal(got, SZ - round);
+			assert_memory_equal(r[i], s[i], (size_t)(SZ - round));
+			assert_int_equal(fx_wait(sreq[i], NULL), 0);
+		}
+	}
+	for (i = 0; i < C; i++) {
+		rn_dereg_mr(sc[i], smr[i]);
+		rn_dereg_mr(rc[i], rmr[i]);
+		rn_close_send(sc[i]);
+		rn_close_recv(rc[i]);
+		free(s[i]);
+		free(r[i]);
+	}
+	assert_int_equal(fx_teardown(&f), 0);
+}
+
+static int setup_none(void **state)
+{
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(basic_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_waits_for_cts, setup, teardown),
+		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_rr4, teardown),
+		cmocka_unit_test_setup_teardown(split_over_four_qps, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(round_robin_four_qps, setup_rr4, teardown),
+		cmocka_unit_test_setup_teardown(large_message_split_at_max_msg, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_message_split_at_max_msg, setup_split4,
+						teardown),
+		cmocka_unit_test_setup_teardown(completion_error_warns_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_only_for_gpu_buffers, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_disabled, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(async_qp_fatal, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_port_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
+		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
+		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
