@@ -466,8 +466,10 @@ static void print_host(struct rn_doctor *d)
 		const struct rn_nic *nic = &dn->nic;
 		size_t o = 0;
 
-		snprintf(name, sizeof(name), "%s", dn->dev ? rn_doctor_nic_name(nic, name, sizeof(name))
-							   : "-");
+		if (dn->dev)
+			rn_doctor_nic_name(nic, name, sizeof(name));
+		else
+			snprintf(name, sizeof(name), "-");
 		if (nic->active_mtu)
 			snprintf(mtu, sizeof(mtu), "%d/%d", nic->mtu, rn_ibv_mtu_bytes(nic->active_mtu));
 		else

@@ -45,6 +45,7 @@ struct probe {
 	int peer_ret;               /* the server's side */
 	char why[320], peer_why[320];
 	double ms;
+	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
 };
 
@@ -52,6 +53,8 @@ struct session {
 	struct rn_dw_inv local, remote;
 	struct rn_dw_checks ours, theirs;
 	struct probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
+	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	double check_ms;
 };
 
@@ -163,8 +166,7 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 	else if (wb)
 		snprintf(buf, len, "%s(peer)", rn_cause_id(wb->cause));
 	else if (p->tried && (p->ret || p->peer_ret))
-		snprintf(buf, len, "%s", p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ?
-			 "rdma-timeout" : "rdma-error");
+		snprintf(buf, len, "%s", p->timeout ? "rdma-timeout" : "rdma-error");
 	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
 		snprintf(buf, len, "-");
 	else
@@ -187,7 +189,7 @@ static int session_problems(const struct session *s)
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
 static int print_all_findings(FILE *f, const struct session *s)
 {
-	int max = 2 * RN_DOCTOR_MAX_NICS * RN_DW_MAX_FINDINGS + 2 * s->ours.npairs * 4 +
+	int max = 2 * RN_DOCTOR_MAX_NICS * (RN_DW_MAX_FINDINGS + 1) + 2 * s->ours.npairs * 5 +
 		  2 * s->theirs.npairs * 4;
 	struct rn_doctor_item *it = calloc((size_t)max, sizeof(*it));
 	char (*who)[128] = calloc((size_t)max, sizeof(*who));
@@ -236,6 +238,20 @@ static int print_all_findings(FILE *f, const struct session *s)
 				it[n++].f = &p->diag;
 			}
 		}
+	}
+	for (i = 0; i < s->local.nnics; i++) {
+		if (!s->drops_local[i].cause)
+			continue;
+		snprintf(who[n], sizeof(who[n]), "%s:%s", s->local.host, s->local.nics[i].netdev);
+		it[n].who = who[n];
+		it[n++].f = &s->drops_local[i];
+	}
+	for (j = 0; j < s->remote.nnics; j++) {
+		if (!s->drops_remote[j].cause)
+			continue;
+		snprintf(who[n], sizeof(who[n]), "%s:%s", s->remote.host, s->remote.nics[j].netdev);
+		it[n].who = who[n];
+		it[n++].f = &s->drops_remote[j];
 	}
 	rn_doctor_print_grouped(f, it, n);
 	for (i = 0; i < s->local.nnics; i++) {
@@ -380,7 +396,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 			rn_json_obj(&j, "rdma");
 			rn_json_str(&j, "status", !p->tried ? "skipped" :
 				    !p->ret && !p->peer_ret ? "ok" :
-				    p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ? "timeout" : "error");
+				    p->timeout ? "timeout" : "error");
 			rn_json_str(&j, "error", p->ret ? p->why : NULL);
 			rn_json_str(&j, "peer_error", p->peer_ret ? p->peer_why : NULL);
 			if (p->tried)
@@ -393,6 +409,31 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 			rn_json_close(&j, '}');
 			rn_json_close(&j, '}');
 		}
+	}
+	rn_json_close(&j, ']');
+	/* NICs where RDMA dies while route and neighbours are right (inferred from the matrix). */
+	rn_json_arr(&j, "drops");
+	for (i = 0; i < s->local.nnics; i++) {
+		if (!s->drops_local[i].cause)
+			continue;
+		rn_json_obj(&j, NULL);
+		rn_json_str(&j, "host", s->local.host);
+		rn_json_str(&j, "netdev", s->local.nics[i].netdev);
+		rn_json_arr(&j, "findings");
+		rn_json_finding(&j, &s->drops_local[i]);
+		rn_json_close(&j, ']');
+		rn_json_close(&j, '}');
+	}
+	for (k = 0; k < s->remote.nnics; k++) {
+		if (!s->drops_remote[k].cause)
+			continue;
+		rn_json_obj(&j, NULL);
+		rn_json_str(&j, "host", s->remote.host);
+		rn_json_str(&j, "netdev", s->remote.nics[k].netdev);
+		rn_json_arr(&j, "findings");
+		rn_json_finding(&j, &s->drops_remote[k]);
+		rn_json_close(&j, ']');
+		rn_json_close(&j, '}');
 	}
 	rn_json_close(&j, ']');
 	rn_json_obj(&j, "summary");
@@ -460,6 +501,9 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	snprintf(p->peer_why, sizeof(p->peer_why), "%s", (const char *)m.payload + 4);
 	rn_dw_msg_free(&m);
 	p->ms = rn_doctor_now_ms() - t0;
+	/* status 12 (retry exceeded) is the wire not answering, as our own deadline is */
+	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ||
+		     strstr(p->why, "RETRY_EXC_ERR") || strstr(p->peer_why, "RETRY_EXC_ERR");
 	if (p->ret || p->peer_ret) {
 		struct rn_peer_facts pf;
 
@@ -469,6 +513,60 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 			memset(&p->diag, 0, sizeof(p->diag));
 	}
 	return 0;
+}
+
+/*
+ * Every probe to one remote NIC (or from one local NIC) timed out while the others
+ * passed and the live route and neighbours look right: the packets die at that NIC,
+ * most often a firewall dropping RoCE v2 (UDP 4791). Needs another NIC that works
+ * to tell which end it is.
+ */
+static void infer_drops(struct session *s)
+{
+	int i, j;
+
+	for (j = 0; j < s->remote.nnics; j++) {
+		int tried = 0, bad = 0, others_ok = 0;
+		struct rn_vars v = { 0 };
+
+		for (i = 0; i < s->local.nnics; i++) {
+			const struct probe *p = &s->probes[i][j];
+			int k;
+
+			if (!p->tried)
+				continue;
+			tried++;
+			bad += p->timeout && !p->diag.cause;
+			for (k = 0; k < s->remote.nnics; k++)
+				others_ok |= k != j && s->probes[i][k].tried && !s->probes[i][k].ret &&
+					     !s->probes[i][k].peer_ret;
+		}
+		if (!tried || bad != tried || !others_ok)
+			continue;
+		rn_vars_set(&v, "dev", "%s", s->remote.nics[j].netdev);
+		rn_finding_render(&s->drops_remote[j], RN_CAUSE_FIREWALL, &v);
+	}
+	for (i = 0; i < s->local.nnics; i++) {
+		int tried = 0, bad = 0, others_ok = 0;
+		struct rn_vars v = { 0 };
+
+		for (j = 0; j < s->remote.nnics; j++) {
+			const struct probe *p = &s->probes[i][j];
+			int k;
+
+			if (!p->tried)
+				continue;
+			tried++;
+			bad += p->timeout && !p->diag.cause;
+			for (k = 0; k < s->local.nnics; k++)
+				others_ok |= k != i && s->probes[k][j].tried && !s->probes[k][j].ret &&
+					     !s->probes[k][j].peer_ret;
+		}
+		if (!tried || bad != tried || !others_ok)
+			continue;
+		rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
+		rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
+	}
 }
 
 static int remote_rdma(const struct rn_dw_nic *n)
@@ -550,6 +648,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		}
 	}
 	rn_dw_send(fd, RN_DW_DONE, NULL, 0);
+	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	for (i = 0; i < s->local.nnics && rc == RN_DOCTOR_OK; i++)
 		if (s->local.nics[i].nfindings)

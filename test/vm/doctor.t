@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# roce-doctor on the Soft-RoCE bed (2 guests x 2 rxe NICs in one /24), the demo story:
+#   broken (kernel defaults): the host check names ARP flux and the missing rules on both hosts
+#     (exit 1); `peer` across the hosts names them too (exit 1).
+#   scripts/roce-policy-routing in each guest: the host check says all good on both (exit 0);
+#     `peer` with the RDMA RC probe (the library's transport) gives an all-ok matrix (exit 0).
+#   RoCE v2 dropped at h1 eth0 (nftables): the probes to h1 eth0 fail within seconds
+#     (rdma-timeout) and the doctor names a firewall on h1:eth0.
+set -u
+. "$(dirname "$0")/lib/test.sh"
+bed_prereq python3
+[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+DOC=build/roce-doctor
+tmp=$(mktemp -d /tmp/rndoc-vm.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+jq_py() { python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+r = eval(sys.argv[2])
+print(" ".join(str(x) for x in r) if isinstance(r, (list, tuple)) else r)' "$1" "$2"; }
+
+host_check() { # h file: --json host report of guest h into file; prints the exit status
+	B run --timeout 60 "$1" -- $DOC --json >"$2"
+	echo $?
+}
+
+peer() { # file [peer args...]: h0 -> h1 (serve --once on h1); exit status in RC
+	local out=$1 job
+	shift
+	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || t_fail "cannot start serve on h1"
+	wait_listen 1 18515 || t_fail "roce-doctor serve did not listen on h1"
+	B run --timeout 90 0 -- $DOC peer "$(bed_ip 1 0)" --json "$@" >"$out"
+	RC=$?
+	B wait --timeout 30 "$job" | sed 's/^/  h1| /'
+}
+
+cells() { jq_py "$1" "['%s>%s=%s' % (p['local'], p['remote'], p['result']) for p in d['pairs']]"; }
+
+body() {
+	local h rc c t0 t1
+	B up --hosts 2 --nics 2 --scenario broken --owner "$BED_OWNER" >/dev/null
+
+	t_step "broken: kernel defaults"
+	for h in 0 1; do
+		rc=$(host_check $h "$tmp/b$h.json")
+		[ "$rc" = 1 ] || t_fail "h$h broken: exit $rc, want 1"
+		for n in 0 1; do
+			c=$(jq_py "$tmp/b$h.json" "sorted(set(f['cause'] for f in d['nics'][$n]['findings']))")
+			case " $c " in *" arp-flux "*) ;; *) t_fail "h$h eth$n: arp-flux not named ($c)" ;; esac
+			case " $c " in *" no-rule "*) ;; *) t_fail "h$h eth$n: no-rule not named ($c)" ;; esac
+			[ "$(jq_py "$tmp/b$h.json" "d['nics'][$n]['ibdev']")" = "rxe$n" ] ||
+				t_fail "h$h: NIC $n is not rxe$n"
+		done
+		t_ok "h$h: arp-flux and no-rule on eth0 and eth1 (exit 1), $(jq_py "$tmp/b$h.json" "d['summary']['elapsed_us']") us"
+	done
+	peer "$tmp/pb.json" --no-rdma
+	[ $RC = 1 ] || t_fail "broken peer: exit $RC, want 1"
+	t_ok "broken peer: $(cells "$tmp/pb.json") (exit 1)"
+
+	t_step "scripts/roce-policy-routing in each guest"
+	for h in 0 1; do
+		B run --timeout 60 $h -- scripts/roce-policy-routing eth0 eth1 >/dev/null ||
+			t_fail "roce-policy-routing failed on h$h"
+		rc=$(host_check $h "$tmp/f$h.json")
+		[ "$rc" = 0 ] || { cat "$tmp/f$h.json"; t_fail "h$h fixed: exit $rc, want 0"; }
+		[ -z "$(jq_py "$tmp/f$h.json" "d['summary']['causes']")" ] || t_fail "h$h fixed: causes left"
+		t_ok "h$h: all good (exit 0)"
+	done
+	t0=$(date +%s.%N)
+	peer "$tmp/pf.json"
+	t1=$(date +%s.%N)
+	[ $RC = 0 ] || { cat "$tmp/pf.json"; t_fail "fixed peer: exit $RC, want 0"; }
+	[ "$(cells "$tmp/pf.json")" = "eth0>eth0=ok eth0>eth1=ok eth1>eth0=ok eth1>eth1=ok" ] ||
+		t_fail "fixed peer matrix: $(cells "$tmp/pf.json")"
+	[ "$(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")" = "ok ok ok ok" ] ||
+		t_fail "fixed peer: RDMA probes $(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")"
+	t_ok "fixed peer: 4 pairs ok, RDMA RC ping ok on each ($(jq_py "$tmp/pf.json" "[p['rdma']['elapsed_us'] // 1000 for p in d['pairs']]") ms), whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+
+	t_step "RoCE v2 dropped at h1 eth0"
+	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
+	t0=$(date +%s.%N)
+	peer "$tmp/pd.json"
+	t1=$(date +%s.%N)
+	[ $RC = 1 ] || t_fail "dropped: exit $RC, want 1"
+	[ "$(cells "$tmp/pd.json")" = "eth0>eth0=rdma-timeout eth0>eth1=ok eth1>eth0=rdma-timeout eth1>eth1=ok" ] ||
+		t_fail "dropped matrix: $(cells "$tmp/pd.json")"
+	[ "$(jq_py "$tmp/pd.json" "['%s:%s=%s' % (x['host'], x['netdev'], x['findings'][0]['cause']) for x in d['drops']]")" = "h1:eth0=firewall" ] ||
+		t_fail "drops: $(jq_py "$tmp/pd.json" "d['drops']")"
+	t_ok "dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+}
+
+bed_attempt body
