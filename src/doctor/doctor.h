@@ -59,7 +59,8 @@ struct rn_doctor {
 	int skipped_problem;         /* a port left out for another reason than NCCL_IB_HCA */
 	struct rn_doctor_nic nics[RN_DOCTOR_MAX_NICS];
 	int nnics;
-	double gather_ms;            /* snapshot + every NIC verdict */
+	double gather_ms;            /* snapshot + discovery + every NIC verdict */
+	double snapshot_ms, discover_ms, verdict_ms;
 	FILE *out;
 };
 
@@ -86,8 +87,11 @@ struct rn_doctor_item {
 	const char *who;
 	const struct rn_finding *f;
 };
-/* Findings grouped by cause, each distinct fix once (one screen for 8 NICs). */
-void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n);
+/*
+ * Findings grouped by cause, each distinct fix once (one screen for 8 NICs): more
+ * than four distinct fixes for one cause show two unless @all.
+ */
+void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
 

@@ -121,7 +121,9 @@ int rn_doctor_gather(struct rn_doctor *d)
 			strerror(-ret));
 		return ret;
 	}
+	d->snapshot_ms = rn_doctor_now_ms() - t0;
 	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped));
+	d->discover_ms = rn_doctor_now_ms() - t0 - d->snapshot_ms;
 	d->ndevs = n > 0 ? n : 0;
 	if (d->ndevs && d->skipped[0])
 		d->skipped_problem = skipped_is_problem(d->skipped);
@@ -163,6 +165,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 		explain(d, dn);
 	}
 	d->gather_ms = rn_doctor_now_ms() - t0;
+	d->verdict_ms = d->gather_ms - d->snapshot_ms - d->discover_ms;
 	return 0;
 }
 
@@ -262,8 +265,8 @@ static void print_sysctls(struct rn_doctor *d, FILE *f)
 
 	fprintf(f, "\n%-13s %4s", "sysctl", "all");
 	for (k = 0; k < d->nnics; k++)
-		fprintf(f, "  %-9s", d->nics[k].nic.netdev);
-	fprintf(f, "   (per netdev: dev->effective)\n");
+		fprintf(f, " %-*s", RN_MAX((int)strlen(d->nics[k].nic.netdev), 4), d->nics[k].nic.netdev);
+	fprintf(f, "  (per netdev: dev->effective)\n");
 	for (i = 0; i < 5; i++) {
 		const int *all = &d->host->all.arp_ignore;
 
@@ -274,7 +277,7 @@ static void print_sysctls(struct rn_doctor *d, FILE *f)
 			char cell[24];
 
 			snprintf(cell, sizeof(cell), "%d->%d", dv[i], ev[i]);
-			fprintf(f, "  %-9s", cell);
+			fprintf(f, " %-*s", RN_MAX((int)strlen(d->nics[k].nic.netdev), 4), cell);
 		}
 		fputc('\n', f);
 	}
@@ -382,14 +385,15 @@ static int same_fix(const char *a, const char *b)
  * first one's message (the others read the same with their own names), and each
  * distinct fix once.
  */
-void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n)
+void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all)
 {
 	const char **fix_who;
 	const struct rn_finding **fixes;
-	int c, i, m, k;
+	int c, i, m, k, nprinted = 0;
 
 	if (!n)
 		return;
+	/* every distinct fix printed so far, across causes */
 	fixes = calloc((size_t)n, sizeof(*fixes));
 	fix_who = calloc((size_t)n, sizeof(*fix_who));
 	if (!fixes || !fix_who) {
@@ -400,7 +404,7 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n)
 	fprintf(f, "findings (%d):\n", n);
 	for (c = 1; c < RN_CAUSE__MAX; c++) {
 		const struct rn_doctor_item *first = NULL;
-		int nfix = 0;
+		int start = nprinted, nsame = 0, shown;
 
 		for (i = 0; i < n; i++) {
 			if (it[i].f->cause != (enum rn_cause)c)
@@ -411,20 +415,31 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n)
 					rn_doctor_sev_str(it[i].f->sev));
 			}
 			fprintf(f, " %s", it[i].who);
-			for (m = 0; m < nfix && !same_fix(fixes[m]->fix, it[i].f->fix); m++)
+			for (m = 0; m < nprinted && !same_fix(fixes[m]->fix, it[i].f->fix); m++)
 				;
-			if (m == nfix) {
-				fix_who[nfix] = it[i].who;
-				fixes[nfix++] = it[i].f;
+			if (m < start)
+				nsame++;
+			else if (m == nprinted) {
+				fix_who[nprinted] = it[i].who;
+				fixes[nprinted++] = it[i].f;
 			}
 		}
 		if (!first)
 			continue;
 		fprintf(f, "\n    %s: %s\n", first->who, first->f->msg);
-		for (k = 0; k < nfix; k++)
+		shown = nprinted - start;
+		/* Eight NICs' worth of commands would push the rest off the screen. */
+		if (!all && shown > 4)
+			shown = 2;
+		for (k = start; k < start + shown; k++)
 			if (fixes[k]->fix[0])
-				fprintf(f, "    fix%s%s: %s\n", nfix > 1 ? " " : "",
-					nfix > 1 ? fix_who[k] : "", fixes[k]->fix);
+				fprintf(f, "    fix%s%s: %s\n", nprinted - start > 1 ? " " : "",
+					nprinted - start > 1 ? fix_who[k] : "", fixes[k]->fix);
+		if (shown < nprinted - start)
+			fprintf(f, "    ... and %d more fixes like these (-v lists each)\n",
+				nprinted - start - shown);
+		if (nsame)
+			fprintf(f, "    fix%s: as above\n", nsame < nprinted - start + nsame ? " for the others" : "");
 	}
 out:
 	free(fixes);
@@ -441,7 +456,7 @@ static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
 			it[n].who = d->nics[i].nic.netdev;
 			it[n++].f = &d->nics[i].nic.findings[k];
 		}
-	rn_doctor_print_grouped(f, it, n);
+	rn_doctor_print_grouped(f, it, n, d->verbose);
 }
 
 static void print_host(struct rn_doctor *d)
@@ -530,7 +545,7 @@ static void print_host(struct rn_doctor *d)
 	if (!rn_doctor_host_problems(d)) {
 		fprintf(f, "verdict: all good (%d NIC%s checked in %.1f ms)\n", d->nnics,
 			d->nnics == 1 ? "" : "s", d->gather_ms);
-		return;
+		goto timing;
 	}
 	fprintf(f, "verdict: %d of %d NIC%s need%s fixing (checked in %.1f ms)", nprob, d->nnics,
 		d->nnics == 1 ? "" : "s", nprob == 1 ? "s" : "", d->gather_ms);
@@ -540,6 +555,10 @@ static void print_host(struct rn_doctor *d)
 			fprintf(f, " %s", d->nics[i].nic.netdev);
 	}
 	fprintf(f, "\n");
+timing:
+	if (d->verbose)
+		fprintf(f, "timing: netlink snapshot %.2f ms, RDMA discovery %.2f ms, verdicts %.2f ms\n",
+			d->snapshot_ms, d->discover_ms, d->verdict_ms);
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */
@@ -678,6 +697,9 @@ static void json_host(struct rn_doctor *d, int rc)
 	rn_json_close(&j, ']');
 	rn_json_bool(&j, "ports_left_out", d->skipped_problem);
 	rn_json_int(&j, "elapsed_us", (long long)(d->gather_ms * 1000));
+	rn_json_int(&j, "snapshot_us", (long long)(d->snapshot_ms * 1000));
+	rn_json_int(&j, "discover_us", (long long)(d->discover_ms * 1000));
+	rn_json_int(&j, "verdict_us", (long long)(d->verdict_ms * 1000));
 	rn_json_int(&j, "exit", rc);
 	rn_json_close(&j, '}');
 	rn_json_end(&j);

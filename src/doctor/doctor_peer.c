@@ -187,7 +187,7 @@ static int session_problems(const struct session *s)
 }
 
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
-static int print_all_findings(FILE *f, const struct session *s)
+static int print_all_findings(FILE *f, const struct session *s, int verbose)
 {
 	int max = 2 * RN_DOCTOR_MAX_NICS * (RN_DW_MAX_FINDINGS + 1) + 2 * s->ours.npairs * 5 +
 		  2 * s->theirs.npairs * 4;
@@ -253,7 +253,7 @@ static int print_all_findings(FILE *f, const struct session *s)
 		it[n].who = who[n];
 		it[n++].f = &s->drops_remote[j];
 	}
-	rn_doctor_print_grouped(f, it, n);
+	rn_doctor_print_grouped(f, it, n, verbose);
 	for (i = 0; i < s->local.nnics; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
 			const struct probe *p = &s->probes[i][j];
@@ -306,7 +306,7 @@ static void print_session(struct rn_doctor *d, const struct session *s, const ch
 	}
 
 	fprintf(f, "\n");
-	nf = print_all_findings(f, s);
+	nf = print_all_findings(f, s, d->verbose);
 	fprintf(f, "verdict: %s (pair checks %.1f ms)\n",
 		session_problems(s) || nf ? "problems found: apply the fixes above on the host each names"
 					  : "all good",
