@@ -650,6 +650,11 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	rn_dw_send(fd, RN_DW_DONE, NULL, 0);
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	if (!s->local.nnics || !s->remote.nnics) {
+		fprintf(stderr, "roce-doctor: no NIC to check on %s (use --netdev there to name netdevs without RDMA)\n",
+			!s->local.nnics ? "this host" : s->remote.host);
+		rc = RN_DOCTOR_PROBLEMS;
+	}
 	for (i = 0; i < s->local.nnics && rc == RN_DOCTOR_OK; i++)
 		if (s->local.nics[i].nfindings)
 			rc = RN_DOCTOR_PROBLEMS;
