@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * roce-doctor's peer protocol (src/doctor/doctor_wire.c, compiled in here: the
+ * doctor is not part of the library): inventory and pair-check round trips over a
+ * socketpair, and every rejection a serving doctor must survive.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "../../src/doctor/doctor_wire.c"
+
+static int sp[2];
+
+static int setup(void **state)
+{
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	assert_int_equal(rn_dw_set_timeout(sp[0], 2), 0);
+	assert_int_equal(rn_dw_set_timeout(sp[1], 2), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	close(sp[0]);
+	close(sp[1]);
+	return 0;
+}
+
+static void sample_inv(struct rn_dw_inv *inv)
+{
+	struct rn_dw_nic *n;
+	struct rn_vars v = { 0 };
+
+	memset(inv, 0, sizeof(*inv));
+	snprintf(inv->host, sizeof(inv->host), "hostb");
+	inv->nnics = 2;
+	n = &inv->nics[0];
+	snprintf(n->netdev, sizeof(n->netdev), "eth0");
+	snprintf(n->ibdev, sizeof(n->ibdev), "rxe0");
+	n->port = 1;
+	rn_ip_parse("198.18.0.20", &n->ip);
+	n->prefixlen = 24;
+	memcpy(n->mac, "\x52\x54\x00\x18\x01\x00", 6);
+	n->link_up = 1;
+	n->verdict = RN_VERDICT_REFUSED;
+	rn_gid_from_ip(&n->ip, &n->gid);
+	n->gid_index = 1;
+	n->mtu = 9000;
+	n->active_mtu = 4096;
+	rn_vars_set(&v, "dev", "eth0");
+	rn_vars_set(&v, "nic", "rxe0:1");
+	rn_finding_render(&n->findings[0], RN_CAUSE_LINK_DOWN, &v);
+	n->nfindings = 1;
+	n = &inv->nics[1];
+	snprintf(n->netdev, sizeof(n->netdev), "eth1");
+	n->gid_index = -1; /* netdev-only */
+	n->mtu = 1500;
+}
+
+static void inv_roundtrip(void **state)
+{
+	struct rn_dw_inv in, out;
+	struct rn_dw_msg m;
+	char why[256];
+
+	sample_inv(&in);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(m.type, RN_DW_INV);
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	assert_string_equal(out.host, "hostb");
+	assert_int_equal(out.nnics, 2);
+	assert_string_equal(out.nics[0].ibdev, "rxe0");
+	assert_true(rn_ip_equal(&out.nics[0].ip, &in.nics[0].ip));
+	assert_memory_equal(out.nics[0].mac, in.nics[0].mac, 6);
+	assert_memory_equal(out.nics[0].gid.raw, in.nics[0].gid.raw, 16);
+	assert_int_equal(out.nics[0].gid_index, 1);
+	assert_int_equal(out.nics[0].mtu, 9000);
+	assert_int_equal(out.nics[0].active_mtu, 4096);
+	assert_int_equal(out.nics[0].verdict, RN_VERDICT_REFUSED);
+	assert_int_equal(out.nics[0].nfindings, 1);
+	assert_int_equal(out.nics[0].findings[0].cause, RN_CAUSE_LINK_DOWN);
+	assert_string_equal(out.nics[0].findings[0].fix, in.nics[0].findings[0].fix);
+	assert_int_equal(out.nics[1].gid_index, -1);
+	assert_int_equal(out.nics[1].ip.family, 0);
+	rn_dw_msg_free(&m);
+}
+
+static void checks_roundtrip(void **state)
+{
+	struct rn_dw_inv a, b;
+	struct rn_dw_checks *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
+	struct rn_dw_msg m;
+	struct rn_vars v = { 0 };
+	char why[256];
+
+	sample_inv(&a);
+	sample_inv(&b);
+	in->npairs = 2;
+	in->pairs[0] = (struct rn_dw_pair){ .local = 0, .remote = 1, .status = 0 };
+	in->pairs[1] = (struct rn_dw_pair){ .local = 1, .remote = 0, .status = 1, .nfindings = 1 };
+	rn_vars_set(&v, "peer_host", "hostb");
+	rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v);
+	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), 0);
+	assert_int_equal(out->npairs, 2);
+	assert_int_equal(out->pairs[1].status, 1);
+	assert_int_equal(out->pairs[1].findings[0].cause, RN_CAUSE_NEIGH_WRONG_MAC);
+	assert_string_equal(out->pairs[1].findings[0].msg, in->pairs[1].findings[0].msg);
+	rn_dw_msg_free(&m);
+
+	/* a pair naming a NIC the receiver does not have */
+	in->pairs[0].remote = 5;
+	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), -EBADMSG);
+	rn_dw_msg_free(&m);
+	free(in);
+	free(out);
+}
+
+/* Raw bytes in, the receiver's verdict out. */
+static int recv_raw(const void *buf, size_t len, char *why, size_t wlen)
+{
+	struct rn_dw_msg m;
+	int ret;
+
+	assert_int_equal(write(sp[0], buf, len), (ssize_t)len);
+	shutdown(sp[0], SHUT_WR);
+	ret = rn_dw_recv(sp[1], &m, why, wlen);
+	if (!ret)
+		rn_dw_msg_free(&m);
+	return ret;
+}
+
+static void garbage(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("junk\n", 5, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "not a roce-doctor message"));
+}
+
+static void bad_magic(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("GET / HTTP/1.1\r\n\r\n", 18, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "magic"));
+}
+
+static void other_version(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("RNDR\0\11\0\1\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EPROTO);
+}
+
+static void unknown_type(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("RNDR\0\1\0\77\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EBADMSG);
+}
+
+static void too_long(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("RNDR\0\1\0\1\177\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EMSGSIZE);
+}
+
+static void cut_short(void **state)
+{
+	char why[256];
+
+	assert_int_equal(recv_raw("RNDR\0\1\0\1\0\0\0\100\0\0\0\0abc", 19, why, sizeof(why)),
+			 -ECONNRESET);
+	assert_non_null(strstr(why, "cut short"));
+}
+
+static void inv_lengths(void **state)
+{
+	struct rn_dw_inv in, out;
+	struct rn_dw_msg m;
+	char why[256];
+
+	sample_inv(&in);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	/* one byte less than the counts say, and one more */
+	m.len--;
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	m.len += 2;
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	m.len--;
+	/* a host name without its NUL */
+	memset(m.payload, 'x', 64);
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	rn_dw_msg_free(&m);
+	/* more NICs than a doctor handles */
+	in.nnics = RN_DOCTOR_MAX_NICS + 1;
+	{
+		struct wbuf b = { 0 };
+
+		putstr(&b, "h", 64);
+		put16(&b, (unsigned int)in.nnics);
+		put16(&b, 0);
+		m.type = RN_DW_INV;
+		m.payload = b.p;
+		m.len = (uint32_t)b.len;
+		assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+		free(b.p);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(inv_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(checks_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_magic, setup, teardown),
+		cmocka_unit_test_setup_teardown(other_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(unknown_type, setup, teardown),
+		cmocka_unit_test_setup_teardown(too_long, setup, teardown),
+		cmocka_unit_test_setup_teardown(cut_short, setup, teardown),
+		cmocka_unit_test_setup_teardown(inv_lengths, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
