@@ -774,6 +774,8 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 		rn_dw_msg_free(&m);
 		break;
 	}
+	/* The next client may come after a fix: a fresh transport sees the new routing. */
+	rn_probe_release();
 	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side",
 	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
 	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
