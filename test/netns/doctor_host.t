@@ -51,6 +51,20 @@ for i in 0 1 2; do
 done
 echo "time to a verdict: $(jq_py "$T/after.json" "d['summary']['elapsed_us']") us for 3 NICs"
 
+# The plugin's knobs choose the GID as in the plugin: IPv6 wanted, the NICs have none.
+NCCL_IB_ADDR_FAMILY=AF_INET6 ip netns exec "$H" "$DOCTOR" -n nic0 -j >"$T/v6.json"
+RC=$?
+[ $RC -eq 1 ] || rn_fail "NCCL_IB_ADDR_FAMILY=AF_INET6: exit $RC, want 1"
+has no-gid "$(causes "$T/v6.json" nic0)" "NCCL_IB_ADDR_FAMILY=AF_INET6 without IPv6 addresses"
+NCCL_IB_ADDR_RANGE=198.18.0.12/32 ip netns exec "$H" "$DOCTOR" -n nic0,nic1 -j >"$T/range.json"
+has no-gid "$(causes "$T/range.json" nic0)" "NCCL_IB_ADDR_RANGE excluding nic0"
+[ -z "$(causes "$T/range.json" nic1)" ] || rn_fail "NCCL_IB_ADDR_RANGE: nic1 in range has findings"
+# A bad value is reported and the default used, as the plugin does.
+NCCL_IB_GID_INDEX=abc ip netns exec "$H" "$DOCTOR" -n nic0 >"$T/badenv.txt" 2>&1
+RC=$?
+[ $RC -eq 0 ] || { cat "$T/badenv.txt"; rn_fail "NCCL_IB_GID_INDEX=abc: exit $RC, want 0"; }
+grep -q 'bad NCCL_\* value' "$T/badenv.txt" || rn_fail "bad NCCL_IB_GID_INDEX not reported"
+
 # Bad arguments: exit 2 with a message on stderr.
 bad() {
 	doc "$H" "$@"
