@@ -76,6 +76,20 @@ body() {
 		t_fail "fixed peer: RDMA probes $(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")"
 	t_ok "fixed peer: 4 pairs ok, RDMA RC ping ok on each ($(jq_py "$tmp/pf.json" "[p['rdma']['elapsed_us'] // 1000 for p in d['pairs']]") ms), whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 
+	t_step "the plugin's knobs: NCCL_IB_HCA, NCCL_IB_GID_INDEX"
+	B run --timeout 60 --env NCCL_IB_HCA==rxe1 0 -- $DOC --json >"$tmp/hca.json"
+	rc=$?
+	[ $rc = 0 ] || t_fail "NCCL_IB_HCA==rxe1: exit $rc, want 0"
+	[ "$(jq_py "$tmp/hca.json" "[n['ibdev'] for n in d['nics']]")" = rxe1 ] ||
+		t_fail "NCCL_IB_HCA==rxe1 checked $(jq_py "$tmp/hca.json" "[n['ibdev'] for n in d['nics']]")"
+	t_ok "NCCL_IB_HCA==rxe1: only rxe1 checked, rxe0 left out by choice (exit 0)"
+	B run --timeout 60 --env NCCL_IB_GID_INDEX=0 0 -- $DOC --json >"$tmp/gid0.json"
+	rc=$?
+	[ $rc = 1 ] || t_fail "NCCL_IB_GID_INDEX=0: exit $rc, want 1"
+	c=$(jq_py "$tmp/gid0.json" "sorted(set(f['cause'] for n in d['nics'] for f in n['findings']))")
+	case " $c " in *" gid-forced-mismatch "*) ;; *) t_fail "NCCL_IB_GID_INDEX=0 (link-local): $c" ;; esac
+	t_ok "NCCL_IB_GID_INDEX=0 (the link-local GID): gid-forced-mismatch (exit 1)"
+
 	t_step "RoCE v2 dropped at h1 eth0"
 	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
 	t0=$(date +%s.%N)
