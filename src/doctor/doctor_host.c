@@ -462,8 +462,8 @@ static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
 static void print_host(struct rn_doctor *d)
 {
 	FILE *f = d->out;
-	char name[96], ip[INET6_ADDRSTRLEN + 4], mtu[24], gid[32], tb[24], rt[48], causes[160];
-	int i, k, nprob = 0, nfind = 0;
+	char name[96], ip[INET6_ADDRSTRLEN + 16], mtu[24], gid[32], tb[24], rt[48], causes[160];
+	int i, k, nprob = 0, nfind = 0, wn = 6, wd = 6;
 
 	fprintf(f, "roce-doctor %s on %s: %d RoCE NIC%s%s\n", RN_DOCTOR_VERSION, d->hostname,
 		d->nnics, d->nnics == 1 ? "" : "s",
@@ -474,7 +474,11 @@ static void print_host(struct rn_doctor *d)
 		fprintf(f, "nothing to check: name netdevs with --netdev to check them without RDMA\n");
 		return;
 	}
-	fprintf(f, "\n%-10s %-10s %-4s %-9s %-18s %-10s %-5s %-16s %s\n", "NIC", "NETDEV", "LINK",
+	for (i = 0; i < d->nnics; i++) {
+		wn = RN_MAX(wn, (int)strlen(d->nics[i].nic.ibdev) + 3);
+		wd = RN_MAX(wd, (int)strlen(d->nics[i].nic.netdev));
+	}
+	fprintf(f, "\n%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s\n", wn, "NIC", wd, "NETDEV", "LINK",
 		"MTU/ACT", "IP", "GID", "TABLE", "ROUTE", "VERDICT");
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
@@ -492,8 +496,14 @@ static void print_host(struct rn_doctor *d)
 		if (nic->ip.family) {
 			char a[INET6_ADDRSTRLEN];
 
-			snprintf(ip, sizeof(ip), "%s/%d", rn_ip_str(&nic->ip, a, sizeof(a)),
-				 nic->prefixlen);
+			int more = -1;
+
+			for (k = 0; k < d->host->naddrs; k++)
+				more += d->host->addrs[k].ifindex == nic->ifindex &&
+					d->host->addrs[k].ip.family == nic->ip.family;
+			/* "+N": more addresses of the family on the netdev (--json lists them) */
+			snprintf(ip, sizeof(ip), more > 0 ? "%s/%d+%d" : "%s/%d",
+				 rn_ip_str(&nic->ip, a, sizeof(a)), nic->prefixlen, more);
 		} else {
 			snprintf(ip, sizeof(ip), "-");
 		}
@@ -510,7 +520,7 @@ static void print_host(struct rn_doctor *d)
 		for (k = 0; k < nic->nfindings && o < sizeof(causes); k++)
 			o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", k ? "," : " ",
 					      rn_cause_id(nic->findings[k].cause));
-		fprintf(f, "%-10s %-10s %-4s %-9s %-18s %-10s %-5s %-16s %s%s%s\n", name, nic->netdev,
+		fprintf(f, "%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s%s%s\n", wn, name, wd, nic->netdev,
 			nic->link_up ? "up" : "down", mtu, ip, gid, tb, rt,
 			dn->err ? "error" : rn_verdict_str(nic->verdict), causes,
 			dn->err ? strerror(-dn->err) : "");
