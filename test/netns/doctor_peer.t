@@ -3,6 +3,8 @@
 # netdev-only: ARP, route and MTU checks, no RDMA). With kernel defaults the real ARP flux of
 # host B (both NICs answer for each other's address) leaves host A's neighbour entry for one of
 # B's addresses holding the other NIC's MAC: named neigh-wrong-mac with a fix for host B.
+# (A keeps the first answer; the bridge hands each request to B's NICs in one fixed order, so
+# the first answer comes from the same B NIC for both addresses: one of them is wrong.)
 # Garbage sent to `serve` is rejected with a log line and the next client is served. After
 # scripts/roce-policy-routing on both hosts every pair is ok; an MTU mismatch is named with
 # its fix; `serve --once` exits after one client.
