@@ -783,6 +783,21 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
 }
 
+/* "198.18.0.11:53956" also for a client that reached the dual-stack socket over IPv4 */
+static void peer_str(struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = s6->sin6_port };
+
+		memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		memset(ss, 0, sizeof(*ss));
+		memcpy(ss, &s4, sizeof(s4));
+	}
+	rn_sockaddr_str(ss, buf, len);
+}
+
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
@@ -835,7 +850,7 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		rn_sockaddr_str(&ss, who, sizeof(who));
+		peer_str(&ss, who, sizeof(who));
 		memset(s, 0, sizeof(*s));
 		r = serve_one(d, s, fd, who);
 		close(fd);
