@@ -618,7 +618,8 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		fprintf(stderr, "roce-doctor: %s: %s\n", argv[1], why);
+		fprintf(stderr, "roce-doctor: %s: %s%s\n", argv[1], why,
+			ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
 		goto out;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);
