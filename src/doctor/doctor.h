@@ -193,6 +193,15 @@ int rn_dw_set_timeout(int fd, int secs);
 int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len);
 int rn_dw_listen(int port, int *fd);
 
+/* doctor_arp.c */
+/*
+ * ARP uniqueness for every checked IPv4 pair of @c: answers from a MAC other than
+ * the one @remote advertised become neigh-wrong-mac. Returns the pairs probed, or
+ * -errno (-EPERM without CAP_NET_RAW: nothing probed).
+ */
+int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			 struct rn_dw_checks *c);
+
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);

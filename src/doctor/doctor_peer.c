@@ -11,11 +11,13 @@
  *   client                         server
  *   INV ------------------------>  (gather)
  *       <------------------------  INV
- *   checks (ours)
- *   CHECKS --------------------->  checks (its side)
+ *   neighbour checks (ours)
+ *   CHECKS --------------------->  neighbour checks, then ARP uniqueness (its side)
  *       <------------------------  CHECKS
+ *   ARP uniqueness (ours)
  * One side checks at a time: the other's ARP requests would rewrite the very
- * neighbour entries being checked (a request carries its sender's MAC).
+ * neighbour entries being checked (a request carries its sender's MAC), and the
+ * raw ARP probes come after both neighbour checks for the same reason.
  *   per pair: PROBE_REQ -------->  listen
  *       <------------------------  PROBE_HANDLE
  *   connect + isend                accept + irecv
@@ -56,6 +58,7 @@ struct session {
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	double check_ms;
+	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
 };
 
 /* ---- pair checks (both sides) ------------------------------------------------------- */
@@ -437,6 +440,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	}
 	rn_json_close(&j, ']');
 	rn_json_obj(&j, "summary");
+	rn_json_int(&j, "arp_probed", s->arp_probed > 0 ? s->arp_probed : 0);
 	rn_json_int(&j, "elapsed_us", (long long)(s->check_ms * 1000));
 	rn_json_int(&j, "exit", rc);
 	rn_json_close(&j, '}');
@@ -636,6 +640,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		fprintf(stderr, "roce-doctor: %s: %s\n", argv[1], why);
 		goto out;
 	}
+	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
 	for (i = 0; i < d->nnics && !d->no_rdma; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
 			if (!rn_probe_available(d, i) || !remote_rdma(&s->remote.nics[j]) ||
@@ -725,6 +730,7 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 		return -1;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);
+	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
 	ret = rn_dw_send_checks(fd, &s->ours);
 	if (ret) {
 		slog("%s: cannot send the pair checks: %s", who, strerror(-ret));

@@ -53,6 +53,9 @@ bhost=$(jq_py "$T/defaults.json" "d['remote']['host']")
 wrong=$(jq_py "$T/defaults.json" "['%s>%s' % (p['local'], p['remote']) for p in d['pairs'] if any(f['cause'] == 'neigh-wrong-mac' for f in p['local_check']['findings'])]")
 echo "neigh-wrong-mac on: $wrong"
 [ -n "$wrong" ] || rn_fail "ARP flux of host B not named neigh-wrong-mac on any pair"
+# As root the doctor also asks by raw ARP who has each address: both B NICs answer for both.
+[ "$(jq_py "$T/defaults.json" "d['summary']['arp_probed']")" -gt 0 ] || rn_fail "no ARP uniqueness probe as root"
+[ "$wrong" = "nic0>nic0 nic0>nic1 nic1>nic0 nic1>nic1" ] || rn_fail "ARP uniqueness: flux named on '$wrong', want every pair"
 fix=$(jq_py "$T/defaults.json" "[f['fix'] for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
 echo "fix: $fix"
 [[ $fix == "on $bhost: "*arp_ignore=1* ]] || rn_fail "neigh-wrong-mac fix does not target host B"
@@ -106,6 +109,7 @@ for nd in nic0 nic1; do
 	got=$(ip -n "$A" neigh show "$ip" dev nic0 | grep -o 'lladdr [0-9a-f:]*' | cut -d' ' -f2)
 	[ "$got" = "$mac" ] || rn_fail "after the fix A resolves $ip to $got, want $mac"
 done
+[ "$(jq_py "$T/fixed.json" "d['summary']['arp_probed']")" = 4 ] || rn_fail "after the fix: not every pair ARP-probed"
 echo "pair checks took $(jq_py "$T/fixed.json" "d['summary']['elapsed_us']") us for 4 pairs"
 
 echo "== MTU mismatch"
