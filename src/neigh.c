@@ -85,7 +85,15 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	rn_vars_set(v, "peer_host", "%s", peer->host[0] ? peer->host : "the peer");
 	rn_vars_set(v, "peer_dev", "%s", peer->netdev[0] ? peer->netdev : "?");
 	rn_vars_set(v, "peer_mac", "%s", rn_mac_str(peer->mac, b, sizeof(b)));
-	rn_vars_set(v, "table", "%d", nic->table);
+	if (nic->table == RN_TABLE_MAIN) {
+		uint32_t t, prio;
+
+		/* No rule yet: a fix must name a table of its own, never main. */
+		rn_propose_table(NULL, nic->ifindex, &t, &prio);
+		rn_vars_set(v, "table", "%u", t);
+	} else {
+		rn_vars_set(v, "table", "%d", nic->table);
+	}
 	if (nic->ip.family) {
 		struct rn_ip net;
 
@@ -124,7 +132,7 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 		else
 			rn_vars_set(v, "other_dev", "ifindex %d", r.oif);
 		rn_vars_set(v, "used_table", "%u", r.table);
-		rn_vars_set(v, "prio", "%d", nic->table);
+		rn_vars_set(v, "prio", "%s", rn_vars_get(v, "table"));
 		rn_vars_set(v, "devs", "%s", nic->netdev);
 		rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
 		return 1;

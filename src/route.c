@@ -64,7 +64,8 @@ void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, 
 {
 	uint32_t t = 100 + (uint32_t)(ifindex > 0 ? ifindex : 0);
 
-	while (t < 250 && table_used(host, t))
+	/* Without a snapshot (connection time) the first guess is as good as any. */
+	while (host && t < 250 && table_used(host, t))
 		t++;
 	*table = t;
 	*prio = t;
@@ -75,15 +76,6 @@ static const char *link_name(struct rn_host *host, int ifindex)
 	struct rn_host_link *l = rn_host_link_by_index(host, ifindex);
 
 	return l ? l->link.name : "another interface";
-}
-
-/* sysctl -w accepts '/' separators, which netdev names with dots (VLANs) need. */
-static void sysctl_key(char *buf, size_t len, const char *dev, const char *key)
-{
-	if (strchr(dev, '.'))
-		snprintf(buf, len, "net/ipv4/conf/%s/%s", dev, key);
-	else
-		snprintf(buf, len, "net.ipv4.conf.%s.%s", dev, key);
 }
 
 /* A destination inside our subnet that is not a local address: what a peer would be. */
@@ -152,7 +144,7 @@ static void find_sharing(struct rn_host *host, const struct rn_nic *nic, struct 
 static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct share *s,
 		      struct rn_vars *v)
 {
-	char why[160] = "", sysctls[160] = "", key[80];
+	char why[160] = "", sysctls[160] = "";
 	size_t wo = 0, so = 0;
 	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i;
 	char bad_ignore[96] = "", bad_announce[96] = "";
@@ -193,17 +185,12 @@ static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct sha
 				       "net.ipv4.conf.all.arp_ignore=1");
 	}
 	if (!(announce_ok || rules_ok)) {
-		char *p, *save = NULL;
-
 		if (wo < sizeof(why))
 			wo += (size_t)snprintf(why + wo, sizeof(why) - wo, "%sarp_announce<2 on %s",
 					       wo ? ", " : "effective ", bad_announce);
-		for (p = strtok_r(bad_announce, ",", &save); p && so < sizeof(sysctls);
-		     p = strtok_r(NULL, ",", &save)) {
-			sysctl_key(key, sizeof(key), p, "arp_announce");
-			so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so, "%s%s=2",
-					       so ? " " : "", key);
-		}
+		/* The kernel uses max(all, dev): one key on all fixes every NIC at once. */
+		so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so, "%s%s",
+				       so ? " " : "", "net.ipv4.conf.all.arp_announce=2");
 	}
 	rn_vars_set(v, "why", "%s", why);
 	rn_vars_set(v, "sysctls", "%s", sysctls);

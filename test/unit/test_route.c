@@ -70,7 +70,7 @@ static void test_no_policy_routing_default_sysctls_refused(void **state)
 	f = find(&n1, RN_CAUSE_ARP_FLUX);
 	assert_non_null(f);
 	assert_non_null(strstr(f->fix, "net.ipv4.conf.all.arp_ignore=1"));
-	assert_non_null(strstr(f->fix, "net.ipv4.conf.eth1.arp_announce=2"));
+	assert_non_null(strstr(f->fix, "net.ipv4.conf.all.arp_announce=2"));
 	assert_non_null(strstr(f->fix, "scripts/roce-policy-routing eth1 eth0"));
 	assert_null(find(&n1, RN_CAUSE_RP_FILTER)); /* rp_filter 0 here */
 }
