@@ -182,6 +182,19 @@ static void test_route_via_other_nic_refused(void **state)
 	assert_non_null(strstr(f.msg, "eth0"));
 }
 
+static void test_route_fix_never_names_main(void **state)
+{
+	struct rn_finding f;
+
+	/* A NIC without a rule of its own: the fix must propose a table, not main (254). */
+	nic.table = 254;
+	H.routes[H.nroutes - 1].oif = 2;
+	assert_int_equal(run(1000, &f, NULL), -EHOSTUNREACH);
+	assert_int_equal(f.cause, RN_CAUSE_ROUTE_WRONG_NIC);
+	assert_non_null(strstr(f.fix, "ip rule add from"));
+	assert_null(strstr(f.fix, "lookup 254"));
+}
+
 static void test_local_peer_is_fine(void **state)
 {
 	struct rn_finding f;
@@ -255,6 +268,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_peer_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mtu_mismatch_warns_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_route_via_other_nic_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_route_fix_never_names_main, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_local_peer_is_fine, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_diag, setup, teardown),
