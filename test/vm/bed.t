@@ -3,6 +3,7 @@
 # a dead guest reported as a BED failure (exit 200 + $BED_FAILFILE) and not as the command's,
 # and `bed down` leaving no qemu process, namespace or file behind.
 set -u
+# shellcheck source=lib/test.sh
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq
 

@@ -37,9 +37,9 @@ perf_field() { # field-number < output
 # < 0.9": every figure then reads 0). Such a run measured nothing, so it is run again (twice
 # at most, on another port) and said so; a failed transfer is returned as is.
 perf_measure() {
-	local field=$1 tool=$2 port=$3 out rc try v
+	local field=$1 tool=$2 port=$3 out rc v
 	shift 3
-	for try in 1 2 3; do
+	for _ in 1 2 3; do
 		out=$(perf_pair "$tool" "$port" "$@" 2>&1)
 		rc=$?
 		echo "$out"
