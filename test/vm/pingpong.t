@@ -6,6 +6,7 @@
 # policy routing, arp_ignore=1, arp_announce=2, neighbours flushed) it passes and the entries
 # hold the right MACs.
 set -u
+# shellcheck source=lib/test.sh
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq ibv_rc_pingpong stdbuf
 

@@ -72,3 +72,15 @@ wait_listen() { # h port
 		ss -Hltn 'sport = :$2' | grep -q . && exit 0; sleep 0.1; done; exit 1" ||
 		{ echo "server on h$1 never listened on port $2"; return 1; }
 }
+
+# Wait (15 s at most) until server job <job> on host <h> listens on TCP <port>, or has ended
+# (then its own output says why). For servers whose client does not retry.
+wait_server() { # h port job
+	local i
+	for ((i = 0; i < 40; i++)); do
+		[ "$(B status "$3")" = running ] || return 1
+		B run --timeout 10 "$1" -- ss -Hltn "sport = :$2" | grep -q . && return 0
+		sleep 0.3
+	done
+	return 1
+}

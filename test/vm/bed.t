@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The bed's own contract: jobs on two guests at once, exit statuses and timeouts passed through,
+# a dead guest reported as a BED failure (exit 200 + $BED_FAILFILE) and not as the command's,
+# and `bed down` leaving no qemu process, namespace or file behind.
+set -u
+# shellcheck source=lib/test.sh
+. "$(dirname "$0")/lib/test.sh"
+bed_prereq
+
+body() {
+	local j1 out rc pids st ns=$BED_NAME
+	B up --hosts 2 --nics 1 --scenario broken --owner "$BED_OWNER" >/dev/null
+	st=$t_top/build/vm-runs/$BED_NAME
+	pids="$(cat "$st/h0.pid") $(cat "$st/h1.pid")"
+
+	# Two guests at once: a TCP server job on h1 receives what a job on h0 sends meanwhile.
+	j1=$(bg --timeout 30 1 -- busybox nc -l -p 19000)
+	wait_listen 1 19000 || t_fail "nc server on h1 did not listen"
+	B run --timeout 20 0 -- bash -c "echo hello-from-h0 | busybox nc -w 5 $(bed_ip 1 0) 19000" ||
+		t_fail "h0 could not send to the job on h1"
+	out=$(B wait "$j1")
+	[ "$out" = hello-from-h0 ] || t_fail "the job on h1 received '$out'"
+	t_ok "jobs on two guests run concurrently (h1 server, h0 client)"
+
+	out=$(B run 1 -- bash -c 'echo to-out; echo to-err >&2; exit 7' 2>/dev/null)
+	rc=$?
+	[ $rc -eq 7 ] && [ "$out" = to-out ] || t_fail "run: status $rc output '$out' (want 7, to-out)"
+	out=$(B run 1 -- bash -c 'echo to-err >&2' 2>&1 >/dev/null)
+	[ "$out" = to-err ] || t_fail "run: stderr '$out'"
+	out=$(B run --env BEDT=a=b 0 -- bash -c 'echo "$BEDT $(hostname) $PWD"')
+	[ "$out" = "a=b h0 $t_top" ] || t_fail "run: env/host/cwd '$out'"
+	B run --timeout 2 0 -- sleep 30
+	rc=$?
+	[ $rc -eq 124 ] || t_fail "run --timeout: status $rc, want 124"
+	B run 0 -- bash -c 'exit 200'
+	rc=$?
+	[ $rc -eq 200 ] && [ ! -s "$BED_FAILFILE" ] ||
+		t_fail "a command's own 200 must not read as a bed failure"
+	t_ok "exit status, stdout, stderr, --env, --timeout pass through"
+
+	# A guest that dies is a bed failure, never the command's.
+	kill -9 "$(cat "$st/h1.pid")"
+	"$bed" run 1 -- true 2>/dev/null
+	rc=$?
+	[ $rc -eq 200 ] && [ -s "$BED_FAILFILE" ] ||
+		t_fail "dead guest: status $rc, failfile '$(cat "$BED_FAILFILE" 2>/dev/null)'"
+	: >"$BED_FAILFILE"
+	t_ok "a dead guest is reported as a BED failure (200)"
+
+	B down || t_fail "bed down failed"
+	for p in $pids; do
+		! kill -0 "$p" 2>/dev/null || t_fail "qemu $p survived bed down"
+	done
+	! ip netns list | grep -q "^$ns\b" || t_fail "namespace $ns survived bed down"
+	[ ! -e "$st" ] || t_fail "$st survived bed down"
+	t_ok "bed down leaves no qemu, namespace or run folder"
+}
+
+bed_attempt body
