@@ -159,6 +159,8 @@ int rn_comm_progress(struct rn_comm *c);
 struct rn_evdev *rn_events_get(struct rn_dev *dev);
 /* Drain @ev's device async events (non-blocking); marks comms and the device. */
 void rn_events_poll(struct rn_evdev *ev);
+/* Drop @dev's event state at device close (dev.c), before the context is closed. */
+void rn_events_forget(struct rn_dev *dev);
 /* -ENETDOWN (port down), -EIO (device fatal) or 0. */
 int rn_events_dev_err(const struct rn_evdev *ev, int port);
 

@@ -20,6 +20,7 @@ struct rn_evdev {
 	struct rn_dev *dev;
 	struct ibv_context *ctx;
 	pthread_mutex_t lock;
+	int lock_ready;
 	int nonblock;           /* 1 set, -1 could not be set: never read */
 	volatile int fatal;
 	volatile uint32_t port_down; /* bit per port */
@@ -43,8 +44,10 @@ struct rn_evdev *rn_events_get(struct rn_dev *dev)
 		/* a slot whose device was closed and reopened elsewhere is reused */
 		if (!evdevs[i].dev || evdevs[i].dev == dev) {
 			e = &evdevs[i];
-			if (!e->dev)
+			if (!e->lock_ready) {
 				pthread_mutex_init(&e->lock, NULL);
+				e->lock_ready = 1;
+			}
 			e->dev = dev;
 			e->ctx = dev->ctx;
 			e->nonblock = 0;
@@ -164,4 +167,19 @@ int rn_events_dev_err(const struct rn_evdev *e, int port)
 	if (port >= 0 && port < 32 && (e->port_down & (1u << port)))
 		return -ENETDOWN;
 	return 0;
+}
+
+void rn_events_forget(struct rn_dev *dev)
+{
+	size_t i;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (i = 0; i < RN_ARRAY_SIZE(evdevs); i++)
+		if (evdevs[i].dev == dev) {
+			pthread_mutex_lock(&evdevs[i].lock);
+			evdevs[i].dev = NULL;
+			evdevs[i].ctx = NULL;
+			pthread_mutex_unlock(&evdevs[i].lock);
+		}
+	pthread_mutex_unlock(&tbl_lock);
 }
