@@ -520,8 +520,13 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	ret = comm_check(c);
 	if (ret)
 		return ret;
-	if (size > INT_MAX || (size && (!mr || !data)))
+	if (rn_unlikely(size > INT_MAX ||
+			(size && (!mr || !data || mr->dev != c->dev || (uintptr_t)data < mr->base ||
+				  (uintptr_t)data + size > mr->base + mr->len)))) {
+		rn_warn(RN_SUB_NET, RN_PFX "isend of %zu bytes at %p: %s", size, data,
+			size > INT_MAX ? "larger than 2 GiB" : "outside its registration");
 		return -EINVAL;
+	}
 	k = sc->head;
 	seq = k + 1;
 	s = &sc->slots[k % RN_SLOTS];
@@ -623,9 +628,14 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
-		if (sizes[i] && (!mrs || !mrs[i] || (uintptr_t)data[i] < mrs[i]->base ||
-				 (uintptr_t)data[i] + sizes[i] > mrs[i]->base + mrs[i]->len))
+		if (rn_unlikely(sizes[i] && (!mrs || !mrs[i] || mrs[i]->dev != c->dev ||
+					     (uintptr_t)data[i] < mrs[i]->base ||
+					     (uintptr_t)data[i] + sizes[i] >
+					     mrs[i]->base + mrs[i]->len))) {
+			rn_warn(RN_SUB_NET, RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
+				"registration", i, sizes[i], data[i]);
 			return -EINVAL;
+		}
 		e[i].addr = (uintptr_t)data[i];
 		e[i].size = sizes[i];
 		e[i].rkey = sizes[i] ? mrs[i]->ibmr->rkey : 0;

@@ -636,6 +636,36 @@ static void many_comms_many_devices(void **state)
 	assert_int_equal(fx_teardown(&f), 0);
 }
 
+static void misuse_is_refused(void **state)
+{
+	struct t *t = *state;
+	char b[256];
+	struct rn_mr *mr;
+	struct rn_req *req;
+	size_t sz = 300;
+	void *p = b;
+	int tag = 0;
+
+	assert_int_equal(rn_reg_mr(t->sc, b, 64, RN_PTR_HOST, &mr), 0);
+	/* the registration is page-granular: beyond the page is outside it */
+	assert_int_equal(rn_isend(t->sc, b, 1 << 20, 0, mr, &req), -EINVAL);
+	assert_non_null(strstr(fx_last_warn, "outside its registration"));
+	assert_int_equal(rn_isend(t->sc, b, 10, 0, NULL, &req), -EINVAL);
+	assert_int_equal(rn_irecv(t->rc, 0, &p, &sz, &tag, &mr, &req), -EINVAL);
+	assert_int_equal(rn_irecv(t->rc, RN_MAX_RECVS + 1, &p, &sz, &tag, &mr, &req), -EINVAL);
+	sz = 10; /* an MR of the other device (the send comm's) */
+	assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &mr, &req), -EINVAL);
+	assert_int_equal(rn_test(NULL, &tag, NULL), -EINVAL);
+	rn_dereg_mr(t->sc, mr);
+	/* misuse does not kill the comm */
+	{
+		int got;
+
+		assert_int_equal(xfer1(t, 100, 100, &got), 0);
+		assert_int_equal(got, 100);
+	}
+}
+
 static int setup_none(void **state)
 {
 	return 0;
@@ -665,6 +695,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(misuse_is_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
