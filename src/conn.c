@@ -224,6 +224,7 @@ static void comm_free(struct rn_comm *c)
 	if (c->cq)
 		rn_verbs.destroy_cq(c->cq);
 	free(c->ctrl);
+	rn_events_put(c->ev);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);

@@ -246,7 +246,6 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->ev) {
-		rn_events_poll(c->ev);
 		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
 		if (ret && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
@@ -498,7 +497,7 @@ static int comm_check(struct rn_comm *c)
 {
 	if (rn_unlikely(c->err))
 		return c->err;
-	if (rn_unlikely(c->async_err))
+	if (rn_unlikely(__atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE)))
 		return comm_fail(c, c->async_err);
 	return 0;
 }

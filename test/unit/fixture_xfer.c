@@ -129,7 +129,6 @@ int fx_teardown(struct fx *f)
 
 	for (i = 0; i < f->eng.ndevs; i++) {
 		rn_mr_cache_destroy(&f->devs[i]);
-		rn_events_forget(&f->devs[i]);
 		rn_verbs.dealloc_pd(f->devs[i].pd);
 		rn_verbs.close_device(f->devs[i].ctx);
 		pthread_mutex_destroy(&f->devs[i].lock);

@@ -487,7 +487,7 @@ static void async_qp_fatal(void **state)
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_QP_FATAL;
 	ev.element.qp = t->rc->c.qps[0];
-	fake_wire_push_async(&ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
 	assert_int_equal(wait_error(req), -EIO);
 	assert_non_null(strstr(fx_last_warn, "QP_FATAL"));
 	rn_dereg_mr(t->rc, rmr);
@@ -506,12 +506,13 @@ static void async_port_down(void **state)
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_PORT_ERR;
 	ev.element.port_num = 1;
-	fake_wire_push_async(&ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
 	assert_int_equal(wait_error(req), -ENETDOWN);
 	/* the port comes back: the next comm on the device works */
 	ev.event_type = IBV_EVENT_PORT_ACTIVE;
-	fake_wire_push_async(&ev);
-	rn_events_poll(t->rc->c.ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
+	for (int i = 0; i < 5000 && rn_events_dev_err(t->rc->c.ev, 1); i++)
+		usleep(1000); /* the watcher thread takes it */
 	assert_int_equal(rn_events_dev_err(t->rc->c.ev, 1), 0);
 	rn_dereg_mr(t->rc, rmr);
 }
