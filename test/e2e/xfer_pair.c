@@ -7,6 +7,9 @@
  *
  *   xfer_pair recv <ibdev> <handle-file>
  *   xfer_pair send <ibdev> <handle-file>
+ *   xfer_pair recvwait|sendidle <ibdev> <handle-file>
+ *       connect, then the receiver waits on one receive that never comes and
+ *       prints how it ended (for faults: link down, peer killed); the sender idles.
  *
  * Sequence (both sides know it): sizes 0, 1, 4 KiB, 1 MiB, 20 MiB (split at the
  * device's 8 MiB), a 2-buffer multi-receive, then 64 x 1 MiB with 8 in flight
@@ -213,6 +216,69 @@ static int run_recv(struct rn_engine *eng, const char *file)
 	return 0;
 }
 
+static int run_recvwait(struct rn_engine *eng, const char *file)
+{
+	unsigned char handle[RN_HANDLE_SIZE];
+	static char buf[4096];
+	struct rn_listen_comm *lc;
+	struct rn_recv_comm *rc = NULL;
+	struct rn_req *r;
+	struct rn_mr *mr;
+	char tmp[4096];
+	size_t sz = sizeof(buf);
+	void *p = buf;
+	int ret, i, tag = 0;
+	double t0;
+	FILE *f;
+
+	if ((ret = rn_listen(eng, 0, handle, &lc)))
+		return ret;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	f = fopen(tmp, "w");
+	for (i = 0; i < RN_HANDLE_SIZE; i++)
+		fprintf(f, "%02x", handle[i]);
+	fclose(f);
+	rename(tmp, file);
+	while (!rc)
+		if ((ret = rn_accept(lc, &rc)))
+			return ret;
+	if ((ret = rn_reg_mr(rc, buf, sizeof(buf), RN_PTR_HOST, &mr)) ||
+	    (ret = rn_irecv(rc, 1, &p, &sz, &tag, &mr, &r)))
+		return ret;
+	printf("waiting\n");
+	t0 = now_s();
+	ret = wait_req(r, NULL);
+	printf("wait ended after %.2f s: %s\n", now_s() - t0, ret ? strerror(-ret) : "done");
+	return ret;
+}
+
+static int run_sendidle(struct rn_engine *eng, const char *file)
+{
+	unsigned char handle[RN_HANDLE_SIZE];
+	struct rn_send_comm *sc = NULL;
+	char hex[2 * RN_HANDLE_SIZE + 2];
+	FILE *f = NULL;
+	int ret, i;
+
+	while (!f) {
+		f = fopen(file, "r");
+		if (!f)
+			usleep(100000);
+	}
+	if (!fgets(hex, sizeof(hex), f))
+		return -EINVAL;
+	fclose(f);
+	for (i = 0; i < RN_HANDLE_SIZE; i++)
+		sscanf(hex + 2 * i, "%2hhx", &handle[i]);
+	while (!sc)
+		if ((ret = rn_connect(eng, 0, handle, -1, &sc)))
+			return ret;
+	printf("connected, idling\n");
+	sleep(30);
+	rn_close_send(sc);
+	return 0;
+}
+
 static int run_send(struct rn_engine *eng, const char *file)
 {
 	unsigned char handle[RN_HANDLE_SIZE], *buf;
@@ -317,7 +383,14 @@ int main(int argc, char **argv)
 	}
 	eng.devs[0] = &dev;
 	eng.ndevs = 1;
-	ret = !strcmp(argv[1], "recv") ? run_recv(&eng, argv[3]) : run_send(&eng, argv[3]);
+	if (!strcmp(argv[1], "recv"))
+		ret = run_recv(&eng, argv[3]);
+	else if (!strcmp(argv[1], "send"))
+		ret = run_send(&eng, argv[3]);
+	else if (!strcmp(argv[1], "recvwait"))
+		ret = run_recvwait(&eng, argv[3]);
+	else
+		ret = run_sendidle(&eng, argv[3]);
 	if (ret) {
 		fprintf(stderr, "FAIL: %s: %s\n", argv[1], strerror(-ret));
 		return 1;
