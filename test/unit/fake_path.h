@@ -2,8 +2,8 @@
 /*
  * Scripted route awareness for transport tests: the per-connection verdict
  * (rn_conn_check_*) and the diagnosis (rn_diagnose_peer), per local NIC name.
- * A NIC without a script passes its checks. The definitions are weak so that a
- * test binary that links the real route code uses that one instead.
+ * A NIC without a script passes its checks. Definitions in double_path.c, which a
+ * test #includes once.
  */
 #ifndef FAKE_PATH_H
 #define FAKE_PATH_H

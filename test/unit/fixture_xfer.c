@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake_path.h"
 #include "fixture_xfer.h"
 #include "rn_log.h"
 #include "rn_verbs.h"
@@ -91,7 +90,6 @@ void fx_setup(struct fx *f)
 	}
 	fake_verbs_install(f->fdevs, FX_DEVS);
 	fake_wire_install();
-	fake_path_set(NULL, NULL);
 	fx_log_reset();
 	rn_config_defaults(&f->eng.cfg);
 	snprintf(f->eng.cfg.socket_ifname, sizeof(f->eng.cfg.socket_ifname), "lo");

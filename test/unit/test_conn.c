@@ -17,6 +17,7 @@
 
 #include "fake_path.h"
 #include "fixture_xfer.h"
+#include "double_path.c"
 #include "rn_wire.h"
 
 static int setup(void **state)
@@ -24,6 +25,7 @@ static int setup(void **state)
 	static struct fx f;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	*state = &f;
 	return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "fake_path.h"
 #include "fixture_xfer.h"
+#include "double_path.c"
 #include "rn_verbs.h"
 
 struct t {
@@ -29,6 +30,7 @@ static int setup_cfg(void **state, int nqps, int split)
 	static struct t t;
 
 	fx_setup(&t.f);
+	fake_path_set(NULL, NULL);
 	t.f.eng.cfg.qps_per_conn = nqps;
 	t.f.eng.cfg.split_data_on_qps = split;
 	assert_int_equal(fx_connect(&t.f, 0, 1, 0, &t.sc, &t.rc), 0);
@@ -439,6 +441,7 @@ static void flush_disabled(void **state)
 	int size = 10;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	f.eng.cfg.gdr_flush_disable = 1;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
 	assert_null(rc->flush_qp);
@@ -567,6 +570,7 @@ static void stalled_qp_watchdog(void **state)
 	int tag = 0;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	f.eng.cfg.timeout = 1;
 	f.eng.cfg.retry_cnt = 1;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
@@ -594,6 +598,7 @@ static void many_comms_many_devices(void **state)
 	int i, round, got;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	for (i = 0; i < C; i++) {
 		/* 0->1, 1->0, 0->1, 0->0: several comms per device, both devices */
 		int sd = i == 1 ? 1 : 0, rd = i == 3 ? 0 : (i == 1 ? 0 : 1);
