@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 #include "fixture_xfer.h"
-#include "double_path.c"
+#include "double_conncheck.c"
 #include "rn_wire.h"
 
 static int setup(void **state)

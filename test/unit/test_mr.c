@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "fixture_xfer.h"
-#include "double_path.c"
+#include "double_conncheck.c"
 #include "rn_verbs.h"
 
 struct t {

@@ -14,9 +14,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 #include "fixture_xfer.h"
-#include "double_path.c"
+#include "double_conncheck.c"
 #include "rn_verbs.h"
 
 struct t {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Scripted rn_conn_check_* / rn_diagnose_peer (see fake_path.h). A double, not a
+ * Scripted rn_conn_check_* / rn_diagnose_peer (see double_conncheck.h). A double, not a
  * fake: only the tests that #include it get it (their object comes first on the
  * link line and the Makefile lets its definitions win over the archive's), so
  * the route code's own tests keep the real functions.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 
 #define FP_MAX 8
 
