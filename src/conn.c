@@ -448,9 +448,11 @@ static int hs_decide(struct rn_hs *hs)
 	} else {
 		return 0;
 	}
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s (cause %d): %s Fix: %s",
+	/* the finding speaks from the refusing side: say where its fix is to be run */
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s [%s]: %s Fix%s%s%s: %s",
 		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
-		who, (int)f->cause, f->msg, f->fix);
+		who, rn_cause_id(f->cause), f->msg, hs->mine.refused ? "" : " (on ",
+		hs->mine.refused ? "" : c->peer.host, hs->mine.refused ? "" : ")", f->fix);
 	return -EHOSTUNREACH;
 }
 

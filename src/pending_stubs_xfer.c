@@ -43,3 +43,8 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 {
 	return -ENOSYS;
 }
+
+const char *rn_cause_id(enum rn_cause cause)
+{
+	return "?";
+}

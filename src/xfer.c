@@ -125,7 +125,7 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	memset(&f, 0, sizeof(f));
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
 	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis (cause %d): %s Fix: %s", (int)f.cause,
+		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
 			 f.msg, f.fix);
 	else if (ret == -ENOENT)
 		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "

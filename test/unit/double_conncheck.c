@@ -122,3 +122,12 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 		*out = s->diag;
 	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
 }
+
+const char *rn_cause_id(enum rn_cause cause)
+{
+	static const char *ids[RN_CAUSE__MAX] = {
+		[RN_CAUSE_NEIGH_WRONG_MAC] = "neigh-wrong-mac", [RN_CAUSE_NO_RULE] = "no-rule",
+	};
+
+	return (unsigned)cause < RN_CAUSE__MAX && ids[cause] ? ids[cause] : "other";
+}

@@ -14,7 +14,7 @@
 
 char fx_last_warn[2048];
 int fx_nwarn, fx_ninfo;
-static char infos[8192];
+static char infos[8192], warns[8192];
 
 static int dbg = -1;
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -26,6 +26,10 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 		fprintf(stderr, "LOG%d %s\n", level, msg);
 	if (level == RN_LOG_WARN) {
 		fx_nwarn++;
+		if (strlen(warns) + strlen(msg) + 2 < sizeof(warns)) {
+			strcat(warns, msg);
+			strcat(warns, "\n");
+		}
 		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
 	} else if (level == RN_LOG_INFO) {
 		fx_ninfo++;
@@ -41,6 +45,7 @@ void fx_log_reset(void)
 	fx_last_warn[0] = 0;
 	fx_nwarn = fx_ninfo = 0;
 	infos[0] = 0;
+	warns[0] = 0;
 	rn_log_set_sink(sink);
 	rn_log_set_level(RN_LOG_TRACE);
 }
@@ -48,6 +53,11 @@ void fx_log_reset(void)
 int fx_info_seen(const char *s)
 {
 	return fx_info_count(s) > 0;
+}
+
+int fx_warn_seen(const char *s)
+{
+	return strstr(warns, s) != NULL;
 }
 
 int fx_info_count(const char *s)

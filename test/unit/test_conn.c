@@ -124,6 +124,10 @@ static void refused_by_receiver(void **state)
 	assert_non_null(strstr(fx_last_warn, "wrong MAC"));
 	assert_non_null(strstr(fx_last_warn, "arp_ignore=1"));
 	assert_int_equal(fx_nwarn, 2); /* one per side */
+	assert_true(fx_warn_seen("connection refused here [neigh-wrong-mac]"));
+	/* the sender is told, and where the fix is to be run */
+	assert_true(fx_warn_seen("connection refused by the peer [neigh-wrong-mac]"));
+	assert_true(fx_warn_seen("Fix (on testhost): sysctl"));
 	fake_wire_stats(NULL, &st);
 	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
 }

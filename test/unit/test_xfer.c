@@ -387,6 +387,7 @@ static void completion_error_warns_once(void **state)
 	assert_non_null(strstr(fx_last_warn, "127.0.0.1:"));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[0].nic.gid, lg, sizeof(lg))));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[1].nic.gid, rg, sizeof(rg))));
+	assert_non_null(strstr(fx_last_warn, "diagnosis [neigh-wrong-mac]: neighbour"));
 	assert_non_null(strstr(fx_last_warn, "holds 52:54:00:00:02:02"));
 	assert_non_null(strstr(fx_last_warn, "lookup 101"));
 	assert_int_equal(fake_path_diagnoses(), 1);
