@@ -549,7 +549,8 @@ static int hs_progress(struct rn_hs *hs)
 
 	for (;;) {
 		if (rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
-			if (hs->hello_ok)
+			/* a stray on the listener goes quietly; a real peer's silence is news */
+			if (hs->hello_ok || hs->role == RN_ROLE_SEND)
 				rn_warn(RN_SUB_NET, RN_PFX "handshake with %s timed out after %d ms "
 					"(NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
 					hs->eng->cfg.connect_timeout_ms);
