@@ -163,8 +163,7 @@ static int retry_cnt_for(const struct rn_comm *c)
 }
 
 int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
-		       unsigned int access)
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl)
 {
 	struct ibv_qp_attr a = { 0 };
 	int ret;
@@ -196,7 +195,6 @@ int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
-	(void)access;
 	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					       IBV_QP_MAX_QP_RD_ATOMIC));
@@ -472,8 +470,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 		sl = hs->peer.sl;
 	}
 	for (i = 0; i < c->nqps; i++) {
-		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl,
-					 IBV_ACCESS_REMOTE_WRITE);
+		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl);
 		if (ret)
 			goto fail;
 	}
@@ -484,8 +481,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 		rc->rfifo_rkey = hs->peer.fifo_rkey;
 		if (rc->flush_qp) {
 			ret = rn_comm_qp_rtr_rts(c, rc->flush_qp, rc->flush_qp->qp_num,
-						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl,
-						 IBV_ACCESS_REMOTE_READ);
+						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl);
 			if (ret)
 				goto fail;
 		}
