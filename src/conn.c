@@ -155,7 +155,8 @@ static int retry_cnt_for(const struct rn_comm *c)
 	/* rxe takes 7 as "retry forever": a broken path would hang instead of failing. */
 	if (c->dev->is_rxe && r > 6) {
 		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-			rn_info(RN_SUB_NET, RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
+			rn_info(RN_SUB_NET,
+				RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
 				"(rxe retries 7 forever)", c->dev->nic.ibdev, r);
 		r = 6;
 	}
@@ -547,7 +548,8 @@ static int hs_progress(struct rn_hs *hs)
 		if (rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
 			/* a stray on the listener goes quietly; a real peer's silence is news */
 			if (hs->hello_ok || hs->role == RN_ROLE_SEND)
-				rn_warn(RN_SUB_NET, RN_PFX "handshake with %s timed out after %d ms "
+				rn_warn(RN_SUB_NET,
+					RN_PFX "handshake with %s timed out after %d ms "
 					"(NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
 					hs->eng->cfg.connect_timeout_ms);
 			return -ETIMEDOUT;
@@ -730,7 +732,8 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		return ret == -EPROTO ? -EPROTO : -EINVAL;
 	}
 	if (dev->nic.gid_index < 0) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev, dev->nic.port);
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev,
+			dev->nic.port);
 		return -ENODEV;
 	}
 	hs = calloc(1, sizeof(*hs));
@@ -824,7 +827,8 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 	struct rn_hs *hs = lc->pend[i];
 
 	rn_info(RN_SUB_NET, RN_PFX "listener %s: dropped a connection from %s before a valid "
-		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str, strerror(-ret));
+		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str,
+		strerror(-ret));
 	hs_free(hs);
 	lc->pend[i] = NULL;
 }

@@ -138,7 +138,8 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		"vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s", c->peer_str,
 		c->peer.host[0] ? c->peer.host : "?", rn_wc_status_str(wc->status), wc->status,
 		wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)), rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
+		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
+		rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
 		c->dev->nic.ibdev, c->dev->nic.port, diag);
 }
 
@@ -179,7 +180,8 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 		r->sizes[0] = (int)imm;
 	} else if (r->pending == 1) {
 		for (i = 0; i < r->n; i++)
-			r->sizes[i] = __atomic_load_n(&rc->sizes[k % RN_SLOTS][i], __ATOMIC_ACQUIRE);
+			r->sizes[i] = __atomic_load_n(&rc->sizes[k % RN_SLOTS][i],
+						      __ATOMIC_ACQUIRE);
 	}
 	if (--r->pending == 0)
 		r->done = 1;
@@ -271,14 +273,16 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		}
 		if (waiting) {
 			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
-				"pending: the peer process died or aborted", c->peer_str, c->peer.host);
+				"pending: the peer process died or aborted", c->peer_str,
+				c->peer.host);
 			comm_fail(c, -ECONNRESET);
 		}
 	}
 	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > c->stall_ns) {
 		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
 			"posted: the QP stalled", c->peer_str, c->peer.host,
-			(unsigned long long)((now - c->last_progress_ns) / 1000000), c->outstanding);
+			(unsigned long long)((now - c->last_progress_ns) / 1000000),
+			c->outstanding);
 		comm_fail(c, -ETIMEDOUT);
 	}
 }
@@ -462,8 +466,9 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 		build_qp(sc, s, q0 + i, i == 0, imm, &b);
 		need[i] = b.count;
 		if (need[i] > c->sq_cap) {
-			rn_warn(RN_SUB_NET, RN_PFX "a message needs %d WRs on one QP, more than its "
-				"%d: lower the message size", need[i], c->sq_cap);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "a message needs %d WRs on one QP, more than its %d: "
+				"lower the message size", need[i], c->sq_cap);
 			return comm_fail(c, -EMSGSIZE);
 		}
 		if (c->sq_used[q0 + i] + need[i] > c->sq_cap)
@@ -538,8 +543,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 		}
 		n = e[0].nreqs;
 		if (n < 1 || n > RN_MAX_RECVS) {
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers", c->peer_str,
-				n);
+			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers",
+				c->peer_str, n);
 			return comm_fail(c, -EPROTO);
 		}
 		for (r = 1; r < n; r++)
@@ -631,7 +636,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 					     (uintptr_t)data[i] < mrs[i]->base ||
 					     (uintptr_t)data[i] + sizes[i] >
 					     mrs[i]->base + mrs[i]->len))) {
-			rn_warn(RN_SUB_NET, RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
+			rn_warn(RN_SUB_NET,
+				RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
 				"registration", i, sizes[i], data[i]);
 			return -EINVAL;
 		}

@@ -151,11 +151,13 @@ static int run_recv(struct rn_engine *eng, const char *file)
 		size_t sz = seq[i] + 100; /* receive larger than the send */
 
 		memset(buf, 0xee, sz);
-		if ((ret = rn_irecv(rc, 1, &p, &sz, &tag, &mr, &r[0])) || (ret = wait_req(r[0], got)))
+		if ((ret = rn_irecv(rc, 1, &p, &sz, &tag, &mr, &r[0])) ||
+		    (ret = wait_req(r[0], got)))
 			return ret;
 		fill(want, seq[i], (unsigned)i);
 		if (got[0] != (int)seq[i] || memcmp(buf, want, seq[i])) {
-			fprintf(stderr, "FAIL: message %d: got %d bytes, want %zu\n", i, got[0], seq[i]);
+			fprintf(stderr, "FAIL: message %d: got %d bytes, want %zu\n", i, got[0],
+				seq[i]);
 			return -EIO;
 		}
 		printf("recv %zu bytes ok\n", seq[i]);
@@ -206,7 +208,8 @@ static int run_recv(struct rn_engine *eng, const char *file)
 		void *p = buf;
 		size_t sz = 1;
 
-		if ((ret = rn_irecv(rc, 1, &p, &sz, &tag, &mr, &r[0])) || (ret = wait_req(r[0], got)))
+		if ((ret = rn_irecv(rc, 1, &p, &sz, &tag, &mr, &r[0])) ||
+		    (ret = wait_req(r[0], got)))
 			return ret;
 	}
 	printf("PASS recv\n");
@@ -334,8 +337,8 @@ static int run_send(struct rn_engine *eng, const char *file)
 		for (i = 0; i < WIN; i++) {
 			r[i] = NULL;
 			while (!r[i]) {
-				if ((ret = rn_isend(sc, buf + (size_t)i * (BW / WIN), BW / WIN, 0, mr,
-						    &r[i])))
+				if ((ret = rn_isend(sc, buf + (size_t)i * (BW / WIN), BW / WIN,
+						    0, mr, &r[i])))
 					return ret;
 				if (!r[i])
 					nap();

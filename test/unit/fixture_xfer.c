@@ -95,7 +95,8 @@ void fx_setup(struct fx *f)
 		f->fdevs[i].guid = 0x100 + (uint64_t)i;
 		f->fdevs[i].nports = 1;
 		f->fdevs[i].dmabuf = 1;
-		f->fdevs[i].ports[0].gids[0] = (struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
+		f->fdevs[i].ports[0].gids[0] =
+			(struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
 		f->fdevs[i].ports[0].gids[1] = (struct fake_gid){ ips[i], IBV_GID_TYPE_ROCE_V2, 2 };
 	}
 	fake_verbs_install(f->fdevs, FX_DEVS);

@@ -269,7 +269,8 @@ static void thirty_two_in_flight(void **state)
 			int tag = 0;
 
 			/* the 33rd receive is NCCL breaking the contract */
-			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), -EINVAL);
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]),
+					 -EINVAL);
 		}
 		for (i = 0; i < M; i++) {
 			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - i, i, smr, &sreq[i]), 0);
@@ -363,7 +364,8 @@ static void completion_error_warns_once(void **state)
 
 	s.diag_ret = 0;
 	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
-	snprintf(s.diag.msg, sizeof(s.diag.msg), "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
+	snprintf(s.diag.msg, sizeof(s.diag.msg),
+		 "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
 	snprintf(s.diag.fix, sizeof(s.diag.fix), "ip rule add from 198.18.0.1 lookup 101");
 	fake_path_set("rxe0", &s);
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
@@ -621,8 +623,8 @@ static void many_comms_many_devices(void **state)
 		}
 		for (i = C - 1; i >= 0; i--) {
 			s[i][0] = (char)(round + i);
-			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i], &sreq[i]),
-					 0);
+			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i],
+						  &sreq[i]), 0);
 			assert_non_null(sreq[i]);
 		}
 		for (i = 0; i < C; i++) {
