@@ -29,10 +29,10 @@ struct rn_evdev {
 	int refs;
 	pthread_t thread;
 	int wake[2];
-	volatile int stop;
+	int stop;                     /* atomic */
 	pthread_mutex_t lock;         /* one reader of the async fd at a time */
-	volatile int fatal;
-	volatile uint32_t port_down;  /* bit per port */
+	int fatal;                    /* atomic */
+	uint32_t port_down;           /* atomic; bit per port */
 };
 
 static struct rn_evdev *evdevs[RN_MAX_DEVS * 4];
@@ -80,7 +80,7 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 		c = ev->element.cq ? ev->element.cq->cq_context : NULL;
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
-		e->fatal = 1;
+		__atomic_store_n(&e->fatal, 1, __ATOMIC_RELEASE);
 		rn_warn(RN_SUB_NET, RN_PFX "%s: async event DEVICE_FATAL", name);
 		return;
 	case IBV_EVENT_PORT_ERR:
@@ -103,7 +103,7 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 	}
 	rn_warn(RN_SUB_NET, RN_PFX "%s: async event %s on the comm with %s (%s)", name,
 		event_str(ev->event_type), c ? c->peer_str : "?", c ? c->peer.host : "?");
-	if (c && !c->async_err)
+	if (c)
 		__atomic_store_n(&c->async_err, -EIO, __ATOMIC_RELEASE);
 }
 
@@ -133,11 +133,11 @@ static void *events_thread(void *arg)
 	p[0].events = POLLIN;
 	p[1].fd = e->wake[0];
 	p[1].events = POLLIN;
-	while (!e->stop) {
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		/* a context without an fd (test fakes) is simply looked at every 20 ms */
 		if (poll(p, 2, p[0].fd >= 0 ? -1 : 20) < 0 && errno != EINTR)
 			break;
-		if (!e->stop)
+		if (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
 			rn_events_poll(e);
 	}
 	return NULL;
@@ -209,7 +209,7 @@ void rn_events_put(struct rn_evdev *e)
 		if (evdevs[i] == e)
 			evdevs[i] = NULL;
 	pthread_mutex_unlock(&tbl_lock);
-	e->stop = 1;
+	__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
 	if (write(e->wake[1], &c, 1) < 0) {
 		/* cannot happen (one byte into an empty pipe); poll()'s timeout is not relied on */
 	}
@@ -225,9 +225,10 @@ int rn_events_dev_err(const struct rn_evdev *e, int port)
 {
 	if (!e)
 		return 0;
-	if (e->fatal)
+	if (__atomic_load_n(&e->fatal, __ATOMIC_ACQUIRE))
 		return -EIO;
-	if (port >= 0 && port < 32 && (e->port_down & (1u << port)))
+	if (port >= 0 && port < 32 &&
+	    (__atomic_load_n(&e->port_down, __ATOMIC_ACQUIRE) & (1u << port)))
 		return -ENETDOWN;
 	return 0;
 }

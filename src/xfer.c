@@ -241,6 +241,17 @@ static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
 	}
 }
 
+static int comm_check(struct rn_comm *c)
+{
+	if (rn_unlikely(c->err))
+		return c->err;
+	int a = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
+
+	if (rn_unlikely(a))
+		return comm_fail(c, a);
+	return 0;
+}
+
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
@@ -256,8 +267,9 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			comm_fail(c, ret);
 		}
 	}
-	if (c->async_err && !c->err)
-		comm_fail(c, c->async_err);
+	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
+	if (ret && !c->err)
+		comm_fail(c, ret);
 	if (c->fd >= 0 && !c->err && rn_oob_peer_alive(c->fd)) {
 		/* a closed peer only matters while we wait for it */
 		int waiting = c->outstanding > 0;
@@ -315,9 +327,7 @@ int rn_comm_progress(struct rn_comm *c)
 		if (now - c->last_check_ns >= RN_CHECK_EVERY_NS)
 			slow_checks(c, now);
 	}
-	if (!c->err && c->async_err)
-		comm_fail(c, c->async_err);
-	return c->err;
+	return comm_check(c);
 }
 
 /* ---- send ------------------------------------------------------------------- */
@@ -498,14 +508,6 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 	return 0;
 }
 
-static int comm_check(struct rn_comm *c)
-{
-	if (rn_unlikely(c->err))
-		return c->err;
-	if (rn_unlikely(__atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE)))
-		return comm_fail(c, c->async_err);
-	return 0;
-}
 
 int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
 	     struct rn_req **out)

@@ -2,6 +2,7 @@
 /* The transport test bed (see fixture_xfer.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,13 @@ int fx_nwarn, fx_ninfo;
 static char infos[8192], warns[8192];
 
 static int dbg = -1;
+/* the transport logs from its event thread too */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
 		 const char *msg)
 {
+	pthread_mutex_lock(&log_lock);
 	if (dbg < 0)
 		dbg = getenv("FX_DEBUG") != NULL;
 	if (dbg)
@@ -38,6 +43,7 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 			strcat(infos, "\n");
 		}
 	}
+	pthread_mutex_unlock(&log_lock);
 }
 
 void fx_log_reset(void)
