@@ -307,7 +307,9 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
 				     sizeof(struct rn_cts));
 		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
-		c->flush_enabled = !eng->cfg.gdr_flush_disable;
+		/* as NCCL: only a device that can take GPU memory needs the flush QP */
+		c->flush_enabled = !eng->cfg.gdr_flush_disable &&
+				   (dev->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
 		if (c->flush_enabled) {
 			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1,
 						 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);

@@ -76,6 +76,8 @@ static int dev_open(const char *name, struct rn_dev *d)
 	d->is_rxe = !strncmp(name, "rxe", 3);
 	d->max_msg_size = pa.max_msg_sz;
 	d->relaxed_ordering = 1;
+	/* claims GPU support so that the flush QP exists: its READ is checked on rxe */
+	d->ptr_support = RN_PTR_HOST | RN_PTR_CUDA;
 	pthread_mutex_init(&d->lock, NULL);
 	return 0;
 }

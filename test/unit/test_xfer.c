@@ -454,6 +454,13 @@ static void flush_disabled(void **state)
 	rn_dereg_mr(rc, gmr);
 	rn_close_send(sc);
 	rn_close_recv(rc);
+	/* a device that cannot take GPU memory (rxe) gets no flush QP either */
+	f.eng.cfg.gdr_flush_disable = 0;
+	f.devs[1].ptr_support = RN_PTR_HOST;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_null(rc->flush_qp);
+	rn_close_send(sc);
+	rn_close_recv(rc);
 	assert_int_equal(fx_teardown(&f), 0);
 }
 
