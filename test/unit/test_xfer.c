@@ -182,6 +182,31 @@ static void size_mismatch_is_an_error(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
+static void multi_recv_size_mismatch(void **state)
+{
+	struct t *t = *state;
+	char s[256], r[256];
+	struct rn_mr *smr, *rmr, *rmrs[2];
+	struct rn_req *sreq, *rreq;
+	size_t sz[2] = { 100, 100 };
+	void *rp[2] = { r, r + 128 };
+	int tags[2] = { 1, 2 }, got[2];
+
+	memset(r, 'R', sizeof(r));
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	rmrs[0] = rmrs[1] = rmr;
+	assert_int_equal(rn_irecv(t->rc, 2, rp, sz, tags, rmrs, &rreq), 0);
+	assert_int_equal(fx_isend(t->sc, s, 50, 1, smr, &sreq), 0);
+	assert_non_null(sreq);
+	assert_int_equal(rn_isend(t->sc, s, 101, 2, smr, &sreq), -EMSGSIZE);
+	assert_int_equal(fx_wait(rreq, got), -EMSGSIZE);
+	for (int i = 0; i < (int)sizeof(r); i++)
+		assert_int_equal(r[i], 'R'); /* not even the matched half was written */
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
 static void multi_recv_tag_matching(void **state)
 {
 	struct t *t = *state;
@@ -693,7 +718,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(basic_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(send_waits_for_cts, setup, teardown),
 		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(basic_sizes, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(basic_sizes, setup_rr4, teardown),
+		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_rr4, teardown),
