@@ -13,7 +13,8 @@
  *
  * Sequence (both sides know it): sizes 0, 1, 4 KiB, 1 MiB, 20 MiB (split at the
  * device's 8 MiB), a 2-buffer multi-receive, then 64 x 1 MiB with 8 in flight
- * (prints MB/s). Every payload is checked. Exit 0 = all good.
+ * (prints MB/s; XFER_BW_ITERS changes the 64). Every payload is checked. Exit 0 =
+ * all good.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +33,8 @@
 
 #define BIG (20u << 20)
 #define WIN 8
-#define NBW 64
+#define NBW_DEFAULT 64
+static int nbw = NBW_DEFAULT; /* XFER_BW_ITERS */
 #define BW (1u << 20)
 
 static int dev_open(const char *name, struct rn_dev *d)
@@ -69,10 +71,34 @@ static int dev_open(const char *name, struct rn_dev *d)
 		d->nic.ip.family = AF_INET;
 		memcpy(&d->nic.ip.v4, &e.gid.raw[12], 4);
 		if_indextoname(e.ndev_ifindex, d->nic.netdev);
+		d->nic.ifindex = (int)e.ndev_ifindex;
 		break;
 	}
 	if (d->nic.gid_index < 0)
 		return -ENOENT;
+	{
+		/* what the route check compares: the netdev's MAC and MTU */
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/class/net/%s/address", d->nic.netdev);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &d->nic.mac[0],
+				   &d->nic.mac[1], &d->nic.mac[2], &d->nic.mac[3], &d->nic.mac[4],
+				   &d->nic.mac[5]) != 6)
+				memset(d->nic.mac, 0, sizeof(d->nic.mac));
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", d->nic.netdev);
+		f = fopen(path, "r");
+		if (f) {
+			if (fscanf(f, "%d", &d->nic.mtu) != 1)
+				d->nic.mtu = 0;
+			fclose(f);
+		}
+		d->nic.link_up = 1;
+	}
 	d->is_rxe = !strncmp(name, "rxe", 3);
 	d->max_msg_size = pa.max_msg_sz;
 	d->relaxed_ordering = 1;
@@ -193,7 +219,7 @@ static int run_recv(struct rn_engine *eng, const char *file)
 		printf("flush %s\n", r[0] ? "ok" : "disabled");
 		rn_dereg_mr(rc, gmr);
 	}
-	for (k = 0; k < NBW; k += WIN) {
+	for (k = 0; k < nbw; k += WIN) {
 		for (i = 0; i < WIN; i++) {
 			void *p = buf + (size_t)i * (BW / WIN);
 			size_t sz = BW / WIN;
@@ -335,7 +361,7 @@ static int run_send(struct rn_engine *eng, const char *file)
 		if ((ret = wait_req(r[i], got)))
 			return ret;
 	t0 = now_s();
-	for (k = 0; k < NBW; k += WIN) {
+	for (k = 0; k < nbw; k += WIN) {
 		for (i = 0; i < WIN; i++) {
 			r[i] = NULL;
 			while (!r[i]) {
@@ -351,8 +377,8 @@ static int run_send(struct rn_engine *eng, const char *file)
 				return ret;
 	}
 	t1 = now_s();
-	printf("bandwidth: %d x %u KiB in %.3f s = %.1f MB/s\n", NBW, BW / WIN / 1024, t1 - t0,
-	       NBW * (BW / WIN) / (t1 - t0) / 1e6);
+	printf("bandwidth: %d x %u KiB in %.3f s = %.1f MB/s\n", nbw, BW / WIN / 1024, t1 - t0,
+	       nbw * (BW / WIN) / (t1 - t0) / 1e6);
 	r[0] = NULL;
 	while (!r[0])
 		if ((ret = rn_isend(sc, buf, 1, 0, mr, &r[0])))
@@ -376,6 +402,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (getenv("XFER_BW_ITERS"))
+		nbw = atoi(getenv("XFER_BW_ITERS")) / WIN * WIN;
 	if (getenv("XFER_NAP_US"))
 		nap_us = atoi(getenv("XFER_NAP_US"));
 	rn_log_set_level(rn_log_level_from_env());
