@@ -107,7 +107,7 @@ struct rn_comm {
 	struct rn_peer_facts peer;
 	/* health */
 	int err;                      /* sticky -errno: every later call fails with it */
-	volatile int async_err;       /* set by the async event poller */
+	int async_err;                /* set by the event thread (atomic) */
 	int outstanding;              /* signalled WRs in flight (watchdog) */
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;
@@ -145,8 +145,7 @@ struct rn_recv_comm {
 
 /* src/conn.c: QP helpers shared with tests. */
 int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
-		       unsigned int access);
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl);
 
 /* src/xfer.c */
 void rn_xfer_send_init(struct rn_send_comm *sc);
@@ -155,9 +154,10 @@ int rn_xfer_recv_init(struct rn_recv_comm *rc);
 /* Poll the comm's CQ once (a batch) and run the slow checks when idle. Returns c->err. */
 int rn_comm_progress(struct rn_comm *c);
 
-/* src/events.c */
-struct rn_evdev *rn_events_get(struct rn_dev *dev);
-/* Drain @ev's device async events (non-blocking); marks comms and the device. */
+/* src/events.c: a watcher thread per device with comms (see the file). */
+struct rn_evdev *rn_events_get(struct rn_dev *dev);   /* NULL: not watched (logged) */
+void rn_events_put(struct rn_evdev *ev);
+/* Drain @ev's pending async events now (the thread does this by itself). */
 void rn_events_poll(struct rn_evdev *ev);
 /* -ENETDOWN (port down), -EIO (device fatal) or 0. */
 int rn_events_dev_err(const struct rn_evdev *ev, int port);

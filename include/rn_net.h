@@ -8,6 +8,17 @@
  *   anything else                                          -> ncclSystemError
  * None of these calls blocks: connect/accept return 0 with *out NULL until done,
  * isend returns 0 with *req NULL until the receiver has posted.
+ *
+ * What the transport returns besides (all "anything else" above, each with a WARN):
+ *   -EMSGSIZE     a send larger than the receive posted for it; both sides fail,
+ *                 nothing is written (NCCL calls this a user collective mismatch:
+ *                 ncclInvalidUsage would fit)
+ *   -ETIMEDOUT    handshake past NCCL_ROCE_CONNECT_TIMEOUT_MS, or a posted WR with
+ *                 no completion for twice the QP's retry time (stalled QP)
+ *   -ENETDOWN     the port went down (async event); -EIO: QP/CQ/device fatal event
+ *   -EPROTO       the peer broke the handshake or FIFO protocol
+ *   -ECONNRESET   the peer closed its OOB socket while we waited for it
+ * After any error the comm is dead: every later call on it returns the same code.
  */
 #ifndef RN_NET_H
 #define RN_NET_H

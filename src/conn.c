@@ -155,7 +155,8 @@ static int retry_cnt_for(const struct rn_comm *c)
 	/* rxe takes 7 as "retry forever": a broken path would hang instead of failing. */
 	if (c->dev->is_rxe && r > 6) {
 		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-			rn_info(RN_SUB_NET, RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
+			rn_info(RN_SUB_NET,
+				RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
 				"(rxe retries 7 forever)", c->dev->nic.ibdev, r);
 		r = 6;
 	}
@@ -163,8 +164,7 @@ static int retry_cnt_for(const struct rn_comm *c)
 }
 
 int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
-		       unsigned int access)
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl)
 {
 	struct ibv_qp_attr a = { 0 };
 	int ret;
@@ -196,7 +196,6 @@ int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
-	(void)access;
 	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
 					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 					       IBV_QP_MAX_QP_RD_ATOMIC));
@@ -224,6 +223,7 @@ static void comm_free(struct rn_comm *c)
 	if (c->cq)
 		rn_verbs.destroy_cq(c->cq);
 	free(c->ctrl);
+	rn_events_put(c->ev);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -307,7 +307,9 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
 				     sizeof(struct rn_cts));
 		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
-		c->flush_enabled = !eng->cfg.gdr_flush_disable;
+		/* as NCCL: only a device that can take GPU memory needs the flush QP */
+		c->flush_enabled = !eng->cfg.gdr_flush_disable &&
+				   (dev->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
 		if (c->flush_enabled) {
 			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1,
 						 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -447,9 +449,11 @@ static int hs_decide(struct rn_hs *hs)
 	} else {
 		return 0;
 	}
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s (cause %d): %s Fix: %s",
+	/* the finding speaks from the refusing side: say where its fix is to be run */
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s [%s]: %s Fix%s%s%s: %s",
 		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
-		who, (int)f->cause, f->msg, f->fix);
+		who, rn_cause_id(f->cause), f->msg, hs->mine.refused ? "" : " (on ",
+		hs->mine.refused ? "" : c->peer.host, hs->mine.refused ? "" : ")", f->fix);
 	return -EHOSTUNREACH;
 }
 
@@ -469,8 +473,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 		sl = hs->peer.sl;
 	}
 	for (i = 0; i < c->nqps; i++) {
-		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl,
-					 IBV_ACCESS_REMOTE_WRITE);
+		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl);
 		if (ret)
 			goto fail;
 	}
@@ -481,8 +484,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 		rc->rfifo_rkey = hs->peer.fifo_rkey;
 		if (rc->flush_qp) {
 			ret = rn_comm_qp_rtr_rts(c, rc->flush_qp, rc->flush_qp->qp_num,
-						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl,
-						 IBV_ACCESS_REMOTE_READ);
+						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl);
 			if (ret)
 				goto fail;
 		}
@@ -546,8 +548,10 @@ static int hs_progress(struct rn_hs *hs)
 
 	for (;;) {
 		if (rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
-			if (hs->hello_ok)
-				rn_warn(RN_SUB_NET, RN_PFX "handshake with %s timed out after %d ms "
+			/* a stray on the listener goes quietly; a real peer's silence is news */
+			if (hs->hello_ok || hs->role == RN_ROLE_SEND)
+				rn_warn(RN_SUB_NET,
+					RN_PFX "handshake with %s timed out after %d ms "
 					"(NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
 					hs->eng->cfg.connect_timeout_ms);
 			return -ETIMEDOUT;
@@ -730,7 +734,8 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		return ret == -EPROTO ? -EPROTO : -EINVAL;
 	}
 	if (dev->nic.gid_index < 0) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev, dev->nic.port);
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev,
+			dev->nic.port);
 		return -ENODEV;
 	}
 	hs = calloc(1, sizeof(*hs));
@@ -824,7 +829,8 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 	struct rn_hs *hs = lc->pend[i];
 
 	rn_info(RN_SUB_NET, RN_PFX "listener %s: dropped a connection from %s before a valid "
-		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str, strerror(-ret));
+		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str,
+		strerror(-ret));
 	hs_free(hs);
 	lc->pend[i] = NULL;
 }

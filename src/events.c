@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device async events, polled (no thread): an idle comm's test() drains its
- * device's async fd, made non-blocking on first use, at most every 100 ms.
- * QP and CQ events go to the comm that owns the object (qp_context/cq_context);
- * libibverbs holds destroy_qp/destroy_cq until the event is acknowledged, so the
- * comm is alive while we mark it. Port and device events mark the device.
+ * Device async events. One thread per device that has comms (started with the
+ * first comm, joined with the last) sleeps in poll() on the device's async fd and
+ * a wake pipe, reads every event and acknowledges it at once. At once matters:
+ * ibv_destroy_qp()/destroy_cq() wait until every event of their object has been
+ * acknowledged, so an unread event would hang NCCL's close.
+ *
+ * QP and CQ events mark the comm that owns the object (qp_context/cq_context,
+ * alive while its destroy waits for our ack); port and device events mark the
+ * device. The data path only reads those flags: no system call in test().
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rn_compiler.h"
 #include "rn_conn.h"
@@ -19,44 +26,17 @@
 struct rn_evdev {
 	struct rn_dev *dev;
 	struct ibv_context *ctx;
-	pthread_mutex_t lock;
-	int nonblock;           /* 1 set, -1 could not be set: never read */
-	volatile int fatal;
-	volatile uint32_t port_down; /* bit per port */
+	int refs;
+	pthread_t thread;
+	int wake[2];
+	int stop;                     /* atomic */
+	pthread_mutex_t lock;         /* one reader of the async fd at a time */
+	int fatal;                    /* atomic */
+	uint32_t port_down;           /* atomic; bit per port */
 };
 
-static struct rn_evdev evdevs[RN_MAX_DEVS * 2];
+static struct rn_evdev *evdevs[RN_MAX_DEVS * 4];
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
-
-struct rn_evdev *rn_events_get(struct rn_dev *dev)
-{
-	struct rn_evdev *e = NULL;
-	size_t i;
-
-	pthread_mutex_lock(&tbl_lock);
-	for (i = 0; i < RN_ARRAY_SIZE(evdevs); i++)
-		if (evdevs[i].dev == dev && evdevs[i].ctx == dev->ctx) {
-			e = &evdevs[i];
-			goto out;
-		}
-	for (i = 0; i < RN_ARRAY_SIZE(evdevs); i++) {
-		/* a slot whose device was closed and reopened elsewhere is reused */
-		if (!evdevs[i].dev || evdevs[i].dev == dev) {
-			e = &evdevs[i];
-			if (!e->dev)
-				pthread_mutex_init(&e->lock, NULL);
-			e->dev = dev;
-			e->ctx = dev->ctx;
-			e->nonblock = 0;
-			e->fatal = 0;
-			e->port_down = 0;
-			break;
-		}
-	}
-out:
-	pthread_mutex_unlock(&tbl_lock);
-	return e;
-}
 
 static const char *event_str(enum ibv_event_type t)
 {
@@ -100,7 +80,7 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 		c = ev->element.cq ? ev->element.cq->cq_context : NULL;
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
-		e->fatal = 1;
+		__atomic_store_n(&e->fatal, 1, __ATOMIC_RELEASE);
 		rn_warn(RN_SUB_NET, RN_PFX "%s: async event DEVICE_FATAL", name);
 		return;
 	case IBV_EVENT_PORT_ERR:
@@ -123,45 +103,132 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 	}
 	rn_warn(RN_SUB_NET, RN_PFX "%s: async event %s on the comm with %s (%s)", name,
 		event_str(ev->event_type), c ? c->peer_str : "?", c ? c->peer.host : "?");
-	if (c && !c->async_err)
-		c->async_err = -EIO;
+	if (c)
+		__atomic_store_n(&c->async_err, -EIO, __ATOMIC_RELEASE);
 }
 
 void rn_events_poll(struct rn_evdev *e)
 {
-	struct ibv_context *ctx;
 	struct ibv_async_event ev;
 	int i;
 
 	if (!e || pthread_mutex_trylock(&e->lock))
-		return; /* another thread is at it */
-	ctx = e->ctx;
-	if (!e->nonblock) {
-		e->nonblock = 1;
-		if (ctx->async_fd >= 0) {
-			int fl = fcntl(ctx->async_fd, F_GETFL);
-
-			if (fl < 0 || fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
-				e->nonblock = -1; /* a blocking read would hang test() */
-		}
-	}
-	for (i = 0; e->nonblock > 0 && i < 16; i++) {
+		return; /* the other reader is at it */
+	for (i = 0; i < 64; i++) {
 		memset(&ev, 0, sizeof(ev));
-		if (rn_verbs.get_async_event(ctx, &ev))
-			break;
+		if (rn_verbs.get_async_event(e->ctx, &ev))
+			break; /* EAGAIN: the fd is non-blocking */
 		handle(e, &ev);
 		rn_verbs.ack_async_event(&ev);
 	}
 	pthread_mutex_unlock(&e->lock);
 }
 
+static void *events_thread(void *arg)
+{
+	struct rn_evdev *e = arg;
+	struct pollfd p[2];
+
+	p[0].fd = e->ctx->async_fd;
+	p[0].events = POLLIN;
+	p[1].fd = e->wake[0];
+	p[1].events = POLLIN;
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		/* a context without an fd (test fakes) is simply looked at every 20 ms */
+		if (poll(p, 2, p[0].fd >= 0 ? -1 : 20) < 0 && errno != EINTR)
+			break;
+		if (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE))
+			rn_events_poll(e);
+	}
+	return NULL;
+}
+
+struct rn_evdev *rn_events_get(struct rn_dev *dev)
+{
+	struct rn_evdev *e = NULL;
+	size_t i, slot = RN_ARRAY_SIZE(evdevs);
+	int fl;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (i = 0; i < RN_ARRAY_SIZE(evdevs); i++) {
+		if (evdevs[i] && evdevs[i]->dev == dev && evdevs[i]->ctx == dev->ctx) {
+			e = evdevs[i];
+			e->refs++;
+			goto out;
+		}
+		if (!evdevs[i] && slot == RN_ARRAY_SIZE(evdevs))
+			slot = i;
+	}
+	if (slot == RN_ARRAY_SIZE(evdevs))
+		goto out;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto out;
+	e->dev = dev;
+	e->ctx = dev->ctx;
+	e->refs = 1;
+	pthread_mutex_init(&e->lock, NULL);
+	if (pipe2(e->wake, O_NONBLOCK | O_CLOEXEC))
+		goto fail;
+	if (e->ctx->async_fd >= 0) {
+		fl = fcntl(e->ctx->async_fd, F_GETFL);
+		if (fl < 0 || fcntl(e->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0)
+			goto fail_pipe;
+	}
+	if (pthread_create(&e->thread, NULL, events_thread, e))
+		goto fail_pipe;
+	evdevs[slot] = e;
+	goto out;
+fail_pipe:
+	close(e->wake[0]);
+	close(e->wake[1]);
+fail:
+	rn_warn(RN_SUB_NET, RN_PFX "%s: cannot watch async events: %s", dev->nic.ibdev,
+		strerror(errno));
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+	e = NULL;
+out:
+	pthread_mutex_unlock(&tbl_lock);
+	return e;
+}
+
+void rn_events_put(struct rn_evdev *e)
+{
+	size_t i;
+	char c = 1;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&tbl_lock);
+	if (--e->refs > 0) {
+		pthread_mutex_unlock(&tbl_lock);
+		return;
+	}
+	for (i = 0; i < RN_ARRAY_SIZE(evdevs); i++)
+		if (evdevs[i] == e)
+			evdevs[i] = NULL;
+	pthread_mutex_unlock(&tbl_lock);
+	__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+	if (write(e->wake[1], &c, 1) < 0) {
+		/* cannot happen (one byte into an empty pipe); poll()'s timeout is not relied on */
+	}
+	pthread_join(e->thread, NULL);
+	rn_events_poll(e); /* nothing stays unacknowledged */
+	close(e->wake[0]);
+	close(e->wake[1]);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
 int rn_events_dev_err(const struct rn_evdev *e, int port)
 {
 	if (!e)
 		return 0;
-	if (e->fatal)
+	if (__atomic_load_n(&e->fatal, __ATOMIC_ACQUIRE))
 		return -EIO;
-	if (port >= 0 && port < 32 && (e->port_down & (1u << port)))
+	if (port >= 0 && port < 32 &&
+	    (__atomic_load_n(&e->port_down, __ATOMIC_ACQUIRE) & (1u << port)))
 		return -ENETDOWN;
 	return 0;
 }

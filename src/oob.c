@@ -47,7 +47,8 @@ int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 
 		if (cfg->socket_ifname[0] == '^') {
 			rn_warn(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s: exclusion lists are not "
-				"supported for the OOB address; using the NIC's IP", cfg->socket_ifname);
+				"supported for the OOB address; using the NIC's IP",
+				cfg->socket_ifname);
 			goto nic;
 		}
 		if (getifaddrs(&ifa))
@@ -62,8 +63,9 @@ int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 		freeifaddrs(ifa);
 		if (found)
 			return 0;
-		rn_warn(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s matches no interface with an IPv4 "
-			"address", cfg->socket_ifname);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "NCCL_SOCKET_IFNAME=%s matches no interface with an IPv4 address",
+			cfg->socket_ifname);
 		return -EADDRNOTAVAIL;
 	}
 nic:
@@ -183,7 +185,8 @@ int rn_oob_connect_poll(int fd)
 int rn_oob_send(int fd, struct rn_oob_buf *b)
 {
 	while (b->off < b->len) {
-		ssize_t n = send(fd, b->data + b->off, b->len - b->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(fd, b->data + b->off, b->len - b->off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)

@@ -125,7 +125,7 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	memset(&f, 0, sizeof(f));
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
 	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis (cause %d): %s Fix: %s", (int)f.cause,
+		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
 			 f.msg, f.fix);
 	else if (ret == -ENOENT)
 		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
@@ -138,7 +138,8 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		"vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s", c->peer_str,
 		c->peer.host[0] ? c->peer.host : "?", rn_wc_status_str(wc->status), wc->status,
 		wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)), rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
+		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
+		rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
 		c->dev->nic.ibdev, c->dev->nic.port, diag);
 }
 
@@ -179,7 +180,8 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 		r->sizes[0] = (int)imm;
 	} else if (r->pending == 1) {
 		for (i = 0; i < r->n; i++)
-			r->sizes[i] = __atomic_load_n(&rc->sizes[k % RN_SLOTS][i], __ATOMIC_ACQUIRE);
+			r->sizes[i] = __atomic_load_n(&rc->sizes[k % RN_SLOTS][i],
+						      __ATOMIC_ACQUIRE);
 	}
 	if (--r->pending == 0)
 		r->done = 1;
@@ -239,6 +241,17 @@ static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
 	}
 }
 
+static int comm_check(struct rn_comm *c)
+{
+	if (rn_unlikely(c->err))
+		return c->err;
+	int a = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
+
+	if (rn_unlikely(a))
+		return comm_fail(c, a);
+	return 0;
+}
+
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
@@ -246,7 +259,6 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->ev) {
-		rn_events_poll(c->ev);
 		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
 		if (ret && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
@@ -255,8 +267,9 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			comm_fail(c, ret);
 		}
 	}
-	if (c->async_err && !c->err)
-		comm_fail(c, c->async_err);
+	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
+	if (ret && !c->err)
+		comm_fail(c, ret);
 	if (c->fd >= 0 && !c->err && rn_oob_peer_alive(c->fd)) {
 		/* a closed peer only matters while we wait for it */
 		int waiting = c->outstanding > 0;
@@ -272,14 +285,16 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		}
 		if (waiting) {
 			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
-				"pending: the peer process died or aborted", c->peer_str, c->peer.host);
+				"pending: the peer process died or aborted", c->peer_str,
+				c->peer.host);
 			comm_fail(c, -ECONNRESET);
 		}
 	}
 	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > c->stall_ns) {
 		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
 			"posted: the QP stalled", c->peer_str, c->peer.host,
-			(unsigned long long)((now - c->last_progress_ns) / 1000000), c->outstanding);
+			(unsigned long long)((now - c->last_progress_ns) / 1000000),
+			c->outstanding);
 		comm_fail(c, -ETIMEDOUT);
 	}
 }
@@ -312,9 +327,7 @@ int rn_comm_progress(struct rn_comm *c)
 		if (now - c->last_check_ns >= RN_CHECK_EVERY_NS)
 			slow_checks(c, now);
 	}
-	if (!c->err && c->async_err)
-		comm_fail(c, c->async_err);
-	return c->err;
+	return comm_check(c);
 }
 
 /* ---- send ------------------------------------------------------------------- */
@@ -463,8 +476,9 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 		build_qp(sc, s, q0 + i, i == 0, imm, &b);
 		need[i] = b.count;
 		if (need[i] > c->sq_cap) {
-			rn_warn(RN_SUB_NET, RN_PFX "a message needs %d WRs on one QP, more than its "
-				"%d: lower the message size", need[i], c->sq_cap);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "a message needs %d WRs on one QP, more than its %d: "
+				"lower the message size", need[i], c->sq_cap);
 			return comm_fail(c, -EMSGSIZE);
 		}
 		if (c->sq_used[q0 + i] + need[i] > c->sq_cap)
@@ -494,14 +508,6 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 	return 0;
 }
 
-static int comm_check(struct rn_comm *c)
-{
-	if (rn_unlikely(c->err))
-		return c->err;
-	if (rn_unlikely(c->async_err))
-		return comm_fail(c, c->async_err);
-	return 0;
-}
 
 int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
 	     struct rn_req **out)
@@ -520,8 +526,13 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	ret = comm_check(c);
 	if (ret)
 		return ret;
-	if (size > INT_MAX || (size && (!mr || !data)))
+	if (rn_unlikely(size > INT_MAX ||
+			(size && (!mr || !data || mr->dev != c->dev || (uintptr_t)data < mr->base ||
+				  (uintptr_t)data + size > mr->base + mr->len)))) {
+		rn_warn(RN_SUB_NET, RN_PFX "isend of %zu bytes at %p: %s", size, data,
+			size > INT_MAX ? "larger than 2 GiB" : "outside its registration");
 		return -EINVAL;
+	}
 	k = sc->head;
 	seq = k + 1;
 	s = &sc->slots[k % RN_SLOTS];
@@ -534,8 +545,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 		}
 		n = e[0].nreqs;
 		if (n < 1 || n > RN_MAX_RECVS) {
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers", c->peer_str,
-				n);
+			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers",
+				c->peer_str, n);
 			return comm_fail(c, -EPROTO);
 		}
 		for (r = 1; r < n; r++)
@@ -623,9 +634,15 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
-		if (sizes[i] && (!mrs || !mrs[i] || (uintptr_t)data[i] < mrs[i]->base ||
-				 (uintptr_t)data[i] + sizes[i] > mrs[i]->base + mrs[i]->len))
+		if (rn_unlikely(sizes[i] && (!mrs || !mrs[i] || mrs[i]->dev != c->dev ||
+					     (uintptr_t)data[i] < mrs[i]->base ||
+					     (uintptr_t)data[i] + sizes[i] >
+					     mrs[i]->base + mrs[i]->len))) {
+			rn_warn(RN_SUB_NET,
+				RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
+				"registration", i, sizes[i], data[i]);
 			return -EINVAL;
+		}
 		e[i].addr = (uintptr_t)data[i];
 		e[i].size = sizes[i];
 		e[i].rkey = sizes[i] ? mrs[i]->ibmr->rkey : 0;

@@ -5,6 +5,7 @@
  * completions are queued.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,10 @@ static uint32_t max_msg = 1u << 31;
 static int stall;
 static struct fake_wire_stats total;
 static struct ibv_async_event async_q[FW_MAX_ASYNC];
+static struct ibv_context *async_ctx[FW_MAX_ASYNC];
 static int nasync;
+/* the transport reads events from its own thread */
+static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void cq_push(struct fw_cq *cq, const struct ibv_wc *wc)
 {
@@ -387,12 +391,21 @@ static int f_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 static int f_get_async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
-	if (!nasync) {
+	int i;
+
+	pthread_mutex_lock(&async_lock);
+	for (i = 0; i < nasync && async_ctx[i] != ctx; i++)
+		;
+	if (i == nasync) {
+		pthread_mutex_unlock(&async_lock);
 		errno = EAGAIN;
 		return -1;
 	}
-	*ev = async_q[0];
-	memmove(async_q, async_q + 1, sizeof(async_q[0]) * (size_t)--nasync);
+	*ev = async_q[i];
+	nasync--;
+	memmove(async_q + i, async_q + i + 1, sizeof(async_q[0]) * (size_t)(nasync - i));
+	memmove(async_ctx + i, async_ctx + i + 1, sizeof(async_ctx[0]) * (size_t)(nasync - i));
+	pthread_mutex_unlock(&async_lock);
 	return 0;
 }
 
@@ -418,7 +431,9 @@ void fake_wire_install(void)
 	memset(&total, 0, sizeof(total));
 	max_msg = 1u << 31;
 	stall = 0;
+	pthread_mutex_lock(&async_lock);
 	nasync = 0;
+	pthread_mutex_unlock(&async_lock);
 	rn_verbs_set_ops(&wire_ops);
 }
 
@@ -445,10 +460,14 @@ void fake_wire_set_stall(int on)
 	stall = on;
 }
 
-void fake_wire_push_async(struct ibv_async_event *ev)
+void fake_wire_push_async(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
-	if (nasync < FW_MAX_ASYNC)
+	pthread_mutex_lock(&async_lock);
+	if (nasync < FW_MAX_ASYNC) {
+		async_ctx[nasync] = ctx;
 		async_q[nasync++] = *ev;
+	}
+	pthread_mutex_unlock(&async_lock);
 }
 
 int fake_wire_qp_attrs(struct ibv_qp *qp, struct fake_wire_qp_attrs *out)

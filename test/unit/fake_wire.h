@@ -36,8 +36,8 @@ void fake_wire_fail_qp(struct ibv_qp *qp, enum ibv_wc_status status, uint32_t ve
 /* While set, post_send accepts WRs but executes nothing (a silent stall). */
 void fake_wire_set_stall(int on);
 
-/* Queue an async event for get_async_event(). */
-void fake_wire_push_async(struct ibv_async_event *ev);
+/* Queue an async event for get_async_event() on @ctx. */
+void fake_wire_push_async(struct ibv_context *ctx, struct ibv_async_event *ev);
 
 /* Attributes a QP was last moved to RTR/RTS with, and its INIT access flags. */
 struct fake_wire_qp_attrs {

@@ -2,11 +2,11 @@
 /* The transport test bed (see fixture_xfer.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake_path.h"
 #include "fixture_xfer.h"
 #include "rn_log.h"
 #include "rn_verbs.h"
@@ -15,18 +15,26 @@
 
 char fx_last_warn[2048];
 int fx_nwarn, fx_ninfo;
-static char infos[8192];
+static char infos[8192], warns[8192];
 
 static int dbg = -1;
+/* the transport logs from its event thread too */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
 		 const char *msg)
 {
+	pthread_mutex_lock(&log_lock);
 	if (dbg < 0)
 		dbg = getenv("FX_DEBUG") != NULL;
 	if (dbg)
 		fprintf(stderr, "LOG%d %s\n", level, msg);
 	if (level == RN_LOG_WARN) {
 		fx_nwarn++;
+		if (strlen(warns) + strlen(msg) + 2 < sizeof(warns)) {
+			strcat(warns, msg);
+			strcat(warns, "\n");
+		}
 		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
 	} else if (level == RN_LOG_INFO) {
 		fx_ninfo++;
@@ -35,6 +43,7 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 			strcat(infos, "\n");
 		}
 	}
+	pthread_mutex_unlock(&log_lock);
 }
 
 void fx_log_reset(void)
@@ -42,6 +51,7 @@ void fx_log_reset(void)
 	fx_last_warn[0] = 0;
 	fx_nwarn = fx_ninfo = 0;
 	infos[0] = 0;
+	warns[0] = 0;
 	rn_log_set_sink(sink);
 	rn_log_set_level(RN_LOG_TRACE);
 }
@@ -49,6 +59,11 @@ void fx_log_reset(void)
 int fx_info_seen(const char *s)
 {
 	return fx_info_count(s) > 0;
+}
+
+int fx_warn_seen(const char *s)
+{
+	return strstr(warns, s) != NULL;
 }
 
 int fx_info_count(const char *s)
@@ -86,12 +101,12 @@ void fx_setup(struct fx *f)
 		f->fdevs[i].guid = 0x100 + (uint64_t)i;
 		f->fdevs[i].nports = 1;
 		f->fdevs[i].dmabuf = 1;
-		f->fdevs[i].ports[0].gids[0] = (struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
+		f->fdevs[i].ports[0].gids[0] =
+			(struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
 		f->fdevs[i].ports[0].gids[1] = (struct fake_gid){ ips[i], IBV_GID_TYPE_ROCE_V2, 2 };
 	}
 	fake_verbs_install(f->fdevs, FX_DEVS);
 	fake_wire_install();
-	fake_path_set(NULL, NULL);
 	fx_log_reset();
 	rn_config_defaults(&f->eng.cfg);
 	snprintf(f->eng.cfg.socket_ifname, sizeof(f->eng.cfg.socket_ifname), "lo");

@@ -44,5 +44,7 @@ void fx_log_reset(void);
 /* 1 when some INFO line since the reset contained @s. */
 int fx_info_seen(const char *s);
 int fx_info_count(const char *s);
+/* 1 when some WARN line since the reset contained @s. */
+int fx_warn_seen(const char *s);
 
 #endif /* FIXTURE_XFER_H */

@@ -15,8 +15,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 #include "fixture_xfer.h"
+#include "double_conncheck.c"
 #include "rn_wire.h"
 
 static int setup(void **state)
@@ -24,6 +25,7 @@ static int setup(void **state)
 	static struct fx f;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	*state = &f;
 	return 0;
 }
@@ -122,6 +124,10 @@ static void refused_by_receiver(void **state)
 	assert_non_null(strstr(fx_last_warn, "wrong MAC"));
 	assert_non_null(strstr(fx_last_warn, "arp_ignore=1"));
 	assert_int_equal(fx_nwarn, 2); /* one per side */
+	assert_true(fx_warn_seen("connection refused here [neigh-wrong-mac]"));
+	/* the sender is told, and where the fix is to be run */
+	assert_true(fx_warn_seen("connection refused by the peer [neigh-wrong-mac]"));
+	assert_true(fx_warn_seen("Fix (on testhost): sysctl"));
 	fake_wire_stats(NULL, &st);
 	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
 }
@@ -308,8 +314,70 @@ static void bad_handle_and_timeout(void **state)
 		usleep(1000);
 	}
 	assert_int_equal(ret, -ETIMEDOUT);
+	assert_non_null(strstr(fx_last_warn, "timed out after 100 ms"));
 	/* the handle's private state was released: a new connect starts afresh */
 	assert_int_equal(handle[RN_HANDLE_PUBLIC], 0);
+	rn_close_listen(lc);
+}
+
+static void ipv6_oob_on_the_nic_address(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	char buf[80];
+
+	/* no NCCL_SOCKET_IFNAME: the listener binds the NIC's own (here IPv6) address */
+	f->eng.cfg.socket_ifname[0] = 0;
+	for (int i = 0; i < FX_DEVS; i++) {
+		f->devs[i].nic.ip.family = AF_INET6;
+		inet_pton(AF_INET6, "::1", &f->devs[i].nic.ip.v6);
+	}
+	if (fx_connect(f, 0, 1, 0, &sc, &rc) == -EADDRNOTAVAIL) {
+		skip(); /* no IPv6 loopback here */
+		return;
+	}
+	assert_non_null(sc);
+	assert_string_equal(rn_sockaddr_str(&sc->c.peer_addr, buf, sizeof(buf)) + 0,
+			    sc->c.peer_str);
+	assert_non_null(strstr(sc->c.peer_str, "[::1]:"));
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+static void accept_times_out_on_a_silent_peer(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE];
+	uint8_t msg[RN_WIRE_MAX_MSG];
+	struct rn_listen_comm *lc;
+	struct rn_recv_comm *rc = NULL;
+	struct rn_handle_info hi;
+	struct rn_hello hello;
+	size_t len;
+	int fd, i, ret = 0;
+
+	f->eng.cfg.connect_timeout_ms = 100;
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	memset(&hello, 0, sizeof(hello));
+	hello.role = RN_ROLE_SEND;
+	hello.nqps = 1;
+	hello.qpn[0] = 0x42;
+	hello.facts.active_mtu = IBV_MTU_1024;
+	strcpy(hello.facts.host, "mute");
+	/* a valid HELLO, then silence: this connection is real, its failure is reported */
+	fd = raw_client(handle);
+	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
+	assert_int_equal(write(fd, msg, len), (ssize_t)len);
+	for (i = 0; i < 2000 && !ret; i++) {
+		ret = rn_accept(lc, &rc);
+		assert_null(rc);
+		usleep(1000);
+	}
+	assert_int_equal(ret, -ETIMEDOUT);
+	assert_non_null(strstr(fx_last_warn, "timed out"));
+	close(fd);
 	rn_close_listen(lc);
 }
 
@@ -325,6 +393,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(loopback_one_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage_then_serve, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_handle_and_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_oob_on_the_nic_address, setup, teardown),
+		cmocka_unit_test_setup_teardown(accept_times_out_on_a_silent_peer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "fixture_xfer.h"
+#include "double_conncheck.c"
 #include "rn_verbs.h"
 
 struct t {
@@ -25,6 +26,7 @@ static int setup(void **state)
 	static struct t t;
 
 	fx_setup(&t.f);
+	fake_path_set(NULL, NULL);
 	assert_int_equal(fx_connect(&t.f, 0, 1, 0, &t.sc, &t.rc), 0);
 	t.pg = (size_t)sysconf(_SC_PAGESIZE);
 	assert_int_equal(posix_memalign((void **)&t.mem, t.pg, 16 * t.pg), 0);

@@ -14,8 +14,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 #include "fixture_xfer.h"
+#include "double_conncheck.c"
 #include "rn_verbs.h"
 
 struct t {
@@ -29,6 +30,7 @@ static int setup_cfg(void **state, int nqps, int split)
 	static struct t t;
 
 	fx_setup(&t.f);
+	fake_path_set(NULL, NULL);
 	t.f.eng.cfg.qps_per_conn = nqps;
 	t.f.eng.cfg.split_data_on_qps = split;
 	assert_int_equal(fx_connect(&t.f, 0, 1, 0, &t.sc, &t.rc), 0);
@@ -180,6 +182,31 @@ static void size_mismatch_is_an_error(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
+static void multi_recv_size_mismatch(void **state)
+{
+	struct t *t = *state;
+	char s[256], r[256];
+	struct rn_mr *smr, *rmr, *rmrs[2];
+	struct rn_req *sreq, *rreq;
+	size_t sz[2] = { 100, 100 };
+	void *rp[2] = { r, r + 128 };
+	int tags[2] = { 1, 2 }, got[2];
+
+	memset(r, 'R', sizeof(r));
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	rmrs[0] = rmrs[1] = rmr;
+	assert_int_equal(rn_irecv(t->rc, 2, rp, sz, tags, rmrs, &rreq), 0);
+	assert_int_equal(fx_isend(t->sc, s, 50, 1, smr, &sreq), 0);
+	assert_non_null(sreq);
+	assert_int_equal(rn_isend(t->sc, s, 101, 2, smr, &sreq), -EMSGSIZE);
+	assert_int_equal(fx_wait(rreq, got), -EMSGSIZE);
+	for (int i = 0; i < (int)sizeof(r); i++)
+		assert_int_equal(r[i], 'R'); /* not even the matched half was written */
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
 static void multi_recv_tag_matching(void **state)
 {
 	struct t *t = *state;
@@ -267,7 +294,8 @@ static void thirty_two_in_flight(void **state)
 			int tag = 0;
 
 			/* the 33rd receive is NCCL breaking the contract */
-			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), -EINVAL);
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]),
+					 -EINVAL);
 		}
 		for (i = 0; i < M; i++) {
 			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - i, i, smr, &sreq[i]), 0);
@@ -361,7 +389,8 @@ static void completion_error_warns_once(void **state)
 
 	s.diag_ret = 0;
 	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
-	snprintf(s.diag.msg, sizeof(s.diag.msg), "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
+	snprintf(s.diag.msg, sizeof(s.diag.msg),
+		 "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
 	snprintf(s.diag.fix, sizeof(s.diag.fix), "ip rule add from 198.18.0.1 lookup 101");
 	fake_path_set("rxe0", &s);
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
@@ -385,6 +414,7 @@ static void completion_error_warns_once(void **state)
 	assert_non_null(strstr(fx_last_warn, "127.0.0.1:"));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[0].nic.gid, lg, sizeof(lg))));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t->f.devs[1].nic.gid, rg, sizeof(rg))));
+	assert_non_null(strstr(fx_last_warn, "diagnosis [neigh-wrong-mac]: neighbour"));
 	assert_non_null(strstr(fx_last_warn, "holds 52:54:00:00:02:02"));
 	assert_non_null(strstr(fx_last_warn, "lookup 101"));
 	assert_int_equal(fake_path_diagnoses(), 1);
@@ -439,6 +469,7 @@ static void flush_disabled(void **state)
 	int size = 10;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	f.eng.cfg.gdr_flush_disable = 1;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
 	assert_null(rc->flush_qp);
@@ -446,6 +477,13 @@ static void flush_disabled(void **state)
 	assert_int_equal(rn_iflush(rc, 1, &data, &size, &gmr, &req), 0);
 	assert_null(req);
 	rn_dereg_mr(rc, gmr);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	/* a device that cannot take GPU memory (rxe) gets no flush QP either */
+	f.eng.cfg.gdr_flush_disable = 0;
+	f.devs[1].ptr_support = RN_PTR_HOST;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_null(rc->flush_qp);
 	rn_close_send(sc);
 	rn_close_recv(rc);
 	assert_int_equal(fx_teardown(&f), 0);
@@ -487,7 +525,7 @@ static void async_qp_fatal(void **state)
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_QP_FATAL;
 	ev.element.qp = t->rc->c.qps[0];
-	fake_wire_push_async(&ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
 	assert_int_equal(wait_error(req), -EIO);
 	assert_non_null(strstr(fx_last_warn, "QP_FATAL"));
 	rn_dereg_mr(t->rc, rmr);
@@ -506,12 +544,13 @@ static void async_port_down(void **state)
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_PORT_ERR;
 	ev.element.port_num = 1;
-	fake_wire_push_async(&ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
 	assert_int_equal(wait_error(req), -ENETDOWN);
 	/* the port comes back: the next comm on the device works */
 	ev.event_type = IBV_EVENT_PORT_ACTIVE;
-	fake_wire_push_async(&ev);
-	rn_events_poll(t->rc->c.ev);
+	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
+	for (int i = 0; i < 5000 && rn_events_dev_err(t->rc->c.ev, 1); i++)
+		usleep(1000); /* the watcher thread takes it */
 	assert_int_equal(rn_events_dev_err(t->rc->c.ev, 1), 0);
 	rn_dereg_mr(t->rc, rmr);
 }
@@ -566,6 +605,7 @@ static void stalled_qp_watchdog(void **state)
 	int tag = 0;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	f.eng.cfg.timeout = 1;
 	f.eng.cfg.retry_cnt = 1;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
@@ -593,6 +633,7 @@ static void many_comms_many_devices(void **state)
 	int i, round, got;
 
 	fx_setup(&f);
+	fake_path_set(NULL, NULL);
 	for (i = 0; i < C; i++) {
 		/* 0->1, 1->0, 0->1, 0->0: several comms per device, both devices */
 		int sd = i == 1 ? 1 : 0, rd = i == 3 ? 0 : (i == 1 ? 0 : 1);
@@ -614,8 +655,8 @@ static void many_comms_many_devices(void **state)
 		}
 		for (i = C - 1; i >= 0; i--) {
 			s[i][0] = (char)(round + i);
-			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i], &sreq[i]),
-					 0);
+			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i],
+						  &sreq[i]), 0);
 			assert_non_null(sreq[i]);
 		}
 		for (i = 0; i < C; i++) {
@@ -636,6 +677,36 @@ static void many_comms_many_devices(void **state)
 	assert_int_equal(fx_teardown(&f), 0);
 }
 
+static void misuse_is_refused(void **state)
+{
+	struct t *t = *state;
+	char b[256];
+	struct rn_mr *mr;
+	struct rn_req *req;
+	size_t sz = 300;
+	void *p = b;
+	int tag = 0;
+
+	assert_int_equal(rn_reg_mr(t->sc, b, 64, RN_PTR_HOST, &mr), 0);
+	/* the registration is page-granular: beyond the page is outside it */
+	assert_int_equal(rn_isend(t->sc, b, 1 << 20, 0, mr, &req), -EINVAL);
+	assert_non_null(strstr(fx_last_warn, "outside its registration"));
+	assert_int_equal(rn_isend(t->sc, b, 10, 0, NULL, &req), -EINVAL);
+	assert_int_equal(rn_irecv(t->rc, 0, &p, &sz, &tag, &mr, &req), -EINVAL);
+	assert_int_equal(rn_irecv(t->rc, RN_MAX_RECVS + 1, &p, &sz, &tag, &mr, &req), -EINVAL);
+	sz = 10; /* an MR of the other device (the send comm's) */
+	assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &mr, &req), -EINVAL);
+	assert_int_equal(rn_test(NULL, &tag, NULL), -EINVAL);
+	rn_dereg_mr(t->sc, mr);
+	/* misuse does not kill the comm */
+	{
+		int got;
+
+		assert_int_equal(xfer1(t, 100, 100, &got), 0);
+		assert_int_equal(got, 100);
+	}
+}
+
 static int setup_none(void **state)
 {
 	return 0;
@@ -647,7 +718,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(basic_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(send_waits_for_cts, setup, teardown),
 		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(basic_sizes, setup_split4, teardown),
+		cmocka_unit_test_setup_teardown(basic_sizes, setup_rr4, teardown),
+		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_rr4, teardown),
@@ -665,6 +742,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(misuse_is_refused, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Scripted rn_conn_check_* / rn_diagnose_peer (see fake_path.h). */
+/*
+ * Scripted rn_conn_check_* / rn_diagnose_peer (see double_conncheck.h). A double, not a
+ * fake: only the tests that #include it get it (their object comes first on the
+ * link line and the Makefile lets its definitions win over the archive's), so
+ * the route code's own tests keep the real functions.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fake_path.h"
+#include "double_conncheck.h"
 
 #define FP_MAX 8
 
@@ -64,8 +69,7 @@ const struct rn_peer_facts *fake_path_last_peer(void)
 	return &last_peer;
 }
 
-__attribute__((weak)) void rn_peer_facts_from_nic(const struct rn_nic *nic,
-						  struct rn_peer_facts *out)
+void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 {
 	memset(out, 0, sizeof(*out));
 	memcpy(out->netdev, nic->netdev, sizeof(out->netdev));
@@ -77,9 +81,8 @@ __attribute__((weak)) void rn_peer_facts_from_nic(const struct rn_nic *nic,
 	out->verdict_cause = nic->nfindings ? nic->findings[0].cause : RN_CAUSE_NONE;
 }
 
-__attribute__((weak)) int rn_conn_check_start(const struct rn_nic *nic,
-					      const struct rn_peer_facts *peer, int timeout_ms,
-					      struct rn_conn_check **out)
+int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+			int timeout_ms, struct rn_conn_check **out)
 {
 	const struct fake_path_script *s = script_of(nic);
 
@@ -95,7 +98,7 @@ __attribute__((weak)) int rn_conn_check_start(const struct rn_nic *nic,
 	return 0;
 }
 
-__attribute__((weak)) int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
+int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 {
 	if (chk->polls++ < chk->s.eagain_polls)
 		return -EAGAIN;
@@ -104,14 +107,13 @@ __attribute__((weak)) int rn_conn_check_poll(struct rn_conn_check *chk, struct r
 	return chk->s.poll_ret;
 }
 
-__attribute__((weak)) void rn_conn_check_free(struct rn_conn_check *chk)
+void rn_conn_check_free(struct rn_conn_check *chk)
 {
 	free(chk);
 }
 
-__attribute__((weak)) int rn_diagnose_peer(const struct rn_nic *nic,
-					   const struct rn_peer_facts *peer,
-					   struct rn_finding *out)
+int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		     struct rn_finding *out)
 {
 	const struct fake_path_script *s = script_of(nic);
 
@@ -119,4 +121,13 @@ __attribute__((weak)) int rn_diagnose_peer(const struct rn_nic *nic,
 	if (s->diag_ret == 0 && s->diag.cause)
 		*out = s->diag;
 	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
+}
+
+const char *rn_cause_id(enum rn_cause cause)
+{
+	static const char *ids[RN_CAUSE__MAX] = {
+		[RN_CAUSE_NEIGH_WRONG_MAC] = "neigh-wrong-mac", [RN_CAUSE_NO_RULE] = "no-rule",
+	};
+
+	return (unsigned)cause < RN_CAUSE__MAX && ids[cause] ? ids[cause] : "other";
 }

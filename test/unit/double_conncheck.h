@@ -2,11 +2,11 @@
 /*
  * Scripted route awareness for transport tests: the per-connection verdict
  * (rn_conn_check_*) and the diagnosis (rn_diagnose_peer), per local NIC name.
- * A NIC without a script passes its checks. The definitions are weak so that a
- * test binary that links the real route code uses that one instead.
+ * A NIC without a script passes its checks. Definitions in double_conncheck.c, which a
+ * test #includes once.
  */
-#ifndef FAKE_PATH_H
-#define FAKE_PATH_H
+#ifndef DOUBLE_CONNCHECK_H
+#define DOUBLE_CONNCHECK_H
 
 #include "rn_path.h"
 
@@ -27,4 +27,4 @@ int fake_path_diagnoses(void);
 /* The peer facts the last check was started with. */
 const struct rn_peer_facts *fake_path_last_peer(void);
 
-#endif /* FAKE_PATH_H */
+#endif /* DOUBLE_CONNCHECK_H */

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The handshake parsers: the input is what a peer (or a port scanner) sends.
+ * 1. Header + payload decoders on the bytes as one message; whatever decodes
+ *    must survive encode -> decode unchanged.
+ * 2. The same bytes through the non-blocking OOB reader over a socketpair, as
+ *    the listener reads them: it must end in a message or an error, never
+ *    read past its buffer.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rn_oob.h"
+#include "rn_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_message(const uint8_t *data, size_t size)
+{
+	static uint8_t out[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	const uint8_t *p = data + RN_WIRE_HDR_LEN;
+
+	if (rn_msg_decode_hdr(data, size, &h) || size < RN_WIRE_HDR_LEN + (size_t)h.len)
+		return;
+	if (h.type == RN_MSG_HELLO) {
+		struct rn_hello m, m2;
+
+		if (rn_msg_decode_hello(p, h.len, &m))
+			return;
+		rn_msg_encode_hello(out, h.nonce, &m);
+		if (rn_msg_decode_hello(out + RN_WIRE_HDR_LEN, h.len, &m2) ||
+		    memcmp(&m, &m2, sizeof(m)))
+			abort();
+	} else if (h.type == RN_MSG_VERDICT) {
+		struct rn_verdict_msg m, m2;
+
+		if (rn_msg_decode_verdict(p, h.len, &m))
+			return;
+		rn_msg_encode_verdict(out, h.nonce, &m);
+		if (rn_msg_decode_verdict(out + RN_WIRE_HDR_LEN, h.len, &m2) ||
+		    memcmp(&m, &m2, sizeof(m)))
+			abort();
+	}
+}
+
+static void check_stream(const uint8_t *data, size_t size)
+{
+	static struct rn_oob_buf b;
+	int sv[2], ret, i;
+
+	if (size > 60000)
+		return;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
+		return;
+	if (size && write(sv[1], data, size) != (ssize_t)size)
+		goto out;
+	close(sv[1]);
+	sv[1] = -1;
+	rn_oob_recv_reset(&b);
+	for (i = 0; i < 4; i++) {
+		ret = rn_oob_recv(sv[0], &b);
+		if (ret == 0) {
+			if (b.len > sizeof(b.data) || b.len != RN_WIRE_HDR_LEN + b.hdr.len)
+				abort();
+			rn_oob_recv_reset(&b); /* next message, as the handshake does */
+			continue;
+		}
+		if (ret == -EAGAIN) /* the writer closed: the reader must see it */
+			abort();
+		break;
+	}
+out:
+	close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	check_message(data, size);
+	check_stream(data, size);
+	return 0;
+}
