@@ -13,8 +13,9 @@ trap 'rm -f "$out"' EXIT
 # A prefix nothing matches: no device is selected even where RDMA devices exist.
 export NCCL_IB_HCA='=rn-no-such-device'
 
-# 1. by short name through the dlopen search path, newest table first (v12)
-LD_LIBRARY_PATH=build NCCL_DEBUG=INFO "$drv" --plugin roce probe >"$out" 2>&1
+# 1. by short name through the dlopen search path, newest table first (v12), the way the
+#    README says it: `nccl-net-driver roce`
+LD_LIBRARY_PATH=build NCCL_DEBUG=INFO "$drv" roce >"$out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "probe exited $rc, want 0 (no device is not a probe failure)"
 grep -q "Could not find: roce" "$out" || fail "no fallback from 'roce' to libnccl-net-roce.so"
@@ -46,8 +47,11 @@ grep -q "Could not find: libnccl-net-rn-no-such-plugin.so" "$out" || fail "no NC
 # 5. usage errors are exit 2, with a line saying what is wrong
 "$drv" --size 0 >"$out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "bad --size" "$out" || fail "--size 0: exit $rc"
-"$drv" frobnicate >"$out" 2>&1; rc=$?
+"$drv" roce frobnicate >"$out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown command 'frobnicate'" "$out" || fail "bad command: exit $rc"
+# a first word that is no command names the plugin, as NCCL_NET_PLUGIN would
+"$drv" rn-no-such-plugin >"$out" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "from 'rn-no-such-plugin'" "$out" || fail "positional plugin: exit $rc"
 "$drv" server >"$out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "server needs ADDR:PORT" "$out" || fail "server without address: $rc"
 "$drv" --help >"$out" 2>&1 || fail "--help failed"
