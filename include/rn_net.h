@@ -5,14 +5,14 @@
  *   -EREMOTEIO, -ECONNRESET, -EPIPE  the peer failed      -> ncclRemoteError
  *   -EHOSTUNREACH                    path refused (route) -> ncclSystemError
  *   -EINVAL, -EBADMSG from misuse    NCCL broke the rules -> ncclInternalError
+ *   -EMSGSIZE                        send > posted receive -> ncclInvalidUsage
  *   anything else                                          -> ncclSystemError
  * None of these calls blocks: connect/accept return 0 with *out NULL until done,
  * isend returns 0 with *req NULL until the receiver has posted.
  *
- * What the transport returns besides (all "anything else" above, each with a WARN):
+ * What the transport returns besides (each with a WARN):
  *   -EMSGSIZE     a send larger than the receive posted for it; both sides fail,
- *                 nothing is written (NCCL calls this a user collective mismatch:
- *                 ncclInvalidUsage would fit)
+ *                 nothing is written (NCCL calls this a user collective mismatch)
  *   -ETIMEDOUT    handshake past NCCL_ROCE_CONNECT_TIMEOUT_MS, or a posted WR with
  *                 no completion for twice the QP's retry time (stalled QP)
  *   -ENETDOWN     the port went down (async event); -EIO: QP/CQ/device fatal event

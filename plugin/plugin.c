@@ -38,6 +38,9 @@ ncclResult_t rn_plugin_result(int err)
 	case -EINVAL:
 	case -EBADMSG:
 		return ncclInternalError;
+	case -EMSGSIZE:
+		/* NCCL posted a receive smaller than the send: a collective mismatch. */
+		return ncclInvalidUsage;
 	default:
 		return ncclSystemError;
 	}

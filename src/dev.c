@@ -11,6 +11,7 @@
 
 #include "rn_compiler.h"
 #include "rn_dev.h"
+#include "rn_mr.h"
 #include "rn_log.h"
 #include "rn_sys.h"
 #include "rn_verbs.h"
@@ -233,6 +234,8 @@ void rn_dev_free(struct rn_dev *dev)
 {
 	if (!dev)
 		return;
+	/* MRs NCCL never released still pin the PD: drop them first. */
+	rn_mr_cache_destroy(dev);
 	if (dev->pd)
 		rn_verbs.dealloc_pd(dev->pd);
 	if (dev->ctx)

@@ -14,6 +14,7 @@
 #include "fake_verbs.h"
 #include "fixture_sysfs.h"
 #include "rn_dev.h"
+#include "rn_mr.h"
 #include "rn_log.h"
 
 static struct rn_dev *devs[RN_MAX_DEVS];
@@ -182,6 +183,24 @@ static void test_identity_rxe(void **state)
 	assert_int_equal(devs[0]->nic.link_up, 0);
 }
 
+static void test_free_releases_leftover_mrs(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "rxe0", .nports = 1,
+		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
+	};
+	static char buf[8192];
+	struct rn_mr *mr;
+
+	fixture_sysfs_netdev("eth1", 3, "52:54:00:12:34:56", 1500, "up");
+	fake_verbs_install(fd, 1);
+	discover();
+	assert_int_equal(ndevs, 1);
+	/* NCCL never deregisters this one: closing the device must, or the PD leaks. */
+	assert_int_equal(rn_mr_get(devs[0], buf, sizeof(buf), RN_PTR_HOST, -1, 0, &mr), 0);
+	/* teardown frees the device and asserts no fake object is left alive */
+}
+
 static void test_renamed_rxe_by_parent(void **state)
 {
 	static struct fake_dev fd[] = { { .name = "roce_a", .nports = 1 } };
@@ -265,6 +284,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ptr_support_probes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_open_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_devices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_free_releases_leftover_mrs, setup, teardown),
 		cmocka_unit_test(test_speed_table),
 	};
 

@@ -264,6 +264,7 @@ static void test_error_translation(void **state)
 		{ -EBADMSG, ncclInternalError },
 		{ -ENOMEM, ncclSystemError },
 		{ -ETIMEDOUT, ncclSystemError },
+		{ -EMSGSIZE, ncclInvalidUsage },
 	};
 	char buf[64];
 	void *req, *mh;
