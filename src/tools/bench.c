@@ -149,8 +149,23 @@ static int bench_start(struct bench *b)
 	int ndev = 0;
 
 	if (netplug_open(&b->np, b->plugin, 12, tool_logger)) {
-		say("could not load a net plugin from '%s'", b->plugin);
-		return EXIT_FAILED;
+		/* a build tree: the plugin next to this binary (build/libnccl-net-roce.so) */
+		char exe[4096], alt[4200], *slash;
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		alt[0] = '\0';
+		if (n > 0 && !strchr(b->plugin, '/') && !strchr(b->plugin, ',')) {
+			exe[n] = '\0';
+			slash = strrchr(exe, '/');
+			if (slash)
+				*slash = '\0';
+			snprintf(alt, sizeof(alt), "%s/libnccl-net-%s.so", exe, b->plugin);
+		}
+		if (!alt[0] || netplug_open(&b->np, alt, 12, tool_logger)) {
+			say("could not load a net plugin from '%s'%s%s", b->plugin,
+			    alt[0] ? " nor " : "", alt);
+			return EXIT_FAILED;
+		}
 	}
 	res = netplug_init(&b->np, &b->ctx, 0xbe4c0000ull, -1, tool_logger);
 	b->inited = 1;
