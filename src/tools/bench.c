@@ -495,80 +495,78 @@ static int post_recv(struct bench *b, void *rc, void *buf, size_t size, void *mh
 	return 0;
 }
 
-/* Send one message and wait for it and for @rreq (if any). 0, or -1. */
-static int pingpong_step(struct bench *b, void *sc, void *sbuf, size_t size, void *smh,
-			 void **rreq, int recv_first, uint64_t id, const unsigned char *rbuf)
+struct lat_bufs {
+	void *sc, *rc, *smh, *rmh;
+	unsigned char *sbuf, *rbuf;
+	size_t size;
+};
+
+/*
+ * One half of a round: the client sends message @id and waits for the reply @id + 1; the
+ * server (@recv_first) waits for @id, then sends @id + 1. A completed receive is replaced at
+ * once (@repost) so that its CTS reaches the peer before the peer's next send needs it.
+ */
+static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int recv_first,
+			 uint64_t id, int repost)
 {
 	double last = tool_now();
 	void *sreq = NULL;
-	int sent = 0, got = -1;
+	int sent = 0, got_recv = 0, filled = 0, got = -1;
+	uint64_t want = recv_first ? id : id + 1;
 	ncclResult_t res;
 
-	while (recv_first && *rreq) {
-		int r = poll_req(b, *rreq, &got);
-
-		if (r < 0)
-			return -1;
-		if (r) {
-			*rreq = NULL;
-			break;
-		}
-		if (expired(last + b->timeout_ms / 1000.0)) {
-			say("no message from the peer for %d ms (peer dead?)", b->timeout_ms);
-			return -1;
-		}
-		tool_nap(b->nap_us);
-	}
-	if (recv_first && b->check && (got != (int)size || check(rbuf, size, id) >= 0)) {
-		say("ping-pong message %llu: %d bytes or data wrong", (unsigned long long)id, got);
-		return -1;
-	}
-	if (b->check)
-		fill(sbuf, size, recv_first ? id + 1 : id);
-	last = tool_now();
-	while (!sent || (!recv_first && *rreq)) {
+	while (!sent || !got_recv) {
 		int progress = 0;
 
-		if (!sreq && !sent) {
-			res = netplug_isend(&b->np, sc, sbuf, size, 0, smh, &sreq);
-			if (res != ncclSuccess) {
-				plugin_error("isend", res);
-				return -1;
-			}
-		}
-		if (sreq) {
-			int r = poll_req(b, sreq, NULL);
-
-			if (r < 0)
-				return -1;
-			if (r) {
-				sreq = NULL;
-				sent = 1;
-				progress = 1;
-			}
-		}
-		if (!recv_first && *rreq) {
+		if (!got_recv) {
 			int r = poll_req(b, *rreq, &got);
 
 			if (r < 0)
 				return -1;
 			if (r) {
+				got_recv = progress = 1;
 				*rreq = NULL;
-				progress = 1;
-				if (b->check && (got != (int)size || check(rbuf, size, id + 1) >= 0)) {
-					say("ping-pong reply %llu: %d bytes or data wrong",
-					    (unsigned long long)id + 1, got);
+				if (b->check && (got != (int)l->size ||
+						 check(l->rbuf, l->size, want) >= 0)) {
+					say("ping-pong message %llu: %d bytes or data wrong",
+					    (unsigned long long)want, got);
+					return -1;
+				}
+				if (repost && post_recv(b, l->rc, l->rbuf, l->size, l->rmh, rreq,
+							tool_now() + b->timeout_ms / 1000.0))
+					return -1;
+			}
+		}
+		if (!sent && (!recv_first || got_recv)) {
+			if (!filled && b->check)
+				fill(l->sbuf, l->size, recv_first ? id + 1 : id);
+			filled = 1;
+			if (!sreq) {
+				res = netplug_isend(&b->np, l->sc, l->sbuf, l->size, 0, l->smh, &sreq);
+				if (res != ncclSuccess) {
+					plugin_error("isend", res);
 					return -1;
 				}
 			}
+			if (sreq) {
+				int r = poll_req(b, sreq, NULL);
+
+				if (r < 0)
+					return -1;
+				if (r) {
+					sreq = NULL;
+					sent = progress = 1;
+				}
+			}
 		}
-		if (progress)
+		if (progress) {
 			last = tool_now();
-		else if (expired(last + b->timeout_ms / 1000.0)) {
+		} else if (expired(last + b->timeout_ms / 1000.0)) {
 			say("ping-pong stuck for %d ms (peer dead?)", b->timeout_ms);
 			return -1;
-		} else
+		} else {
 			tool_nap(b->nap_us);
+		}
 	}
 	return 0;
 }
@@ -606,17 +604,21 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 		plugin_error("regMr", res);
 		goto dereg;
 	}
-	for (i = 0; i < total; i++) {
-		double t0;
+	{
+		struct lat_bufs l = { .sc = sc, .rc = rc, .smh = smh, .rmh = rmh, .sbuf = sbuf,
+				      .rbuf = rbuf, .size = size };
 
 		if (post_recv(b, rc, rbuf, size, rmh, &rreq, tool_now() + b->timeout_ms / 1000.0))
 			goto dereg;
-		t0 = tool_now();
-		/* the client sends first; the server answers what it got */
-		if (pingpong_step(b, sc, sbuf, size, smh, &rreq, !client, (uint64_t)i * 2, rbuf))
-			goto dereg;
-		if (client && i >= warm)
-			t[i - warm] = (tool_now() - t0) / 2 * 1e6;
+		for (i = 0; i < total; i++) {
+			double t0 = tool_now();
+
+			/* the client sends first; the server answers what it got */
+			if (pingpong_step(b, &l, &rreq, !client, (uint64_t)i * 2, i + 1 < total))
+				goto dereg;
+			if (client && i >= warm)
+				t[i - warm] = (tool_now() - t0) / 2 * 1e6;
+		}
 	}
 	ret = 0;
 	if (client) {
