@@ -919,6 +919,17 @@ int main(int argc, char **argv)
 
 		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 			is_cmd |= !strcmp(argv[optind], cmds[i].name);
+		/* ...unless it is the only word and no plugin of that name loads: a typo */
+		if (!is_cmd && optind + 1 == argc &&
+		    netplug_open(&d.np, argv[optind], d.max_version, tool_logger)) {
+			fprintf(stderr, "nccl-net-driver: unknown command '%s' (nor a plugin that "
+				"loads)\n", argv[optind]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		if (d.np.dl)
+			netplug_close(&d.np);
+		memset(&d.np, 0, sizeof(d.np));
 		if (!is_cmd)
 			d.plugin = argv[optind++];
 	}
