@@ -4,9 +4,11 @@
  *
  *   probe   (default) load the plugin as NCCL does, init N communicators, list the
  *           devices and their properties, finalize every communicator
- *   server  listen, hand the handle to the client over a TCP side channel, accept,
- *           receive and check --iters messages with NCCL_NET_MAX_REQUESTS in flight
- *   client  fetch the handle, connect, send the messages
+ *   server  listen, hand the handles to the client over a TCP side channel, accept,
+ *           receive and check --iters messages per size with NCCL_NET_MAX_REQUESTS in flight
+ *           (optionally several connections, multi-receives with tags, larger receives)
+ *   client  fetch the handles and settings, connect, send the messages
+ *   loopback both ends in one process on one device (NCCL's GDR probe connects to itself)
  *
  * Exit codes: 0 done; 1 the plugin failed (load, ABI call, transfer, data check);
  * 2 usage; 3 no RoCE device (probe only with --require-devices, server/client always).
@@ -26,6 +28,10 @@
 #define EXIT_USAGE 2
 #define EXIT_NODEV 3
 #define MAX_COMMS 16
+#define MAX_SIZES 16
+#define MAX_CONNS 8
+#define MAX_TAGS 8
+#define BUF_CAP ((size_t)64 << 20) /* buffer bytes per connection and side, at most */
 
 struct driver {
 	const char *plugin;
@@ -33,9 +39,14 @@ struct driver {
 	int ncomms;
 	int require_devices;
 	int dev;
-	size_t size;
-	long iters;
+	size_t sizes[MAX_SIZES];
+	int nsizes;
+	size_t recv_size; /* 0: each receive as large as the send */
+	long iters;       /* per size */
 	int window;
+	int tags;         /* buffers per irecv (multi-receive), each with its own tag */
+	int conns;        /* connections between server and client */
+	int nap_us;       /* sleep after a poll round without progress (0: busy poll) */
 	int timeout_ms;
 	const char *addr; /* side channel */
 	struct netplug np;
@@ -156,30 +167,74 @@ static int cmd_probe(struct driver *d)
 	return rc;
 }
 
-/* ---- server / client: one connection, NCCL's non-blocking loops ---- */
+/* ---- server / client / loopback: NCCL's non-blocking loops ---- */
+
+#define HELLO_MAGIC 0x726e6472u /* "rndr" */
 
 struct wire_hello {
-	char handle[NCCL_NET_HANDLE_MAXSIZE];
-	uint64_t size;
-	uint64_t iters;
+	uint32_t magic, conns, tags, nsizes;
+	uint64_t iters, recv_size;
+	uint64_t sizes[MAX_SIZES];
+	char handle[MAX_CONNS][NCCL_NET_HANDLE_MAXSIZE];
 };
 
-static void fill(unsigned char *buf, size_t size, long i)
-{
-	size_t j;
+/* The receiver's verdict, sent back to the sender over the side channel. */
+struct wire_ack {
+	uint32_t ok;
+	uint32_t pad;
+	uint64_t sum[MAX_CONNS];
+};
 
-	for (j = 0; j < size; j++)
-		buf[j] = (unsigned char)(i * 131 + (long)j);
+/* Per message id: 64-bit words of a mix of the id and the word's index. */
+static uint64_t pattern(uint64_t id, uint64_t k)
+{
+	uint64_t x = (id + 1) * 0x9e3779b97f4a7c15ull ^ (k + 1) * 0xd6e8feb86659fd93ull;
+
+	x ^= x >> 31;
+	return x * 0xbf58476d1ce4e5b9ull;
 }
 
-static long check(const unsigned char *buf, size_t size, long i)
+static void fill(unsigned char *buf, size_t size, uint64_t id)
 {
-	size_t j;
+	size_t k;
 
-	for (j = 0; j < size; j++)
-		if (buf[j] != (unsigned char)(i * 131 + (long)j))
-			return (long)j;
+	for (k = 0; k * 8 < size; k++) {
+		uint64_t w = pattern(id, k);
+
+		memcpy(buf + k * 8, &w, size - k * 8 < 8 ? size - k * 8 : 8);
+	}
+}
+
+/* -1 when @buf holds message @id, else the offset of the first wrong byte. */
+static long check(const unsigned char *buf, size_t size, uint64_t id)
+{
+	size_t k, j;
+
+	for (k = 0; k * 8 < size; k++) {
+		uint64_t w = pattern(id, k);
+		size_t n = size - k * 8 < 8 ? size - k * 8 : 8;
+
+		if (memcmp(buf + k * 8, &w, n))
+			for (j = 0; j < n; j++)
+				if (buf[k * 8 + j] != ((unsigned char *)&w)[j])
+					return (long)(k * 8 + j);
+	}
 	return -1;
+}
+
+/* A checksum of what was really sent / received, compared at the end. */
+static uint64_t checksum(const unsigned char *buf, size_t size, uint64_t id)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ id, w;
+	size_t k;
+
+	for (k = 0; k + 8 <= size; k += 8) {
+		memcpy(&w, buf + k, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; k < size; k++)
+		h = (h ^ buf[k]) * 0x100000001b3ull;
+	return h ^ size;
 }
 
 static int expired(double deadline)
@@ -191,37 +246,97 @@ static int expired(double deadline)
 struct xfer {
 	struct driver *d;
 	void *comm, *mh;
-	int sender;
+	int sender, conn, nslots;
+	size_t slot_bytes;         /* per buffer */
 	unsigned char *buf;
-	void *reqs[NCCL_NET_MAX_REQUESTS];
-	long msg[NCCL_NET_MAX_REQUESTS]; /* message number held by each slot */
-	long posted, completed;
+	void *reqs[NCCL_NET_MAX_REQUESTS * MAX_TAGS];
+	long msg[NCCL_NET_MAX_REQUESTS * MAX_TAGS]; /* message (sender) / group (receiver) */
+	long posted, completed, total;
+	uint64_t sum;
+	int failed;
 };
 
-static unsigned char *slot_buf(struct xfer *x, int s)
+static size_t group_size(const struct driver *d, long g)
 {
-	return x->buf + x->d->size * (size_t)s;
+	return d->sizes[g / d->iters];
 }
 
-/* Post the next message in slot @s; NCCL's "request NULL = try again later" kept. */
+/* Tag index @t of group @g is sent with this many bytes: distinct per tag, so a buffer
+ * that got another tag's message shows it by its size too. */
+static size_t send_size(const struct driver *d, long g, int t)
+{
+	size_t s = group_size(d, g);
+
+	return d->tags > 1 && s > (size_t)t * 13 ? s - (size_t)t * 13 : s;
+}
+
+static size_t max_size(const struct driver *d)
+{
+	size_t m = d->recv_size;
+	int i;
+
+	for (i = 0; i < d->nsizes; i++)
+		if (d->sizes[i] > m)
+			m = d->sizes[i];
+	return m;
+}
+
+/* Receives in flight per connection: NCCL's window, fewer when the buffers would be huge. */
+static int window_of(const struct driver *d)
+{
+	size_t per = max_size(d) * (size_t)d->tags;
+	long w = per ? (long)(BUF_CAP / per) : d->window;
+
+	if (w > d->window)
+		w = d->window;
+	return w < 1 ? 1 : (int)w;
+}
+
+static unsigned char *xbuf(struct xfer *x, int s, int i)
+{
+	return x->buf + x->slot_bytes * ((size_t)s * (x->sender ? 1 : x->d->tags) + (size_t)i);
+}
+
+static void say_plugin_error(const char *what, ncclResult_t res)
+{
+	const char *w = tool_last_warn();
+
+	say("%s: %s%s%s", what, netplug_result_str(res), *w ? ": " : "", w);
+}
+
+/* Post the next message (group) in slot @s; NCCL's "request NULL = try again later" kept. */
 static int xfer_post(struct xfer *x, int s)
 {
 	struct driver *d = x->d;
 	ncclResult_t res;
 
 	if (x->sender) {
-		fill(slot_buf(x, s), d->size, x->posted);
-		res = netplug_isend(&d->np, x->comm, slot_buf(x, s), d->size, 0, x->mh,
-				    &x->reqs[s]);
-	} else {
-		void *data = slot_buf(x, s);
-		size_t size = d->size;
-		int tag = 0;
+		long k = x->posted, g = k / d->tags;
+		int pos = (int)(k % d->tags), t = (d->tags - 1 - pos + (int)(g % d->tags)) % d->tags;
+		size_t n = send_size(d, g, t);
+		uint64_t id = (uint64_t)g * (uint64_t)d->tags + (uint64_t)t;
 
-		res = netplug_irecv(&d->np, x->comm, 1, &data, &size, &tag, &x->mh, &x->reqs[s]);
+		fill(xbuf(x, s, 0), n, id);
+		res = netplug_isend(&d->np, x->comm, xbuf(x, s, 0), n, 100 + t, x->mh, &x->reqs[s]);
+		if (res == ncclSuccess && x->reqs[s])
+			x->sum += checksum(xbuf(x, s, 0), n, id);
+	} else {
+		void *data[MAX_TAGS], *mhs[MAX_TAGS];
+		size_t sizes[MAX_TAGS];
+		int tags[MAX_TAGS], i;
+		long g = x->posted;
+
+		for (i = 0; i < d->tags; i++) {
+			data[i] = xbuf(x, s, i);
+			sizes[i] = d->recv_size ? d->recv_size : group_size(d, g);
+			tags[i] = 100 + i;
+			mhs[i] = x->mh;
+			memset(data[i], 0xee, sizes[i] < 64 ? sizes[i] : 64);
+		}
+		res = netplug_irecv(&d->np, x->comm, d->tags, data, sizes, tags, mhs, &x->reqs[s]);
 	}
 	if (res != ncclSuccess) {
-		say("%s: %s", x->sender ? "isend" : "irecv", netplug_result_str(res));
+		say_plugin_error(x->sender ? "isend" : "irecv", res);
 		return -1;
 	}
 	if (x->reqs[s])
@@ -229,103 +344,209 @@ static int xfer_post(struct xfer *x, int s)
 	return 0;
 }
 
-/* Test slot @s's request; a finished receive is checked byte by byte. */
+/* Test slot @s's request; a finished receive is checked buffer by buffer. */
 static int xfer_test(struct xfer *x, int s)
 {
 	struct driver *d = x->d;
-	int done = 0, sizes[1] = { 0 };
+	int done = 0, sizes[MAX_TAGS] = { 0 }, i;
 	ncclResult_t res = netplug_test(&d->np, x->reqs[s], &done, sizes);
-	long bad;
+	long g = x->msg[s];
 
 	if (res != ncclSuccess) {
-		say("test: %s", netplug_result_str(res));
+		say_plugin_error("test", res);
 		return -1;
 	}
 	if (!done)
 		return 0;
 	x->reqs[s] = NULL;
 	x->completed++;
-	if (x->sender)
+	if (x->sender) {
+		size_t n = send_size(d, g / d->tags, (d->tags - 1 - (int)(g % d->tags) +
+						     (int)((g / d->tags) % d->tags)) % d->tags);
+
+		if (sizes[0] != (int)n) {
+			say("conn %d: send %ld: test reported %d bytes, sent %zu", x->conn, g,
+			    sizes[0], n);
+			return -1;
+		}
 		return 0;
-	bad = check(slot_buf(x, s), d->size, x->msg[s]);
-	if (sizes[0] != (int)d->size || bad >= 0) {
-		say("message %ld: %d bytes, expected %zu; first bad byte %ld", x->msg[s], sizes[0],
-		    d->size, bad);
+	}
+	for (i = 0; i < d->tags; i++) {
+		size_t n = send_size(d, g, i);
+		uint64_t id = (uint64_t)g * (uint64_t)d->tags + (uint64_t)i;
+		long bad = sizes[i] == (int)n ? check(xbuf(x, s, i), n, id) : -1;
+
+		if (sizes[i] != (int)n || bad >= 0) {
+			say("conn %d: message %ld tag %d: %d bytes, expected %zu; first bad byte %ld",
+			    x->conn, g, 100 + i, sizes[i], n, bad);
+			return -1;
+		}
+		x->sum += checksum(xbuf(x, s, i), n, id);
+	}
+	return 0;
+}
+
+static int xfer_setup(struct xfer *x, struct driver *d, void *comm, int sender, int conn)
+{
+	ncclResult_t res;
+	size_t bytes;
+
+	memset(x, 0, sizeof(*x));
+	x->d = d;
+	x->comm = comm;
+	x->sender = sender;
+	x->conn = conn;
+	x->slot_bytes = (max_size(d) + 4095) & ~(size_t)4095;
+	if (!x->slot_bytes)
+		x->slot_bytes = 4096;
+	x->nslots = window_of(d) * (sender ? d->tags : 1);
+	x->total = (long)d->nsizes * d->iters * (sender ? d->tags : 1);
+	bytes = x->slot_bytes * (size_t)window_of(d) * (size_t)d->tags;
+	if (posix_memalign((void **)&x->buf, 4096, bytes)) {
+		say("out of memory for %zu bytes of buffers", bytes);
+		return -1;
+	}
+	res = netplug_reg_mr(&d->np, comm, x->buf, bytes, NCCL_PTR_HOST, &x->mh);
+	if (res != ncclSuccess) {
+		say_plugin_error("regMr", res);
+		free(x->buf);
+		x->buf = NULL;
 		return -1;
 	}
 	return 0;
 }
 
-static int run_transfer(struct driver *d, void *comm, int sender)
+static int xfer_teardown(struct xfer *x)
 {
-	struct xfer x = { .d = d, .comm = comm, .sender = sender };
-	size_t bytes = d->size * (size_t)d->window;
-	double t0, last, secs;
-	ncclResult_t res;
-	int rc = EXIT_FAILED, s;
+	ncclResult_t res = ncclSuccess;
 
-	if (posix_memalign((void **)&x.buf, 4096, bytes))
-		return EXIT_FAILED;
-	res = netplug_reg_mr(&d->np, comm, x.buf, bytes, NCCL_PTR_HOST, &x.mh);
+	if (x->mh)
+		res = netplug_dereg_mr(&x->d->np, x->comm, x->mh);
+	free(x->buf);
 	if (res != ncclSuccess) {
-		say("regMr: %s", netplug_result_str(res));
-		goto out;
+		say_plugin_error("deregMr", res);
+		return -1;
 	}
-	t0 = last = tool_now();
-	while (x.completed < d->iters) {
-		long before = x.completed;
+	return 0;
+}
 
-		for (s = 0; s < d->window; s++) {
-			if (!x.reqs[s] && x.posted < d->iters && xfer_post(&x, s))
-				goto dereg;
-			if (x.reqs[s] && xfer_test(&x, s))
-				goto dereg;
+/* Drive every transfer to its end in one loop, as NCCL's proxy thread does. */
+static int run_transfers(struct driver *d, struct xfer *xs, int n)
+{
+	double t0 = tool_now(), last = t0, secs;
+	long done_all = 0, want = 0, bytes = 0;
+	int i, s;
+
+	for (i = 0; i < n; i++)
+		want += xs[i].total;
+	while (done_all < want) {
+		long before = done_all, posted = 0;
+
+		for (i = 0; i < n; i++) {
+			struct xfer *x = &xs[i];
+
+			for (s = 0; s < x->nslots; s++) {
+				long p = x->posted;
+
+				if (!x->reqs[s] && x->posted < x->total && xfer_post(x, s))
+					return -1;
+				posted += x->posted - p;
+				if (x->reqs[s]) {
+					long c = x->completed;
+
+					if (xfer_test(x, s))
+						return -1;
+					done_all += x->completed - c;
+				}
+			}
 		}
 		/* a dead peer is an error, never a hang: bound the time without progress */
-		if (x.completed != before) {
+		if (done_all != before || posted) {
 			last = tool_now();
 		} else if (expired(last + d->timeout_ms / 1000.0)) {
-			say("%s: no progress for %d ms after %ld of %ld messages",
-			    sender ? "send" : "receive", d->timeout_ms, x.completed, d->iters);
-			goto dereg;
+			say("no progress for %d ms after %ld of %ld requests", d->timeout_ms, done_all,
+			    want);
+			return -1;
+		} else {
+			tool_nap(d->nap_us);
 		}
 	}
 	secs = tool_now() - t0;
-	say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s", sender ? "sent" : "received",
-	    x.completed, d->size, secs, secs > 0 ? (double)d->size * x.completed / secs / 1e6 : 0);
-	rc = 0;
-dereg:
-	res = netplug_dereg_mr(&d->np, comm, x.mh);
-	if (res != ncclSuccess && !rc) {
-		say("deregMr: %s", netplug_result_str(res));
-		rc = EXIT_FAILED;
+	for (i = 0; i < n; i++) {
+		long g;
+
+		for (g = 0; xs[i].sender == xs[0].sender && g < (long)d->nsizes * d->iters; g++)
+			bytes += (long)group_size(d, g) * d->tags;
+		say("conn %d: %s %ld requests (%d size(s) x %ld x %d tag(s)), window %d",
+		    xs[i].conn, xs[i].sender ? "sent" : "received", xs[i].completed, d->nsizes,
+		    d->iters, d->tags, window_of(d));
 	}
-out:
-	free(x.buf);
-	return rc;
+	if (n == 1 && d->nsizes == 1 && d->tags == 1)
+		say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s", xs[0].sender ? "sent" :
+		    "received", xs[0].completed, d->sizes[0], secs,
+		    secs > 0 ? (double)bytes / secs / 1e6 : 0);
+	else
+		say("%s %ld bytes in %.3f s: %.1f MB/s", xs[0].sender ? "sent" : "received", bytes,
+		    secs, secs > 0 ? (double)bytes / secs / 1e6 : 0);
+	return 0;
+}
+
+static int pick_dev(struct driver *d, int ndev)
+{
+	ncclNetProperties_v12_t p;
+
+	if (d->dev >= ndev) {
+		say("no device %d (%d devices)", d->dev, ndev);
+		return EXIT_USAGE;
+	}
+	if (netplug_get_properties(&d->np, d->dev, &p) == ncclSuccess)
+		say("using dev %d (%s)", d->dev, p.name ? p.name : "?");
+	return 0;
+}
+
+static void hello_to_driver(struct driver *d, const struct wire_hello *h)
+{
+	uint32_t i;
+
+	d->conns = (int)h->conns;
+	d->tags = (int)h->tags;
+	d->nsizes = (int)h->nsizes;
+	d->iters = (long)h->iters;
+	d->recv_size = (size_t)h->recv_size;
+	for (i = 0; i < h->nsizes; i++)
+		d->sizes[i] = (size_t)h->sizes[i];
+}
+
+static int hello_ok(const struct wire_hello *h)
+{
+	return h->magic == HELLO_MAGIC && h->conns >= 1 && h->conns <= MAX_CONNS &&
+	       h->tags >= 1 && h->tags <= MAX_TAGS && h->nsizes >= 1 && h->nsizes <= MAX_SIZES &&
+	       h->iters >= 1;
 }
 
 static int cmd_server(struct driver *d)
 {
-	struct wire_hello hello = { .size = d->size, .iters = (uint64_t)d->iters };
-	void *lc = NULL, *rc_comm = NULL;
-	int ndev, lfd = -1, fd = -1, rc = driver_start(d, 1, &ndev);
+	struct wire_hello hello = { .magic = HELLO_MAGIC, .conns = (uint32_t)d->conns,
+				    .tags = (uint32_t)d->tags, .nsizes = (uint32_t)d->nsizes,
+				    .iters = (uint64_t)d->iters, .recv_size = d->recv_size };
+	void *lc[MAX_CONNS] = { NULL }, *rcs[MAX_CONNS] = { NULL };
+	struct xfer xs[MAX_CONNS];
+	struct wire_ack ack = { 0 };
+	int ndev, lfd = -1, fd = -1, rc = driver_start(d, 1, &ndev), i, nx = 0, left;
 	double deadline;
 	ncclResult_t res;
-	char ack;
 
-	if (rc)
+	for (i = 0; i < d->nsizes; i++)
+		hello.sizes[i] = d->sizes[i];
+	if (rc || (rc = pick_dev(d, ndev)))
 		goto out;
 	rc = EXIT_FAILED;
-	if (d->dev >= ndev) {
-		say("no device %d (%d devices)", d->dev, ndev);
-		rc = EXIT_USAGE;
-		goto out;
-	}
-	res = netplug_listen(&d->np, d->ctx[0], d->dev, hello.handle, &lc);
-	if (res != ncclSuccess || !lc) {
-		say("listen: %s", netplug_result_str(res));
-		goto out;
+	for (i = 0; i < d->conns; i++) {
+		res = netplug_listen(&d->np, d->ctx[0], d->dev, hello.handle[i], &lc[i]);
+		if (res != ncclSuccess || !lc[i]) {
+			say_plugin_error("listen", res);
+			goto close;
+		}
 	}
 	lfd = side_listen(d->addr);
 	if (lfd < 0) {
@@ -339,30 +560,51 @@ static int cmd_server(struct driver *d)
 		goto close;
 	}
 	deadline = tool_now() + d->timeout_ms / 1000.0;
-	while (!rc_comm) {
-		res = netplug_accept(&d->np, lc, &rc_comm);
-		if (res != ncclSuccess) {
-			say("accept: %s", netplug_result_str(res));
-			goto close;
+	do {
+		left = 0;
+		for (i = 0; i < d->conns; i++) {
+			if (rcs[i])
+				continue;
+			res = netplug_accept(&d->np, lc[i], &rcs[i]);
+			if (res != ncclSuccess) {
+				say_plugin_error("accept", res);
+				goto close;
+			}
+			left += !rcs[i];
 		}
-		if (!rc_comm && expired(deadline)) {
+		if (left && expired(deadline)) {
 			say("accept timed out");
 			goto close;
 		}
+	} while (left);
+	say("accepted %d connection(s)", d->conns);
+	for (nx = 0; nx < d->conns; nx++)
+		if (xfer_setup(&xs[nx], d, rcs[nx], 0, nx))
+			goto teardown;
+	rc = run_transfers(d, xs, nx) ? EXIT_FAILED : 0;
+teardown:
+	for (i = 0; i < nx; i++) {
+		ack.sum[i] = xs[i].sum;
+		if (xfer_teardown(&xs[i]) && !rc)
+			rc = EXIT_FAILED;
 	}
-	say("accepted");
-	rc = run_transfer(d, rc_comm, 0);
 	/* the verdict goes to the client, which closes only after us */
-	ack = rc ? 'F' : 'K';
-	if (side_send(fd, &ack, 1, d->timeout_ms) && !rc)
-		rc = EXIT_FAILED;
-	res = netplug_close_recv(&d->np, rc_comm);
-	if (res != ncclSuccess && !rc)
+	ack.ok = !rc;
+	if (side_send(fd, &ack, sizeof(ack), d->timeout_ms) && !rc)
 		rc = EXIT_FAILED;
 close:
-	res = netplug_close_listen(&d->np, lc);
-	if (res != ncclSuccess && !rc)
-		rc = EXIT_FAILED;
+	for (i = 0; i < d->conns; i++) {
+		if (rcs[i]) {
+			res = netplug_close_recv(&d->np, rcs[i]);
+			if (res != ncclSuccess && !rc)
+				rc = EXIT_FAILED;
+		}
+		if (lc[i]) {
+			res = netplug_close_listen(&d->np, lc[i]);
+			if (res != ncclSuccess && !rc)
+				rc = EXIT_FAILED;
+		}
+	}
 out:
 	if (fd >= 0)
 		close(fd);
@@ -373,56 +615,155 @@ out:
 	return rc;
 }
 
+static int compare_sums(struct xfer *xs, int n, const struct wire_ack *ack)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		if (xs[i].sum != ack->sum[i]) {
+			say("conn %d: checksum sent %#llx, received %#llx", i,
+			    (unsigned long long)xs[i].sum, (unsigned long long)ack->sum[i]);
+			bad = 1;
+		}
+	}
+	if (!bad)
+		say("checksums match (%d connection(s))", n);
+	return bad;
+}
+
 static int cmd_client(struct driver *d)
 {
 	struct wire_hello hello;
-	void *sc = NULL;
-	int ndev, fd, rc = EXIT_FAILED;
+	void *scs[MAX_CONNS] = { NULL };
+	struct xfer xs[MAX_CONNS];
+	struct wire_ack ack;
+	int ndev, fd, rc = EXIT_FAILED, i, nx = 0, left;
 	double deadline;
 	ncclResult_t res;
-	char ack;
 
 	fd = side_connect(d->addr, d->timeout_ms);
-	if (fd < 0 || side_recv(fd, &hello, sizeof(hello), d->timeout_ms)) {
+	if (fd < 0 || side_recv(fd, &hello, sizeof(hello), d->timeout_ms) || !hello_ok(&hello)) {
 		say("side channel %s: no server", d->addr);
 		if (fd >= 0)
 			close(fd);
 		return EXIT_FAILED;
 	}
-	d->size = hello.size;
-	d->iters = (long)hello.iters;
+	hello_to_driver(d, &hello);
 	rc = driver_start(d, 1, &ndev);
-	if (rc)
+	if (rc || (rc = pick_dev(d, ndev)))
 		goto out;
 	rc = EXIT_FAILED;
-	if (d->dev >= ndev) {
-		say("no device %d (%d devices)", d->dev, ndev);
-		rc = EXIT_USAGE;
+	deadline = tool_now() + d->timeout_ms / 1000.0;
+	do {
+		left = 0;
+		for (i = 0; i < d->conns; i++) {
+			if (scs[i])
+				continue;
+			res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, hello.handle[i], &scs[i]);
+			if (res != ncclSuccess) {
+				say_plugin_error("connect", res);
+				goto close;
+			}
+			left += !scs[i];
+		}
+		if (left && expired(deadline)) {
+			say("connect timed out");
+			goto close;
+		}
+	} while (left);
+	say("connected %d connection(s)", d->conns);
+	for (nx = 0; nx < d->conns; nx++)
+		if (xfer_setup(&xs[nx], d, scs[nx], 1, nx))
+			goto teardown;
+	rc = run_transfers(d, xs, nx) ? EXIT_FAILED : 0;
+	if (!rc) {
+		if (side_recv(fd, &ack, sizeof(ack), d->timeout_ms) || !ack.ok) {
+			say("the server did not confirm the data");
+			rc = EXIT_FAILED;
+		} else if (compare_sums(xs, nx, &ack)) {
+			rc = EXIT_FAILED;
+		}
+	}
+teardown:
+	for (i = 0; i < nx; i++)
+		if (xfer_teardown(&xs[i]) && !rc)
+			rc = EXIT_FAILED;
+close:
+	for (i = 0; i < d->conns; i++) {
+		if (!scs[i])
+			continue;
+		res = netplug_close_send(&d->np, scs[i]);
+		if (res != ncclSuccess && !rc)
+			rc = EXIT_FAILED;
+	}
+out:
+	close(fd);
+	if (driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	return rc;
+}
+
+/* Both ends in this process on one device, as NCCL's GDR probe connects to itself. */
+static int cmd_loopback(struct driver *d)
+{
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	void *lc = NULL, *sc = NULL, *rcomm = NULL;
+	struct xfer xs[2];
+	int ndev, rc = driver_start(d, 1, &ndev), nx = 0, i;
+	double deadline;
+	ncclResult_t res;
+
+	d->conns = 1;
+	if (rc || (rc = pick_dev(d, ndev)))
+		goto out;
+	rc = EXIT_FAILED;
+	res = netplug_listen(&d->np, d->ctx[0], d->dev, handle, &lc);
+	if (res != ncclSuccess || !lc) {
+		say_plugin_error("listen", res);
 		goto out;
 	}
 	deadline = tool_now() + d->timeout_ms / 1000.0;
-	while (!sc) {
-		res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, hello.handle, &sc);
-		if (res != ncclSuccess) {
-			say("connect: %s", netplug_result_str(res));
-			goto out;
+	while (!sc || !rcomm) {
+		if (!sc && (res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, handle, &sc))) {
+			say_plugin_error("connect", res);
+			goto close;
 		}
-		if (!sc && expired(deadline)) {
-			say("connect timed out");
-			goto out;
+		if (!rcomm && (res = netplug_accept(&d->np, lc, &rcomm))) {
+			say_plugin_error("accept", res);
+			goto close;
+		}
+		if ((!sc || !rcomm) && expired(deadline)) {
+			say("loopback connect/accept timed out");
+			goto close;
 		}
 	}
-	say("connected");
-	rc = run_transfer(d, sc, 1);
-	if (!rc && (side_recv(fd, &ack, 1, d->timeout_ms) || ack != 'K')) {
-		say("the server did not confirm the data");
+	say("loopback connected");
+	if (xfer_setup(&xs[0], d, rcomm, 0, 0))
+		goto close;
+	nx = 1;
+	if (xfer_setup(&xs[1], d, sc, 1, 0))
+		goto teardown;
+	nx = 2;
+	rc = run_transfers(d, xs, 2) ? EXIT_FAILED : 0;
+	if (!rc && xs[0].sum != xs[1].sum) {
+		say("checksum sent %#llx, received %#llx", (unsigned long long)xs[1].sum,
+		    (unsigned long long)xs[0].sum);
 		rc = EXIT_FAILED;
+	} else if (!rc) {
+		say("checksums match (loopback)");
 	}
-	res = netplug_close_send(&d->np, sc);
-	if (res != ncclSuccess && !rc)
+teardown:
+	for (i = 0; i < nx; i++)
+		if (xfer_teardown(&xs[i]) && !rc)
+			rc = EXIT_FAILED;
+close:
+	if (sc && netplug_close_send(&d->np, sc) != ncclSuccess && !rc)
+		rc = EXIT_FAILED;
+	if (rcomm && netplug_close_recv(&d->np, rcomm) != ncclSuccess && !rc)
+		rc = EXIT_FAILED;
+	if (netplug_close_listen(&d->np, lc) != ncclSuccess && !rc)
 		rc = EXIT_FAILED;
 out:
-	close(fd);
 	if (driver_stop(d) && !rc)
 		rc = EXIT_FAILED;
 	return rc;
@@ -438,14 +779,39 @@ static const struct {
 	{ "probe", cmd_probe, "init communicators, list devices and properties (default)" },
 	{ "server", cmd_server, "listen on --dev; hand the handle out on ADDR:PORT; receive" },
 	{ "client", cmd_client, "fetch the handle from ADDR:PORT; connect; send" },
+	{ "loopback", cmd_loopback, "connect --dev to itself in one process; send and receive" },
 };
+
+/* "0,1,4095,64K": sizes in turn; a plain --size replaces the list with one size. */
+static int parse_sizes(const char *arg, int single, struct driver *d)
+{
+	char buf[512], *tok, *save = NULL;
+	int n = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t v;
+
+		if (n == MAX_SIZES || tool_parse_size(tok, &v) || v > (1u << 30) ||
+		    (single && !v))
+			return -1;
+		d->sizes[n++] = v;
+	}
+	if (!n || (single && n > 1))
+		return -1;
+	d->nsizes = n;
+	return 0;
+}
 
 static void usage(FILE *f)
 {
 	size_t i;
 
 	fprintf(f,
-		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT]\n"
+		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT |\n"
+		"                                           loopback]\n"
 		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
 		"  --max-version N    newest ncclNetPlugin_vN to try (12 as NCCL 2.30, 11 as 2.28)\n"
@@ -453,12 +819,19 @@ static void usage(FILE *f)
 		"  --require-devices  probe exits 3 when the plugin offers no device\n"
 		"  --dev N            device index (server/client; default 0)\n"
 		"  --size BYTES       message size, K/M/G suffixes (server; default 1M)\n"
-		"  --iters N          messages (server; default 100)\n"
-		"  --window N         requests in flight, 1..%d (default %d)\n"
+		"  --sizes A,B,...    several sizes in turn, --iters each (server; up to %d; 0 ok)\n"
+		"  --iters N          messages per size (server; default 100)\n"
+		"  --window N         receives in flight per connection, 1..%d (default %d; fewer\n"
+		"                     when they would take more than 64 MiB)\n"
+		"  --tags N           buffers per irecv, 1..%d, tags 100..; the sender sends them in\n"
+		"                     another order, each tag with its own size (server)\n"
+		"  --recv-size BYTES  post receives of this size instead of the send's (server)\n"
+		"  --conns N          connections, 1..%d (server; default 1)\n"
+		"  --nap-us N         sleep N us after a poll round without progress (default 0)\n"
 		"  --timeout-ms N     bound on every wait (default 30000)\n"
 		"  -v                 NCCL_DEBUG=INFO for the plugin's lines\n"
 		"commands:\n",
-		NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS);
+		MAX_SIZES, NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS, MAX_TAGS, MAX_CONNS);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "exit: 0 ok, 1 plugin failure, 2 usage, 3 no RoCE device\n");
@@ -476,6 +849,11 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "sizes", required_argument, NULL, 'S' },
+		{ "tags", required_argument, NULL, 'T' },
+		{ "recv-size", required_argument, NULL, 'R' },
+		{ "conns", required_argument, NULL, 'C' },
+		{ "nap-us", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -483,9 +861,12 @@ int main(int argc, char **argv)
 		.plugin = getenv("NCCL_NET_PLUGIN") ? getenv("NCCL_NET_PLUGIN") : "roce",
 		.max_version = 12,
 		.ncomms = 2,
-		.size = 1 << 20,
+		.sizes = { 1 << 20 },
+		.nsizes = 1,
 		.iters = 100,
 		.window = NCCL_NET_MAX_REQUESTS,
+		.tags = 1,
+		.conns = 1,
 		.timeout_ms = 30000,
 	};
 	const char *cmd = "probe";
@@ -500,11 +881,22 @@ int main(int argc, char **argv)
 		case 'r': d.require_devices = 1; break;
 		case 'd': d.dev = atoi(optarg); break;
 		case 's':
-			if (tool_parse_size(optarg, &d.size) || !d.size || d.size > (1u << 30)) {
-				fprintf(stderr, "nccl-net-driver: bad --size '%s'\n", optarg);
+		case 'S':
+			if (parse_sizes(optarg, c == 's', &d)) {
+				fprintf(stderr, "nccl-net-driver: bad --%s '%s'\n",
+					c == 's' ? "size" : "sizes", optarg);
 				return EXIT_USAGE;
 			}
 			break;
+		case 'R':
+			if (tool_parse_size(optarg, &d.recv_size) || d.recv_size > (1u << 30)) {
+				fprintf(stderr, "nccl-net-driver: bad --recv-size '%s'\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'T': d.tags = atoi(optarg); break;
+		case 'C': d.conns = atoi(optarg); break;
+		case 'N': d.nap_us = atoi(optarg); break;
 		case 'n': d.iters = atol(optarg); break;
 		case 'w': d.window = atoi(optarg); break;
 		case 't': d.timeout_ms = atoi(optarg); break;
@@ -515,7 +907,8 @@ int main(int argc, char **argv)
 	}
 	if (d.max_version < 6 || d.max_version > 12 || d.ncomms < 1 || d.ncomms > MAX_COMMS ||
 	    d.window < 1 || d.window > NCCL_NET_MAX_REQUESTS || d.iters < 1 || d.dev < 0 ||
-	    d.timeout_ms < 1) {
+	    d.timeout_ms < 1 || d.tags < 1 || d.tags > MAX_TAGS || d.conns < 1 ||
+	    d.conns > MAX_CONNS || d.nap_us < 0 || d.nap_us > 1000000) {
 		fprintf(stderr, "nccl-net-driver: option out of range (see --help)\n");
 		return EXIT_USAGE;
 	}
@@ -526,6 +919,17 @@ int main(int argc, char **argv)
 
 		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 			is_cmd |= !strcmp(argv[optind], cmds[i].name);
+		/* ...unless it is the only word and no plugin of that name loads: a typo */
+		if (!is_cmd && optind + 1 == argc &&
+		    netplug_open(&d.np, argv[optind], d.max_version, tool_logger)) {
+			fprintf(stderr, "nccl-net-driver: unknown command '%s' (nor a plugin that "
+				"loads)\n", argv[optind]);
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+		if (d.np.dl)
+			netplug_close(&d.np);
+		memset(&d.np, 0, sizeof(d.np));
 		if (!is_cmd)
 			d.plugin = argv[optind++];
 	}
@@ -536,7 +940,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
 		if (strcmp(cmd, cmds[i].name))
 			continue;
-		if (cmds[i].fn != cmd_probe && !d.addr) {
+		if (cmds[i].fn != cmd_probe && cmds[i].fn != cmd_loopback && !d.addr) {
 			fprintf(stderr, "nccl-net-driver: %s needs ADDR:PORT\n", cmd);
 			return EXIT_USAGE;
 		}

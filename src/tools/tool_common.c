@@ -19,6 +19,7 @@
 #include "tool_common.h"
 
 static int log_level = -1;
+static char last_warn[1024];
 
 static ncclDebugLogLevel level_from_env(void)
 {
@@ -53,19 +54,36 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	char msg[2048];
 	va_list ap;
 
-	if (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level())
+	if (level != NCCL_LOG_WARN && (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level()))
 		return;
 	if (!host[0] && gethostname(host, sizeof(host) - 1))
 		strcpy(host, "?");
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (level == NCCL_LOG_WARN)
+		snprintf(last_warn, sizeof(last_warn), "%.*s", (int)sizeof(last_warn) - 1, msg);
+	if ((int)level > (int)tool_log_level())
+		return;
 	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
 	if (level == NCCL_LOG_WARN)
 		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line, msg);
 	else
 		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
 	fflush(stdout);
+}
+
+const char *tool_last_warn(void)
+{
+	return last_warn;
+}
+
+void tool_nap(int us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	if (us > 0)
+		nanosleep(&ts, NULL);
 }
 
 int tool_parse_size(const char *s, size_t *out)

@@ -18,6 +18,12 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 /* Threshold of tool_logger: NCCL_DEBUG, default WARN. */
 void tool_log_set_level(ncclDebugLogLevel level);
 ncclDebugLogLevel tool_log_level(void);
+/* The text of the last WARN the plugin logged (even below the threshold), "" if none:
+ * the reason a tool gives when the plugin refuses something. */
+const char *tool_last_warn(void);
+
+/* Sleep @us microseconds (nothing for <= 0): the nap after an idle poll round. */
+void tool_nap(int us);
 
 /* "4096", "64K", "1M", "2G" -> bytes. 0 or -EINVAL. */
 int tool_parse_size(const char *s, size_t *out);

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The plugin's route checks end to end on real kernel Soft-RoCE (2 guests x 2 NICs):
+# - fixed hosts, but h0's neighbour entry for h1/eth0 poisoned with h1/eth1's MAC (what ARP flux
+#   does): connect is refused within seconds, naming the wrong MAC, instead of a QP that hangs
+#   or dies with completion error 12 later; nccl-net-bench says "connection refused by the
+#   plugin" with the reason and exits 1;
+# - broken hosts (kernel defaults, one /24) with NCCL_ROCE_ROUTE_CHECK=strict: init offers no
+#   device, naming the ARP-flux cause and the fix (scripts/roce-policy-routing).
+set -u
+. "$(dirname "$0")/lib/test.sh"
+. "$(dirname "$0")/lib/plugin.sh"
+plugin_prereq
+
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+
+body() {
+	local wrong right t0 out rc j
+	B up --hosts 2 --nics 2 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	echo "bed: 2 hosts x 2 NICs, scenario fixed"
+	wrong=$(bed_mac 1 1)
+	right=$(bed_mac 1 0)
+
+	t_step "control: fixed hosts connect and move data on rxe0"
+	drv_pair 18651 0 "--size 65537 --iters 4" "${FAULT_ENV[@]}"
+	expect_ok "fixed: h0/rxe0 -> h1/rxe0 connects and moves checked data"
+
+	t_step "poisoned ARP: h0 eth0 holds h1 eth1's MAC ($wrong) for $(bed_ip 1 0)"
+	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || t_fail "could not poison"
+	t0=$(date +%s.%N)
+	drv_pair 18652 0 "--size 65537 --iters 4 --timeout-ms 20000" "${FAULT_ENV[@]}"
+	show_pair
+	echo "(client ended $(since "$t0") s after the start, server included)"
+	[ "$cli_rc" -eq 1 ] || t_fail "poisoned: client exit $cli_rc, want 1"
+	grep -q "nccl-net-driver: connect: " <<<"$cli_out" ||
+		t_fail "poisoned: the client did not fail at connect"
+	grep -q "NCCL WARN.*connection refused here.*wrong NIC (MAC $wrong instead of $right)" \
+		<<<"$cli_out" || t_fail "poisoned: the refusal does not name the wrong MAC"
+	grep -q "arp_ignore=1" <<<"$cli_out" || t_fail "poisoned: the refusal gives no fix"
+	[ "$srv_rc" -ne 0 ] || t_fail "poisoned: the server accepted a refused connection"
+	grep -q "NCCL WARN.*refused by the peer" <<<"$srv_out" ||
+		t_fail "poisoned: the server does not say the peer refused"
+	t_ok "poisoned: connect refused with the cause (wrong MAC $wrong) on both ends"
+
+	t_step "nccl-net-bench over the poisoned entry: refused, with the reason"
+	j=$(bg --timeout 60 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18653 --timeout 20000)
+	out=$(bench_run 0 "${FAULT_ENV[@]}" -- -d rxe0 -p 18653 --timeout 20000 -s 64K -n 10 "$(bed_ip 1 0)")
+	rc=$?
+	B wait "$j" >/dev/null 2>&1
+	echo "$out" | sed 's/^/  bench| /'
+	[ $rc -eq 1 ] || t_fail "bench over a poisoned entry: exit $rc, want 1"
+	grep -q "^nccl-net-bench: connection refused by the plugin: .*wrong NIC (MAC $wrong" <<<"$out" ||
+		t_fail "bench: no 'connection refused by the plugin' with the cause"
+	grep -q "NCCL WARN" <<<"$out" || t_fail "bench: the plugin's WARN line is not shown"
+	t_ok "bench: 'connection refused by the plugin' with the cause, exit 1"
+
+	t_step "broken hosts (kernel defaults), NCCL_ROCE_ROUTE_CHECK=strict: init refuses"
+	B scenario broken || t_fail "scenario broken failed"
+	out=$(drv_run 0 NCCL_ROCE_ROUTE_CHECK=strict -- --require-devices --comms 1 probe)
+	rc=$?
+	echo "$out" | sed 's/^/  | /'
+	[ $rc -eq 3 ] || t_fail "broken + strict: probe exit $rc, want 3 (no device)"
+	grep -q "NCCL WARN.*refused by the route check: .*arp-flux" <<<"$out" ||
+		t_fail "broken + strict: the refusal does not name arp-flux"
+	grep -q "NCCL WARN.*scripts/roce-policy-routing" <<<"$out" ||
+		t_fail "broken + strict: the refusal does not give the fix"
+	t_ok "broken + strict: init offers no device, cause arp-flux, fix scripts/roce-policy-routing"
+}
+
+bed_attempt body
