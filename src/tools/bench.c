@@ -403,14 +403,18 @@ static int run_bw(struct bench *b, void *comm, int sender)
 	}
 	for (i = 0; i < b->nsizes && !rc; i++) {
 		size_t size = b->sizes[i];
-		long n = iters_for(b, size), warm = b->window;
+		long n = iters_for(b, size), warm = size ? (long)(((size_t)16 << 20) / size) : b->window;
 		struct wire_result r = { 0 };
 		double secs;
 
 		x.sum = 0;
 		x.bad_msg = -1;
 		x.bad_off = -1;
-		/* a first window untimed: connection warm-up, as perftest's first round */
+		if (warm > b->window)
+			warm = b->window;
+		if (warm < 1)
+			warm = 1;
+		/* a first window untimed (16 MiB at most): warm-up, as perftest's first round */
 		if (bw_phase(&x, size, warm, 0) < 0) {
 			rc = EXIT_FAILED;
 			break;

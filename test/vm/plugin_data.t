@@ -135,6 +135,23 @@ body() {
 	grep -q "NCCL WARN.*$(bed_ip 1 0)" <<<"$out" ||
 		t_fail "peer killed: the plugin's error does not name the peer $(bed_ip 1 0)"
 	t_ok "peer killed: client failed in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s after the kill, the error names $(bed_ip 1 0)"
+
+	t_step "nccl-net-bench: the server killed mid-run: the client fails with the plugin's reason"
+	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60000)
+	c0=$(bg --timeout 120 0 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60000 -s 1M -n 100000 "$(bed_ip 1 0)")
+	sleep 4
+	B kill "$j0"
+	out=$(B wait "$c0" 2>&1)
+	rc=$?
+	B wait "$j0" >/dev/null 2>&1
+	echo "$out" | sed 's/^/  bench| /'
+	[ $rc -eq 1 ] || t_fail "bench, server killed: client exit $rc, want 1 (124 = hung)"
+	grep -q "no progress for" <<<"$out" && t_fail "bench, server killed: only the bench's own bound caught it"
+	grep -Eq "^nccl-net-bench: (transfer failed|isend): .*$(bed_ip 1 0)" <<<"$out" ||
+		t_fail "bench, server killed: the error does not name the peer"
+	t_ok "bench, server killed: the client fails with the plugin's reason naming $(bed_ip 1 0)"
 }
 
 bed_attempt body

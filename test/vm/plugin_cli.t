@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# nccl-net-bench's command line, without the bed (no network, no device needed): bad arguments
+# are exit 2 with a line saying what is wrong; --help documents the options and exit codes.
+set -u
+cd "$(dirname "$0")/../.."
+b=build/nccl-net-bench
+[ -x "$b" ] || { echo "skip: build/nccl-net-bench not built (run make)"; exit 77; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out"; exit 1; }
+
+bad() { # expected-text args...
+	local want=$1 rc
+	shift
+	"$b" "$@" >"$out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || fail "'$*': exit $rc, want 2"
+	grep -q -- "$want" "$out" || fail "'$*': no '$want' in the message"
+	echo "ok: '$*' -> exit 2, $want"
+}
+bad "bad value 'foo' for -t" -t foo
+bad "bad value '33' for -w" -w 33
+bad "bad value '0' for -w" -w 0
+bad "bad value '70000' for -p" -p 70000
+bad "bad value 'x' for -n" -n x
+bad "bad value '1Q' for -s" -s 1Q
+bad "bad value '-1' for --nap-us" --nap-us -1
+bad "-a goes with -t bw only" -a -t lat
+bad "unexpected argument 'b'" a b
+bad "usage:" --no-such-option
+"$b" --help >"$out" 2>&1 || fail "--help: exit $?"
+for w in -d -s -a -n -p "-t, --test bw|lat" -w --check --nap-us --plugin "Exit: 0 ok, 1 plugin failure or refusal, 2 usage, 3 no device"; do
+	grep -q -- "$w" "$out" || fail "--help does not mention $w"
+done
+echo "ok: --help documents the options and exit codes"
