@@ -77,6 +77,7 @@ struct rn_send_slot {
 	uint32_t seq;                 /* the FIFO sequence this record serves (0: none) */
 	int n, matched, posted;
 	int pending;                  /* signalled WRs not completed */
+	uint64_t bytes;               /* payload posted for this slot (watchdog) */
 	uint16_t qp_wrs[RN_MAX_QPS];  /* WRs posted per QP, released at the completion */
 	struct rn_req *reqs[RN_MAX_RECVS];
 };
@@ -109,6 +110,7 @@ struct rn_comm {
 	int err;                      /* sticky -errno: every later call fails with it */
 	int async_err;                /* set by the event thread (atomic) */
 	int outstanding;              /* signalled WRs in flight (watchdog) */
+	uint64_t outstanding_bytes;   /* payload of the send slots in flight (watchdog) */
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;
 	uint64_t stall_ns;            /* watchdog bound */
@@ -163,5 +165,8 @@ void rn_events_poll(struct rn_evdev *ev);
 int rn_events_dev_err(const struct rn_evdev *ev, int port);
 
 uint64_t rn_now_ns(void);
+
+/* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
+uint64_t rn_comm_stall_bound(const struct rn_comm *c);
 
 #endif /* RN_CONN_H */

@@ -211,6 +211,8 @@ static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
 		}
 		c->outstanding--;
 		if (--s->pending == 0) {
+			c->outstanding_bytes -= s->bytes;
+			s->bytes = 0;
 			for (i = 0; i < s->n; i++)
 				if (s->reqs[i])
 					s->reqs[i]->done = 1;
@@ -252,6 +254,18 @@ static int comm_check(struct rn_comm *c)
 	return 0;
 }
 
+/*
+ * How long posted work may go without a completion before the QP counts as stalled:
+ * the QP's own retry time (stall_ns) plus the time the payload in flight takes at a
+ * floor rate, so one large write on a slow link (rxe moves 5-25 MB/s) is not a stall.
+ */
+#define RN_WATCHDOG_NS_PER_BYTE 1000ull /* a floor of 1 byte/us, about 1 MB/s */
+
+uint64_t rn_comm_stall_bound(const struct rn_comm *c)
+{
+	return c->stall_ns + c->outstanding_bytes * RN_WATCHDOG_NS_PER_BYTE;
+}
+
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
@@ -290,7 +304,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			comm_fail(c, -ECONNRESET);
 		}
 	}
-	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > c->stall_ns) {
+	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > rn_comm_stall_bound(c)) {
 		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
 			"posted: the QP stalled", c->peer_str, c->peer.host,
 			(unsigned long long)((now - c->last_progress_ns) / 1000000),
@@ -486,6 +500,11 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 	}
 	s->pending = nq;
 	s->posted = 1;
+	s->bytes = 0;
+	for (i = 0; i < s->n; i++)
+		if (s->reqs[i])
+			s->bytes += s->reqs[i]->size;
+	c->outstanding_bytes += s->bytes;
 	for (i = 0; i < nq; i++) {
 		b.c = c;
 		b.qp = c->qps[q0 + i];

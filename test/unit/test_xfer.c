@@ -621,6 +621,46 @@ static void stalled_qp_watchdog(void **state)
 	assert_int_equal(fx_teardown(&f), 0);
 }
 
+static void large_write_is_not_a_stall(void **state)
+{
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	static char s[8192], r[8192];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *rreq, *sreq;
+	size_t sz = sizeof(r);
+	void *p = r;
+	int tag = 0, done, sizes[RN_MAX_RECVS];
+
+	fx_setup(&f);
+	fake_path_set(NULL, NULL);
+	f.eng.cfg.timeout = 1;
+	f.eng.cfg.retry_cnt = 1;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_int_equal(rn_reg_mr(rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_irecv(rc, 1, &p, &sz, &tag, &rmr, &rreq), 0);
+	/* the bound with nothing in flight is the QP's own retry time */
+	assert_int_equal(rn_comm_stall_bound(&sc->c), sc->c.stall_ns);
+	fake_wire_set_stall(1); /* the data write stays in flight */
+	assert_int_equal(fx_isend(sc, s, sizeof(s), 0, smr, &sreq), 0);
+	assert_non_null(sreq);
+	/* a write in flight grants its payload time at the floor rate (~1 MB/s) */
+	assert_int_equal(sc->c.outstanding_bytes, sizeof(s));
+	assert_true(rn_comm_stall_bound(&sc->c) >= sc->c.stall_ns + sizeof(s) * 1000ull);
+	assert_int_equal(rn_test(sreq, &done, sizes), 0);
+	assert_int_equal(done, 0);
+	/* ...and still ends in an error when nothing ever completes */
+	assert_int_equal(wait_error(sreq), -ETIMEDOUT);
+	fake_wire_set_stall(0);
+	rn_dereg_mr(sc, smr);
+	rn_dereg_mr(rc, rmr);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	assert_int_equal(fx_teardown(&f), 0);
+}
+
 static void many_comms_many_devices(void **state)
 {
 	struct fx f;
@@ -741,6 +781,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(large_write_is_not_a_stall, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(misuse_is_refused, setup, teardown),
 	};
