@@ -97,7 +97,8 @@ static int driver_start(struct driver *d, int ncomms, int *ndev)
 	int i;
 
 	*ndev = 0;
-	if (netplug_open(&d->np, d->plugin, d->max_version, tool_logger)) {
+	/* main() may have opened it already, to tell a plugin name from a typo */
+	if (!d->np.dl && netplug_open(&d->np, d->plugin, d->max_version, tool_logger)) {
 		say("could not load a net plugin from '%s' (NCCL would use its internal IB/Socket)",
 		    d->plugin);
 		return EXIT_FAILED;
@@ -927,9 +928,6 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return EXIT_USAGE;
 		}
-		if (d.np.dl)
-			netplug_close(&d.np);
-		memset(&d.np, 0, sizeof(d.np));
 		if (!is_cmd)
 			d.plugin = argv[optind++];
 	}

@@ -20,6 +20,7 @@ rc=$?
 [ $rc -eq 0 ] || fail "probe exited $rc, want 0 (no device is not a probe failure)"
 grep -q "Could not find: roce" "$out" || fail "no fallback from 'roce' to libnccl-net-roce.so"
 grep -q "NET/Plugin: Loaded net plugin RoCE (v12)" "$out" || fail "v12 not chosen"
+[ "$(grep -c 'Loaded net plugin' "$out")" -eq 1 ] || fail "the plugin was loaded more than once"
 grep -q "NCCL WARN .*NET/RoCE : no RoCE device: " "$out" || fail "no WARN with the reason"
 [ "$(grep -c 'no RoCE device: ' "$out" | tr -d ' ')" -ge 1 ] || fail "reason missing"
 [ "$(grep -c 'NCCL WARN' "$out")" -eq 1 ] || fail "want exactly one WARN line"
@@ -50,8 +51,10 @@ grep -q "Could not find: libnccl-net-rn-no-such-plugin.so" "$out" || fail "no NC
 "$drv" roce frobnicate >"$out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "unknown command 'frobnicate'" "$out" || fail "bad command: exit $rc"
 # a first word that is no command names the plugin, as NCCL_NET_PLUGIN would
+# ...and a lone word that is neither a command nor a plugin that loads is a usage error
 "$drv" rn-no-such-plugin >"$out" 2>&1; rc=$?
-[ $rc -eq 1 ] && grep -q "from 'rn-no-such-plugin'" "$out" || fail "positional plugin: exit $rc"
+[ $rc -eq 2 ] && grep -q "unknown command 'rn-no-such-plugin' (nor a plugin" "$out" ||
+	fail "lone unknown word: exit $rc"
 "$drv" server >"$out" 2>&1; rc=$?
 [ $rc -eq 2 ] && grep -q "server needs ADDR:PORT" "$out" || fail "server without address: $rc"
 "$drv" --help >"$out" 2>&1 || fail "--help failed"
