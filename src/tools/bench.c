@@ -91,54 +91,7 @@ static void plugin_error(const char *what, ncclResult_t res)
 
 /* ---- data: a pattern per message and a checksum of what really moved ---- */
 
-static uint64_t pattern(uint64_t id, uint64_t k)
-{
-	uint64_t x = (id + 1) * 0x9e3779b97f4a7c15ull ^ (k + 1) * 0xd6e8feb86659fd93ull;
 
-	x ^= x >> 31;
-	return x * 0xbf58476d1ce4e5b9ull;
-}
-
-static void fill(unsigned char *buf, size_t size, uint64_t id)
-{
-	size_t k;
-
-	for (k = 0; k * 8 < size; k++) {
-		uint64_t w = pattern(id, k);
-
-		memcpy(buf + k * 8, &w, size - k * 8 < 8 ? size - k * 8 : 8);
-	}
-}
-
-static long check(const unsigned char *buf, size_t size, uint64_t id)
-{
-	size_t k, j;
-
-	for (k = 0; k * 8 < size; k++) {
-		uint64_t w = pattern(id, k);
-		size_t n = size - k * 8 < 8 ? size - k * 8 : 8;
-
-		if (memcmp(buf + k * 8, &w, n))
-			for (j = 0; j < n; j++)
-				if (buf[k * 8 + j] != ((unsigned char *)&w)[j])
-					return (long)(k * 8 + j);
-	}
-	return -1;
-}
-
-static uint64_t checksum(const unsigned char *buf, size_t size)
-{
-	uint64_t h = 0xcbf29ce484222325ull, w;
-	size_t k;
-
-	for (k = 0; k + 8 <= size; k += 8) {
-		memcpy(&w, buf + k, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-	}
-	for (; k < size; k++)
-		h = (h ^ buf[k]) * 0x100000001b3ull;
-	return h;
-}
 
 /* ---- plugin setup ---- */
 
@@ -298,7 +251,7 @@ static double bw_phase(struct bw_side *x, size_t size, long count, uint64_t id0)
 			if (!x->reqs[s] && posted < count) {
 				if (x->sender) {
 					if (b->check)
-						fill(buf, size, id0 + (uint64_t)posted);
+						tool_fill(buf, size, id0 + (uint64_t)posted);
 					res = netplug_isend(&b->np, x->comm, buf, size, 0, x->mh,
 							    &x->reqs[s]);
 				} else {
@@ -334,9 +287,9 @@ static double bw_phase(struct bw_side *x, size_t size, long count, uint64_t id0)
 				}
 				if (b->check) {
 					uint64_t id = id0 + (uint64_t)x->msg[s];
-					long off = x->sender ? -1 : check(buf, size, id);
+					long off = x->sender ? -1 : tool_check(buf, size, id);
 
-					x->sum += checksum(buf, size);
+					x->sum += tool_checksum(buf, size, 0);
 					if (off >= 0 && x->bad_msg < 0) {
 						x->bad_msg = x->msg[s];
 						x->bad_off = off;
@@ -531,7 +484,7 @@ static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int r
 				got_recv = progress = 1;
 				*rreq = NULL;
 				if (b->check && (got != (int)l->size ||
-						 check(l->rbuf, l->size, want) >= 0)) {
+						 tool_check(l->rbuf, l->size, want) >= 0)) {
 					say("ping-pong message %llu: %d bytes or data wrong",
 					    (unsigned long long)want, got);
 					return -1;
@@ -543,7 +496,7 @@ static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int r
 		}
 		if (!sent && (!recv_first || got_recv)) {
 			if (!filled && b->check)
-				fill(l->sbuf, l->size, recv_first ? id + 1 : id);
+				tool_fill(l->sbuf, l->size, recv_first ? id + 1 : id);
 			filled = 1;
 			if (!sreq) {
 				res = netplug_isend(&b->np, l->sc, l->sbuf, l->size, 0, l->smh, &sreq);

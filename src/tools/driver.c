@@ -186,57 +186,6 @@ struct wire_ack {
 	uint64_t sum[MAX_CONNS];
 };
 
-/* Per message id: 64-bit words of a mix of the id and the word's index. */
-static uint64_t pattern(uint64_t id, uint64_t k)
-{
-	uint64_t x = (id + 1) * 0x9e3779b97f4a7c15ull ^ (k + 1) * 0xd6e8feb86659fd93ull;
-
-	x ^= x >> 31;
-	return x * 0xbf58476d1ce4e5b9ull;
-}
-
-static void fill(unsigned char *buf, size_t size, uint64_t id)
-{
-	size_t k;
-
-	for (k = 0; k * 8 < size; k++) {
-		uint64_t w = pattern(id, k);
-
-		memcpy(buf + k * 8, &w, size - k * 8 < 8 ? size - k * 8 : 8);
-	}
-}
-
-/* -1 when @buf holds message @id, else the offset of the first wrong byte. */
-static long check(const unsigned char *buf, size_t size, uint64_t id)
-{
-	size_t k, j;
-
-	for (k = 0; k * 8 < size; k++) {
-		uint64_t w = pattern(id, k);
-		size_t n = size - k * 8 < 8 ? size - k * 8 : 8;
-
-		if (memcmp(buf + k * 8, &w, n))
-			for (j = 0; j < n; j++)
-				if (buf[k * 8 + j] != ((unsigned char *)&w)[j])
-					return (long)(k * 8 + j);
-	}
-	return -1;
-}
-
-/* A checksum of what was really sent / received, compared at the end. */
-static uint64_t checksum(const unsigned char *buf, size_t size, uint64_t id)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ id, w;
-	size_t k;
-
-	for (k = 0; k + 8 <= size; k += 8) {
-		memcpy(&w, buf + k, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-	}
-	for (; k < size; k++)
-		h = (h ^ buf[k]) * 0x100000001b3ull;
-	return h ^ size;
-}
 
 static int expired(double deadline)
 {
@@ -317,10 +266,10 @@ static int xfer_post(struct xfer *x, int s)
 		size_t n = send_size(d, g, t);
 		uint64_t id = (uint64_t)g * (uint64_t)d->tags + (uint64_t)t;
 
-		fill(xbuf(x, s, 0), n, id);
+		tool_fill(xbuf(x, s, 0), n, id);
 		res = netplug_isend(&d->np, x->comm, xbuf(x, s, 0), n, 100 + t, x->mh, &x->reqs[s]);
 		if (res == ncclSuccess && x->reqs[s])
-			x->sum += checksum(xbuf(x, s, 0), n, id);
+			x->sum += tool_checksum(xbuf(x, s, 0), n, id);
 	} else {
 		void *data[MAX_TAGS], *mhs[MAX_TAGS];
 		size_t sizes[MAX_TAGS];
@@ -375,14 +324,14 @@ static int xfer_test(struct xfer *x, int s)
 	for (i = 0; i < d->tags; i++) {
 		size_t n = send_size(d, g, i);
 		uint64_t id = (uint64_t)g * (uint64_t)d->tags + (uint64_t)i;
-		long bad = sizes[i] == (int)n ? check(xbuf(x, s, i), n, id) : -1;
+		long bad = sizes[i] == (int)n ? tool_check(xbuf(x, s, i), n, id) : -1;
 
 		if (sizes[i] != (int)n || bad >= 0) {
 			say("conn %d: message %ld tag %d: %d bytes, expected %zu; first bad byte %ld",
 			    x->conn, g, 100 + i, sizes[i], n, bad);
 			return -1;
 		}
-		x->sum += checksum(xbuf(x, s, i), n, id);
+		x->sum += tool_checksum(xbuf(x, s, i), n, id);
 	}
 	return 0;
 }

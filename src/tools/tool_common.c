@@ -285,3 +285,55 @@ int side_recv(int fd, void *buf, size_t len, int timeout_ms)
 	}
 	return 0;
 }
+
+/* Per message id: 64-bit words of a mix of the id and the word's index. */
+static uint64_t pattern(uint64_t id, uint64_t k)
+{
+	uint64_t x = (id + 1) * 0x9e3779b97f4a7c15ull ^ (k + 1) * 0xd6e8feb86659fd93ull;
+
+	x ^= x >> 31;
+	return x * 0xbf58476d1ce4e5b9ull;
+}
+
+void tool_fill(unsigned char *buf, size_t size, uint64_t id)
+{
+	size_t k;
+
+	for (k = 0; k * 8 < size; k++) {
+		uint64_t w = pattern(id, k);
+
+		memcpy(buf + k * 8, &w, size - k * 8 < 8 ? size - k * 8 : 8);
+	}
+}
+
+/* -1 when @buf holds message @id, else the offset of the first wrong byte. */
+long tool_check(const unsigned char *buf, size_t size, uint64_t id)
+{
+	size_t k, j;
+
+	for (k = 0; k * 8 < size; k++) {
+		uint64_t w = pattern(id, k);
+		size_t n = size - k * 8 < 8 ? size - k * 8 : 8;
+
+		if (memcmp(buf + k * 8, &w, n))
+			for (j = 0; j < n; j++)
+				if (buf[k * 8 + j] != ((unsigned char *)&w)[j])
+					return (long)(k * 8 + j);
+	}
+	return -1;
+}
+
+/* A checksum of what was really sent / received, compared at the end. */
+uint64_t tool_checksum(const unsigned char *buf, size_t size, uint64_t id)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ id, w;
+	size_t k;
+
+	for (k = 0; k + 8 <= size; k += 8) {
+		memcpy(&w, buf + k, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; k < size; k++)
+		h = (h ^ buf[k]) * 0x100000001b3ull;
+	return h ^ size;
+}

@@ -44,4 +44,11 @@ int side_connect(const char *addr, int timeout_ms);
 int side_send(int fd, const void *buf, size_t len, int timeout_ms);
 int side_recv(int fd, void *buf, size_t len, int timeout_ms);
 
+/* Test data: message @id is a pattern of 64-bit words mixing @id and the word's index. */
+void tool_fill(unsigned char *buf, size_t size, uint64_t id);
+/* -1 when @buf holds message @id, else the offset of the first wrong byte. */
+long tool_check(const unsigned char *buf, size_t size, uint64_t id);
+/* A checksum of what really moved, compared by both ends at the end of a run. */
+uint64_t tool_checksum(const unsigned char *buf, size_t size, uint64_t id);
+
 #endif /* RN_TOOL_COMMON_H */
