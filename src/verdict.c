@@ -57,8 +57,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NEIGH_WRONG_MAC] = {
 		"neigh-wrong-mac", RN_SEV_FATAL,
-		"peer {peer_ip} answers ARP from the wrong NIC (MAC {got_mac} instead of "
-		"{peer_mac}): set arp_ignore=1 and arp_announce=2 on host {peer_host}",
+		"peer {peer_ip} is reached at the wrong NIC (MAC {got_mac} instead of "
+		"{peer_mac}): ARP flux on host {peer_host} (its arp_ignore/arp_announce) "
+		"or a stale or static neighbour entry here",
 		"on {peer_host}: sysctl -w net.ipv4.conf.all.arp_ignore=1 "
 		"net.ipv4.conf.all.arp_announce=2; then here: ip neigh flush dev {dev} to {peer_ip}",
 	},

@@ -45,7 +45,7 @@ for i in 1 2 3 4 5; do
 		*"result=refused cause=neigh-wrong-mac "*) ;;
 		*) echo "FAIL [flux] entry holds p0's MAC but: $line"; RN_FAILS=$((RN_FAILS + 1)) ;;
 		esac
-		printf '%s\n' "$out" | grep -q "^finding eth0 neigh-wrong-mac .*peer 198.18.0.11 answers ARP from the wrong NIC (MAC $MAC0 instead of $MAC1).*host peerhost" ||
+		printf '%s\n' "$out" | grep -q "^finding eth0 neigh-wrong-mac .*peer 198.18.0.11 is reached at the wrong NIC (MAC $MAC0 instead of $MAC1).*host peerhost" ||
 			{ echo "FAIL [flux] message"; RN_FAILS=$((RN_FAILS + 1)); }
 	elif [ "$ent" = "$MAC1" ]; then
 		case $line in

@@ -68,7 +68,7 @@ static void test_render_wrong_mac_names_peer(void **state)
 	rn_vars_set(&v, "peer_host", "gpu7");
 	rn_vars_set(&v, "dev", "eth0");
 	rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v);
-	assert_non_null(strstr(f.msg, "peer 198.18.0.10 answers ARP from the wrong NIC"));
+	assert_non_null(strstr(f.msg, "peer 198.18.0.10 is reached at the wrong NIC"));
 	assert_non_null(strstr(f.msg, "02:00:00:00:00:01 instead of 02:00:00:00:00:00"));
 	assert_non_null(strstr(f.msg, "host gpu7"));
 	assert_non_null(strstr(f.fix, "on gpu7: sysctl -w net.ipv4.conf.all.arp_ignore=1"));
