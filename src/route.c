@@ -197,6 +197,40 @@ static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct sha
 	rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
 }
 
+/*
+ * The fix for a rule whose table routes our subnet out of another NIC. When another
+ * local address's rule uses the same table (a copy-paste of the seed's commands), the
+ * table is that NIC's: give ours a table of its own instead of rewriting theirs.
+ */
+static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+{
+	char ip[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN];
+	struct rn_ip subnet;
+	uint32_t t, prio;
+	int i, shared = 0;
+
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+
+		if (r->table == (uint32_t)nic->table && r->src.family &&
+		    !rn_ip_equal(&r->src, &nic->ip) && rn_host_addr_find(host, 0, &r->src))
+			shared = 1;
+	}
+	rn_ip_str(&nic->ip, ip, sizeof(ip));
+	rn_ip_mask(&nic->ip, nic->prefixlen, &subnet);
+	rn_ip_str(&subnet, net, sizeof(net));
+	if (!shared) {
+		rn_vars_set(v, "rule_fix", "ip route replace %s/%d dev %s src %s table %d", net,
+			    nic->prefixlen, nic->netdev, ip, nic->table);
+		return;
+	}
+	rn_propose_table(host, nic->ifindex, &t, &prio);
+	rn_vars_set(v, "rule_fix",
+		    "ip rule del from %s lookup %d; ip rule add from %s lookup %u priority %u; "
+		    "ip route replace %s/%d dev %s src %s table %u", ip, nic->table, ip, t, prio,
+		    net, nic->prefixlen, nic->netdev, ip, t);
+}
+
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
 {
 	struct rn_vars v = { 0 };
@@ -265,8 +299,10 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			wrong_dev = r.oif;
 			rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
 			rn_vars_set(&v, "used_table", "%u", r.table);
-			if (nic->table != RN_TABLE_MAIN && r.table == (uint32_t)nic->table)
+			if (nic->table != RN_TABLE_MAIN && r.table == (uint32_t)nic->table) {
+				rule_fix(host, nic, &v);
 				rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, &v);
+			}
 			else
 				rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
 		}

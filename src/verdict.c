@@ -38,7 +38,7 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"rule-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' leads to a table that routes "
 		"{subnet} out of {other_dev}",
-		"ip route replace {subnet} dev {dev} src {ip} table {table}",
+		"{rule_fix}",
 	},
 	[RN_CAUSE_ROUTE_WRONG_NIC] = {
 		"route-wrong-nic", RN_SEV_FATAL,

@@ -132,6 +132,26 @@ static void test_rule_table_routes_wrong_nic(void **state)
 	assert_int_equal(assess("eth0").verdict, RN_VERDICT_OK);
 }
 
+static void test_rule_shares_another_nics_table(void **state)
+{
+	const struct rn_finding *f;
+	struct rn_nic n1;
+
+	/* eth1's rule points at eth0's table: rewriting that table would break eth0 */
+	fake_rule(&H, 101, "198.18.0.1/32", 101);
+	fake_route(&H, 101, "198.18.0.0/24", 2, "198.18.0.1", NULL);
+	fake_rule(&H, 102, "198.18.0.2/32", 101);
+	fake_sysctl(&H, "all", "arp_ignore", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	n1 = assess("eth1");
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "ip rule del from 198.18.0.2 lookup 101"));
+	assert_non_null(strstr(f->fix, "ip rule add from 198.18.0.2 lookup "));
+	assert_null(strstr(f->fix, "table 101"));
+	assert_int_equal(assess("eth0").verdict, RN_VERDICT_OK);
+}
+
 static void test_strict_rp_filter_with_asymmetry(void **state)
 {
 	const struct rn_finding *f;
@@ -321,6 +341,7 @@ int main(void)
 		cmocka_unit_test_setup(test_off_mode_skips_checks, setup_shared),
 		cmocka_unit_test_setup(test_seed_fix_accepts_all, setup_shared),
 		cmocka_unit_test_setup(test_rule_table_routes_wrong_nic, setup_shared),
+		cmocka_unit_test_setup(test_rule_shares_another_nics_table, setup_shared),
 		cmocka_unit_test_setup(test_strict_rp_filter_with_asymmetry, setup_shared),
 		cmocka_unit_test_setup(test_arp_ignore_all_only_or_per_dev_only, setup_shared),
 		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection, setup_shared),
