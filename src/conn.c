@@ -429,6 +429,10 @@ static int hs_check(struct rn_hs *hs)
 	} else if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
 			"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
+	} else if (f.cause != RN_CAUSE_NONE) {
+		/* a symmetric path with a warning (MTU): say it once, and go on */
+		rn_warn(RN_SUB_NET, RN_PFX "path to %s (%s) [%s]: %s Fix: %s", hs->peer_str,
+			c->peer.host, rn_cause_id(f.cause), f.msg, f.fix);
 	}
 	return 0;
 }

@@ -127,10 +127,19 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	if (ret == 0)
 		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
 			 f.msg, f.fix);
-	else if (ret == -ENOENT)
+	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
+		char pip[INET6_ADDRSTRLEN];
+
+		/* ARP and routes are right, yet nothing answered: what is left lies between
+		 * the NICs or on the peer, and the doctor's pair probe can tell which. */
 		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
-			 "healthy now%s", wc->status == IBV_WC_RETRY_EXC_ERR ?
-			 "; the peer may have died, or raise NCCL_IB_TIMEOUT" : "");
+			 "healthy now; the peer process may have died, or something drops RoCE v2 "
+			 "(UDP 4791) between the NICs (a firewall on either host, the switch, an MTU "
+			 "black hole); check with: roce-doctor peer %s",
+			 rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
+	} else if (ret == -ENOENT)
+		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
+			 "healthy now");
 	else
 		snprintf(diag, sizeof(diag), "diagnosis unavailable: %s", strerror(-ret));
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */

@@ -102,7 +102,8 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 {
 	if (chk->polls++ < chk->s.eagain_polls)
 		return -EAGAIN;
-	if (chk->s.poll_ret == -EHOSTUNREACH)
+	/* as the real one: the refusing cause, or on success a warning if any */
+	if (out && (chk->s.poll_ret == -EHOSTUNREACH || chk->s.poll_ret == 0))
 		*out = chk->s.finding;
 	return chk->s.poll_ret;
 }
@@ -121,13 +122,4 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	if (s->diag_ret == 0 && s->diag.cause)
 		*out = s->diag;
 	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
-}
-
-const char *rn_cause_id(enum rn_cause cause)
-{
-	static const char *ids[RN_CAUSE__MAX] = {
-		[RN_CAUSE_NEIGH_WRONG_MAC] = "neigh-wrong-mac", [RN_CAUSE_NO_RULE] = "no-rule",
-	};
-
-	return (unsigned)cause < RN_CAUSE__MAX && ids[cause] ? ids[cause] : "other";
 }

@@ -175,6 +175,29 @@ static void warn_mode_connects(void **state)
 	rn_close_recv(rc);
 }
 
+static void passing_check_with_a_warning(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+
+	s.poll_ret = 0;
+	s.finding.cause = RN_CAUSE_MTU_MISMATCH;
+	s.finding.sev = RN_SEV_WARN;
+	snprintf(s.finding.msg, sizeof(s.finding.msg), "MTU 9000 here, 1500 there");
+	snprintf(s.finding.fix, sizeof(s.finding.fix), "ip link set dev eth1 mtu 9000");
+	fake_path_set("rxe0", &s);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
+	assert_non_null(sc);
+	/* connected, and the warning was said once, with its id and fix */
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "[mtu-mismatch]"));
+	assert_non_null(strstr(fx_last_warn, "ip link set dev eth1 mtu 9000"));
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
 static void loopback_one_nic(void **state)
 {
 	struct fx *f = *state;
@@ -390,6 +413,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refused_by_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_by_sender, setup, teardown),
 		cmocka_unit_test_setup_teardown(warn_mode_connects, setup, teardown),
+		cmocka_unit_test_setup_teardown(passing_check_with_a_warning, setup, teardown),
 		cmocka_unit_test_setup_teardown(loopback_one_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage_then_serve, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_handle_and_timeout, setup, teardown),
