@@ -666,6 +666,30 @@ static void comm_ready_log(struct rn_comm *c)
 	c->last_check_ns = c->last_progress_ns;
 }
 
+/*
+ * A handshake has ended with @ret: hand the comm out (0) or free everything and say why
+ * once (a refusal and a timeout have said so already). A peer that broke the protocol
+ * is -EPROTO whichever step noticed.
+ */
+static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm **out)
+{
+	if (ret) {
+		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s", what, hs->peer_str,
+				strerror(-ret));
+		if (ret == -EBADMSG)
+			ret = -EPROTO;
+		hs_free(hs);
+		return ret;
+	}
+	comm_ready_log(hs->comm);
+	*out = hs->comm;
+	hs->comm = NULL;
+	hs->fd = -1;
+	hs_free(hs);
+	return 0;
+}
+
 /* ---- the API ---------------------------------------------------------------- */
 
 int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_comm **out)
@@ -811,21 +835,7 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 		return 0;
 	slot->cookie = 0;
 	slot->hs = NULL;
-	if (ret) {
-		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
-			rn_warn(RN_SUB_NET, RN_PFX "connect to %s failed: %s", hs->peer_str,
-				strerror(-ret));
-		if (ret == -EBADMSG || ret == -EPROTO)
-			ret = -EPROTO;
-		hs_free(hs);
-		return ret;
-	}
-	comm_ready_log(hs->comm);
-	*out = (struct rn_send_comm *)hs->comm;
-	hs->comm = NULL;
-	hs->fd = -1;
-	hs_free(hs);
-	return 0;
+	return hs_finish(hs, ret, "connect to", (struct rn_comm **)out);
 }
 
 static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
@@ -889,21 +899,7 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 			continue;
 		}
 		lc->pend[i] = NULL;
-		if (ret) {
-			if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
-				rn_warn(RN_SUB_NET, RN_PFX "accept from %s failed: %s",
-					hs->peer_str, strerror(-ret));
-			if (ret == -EBADMSG)
-				ret = -EPROTO;
-			hs_free(hs);
-			return ret;
-		}
-		comm_ready_log(hs->comm);
-		*out = (struct rn_recv_comm *)hs->comm;
-		hs->comm = NULL;
-		hs->fd = -1;
-		hs_free(hs);
-		return 0;
+		return hs_finish(hs, ret, "accept from", (struct rn_comm **)out);
 	}
 	return 0;
 }
