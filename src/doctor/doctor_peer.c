@@ -525,52 +525,47 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
  * most often a firewall dropping RoCE v2 (UDP 4791). Needs another NIC that works
  * to tell which end it is.
  */
+/*
+ * NIC @x of one side (the remote side's when @by_remote) timed out with every NIC of the
+ * other side it was tried with, while another NIC of its own side got through to those.
+ */
+static int all_timed_out(const struct session *s, int x, int by_remote)
+{
+	int n = by_remote ? s->local.nnics : s->remote.nnics;
+	int own = by_remote ? s->remote.nnics : s->local.nnics;
+	int tried = 0, bad = 0, others_ok = 0, y, k;
+
+	for (y = 0; y < n; y++) {
+		const struct probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
+
+		if (!p->tried)
+			continue;
+		tried++;
+		bad += p->timeout && !p->diag.cause;
+		for (k = 0; k < own; k++) {
+			const struct probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
+
+			others_ok |= k != x && q->tried && !q->ret && !q->peer_ret;
+		}
+	}
+	return tried && bad == tried && others_ok;
+}
+
 static void infer_drops(struct session *s)
 {
-	int i, j;
+	struct rn_vars v = { 0 };
+	int i;
 
-	for (j = 0; j < s->remote.nnics; j++) {
-		int tried = 0, bad = 0, others_ok = 0;
-		struct rn_vars v = { 0 };
-
-		for (i = 0; i < s->local.nnics; i++) {
-			const struct probe *p = &s->probes[i][j];
-			int k;
-
-			if (!p->tried)
-				continue;
-			tried++;
-			bad += p->timeout && !p->diag.cause;
-			for (k = 0; k < s->remote.nnics; k++)
-				others_ok |= k != j && s->probes[i][k].tried && !s->probes[i][k].ret &&
-					     !s->probes[i][k].peer_ret;
+	for (i = 0; i < s->remote.nnics; i++)
+		if (all_timed_out(s, i, 1)) {
+			rn_vars_set(&v, "dev", "%s", s->remote.nics[i].netdev);
+			rn_finding_render(&s->drops_remote[i], RN_CAUSE_FIREWALL, &v);
 		}
-		if (!tried || bad != tried || !others_ok)
-			continue;
-		rn_vars_set(&v, "dev", "%s", s->remote.nics[j].netdev);
-		rn_finding_render(&s->drops_remote[j], RN_CAUSE_FIREWALL, &v);
-	}
-	for (i = 0; i < s->local.nnics; i++) {
-		int tried = 0, bad = 0, others_ok = 0;
-		struct rn_vars v = { 0 };
-
-		for (j = 0; j < s->remote.nnics; j++) {
-			const struct probe *p = &s->probes[i][j];
-			int k;
-
-			if (!p->tried)
-				continue;
-			tried++;
-			bad += p->timeout && !p->diag.cause;
-			for (k = 0; k < s->local.nnics; k++)
-				others_ok |= k != i && s->probes[k][j].tried && !s->probes[k][j].ret &&
-					     !s->probes[k][j].peer_ret;
+	for (i = 0; i < s->local.nnics; i++)
+		if (all_timed_out(s, i, 0)) {
+			rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
+			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
 		}
-		if (!tried || bad != tried || !others_ok)
-			continue;
-		rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
-		rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
-	}
 }
 
 static int remote_rdma(const struct rn_dw_nic *n)
