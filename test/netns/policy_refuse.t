@@ -30,7 +30,7 @@ expect 2 'nic2: has no IPv4 address' nic0 nic1 nic2
 expect 2 'nic2: has no IPv4 address' --dry-run nic2
 expect 2 'no gateway known' --gateway nic0
 expect 2 'is not in 198.18.0.0/24' --gateway=198.19.0.1 nic0
-expect 2 'is not in 198.18.0.0/24' --gateway=nic1=10.0.0.1 nic0 nic1
+expect 2 'is not in 198.18.0.0/24' --gateway=nic1=198.19.255.1 nic0 nic1
 expect 2 'no such network device' nic0 nosuch9
 expect 2 'unknown option' --bogus nic0
 expect 2 'has no IPv4 address 198.18.0.99' --ip nic0=198.18.0.99 nic0
