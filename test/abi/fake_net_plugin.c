@@ -157,7 +157,8 @@ static ncclResult_t f_deregmr(void *comm, void *mh)
 static int write_all(int fd, const void *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		/* a peer that hung up is an error, not a SIGPIPE that kills the process */
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 
 		if (w < 0)
 			return -1;
