@@ -91,6 +91,19 @@ static int expired(double deadline)
 	return rn_doctor_now_ms() > deadline;
 }
 
+/* Poll @req as NCCL would, napping between rounds, until done or @deadline. */
+static int wait_done(struct rn_req *req, int *sizes, double deadline)
+{
+	int done = 0, ret;
+
+	while (!(ret = rn_test(req, &done, sizes)) && !done) {
+		if (expired(deadline))
+			return -ETIMEDOUT;
+		usleep(100);
+	}
+	return ret;
+}
+
 int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
 {
 	uint8_t hbuf[4 + RN_HANDLE_SIZE] = { 0 }, handle[RN_HANDLE_SIZE] = { 0 };
@@ -103,7 +116,7 @@ int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *w
 	char buf[PROBE_MSG] = { 0 };
 	void *data = buf;
 	size_t size = sizeof(buf);
-	int tag = PROBE_TAG, done = 0, sizes = 0, dev, ret;
+	int tag = PROBE_TAG, sizes = 0, dev, ret;
 	uint32_t be;
 
 	why[0] = '\0';
@@ -138,13 +151,8 @@ int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *w
 		if (!ret && !req && expired(deadline))
 			ret = -ETIMEDOUT;
 	}
-	while (!ret && !done) {
-		ret = rn_test(req, &done, &sizes);
-		if (!ret && !done && expired(deadline))
-			ret = -ETIMEDOUT;
-		if (!ret && !done)
-			usleep(100);
-	}
+	if (!ret)
+		ret = wait_done(req, &sizes, deadline);
 	if (ret)
 		err_why(ret, "receive", why, len);
 	else if (sizes != PROBE_MSG || memcmp(buf, "roce-doctor ping", 16))
@@ -169,7 +177,7 @@ int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int tim
 	struct rn_engine *eng;
 	double deadline = rn_doctor_now_ms() + timeout_ms;
 	char buf[PROBE_MSG] = "roce-doctor ping";
-	int done = 0, sizes = 0, dev, ret = 0;
+	int sizes = 0, dev, ret = 0;
 
 	why[0] = '\0';
 	rn_doctor_clear_warn();
@@ -200,13 +208,8 @@ int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int tim
 		if (!ret && !req)
 			usleep(100);
 	}
-	while (!ret && !done) {
-		ret = rn_test(req, &done, &sizes);
-		if (!ret && !done && expired(deadline))
-			ret = -ETIMEDOUT;
-		if (!ret && !done)
-			usleep(100);
-	}
+	if (!ret)
+		ret = wait_done(req, &sizes, deadline);
 	if (ret)
 		err_why(ret, "send", why, len);
 out:
