@@ -357,7 +357,7 @@ int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *
 
 	if (!l)
 		return -ENODEV;
-	memset(nic, 0, sizeof(*nic));
+	memset(nic, 0, sizeof(*nic)); /* an output: release a filled one first */
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
 	nic->ifindex = l->link.ifindex;
 	memcpy(nic->mac, l->link.mac, 6);
