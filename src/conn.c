@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"
@@ -83,14 +84,6 @@ struct rn_listen_comm {
 	uint64_t nonce;
 	struct rn_hs *pend[RN_MAX_PENDING];
 };
-
-uint64_t rn_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rn_nonce(void)
 {

@@ -19,6 +19,7 @@
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_clock.h"
 #include "rn_host.h"
 
 #define MAX_CONN_FINDINGS 4
@@ -41,14 +42,6 @@ struct rn_conn_check {
 	int npolls;
 	int nprobes;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 {
@@ -230,7 +223,7 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 	c->nic.findings_cap = 0;
 	c->peer = *peer;
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
-	c->t0 = now_ms();
+	c->t0 = rn_now_ms();
 	c->state = CS_NEIGH;
 	rn_conn_vars(nic, peer, &v);
 
@@ -269,7 +262,7 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 	if (ret)
 		goto err;
 	c->nprobes++;
-	c->t_probe = now_ms();
+	c->t_probe = rn_now_ms();
 out:
 	rn_vars_free(&v);
 	*out = c;
@@ -317,7 +310,7 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 		return ret;
 	if (!ret && judge_neigh(chk, &nb))
 		return result_of(chk, out);
-	t = now_ms();
+	t = rn_now_ms();
 	if (t - chk->t0 >= chk->timeout_ms) {
 		struct rn_vars v = RN_VARS_INIT;
 

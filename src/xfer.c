@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"
