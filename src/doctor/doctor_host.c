@@ -474,6 +474,19 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 		if (nsame)
 			fprintf(f, "    fix%s: as above\n", nsame < nprinted - start + nsame ? " for the others" : "");
 	}
+	/* A newer peer's causes have no row here: each is shown whole, as it came. */
+	for (i = 0; i < n; i++) {
+		char lb[32];
+
+		if ((unsigned int)it[i].f->cause < RN_CAUSE__MAX)
+			continue;
+		fprintf(f, "  %s [%s] on %s\n    %s: %s\n",
+			rn_cause_label(it[i].f->cause, lb, sizeof(lb)),
+			rn_doctor_sev_str(it[i].f->sev), it[i].who, it[i].who,
+			rn_finding_msg(it[i].f));
+		if (rn_finding_fix(it[i].f)[0])
+			fprintf(f, "    fix: %s\n", rn_finding_fix(it[i].f));
+	}
 out:
 	free(fixes);
 	free(fix_who);
