@@ -33,27 +33,13 @@ static int skipped_is_problem(const char *why)
 	return bad;
 }
 
-static const char *gid_why(struct rn_doctor *d, const struct rn_doctor_nic *dn)
-{
-	const struct rn_nic *nic = &dn->nic;
-	struct rn_ip psrc;
-
-	if (!nic->ip.family)
-		return "none";
-	if (dn->dev && d->cfg.gid_index >= 0 && nic->gid_index == d->cfg.gid_index)
-		return "forced";
-	if (rn_policy_source(d->host, nic->ifindex, nic->ip.family, &psrc, NULL) &&
-	    rn_ip_equal(&psrc, &nic->ip))
-		return "policy";
-	return "primary";
-}
-
 static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 {
 	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
 	const struct rn_nl_rule *r;
 
-	dn->gid_why = gid_why(d, dn);
+	/* the library's own reason, not a guess made again here */
+	dn->gid_why = dn->nic.ip.family ? rn_gid_why_str(dn->nic.gid_why) : "none";
 	if (l) {
 		dn->sys_eff = *rn_host_sysctls(d->host, l);
 		dn->sys_dev = l->dev;
