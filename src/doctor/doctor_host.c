@@ -19,20 +19,6 @@
 
 /* ---- gathering -------------------------------------------------------------------- */
 
-/* Ports discovery left out for a reason other than the user's own choice. */
-static int skipped_is_problem(const char *why)
-{
-	char buf[1024], *tok, *save = NULL;
-	int bad = 0;
-
-	snprintf(buf, sizeof(buf), "%s", why);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (!strstr(tok, "not selected by NCCL_IB_HCA") && !strstr(tok, "InfiniBand") &&
-		    !strstr(tok, "iWARP"))
-			bad = 1;
-	return bad;
-}
-
 static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 {
 	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
@@ -95,7 +81,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 	struct rn_config cfg = d->cfg;
 	double t0 = rn_doctor_now_ms();
 	int used[RN_MAX_DEVS] = { 0 };
-	int i, k, n, ret;
+	int i, k, n, ret, nproblems = 0;
 
 	rn_doctor_release(d);
 	/* The doctor always runs the route checks, whatever the plugin was told. */
@@ -108,11 +94,13 @@ int rn_doctor_gather(struct rn_doctor *d)
 		return ret;
 	}
 	d->snapshot_ms = rn_doctor_now_ms() - t0;
-	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped));
+	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped),
+			    &nproblems);
 	d->discover_ms = rn_doctor_now_ms() - t0 - d->snapshot_ms;
 	d->ndevs = n > 0 ? n : 0;
+	/* the library says which ports were left out for something to fix */
 	if (d->ndevs && d->skipped[0])
-		d->skipped_problem = skipped_is_problem(d->skipped);
+		d->skipped_problem = nproblems > 0;
 
 	if (d->netdevs) {
 		n = netdev_list(d->netdevs, names, RN_DOCTOR_MAX_NICS);
@@ -152,6 +140,12 @@ int rn_doctor_gather(struct rn_doctor *d)
 		struct rn_doctor_nic *dn = &d->nics[i];
 
 		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		/* the device carries its verdict too: the RDMA probe's engine runs on it */
+		if (dn->dev && !dn->err) {
+			ret = rn_nic_copy(&dn->dev->nic, &dn->nic);
+			if (ret)
+				return ret;
+		}
 		explain(d, dn);
 	}
 	d->gather_ms = rn_doctor_now_ms() - t0;
@@ -163,6 +157,7 @@ void rn_doctor_release(struct rn_doctor *d)
 {
 	int i;
 
+	rn_probe_release(); /* its engine runs on the devices freed below */
 	for (i = 0; i < d->ndevs; i++)
 		rn_dev_free(d->devs[i]);
 	d->ndevs = 0;
