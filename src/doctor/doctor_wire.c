@@ -19,7 +19,8 @@
  *         u8 nfindings (<= RN_DW_PAIR_FINDINGS), then nfindings x FINDING
  * PROBE_REQ: u8 server NIC, u8 client NIC, be16 0
  * PROBE_HANDLE: be32 errno (0: ok), handle[128]
- * PROBE_RESULT: be32 errno (0: the ping arrived), msg[256]
+ * PROBE_RESULT: be32 errno (0: the ping arrived), then the reason (the rest of the
+ *         payload, < RN_DW_WHY_MAX bytes, no NUL)
  * DONE: empty
  */
 #include <arpa/inet.h>
