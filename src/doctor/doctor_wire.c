@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The peer protocol between `roce-doctor peer` and `roce-doctor serve`, over TCP.
- * Big-endian, fixed-size fields; a receiver checks the magic, the version, the
- * type, the length against the maximum and, per type, that the payload is
- * exactly as long as its counts say; strings must carry their NUL.
+ * Big-endian; fixed-size fields except a finding's texts and a probe's reason,
+ * which are length-prefixed. A receiver checks the magic, the version, the type,
+ * the length against the maximum and, per type, that the payload is exactly as
+ * long as its counts and lengths say; fixed strings must carry their NUL, texts
+ * must have none.
  *
  * Header (16 B): be32 magic "RNDR", be16 version, be16 type, be32 payload length,
  *                be32 zero.
