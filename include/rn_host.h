@@ -142,8 +142,12 @@ void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, 
 int rn_rule_shadows(const struct rn_nl_rule *r);
 /* The priority of the first shadowing rule (32766, main's, when there is none). */
 uint32_t rn_rule_first_shadow(const struct rn_host *host);
-/* The priority a rule into @table gets (also where a shadowed rule moves to); 0: none free. */
-uint32_t rn_rule_prio_for(const struct rn_host *host, uint32_t table);
+/*
+ * The priority @ifindex's rule into @table gets (also where a shadowed rule moves to):
+ * the table's number when free and ahead of the first shadowing rule, else the highest
+ * free priority ahead of it; 0 when none is free.
+ */
+uint32_t rn_rule_prio_for(const struct rn_host *host, int ifindex, uint32_t table);
 /* ifindex of main's best default route of @family (the management NIC), 0 when none. */
 int rn_host_mgmt_ifindex(const struct rn_host *host, int family);
 

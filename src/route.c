@@ -54,7 +54,9 @@ void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn
  * fix and the script name the same numbers:
  *   table    100 + ifindex; when taken (a rule looks it up or has it as priority, a route
  *            of either family lives in it, it is 0 or 253-255, or it is 100 + the ifindex
- *            of another link) the next number that is not.
+ *            of another link; rules from the link's own addresses and routes out of it do
+ *            not count) the next number that is not, links with a lower ifindex whose
+ *            own number is taken claiming theirs first.
  *   priority the table number when free and ahead of the first shadowing rule, else the
  *            highest free priority ahead of it (rn_rule_prio_for).
  *   shadow   a rule of either family, priority > 0, 'from all' without 'to', that matches
@@ -69,27 +71,42 @@ static int table_reserved(uint32_t t)
 	return t == 0 || t == 253 || t == RN_TABLE_MAIN || t == RN_TABLE_LOCAL;
 }
 
-static int prio_used(const struct rn_host *host, uint32_t p)
+/* A 'from <address of @ifindex>' rule: the link's own, which never blocks its numbers. */
+static int rule_is_own(const struct rn_host *host, const struct rn_nl_rule *r, int ifindex)
+{
+	int full = r->src.family == AF_INET ? 32 : 128;
+
+	return ifindex > 0 && r->src.family && r->src_len == full &&
+	       rn_host_addr_find(host, ifindex, &r->src);
+}
+
+static int prio_used(const struct rn_host *host, int ifindex, uint32_t p)
 {
 	int i;
 
 	for (i = 0; i < host->nrules; i++)
-		if (host->rules[i].priority == p)
+		if (host->rules[i].priority == p && !rule_is_own(host, &host->rules[i], ifindex))
 			return 1;
 	return 0;
 }
 
+/*
+ * Is number @t taken for @ifindex? Rules from the link's own addresses and routes out of
+ * the link do not take it: the other family's half of its policy routing, or a leftover
+ * of its own, keeps the same table.
+ */
 static int table_used(const struct rn_host *host, int ifindex, uint32_t t)
 {
 	int i;
 
-	if (table_reserved(t) || prio_used(host, t))
+	if (table_reserved(t) || prio_used(host, ifindex, t))
 		return 1;
 	for (i = 0; i < host->nrules; i++)
-		if (host->rules[i].action == FR_ACT_TO_TBL && host->rules[i].table == t)
+		if (host->rules[i].action == FR_ACT_TO_TBL && host->rules[i].table == t &&
+		    !rule_is_own(host, &host->rules[i], ifindex))
 			return 1;
 	for (i = 0; i < host->nroutes; i++)
-		if (host->routes[i].table == t)
+		if (host->routes[i].table == t && host->routes[i].oif != ifindex)
 			return 1;
 	/* 100 + ifindex belongs to that link: never hand it to another NIC */
 	for (i = 0; i < host->nlinks; i++)
@@ -134,14 +151,14 @@ uint32_t rn_rule_first_shadow(const struct rn_host *host)
 	return first;
 }
 
-uint32_t rn_rule_prio_for(const struct rn_host *host, uint32_t table)
+uint32_t rn_rule_prio_for(const struct rn_host *host, int ifindex, uint32_t table)
 {
 	uint32_t s = rn_rule_first_shadow(host), p;
 
-	if (table < s && !prio_used(host, table))
+	if (table < s && !prio_used(host, ifindex, table))
 		return table;
 	for (p = s - 1; p >= 1; p--)
-		if (!prio_used(host, p))
+		if (!prio_used(host, ifindex, p))
 			return p;
 	return 0;
 }
@@ -221,7 +238,7 @@ void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, 
 		prev = next;
 	}
 	*table = table_of(host, ifindex, claims, n);
-	*prio = rn_rule_prio_for(host, *table);
+	*prio = rn_rule_prio_for(host, ifindex, *table);
 }
 
 static const char *link_name(struct rn_host *host, int ifindex)
