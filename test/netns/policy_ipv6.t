@@ -91,4 +91,28 @@ grep -v '^#' "$T/dry" | rn_in "$H" bash -e >/dev/null || rn_fail "pasted command
 snap "$H" >"$T/pasted"
 sed -i "s/$H1/HOST/g" "$T/real-state"; sed -i "s/$H/HOST/g" "$T/pasted"
 rn_assert_same "$T/real-state" "$T/pasted" "pasted dry run differs from the real run"
+# --persist --family both: every manager's files carry both halves; netplan's YAML renders
+# (netplan generate, when installed) to IPv6 routes and rules; --undo removes them
+tree() { (cd "$1" && find . -mindepth 1 | sort); }
+for m in netplan networkmanager networkd ifupdown network-scripts; do
+	R=$T/root-$m
+	mkdir -p "$R/etc/network"
+	echo "source /etc/network/interfaces.d/*" >"$R/etc/network/interfaces"
+	tree "$R" >"$T/tree0"
+	rn_in "$H" "$TOOL" --state-dir "$T/st-$m" --root "$R" --persist --no-apply --manager $m \
+		--family both nic0 nic1 >"$T/p" 2>&1 || { cat "$T/p"; rn_fail "$m: persist both failed"; }
+	grep -rq "${P6}:11" "$R/etc" || rn_fail "$m: no IPv6 address in the files"
+	grep -rq "198.18.0.11" "$R/etc" || rn_fail "$m: no IPv4 address in the files"
+	if [ $m = netplan ] && command -v netplan >/dev/null; then
+		cp -a "$R" "$T/gen"
+		netplan generate --root-dir "$T/gen" 2>"$T/np.err" || { cat "$T/np.err"; rn_fail "netplan rejects the YAML"; }
+		f=$T/gen/run/systemd/network/10-netplan-nic0.network
+		grep -qx "From=${P6}:11" "$f" || { cat "$f"; rn_fail "netplan: no IPv6 rule for nic0"; }
+		grep -qx "Destination=${P6}:/64" "$f" || rn_fail "netplan: no IPv6 route for nic0"
+		rm -rf "$T/gen"
+	fi
+	rn_in "$H" "$TOOL" --state-dir "$T/st-$m" --undo >/dev/null 2>&1 || rn_fail "$m: undo"
+	rn_assert_same "$T/tree0" <(tree "$R") "$m: undo left files"
+	echo "ok: persist --family both with $m"
+done
 echo "PASS ($n refusals)"
