@@ -435,6 +435,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "subnet", "%s/%d", rn_ip_str(&net, net_s, sizeof(net_s)), nic->prefixlen);
 	find_sharing(host, nic, &s);
 	mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
+	if (nic->ip.family == AF_INET6) /* the script's default family is 4 */
+		snprintf(devs, sizeof(devs), "--family 6 ");
 	for (i = 0; i < s.n; i++) {
 		size_t o = strlen(devs);
 
@@ -446,7 +448,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		if (!i && s.l[i]->link.ifindex == mgmt)
 			snprintf(devs + o, sizeof(devs) - o, "--force %s", s.l[i]->link.name);
 		else if (s.l[i]->link.ifindex != mgmt)
-			snprintf(devs + o, sizeof(devs) - o, "%s%s", i ? " " : "", s.l[i]->link.name);
+			snprintf(devs + o, sizeof(devs) - o, "%s%s", o && devs[o - 1] != ' ' ? " " : "",
+				 s.l[i]->link.name);
 		if (i) {
 			o = strlen(others);
 			snprintf(others + o, sizeof(others) - o, "%s%s", i > 1 ? ", " : "",

@@ -5,7 +5,8 @@
 # is taken, when wg-quick-style rules sit ahead of everything (both place the rule ahead of
 # them), and with the management NIC in the NICs' subnet (the doctor leaves it out of the
 # script's command line, so the command it offers runs; for the management NIC itself it
-# offers --force). After the script, the doctor finds nothing.
+# offers --force), and for IPv6-only NICs (NCCL_IB_ADDR_FAMILY=AF_INET6, --family 6).
+# After the script, the doctor finds nothing.
 . "$(dirname "$0")/lib.sh"
 rn_require_netns
 TOOL=$RN_TOP/scripts/roce-policy-routing
@@ -16,7 +17,7 @@ rn_tmpdir T
 
 # doctor NETDEVS -> "ip table prio" per proposed rule (sorted); the script's devs on stdout 3
 doctor_rules() {
-	rn_in "$H" "$DOC" --netdev "$1" --json >"$T/doc.json" 2>"$T/doc.err"
+	rn_in "$H" env ${DOC_ENV-} "$DOC" --netdev "$1" --json >"$T/doc.json" 2>"$T/doc.err"
 	python3 - "$T/doc.json" <<'PY'
 import json, re, sys
 d = json.load(open(sys.argv[1]))
@@ -118,4 +119,22 @@ script_rules $margs >"$T/s"
 doctor_rules "$NICS" >"$T/d"
 rn_assert_same "$T/d" "$T/s" "mgmt in subnet: doctor and script disagree"
 echo "ok: for mgmt0 the doctor offers '$margs'; same rules as the script"
+
+# 5. IPv6-only NICs in one /64, judged as NCCL_IB_ADDR_FAMILY=AF_INET6: the doctor offers
+#    the script with --family 6, and both name the same IPv6 rules
+rn_ns P6 peer6
+rn_ns H host6
+rn_bridge "$P6" br0
+ip -n "$P6" addr add 2001:db8:18::fe/64 dev br0 nodad
+for i in 0 1 2; do
+	rn_veth "$H" "nic$i" "$P6" "hp$i" br0
+	ip -n "$H" addr add "2001:db8:18::1$i/64" dev "nic$i" nodad
+done
+DOC_ENV=NCCL_IB_ADDR_FAMILY=AF_INET6 NICS=nic0,nic1,nic2 SCRIPT_ARGS=(--family 6 nic0 nic1 nic2)
+same "IPv6"
+args=$(doctor_script_args nic1) || rn_fail "no script offered for nic1 (IPv6)"
+[[ $args == "--family 6 "* ]] || rn_fail "for an IPv6 NIC the doctor offers '$args'"
+# shellcheck disable=SC2086
+script_rules $args >/dev/null
+echo "ok: IPv6: the doctor offers '$args'; the script takes it"
 echo PASS

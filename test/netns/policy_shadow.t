@@ -5,7 +5,7 @@
 # priority-less rules (added after the per-NIC rules, so ahead of them), Tailscale's rules
 # with an exit node (table 52 at 5270), rules placed after main (40000). After the script,
 # `ip route get <peer> from <ip>` leaves through the NIC; a rerun changes nothing; --undo
-# puts the rules back where they were.
+# puts the rules back where they were; the dry run pasted into a shell does the same.
 . "$(dirname "$0")/lib.sh"
 rn_require_netns
 TOOL=$RN_TOP/scripts/roce-policy-routing
@@ -37,6 +37,7 @@ check() { # what
 	local st=(--state-dir "$T/state-$1")
 	egress_bad "$1"
 	rn_snapshot "$H" >"$T/before"
+	rn_in "$H" "$TOOL" "${st[@]}" --dry-run nic0 nic1 nic2 >"$T/dry" 2>&1 || { cat "$T/dry"; rn_fail "$1: dry run failed"; }
 	rn_in "$H" "$TOOL" "${st[@]}" nic0 nic1 nic2 >"$T/out" 2>&1 || { cat "$T/out"; rn_fail "$1: script failed"; }
 	cat "$T/out"
 	grep -q '^ip rule del from 198.18.0.11 lookup 200 priority ' "$T/out" || rn_fail "$1: nic0's rule not moved"
@@ -46,6 +47,9 @@ check() { # what
 	rn_in "$H" "$TOOL" "${st[@]}" --undo >"$T/out3" 2>&1 || { cat "$T/out3"; rn_fail "$1: undo failed"; }
 	rn_snapshot "$H" >"$T/after"
 	rn_assert_same "$T/before" "$T/after" "$1: undo did not restore the rules"
+	# the dry run pasted into a shell moves the rules the same way
+	rn_in "$H" bash -e <"$T/dry" >/dev/null 2>&1 || rn_fail "$1: pasted dry run failed"
+	egress_ok "$1 (pasted)"
 	echo "ok: $1"
 }
 
