@@ -68,4 +68,13 @@ ver=$(sed -n 's/^VERSION[[:space:]]*[:?]*=[[:space:]]*//p' "$RN_TOP/Makefile" | 
 [ "$(cat "$T/out")" = "roce-policy-routing ${ver:-0.2.0}" ] || rn_fail "--version says '$(cat "$T/out")', want roce-policy-routing ${ver:-0.2.0}"
 rn_in "$H" "$TOOL" --help >"$T/out" 2>&1 || rn_fail "--help failed"
 grep -q '^Usage: roce-policy-routing \[options\] \[NETDEV...\]' "$T/out" || rn_fail "--help has no usage line"
+# every option --help lists is in the man page, which renders
+man=$RN_TOP/man/roce-policy-routing.8
+for o in $(grep -o -- '--[a-z][a-z-]*' "$T/out" | sort -u); do
+	grep -qF -- "${o//-/\\-}" "$man" || rn_fail "man page lacks $o"
+done
+if command -v man >/dev/null; then
+	MANWIDTH=80 man -l "$man" >"$T/man.txt" 2>"$T/man.err" || { cat "$T/man.err"; rn_fail "man -l fails"; }
+	grep -q 'EXIT STATUS' "$T/man.txt" || rn_fail "man page renders without EXIT STATUS"
+fi
 echo "PASS ($n cases)"
