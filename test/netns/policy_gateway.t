@@ -59,6 +59,25 @@ ip -n "$H" -4 route show table $T0 | grep -q 'src 198.18.0.21' || rn_fail "--ip 
 route_get 198.18.0.21 198.18.0.254 | grep -q 'dev nic0' || rn_fail "route get from .21"
 undo_check "--ip"
 
+# 3b. a secondary address whose rule's table routes it out of nic0 is the source (as the
+#     library's rn_policy_source); when that table routes it elsewhere, the primary is
+ip -n "$H" route add 198.18.0.0/24 dev nic0 src 198.18.0.21 table 300
+ip -n "$H" rule add from 198.18.0.21 lookup 300 priority 300
+rn_snapshot "$H" >"$T/before"
+run nic0
+grep -q '^# nic0: has 2 IPv4 addresses; using 198.18.0.21, which has its rule already' "$T/out" || rn_fail "the ruled secondary not chosen"
+grep -q '^ip rule add' "$T/out" && rn_fail "a second rule for the ruled secondary"
+undo_check "ruled secondary"
+ip -n "$H" route replace 198.18.0.0/24 dev nic1 table 300
+rn_snapshot "$H" >"$T/before"
+run nic0
+grep -q 'using primary 198.18.0.11' "$T/out" || rn_fail "a rule into a table routing elsewhere made the secondary the source"
+undo_check "misrouted secondary"
+ip -n "$H" rule del from 198.18.0.21 lookup 300 priority 300
+ip -n "$H" route flush table 300
+ip -n "$H" addr del 198.18.0.21/24 dev nic0
+rn_snapshot "$H" >"$T/before"
+
 # 4. existing rule for nic1 into table 200 holding a stale route via nic0; nic0's table
 #    $T0 used by a route of mgmt0's and the next number by a rule's priority: nic0 skips
 #    both and the numbers that are other links' 100 + ifindex; bases moved for nic2
