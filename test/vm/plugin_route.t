@@ -66,7 +66,7 @@ body() {
 		t_fail "broken + strict: the refusal does not give the fix"
 	grep -q "NCCL WARN.*roce-policy-routing" <<<"$out" && ! grep -q "scripts/roce-policy" <<<"$out" ||
 		t_fail "broken + strict: the fix does not name the installed roce-policy-routing"
-	t_ok "broken + strict: init offers no device, cause arp-flux, fix scripts/roce-policy-routing"
+	t_ok "broken + strict: init offers no device, cause arp-flux, its fix and roce-policy-routing"
 }
 
 bed_attempt body
