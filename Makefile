@@ -1,6 +1,9 @@
 # nccl-net-roce: route-aware NCCL net plugin for multi-NIC RoCE hosts.
 # Plain make. `make help` lists the targets.
 
+# The project's version: the one place it is set (plugin, tools, package, man pages).
+VERSION := 0.2.0
+
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 BINDIR ?= $(PREFIX)/bin
@@ -33,7 +36,8 @@ WFLAGS += -Werror
 endif
 
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WFLAGS) $(CFLAGS) -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+ALL_CFLAGS := -std=gnu11 $(WFLAGS) $(CFLAGS) -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' \
+	-Iinclude -Iplugin $(PKG_CFLAGS) \
 	-fvisibility=hidden -fPIC -pthread -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS := $(PKG_LIBS) -pthread -ldl
@@ -123,7 +127,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(CORE_SRCS) $(LDLIBS)
 
 $(BUILD)/test/rn-%: test/netns/%.c $(CORE_LIB)
