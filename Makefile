@@ -215,7 +215,8 @@ deb:
 	$(Q)scripts/mkdeb $(VERSION)
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS)
+	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
+		$(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
 
 help:
 	@echo "Targets:"
