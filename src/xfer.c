@@ -24,11 +24,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -112,7 +114,32 @@ static const char *wr_kind_str(int kind)
 	}
 }
 
-/* One WARN per comm: status, what the WR was, both ends, and the route diagnosis. */
+/*
+ * A peer process that dies closes its side channel and its QPs at the same moment
+ * (both are file descriptors of the exiting process), so the FIN may trail the NAK
+ * that failed our WR by a little: wait for it this long, once, on the error path.
+ */
+#define RN_PEER_GONE_GRACE_MS 200
+
+/* 1 when the peer has closed the OOB socket (its process exited or crashed). */
+static int peer_gone(const struct rn_comm *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->fd < 0)
+		return 0;
+	if (rn_oob_peer_alive(c->fd))
+		return 1;
+	/* nothing travels on the side channel after the handshake: readable means EOF/RST */
+	if (poll(&p, 1, RN_PEER_GONE_GRACE_MS) <= 0)
+		return 0;
+	return rn_oob_peer_alive(c->fd) != 0;
+}
+
+/*
+ * One WARN per comm: status, what the WR was, both ends, and the diagnosis. A peer
+ * that closed its side channel explains any completion error, so that comes first.
+ */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
 	char lg[48], rg[48], diag[800];
@@ -123,7 +150,15 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		return;
 	comm_fail(c, -EREMOTEIO);
 	memset(&f, 0, sizeof(f));
-	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
+	if (peer_gone(c)) {
+		struct rn_vars v = { 0 };
+
+		rn_conn_vars(&c->dev->nic, &c->peer, &v);
+		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+		ret = 0;
+	} else {
+		ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
+	}
 	if (ret == 0)
 		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
 			 f.msg, f.fix);

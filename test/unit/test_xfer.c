@@ -571,6 +571,42 @@ static void peer_dies_while_receiving(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
+/* The receiver's process died: the sender's completion error names that, not the route. */
+static void peer_died_named_on_completion_error(void **state)
+{
+	struct t *t = *state;
+	char sb[64], rb[64];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = sizeof(rb);
+	void *rp = rb;
+	int tag = 3, done, got, i, ret;
+
+	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	rn_dereg_mr(t->rc, rmr);
+	rn_close_recv(t->rc); /* the peer process is gone: its OOB socket closes */
+	t->rc = NULL;
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_REM_ACCESS_ERR, 0x88);
+	fx_log_reset();
+	sreq = NULL;
+	for (i = 0, ret = 0; i < 1000 && !sreq && !ret; i++)
+		ret = rn_isend(t->sc, sb, 10, tag, smr, &sreq);
+	assert_int_equal(ret, 0);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "status=REM_ACCESS_ERR"));
+	assert_non_null(strstr(fx_last_warn, "[peer-died]"));
+	assert_non_null(strstr(fx_last_warn, "testhost"));
+	assert_null(strstr(fx_last_warn, "look healthy"));
+	assert_int_equal(fake_path_diagnoses(), 0); /* no route diagnosis needed */
+	rn_dereg_mr(t->sc, smr);
+}
+
 static void sender_waiting_for_dead_receiver(void **state)
 {
 	struct t *t = *state;
@@ -780,6 +816,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(async_port_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_died_named_on_completion_error, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(large_write_is_not_a_stall, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
