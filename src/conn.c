@@ -229,16 +229,20 @@ static void comm_free(struct rn_comm *c)
 	free(c);
 }
 
-static uint64_t stall_bound_ns(const struct rn_comm *c)
+/* The QP's own retry budget: the first try and every retry, each one ack timeout. */
+static uint64_t retry_budget_ns(const struct rn_comm *c)
 {
 	int t = c->eng->cfg.timeout;
-	uint64_t one;
 
 	if (t <= 0 || t >= 32)
-		return 60ull * 1000000000ull;
-	one = 4096ull << t; /* 4.096 us * 2^t */
-	/* every retry plus the first try, twice over, plus slack for a busy host */
-	return one * (uint64_t)(retry_cnt_for(c) + 1) * 2 + 1000000000ull;
+		return 30ull * 1000000000ull;
+	return (4096ull << t) /* 4.096 us * 2^t */ * (uint64_t)(retry_cnt_for(c) + 1);
+}
+
+static uint64_t stall_bound_ns(const struct rn_comm *c)
+{
+	/* the retry budget twice over, plus slack for a busy host */
+	return retry_budget_ns(c) * 2 + 1000000000ull;
 }
 
 static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps)
@@ -318,6 +322,8 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		}
 	}
 	c->stall_ns = stall_bound_ns(c);
+	/* a port back within the QPs' retry budget cost them nothing (net_ib's behaviour) */
+	c->port_grace_ns = retry_budget_ns(c) + 1000000000ull;
 	return c;
 err:
 	err = errno ? errno : EIO;

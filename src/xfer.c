@@ -317,12 +317,28 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->ev) {
-		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
-		if (ret && !c->err) {
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
-				c->dev->nic.ibdev, c->dev->nic.port, ret == -ENETDOWN ?
-				"port went down" : "device fatal error", c->peer_str, c->peer.host);
-			comm_fail(c, ret);
+		uint64_t down = rn_events_port_down_ns(c->ev, c->dev->nic.port, now);
+
+		if (rn_events_dev_fatal(c->ev) && !c->err) {
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
+				"fails", c->dev->nic.ibdev, c->dev->nic.port, c->peer_str,
+				c->peer.host);
+			comm_fail(c, -EIO);
+		} else if (down > c->port_grace_ns && !c->err) {
+			struct rn_vars v = { 0 };
+			struct rn_finding f;
+
+			/* a busy comm would have failed through its completions by now */
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
+				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
+				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis [%s]: %s "
+				"Fix: %s", c->dev->nic.ibdev, c->dev->nic.port,
+				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
+				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host,
+				rn_cause_id(f.cause), f.msg, f.fix);
+			comm_fail(c, -ENETDOWN);
 		}
 	}
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
@@ -342,9 +358,13 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			waiting = c->want_cts; /* no CTS will come from a closed peer */
 		}
 		if (waiting) {
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
-				"pending: the peer process died or aborted", c->peer_str,
-				c->peer.host);
+			struct rn_vars v = { 0 };
+			struct rn_finding f;
+
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+			rn_warn(RN_SUB_NET, RN_PFX "comm with %s failed with work pending: [%s] %s "
+				"Fix: %s", c->peer_str, rn_cause_id(f.cause), f.msg, f.fix);
 			comm_fail(c, -ECONNRESET);
 		}
 	}

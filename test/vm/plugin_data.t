@@ -125,7 +125,9 @@ body() {
 		t_fail "peer killed: only the driver's own 60 s bound caught it; the plugin reported nothing"
 	grep -q "NCCL WARN.*$(bed_ip 1 0)" <<<"$out" ||
 		t_fail "peer killed: the plugin's error does not name the peer $(bed_ip 1 0)"
-	t_ok "peer killed: client failed in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s after the kill, the error names $(bed_ip 1 0)"
+	grep -q "NCCL WARN.*peer-died" <<<"$out" ||
+		t_fail "peer killed: the plugin's error does not say the peer died (cause peer-died)"
+	t_ok "peer killed: client failed in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s after the kill, the error names $(bed_ip 1 0) and says peer-died"
 
 	t_step "nccl-net-bench: the server killed mid-run: the client fails with the plugin's reason"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
