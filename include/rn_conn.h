@@ -26,7 +26,8 @@
 
 #define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
 #define RN_RECV_WRS 64               /* receives pre-posted per QP (>= RN_SLOTS) */
-#define RN_SQ_DEPTH 512              /* send WRs per QP (capped by the device) */
+#define RN_SQ_DEPTH 512              /* send WRs per data QP, as net_ib (capped by the device) */
+#define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
 #define RN_IMM_ERR 0xffffffffu       /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128           /* chunk alignment when a message spans QPs */
 

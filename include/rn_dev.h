@@ -65,6 +65,12 @@ struct rn_engine *rn_engine_current(void);
  * @ibdev/@port is selected by @spec ("" selects everything).
  */
 int rn_hca_match(const char *spec, const char *ibdev, int port);
+/*
+ * As rn_hca_match, and for an inclusion list the rail and plane the matching entry gives
+ * (NCCL 2.30's name[:port[:rail[:plane]]], e.g. "mlx5_0::3:1": any port, rail 3,
+ * plane 1); -1 where the entry leaves them out or empty.
+ */
+int rn_hca_lookup(const char *spec, const char *ibdev, int port, int *rail, int *plane);
 
 /*
  * Device discovery (src/dev.c), used by the engine. Opens every RDMA device port that

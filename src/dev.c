@@ -16,42 +16,53 @@
 #include "rn_sys.h"
 #include "rn_verbs.h"
 
-#define HCA_MAX 32 /* NCCL's MAX_IB_DEVS for the filter list */
 
 /* ---- NCCL_IB_HCA ---- */
 
 struct hca_tok {
 	char name[64];
-	int port; /* -1 = any */
+	int port, rail, plane; /* -1 = absent or empty */
 };
 
-static int hca_parse(const char *s, struct hca_tok *toks, int max)
+static int hca_num(const char *s, size_t n)
 {
-	int n = 0;
-
-	while (*s && n < max) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		const char *colon = memchr(s, ':', len);
-		size_t nl = colon ? (size_t)(colon - s) : len;
-
-		if (nl) {
-			snprintf(toks[n].name, sizeof(toks[n].name), "%.*s", (int)nl, s);
-			toks[n].port = colon ? atoi(colon + 1) : -1;
-			n++;
-		}
-		if (!end)
-			break;
-		s = end + 1;
-	}
-	return n;
+	return n ? atoi(s) : -1;
 }
 
-int rn_hca_match(const char *spec, const char *ibdev, int port)
+/*
+ * Parse the entry at @s, "name[:port[:rail[:plane]]]" up to ',' or the end, into @t.
+ * Returns where the next entry starts, or NULL after the last one. No limit on the
+ * number of entries: a long exclusion list is honoured to its end.
+ */
+static const char *hca_next(const char *s, struct hca_tok *t)
 {
-	struct hca_tok toks[HCA_MAX];
-	int exclude = 0, exact = 0, n, i, hit = 0;
+	size_t len = strcspn(s, ","), nl = strcspn(s, ":,");
+	const char *f = s + nl;
+	int *fields[3] = { &t->port, &t->rail, &t->plane }, k = 0;
 
+	snprintf(t->name, sizeof(t->name), "%.*s", (int)RN_MIN(nl, sizeof(t->name) - 1), s);
+	if (nl >= sizeof(t->name))
+		t->name[0] = '\0'; /* longer than any device name: matches nothing */
+	t->port = t->rail = t->plane = -1;
+	while (f < s + len && k < 3) {
+		size_t fl = strcspn(f + 1, ":,");
+
+		*fields[k++] = hca_num(f + 1, fl);
+		f += 1 + fl;
+	}
+	return s[len] ? s + len + 1 : NULL;
+}
+
+int rn_hca_lookup(const char *spec, const char *ibdev, int port, int *rail, int *plane)
+{
+	struct hca_tok t;
+	int exclude = 0, exact = 0, hit = 0;
+	const char *s;
+
+	if (rail)
+		*rail = -1;
+	if (plane)
+		*plane = -1;
 	if (!spec || !*spec)
 		return 1;
 	if (*spec == '^') {
@@ -62,14 +73,25 @@ int rn_hca_match(const char *spec, const char *ibdev, int port)
 		exact = 1;
 		spec++;
 	}
-	n = hca_parse(spec, toks, HCA_MAX);
-	for (i = 0; i < n && !hit; i++) {
-		int name_ok = exact ? !strcmp(toks[i].name, ibdev) :
-				      !strncmp(toks[i].name, ibdev, strlen(toks[i].name));
-
-		hit = name_ok && (toks[i].port < 0 || toks[i].port == port);
+	for (s = spec; s && *s && !hit;) {
+		s = hca_next(s, &t);
+		if (!t.name[0])
+			continue;
+		hit = (exact ? !strcmp(t.name, ibdev) : !strncmp(t.name, ibdev, strlen(t.name))) &&
+		      (t.port < 0 || t.port == port);
+		if (hit && !exclude) {
+			if (rail)
+				*rail = t.rail;
+			if (plane)
+				*plane = t.plane;
+		}
 	}
 	return exclude ? !hit : hit;
+}
+
+int rn_hca_match(const char *spec, const char *ibdev, int port)
+{
+	return rn_hca_lookup(spec, ibdev, port, NULL, NULL);
 }
 
 /* ---- port properties ---- */
