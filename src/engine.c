@@ -74,15 +74,20 @@ static void engine_log_using(const struct rn_engine *eng)
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
-	char why[1024], refused[768] = "";
+	char why[1024], refused[768] = "", fix[512] = "";
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, ret;
+	int n, i, nrefused = 0, nroute = 0, ret;
 
 	memset(eng, 0, sizeof(*eng));
 	rn_config_load(&eng->cfg);
 	rn_config_log(&eng->cfg);
 	if (gethostname(eng->hostname, sizeof(eng->hostname) - 1))
 		snprintf(eng->hostname, sizeof(eng->hostname), "?");
+	if (eng->cfg.ib_disable) {
+		/* as net_ib's init: the user asked for no IB/RoCE transport */
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_IB_DISABLE=1: offering no device");
+		return -ENODEV;
+	}
 
 	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why));
 	if (n <= 0) {
@@ -118,12 +123,23 @@ static int engine_init(struct rn_engine *eng)
 			continue;
 		}
 		nrefused++;
+		if (!ret && nic->gid_index >= 0)
+			nroute++; /* a GID but a refused path: the route check's doing */
+		else if (!fix[0] && nic->nfindings)
+			snprintf(fix, sizeof(fix), "%s", nic->findings[0].fix);
 		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "",
 		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?",
 		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
+	if (!eng->ndevs && !nroute) {
+		/* no NIC got as far as the route check: its advice would mislead */
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", nrefused,
+			nrefused == 1 ? "" : "s", refused, fix[0] ? fix : "see the lines above");
+		return -ENODEV;
+	}
 	if (!eng->ndevs) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
 			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing or set NCCL_ROCE_ROUTE_CHECK=warn",
