@@ -267,8 +267,10 @@ ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int ty
 
 ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle)
 {
-	if (!comm || !mhandle)
-		return misuse("comm or mhandle is NULL");
+	if (!mhandle)
+		return ncclSuccess; /* as net_ib: deregMr(NULL) is no error */
+	if (!comm)
+		return misuse("comm is NULL");
 	return rn_plugin_result(rn_dereg_mr(comm, mhandle));
 }
 

@@ -293,9 +293,10 @@ static void thirty_two_in_flight(void **state)
 			size_t sz = SZ;
 			int tag = 0;
 
-			/* the 33rd receive is NCCL breaking the contract */
-			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]),
-					 -EINVAL);
+			/* the 33rd receive is back-pressure (NCCL's contract): success, no request */
+			rreq[M] = (void *)1;
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+			assert_null(rreq[M]);
 		}
 		for (i = 0; i < M; i++) {
 			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - i, i, smr, &sreq[i]), 0);
@@ -311,6 +312,36 @@ static void thirty_two_in_flight(void **state)
 		}
 		for (i = 0; i < M; i++)
 			assert_int_equal(fx_wait(sreq[i], &got), 0);
+	}
+	/* the 33rd, once a slot is free, is posted and carries data */
+	{
+		void *p = r;
+		size_t sz = SZ;
+		int tag = 5;
+
+		for (i = 0; i < M; i++) {
+			void *q = r + i * SZ;
+
+			assert_int_equal(rn_irecv(t->rc, 1, &q, &sz, &i, &rmr, &rreq[i]), 0);
+			assert_non_null(rreq[i]);
+		}
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+		assert_null(rreq[M]);
+		assert_int_equal(fx_isend(t->sc, s, SZ, 0, smr, &sreq[0]), 0);
+		assert_int_equal(fx_wait(rreq[0], &got), 0); /* slot 0 is free again */
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+		assert_non_null(rreq[M]);
+		for (i = 1; i < M; i++) {
+			assert_int_equal(fx_isend(t->sc, s + i * SZ, SZ, i, smr, &sreq[i]), 0);
+			assert_int_equal(fx_wait(rreq[i], &got), 0);
+		}
+		assert_int_equal(fx_isend(t->sc, s + 7, 100, tag, smr, &x), 0);
+		assert_int_equal(fx_wait(rreq[M], &got), 0);
+		assert_int_equal(got, 100);
+		assert_memory_equal(r, s + 7, 100);
+		for (i = 0; i < M; i++)
+			assert_int_equal(fx_wait(sreq[i], NULL), 0);
+		assert_int_equal(fx_wait(x, NULL), 0);
 	}
 	rn_dereg_mr(t->rc, rmr);
 	rn_dereg_mr(t->sc, smr);
