@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,7 +234,8 @@ static void comm_free(struct rn_comm *c)
 		rn_verbs.dereg_mr(c->ctrl_mr);
 	if (c->cq)
 		rn_verbs.destroy_cq(c->cq);
-	free(c->ctrl);
+	if (c->ctrl)
+		munmap(c->ctrl, c->ctrl_len);
 	rn_events_put(c->ev);
 	if (c->fd >= 0)
 		close(c->fd);
@@ -304,11 +306,19 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	/* FIFO or staging (8 KiB) + sizes (1 KiB) + flush target, in one registration. */
 	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
 		       pg - 1) & ~(pg - 1);
-	if (posix_memalign(&c->ctrl, pg, c->ctrl_len)) {
-		errno = ENOMEM;
+	/*
+	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
+	 * DataLoader) would otherwise make the next write here copy-on-write the page
+	 * away from the one the NIC writes the peer's CTS entries into.
+	 */
+	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (c->ctrl == MAP_FAILED) {
+		c->ctrl = NULL;
 		goto err;
 	}
-	memset(c->ctrl, 0, c->ctrl_len);
+	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
+		goto err;
 	c->ctrl_mr = rn_verbs.reg_mr_iova2(dev->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
 					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->ctrl_mr)

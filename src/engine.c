@@ -15,6 +15,7 @@
 #include "rn_dev.h"
 #include "rn_log.h"
 #include "rn_path.h"
+#include "rn_verbs.h"
 
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine engine;
@@ -89,6 +90,15 @@ static int engine_init(struct rn_engine *eng)
 		return -ENODEV;
 	}
 
+	/*
+	 * As net_ib, before any verbs object exists: registered memory then stays out of
+	 * forked children (a DataLoader's fork would copy-on-write it away from the NIC).
+	 */
+	ret = rn_verbs_err(rn_verbs.fork_init());
+	if (ret)
+		rn_info(RN_SUB_INIT, RN_PFX "ibv_fork_init failed (%s): a fork() after "
+			"registration may move user buffers away from the NIC; the plugin's own "
+			"FIFOs are kept out of children either way", strerror(-ret));
 	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why));
 	if (n <= 0) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -691,6 +693,47 @@ static void peer_dies_while_receiving(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
+/*
+ * A fork after the comms exist (a DataLoader worker): the child gets no copy of the
+ * CTS FIFO (MADV_DONTFORK), so the parent's pages stay the NIC's, and the parent's
+ * transfers go on.
+ */
+static void fork_keeps_fifo_with_the_parent(void **state)
+{
+	struct t *t = *state;
+	char r[256], s[256];
+	struct rn_mr *rmr, *smr;
+	struct rn_req *rreq, *sreq;
+	int status, got;
+	pid_t pid;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		unsigned char v;
+		int bad = 0;
+
+		/* not mapped here at all: mincore() says ENOMEM for both control blocks */
+		bad |= mincore(t->sc->c.ctrl, t->sc->c.ctrl_len, &v) != -1 || errno != ENOMEM;
+		bad |= mincore(t->rc->c.ctrl, t->rc->c.ctrl_len, &v) != -1 || errno != ENOMEM;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	memset(s, 0x6b, sizeof(s));
+	rreq = post_recv(t, r, sizeof(r), rmr);
+	assert_int_equal(fx_isend(t->sc, s, sizeof(s), 0, smr, &sreq), 0);
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	assert_int_equal(fx_wait(rreq, &got), 0);
+	assert_int_equal(got, (int)sizeof(s));
+	assert_memory_equal(r, s, sizeof(s));
+	rn_dereg_mr(t->rc, rmr);
+	rn_dereg_mr(t->sc, smr);
+}
+
 /* The receiver's process died: the sender's completion error names that, not the route. */
 static void peer_died_named_on_completion_error(void **state)
 {
@@ -937,6 +980,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(async_port_stays_down, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
+		cmocka_unit_test_setup_teardown(fork_keeps_fifo_with_the_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_died_named_on_completion_error, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
