@@ -14,6 +14,7 @@
 #include "rn_compiler.h"
 #include "rn_dev.h"
 #include "rn_log.h"
+#include "rn_nl.h"
 #include "rn_path.h"
 #include "rn_verbs.h"
 
@@ -188,6 +189,7 @@ void rn_engine_put(void)
 	if (engine_refs > 0 && --engine_refs == 0) {
 		engine_free_devs(engine.devs, engine.ndevs);
 		memset(&engine, 0, sizeof(engine));
+		rn_nl_close(); /* the engine's route socket goes with it */
 	}
 	pthread_mutex_unlock(&engine_lock);
 }
