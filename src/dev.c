@@ -96,15 +96,19 @@ int rn_hca_match(const char *spec, const char *ibdev, int port)
 
 /* ---- port properties ---- */
 
-int rn_port_speed_mbps(const struct ibv_port_attr *pa)
+int rn_speed_code_mbps(uint32_t code, int width)
 {
-	/* IB speed codes (bit i) and width codes, as ibv_port_attr encodes them */
-	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000 };
-	int s = pa->active_speed, w, i;
+	/*
+	 * IB speed codes (bit i): SDR DDR QDR FDR10 FDR EDR HDR NDR, and XDR (bit 8), which
+	 * only active_speed_ex can hold. Widths as ibv_port_attr encodes them.
+	 */
+	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000,
+				    200000 };
+	int w, i;
 
-	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(s & (1 << i)); i++)
+	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(code & (1u << i)); i++)
 		;
-	switch (pa->active_width) {
+	switch (width) {
 	case 2:
 		w = 4;
 		break;
@@ -120,7 +124,33 @@ int rn_port_speed_mbps(const struct ibv_port_attr *pa)
 	default:
 		w = 1;
 	}
-	return s ? lane[i] * w : lane[0] * w;
+	return code ? lane[i] * w : lane[0] * w;
+}
+
+int rn_port_speed_mbps(const struct ibv_port_attr *pa)
+{
+	return rn_speed_code_mbps(pa->active_speed, pa->active_width);
+}
+
+int rn_dev_port_speed(const char *ibdev, int port, const struct ibv_port_attr *pa)
+{
+	char path[PATH_MAX], rate[64];
+	long gbps;
+
+	if (pa->active_speed)
+		return rn_port_speed_mbps(pa);
+	/*
+	 * 0: a speed the 8-bit field cannot hold (XDR and later, reported in
+	 * active_speed_ex, which this libibverbs may predate): the kernel's rate file
+	 * says it, e.g. "800 Gb/sec (4X XDR)".
+	 */
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/rate", ibdev, port);
+	if (!rn_sys.read(path, rate, sizeof(rate))) {
+		gbps = strtol(rate, NULL, 10);
+		if (gbps > 0 && gbps < 100000)
+			return (int)gbps * 1000;
+	}
+	return rn_port_speed_mbps(pa);
 }
 
 /* ---- netdev identity ---- */
@@ -306,7 +336,7 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	d->nic.active_mtu = pa->active_mtu;
 	d->nic.gid_index = -1;
 	d->guid = attr->sys_image_guid;
-	d->speed_mbps = rn_port_speed_mbps(pa);
+	d->speed_mbps = rn_dev_port_speed(name, port, pa);
 	d->max_msg_size = pa->max_msg_sz;
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
 	if (rn_sys.realpath(path, d->pci_path, sizeof(d->pci_path)))
@@ -433,6 +463,26 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 	return n;
 }
 
+/* The identity NCCL gets (see struct rn_dev), and the rail/plane NCCL_IB_HCA gives. */
+static void nccl_numbering(const struct rn_config *cfg, struct rn_dev **d, int n)
+{
+	size_t len;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		snprintf(d[i]->nccl_pci_path, sizeof(d[i]->nccl_pci_path), "%s", d[i]->pci_path);
+		len = strlen(d[i]->nccl_pci_path);
+		if (len)
+			d[i]->nccl_pci_path[len - 1] = '0'; /* "...:3b:00.1" -> "...:3b:00.0" */
+		d[i]->nccl_port = d[i]->nic.port;
+		for (j = 0; j < i && len; j++)
+			if (!strcmp(d[j]->nccl_pci_path, d[i]->nccl_pci_path))
+				d[i]->nccl_port++;
+		rn_hca_lookup(cfg->ib_hca, d[i]->nic.ibdev, d[i]->nic.port, &d[i]->rail,
+			      &d[i]->plane);
+	}
+}
+
 int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why_buf,
 		    size_t why_len)
 {
@@ -458,6 +508,7 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 	for (i = 0; i < num && n < max; i++)
 		n += dev_scan(list[i], cfg, out + n, max - n, &why);
 	rn_verbs.free_device_list(list);
+	nccl_numbering(cfg, out, n);
 	if (!n) {
 		char detail[512];
 
