@@ -9,12 +9,13 @@
  *                                  <-------  HELLO (facts, QPNs, sizes array)
  *   connection verdict (rn_conn_check_*)     connection verdict
  *   VERDICT ------------------------------>  <------ VERDICT
- *   either refused: -EHOSTUNREACH on both sides, no QP ever left INIT
- *   RTR/RTS, READY ----------------------->  RTR/RTS (earlier), done on READY
+ *   either refused: -EHOSTUNREACH on both sides, no QP ever left RESET
+ *   INIT/RTR/RTS, READY ------------------>  INIT/RTR/RTS, receives, done on READY
  *
- * The recv side pre-posts its receives before it sends HELLO and reaches RTS
- * before it sends its first CTS (only after READY), so no RDMA arrives at a QP
- * that is not ready for it.
+ * The recv side is at RTS with its receives posted before it sends its first CTS
+ * (only after READY), and the sender writes only into a CTS, so no RDMA arrives
+ * at a QP that is not ready for it. A QP state change that times out is retried
+ * as net_ib does (NCCL_IB_MQP_RETRY_*), without blocking (hs_modify_qp).
  *
  * rn_connect keeps its state on the heap and a pointer to it in the private half
  * of NCCL's handle (bytes 64..127, see rn_wire.h): NCCL passes the same handle
