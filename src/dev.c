@@ -474,6 +474,9 @@ static void nccl_numbering(const struct rn_config *cfg, struct rn_dev **d, int n
 		len = strlen(d[i]->nccl_pci_path);
 		if (len)
 			d[i]->nccl_pci_path[len - 1] = '0'; /* "...:3b:00.1" -> "...:3b:00.0" */
+		/* NCCL_IB_MERGE_VFS: a virtual function counts as a port of its NIC too */
+		if (cfg->merge_vfs && len >= 4 && d[i]->nccl_pci_path[len - 2] == '.')
+			d[i]->nccl_pci_path[len - 3] = d[i]->nccl_pci_path[len - 4] = '0';
 		d[i]->nccl_port = d[i]->nic.port;
 		for (j = 0; j < i && len; j++)
 			if (!strcmp(d[j]->nccl_pci_path, d[i]->nccl_pci_path))

@@ -139,6 +139,8 @@ static const struct param params[] = {
 	      "retries of a QP state change that timed out"),
 	P_INT("NCCL_IB_MQP_RETRY_SLEEP_MSEC", mqp_retry_sleep_ms, 100, 0, 60000,
 	      "backoff step between those retries (the n-th waits n times this)"),
+	P_INT("NCCL_IB_MERGE_VFS", merge_vfs, 1, 0, 1,
+	      "1: report a virtual function at its NIC's PCI device, as another port"),
 };
 
 const struct rn_param_desc *rn_param_table(size_t *n)

@@ -194,6 +194,40 @@ static void test_dual_port_numbering(void **state)
 	assert_int_equal(devs[2]->rail, -1);
 }
 
+/* NCCL_IB_MERGE_VFS (default 1): VFs of a NIC are numbered as its further ports. */
+static void test_vf_numbering(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_4", .nports = 1 },
+	};
+
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_pci("mlx5_4", "0000:3b:00.3"); /* a VF */
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_string_equal(devs[1]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_int_equal(devs[1]->nccl_port, 2);
+}
+
+static void test_vf_numbering_unmerged(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_4", .nports = 1 },
+	};
+
+	cfg.merge_vfs = 0;
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_pci("mlx5_4", "0000:3b:01.0"); /* another device number: not merged */
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_string_equal(devs[1]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:01.0");
+	assert_int_equal(devs[1]->nccl_port, 1);
+}
+
 static void test_identity_rxe(void **state)
 {
 	static struct fake_dev fd[] = {
@@ -330,6 +364,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_rxe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dual_port_numbering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vf_numbering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vf_numbering_unmerged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_renamed_rxe_by_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ptr_support_probes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_open_skipped, setup, teardown),
