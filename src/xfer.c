@@ -142,26 +142,33 @@ static int peer_gone(const struct rn_comm *c)
  */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], diag[800];
-	struct rn_finding f;
-	int ret;
+	char lg[48], rg[48], diag[2200];
+	struct rn_finding f, path;
+	int ret, gone;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
 	comm_fail(c, -EREMOTEIO);
 	memset(&f, 0, sizeof(f));
-	if (peer_gone(c)) {
+	memset(&path, 0, sizeof(path));
+	gone = peer_gone(c);
+	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &path);
+	if (gone) {
 		struct rn_vars v = { 0 };
 
 		rn_conn_vars(&c->dev->nic, &c->peer, &v);
 		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
-		ret = 0;
-	} else {
-		ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
-	}
-	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
-			 f.msg, f.fix);
+		/* the peer may have died of this very path: say what it shows, too */
+		if (ret == 0)
+			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s; the path to it "
+				 "also shows [%s]: %s Fix: %s", rn_cause_id(f.cause), f.msg, f.fix,
+				 rn_cause_id(path.cause), path.msg, path.fix);
+		else
+			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s",
+				 rn_cause_id(f.cause), f.msg, f.fix);
+	} else if (ret == 0)
+		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(path.cause),
+			 path.msg, path.fix);
 	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		char pip[INET6_ADDRSTRLEN];
 

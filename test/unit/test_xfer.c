@@ -766,7 +766,47 @@ static void peer_died_named_on_completion_error(void **state)
 	assert_non_null(strstr(fx_last_warn, "[peer-died]"));
 	assert_non_null(strstr(fx_last_warn, "testhost"));
 	assert_null(strstr(fx_last_warn, "look healthy"));
-	assert_int_equal(fake_path_diagnoses(), 0); /* no route diagnosis needed */
+	rn_dereg_mr(t->sc, smr);
+}
+
+/* A peer that died of a broken path: both are said, the death first. */
+static void peer_died_of_a_broken_path(void **state)
+{
+	struct t *t = *state;
+	struct fake_path_script ps = { 0 };
+	char sb[64], rb[64];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = sizeof(rb);
+	void *rp = rb;
+	int tag = 3, done, got, i, ret;
+	char *a, *b;
+
+	ps.diag_ret = 0;
+	ps.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	snprintf(ps.diag.msg, sizeof(ps.diag.msg), "neighbour holds 52:54:00:00:02:02");
+	snprintf(ps.diag.fix, sizeof(ps.diag.fix), "ip neigh flush");
+	fake_path_set("rxe0", &ps);
+	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	rn_dereg_mr(t->rc, rmr);
+	rn_close_recv(t->rc);
+	t->rc = NULL;
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0);
+	fx_log_reset();
+	sreq = NULL;
+	for (i = 0, ret = 0; i < 1000 && !sreq && !ret; i++)
+		ret = rn_isend(t->sc, sb, 10, tag, smr, &sreq);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	a = strstr(fx_last_warn, "[peer-died]");
+	b = strstr(fx_last_warn, "[neigh-wrong-mac]");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
 	rn_dereg_mr(t->sc, smr);
 }
 
@@ -981,6 +1021,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_keeps_fifo_with_the_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_died_of_a_broken_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_died_named_on_completion_error, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
