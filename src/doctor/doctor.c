@@ -142,6 +142,8 @@ void rn_doctor_clear_warn(void)
 	last_warn[0] = '\0';
 }
 
+/* roce-doctor-mpi links this file for the helpers above and has its own main. */
+#ifndef RN_DOCTOR_NO_MAIN
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -250,3 +252,4 @@ out:
 	free(d);
 	return rc;
 }
+#endif /* RN_DOCTOR_NO_MAIN */

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# roce-doctor-mpi on the Soft-RoCE bed: 4 guests x 2 rxe NICs, launched by real mpirun
+# (Open MPI's rsh launcher with test/vm/lib/mpi-agent as its "ssh": each orted is a bed
+# job; mpirun itself runs in the bed's namespace, on an address of the bridge, so the
+# orteds reach it over the guests' eth0).
+#   fixed everywhere: every NIC pair of every host pair ok, RDMA RC ping ok (exit 0).
+#   h3 eth1's rule points at eth0's table (one host's NIC) and UDP 4791 from h1 dropped
+#   at h2 eth1 (one pair of hosts only): the sweep names exactly the six NIC pairs of
+#   h3:eth1 and the two of h1 -> h2:eth1, no others (exit 1); the SVG renders.
+# Faults stay off eth0: MPI's own TCP runs there.
+set -u
+. "$(dirname "$0")/lib/test.sh"
+bed_prereq python3 mpirun
+[ -x "$t_top/build/roce-doctor-mpi" ] ||
+	{ echo "skip: build/roce-doctor-mpi not built (needs libopenmpi-dev: scripts/install-deps --test)"; exit 77; }
+tmp=$(mktemp -d "$t_top/build/rnsweep.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+jq_py() { python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+r = eval(sys.argv[2])
+print(" ".join(str(x) for x in r) if isinstance(r, (list, tuple)) else r)' "$1" "$2"; }
+
+# np out [args]: the sweep over h0..h<np-1> as mpirun starts it; its status in RC.
+sweep() {
+	local np=$1 out=$2 h t0 t1
+	shift 2
+	: >"$tmp/hosts"
+	for ((h = 0; h < np; h++)); do echo "h$h slots=1" >>"$tmp/hosts"; done
+	t0=$(date +%s.%N)
+	ip netns exec "$BED_NAME" env BED_NAME="$BED_NAME" BED_FAILFILE="${BED_FAILFILE:-}" \
+		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		timeout -k 5 150 mpirun --hostfile "$tmp/hosts" -np "$np" --map-by ppr:1:node \
+		--mca plm_rsh_agent "$t_top/test/vm/lib/mpi-agent" --mca plm_rsh_no_tree_spawn 1 \
+		--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
+		--mca oob_tcp_if_include br0,eth0 \
+		"$t_top/build/roce-doctor-mpi" "$@" >"$out" 2>"$out.err"
+	RC=$?
+	t1=$(date +%s.%N)
+	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+}
+
+bad_pairs() { jq_py "$1" "sorted('%s:%s-%s:%s=%s' % (p['host_a'], p['nic_a'], p['host_b'], p['nic_b'], p['result']) for p in d['bad_pairs'])"; }
+
+body() {
+	local want got
+	B up --hosts 4 --nics 2 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	# mpirun's address: on the bridge, in the guests' /24, used by no guest.
+	ip -n "$BED_NAME" addr add 198.18.0.250/24 dev br0 || t_fail "address on the bed's bridge"
+
+	t_step "fixed: 4 hosts x 2 NICs"
+	sweep 4 "$tmp/ok.json" --json --pair-timeout 40
+	[ $RC = 0 ] || { cat "$tmp/ok.json" "$tmp/ok.json.err"; t_fail "fixed sweep: exit $RC, want 0"; }
+	[ "$(jq_py "$tmp/ok.json" "d['summary']['host_pairs_checked']")" = 6 ] ||
+		t_fail "fixed: $(jq_py "$tmp/ok.json" "d['summary']['host_pairs_checked']") host pairs checked, want 6"
+	[ -z "$(bad_pairs "$tmp/ok.json")" ] || t_fail "fixed: bad pairs $(bad_pairs "$tmp/ok.json")"
+	t_ok "fixed: 6 host pairs in $(jq_py "$tmp/ok.json" "d['summary']['rounds']") rounds, 24 NIC pairs ok (exit 0); mpirun wall ${WALL} s, sweep $(jq_py "$tmp/ok.json" "d['summary']['elapsed_us'] // 1000") ms (slowest round $(jq_py "$tmp/ok.json" "d['summary']['round_max_us'] // 1000") ms)"
+
+	t_step "h3 eth1: rule into eth0's table; h2 eth1: UDP 4791 from h1 dropped"
+	B fault 3 wrong-table --nic 1 >/dev/null || t_fail "fault wrong-table"
+	B fault 2 drop-4791 --nic 1 --peer 1 >/dev/null || t_fail "fault drop-4791 --peer"
+	sweep 4 "$tmp/bad.json" --json --svg "$tmp/sweep.svg" --pair-timeout 40
+	[ $RC = 1 ] || { cat "$tmp/bad.json" "$tmp/bad.json.err"; t_fail "faulted sweep: exit $RC, want 1"; }
+	got=$(jq_py "$tmp/bad.json" "sorted('%s:%s-%s:%s' % (p['host_a'], p['nic_a'], p['host_b'], p['nic_b']) for p in d['bad_pairs'])")
+	want="h0:eth0-h3:eth1 h0:eth1-h3:eth1 h1:eth0-h2:eth1 h1:eth0-h3:eth1 h1:eth1-h2:eth1 h1:eth1-h3:eth1 h2:eth0-h3:eth1 h2:eth1-h3:eth1"
+	[ "$got" = "$want" ] || { bad_pairs "$tmp/bad.json"; t_fail "bad pairs: $got, want $want"; }
+	# h1 -> h2:eth1 is a wire fault: the probe times out and the routes look right.
+	[ "$(jq_py "$tmp/bad.json" "sorted(set(p['result'] for p in d['bad_pairs'] if p['host_b'] == 'h2'))")" = rdma-timeout ] ||
+		t_fail "h1-h2:eth1: $(bad_pairs "$tmp/bad.json")"
+	# h3:eth1's pairs carry the route cause, found by h3.
+	[ "$(jq_py "$tmp/bad.json" "sorted(set(c for p in d['bad_pairs'] if p['host_b'] == 'h3' for c in p['causes'] if c != 'rdma-timeout' and c != 'rdma-error'))")" = route-wrong-nic ] ||
+		t_fail "h3:eth1 causes: $(bad_pairs "$tmp/bad.json")"
+	[ "$(jq_py "$tmp/bad.json" "[h['host'] + '=' + h['status'] for h in d['hosts']]")" = "h0=problem h1=problem h2=problem h3=problem" ] ||
+		t_fail "host summary: $(jq_py "$tmp/bad.json" "[h['host'] + '=' + h['status'] for h in d['hosts']]")"
+	[ "$(jq_py "$tmp/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")" = "ok refused" ] ||
+		t_fail "h3's own check: $(jq_py "$tmp/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")"
+	t_ok "faulted: exactly the 8 bad NIC pairs named: $(bad_pairs "$tmp/bad.json") (exit 1); mpirun wall ${WALL} s"
+	grep -q '<svg' "$tmp/sweep.svg" || t_fail "no SVG written"
+	if command -v rsvg-convert >/dev/null; then
+		rsvg-convert -o "$tmp/sweep.png" "$tmp/sweep.svg" || t_fail "the SVG does not render"
+		[ -n "${SWEEP_KEEP:-}" ] && cp "$tmp/sweep.svg" "$tmp/sweep.png" "$SWEEP_KEEP/"
+		t_ok "SVG rendered by rsvg-convert ($(stat -c %s "$tmp/sweep.png") bytes of PNG)"
+	fi
+
+	t_step "the text report"
+	sweep 4 "$tmp/bad.txt" --pair-timeout 40
+	[ $RC = 1 ] || t_fail "text: exit $RC, want 1"
+	grep -q '^heat map' "$tmp/bad.txt" && grep -q 'h1:eth0 <-> h2:eth1  rdma-timeout' "$tmp/bad.txt" ||
+		{ cat "$tmp/bad.txt"; t_fail "text report"; }
+	sed 's/^/  | /' "$tmp/bad.txt"
+	[ -n "${SWEEP_KEEP:-}" ] && cp "$tmp/bad.txt" "$tmp/bad.json" "$tmp/ok.json" "$SWEEP_KEEP/"
+
+	# Growth with N (SWEEP_SCALE=1): 2 and 3 hosts of the same bed, faults cleared.
+	if [ -n "${SWEEP_SCALE:-}" ]; then
+		t_step "growth with N (fixed)"
+		B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
+		for np in 2 3 4; do
+			sweep $np "$tmp/n$np.json" --json --pair-timeout 40
+			[ $RC = 0 ] || { cat "$tmp/n$np.json.err"; t_fail "$np hosts: exit $RC"; }
+			echo "  N=$np: rounds $(jq_py "$tmp/n$np.json" "d['summary']['rounds']"), sweep $(jq_py "$tmp/n$np.json" "d['summary']['elapsed_us'] // 1000") ms (facts $(jq_py "$tmp/n$np.json" "d['summary']['facts_us'] // 1000") ms, slowest round $(jq_py "$tmp/n$np.json" "d['summary']['round_max_us'] // 1000") ms), mpirun wall ${WALL} s"
+		done
+	fi
+}
+
+bed_attempt body
