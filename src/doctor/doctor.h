@@ -50,6 +50,8 @@ struct rn_doctor {
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	int prom;                    /* --prometheus: the host check as metrics on stdout */
+	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
@@ -94,6 +96,9 @@ struct rn_doctor_item {
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
+
+/* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
+int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
 
 /* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
 struct rn_json {
