@@ -37,6 +37,7 @@
 
 #define TAG_READY 1
 #define TAG_FINAL 2
+#define TAG_BYE 3           /* rank 0 -> all: 0 finalize, 1 the job is being aborted */
 #define TAG_PAIR 100       /* + round * 8 + step */
 #define PROBE_TIMEOUT_MS 6000
 #define WHY_LEN 160
@@ -101,6 +102,7 @@ static void usage(void)
 	       "Options:\n"
 	       "  -j, --json            machine-readable report (schema roce-doctor-sweep/1)\n"
 	       "  -s, --svg FILE        also draw the heat map (hosts x NICs) as SVG\n"
+	       "  -J, --json-file FILE  also write the JSON report to FILE (text stays on stdout)\n"
 	       "  -T, --pair-timeout S  bound of one host pair's checks (default 60); a host that\n"
 	       "                        does not answer in time is named and left out\n"
 	       "  -n, --netdev LIST     check these netdevs on every host (as roce-doctor)\n"
@@ -673,6 +675,47 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 	}
 }
 
+/* The JSON report into @path, whole or not at all (a temporary renamed). */
+static int write_json(const char *path, const struct rn_sweep *s, int rc)
+{
+	char tmp[4096];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	rn_sweep_json(f, s, rc);
+	if (fflush(f) || ferror(f))
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/*
+ * Fault injection for the tests: RN_SWEEP_TEST_HANG=<rank>:facts|rounds makes that rank
+ * stop answering (sleep until killed) before its host check or before the rounds, as a
+ * host stuck in the kernel would.
+ */
+static void test_hang(int rank, const char *phase)
+{
+	const char *e = getenv("RN_SWEEP_TEST_HANG"), *c = e ? strchr(e, ':') : NULL;
+
+	if (!c || atoi(e) != rank || strcmp(c + 1, phase))
+		return;
+	fprintf(stderr, "roce-doctor-mpi: rank %d hangs before its %s (RN_SWEEP_TEST_HANG)\n", rank,
+		phase);
+	for (;;)
+		pause();
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -680,6 +723,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "svg", required_argument, NULL, 's' },
+		{ "json-file", required_argument, NULL, 'J' },
 		{ "pair-timeout", required_argument, NULL, 'T' },
 		{ "netdev", required_argument, NULL, 'n' },
 		{ "no-rdma", no_argument, NULL, 'R' },
@@ -691,7 +735,7 @@ int main(int argc, char **argv)
 	struct rn_doctor *d = calloc(1, sizeof(*d));
 	struct ctx x = { 0 };
 	struct rn_sweep s = { 0 };
-	const char *svg = NULL;
+	const char *svg = NULL, *json_file = NULL;
 	double t0, t1, t2, r0;
 	int c, rc = RN_DOCTOR_ERROR, r, gather_err = 0, quit = -1;
 	char *end;
@@ -711,13 +755,16 @@ int main(int argc, char **argv)
 	d->timeout_s = -1;
 	opterr = 0;
 	/* Every rank parses the same arguments, so all agree whether to stop. */
-	while (quit < 0 && (c = getopt_long(argc, argv, ":js:T:n:vhV", opts, NULL)) != -1) {
+	while (quit < 0 && (c = getopt_long(argc, argv, ":js:J:T:n:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			d->json = 1;
 			break;
 		case 's':
 			svg = optarg;
+			break;
+		case 'J':
+			json_file = optarg;
 			break;
 		case 'T':
 			errno = 0;
@@ -786,6 +833,7 @@ int main(int argc, char **argv)
 			snprintf(s.hosts[r].name, sizeof(s.hosts[r].name), "%s", x.names[r]);
 	}
 
+	test_hang(x.rank, "facts");
 	gather_err = rn_doctor_gather(d);
 	if (gather_err)
 		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n", d->hostname);
@@ -808,6 +856,7 @@ int main(int argc, char **argv)
 	}
 	t1 = rn_doctor_now_ms();
 
+	test_hang(x.rank, "rounds");
 	for (r = 0; r < rn_sweep_rounds(x.n); r++) {
 		int p = rn_sweep_partner(x.n, r, x.rank);
 
@@ -832,10 +881,22 @@ int main(int argc, char **argv)
 		char *buf = pack_pairs(&x, &len);
 
 		/* rank 0 may still be in its last round: wait as long as a round */
+		int bye = 1;
+
 		if (buf)
 			send_by(buf, len, 0, TAG_FINAL,
 				rn_doctor_now_ms() + (x.pair_timeout_s + 10) * 1000.0 * 2);
 		free(buf);
+		/*
+		 * Finalize only when rank 0 says every rank made it: MPI_Finalize waits for all
+		 * ranks, and an abort while ranks sit in it can leave mpirun hanging.
+		 */
+		if (recv_by(&bye, sizeof(bye), 0, TAG_BYE, rn_doctor_now_ms() +
+			    x.pair_timeout_s * 1000.0 * (rn_sweep_rounds(x.n) + 2) + 10000))
+			MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+		if (bye)
+			for (;;)
+				pause();        /* rank 0's MPI_Abort ends us */
 		rc = RN_DOCTOR_OK;
 	} else {
 		/* Every rank runs the same rounds, each bounded: the slowest is at most a
@@ -858,6 +919,14 @@ int main(int argc, char **argv)
 			rn_sweep_json(stdout, &s, rc);
 		else
 			rn_sweep_print(stdout, &s, d->verbose);
+		if (json_file) {
+			int ret = write_json(json_file, &s, rc);
+
+			if (ret) {
+				fprintf(stderr, "roce-doctor-mpi: --json-file %s: %s\n", json_file, strerror(-ret));
+				rc = RN_DOCTOR_ERROR;
+			}
+		}
 		if (svg) {
 			int ret = rn_sweep_svg(svg, &s);
 
@@ -867,12 +936,20 @@ int main(int argc, char **argv)
 			}
 		}
 		fflush(stdout);
-		for (r = 0; r < x.n; r++)
-			if (!s.hosts[r].results) {
+		{
+			int bye = 0;
+
+			for (r = 0; r < x.n; r++)
+				bye |= !s.hosts[r].results;
+			for (r = 1; r < x.n; r++)
+				if (s.hosts[r].results)
+					send_by(&bye, sizeof(bye), r, TAG_BYE, rn_doctor_now_ms() + 5000);
+			if (bye) {
 				/* A hung rank can never finalize: end the job, with our status. */
 				fflush(stderr);
 				MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
 			}
+		}
 		rn_sweep_free(&s);
 	}
 	for (r = 0; r < x.n; r++) {

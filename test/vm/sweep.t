@@ -13,91 +13,95 @@ set -u
 bed_prereq python3 mpirun
 [ -x "$t_top/build/roce-doctor-mpi" ] ||
 	{ echo "skip: build/roce-doctor-mpi not built (needs libopenmpi-dev: scripts/install-deps --test)"; exit 77; }
-tmp=$(mktemp -d "$t_top/build/rnsweep.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+wd=$(mktemp -d /tmp/rnsweep.XXXXXX)
+trap 'rm -rf "$wd"' EXIT
 
 jq_py() { python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 r = eval(sys.argv[2])
 print(" ".join(str(x) for x in r) if isinstance(r, (list, tuple)) else r)' "$1" "$2"; }
 
-# np out [args]: the sweep over h0..h<np-1> as mpirun starts it; its status in RC.
+# np name [args]: the sweep over h0..h<np-1> as mpirun starts it; the text report in
+# $wd/name.txt, the JSON (rank 0 runs in h0: written to its share /run/bed) in $wd/name.json;
+# the status in RC, mpirun's wall time in WALL.
 sweep() {
-	local np=$1 out=$2 h t0 t1
+	local np=$1 name=$2 h t0 t1 share=$t_top/build/vm-runs/$BED_NAME/h0
 	shift 2
-	: >"$tmp/hosts"
-	for ((h = 0; h < np; h++)); do echo "h$h slots=1" >>"$tmp/hosts"; done
+	: >"$wd/hosts"
+	for ((h = 0; h < np; h++)); do echo "h$h slots=1" >>"$wd/hosts"; done
+	rm -f "$share/$name.json"
 	t0=$(date +%s.%N)
 	ip netns exec "$BED_NAME" env BED_NAME="$BED_NAME" BED_FAILFILE="${BED_FAILFILE:-}" \
 		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout -k 5 150 mpirun --hostfile "$tmp/hosts" -np "$np" --map-by ppr:1:node \
+		timeout -k 5 150 mpirun --hostfile "$wd/hosts" -np "$np" --map-by ppr:1:node \
 		--mca plm_rsh_agent "$t_top/test/vm/lib/mpi-agent" --mca plm_rsh_no_tree_spawn 1 \
 		--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
 		--mca oob_tcp_if_include br0,eth0 \
-		"$t_top/build/roce-doctor-mpi" "$@" >"$out" 2>"$out.err"
+		"$t_top/build/roce-doctor-mpi" --json-file "/run/bed/$name.json" "$@" \
+		>"$wd/$name.txt" 2>"$wd/$name.err"
 	RC=$?
 	t1=$(date +%s.%N)
 	WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+	cp "$share/$name.json" "$wd/$name.json" 2>/dev/null ||
+		{ cat "$wd/$name.txt" "$wd/$name.err"; t_fail "$name: no JSON report (exit $RC)"; }
+	[ -n "${SWEEP_KEEP:-}" ] && cp "$wd/$name.json" "$wd/$name.txt" "$SWEEP_KEEP/"
+	return 0
 }
 
 bad_pairs() { jq_py "$1" "sorted('%s:%s-%s:%s=%s' % (p['host_a'], p['nic_a'], p['host_b'], p['nic_b'], p['result']) for p in d['bad_pairs'])"; }
+summary() { jq_py "$1" "'sweep %d ms: facts %d ms, %d rounds, slowest %d ms' % (d['summary']['elapsed_us'] // 1000, d['summary']['facts_us'] // 1000, d['summary']['rounds'], d['summary']['round_max_us'] // 1000)"; }
 
 body() {
-	local want got
+	local want got np
 	B up --hosts 4 --nics 2 --scenario fixed --owner "$BED_OWNER" >/dev/null
 	# mpirun's address: on the bridge, in the guests' /24, used by no guest.
 	ip -n "$BED_NAME" addr add 198.18.0.250/24 dev br0 || t_fail "address on the bed's bridge"
 
 	t_step "fixed: 4 hosts x 2 NICs"
-	sweep 4 "$tmp/ok.json" --json --pair-timeout 40
-	[ $RC = 0 ] || { cat "$tmp/ok.json" "$tmp/ok.json.err"; t_fail "fixed sweep: exit $RC, want 0"; }
-	[ "$(jq_py "$tmp/ok.json" "d['summary']['host_pairs_checked']")" = 6 ] ||
-		t_fail "fixed: $(jq_py "$tmp/ok.json" "d['summary']['host_pairs_checked']") host pairs checked, want 6"
-	[ -z "$(bad_pairs "$tmp/ok.json")" ] || t_fail "fixed: bad pairs $(bad_pairs "$tmp/ok.json")"
-	t_ok "fixed: 6 host pairs in $(jq_py "$tmp/ok.json" "d['summary']['rounds']") rounds, 24 NIC pairs ok (exit 0); mpirun wall ${WALL} s, sweep $(jq_py "$tmp/ok.json" "d['summary']['elapsed_us'] // 1000") ms (slowest round $(jq_py "$tmp/ok.json" "d['summary']['round_max_us'] // 1000") ms)"
+	sweep 4 ok --pair-timeout 40
+	[ $RC = 0 ] || { cat "$wd/ok.txt" "$wd/ok.err"; t_fail "fixed sweep: exit $RC, want 0"; }
+	[ "$(jq_py "$wd/ok.json" "d['summary']['host_pairs_checked']")" = 6 ] ||
+		t_fail "fixed: $(jq_py "$wd/ok.json" "d['summary']['host_pairs_checked']") host pairs checked, want 6"
+	[ -z "$(bad_pairs "$wd/ok.json")" ] || t_fail "fixed: bad pairs $(bad_pairs "$wd/ok.json")"
+	grep -q '^verdict: all good' "$wd/ok.txt" || { cat "$wd/ok.txt"; t_fail "fixed: text verdict"; }
+	t_ok "fixed: 6 host pairs, 24 NIC pairs ok (exit 0); $(summary "$wd/ok.json"); mpirun wall ${WALL} s"
 
 	t_step "h3 eth1: rule into eth0's table; h2 eth1: UDP 4791 from h1 dropped"
 	B fault 3 wrong-table --nic 1 >/dev/null || t_fail "fault wrong-table"
 	B fault 2 drop-4791 --nic 1 --peer 1 >/dev/null || t_fail "fault drop-4791 --peer"
-	sweep 4 "$tmp/bad.json" --json --svg "$tmp/sweep.svg" --pair-timeout 40
-	[ $RC = 1 ] || { cat "$tmp/bad.json" "$tmp/bad.json.err"; t_fail "faulted sweep: exit $RC, want 1"; }
-	got=$(jq_py "$tmp/bad.json" "sorted('%s:%s-%s:%s' % (p['host_a'], p['nic_a'], p['host_b'], p['nic_b']) for p in d['bad_pairs'])")
+	sweep 4 bad --svg /run/bed/sweep.svg --pair-timeout 40
+	[ $RC = 1 ] || { cat "$wd/bad.txt" "$wd/bad.err"; t_fail "faulted sweep: exit $RC, want 1"; }
+	got=$(jq_py "$wd/bad.json" "sorted('%s:%s-%s:%s' % (p['host_a'], p['nic_a'], p['host_b'], p['nic_b']) for p in d['bad_pairs'])")
 	want="h0:eth0-h3:eth1 h0:eth1-h3:eth1 h1:eth0-h2:eth1 h1:eth0-h3:eth1 h1:eth1-h2:eth1 h1:eth1-h3:eth1 h2:eth0-h3:eth1 h2:eth1-h3:eth1"
-	[ "$got" = "$want" ] || { bad_pairs "$tmp/bad.json"; t_fail "bad pairs: $got, want $want"; }
-	# h1 -> h2:eth1 is a wire fault: the probe times out and the routes look right.
-	[ "$(jq_py "$tmp/bad.json" "sorted(set(p['result'] for p in d['bad_pairs'] if p['host_b'] == 'h2'))")" = rdma-timeout ] ||
-		t_fail "h1-h2:eth1: $(bad_pairs "$tmp/bad.json")"
+	[ "$got" = "$want" ] || { bad_pairs "$wd/bad.json"; t_fail "bad pairs: $got, want $want"; }
+	# h1 -> h2:eth1 is a wire fault: the probe times out while the routes look right.
+	[ "$(jq_py "$wd/bad.json" "sorted(set(p['result'] for p in d['bad_pairs'] if p['host_b'] == 'h2'))")" = rdma-timeout ] ||
+		t_fail "h1-h2:eth1: $(bad_pairs "$wd/bad.json")"
 	# h3:eth1's pairs carry the route cause, found by h3.
-	[ "$(jq_py "$tmp/bad.json" "sorted(set(c for p in d['bad_pairs'] if p['host_b'] == 'h3' for c in p['causes'] if c != 'rdma-timeout' and c != 'rdma-error'))")" = route-wrong-nic ] ||
-		t_fail "h3:eth1 causes: $(bad_pairs "$tmp/bad.json")"
-	[ "$(jq_py "$tmp/bad.json" "[h['host'] + '=' + h['status'] for h in d['hosts']]")" = "h0=problem h1=problem h2=problem h3=problem" ] ||
-		t_fail "host summary: $(jq_py "$tmp/bad.json" "[h['host'] + '=' + h['status'] for h in d['hosts']]")"
-	[ "$(jq_py "$tmp/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")" = "ok refused" ] ||
-		t_fail "h3's own check: $(jq_py "$tmp/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")"
-	t_ok "faulted: exactly the 8 bad NIC pairs named: $(bad_pairs "$tmp/bad.json") (exit 1); mpirun wall ${WALL} s"
-	grep -q '<svg' "$tmp/sweep.svg" || t_fail "no SVG written"
+	[ "$(jq_py "$wd/bad.json" "sorted(set(c for p in d['bad_pairs'] if p['host_b'] == 'h3' for c in p['causes'] if not c.startswith('rdma-')))")" = route-wrong-nic ] ||
+		t_fail "h3:eth1 causes: $(bad_pairs "$wd/bad.json")"
+	[ "$(jq_py "$wd/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")" = "ok refused" ] ||
+		t_fail "h3's own check: $(jq_py "$wd/bad.json" "[n['verdict'] for n in d['hosts'][3]['nics']]")"
+	grep -q '^heat map' "$wd/bad.txt" && grep -q '^  h1:eth0 <-> h2:eth1  rdma-timeout' "$wd/bad.txt" ||
+		{ cat "$wd/bad.txt"; t_fail "text report"; }
+	sed 's/^/  | /' "$wd/bad.txt"
+	t_ok "faulted: exactly the 8 bad NIC pairs named: $(bad_pairs "$wd/bad.json") (exit 1); $(summary "$wd/bad.json"); mpirun wall ${WALL} s"
+	cp "$t_top/build/vm-runs/$BED_NAME/h0/sweep.svg" "$wd/" 2>/dev/null && grep -q '<svg' "$wd/sweep.svg" ||
+		t_fail "no SVG written"
 	if command -v rsvg-convert >/dev/null; then
-		rsvg-convert -o "$tmp/sweep.png" "$tmp/sweep.svg" || t_fail "the SVG does not render"
-		[ -n "${SWEEP_KEEP:-}" ] && cp "$tmp/sweep.svg" "$tmp/sweep.png" "$SWEEP_KEEP/"
-		t_ok "SVG rendered by rsvg-convert ($(stat -c %s "$tmp/sweep.png") bytes of PNG)"
+		rsvg-convert -o "$wd/sweep.png" "$wd/sweep.svg" || t_fail "the SVG does not render"
+		[ -n "${SWEEP_KEEP:-}" ] && cp "$wd/sweep.svg" "$wd/sweep.png" "$SWEEP_KEEP/"
+		t_ok "SVG rendered by rsvg-convert ($(stat -c %s "$wd/sweep.png") bytes of PNG)"
 	fi
-
-	t_step "the text report"
-	sweep 4 "$tmp/bad.txt" --pair-timeout 40
-	[ $RC = 1 ] || t_fail "text: exit $RC, want 1"
-	grep -q '^heat map' "$tmp/bad.txt" && grep -q 'h1:eth0 <-> h2:eth1  rdma-timeout' "$tmp/bad.txt" ||
-		{ cat "$tmp/bad.txt"; t_fail "text report"; }
-	sed 's/^/  | /' "$tmp/bad.txt"
-	[ -n "${SWEEP_KEEP:-}" ] && cp "$tmp/bad.txt" "$tmp/bad.json" "$tmp/ok.json" "$SWEEP_KEEP/"
 
 	# Growth with N (SWEEP_SCALE=1): 2 and 3 hosts of the same bed, faults cleared.
 	if [ -n "${SWEEP_SCALE:-}" ]; then
 		t_step "growth with N (fixed)"
 		B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
 		for np in 2 3 4; do
-			sweep $np "$tmp/n$np.json" --json --pair-timeout 40
-			[ $RC = 0 ] || { cat "$tmp/n$np.json.err"; t_fail "$np hosts: exit $RC"; }
-			echo "  N=$np: rounds $(jq_py "$tmp/n$np.json" "d['summary']['rounds']"), sweep $(jq_py "$tmp/n$np.json" "d['summary']['elapsed_us'] // 1000") ms (facts $(jq_py "$tmp/n$np.json" "d['summary']['facts_us'] // 1000") ms, slowest round $(jq_py "$tmp/n$np.json" "d['summary']['round_max_us'] // 1000") ms), mpirun wall ${WALL} s"
+			sweep $np n$np --pair-timeout 40
+			[ $RC = 0 ] || { cat "$wd/n$np.txt" "$wd/n$np.err"; t_fail "$np hosts: exit $RC"; }
+			echo "  N=$np: $(summary "$wd/n$np.json"); mpirun wall ${WALL} s"
 		done
 	fi
 }
