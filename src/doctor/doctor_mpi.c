@@ -312,10 +312,10 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 }
 
 /* The lower rank of a pair: leads the steps and keeps the record. */
-static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round)
+static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
 {
 	struct rn_doctor *d = x->d;
-	double t0 = rn_doctor_now_ms(), deadline = t0 + x->pair_timeout_s * 1000.0, ms;
+	double t0 = rn_doctor_now_ms(), ms;
 	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
 	struct rn_dw_checks *ours = malloc(sizeof(*ours));
 	const struct rn_dw_inv *rb = x->inv[b];
@@ -342,8 +342,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round)
 	if (send_by(&go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
 	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
 		p->status = -ETIMEDOUT;
-		snprintf(p->err, sizeof(p->err), "%s did not answer within %d s (--pair-timeout)",
-			 x->names[b], x->pair_timeout_s);
+		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
+			 x->names[b], round + 1, x->pair_timeout_s);
 		goto out;
 	}
 	rn_doctor_arp_unique(d, rb, ours);
@@ -370,10 +370,10 @@ out:
 }
 
 /* The higher rank: answers. */
-static void pair_b(struct ctx *x, int a, int round)
+static void pair_b(struct ctx *x, int a, int round, double deadline)
 {
 	struct rn_doctor *d = x->d;
-	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0, ms;
+	double ms;
 	struct rn_dw_checks *ours = malloc(sizeof(*ours));
 	const struct rn_dw_inv *ra = x->inv[a];
 	int go, n;
@@ -857,19 +857,25 @@ int main(int argc, char **argv)
 	t1 = rn_doctor_now_ms();
 
 	test_hang(x.rank, "rounds");
+	/*
+	 * Round r ends --pair-timeout after round r-1's end, on every rank's clock (all left
+	 * the facts exchange together): a rank kept waiting by a hung partner starts the next
+	 * round with everyone else instead of making its next partner wait in turn.
+	 */
 	for (r = 0; r < rn_sweep_rounds(x.n); r++) {
 		int p = rn_sweep_partner(x.n, r, x.rank);
+		double round_end = t1 + (r + 1) * x.pair_timeout_s * 1000.0;
 
 		r0 = rn_doctor_now_ms();
 		if (p < 0)
 			continue;
 		if (x.rank < p) {
-			struct rn_sweep_pair *pr = pair_a(&x, p, r);
+			struct rn_sweep_pair *pr = pair_a(&x, p, r, round_end);
 
 			if (pr)
 				x.mine[x.nmine++] = pr;
 		} else {
-			pair_b(&x, p, r);
+			pair_b(&x, p, r, round_end);
 		}
 		x.round_max_ms = RN_MAX(x.round_max_ms, rn_doctor_now_ms() - r0);
 	}
@@ -899,10 +905,8 @@ int main(int argc, char **argv)
 				pause();        /* rank 0's MPI_Abort ends us */
 		rc = RN_DOCTOR_OK;
 	} else {
-		/* Every rank runs the same rounds, each bounded: the slowest is at most a
-		 * round's timeout per round behind us. */
-		collect(&x, &s, rn_doctor_now_ms() +
-				x.pair_timeout_s * 1000.0 * (rn_sweep_rounds(x.n) + 1) + 5000);
+		/* Every rank's rounds end by the same deadline (see above). */
+		collect(&x, &s, t1 + x.pair_timeout_s * 1000.0 * rn_sweep_rounds(x.n) + 10000);
 		s.pair_timeout_s = x.pair_timeout_s;
 		s.no_rdma = d->no_rdma;
 		s.facts_ms = t1 - t0;
