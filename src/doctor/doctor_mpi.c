@@ -736,7 +736,7 @@ int main(int argc, char **argv)
 	struct ctx x = { 0 };
 	struct rn_sweep s = { 0 };
 	const char *svg = NULL, *json_file = NULL;
-	double t0, t1, t2, r0;
+	double t0, tn, t1, t2, r0;
 	int c, rc = RN_DOCTOR_ERROR, r, gather_err = 0, quit = -1;
 	char *end;
 
@@ -827,6 +827,7 @@ int main(int argc, char **argv)
 	}
 	/* Names first, while nothing can have hung yet: from here on a host is named. */
 	MPI_Allgather(d->hostname, 64, MPI_CHAR, x.names, 64, MPI_CHAR, MPI_COMM_WORLD);
+	tn = rn_doctor_now_ms();     /* every rank is up: the launch is behind us */
 	for (r = 0; r < x.n; r++) {
 		x.names[r][63] = '\0';
 		if (!x.rank)
@@ -845,7 +846,9 @@ int main(int argc, char **argv)
 		}
 		s.aborted = 1;
 		s.pair_timeout_s = x.pair_timeout_s;
-		s.facts_ms = s.total_ms = rn_doctor_now_ms() - t0;
+		s.startup_ms = tn - t0;
+		s.facts_ms = rn_doctor_now_ms() - tn;
+		s.total_ms = rn_doctor_now_ms() - t0;
 		if (d->json)
 			rn_sweep_json(stdout, &s, RN_DOCTOR_ERROR);
 		else
@@ -909,7 +912,8 @@ int main(int argc, char **argv)
 		collect(&x, &s, t1 + x.pair_timeout_s * 1000.0 * rn_sweep_rounds(x.n) + 10000);
 		s.pair_timeout_s = x.pair_timeout_s;
 		s.no_rdma = d->no_rdma;
-		s.facts_ms = t1 - t0;
+		s.startup_ms = tn - t0;
+		s.facts_ms = t1 - tn;
 		s.rounds_ms = t2 - t1;
 		s.round_max_ms = x.round_max_ms;
 		s.total_ms = rn_doctor_now_ms() - t0;

@@ -481,8 +481,8 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 				s->hosts[p->b].name, nic_name(s, p->b, x->j), x->f.msg);
 		}
 	}
-	fprintf(f, "time: facts %.0f ms, %d round%s %.1f s (slowest %.1f s), total %.1f s\n",
-		s->facts_ms, s->rounds, s->rounds == 1 ? "" : "s", s->rounds_ms / 1000,
+	fprintf(f, "time: ranks up %.1f s, facts %.0f ms, %d round%s %.1f s (slowest %.1f s), total %.1f s\n",
+		s->startup_ms / 1000, s->facts_ms, s->rounds, s->rounds == 1 ? "" : "s", s->rounds_ms / 1000,
 		s->round_max_ms / 1000, s->total_ms / 1000);
 	fprintf(f, "verdict: %s\n",
 		rc == RN_DOCTOR_OK ? "all good" :
@@ -616,6 +616,7 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 	rn_json_int(&j, "host_pairs_checked", pairs);
 	rn_json_int(&j, "bad_nic_pairs", bad_pairs(s, -1));
 	rn_json_int(&j, "pair_timeout_s", s->pair_timeout_s);
+	rn_json_int(&j, "startup_us", (long long)(s->startup_ms * 1000));
 	rn_json_int(&j, "facts_us", (long long)(s->facts_ms * 1000));
 	rn_json_int(&j, "rounds_us", (long long)(s->rounds_ms * 1000));
 	rn_json_int(&j, "round_max_us", (long long)(s->round_max_ms * 1000));

@@ -72,6 +72,7 @@ struct rn_sweep {
 	int rounds;
 	int pair_timeout_s;
 	int no_rdma;
+	double startup_ms;          /* MPI_Init to every rank up (the launcher's skew) */
 	double facts_ms, rounds_ms, round_max_ms, total_ms;
 	int aborted;                /* a rank never answered: the report is partial */
 };
