@@ -51,7 +51,9 @@ LDLIBS := $(PKG_LIBS) -pthread -ldl
 
 CORE_SRCS := $(wildcard src/*.c)
 PLUGIN_SRCS := $(wildcard plugin/*.c)
-DOCTOR_SRCS := $(wildcard src/doctor/*.c)
+# doctor_mpi.c is roce-doctor-mpi's main: built only where Open MPI is (below).
+DOCTOR_MPI_SRC := src/doctor/doctor_mpi.c
+DOCTOR_SRCS := $(filter-out $(DOCTOR_MPI_SRC),$(wildcard src/doctor/*.c))
 TOOL_COMMON_SRCS := $(filter-out src/tools/driver.c src/tools/bench.c,$(wildcard src/tools/*.c))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
@@ -77,7 +79,13 @@ FUZZ_BINS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Small test-only programs the netns tests drive (linked with the core).
 NETNS_BINS := $(patsubst test/netns/%.c,$(BUILD)/test/rn-%,$(wildcard test/netns/*.c))
 
-TOOLS := $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
+# roce-doctor-mpi (the fleet sweep) needs Open MPI (libopenmpi-dev); the rest never does.
+MPICC ?= mpicc
+MPI_CFLAGS := $(shell $(PKG_CONFIG) --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell $(PKG_CONFIG) --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null)
+DOCTOR_MPI := $(if $(MPI_LIBS),$(if $(wildcard $(DOCTOR_MPI_SRC)),$(BUILD)/roce-doctor-mpi))
+
+TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz \
@@ -114,6 +122,26 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
+
+# The doctor's objects without its main (doctor.c again, with RN_DOCTOR_NO_MAIN: its
+# command table and option helpers are then unused).
+DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
+	$(BUILD)/obj/mpi/doctor.o $(BUILD)/obj/mpi/doctor_mpi.o
+
+$(BUILD)/obj/mpi/doctor.o: src/doctor/doctor.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (no main)")
+	$(Q)$(CC) $(ALL_CFLAGS) -DRN_DOCTOR_NO_MAIN -Wno-unused-function -Wno-unused-const-variable \
+		-c -o $@ $<
+
+$(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC MPI  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
+
+$(BUILD)/roce-doctor-mpi: $(DOCTOR_MPI_OBJS) $(CORE_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DOCTOR_MPI_OBJS) $(CORE_LIB) $(MPI_LIBS) $(LDLIBS)
 
 # The driver and the bench load the plugin as NCCL does: they never link the core.
 $(DRIVER): $(call obj,src/tools/driver.c $(TOOL_COMMON_SRCS))
@@ -182,6 +210,7 @@ MANS := $(wildcard man/*.[1-8])
 # Docs: what a user of the installed plugin reads.
 DOCS := README.md $(wildcard CHANGELOG.md LICENSE doc/*.md)
 INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver) \
+	$(if $(DOCTOR_MPI),$(BINDIR)/roce-doctor-mpi) \
 	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
 	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor) $(SBINDIR)/roce-policy-routing
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
@@ -191,6 +220,7 @@ INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
 install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DOCDIR)
 	install -m 0644 $(PLUGIN) $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so
+	$(if $(DOCTOR_MPI),install -m 0755 $(DOCTOR_MPI) $(DESTDIR)$(BINDIR)/roce-doctor-mpi)
 	$(if $(wildcard $(DRIVER)),install -m 0755 $(DRIVER) $(DESTDIR)$(BINDIR)/nccl-net-driver)
 	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
 	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(SBINDIR)/roce-doctor)
@@ -216,11 +246,12 @@ deb:
 
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
-		$(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
+		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
 
 help:
 	@echo "Targets:"
-	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench)"
+	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench;"
+	@echo "                 roce-doctor-mpi too where Open MPI's mpicc is installed)"
 	@echo "  test           install missing packages, then every test layer with one summary"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
