@@ -133,6 +133,13 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"nft insert rule inet filter input iifname {dev} udp dport 4791 accept",
 		"dev",
 	},
+	[RN_CAUSE_PEER_DIED] = {
+		"peer-died", RN_SEV_FATAL,
+		"peer {peer_host} ({peer_ip}) closed its connection: the peer process exited or "
+		"crashed",
+		"look at the log of the process on {peer_host}; its first error is the cause",
+		"peer_host peer_ip",
+	},
 };
 
 static int known(enum rn_cause cause)
