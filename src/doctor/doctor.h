@@ -193,6 +193,8 @@ int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv);
 /* The INV payload of @inv into a malloc'ed @out (for other transports: MPI). 0 or -ENOMEM. */
 int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len);
 int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
+/* The CHECKS payload of @c into a malloc'ed @out (for MPI). 0 or -ENOMEM. */
+int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len);
 /*
  * Receive one message: 0, -EBADMSG (not ours / bad length), -EPROTO (other version),
  * -EMSGSIZE, -ECONNRESET (EOF), -ETIMEDOUT, -errno. @why gets a one-line reason.

@@ -337,13 +337,15 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	struct rn_doctor *d = x->d;
 	double t0 = rn_doctor_now_ms(), ms;
 	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
-	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
+	struct rn_dw_checks *tc = calloc(1, sizeof(*tc));
 	const struct rn_dw_inv *rb = x->inv[b];
 	void *theirs = NULL;
 	int go = 1, len = 0, i, j;
 
-	if (!p || !ours || !rb) {
+	if (!p || !ours || !tc || !rb || !x->inv[x->rank]) {
 		free(ours);
+		free(tc);
 		if (p)
 			free(p);
 		return NULL;
@@ -355,6 +357,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
 	if (!p->cells) {
 		free(ours);
+		free(tc);
 		rn_sweep_pair_free(p);
 		return NULL;
 	}
@@ -368,7 +371,16 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	}
 	rn_doctor_arp_unique(d, rb, ours);
 	merge_checks(p, ours->pairs, ours->npairs, 0);
-	merge_checks(p, theirs, len / (int)sizeof(struct rn_dw_pair), 1);
+	{
+		/* b's checks in the peer protocol's encoding: findings whole, never pointers */
+		struct rn_dw_msg m = { RN_DW_CHECKS, (uint32_t)len, theirs };
+		char why[128];
+
+		if (!rn_dw_decode_checks(&m, rb, x->inv[x->rank], tc, why, sizeof(why)))
+			merge_checks(p, tc->pairs, tc->npairs, 1);
+		else
+			snprintf(p->err, sizeof(p->err), "%s sent bad checks: %s", x->names[b], why);
+	}
 	for (i = 0; i < p->na && !d->no_rdma && !p->status; i++)
 		for (j = 0; j < p->nb && !p->status; j++)
 			if (rn_probe_available(d, i) && remote_rdma(&rb->nics[j]) &&
@@ -385,7 +397,10 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 out:
 	p->ms = rn_doctor_now_ms() - t0;
 	free(theirs);
+	rn_dw_checks_clear(ours);
+	rn_dw_checks_clear(tc);
 	free(ours);
+	free(tc);
 	return p;
 }
 
@@ -394,8 +409,10 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 {
 	struct rn_doctor *d = x->d;
 	double ms;
-	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
 	const struct rn_dw_inv *ra = x->inv[a];
+	uint8_t *enc = NULL;
+	size_t elen = 0;
 	int go, n;
 
 	if (!ours || !ra || recv_by(&go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
@@ -407,11 +424,16 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	}
 	rn_doctor_pair_checks(d, ra, ours, &ms);
 	rn_doctor_arp_unique(d, ra, ours);
-	if (send_by(ours->pairs, (int)(ours->npairs * sizeof(ours->pairs[0])), a,
-		    tag_of(round, STEP_CHECKS), deadline)) {
+	/* the peer protocol's encoding: the findings' texts travel whole */
+	if (rn_dw_encode_checks(ours, &enc, &elen) ||
+	    send_by(enc, (int)elen, a, tag_of(round, STEP_CHECKS), deadline)) {
+		free(enc);
+		rn_dw_checks_clear(ours);
 		free(ours);
 		return;
 	}
+	free(enc);
+	rn_dw_checks_clear(ours);
 	free(ours);
 	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
 		struct probe_req rq;

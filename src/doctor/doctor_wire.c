@@ -443,9 +443,9 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 
 /* ---- pair checks ------------------------------------------------------------------- */
 
-int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
+static void put_checks(struct wbuf *bp, const struct rn_dw_checks *c)
 {
-	struct wbuf b = { 0 };
+	struct wbuf b = *bp;
 	int i, k;
 
 	put16(&b, (unsigned int)c->npairs);
@@ -460,7 +460,29 @@ int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
 		for (k = 0; k < p->nfindings; k++)
 			put_finding(&b, &p->findings[k]);
 	}
+	*bp = b;
+}
+
+int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
+{
+	struct wbuf b = { 0 };
+
+	put_checks(&b, c);
 	return send_buf(fd, RN_DW_CHECKS, &b);
+}
+
+int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len)
+{
+	struct wbuf b = { 0 };
+
+	put_checks(&b, c);
+	if (b.err) {
+		free(b.p);
+		return b.err;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
 }
 
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
