@@ -47,8 +47,8 @@ struct wbuf {
 
 static void put(struct wbuf *b, const void *src, size_t n)
 {
-	if (b->err)
-		return;
+	if (b->err || !n)
+		return; /* nothing to add: b->p may still be NULL (memset(NULL, 0, 0) is UB) */
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 4096;
 		uint8_t *q;
