@@ -46,6 +46,7 @@ def main():
     if a.ready:
         with open(a.ready, "w") as f:
             f.write("%d\n" % len(conns))
+    print("flood ready: %d connections" % len(conns), flush=True)
     next_byte = time.monotonic()
     poller = select.poll()
     byfd = {}
