@@ -205,4 +205,4 @@ help:
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
 
--include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/san $(BUILD)/test -name '*.d' 2>/dev/null)
