@@ -1002,8 +1002,8 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 		struct rn_hs *hs = calloc(1, sizeof(*hs));
 
 		if (!hs) {
-			close(fd);
-			return -ENOMEM;
+			close(fd); /* as if the peer had gone: a real one fails its connect */
+			break;
 		}
 		i = pend_slot(lc, 1);
 		hs->role = RN_ROLE_RECV;
