@@ -20,9 +20,9 @@ STORM=build/test/rn-connstorm
 # job id -> its stdout file on this side (the guest writes it into the run's share)
 job_out() { echo "${BED_RUNS:-$t_top/build/vm-runs}/$BED_NAME/${1%%.*}/jobs/${1#*.}/out"; }
 
-# round <tag> <flood 0|1>: sets secs_<tag>; the server lingers while a flood is dropped
+# round <tag> <flood 0|1> [n]: sets secs_<tag>; the server lingers while a flood is dropped
 round() {
-	local tag=$1 flood=$2 j fj out hex addr i cli rc srv
+	local tag=$1 flood=$2 N=${3:-$N} j fj out hex addr i cli rc srv
 	j=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" NCCL_DEBUG=INFO stdbuf -oL "$STORM" server 0 $N 90 \
 		$((flood ? 14 : 0))) || t_fail "could not start the server"
 	out=$(job_out "$j")
@@ -44,7 +44,7 @@ round() {
 	echo "$srv" | grep -E '^done|WARN|dropped' | head -5 | sed 's/^/  server| /'
 	[ $rc -eq 0 ] && grep -q "^done $N of $N" <<<"$cli" || t_fail "$tag: the client did not connect $N/$N"
 	grep -q "^done $N of $N" <<<"$srv" || t_fail "$tag: the server did not accept $N/$N"
-	printf -v "secs_$tag" '%s' "$(awk '/^done/{print $5}' <<<"$cli")"
+	printf -v "secs_$tag" '%s' "$(awk '/^done/{print $6}' <<<"$cli")"
 	if [ "$flood" = 1 ]; then
 		fout=$(B wait "$fj" 2>&1)
 		echo "$fout" | sed 's/^/  flood| /'
@@ -66,6 +66,8 @@ round() {
 body() {
 	B up --hosts 2 --nics 1 --scenario fixed --owner "$BED_OWNER" >/dev/null
 	echo "bed: 2 hosts x 1 NIC, scenario fixed"
+	t_step "warm-up: 2 connects (ARP, the first route lookups and QPs are not what is measured)"
+	round warm 0 2
 	t_step "$N connects at once, no flood"
 	round quiet 0
 	t_ok "$N/$N connected in ${secs_quiet} s"
