@@ -3,7 +3,7 @@
  * The environment knobs (src/param.c) with any values: rn_config_load must take each
  * bad value back to its default with exactly one WARN (and say so in its count), and
  * whatever configuration comes out must be one the loader itself accepts: formatted
- * and fed back in as the environment, it loads again without a WARN, unchanged.
+ * and fed back in as the environment, it loads again without a WARN, to the same format.
  *
  * Input: records "index byte, value bytes, NUL"; the index picks a knob of the table
  * (rn_param_table), the value is set as its environment variable.
@@ -57,7 +57,7 @@ static int set_from_format(const char *buf)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rn_config cfg, cfg2;
-	static char buf[8192];
+	static char buf[8192], buf2[8192];
 	size_t n, p = 0, nset = 0;
 	const struct rn_param_desc *t = rn_param_table(&n);
 	int bad, spaces = 0;
@@ -91,7 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	clear_env(t, n);
 	if (!spaces && set_from_format(buf)) {
 		nwarn = 0;
-		if (rn_config_load(&cfg2) || nwarn || memcmp(&cfg, &cfg2, sizeof(cfg)))
+		/* compared as formatted: a cleared string may keep bytes after its NUL */
+		if (rn_config_load(&cfg2) || nwarn || rn_config_format(&cfg2, buf2, sizeof(buf2)) ||
+		    strcmp(buf, buf2))
 			abort();
 	}
 	clear_env(t, n);
