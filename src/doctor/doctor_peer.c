@@ -788,3 +788,10 @@ int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
 	free(s);
 	return r;
 }
+
+/* For the fleet sweep (doctor_mpi.c): the same checks, one host pair at a time. */
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   struct rn_dw_checks *out, double *ms)
+{
+	run_checks(d, remote, out, ms);
+}
