@@ -117,13 +117,17 @@ double tool_now(void)
 static int resolve_inet(const char *addr, int passive, struct addrinfo **res)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 
 	snprintf(host, sizeof(host), "%s", addr);
 	port = strrchr(host, ':');
 	if (!port)
 		return -EINVAL;
 	*port++ = '\0';
+	if (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
+	    atoi(port) > 65535)
+		return -EINVAL;
 	if (host[0] == '[') {
 		size_t l = strlen(host);
 
@@ -144,6 +148,8 @@ static int unix_addr(const char *addr, struct sockaddr_un *sun)
 		return 0;
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
+	if (!addr[5])
+		return -EINVAL;
 	if (strlen(addr + 5) >= sizeof(sun->sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun->sun_path, addr + 5);
@@ -170,8 +176,19 @@ static int resolve(const char *addr, int passive, struct addrinfo **res)
 
 static void resolve_free(struct addrinfo *ai)
 {
+	/* the unix: entry is static; only getaddrinfo's list is ours to free */
 	if (ai->ai_family != AF_UNIX)
+		freeaddrinfo(ai);
+}
+
+int side_addr_check(const char *addr)
+{
+	struct addrinfo *ai;
+	int ret = resolve(addr, 0, &ai);
+
+	if (!ret)
 		resolve_free(ai);
+	return ret;
 }
 
 int side_listen(const char *addr)

@@ -38,6 +38,9 @@ double tool_now(void);
  * peer; side_connect() retries until @timeout_ms. Return an fd or -errno.
  */
 int side_listen(const char *addr);
+/* 0 when @addr is a numeric address and port (or unix:PATH) side_* accept, else -EINVAL:
+ * a command line is checked before any work. */
+int side_addr_check(const char *addr);
 int side_accept(int lfd, int timeout_ms);
 int side_connect(const char *addr, int timeout_ms);
 /* Exactly @len bytes within @timeout_ms. 0 or -errno (-ETIMEDOUT, -ECONNRESET). */
