@@ -869,6 +869,7 @@ static int run_conn(struct bench *b, int client)
 	char *handles = calloc((size_t)n, NCCL_NET_HANDLE_MAXSIZE);
 	void **lcs = calloc((size_t)n, sizeof(void *)), **comms = calloc((size_t)n, sizeof(void *));
 	double *t = calloc((size_t)n, sizeof(double)), t_all;
+	char go[1];
 	struct wire_row mine = { .ok = 1, .test = TEST_CONN, .side = !client, .iters = (uint64_t)n },
 			theirs;
 	int ret = EXIT_FAILED;
@@ -885,8 +886,11 @@ static int run_conn(struct bench *b, int client)
 			goto close;
 		}
 	}
-	if (client ? side_recv(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) :
-		     side_send(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms)) {
+	/* then the client's "go": both clocks start together, after both ends' init */
+	if (client ? side_recv(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+		     side_send(b->fd, "g", 1, b->timeout_ms) :
+		     side_send(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+		     side_recv(b->fd, go, 1, b->timeout_ms)) {
 		err("side channel: the peer went away during the handshake");
 		goto close;
 	}
