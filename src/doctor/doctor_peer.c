@@ -846,10 +846,11 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 	}
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
 	rn_probe_release();
-	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side",
+	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
 	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
 	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
-	     problems == 1 ? "" : "s");
+	     problems == 1 ? "" : "s",
+	     s->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "");
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
 }
 
