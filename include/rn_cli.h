@@ -9,7 +9,8 @@
  *  - --help (stdout, exit 0) and --version ("<tool> <version>", exit 0) on each;
  *  - one exit-code table (below), the same for the same condition in every tool;
  *  - with --json, a failure prints {"error": {"code": N, "kind": "...", "message": "..."}}
- *    on stdout, so that a caller parsing stdout always gets valid JSON.
+ *    on stdout, so that a caller parsing stdout always gets valid JSON; kind is usage,
+ *    system (the doctor's exit 2 that is no usage error), failure or no-device.
  * Header-only: the doctor links the core library, the driver and the bench never do.
  */
 #ifndef RN_CLI_H
@@ -63,21 +64,28 @@ static inline void rn_cli_json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-/* The members of the error object, for a caller that embeds it in its own document. */
-static inline void rn_cli_json_error_body(FILE *f, int code, const char *msg)
+/* The members of the error object, for a caller that embeds it in its own document.
+ * @kind NULL: the code's (rn_exit_kind); the doctor's exit 2 may also be "system". */
+static inline void rn_cli_json_error_body(FILE *f, int code, const char *kind, const char *msg)
 {
-	fprintf(f, "{\"code\": %d, \"kind\": \"%s\", \"message\": ", code, rn_exit_kind(code));
+	fprintf(f, "{\"code\": %d, \"kind\": \"%s\", \"message\": ", code,
+		kind ? kind : rn_exit_kind(code));
 	rn_cli_json_string(f, msg);
 	fputc('}', f);
 }
 
 /* {"error": {"code": 2, "kind": "usage", "message": "..."}} and a newline. */
-static inline void rn_cli_json_error(FILE *f, int code, const char *msg)
+static inline void rn_cli_json_error_kind(FILE *f, int code, const char *kind, const char *msg)
 {
 	fputs("{\"error\": ", f);
-	rn_cli_json_error_body(f, code, msg);
+	rn_cli_json_error_body(f, code, kind, msg);
 	fputs("}\n", f);
 	fflush(f);
+}
+
+static inline void rn_cli_json_error(FILE *f, int code, const char *msg)
+{
+	rn_cli_json_error_kind(f, code, NULL, msg);
 }
 
 /*

@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	rc = cmd->fn(d, argc - optind, argv + optind);
 	/* a report was printed unless the command failed (2): then the error object */
 	if (rc == RN_DOCTOR_ERROR && d->json)
-		rn_cli_json_error(d->out, rc, d->err[0] ? d->err : "failed (see stderr)");
+		rn_cli_json_error_kind(d->out, rc, "system", d->err[0] ? d->err : "failed (see stderr)");
 	rn_probe_release();
 	rn_doctor_release(d);
 out:

@@ -524,7 +524,7 @@ static void print_json(struct bench *b, int rc)
 	fprintf(f, "%s], \"exit\": %d", b->nrows ? "\n" : "", rc);
 	if (rc) {
 		fputs(", \"error\": ", f);
-		rn_cli_json_error_body(f, rc, first_err[0] ? first_err : "failed");
+		rn_cli_json_error_body(f, rc, NULL, first_err[0] ? first_err : "failed");
 	}
 	fputs("}\n", f);
 	fflush(f);

@@ -43,7 +43,7 @@ import json, sys
 d = json.load(open(sys.argv[2]))
 e = d["error"]
 assert e["code"] == int(sys.argv[1]), e
-assert e["kind"] in ("usage", "failure", "no-device"), e
+assert e["kind"] in ("usage", "system", "failure", "no-device"), e
 assert isinstance(e["message"], str) and e["message"], e
 EOF
 }

@@ -152,6 +152,12 @@ kill "$SRV"
 wait "$SRV" 2>/dev/null
 SRV=
 
+echo "== nobody serving: exit 2, and --json still prints JSON (the error object)"
+peer noserver
+[ $RC -eq 2 ] || rn_fail "no serve: exit $RC, want 2"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == 2 and e["kind"] == "system" and "198.18.0.21" in e["message"], e' \
+	"$T/noserver.json" || { cat "$T/noserver.json"; rn_fail "no serve: no JSON error object naming the peer"; }
+
 echo "== serve --once"
 serve_bg --once --timeout 30 >"$T/once.log" 2>&1 &
 SRV=$!
