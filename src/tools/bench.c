@@ -1043,20 +1043,25 @@ static int run_client(struct bench *b)
 		cfg.sizes[i] = b->sizes[i];
 	snprintf(addr, sizeof(addr), strchr(b->server, ':') ? "[%s]:%d" : "%s:%d", b->server,
 		 b->port);
+	/* our device first, as the server does (no device: exit 3 without bothering it);
+	 * the two inits then overlap */
+	rc = bench_start(b);
+	if (rc)
+		goto out;
+	rc = EXIT_FAILED;
 	b->fd = side_connect(addr, b->timeout_ms);
 	if (b->fd < 0) {
 		err("no server at %s within %d s: %s", addr, b->timeout_ms / 1000, strerror(-b->fd));
-		return EXIT_FAILED;
+		goto out;
 	}
 	if (side_send(b->fd, &cfg, sizeof(cfg), b->timeout_ms)) {
 		err("side channel to %s failed", addr);
-		close(b->fd);
-		return EXIT_FAILED;
+		goto out;
 	}
-	rc = bench_start(b);
-	if (!rc)
-		rc = run_roles(b, 1);
-	close(b->fd);
+	rc = run_roles(b, 1);
+out:
+	if (b->fd >= 0)
+		close(b->fd);
 	if (bench_stop(b) && !rc)
 		rc = EXIT_FAILED;
 	return rc;

@@ -123,6 +123,10 @@ json_error 3 "$tmp/out"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["results"] == [] and d["exit"] == 3' \
 	"$tmp/out" || fail "bench --json: not the results document"
 grep -q "no RoCE device" "$tmp/err" || fail "bench --json: the human lines did not go to stderr"
+# the client too checks its device before it looks for a server
+run nccl-net-bench --plugin "$PWD/build/libnccl-net-roce.so" -p 18599 198.18.0.1
+[ $rc -eq 3 ] || fail "bench client without a device: exit $rc, want 3"
+grep -q "no server" "$tmp/out" && fail "bench client looked for a server without a device"
 run nccl-net-driver --plugin "$PWD/build/libnccl-net-roce.so" loopback
 [ $rc -eq 3 ] || fail "driver loopback without a device: exit $rc, want 3"
 if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then

@@ -133,7 +133,8 @@ body() {
 		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60)
 	c0=$(bg --timeout 120 0 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
 		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60 -s 1M -n 100000 "$(bed_ip 1 0)")
-	sleep 4
+	# both ends open their device first (a few seconds each in TCG), then transfer
+	sleep 6
 	B kill "$j0"
 	out=$(B wait "$c0" 2>&1)
 	rc=$?
