@@ -86,26 +86,6 @@ void tool_nap(int us)
 		nanosleep(&ts, NULL);
 }
 
-int tool_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
-}
-
 double tool_now(void)
 {
 	struct timespec ts;

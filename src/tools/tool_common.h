@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the tools share besides the plugin loader: NCCL-style logging filtered by
- * NCCL_DEBUG, size parsing, and the TCP side channel that carries a listen handle
+ * What the tools share besides the plugin loader and rn_cli.h: NCCL-style logging filtered by
+ * NCCL_DEBUG, and the TCP side channel that carries a listen handle
  * from one process to the other (as NCCL's bootstrap does).
  */
 #ifndef RN_TOOL_COMMON_H
@@ -24,9 +24,6 @@ const char *tool_last_warn(void);
 
 /* Sleep @us microseconds (nothing for <= 0): the nap after an idle poll round. */
 void tool_nap(int us);
-
-/* "4096", "64K", "1M", "2G" -> bytes. 0 or -EINVAL. */
-int tool_parse_size(const char *s, size_t *out);
 
 /* Monotonic seconds. */
 double tool_now(void);
