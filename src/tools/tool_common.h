@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the tools share besides the plugin loader and rn_cli.h: NCCL-style logging filtered by
- * NCCL_DEBUG, and the TCP side channel that carries a listen handle
- * from one process to the other (as NCCL's bootstrap does).
+ * What the tools share besides the plugin loader and rn_cli.h: NCCL-style logging
+ * filtered by NCCL_DEBUG, and the TCP side channel that carries a listen handle from
+ * one process to the other (as NCCL's bootstrap does).
  */
 #ifndef RN_TOOL_COMMON_H
 #define RN_TOOL_COMMON_H
