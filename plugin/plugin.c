@@ -151,13 +151,13 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 		return misuse("no device %d (%d devices)", dev, eng ? eng->ndevs : 0);
 	memset(props, 0, sizeof(*props));
 	props->name = d->nic.ibdev;
-	props->pciPath = d->pci_path[0] ? d->pci_path : NULL;
+	props->pciPath = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
 	props->guid = d->guid;
 	props->ptrSupport = d->ptr_support;
 	props->regIsGlobal = 1;
 	props->forceFlush = eng->cfg.force_flush;
 	props->speed = d->speed_mbps;
-	props->port = d->nic.port;
+	props->port = d->nccl_port ? d->nccl_port : d->nic.port;
 	props->latency = 0;
 	props->maxComms = d->attr.max_qp;
 	props->maxRecvs = RN_MAX_RECVS;
@@ -168,8 +168,8 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 	props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
 	props->maxCollBytes = NCCL_MAX_COLLNET_SIZE;
 	props->maxMultiRequestSize = 1;
-	props->railId = -1;
-	props->planeId = -1;
+	props->railId = (int16_t)(d->nccl_port ? d->rail : -1);
+	props->planeId = (int16_t)(d->nccl_port ? d->plane : -1);
 	return ncclSuccess;
 }
 
@@ -267,8 +267,10 @@ ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int ty
 
 ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle)
 {
-	if (!comm || !mhandle)
-		return misuse("comm or mhandle is NULL");
+	if (!mhandle)
+		return ncclSuccess; /* as net_ib: deregMr(NULL) is no error */
+	if (!comm)
+		return misuse("comm is NULL");
 	return rn_plugin_result(rn_dereg_mr(comm, mhandle));
 }
 

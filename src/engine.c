@@ -14,7 +14,9 @@
 #include "rn_compiler.h"
 #include "rn_dev.h"
 #include "rn_log.h"
+#include "rn_nl.h"
 #include "rn_path.h"
+#include "rn_verbs.h"
 
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine engine;
@@ -74,16 +76,30 @@ static void engine_log_using(const struct rn_engine *eng)
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
-	char why[1024], refused[768] = "";
+	char why[1024], refused[768] = "", fix[512] = "";
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, ret;
+	int n, i, nrefused = 0, nroute = 0, ret;
 
 	memset(eng, 0, sizeof(*eng));
 	rn_config_load(&eng->cfg);
 	rn_config_log(&eng->cfg);
 	if (gethostname(eng->hostname, sizeof(eng->hostname) - 1))
 		snprintf(eng->hostname, sizeof(eng->hostname), "?");
+	if (eng->cfg.ib_disable) {
+		/* as net_ib's init: the user asked for no IB/RoCE transport */
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_IB_DISABLE=1: offering no device");
+		return -ENODEV;
+	}
 
+	/*
+	 * As net_ib, before any verbs object exists: registered memory then stays out of
+	 * forked children (a DataLoader's fork would copy-on-write it away from the NIC).
+	 */
+	ret = rn_verbs_err(rn_verbs.fork_init());
+	if (ret)
+		rn_info(RN_SUB_INIT, RN_PFX "ibv_fork_init failed (%s): a fork() after "
+			"registration may move user buffers away from the NIC; the plugin's own "
+			"FIFOs are kept out of children either way", strerror(-ret));
 	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why));
 	if (n <= 0) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);
@@ -118,12 +134,23 @@ static int engine_init(struct rn_engine *eng)
 			continue;
 		}
 		nrefused++;
+		if (!ret && nic->gid_index >= 0)
+			nroute++; /* a GID but a refused path: the route check's doing */
+		else if (!fix[0] && nic->nfindings)
+			snprintf(fix, sizeof(fix), "%s", nic->findings[0].fix);
 		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "",
 		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?",
 		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
+	if (!eng->ndevs && !nroute) {
+		/* no NIC got as far as the route check: its advice would mislead */
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", nrefused,
+			nrefused == 1 ? "" : "s", refused, fix[0] ? fix : "see the lines above");
+		return -ENODEV;
+	}
 	if (!eng->ndevs) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
 			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing or set NCCL_ROCE_ROUTE_CHECK=warn",
@@ -162,6 +189,7 @@ void rn_engine_put(void)
 	if (engine_refs > 0 && --engine_refs == 0) {
 		engine_free_devs(engine.devs, engine.ndevs);
 		memset(&engine, 0, sizeof(engine));
+		rn_nl_close(); /* the engine's route socket goes with it */
 	}
 	pthread_mutex_unlock(&engine_lock);
 }

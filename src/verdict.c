@@ -107,6 +107,12 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{dev}: RoCE v2 traffic (UDP 4791) is filtered",
 		"nft insert rule inet filter input iifname {dev} udp dport 4791 accept",
 	},
+	[RN_CAUSE_PEER_DIED] = {
+		"peer-died", RN_SEV_FATAL,
+		"peer {peer_host} ({peer_ip}) closed its connection: the peer process exited or "
+		"crashed",
+		"look at the log of the process on {peer_host}; its first error is the cause",
+	},
 };
 
 const char *rn_cause_id(enum rn_cause cause)

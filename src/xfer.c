@@ -24,11 +24,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -112,21 +114,61 @@ static const char *wr_kind_str(int kind)
 	}
 }
 
-/* One WARN per comm: status, what the WR was, both ends, and the route diagnosis. */
+/*
+ * A peer process that dies closes its side channel and its QPs at the same moment
+ * (both are file descriptors of the exiting process), so the FIN may trail the NAK
+ * that failed our WR by a little: wait for it this long, once, on the error path.
+ */
+#define RN_PEER_GONE_GRACE_MS 200
+
+/* 1 when the peer has closed the OOB socket (its process exited or crashed). */
+static int peer_gone(const struct rn_comm *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->fd < 0)
+		return 0;
+	if (rn_oob_peer_alive(c->fd))
+		return 1;
+	/* nothing travels on the side channel after the handshake: readable means EOF/RST */
+	if (poll(&p, 1, RN_PEER_GONE_GRACE_MS) <= 0)
+		return 0;
+	return rn_oob_peer_alive(c->fd) != 0;
+}
+
+/*
+ * One WARN per comm: status, what the WR was, both ends, and the diagnosis. A peer
+ * that closed its side channel explains any completion error, so that comes first.
+ */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], diag[800];
-	struct rn_finding f;
-	int ret;
+	char lg[48], rg[48], diag[2200];
+	struct rn_finding f, path;
+	int ret, gone;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
 	comm_fail(c, -EREMOTEIO);
 	memset(&f, 0, sizeof(f));
-	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
-	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
-			 f.msg, f.fix);
+	memset(&path, 0, sizeof(path));
+	gone = peer_gone(c);
+	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &path);
+	if (gone) {
+		struct rn_vars v = { 0 };
+
+		rn_conn_vars(&c->dev->nic, &c->peer, &v);
+		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+		/* the peer may have died of this very path: say what it shows, too */
+		if (ret == 0)
+			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s; the path to it "
+				 "also shows [%s]: %s Fix: %s", rn_cause_id(f.cause), f.msg, f.fix,
+				 rn_cause_id(path.cause), path.msg, path.fix);
+		else
+			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s",
+				 rn_cause_id(f.cause), f.msg, f.fix);
+	} else if (ret == 0)
+		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(path.cause),
+			 path.msg, path.fix);
 	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		char pip[INET6_ADDRSTRLEN];
 
@@ -282,12 +324,28 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->ev) {
-		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
-		if (ret && !c->err) {
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
-				c->dev->nic.ibdev, c->dev->nic.port, ret == -ENETDOWN ?
-				"port went down" : "device fatal error", c->peer_str, c->peer.host);
-			comm_fail(c, ret);
+		uint64_t down = rn_events_port_down_ns(c->ev, c->dev->nic.port, now);
+
+		if (rn_events_dev_fatal(c->ev) && !c->err) {
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
+				"fails", c->dev->nic.ibdev, c->dev->nic.port, c->peer_str,
+				c->peer.host);
+			comm_fail(c, -EIO);
+		} else if (down > c->port_grace_ns && !c->err) {
+			struct rn_vars v = { 0 };
+			struct rn_finding f;
+
+			/* a busy comm would have failed through its completions by now */
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
+				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
+				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis [%s]: %s "
+				"Fix: %s", c->dev->nic.ibdev, c->dev->nic.port,
+				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
+				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host,
+				rn_cause_id(f.cause), f.msg, f.fix);
+			comm_fail(c, -ENETDOWN);
 		}
 	}
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
@@ -307,9 +365,13 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			waiting = c->want_cts; /* no CTS will come from a closed peer */
 		}
 		if (waiting) {
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
-				"pending: the peer process died or aborted", c->peer_str,
-				c->peer.host);
+			struct rn_vars v = { 0 };
+			struct rn_finding f;
+
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+			rn_warn(RN_SUB_NET, RN_PFX "comm with %s failed with work pending: [%s] %s "
+				"Fix: %s", c->peer_str, rn_cause_id(f.cause), f.msg, f.fix);
 			comm_fail(c, -ECONNRESET);
 		}
 	}
@@ -656,9 +718,12 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	k = rc->tail;
 	req = &rc->reqs[k % RN_SLOTS];
 	if (req->type != RN_REQ_FREE) {
-		rn_warn(RN_SUB_NET, RN_PFX "more than %d receives in flight on the comm from %s",
-			RN_SLOTS, c->peer_str);
-		return -EINVAL;
+		/*
+		 * Every slot holds a receive NCCL has not test()ed to completion yet: that is
+		 * back-pressure, not misuse (as net_ib): no request now, success later.
+		 */
+		ret = rn_comm_progress(c);
+		return ret ? ret : 0;
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
@@ -836,6 +901,8 @@ int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off
 
 int rn_dereg_mr(void *comm, struct rn_mr *mr)
 {
+	if (!mr)
+		return 0; /* as net_ib: nothing registered, nothing to undo */
 	if (!comm)
 		return -EINVAL;
 	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);
