@@ -40,7 +40,9 @@ LDLIBS := $(PKG_LIBS) -pthread -ldl
 
 CORE_SRCS := $(wildcard src/*.c)
 PLUGIN_SRCS := $(wildcard plugin/*.c)
-DOCTOR_SRCS := $(wildcard src/doctor/*.c)
+# doctor_mpi.c is roce-doctor-mpi's main: built only where Open MPI is (below).
+DOCTOR_MPI_SRC := src/doctor/doctor_mpi.c
+DOCTOR_SRCS := $(filter-out $(DOCTOR_MPI_SRC),$(wildcard src/doctor/*.c))
 TOOL_COMMON_SRCS := $(filter-out src/tools/driver.c src/tools/bench.c,$(wildcard src/tools/*.c))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
@@ -66,7 +68,13 @@ FUZZ_BINS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Small test-only programs the netns tests drive (linked with the core).
 NETNS_BINS := $(patsubst test/netns/%.c,$(BUILD)/test/rn-%,$(wildcard test/netns/*.c))
 
-TOOLS := $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
+# roce-doctor-mpi (the fleet sweep) needs Open MPI (libopenmpi-dev); the rest never does.
+MPICC ?= mpicc
+MPI_CFLAGS := $(shell $(PKG_CONFIG) --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell $(PKG_CONFIG) --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null)
+DOCTOR_MPI := $(if $(MPI_LIBS),$(if $(wildcard $(DOCTOR_MPI_SRC)),$(BUILD)/roce-doctor-mpi))
+
+TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz \
@@ -103,6 +111,26 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
+
+# The doctor's objects without its main (doctor.c again, with RN_DOCTOR_NO_MAIN: its
+# command table and option helpers are then unused).
+DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
+	$(BUILD)/obj/mpi/doctor.o $(BUILD)/obj/mpi/doctor_mpi.o
+
+$(BUILD)/obj/mpi/doctor.o: src/doctor/doctor.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (no main)")
+	$(Q)$(CC) $(ALL_CFLAGS) -DRN_DOCTOR_NO_MAIN -Wno-unused-function -Wno-unused-const-variable \
+		-c -o $@ $<
+
+$(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC MPI  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
+
+$(BUILD)/roce-doctor-mpi: $(DOCTOR_MPI_OBJS) $(CORE_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -o $@ $(DOCTOR_MPI_OBJS) $(CORE_LIB) $(MPI_LIBS) $(LDLIBS)
 
 # The driver and the bench load the plugin as NCCL does: they never link the core.
 $(DRIVER): $(call obj,src/tools/driver.c $(TOOL_COMMON_SRCS))
@@ -170,21 +198,25 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR)
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so
 	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(BINDIR)/roce-doctor)
+	$(if $(wildcard $(BUILD)/roce-doctor-mpi),install -m 0755 $(BUILD)/roce-doctor-mpi $(DESTDIR)$(BINDIR)/roce-doctor-mpi)
 	$(if $(wildcard $(DRIVER)),install -m 0755 $(DRIVER) $(DESTDIR)$(BINDIR)/nccl-net-driver)
 	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
 	install -m 0755 scripts/roce-policy-routing $(DESTDIR)$(SBINDIR)/roce-policy-routing
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so $(DESTDIR)$(BINDIR)/roce-doctor \
+		$(DESTDIR)$(BINDIR)/roce-doctor-mpi \
 		$(DESTDIR)$(BINDIR)/nccl-net-driver $(DESTDIR)$(BINDIR)/nccl-net-bench \
 		$(DESTDIR)$(SBINDIR)/roce-policy-routing
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS)
+	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
+		$(BUILD)/roce-doctor-mpi
 
 help:
 	@echo "Targets:"
-	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench)"
+	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench;"
+	@echo "                 roce-doctor-mpi too where Open MPI's mpicc is installed)"
 	@echo "  test           install missing packages, then every test layer with one summary"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"

@@ -76,6 +76,9 @@ static void usage(FILE *f)
 		"                      serve: give up after S seconds without a client (default: never)\n"
 		"      --once          serve: exit after one client (status 0/1 as that session)\n"
 		"      --no-rdma       peer: skip the RDMA RC probe\n"
+		"      --prometheus    host: the verdicts as Prometheus metrics (text exposition)\n"
+		"      --textfile FILE host: the same metrics written atomically to FILE\n"
+		"                      (node-exporter's textfile collector: FILE ends in .prom)\n"
 		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       print the version\n"
@@ -187,6 +190,8 @@ void rn_doctor_clear_warn(void)
 	last_warn[0] = '\0';
 }
 
+/* roce-doctor-mpi links this file for the helpers above and has its own main. */
+#ifndef RN_DOCTOR_NO_MAIN
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -197,6 +202,8 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, 'o' },
 		{ "no-rdma", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "prometheus", no_argument, NULL, 'P' },
+		{ "textfile", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -246,6 +253,12 @@ int main(int argc, char **argv)
 		case 'v':
 			d->verbose++;
 			break;
+		case 'P':
+			d->prom = 1;
+			break;
+		case 'F':
+			d->textfile = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = RN_DOCTOR_OK;
@@ -279,6 +292,11 @@ int main(int argc, char **argv)
 			     port_set ? "--port" : "--timeout");
 		goto out;
 	}
+	if ((d->prom || d->textfile) && (cmd->fn != rn_doctor_cmd_host || d->json)) {
+		rn_cli_error(PROG, jerr, rc, "--prometheus and --textfile go with the host command, "
+			     "without --json");
+		goto out;
+	}
 	/* every word checked before any work (no netlink, no device, no socket) */
 	if (check_args(jerr, cmd, argc - first, argv + first))
 		goto out;
@@ -309,3 +327,4 @@ out:
 	free(d);
 	return rc;
 }
+#endif /* RN_DOCTOR_NO_MAIN */

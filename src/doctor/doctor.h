@@ -52,6 +52,8 @@ struct rn_doctor {
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	int prom;                    /* --prometheus: the host check as metrics on stdout */
+	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
@@ -105,6 +107,9 @@ struct rn_doctor_item {
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
+
+/* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
+int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
 
 /* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
 struct rn_json {
@@ -216,6 +221,9 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
+/* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   struct rn_dw_checks *out, double *ms);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 /* Set the probe's QP knobs (NCCL_IB_TIMEOUT=14 ...) where the user did not. */
@@ -227,5 +235,16 @@ int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *w
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
 		    size_t len);
 void rn_probe_release(void);
+/* The server half in two steps, for callers that carry the handle themselves (the sweep). */
+struct rn_listen_comm;
+struct rn_probe_srv {
+	struct rn_listen_comm *lc;
+};
+/* Listen on NIC @nic; @handle gets RN_HANDLE_SIZE bytes. 0 or -errno (@why filled). */
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
+		    char *why, size_t len);
+/* Accept one connection, receive the ping, close the listener. 0 or -errno. */
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len);
+void rn_probe_srv_close(struct rn_probe_srv *srv);
 
 #endif /* RN_DOCTOR_H */
