@@ -22,9 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef RN_VERSION
-#define RN_VERSION "0.2.0"
-#endif
+#include "rn_version.h"
 
 /* Exit codes of every tool (documented in each man page and the README). */
 #define RN_EXIT_OK 0    /* done; the doctor: no problem found */
