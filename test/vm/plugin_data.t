@@ -113,7 +113,9 @@ body() {
 	drv_start j0 1 "${FAULT_ENV[@]}" -- --dev 0 --size 1M --iters 100000 --timeout-ms 60000 \
 		server "$(bed_ip 1 0):18611"
 	drv_start c0 0 "${FAULT_ENV[@]}" -- --dev 0 --timeout-ms 60000 client "$(bed_ip 1 0):18611"
-	sleep 4
+	# kill only once data flows: a fixed sleep is outlasted by a loaded machine's set-up
+	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "peer killed: the client never connected"
+	sleep 1
 	B kill "$j0"
 	t0=$(date +%s.%N)
 	out=$(B wait "$c0" 2>&1)
@@ -137,7 +139,8 @@ body() {
 	c0=$(bg --timeout 120 0 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
 		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60 -s 1M -n 100000 "$(bed_ip 1 0)")
 	# both ends open their device first (a few seconds each in TCG), then transfer
-	sleep 6
+	wait_out "$c0" "client connected" 60 || t_fail "bench, server killed: the client never connected"
+	sleep 1
 	B kill "$j0"
 	out=$(B wait "$c0" 2>&1)
 	rc=$?
@@ -155,7 +158,8 @@ body() {
 	drv_start j0 1 -- --dev 0 --size 262147 --iters 400 --timeout-ms 120000 \
 		server "$(bed_ip 1 0):18616"
 	drv_start c0 0 -- --dev 0 --timeout-ms 120000 client "$(bed_ip 1 0):18616"
-	sleep 3
+	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "flap: the client never connected"
+	sleep 0.5
 	B run 1 -- sh -c 'ip link set dev eth0 down; sleep 0.3; ip link set dev eth0 up' >/dev/null ||
 		t_fail "flap: could not flap h1 eth0"
 	cli_out=$(B wait "$c0" 2>&1); cli_rc=$?
