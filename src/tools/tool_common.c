@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nccl_log.h"
 #include "tool_common.h"
 
 static int log_level = -1;
@@ -23,14 +24,8 @@ static char last_warn[1024];
 
 static ncclDebugLogLevel level_from_env(void)
 {
-	static const char *const names[] = { "NONE", "VERSION", "WARN", "INFO", "ABORT", "TRACE" };
-	const char *v = getenv("NCCL_DEBUG");
-	int i;
-
-	for (i = 0; v && i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcasecmp(v, names[i]))
-			return (ncclDebugLogLevel)i;
-	return NCCL_LOG_WARN;
+	/* NCCL's names; unset shows WARNs (NCCL itself would show nothing) */
+	return nccl_log_parse_level(getenv("NCCL_DEBUG"), NCCL_LOG_WARN);
 }
 
 void tool_log_set_level(ncclDebugLogLevel level)
@@ -53,6 +48,7 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	long tid = (long)syscall(SYS_gettid);
 	char msg[2048];
 	va_list ap;
+	FILE *out;
 
 	if (level != NCCL_LOG_WARN && (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level()))
 		return;
@@ -63,14 +59,17 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	va_end(ap);
 	if (level == NCCL_LOG_WARN)
 		snprintf(last_warn, sizeof(last_warn), "%.*s", (int)sizeof(last_warn) - 1, msg);
-	if ((int)level > (int)tool_log_level())
+	/* NCCL's filter: level, NCCL_DEBUG_SUBSYS (WARNs too), NCCL_DEBUG_FILE */
+	if (!nccl_log_wanted(level, flags, tool_log_level()))
 		return;
+	out = nccl_log_stream(tool_log_level());
 	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
 	if (level == NCCL_LOG_WARN)
-		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line, msg);
+		fprintf(out, "%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line,
+			msg);
 	else
-		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
-	fflush(stdout);
+		fprintf(out, "%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
+	fflush(out);
 }
 
 const char *tool_last_warn(void)
@@ -86,26 +85,6 @@ void tool_nap(int us)
 		nanosleep(&ts, NULL);
 }
 
-int tool_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
-}
-
 double tool_now(void)
 {
 	struct timespec ts;
@@ -117,13 +96,17 @@ double tool_now(void)
 static int resolve_inet(const char *addr, int passive, struct addrinfo **res)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 
 	snprintf(host, sizeof(host), "%s", addr);
 	port = strrchr(host, ':');
 	if (!port)
 		return -EINVAL;
 	*port++ = '\0';
+	if (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
+	    atoi(port) > 65535)
+		return -EINVAL;
 	if (host[0] == '[') {
 		size_t l = strlen(host);
 
@@ -144,6 +127,8 @@ static int unix_addr(const char *addr, struct sockaddr_un *sun)
 		return 0;
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
+	if (!addr[5])
+		return -EINVAL;
 	if (strlen(addr + 5) >= sizeof(sun->sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun->sun_path, addr + 5);
@@ -170,8 +155,19 @@ static int resolve(const char *addr, int passive, struct addrinfo **res)
 
 static void resolve_free(struct addrinfo *ai)
 {
+	/* the unix: entry is static; only getaddrinfo's list is ours to free */
 	if (ai->ai_family != AF_UNIX)
+		freeaddrinfo(ai);
+}
+
+int side_addr_check(const char *addr)
+{
+	struct addrinfo *ai;
+	int ret = resolve(addr, 0, &ai);
+
+	if (!ret)
 		resolve_free(ai);
+	return ret;
 }
 
 int side_listen(const char *addr)

@@ -361,7 +361,8 @@ static void test_table_shapes(void **state)
 	assert_non_null(ncclNetPlugin_v11.finalize);
 	assert_non_null(ncclNetPlugin_v12.setNetAttr);
 	assert_non_null(ncclNetPlugin_v6.regMrDmaBuf);
-	assert_ptr_equal(ncclNetPlugin_v11.init, ncclNetPlugin_v12.init);
+	/* v11 has its own init only to log which table NCCL chose */
+	assert_non_null(ncclNetPlugin_v11.init);
 }
 
 /* Pre-v11 NCCL: init once per process, no ctx, no finalize. Runs last: it keeps its ref. */
