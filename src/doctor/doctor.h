@@ -199,6 +199,27 @@ int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
  */
 int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len);
 void rn_dw_msg_free(struct rn_dw_msg *m);
+/* Validate a header (RN_DW_HDR_LEN bytes) into @m's type and len: 0 or as rn_dw_recv. */
+int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len);
+/* One whole message by @deadline_ms (rn_doctor_now_ms): a bound per message, not per read. */
+int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, size_t len);
+/* A message read piece by piece as its bytes arrive (the server never blocks on one client). */
+struct rn_dw_reader {
+	uint8_t hdr[RN_DW_HDR_LEN];
+	size_t got;                 /* bytes of header + payload so far */
+	struct rn_dw_msg m;
+};
+void rn_dw_reader_init(struct rn_dw_reader *r);
+void rn_dw_reader_free(struct rn_dw_reader *r);
+/*
+ * Read what @fd has (never blocks): 0 with the whole message in *@out (the reader starts
+ * the next one), -EAGAIN for more, or an error with @why. Reads no byte past the message.
+ */
+int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
+		    size_t len);
+/* The same over @n bytes in memory: *@used says how many it took (fuzzing, tests). */
+int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t *used,
+		      struct rn_dw_msg *out, char *why, size_t len);
 /* Payload decoders: 0 or -EBADMSG with @why filled. */
 int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len);
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
@@ -220,7 +241,14 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
+/* One client's session after its inventory @inv came: 0/1 its verdict, -1 rejected. */
+int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
+			    const struct rn_dw_msg *inv);
+
+/* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
+/* "roce-doctor serve: ..." on stderr. */
+void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);

@@ -743,69 +743,58 @@ out:
 
 /* ---- serve ------------------------------------------------------------------------------ */
 
-static void slog(const char *fmt, ...) __rn_printf(1, 2);
-
-static void slog(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "roce-doctor serve: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* One client. Returns 0/1 (its verdict from our side) or -1 when it was rejected. */
-static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char *who)
+/*
+ * One client whose inventory @inv came whole (doctor_serve.c read it without blocking).
+ * Every later message must come whole within its deadline (rn_dw_recv_by), so a client
+ * that trickles bytes is cut off; sends are bounded by the socket's timeout.
+ * Returns 0/1 (its verdict from our side) or -1 when it was rejected.
+ */
+static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char *who,
+		     const struct rn_dw_msg *inv)
 {
 	struct rn_dw_msg m;
 	char why[320];
 	int ret, n, problems = 0, probes = 0;
 
-	rn_dw_set_timeout(fd, d->timeout_s > 0 ? RN_MIN(d->timeout_s, IO_TIMEOUT_S) : IO_TIMEOUT_S);
-	ret = rn_dw_recv(fd, &m, why, sizeof(why));
-	if (!ret) {
-		ret = rn_dw_decode_inv(&m, &s->remote, why, sizeof(why));
-		rn_dw_msg_free(&m);
-	}
+	rn_dw_set_timeout(fd, IO_TIMEOUT_S);
+	ret = rn_dw_decode_inv(inv, &s->remote, why, sizeof(why));
 	if (ret) {
-		slog("rejected %s: %s", who, why);
+		rn_doctor_slog("rejected %s: %s", who, why);
 		return -1;
 	}
 	if (rn_doctor_gather(d)) {
-		slog("%s: cannot gather this host's facts", who);
+		rn_doctor_slog("%s: cannot gather this host's facts", who);
 		return -1;
 	}
 	rn_dw_inv_from_doctor(d, &s->local);
 	ret = rn_dw_send_inv(fd, &s->local);
 	if (ret) {
-		slog("%s: cannot send the inventory: %s", who, strerror(-ret));
+		rn_doctor_slog("%s: cannot send the inventory: %s", who, strerror(-ret));
 		return -1;
 	}
-	ret = rn_dw_recv(fd, &m, why, sizeof(why));
+	ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + IO_TIMEOUT_S * 1000.0, why, sizeof(why));
 	if (!ret) {
 		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		slog("%s: %s", who, why);
+		rn_doctor_slog("%s: %s", who, why);
 		return -1;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);
 	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
 	ret = rn_dw_send_checks(fd, &s->ours);
 	if (ret) {
-		slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
+		rn_doctor_slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
 		return -1;
 	}
 	for (n = 0; n < s->ours.npairs; n++)
 		problems += pair_problem(&s->ours.pairs[n]);
 	for (;;) {
-		rn_dw_set_timeout(fd, IO_TIMEOUT_S + PROBE_TIMEOUT_MS / 1000);
-		ret = rn_dw_recv(fd, &m, why, sizeof(why));
+		ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + IO_TIMEOUT_S * 1000.0 +
+				    PROBE_TIMEOUT_MS, why, sizeof(why));
 		if (ret) {
-			slog("%s: %s before DONE", who, why);
+			rn_doctor_slog("%s: %s before DONE", who, why);
 			break;
 		}
 		if (m.type == RN_DW_DONE) {
@@ -840,13 +829,13 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 				break;
 			continue;
 		}
-		slog("%s: unexpected message type %u; closing", who, m.type);
+		rn_doctor_slog("%s: unexpected message type %u; closing", who, m.type);
 		rn_dw_msg_free(&m);
 		break;
 	}
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
 	rn_probe_release();
-	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
+	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
 	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
 	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
 	     problems == 1 ? "" : "s",
@@ -854,88 +843,19 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
 }
 
-/* "198.18.0.11:53956" also for a client that reached the dual-stack socket over IPv4 */
-static void peer_str(struct sockaddr_storage *ss, char *buf, size_t len)
+int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
+			    const struct rn_dw_msg *inv)
 {
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	struct session *s = calloc(1, sizeof(*s));
+	int r;
 
-	if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-		struct sockaddr_in s4 = { .sin_family = AF_INET, .sin_port = s6->sin6_port };
-
-		memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
-		memset(ss, 0, sizeof(*ss));
-		memcpy(ss, &s4, sizeof(s4));
-	}
-	rn_sockaddr_str(ss, buf, len);
-}
-
-int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
-{
-	struct session *s;
-	double deadline = 0;
-	int lfd, ret, rc = RN_DOCTOR_OK;
-
-	if (argc > 1) {
-		fprintf(stderr, "roce-doctor: serve takes no arguments (got '%s'); see --help\n",
-			argv[1]);
-		return RN_DOCTOR_ERROR;
-	}
-	s = malloc(sizeof(*s));
 	if (!s) {
-		fprintf(stderr, "roce-doctor: out of memory\n");
-		return RN_DOCTOR_ERROR;
+		rn_doctor_slog("%s: out of memory", who);
+		return -1;
 	}
-	ret = rn_dw_listen(d->port, &lfd);
-	if (ret) {
-		fprintf(stderr, "roce-doctor: serve: cannot listen on port %d: %s\n", d->port,
-			strerror(-ret));
-		free(s);
-		return RN_DOCTOR_ERROR;
-	}
-	slog("listening on port %d (any address)%s", d->port, d->once ? ", one client" : "");
-	if (d->timeout_s > 0)
-		deadline = rn_doctor_now_ms() + d->timeout_s * 1000.0;
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
-		char who[80];
-		int fd, wait = -1, r;
-
-		if (deadline) {
-			wait = (int)(deadline - rn_doctor_now_ms());
-			if (wait <= 0) {
-				slog("no client for %d s; exiting", d->timeout_s);
-				rc = d->once ? RN_DOCTOR_ERROR : rc;
-				break;
-			}
-		}
-		r = poll(&pfd, 1, wait);
-		if (r < 0 && errno != EINTR) {
-			slog("poll: %s", strerror(errno));
-			rc = RN_DOCTOR_ERROR;
-			break;
-		}
-		if (r <= 0)
-			continue;
-		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		peer_str(&ss, who, sizeof(who));
-		memset(s, 0, sizeof(*s));
-		r = serve_one(d, s, fd, who);
-		close(fd);
-		if (r < 0)
-			continue;
-		rc = RN_MAX(rc, r);
-		if (d->once)
-			break;
-		if (deadline)
-			deadline = rn_doctor_now_ms() + d->timeout_s * 1000.0;
-	}
-	close(lfd);
+	r = serve_one(d, s, fd, who, inv);
 	free(s);
-	return rc;
+	return r;
 }
 
 /* For the fleet sweep (doctor_mpi.c): the same checks, one host pair at a time. */
