@@ -88,7 +88,7 @@ DOCTOR_MPI := $(if $(MPI_LIBS),$(if $(wildcard $(DOCTOR_MPI_SRC)),$(BUILD)/roce-
 TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
-.PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz \
+.PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
 	deps demo bench install uninstall deb clean help
 .DEFAULT_GOAL := all
 
@@ -158,12 +158,17 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
 		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
 
-# libFuzzer targets (clang); sources are compiled into each target directly.
-$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)
+# libFuzzer targets (clang); sources are compiled into each target directly. A target
+# that includes the transport test bed (fuzz_fx.h, fixture_xfer.h: fake verbs, loopback OOB) gets the
+# fakes too, and one named fuzz_doctor_* the doctor's wire code.
+fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
+	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) src/doctor/doctor_wire.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin $(PKG_CFLAGS) \
-		-fsanitize=fuzzer,address,undefined -o $@ $< $(CORE_SRCS) $(LDLIBS)
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
+		-Itest/unit -Isrc/doctor $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $< $(CORE_SRCS) $(call fuzz_extra,$<) $(LDLIBS)
 
 $(BUILD)/test/rn-%: test/netns/%.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -192,6 +197,9 @@ check-vm: tests
 	$(Q)test/run-tests vm
 check-fuzz: fuzz
 	$(Q)test/run-tests fuzz
+# Every fuzzer for FUZZ_SECONDS (default 600) each instead of the 10 s of `make test`.
+fuzz-long: fuzz
+	$(Q)FUZZ_SECONDS=$${FUZZ_SECONDS:-600} test/run-tests fuzz
 
 deps:
 	$(Q)scripts/install-deps --test
@@ -255,6 +263,7 @@ help:
 	@echo "  test           install missing packages, then every test layer with one summary"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
+	@echo "  fuzz-long      every fuzzer for FUZZ_SECONDS each (default 600)"
 	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
 	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
 	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) SBINDIR=$(SBINDIR)"
@@ -266,4 +275,4 @@ help:
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
 
--include $(shell find $(BUILD)/obj $(BUILD)/san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/san $(BUILD)/test -name '*.d' 2>/dev/null)

@@ -13,8 +13,9 @@
  *   0  be32 magic "RNH1"   4 be16 version   6 u8 family (4|6)   7 u8 0
  *   8  be16 port           10 be16 0        12 16 B address (IPv4 in the first 4)
  *   28 be64 nonce          36..63 zero
- *   64..127 the connecting side's private area (see rn_conn.h): zero in a fresh
- *           handle; rn_connect() keeps a pointer to its heap state there.
+ *   64..127 the connecting side's private area: zero in a fresh handle;
+ *           rn_connect() keeps a cookie and a random key there (data only: its
+ *           state is found in a registry by the handle's address and that key).
  *
  * Message = 24-byte header + payload:
  *   0 be32 magic "RNHS"  4 be16 version  6 be16 type  8 be32 payload length

@@ -17,17 +17,26 @@
  * at a QP that is not ready for it. A QP state change that times out is retried
  * as net_ib does (NCCL_IB_MQP_RETRY_*), without blocking (hs_modify_qp).
  *
- * rn_connect keeps its state on the heap and a pointer to it in the private half
- * of NCCL's handle (bytes 64..127, see rn_wire.h): NCCL passes the same handle
- * memory on every call until the comm comes back.
+ * rn_connect keeps its state on the heap, in a process-wide registry: NCCL passes
+ * the same handle memory on every call until the comm comes back, so the state is
+ * found by the handle's address plus a random key rn_connect writes into the
+ * handle's private half (bytes 64..127, see rn_wire.h). The handle's bytes come
+ * from another rank: they are only ever compared, never followed as a pointer, so
+ * forged or stale bytes find nothing and a fresh connect starts.
  *
- * A listener serves any number of connections at once; a socket that sends
- * garbage, goes quiet or closes before a valid HELLO is dropped with one INFO
- * line and the listener goes on. Errors after a valid HELLO belong to that
- * connection and are returned by rn_accept.
+ * A listener serves up to RN_MAX_PENDING handshakes at once. Before a valid HELLO
+ * a connection is a stranger (a port scanner, a stuck or hostile peer): it gets
+ * RN_HS_IDLE_MS to send its first byte and RN_HS_HELLO_MS from that byte to
+ * complete its HELLO, and when the table is full the oldest stranger makes room
+ * for the newest connection (a real peer sends its HELLO at once, so it is never
+ * the oldest stranger for long). Each drop is logged with the peer's address, at
+ * WARN once per address per minute (src/ratelimit.c) and at INFO otherwise. After
+ * a valid HELLO the whole handshake gets NCCL_ROCE_CONNECT_TIMEOUT_MS from the
+ * first byte, and its errors belong to that connection: rn_accept returns them.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +49,13 @@
 #include "rn_conn.h"
 #include "rn_log.h"
 #include "rn_mr.h"
+#include "rn_ratelimit.h"
 #include "rn_verbs.h"
 
-#define RN_MAX_PENDING 32
+#define RN_MAX_PENDING 64            /* handshakes in progress per listener */
+#define RN_HS_IDLE_MS 5000           /* accept -> first byte */
+#define RN_HS_HELLO_MS 2000          /* first byte -> a complete HELLO (~200 bytes) */
+#define RN_DROP_WARN_NS (60ull * 1000000000ull) /* one WARN per peer address per minute */
 #define RN_CONN_COOKIE 0x524e4353434f4e4eull /* "RNCSCONN" */
 
 enum hs_state {
@@ -65,6 +78,8 @@ struct rn_hs {
 	uint64_t nonce;
 	uint64_t deadline_ns;
 	uint64_t check_deadline_ns;
+	uint64_t accept_ns;          /* listener: when accepted (eviction order) */
+	uint64_t first_byte_ns;      /* listener: when the peer's first byte came (0: none) */
 	int hello_ok;                /* a valid HELLO came: errors are no longer "stray" */
 	struct rn_engine *eng;
 	int devidx;
@@ -91,6 +106,11 @@ struct rn_listen_comm {
 	uint64_t nonce;
 	struct rn_hs *pend[RN_MAX_PENDING];
 };
+
+static uint64_t ms_ns(int ms)
+{
+	return (uint64_t)ms * 1000000ull;
+}
 
 static uint64_t rn_nonce(void)
 {
@@ -685,12 +705,23 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_RECV_HELLO:
 			ret = rn_oob_recv(hs->fd, &hs->in);
+			if (hs->role == RN_ROLE_RECV && !hs->first_byte_ns && hs->in.off) {
+				/* a stranger that speaks gets a short while to finish its HELLO */
+				hs->first_byte_ns = rn_now_ns();
+				hs->deadline_ns = hs->first_byte_ns +
+					ms_ns(RN_MIN(hs->eng->cfg.connect_timeout_ms,
+						     RN_HS_HELLO_MS));
+			}
 			if (ret)
 				return ret;
 			ret = hs_take_hello(hs);
 			if (ret)
 				return ret;
 			hs->hello_ok = 1;
+			if (hs->role == RN_ROLE_RECV)
+				/* a real peer: the whole handshake, counted from its first byte */
+				hs->deadline_ns = hs->first_byte_ns +
+					ms_ns(hs->eng->cfg.connect_timeout_ms);
 			if (hs->role == RN_ROLE_RECV) {
 				ret = hs_build_recv_comm(hs);
 				if (ret)
@@ -843,15 +874,72 @@ err:
 	return ret;
 }
 
-/* The connect state pointer in the handle's private area (see the top of the file). */
-struct hs_slot {
-	uint64_t cookie;
+/*
+ * Connect states in progress (see the top of the file). An entry is found by the
+ * handle's address, the random key in its private area and the listener's nonce in
+ * its public part; the address is compared as a number, never dereferenced.
+ */
+struct hs_reg {
+	uintptr_t handle;
+	uint64_t key;
+	uint64_t listener_nonce;
 	struct rn_hs *hs;
+	struct hs_reg *next;
 };
 
-static struct hs_slot *slot_of(void *handle)
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hs_reg *reg_head;
+
+struct hs_slot { /* the handle's private area, read and written with memcpy */
+	uint64_t cookie;
+	uint64_t key;
+};
+
+static struct rn_hs *reg_find(const void *handle, const struct hs_slot *slot, uint64_t nonce)
 {
-	return (struct hs_slot *)((char *)handle + RN_HANDLE_PUBLIC);
+	struct rn_hs *hs = NULL;
+	struct hs_reg *r;
+
+	pthread_mutex_lock(&reg_lock);
+	for (r = reg_head; r; r = r->next)
+		if (r->handle == (uintptr_t)handle && r->key == slot->key &&
+		    r->listener_nonce == nonce) {
+			hs = r->hs;
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
+	return hs;
+}
+
+static int reg_add(const void *handle, uint64_t key, struct rn_hs *hs)
+{
+	struct hs_reg *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->handle = (uintptr_t)handle;
+	r->key = key;
+	r->listener_nonce = hs->nonce;
+	r->hs = hs;
+	pthread_mutex_lock(&reg_lock);
+	r->next = reg_head;
+	reg_head = r;
+	pthread_mutex_unlock(&reg_lock);
+	return 0;
+}
+
+static void reg_del(struct rn_hs *hs)
+{
+	struct hs_reg **pp, *r;
+
+	pthread_mutex_lock(&reg_lock);
+	for (pp = &reg_head; (r = *pp); pp = &r->next)
+		if (r->hs == hs) {
+			*pp = r->next;
+			free(r);
+			break;
+		}
+	pthread_mutex_unlock(&reg_lock);
 }
 
 static int connect_start(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
@@ -922,39 +1010,87 @@ err:
 int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
 	       struct rn_send_comm **out)
 {
-	struct hs_slot *slot;
-	struct rn_hs *hs;
+	struct rn_handle_info hi;
+	struct hs_slot slot;
+	struct rn_hs *hs = NULL;
 	int ret;
 
 	*out = NULL;
 	if (!eng || !handle)
 		return -EINVAL;
-	slot = slot_of(handle);
-	if (slot->cookie != RN_CONN_COOKIE) {
+	memcpy(&slot, (char *)handle + RN_HANDLE_PUBLIC, sizeof(slot));
+	if (slot.cookie == RN_CONN_COOKIE && !rn_handle_decode(handle, RN_HANDLE_SIZE, &hi))
+		hs = reg_find(handle, &slot, hi.nonce);
+	if (!hs) {
+		/* a fresh handle, or private bytes that are not ours: start afresh */
 		ret = connect_start(eng, devidx, handle, traffic_class, &hs);
 		if (ret)
 			return ret;
-		slot->cookie = RN_CONN_COOKIE;
-		slot->hs = hs;
+		slot.cookie = RN_CONN_COOKIE;
+		slot.key = rn_nonce();
+		ret = reg_add(handle, slot.key, hs);
+		if (ret) {
+			hs_free(hs);
+			return ret;
+		}
+		memcpy((char *)handle + RN_HANDLE_PUBLIC, &slot, sizeof(slot));
 	}
-	hs = slot->hs;
 	ret = hs_progress(hs);
 	if (ret == -EAGAIN)
 		return 0;
-	slot->cookie = 0;
-	slot->hs = NULL;
+	reg_del(hs);
+	memset((char *)handle + RN_HANDLE_PUBLIC, 0, sizeof(slot));
 	return hs_finish(hs, ret, "connect to", (struct rn_comm **)out);
 }
 
+/* Drop the stranger in slot @i: @ret says why (0: evicted to make room). */
 static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 {
 	struct rn_hs *hs = lc->pend[i];
+	int tmo = lc->eng->cfg.connect_timeout_ms;
+	unsigned int held = 0;
+	char why[128], me[80];
 
-	rn_info(RN_SUB_NET, RN_PFX "listener %s: dropped a connection from %s before a valid "
-		"handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, hs->peer_str,
-		strerror(-ret));
+	if (!ret)
+		snprintf(why, sizeof(why), "%d handshakes in progress; the oldest without a "
+			 "valid HELLO makes room", RN_MAX_PENDING);
+	else if (ret == -ETIMEDOUT && !hs->first_byte_ns)
+		snprintf(why, sizeof(why), "sent nothing within %d ms", RN_MIN(tmo, RN_HS_IDLE_MS));
+	else if (ret == -ETIMEDOUT)
+		snprintf(why, sizeof(why), "no complete HELLO within %d ms of its first byte",
+			 RN_MIN(tmo, RN_HS_HELLO_MS));
+	else
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+	rn_sockaddr_str(&lc->addr, me, sizeof(me));
+	if (rn_ratelimit_peer(&hs->peer_addr, rn_now_ns(), RN_DROP_WARN_NS, &held))
+		rn_warn(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before a "
+			"valid handshake: %s (%u more from this address in the last minute; those "
+			"within a minute go to INFO)", lc->eng->devs[lc->devidx]->nic.ibdev, me,
+			hs->peer_str, why, held);
+	else
+		rn_info(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before "
+			"a valid handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, me,
+			hs->peer_str, why);
 	hs_free(hs);
 	lc->pend[i] = NULL;
+}
+
+/* A free slot, or the oldest stranger's (dropped); -1 when every slot is a real peer's. */
+static int pend_slot(struct rn_listen_comm *lc, int evict)
+{
+	int i, old = -1;
+
+	for (i = 0; i < RN_MAX_PENDING; i++) {
+		struct rn_hs *hs = lc->pend[i];
+
+		if (!hs)
+			return i;
+		if (!hs->hello_ok && (old < 0 || hs->accept_ns < lc->pend[old]->accept_ns))
+			old = i;
+	}
+	if (old >= 0 && evict)
+		pend_drop(lc, old, 0);
+	return old;
 }
 
 int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
@@ -964,29 +1100,29 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 	*out = NULL;
 	if (!lc)
 		return -EINVAL;
-	/* take every waiting socket; each gets its own state machine */
-	while (rn_oob_accept(lc->fd, &fd) == 0) {
+	/*
+	 * Take every waiting socket, each with its own state machine. While every slot
+	 * holds a real peer's handshake, new sockets wait in the kernel's queue instead.
+	 */
+	while (pend_slot(lc, 0) >= 0 && rn_oob_accept(lc->fd, &fd) == 0) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		struct rn_hs *hs;
+		struct rn_hs *hs = calloc(1, sizeof(*hs));
 
-		for (i = 0; i < RN_MAX_PENDING && lc->pend[i]; i++)
-			;
-		hs = i < RN_MAX_PENDING ? calloc(1, sizeof(*hs)) : NULL;
 		if (!hs) {
-			rn_info(RN_SUB_NET, RN_PFX "listener: too many handshakes at once; "
-				"dropping one");
-			close(fd);
-			continue;
+			close(fd); /* as if the peer had gone: a real one fails its connect */
+			break;
 		}
+		i = pend_slot(lc, 1);
 		hs->role = RN_ROLE_RECV;
 		hs->fd = fd;
 		hs->eng = lc->eng;
 		hs->devidx = lc->devidx;
 		hs->nonce = lc->nonce;
 		hs->state = HS_RECV_HELLO;
-		hs->deadline_ns = rn_now_ns() +
-				  (uint64_t)lc->eng->cfg.connect_timeout_ms * 1000000ull;
+		hs->accept_ns = rn_now_ns();
+		hs->deadline_ns = hs->accept_ns +
+				  ms_ns(RN_MIN(lc->eng->cfg.connect_timeout_ms, RN_HS_IDLE_MS));
 		memset(&ss, 0, sizeof(ss));
 		if (!getpeername(fd, (struct sockaddr *)&ss, &len))
 			hs->peer_addr = ss;

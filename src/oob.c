@@ -112,7 +112,12 @@ int rn_oob_listen(struct sockaddr_storage *addr, int *fd)
 	s = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if (bind(s, (struct sockaddr *)addr, ss_len(addr)) || listen(s, 64) ||
+	/*
+	 * The kernel's largest queue: a flood of idle connections that arrives while
+	 * nobody calls accept must not fill it, or a real peer's SYN is dropped and its
+	 * connect waits for a retransmit (1 s, 3 s, ...). rn_accept drains it and evicts.
+	 */
+	if (bind(s, (struct sockaddr *)addr, ss_len(addr)) || listen(s, SOMAXCONN) ||
 	    getsockname(s, (struct sockaddr *)addr, &len)) {
 		ret = -errno;
 		close(s);

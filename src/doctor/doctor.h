@@ -7,22 +7,24 @@
 #ifndef RN_DOCTOR_H
 #define RN_DOCTOR_H
 
+#include <net/if.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rn_cli.h"
 #include "rn_dev.h"
 #include "rn_host.h"
 #include "rn_param.h"
 
-#ifndef RN_DOCTOR_VERSION
-#define RN_DOCTOR_VERSION "0.1.0"
-#endif
+#define RN_DOCTOR_VERSION RN_VERSION
 #define RN_DOCTOR_PORT 18515
 #define RN_DOCTOR_MAX_NICS 32
-/* Exit codes: all good, problems found, usage or system error. */
-#define RN_DOCTOR_OK 0
-#define RN_DOCTOR_PROBLEMS 1
-#define RN_DOCTOR_ERROR 2
+/* Exit codes, the tools' table (rn_cli.h): no problem found, problems found, usage or
+ * system error, no RDMA device (nothing to check). */
+#define RN_DOCTOR_OK RN_EXIT_OK
+#define RN_DOCTOR_PROBLEMS RN_EXIT_FAIL
+#define RN_DOCTOR_ERROR RN_EXIT_USAGE
+#define RN_DOCTOR_NODEV RN_EXIT_NODEV
 
 /* One NIC as the doctor shows it: the library's rn_nic plus what explains it. */
 struct rn_doctor_nic {
@@ -64,6 +66,7 @@ struct rn_doctor {
 	double gather_ms;            /* snapshot + discovery + every NIC verdict */
 	double snapshot_ms, discover_ms, verdict_ms;
 	FILE *out;
+	char err[512];               /* the first error (exit 2): --json reports it */
 };
 
 /* doctor.c */
@@ -75,8 +78,16 @@ const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len);
 void rn_doctor_log_init(int verbose);
 const char *rn_doctor_last_warn(void);
 void rn_doctor_clear_warn(void);
+/*
+ * An error that ends the command with exit 2: "roce-doctor: <msg>" on stderr, the message
+ * kept for --json's error object (main prints it). Returns RN_DOCTOR_ERROR.
+ */
+int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* doctor_host.c */
+/* Split --netdev's comma list; -EINVAL (message kept, see rn_doctor_err) on a bad name. */
+int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
+			  int max);
 /* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
 int rn_doctor_gather(struct rn_doctor *d);
 void rn_doctor_release(struct rn_doctor *d);
@@ -201,6 +212,27 @@ int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len
  */
 int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len);
 void rn_dw_msg_free(struct rn_dw_msg *m);
+/* Validate a header (RN_DW_HDR_LEN bytes) into @m's type and len: 0 or as rn_dw_recv. */
+int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len);
+/* One whole message by @deadline_ms (rn_doctor_now_ms): a bound per message, not per read. */
+int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, size_t len);
+/* A message read piece by piece as its bytes arrive (the server never blocks on one client). */
+struct rn_dw_reader {
+	uint8_t hdr[RN_DW_HDR_LEN];
+	size_t got;                 /* bytes of header + payload so far */
+	struct rn_dw_msg m;
+};
+void rn_dw_reader_init(struct rn_dw_reader *r);
+void rn_dw_reader_free(struct rn_dw_reader *r);
+/*
+ * Read what @fd has (never blocks): 0 with the whole message in *@out (the reader starts
+ * the next one), -EAGAIN for more, or an error with @why. Reads no byte past the message.
+ */
+int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
+		    size_t len);
+/* The same over @n bytes in memory: *@used says how many it took (fuzzing, tests). */
+int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t *used,
+		      struct rn_dw_msg *out, char *why, size_t len);
 /*
  * Payload decoders: 0 or -EBADMSG with @why filled; they replace @inv / @c (zeroed
  * or filled before). A cause this build does not know is kept ("unknown cause N").
@@ -225,7 +257,14 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
+/* One client's session after its inventory @inv came: 0/1 its verdict, -1 rejected. */
+int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
+			    const struct rn_dw_msg *inv);
+
+/* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
+/* "roce-doctor serve: ..." on stderr. */
+void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);

@@ -48,8 +48,8 @@ struct wbuf {
 
 static void put(struct wbuf *b, const void *src, size_t n)
 {
-	if (b->err)
-		return;
+	if (b->err || !n)
+		return; /* nothing to add: b->p may still be NULL (memset(NULL, 0, 0) is UB) */
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 4096;
 		uint8_t *q;
@@ -583,27 +583,13 @@ int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
 	return ret;
 }
 
-int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
+int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
 {
-	uint8_t hdr[RN_DW_HDR_LEN];
-	struct rbuf b = { hdr, sizeof(hdr), 0, 0 };
+	struct rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
 	uint32_t magic, len;
 	unsigned int version, type;
-	size_t got;
-	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = read_all(fd, hdr, sizeof(hdr), &got);
-	if (ret && got) {
-		snprintf(why, why_len, "not a roce-doctor message (%zu bytes, then %s)", got,
-			 ret == -ECONNRESET ? "the connection closed" : strerror(-ret));
-		return -EBADMSG;
-	}
-	if (ret) {
-		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
-			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
-		return ret;
-	}
 	magic = get32(&b);
 	version = get16(&b);
 	type = get16(&b);
@@ -628,17 +614,184 @@ int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
 	}
 	m->type = (uint16_t)type;
 	m->len = len;
-	m->payload = malloc(len ? len : 1);
+	return 0;
+}
+
+int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
+{
+	uint8_t hdr[RN_DW_HDR_LEN];
+	size_t got;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = read_all(fd, hdr, sizeof(hdr), &got);
+	if (ret && got) {
+		snprintf(why, why_len, "not a roce-doctor message (%zu bytes, then %s)", got,
+			 ret == -ECONNRESET ? "the connection closed" : strerror(-ret));
+		return -EBADMSG;
+	}
+	if (ret) {
+		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
+			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
+		return ret;
+	}
+	ret = rn_dw_decode_hdr(hdr, m, why, why_len);
+	if (ret)
+		return ret;
+	m->payload = malloc(m->len ? m->len : 1);
 	if (!m->payload) {
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	ret = read_all(fd, m->payload, len, &got);
+	ret = read_all(fd, m->payload, m->len, &got);
 	if (ret) {
 		snprintf(why, why_len, "message cut short (%s)",
 			 ret == -ECONNRESET ? "connection closed" : strerror(-ret));
 		rn_dw_msg_free(m);
 	}
+	return ret;
+}
+
+/* ---- a message as its bytes arrive (the server's non-blocking reads) ------------------- */
+
+void rn_dw_reader_init(struct rn_dw_reader *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void rn_dw_reader_free(struct rn_dw_reader *r)
+{
+	rn_dw_msg_free(&r->m);
+	r->got = 0;
+}
+
+/* Where the next bytes of the message go, and how many it still needs. */
+static uint8_t *reader_space(struct rn_dw_reader *r, size_t *n)
+{
+	if (r->got < RN_DW_HDR_LEN) {
+		*n = RN_DW_HDR_LEN - r->got;
+		return r->hdr + r->got;
+	}
+	*n = RN_DW_HDR_LEN + r->m.len - r->got;
+	return r->m.payload + (r->got - RN_DW_HDR_LEN);
+}
+
+/* @n more bytes are in place: 1 when the message is whole, 0 for more, or the error. */
+static int reader_advance(struct rn_dw_reader *r, size_t n, char *why, size_t len)
+{
+	int ret;
+
+	r->got += n;
+	if (r->got == RN_DW_HDR_LEN && !r->m.payload) {
+		ret = rn_dw_decode_hdr(r->hdr, &r->m, why, len);
+		if (ret)
+			return ret;
+		/* the payload's room is taken only once a valid header promised it */
+		r->m.payload = malloc(r->m.len ? r->m.len : 1);
+		if (!r->m.payload) {
+			snprintf(why, len, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return r->m.payload && r->got == RN_DW_HDR_LEN + r->m.len;
+}
+
+static void reader_take(struct rn_dw_reader *r, struct rn_dw_msg *out)
+{
+	*out = r->m;
+	memset(&r->m, 0, sizeof(r->m));
+	r->got = 0;
+}
+
+int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t *used,
+		      struct rn_dw_msg *out, char *why, size_t len)
+{
+	*used = 0;
+	while (*used < n) {
+		size_t room, k;
+		uint8_t *dst = reader_space(r, &room);
+		int ret;
+
+		k = RN_MIN(room, n - *used);
+		memcpy(dst, p + *used, k);
+		*used += k;
+		ret = reader_advance(r, k, why, len);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			reader_take(r, out);
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
+		    size_t len)
+{
+	for (;;) {
+		size_t room;
+		uint8_t *dst = reader_space(r, &room);
+		ssize_t n = recv(fd, dst, room, MSG_DONTWAIT);
+		int ret;
+
+		if (n == 0) {
+			if (r->got && r->got < RN_DW_HDR_LEN)
+				snprintf(why, len, "not a roce-doctor message (%zu bytes, then the "
+					 "connection closed)", r->got);
+			else if (r->got)
+				snprintf(why, len, "message cut short after %zu bytes (connection "
+					 "closed)", r->got);
+			else
+				snprintf(why, len, "connection closed");
+			return r->got ? -EBADMSG : -ECONNRESET;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return -EAGAIN;
+			ret = -errno;
+			snprintf(why, len, "%s", strerror(errno));
+			return ret;
+		}
+		ret = reader_advance(r, (size_t)n, why, len);
+		if (ret < 0)
+			return ret;
+		if (ret) {
+			reader_take(r, out);
+			return 0;
+		}
+	}
+}
+
+int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, size_t len)
+{
+	struct rn_dw_reader r;
+	int ret;
+
+	rn_dw_reader_init(&r);
+	memset(m, 0, sizeof(*m));
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		double left;
+
+		ret = rn_dw_read_some(fd, &r, m, why, len);
+		if (ret != -EAGAIN)
+			break;
+		left = deadline_ms - rn_doctor_now_ms();
+		if (left <= 0) {
+			snprintf(why, len, "no whole message in time (%zu bytes came)", r.got);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (poll(&pfd, 1, (int)left + 1) < 0 && errno != EINTR) {
+			ret = -errno;
+			snprintf(why, len, "poll: %s", strerror(errno));
+			break;
+		}
+	}
+	rn_dw_reader_free(&r);
 	return ret;
 }
 
@@ -719,12 +872,15 @@ int rn_dw_listen(int port, int *fd)
 	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int one = 1, zero = 0, s, ret;
 
-	/* Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
+	/*
+	 * The kernel's largest accept queue: a flood that arrives while a session runs
+	 * must not make the kernel drop a real client's SYN (a retransmit costs it 1-3 s).
+	 * Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
 	s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s >= 0) {
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (!bind(s, (struct sockaddr *)&a6, sizeof(a6)) && !listen(s, 16)) {
+		if (!bind(s, (struct sockaddr *)&a6, sizeof(a6)) && !listen(s, SOMAXCONN)) {
 			*fd = s;
 			return 0;
 		}
@@ -734,7 +890,7 @@ int rn_dw_listen(int port, int *fd)
 	if (s < 0)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s, (struct sockaddr *)&a4, sizeof(a4)) || listen(s, 16)) {
+	if (bind(s, (struct sockaddr *)&a4, sizeof(a4)) || listen(s, SOMAXCONN)) {
 		ret = -errno;
 		close(s);
 		return ret;

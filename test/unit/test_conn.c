@@ -11,13 +11,16 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "rn_clock.h"
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
+#include "rn_ratelimit.h"
 #include "rn_verbs.h"
 #include "rn_wire.h"
 
@@ -27,6 +30,7 @@ static int setup(void **state)
 
 	fx_setup(&f);
 	fake_path_set(NULL, NULL);
+	rn_ratelimit_reset();
 	*state = &f;
 	return 0;
 }
@@ -437,11 +441,13 @@ static void garbage_then_serve(void **state)
 	close(fd);
 	/* 7: one that stays open and silent while a real peer connects */
 	fd = raw_client(handle);
-	assert_int_equal(fx_info_count("dropped a connection"), 6);
-	assert_true(fx_info_seen("Connection reset") || fx_info_seen("Bad message"));
+	/* each drop is logged with the peer's address: the first at WARN, then INFO */
+	assert_int_equal(fx_info_count("dropped a connection from 127.0.0.1:"), 5);
+	assert_int_equal(fx_nwarn, 1);
+	assert_true(fx_warn_seen("dropped a connection from 127.0.0.1:"));
+	assert_true(fx_warn_seen("Connection reset") || fx_warn_seen("Bad message"));
 	assert_true(fx_info_seen("Protocol error"));      /* version */
 	assert_true(fx_info_seen("Message too long"));    /* length */
-	assert_int_equal(fx_nwarn, 0); /* garbage is not worth a WARN */
 
 	memcpy(conn_handle, handle, sizeof(handle));
 	for (i = 0; i < 200000 && (!sc || !rc); i++) {
@@ -548,6 +554,205 @@ static void accept_times_out_on_a_silent_peer(void **state)
 	rn_close_listen(lc);
 }
 
+
+/* A handle whose private bytes claim a connect in progress at a forged address. */
+static void forged_private_area_is_data(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE], copy[RN_HANDLE_SIZE];
+	struct rn_listen_comm *lc;
+	struct rn_send_comm *sc = NULL, *sc2 = NULL;
+	struct rn_recv_comm *rc = NULL, *rc2 = NULL;
+	uint64_t cookie = 0x524e4353434f4e4eull; /* what rn_connect writes there */
+	int i;
+
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	/* the bytes that used to be followed as a pointer (SEGV in hs_progress) */
+	memcpy(handle + RN_HANDLE_PUBLIC, &cookie, 8);
+	memset(handle + RN_HANDLE_PUBLIC + 8, 0x41, RN_HANDLE_SIZE - RN_HANDLE_PUBLIC - 8);
+	for (i = 0; i < 200000 && (!sc || !rc); i++) {
+		if (!sc)
+			assert_int_equal(rn_connect(&f->eng, 0, handle, 0, &sc), 0);
+		if (!rc)
+			assert_int_equal(rn_accept(lc, &rc), 0);
+		/* the handle's private bytes identify our state; they are no address */
+		if (!sc && i == 0) {
+			memcpy(copy, handle, sizeof(copy));
+			/* the same bytes at another address find nothing: a connect of its own */
+			assert_int_equal(rn_connect(&f->eng, 0, copy, 0, &sc2), 0);
+		}
+		if (!sc2)
+			assert_int_equal(rn_connect(&f->eng, 0, copy, 0, &sc2), 0);
+		if (!rc2 && rc)
+			assert_int_equal(rn_accept(lc, &rc2), 0);
+	}
+	for (; i < 400000 && (!sc2 || !rc2); i++) {
+		if (!sc2)
+			assert_int_equal(rn_connect(&f->eng, 0, copy, 0, &sc2), 0);
+		if (!rc2)
+			assert_int_equal(rn_accept(lc, &rc2), 0);
+	}
+	assert_non_null(sc);
+	assert_non_null(rc);
+	assert_non_null(sc2);
+	assert_non_null(rc2);
+	assert_int_equal(handle[RN_HANDLE_PUBLIC], 0); /* released */
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	rn_close_send(sc2);
+	rn_close_recv(rc2);
+	rn_close_listen(lc);
+}
+
+static int raw_nb_client(const void *handle)
+{
+	struct rn_handle_info hi;
+	int fd;
+
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(fd >= 0);
+	assert_true(!connect(fd, (struct sockaddr *)&hi.addr, sizeof(struct sockaddr_in)) ||
+		    errno == EINPROGRESS);
+	return fd;
+}
+
+static int peer_closed(int fd)
+{
+	char c;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+/* A stranger that sends nothing, and one that sends too slowly, are dropped in time. */
+static void stranger_deadlines(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE];
+	uint8_t msg[RN_WIRE_MAX_MSG];
+	struct rn_listen_comm *lc;
+	struct rn_handle_info hi;
+	struct rn_hello hello;
+	int idle, slow, i;
+
+	f->eng.cfg.connect_timeout_ms = 300;
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	memset(&hello, 0, sizeof(hello));
+	hello.role = RN_ROLE_SEND;
+	hello.nqps = 1;
+	rn_msg_encode_hello(msg, hi.nonce, &hello);
+	idle = raw_nb_client(handle);
+	slow = raw_nb_client(handle);
+	/* one byte every 50 ms: the 184-byte HELLO would take 9 s */
+	for (i = 0; i < 40 && !(peer_closed(idle) && peer_closed(slow)); i++) {
+		assert_true(write(slow, &msg[i], 1) == 1 || errno == EPIPE || errno == ECONNRESET);
+		pump_accept(lc, 1);
+		usleep(50000);
+	}
+	assert_true(peer_closed(idle));
+	assert_true(peer_closed(slow));
+	assert_true(i < 20); /* ~300 ms each, not the 9 s the HELLO would take */
+	/* one WARN for the address, the second drop at INFO; both say why */
+	assert_int_equal(fx_nwarn, 1);
+	assert_true(fx_warn_seen("sent nothing within 300 ms") ||
+		    fx_info_seen("sent nothing within 300 ms"));
+	assert_true(fx_warn_seen("no complete HELLO within 300 ms of its first byte") ||
+		    fx_info_seen("no complete HELLO within 300 ms of its first byte"));
+	close(idle);
+	close(slow);
+	rn_close_listen(lc);
+}
+
+#define FLOOD_IDLE 200
+#define FLOOD_SLOW 50
+#define FLOOD_REAL 32
+
+/* Connect FLOOD_REAL comms to @lc at once; seconds taken, or -1 when one failed. */
+static double connect_all(struct fx *f, struct rn_listen_comm *lc, unsigned char *handle,
+			  int *slow, int nslow)
+{
+	static unsigned char h[FLOOD_REAL][RN_HANDLE_SIZE];
+	struct rn_send_comm *sc[FLOOD_REAL] = { NULL };
+	struct rn_recv_comm *rc[FLOOD_REAL] = { NULL };
+	uint64_t t0 = rn_now_ns(), last_byte = t0;
+	int i, nsc = 0, nrc = 0, ok;
+
+	for (i = 0; i < FLOOD_REAL; i++)
+		memcpy(h[i], handle, RN_HANDLE_SIZE);
+	while ((nsc < FLOOD_REAL || nrc < FLOOD_REAL) && rn_now_ns() - t0 < 20000000000ull) {
+		for (i = 0; i < FLOOD_REAL; i++)
+			if (!sc[i]) {
+				assert_int_equal(rn_connect(&f->eng, 0, h[i], 0, &sc[i]), 0);
+				nsc += sc[i] != NULL;
+			}
+		if (nrc < FLOOD_REAL) {
+			assert_int_equal(rn_accept(lc, &rc[nrc]), 0);
+			nrc += rc[nrc] != NULL;
+		}
+		if (nslow && rn_now_ns() - last_byte > 1000000000ull) {
+			/* slow-loris: one byte per second each */
+			for (i = 0; i < nslow; i++)
+				if (write(slow[i], "R", 1) < 0) {
+				}
+			last_byte = rn_now_ns();
+		}
+	}
+	ok = nsc == FLOOD_REAL && nrc == FLOOD_REAL;
+	for (i = 0; i < FLOOD_REAL; i++) {
+		rn_close_send(sc[i]);
+		rn_close_recv(rc[i]);
+	}
+	return ok ? (double)(rn_now_ns() - t0) / 1e9 : -1;
+}
+
+/* 200 idle + 50 slow-loris strangers, then 32 real connects: all succeed. */
+static void flood_then_real_connects(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE];
+	struct rn_listen_comm *lc;
+	int idle[FLOOD_IDLE], slow[FLOOD_SLOW], i, n, evicted = 0;
+	double quiet, flooded;
+	uint64_t t0;
+
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	quiet = connect_all(f, lc, handle, NULL, 0);
+	assert_true(quiet >= 0);
+	/* the flood arrives while nobody accepts (the kernel's queue holds it) */
+	for (i = 0; i < FLOOD_IDLE; i++)
+		idle[i] = raw_nb_client(handle);
+	for (i = 0; i < FLOOD_SLOW; i++)
+		slow[i] = raw_nb_client(handle);
+	/* the slow ones start talking: a byte each, twice, a second apart */
+	t0 = rn_now_ns();
+	for (n = 0; n < 2; n++) {
+		for (i = 0; i < FLOOD_SLOW; i++)
+			assert_int_equal(write(slow[i], "R", 1), 1);
+		while (rn_now_ns() - t0 < (uint64_t)(n + 1) * 1000000000ull) {
+			pump_accept(lc, 1);
+			usleep(1000);
+		}
+	}
+	flooded = connect_all(f, lc, handle, slow, FLOOD_SLOW);
+	print_message("32 connects: %.3f s quiet, %.3f s under %d idle + %d slow-loris "
+		      "connections\n", quiet, flooded, FLOOD_IDLE, FLOOD_SLOW);
+	assert_true(flooded >= 0); /* all 32 made it */
+	/* the oldest strangers made room; the drops were one WARN for the address */
+	for (i = 0; i < FLOOD_IDLE; i++)
+		evicted += peer_closed(idle[i]);
+	assert_true(evicted >= FLOOD_IDLE + FLOOD_SLOW - 64);
+	assert_int_equal(fx_nwarn, 1);
+	assert_true(fx_warn_seen("dropped a connection from 127.0.0.1:"));
+	assert_true(fx_info_seen("handshakes in progress; the oldest without a valid HELLO"));
+	for (i = 0; i < FLOOD_IDLE; i++)
+		close(idle[i]);
+	for (i = 0; i < FLOOD_SLOW; i++)
+		close(slow[i]);
+	rn_close_listen(lc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +772,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(bad_handle_and_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(ipv6_oob_on_the_nic_address, setup, teardown),
 		cmocka_unit_test_setup_teardown(accept_times_out_on_a_silent_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(forged_private_area_is_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(stranger_deadlines, setup, teardown),
+		cmocka_unit_test_setup_teardown(flood_then_real_connects, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,9 +15,22 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+
 #include "../../src/doctor/doctor_wire.c"
 
 static int sp[2];
+
+/* doctor.c's clock (the doctor's main is not linked here) */
+double rn_doctor_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static int setup(void **state)
 {
@@ -318,6 +331,80 @@ static void inv_lengths(void **state)
 	rn_dw_inv_clear(&out);
 }
 
+/* The server's reader takes a message in pieces and never reads past it. */
+static void piecewise_reader(void **state)
+{
+	struct rn_dw_reader r;
+	struct rn_dw_msg m;
+	uint8_t req[4] = { 1, 0, 0, 0 };
+	char why[256], c;
+	int i;
+
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req)), 0);
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_DONE, NULL, 0), 0);
+	rn_dw_reader_init(&r);
+	/* nothing yet beyond what is there: whole, then the next one separately */
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), 0);
+	assert_int_equal(m.type, RN_DW_PROBE_REQ);
+	assert_int_equal(m.len, 4);
+	assert_memory_equal(m.payload, req, 4);
+	rn_dw_msg_free(&m);
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), 0);
+	assert_int_equal(m.type, RN_DW_DONE);
+	rn_dw_msg_free(&m);
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), -EAGAIN);
+	/* a header a byte at a time */
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req)), 0);
+	for (i = 0; i < RN_DW_HDR_LEN + 3; i++) {
+		assert_int_equal(recv(sp[0], &c, 1, 0), 1);
+		assert_int_equal(rn_dw_reader_feed(&r, (uint8_t *)&c, 1, &(size_t){ 0 }, &m, why,
+						   sizeof(why)), -EAGAIN);
+	}
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), 0);
+	assert_int_equal(m.type, RN_DW_PROBE_REQ);
+	rn_dw_msg_free(&m);
+	/* garbage is said at its 16th byte, an EOF mid-header too */
+	assert_int_equal(write(sp[1], "GET / HTTP/1.0\r\n", 16), 16);
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "bad magic"));
+	rn_dw_reader_free(&r);
+	assert_int_equal(write(sp[1], "RNDR", 4), 4);
+	close(sp[1]);
+	sp[1] = socket(AF_UNIX, SOCK_STREAM, 0); /* for the teardown */
+	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "4 bytes, then the connection closed"));
+	rn_dw_reader_free(&r);
+}
+
+/* A deadline per message: a sender that trickles a byte every 20 ms misses 150 ms. */
+static void deadline_per_message(void **state)
+{
+	uint8_t msg[RN_DW_HDR_LEN + 4] = { 'R', 'N', 'D', 'R', 0, 1, 0, 3, 0, 0, 0, 4 };
+	struct rn_dw_msg m;
+	char why[256];
+	double t0;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		for (size_t i = 0; i < sizeof(msg); i++) {
+			if (write(sp[1], &msg[i], 1) != 1)
+				_exit(1);
+			usleep(20000);
+		}
+		_exit(0);
+	}
+	t0 = rn_doctor_now_ms();
+	assert_int_equal(rn_dw_recv_by(sp[0], &m, t0 + 150, why, sizeof(why)), -ETIMEDOUT);
+	/* cut at the deadline, not after the 20 bytes' 400 ms nor a read timeout */
+	assert_true(rn_doctor_now_ms() - t0 < 350);
+	assert_non_null(strstr(why, "no whole message in time"));
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +419,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(cut_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(inv_lengths, setup, teardown),
+		cmocka_unit_test_setup_teardown(piecewise_reader, setup, teardown),
+		cmocka_unit_test_setup_teardown(deadline_per_message, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

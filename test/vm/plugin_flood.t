@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The plugin's side-channel listener under a connection flood on real kernel Soft-RoCE (2 guests,
+# scenario fixed): h1 listens on rxe0 and accepts 32 connections from h0 made at once
+# (build/test/rn-connstorm: rn_listen/rn_connect/rn_accept on the real devices, as the plugin
+# runs them, with the route check on). First without a flood, then after h0 opened 200 idle +
+# 50 slow-loris connections (one byte per second of a plausible header) to that listener:
+# all 32 must still come up, the strangers are dropped (the oldest evicted, the slow ones at
+# 2 s from their first byte), and the drops are one WARN for the flooder's address (the rest at
+# INFO). Prints the time for the 32 connects without and under the flood (not asserted).
+set -u
+. "$(dirname "$0")/lib/test.sh"
+. "$(dirname "$0")/lib/plugin.sh"
+plugin_prereq
+[ -x "$t_top/build/test/rn-connstorm" ] || { echo "skip: build/test/rn-connstorm not built (make tests)"; exit 77; }
+command -v python3 >/dev/null || { echo "skip: python3 (the flooder, run in the guest from the host's root) not installed"; exit 77; }
+
+N=32
+STORM=build/test/rn-connstorm
+
+# job id -> its stdout file on this side (the guest writes it into the run's share)
+job_out() { echo "${BED_RUNS:-$t_top/build/vm-runs}/$BED_NAME/${1%%.*}/jobs/${1#*.}/out"; }
+
+# round <tag> <flood 0|1> [n]: sets secs_<tag>; the server lingers while a flood is dropped
+round() {
+	local tag=$1 flood=$2 N=${3:-$N} j fj out hex addr i cli rc srv
+	j=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" NCCL_DEBUG=INFO stdbuf -oL "$STORM" server 0 $N 90 \
+		$((flood ? 14 : 0))) || t_fail "could not start the server"
+	out=$(job_out "$j")
+	for i in $(seq 300); do grep -q '^listening ' "$out" 2>/dev/null && break; sleep 0.1; done
+	hex=$(awk '/^handle /{print $2}' "$out")
+	addr=$(awk '/^listening /{print $2}' "$out")
+	[ -n "$hex" ] && [ -n "$addr" ] || { B wait "$j"; t_fail "$tag: the server did not listen"; }
+	if [ "$flood" = 1 ]; then
+		fj=$(bg --timeout 60 0 -- python3 test/netns/flood.py "${addr%:*}" "${addr##*:}" --idle 200 \
+			--slow 50 --prefix 524e48530001000100000098 --seconds 10) || t_fail "could not start the flooder"
+		for i in $(seq 300); do grep -q '^flood ready' "$(job_out "$fj")" 2>/dev/null && break; sleep 0.1; done
+		grep -q '^flood ready: 250' "$(job_out "$fj")" || { B wait "$fj"; t_fail "the flooder did not open 250 connections"; }
+		sleep 1.5 # the slow ones have begun to talk
+	fi
+	cli=$(B run --timeout 120 0 -- env "${PLUG_ENV[@]}" stdbuf -oL "$STORM" client 0 $N 60 "$hex" 2>&1)
+	rc=$?
+	srv=$(B wait "$j" 2>&1)
+	echo "$cli" | grep -v INFO | sed 's/^/  client| /'
+	echo "$srv" | grep -E '^done|WARN|dropped' | head -5 | sed 's/^/  server| /'
+	[ $rc -eq 0 ] && grep -q "^done $N of $N" <<<"$cli" || t_fail "$tag: the client did not connect $N/$N"
+	grep -q "^done $N of $N" <<<"$srv" || t_fail "$tag: the server did not accept $N/$N"
+	printf -v "secs_$tag" '%s' "$(awk '/^done/{print $6}' <<<"$cli")"
+	if [ "$flood" = 1 ]; then
+		fout=$(B wait "$fj" 2>&1)
+		echo "$fout" | sed 's/^/  flood| /'
+		grep -q '^flood slow: 50 open, 50 closed by the server' <<<"$fout" ||
+			t_fail "slow-loris connections kept their slots"
+		grep -q '^flood idle: 200 open, 200 closed by the server' <<<"$fout" ||
+			t_fail "idle connections kept their slots"
+		local src
+		src=$(bed_ip 0 0)
+		[ "$(grep -c "WARN.*dropped a connection from $src" <<<"$srv")" -eq 1 ] ||
+			t_fail "want exactly one WARN for the flooder's drops, got $(grep -c "WARN.*dropped a connection from $src" <<<"$srv")"
+		grep -q "dropped a connection from $src:[0-9]* before a valid handshake: no complete HELLO within 2000 ms" <<<"$srv" ||
+			t_fail "no slow-loris dropped at its HELLO deadline"
+		grep -q "dropped a connection from $src:[0-9]* before a valid handshake: 64 handshakes in progress" <<<"$srv" ||
+			t_fail "no stranger evicted to make room"
+	fi
+}
+
+body() {
+	B up --hosts 2 --nics 1 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	echo "bed: 2 hosts x 1 NIC, scenario fixed"
+	t_step "warm-up: 2 connects (ARP, the first route lookups and QPs are not what is measured)"
+	round warm 0 2
+	t_step "$N connects at once, no flood"
+	round quiet 0
+	t_ok "$N/$N connected in ${secs_quiet} s"
+	t_step "$N connects at once after 200 idle + 50 slow-loris connections to the same listener"
+	round flood 1
+	t_ok "$N/$N connected in ${secs_flood} s under the flood (${secs_quiet} s without)"
+	echo "figures: $N connects ${secs_quiet} s quiet, ${secs_flood} s under 200 idle + 50 slow-loris"
+}
+
+bed_attempt body
