@@ -109,6 +109,7 @@ struct rn_comm {
 	struct rn_peer_facts peer;
 	/* health */
 	int err;                      /* sticky -errno: every later call fails with it */
+	int wc_status;                /* the first failed completion's ibv_wc_status, 0 none */
 	int async_err;                /* set by the event thread (atomic) */
 	int outstanding;              /* signalled WRs in flight (watchdog) */
 	uint64_t outstanding_bytes;   /* payload of the send slots in flight (watchdog) */
@@ -169,8 +170,6 @@ int rn_events_dev_err(const struct rn_evdev *ev, int port);
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
 uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
-
-uint64_t rn_now_ns(void);
 
 /* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
 uint64_t rn_comm_stall_bound(const struct rn_comm *c);

@@ -69,7 +69,8 @@ const struct rn_nl_addr *rn_host_addr_find(const struct rn_host *host, int ifind
 
 /*
  * Fill the identity part of @nic (netdev, ifindex, MAC, MTU, link) from the
- * snapshot: what a netdev-only check (doctor --netdev, netns tests) needs.
+ * snapshot: what a netdev-only check (doctor --netdev, netns tests) needs. @nic is
+ * overwritten (release one holding findings with rn_nic_cleanup() first).
  * -ENODEV when @netdev does not exist.
  */
 int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *nic);
@@ -87,20 +88,6 @@ const char *rn_mac_str(const uint8_t mac[6], char *buf, size_t len);
 /* The RoCE GID for an address (IPv4-mapped for AF_INET). */
 void rn_gid_from_ip(const struct rn_ip *ip, union ibv_gid *gid);
 
-/*
- * Findings. rn_finding_render() fills @f from the catalogue's templates, replacing
- * {key} by the value of @vars ("key", value, ..., NULL).
- */
-#define RN_VARS_MAX 16
-struct rn_vars {
-	int n;
-	const char *key[RN_VARS_MAX];
-	char val[RN_VARS_MAX][160];
-};
-void rn_vars_set(struct rn_vars *v, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-const char *rn_vars_get(const struct rn_vars *v, const char *key);
-void rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn_vars *v);
 /* The templates behind rn_finding_render (never NULL). */
 const char *rn_cause_msg_template(enum rn_cause cause);
 const char *rn_cause_fix_template(enum rn_cause cause);
@@ -130,12 +117,12 @@ const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struc
  */
 int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst);
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg);
-/* Add a finding to @nic (drops it when full). */
-void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);
+/* Add a finding to @nic (the list grows). 0, or -EINVAL/-ENOMEM from the render. */
+int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);
 /*
  * Table and priority to propose for @ifindex's policy routing: table 100 + ifindex or the
  * next free number, priority the table's when free and ahead of every shadowing rule.
- * The definition (route.c) is shared with scripts/roce-policy-routing.
+ * The definition (route.c) is shared with roce-policy-routing (scripts/).
  */
 void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio);
 /* 1 when @r matches unmarked local traffic from any source and ends the lookup. */

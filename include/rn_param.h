@@ -59,7 +59,7 @@ void rn_config_log(const struct rn_config *cfg);
 /* Render "NAME=value NAME=value ..." of every knob into @buf. */
 int rn_config_format(const struct rn_config *cfg, char *buf, size_t len);
 
-/* The knob table, for the README and `roce-doctor --help-env`. */
+/* The knob table, for the man page (test/abi/manpages.t checks it against this). */
 struct rn_param_desc {
 	const char *name;
 	const char *def;

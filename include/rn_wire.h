@@ -4,9 +4,10 @@
  * between ranks and the out-of-band handshake messages. Pure encode/decode, no
  * I/O, so the parsers can be fuzzed on their own (test/fuzz/).
  *
- * Every integer is big-endian and every field has a fixed size and offset; a
- * decoder rejects a wrong magic, another version, an unknown type, a length that
- * is not exactly the one the type implies, and strings without a terminator.
+ * Every integer is big-endian; fields have fixed sizes and offsets except the
+ * verdict's two texts, which are length-prefixed. A decoder rejects a wrong magic,
+ * another version, an unknown type, a length that is not the one the type and its
+ * counts imply, fixed strings without a terminator and texts with a NUL inside.
  *
  * Handle (RN_HANDLE_SIZE = 128 bytes):
  *   0  be32 magic "RNH1"   4 be16 version   6 u8 family (4|6)   7 u8 0
@@ -21,7 +22,10 @@
  *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
  * HELLO   (156 + 4 * nqps bytes): role, nqps, tc, sl, the peer facts, FIFO and
  *         sizes addresses + rkeys, nqps QP numbers.
- * VERDICT (772 bytes): cause, severity, refused, msg[256], fix[512].
+ * VERDICT (12 + m + f bytes): be16 cause, u8 severity, u8 refused, be32 m, be32 f,
+ *         then the message (m bytes) and the fix (f bytes), whole, without NULs;
+ *         m, f <= RN_VERDICT_TEXT_MAX. A cause this build does not know (a newer
+ *         peer's) is kept as a number and shown as "unknown cause N".
  * READY   (0 bytes): the connector's QPs are in RTS.
  */
 #ifndef RN_WIRE_H
@@ -35,7 +39,7 @@
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
-#define RN_WIRE_VERSION 1
+#define RN_WIRE_VERSION 2          /* 2: VERDICT carries whole texts */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 16               /* data QPs per connection */
@@ -48,8 +52,10 @@ enum rn_msg_type {
 
 #define RN_WIRE_HDR_LEN 24
 #define RN_HELLO_FIXED_LEN 156
-#define RN_VERDICT_LEN 772
-#define RN_WIRE_MAX_PAYLOAD RN_VERDICT_LEN /* the longest message */
+#define RN_VERDICT_FIXED_LEN 12
+/* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
+#define RN_VERDICT_TEXT_MAX 8192
+#define RN_WIRE_MAX_PAYLOAD (RN_VERDICT_FIXED_LEN + 2 * RN_VERDICT_TEXT_MAX) /* the longest */
 #define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
 
 enum rn_role {
@@ -82,15 +88,21 @@ struct rn_hello {
 
 struct rn_verdict_msg {
 	int refused;              /* the sender of this message refuses the path */
-	struct rn_finding finding;
+	struct rn_finding finding; /* owned: rn_verdict_msg_clear() */
 };
+
+void rn_verdict_msg_clear(struct rn_verdict_msg *m);
 
 /* Fill @buf (>= RN_HANDLE_SIZE) and zero its private area. 0 or -EINVAL. */
 int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len);
 /* 0, or -EBADMSG (magic, family, port), -EPROTO (version), -EINVAL (too short). */
 int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h);
 
-/* Encoders return the whole message's length (header included); @buf >= RN_WIRE_MAX_MSG. */
+/*
+ * Encoders return the whole message's length (header included); @buf >= RN_WIRE_MAX_MSG.
+ * A verdict text over RN_VERDICT_TEXT_MAX is sent as a short note saying so (the
+ * sender logs it whole), never cut.
+ */
 size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m);
 size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m);
 size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
@@ -100,7 +112,10 @@ size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
  * that does not fit the type), -EPROTO (version), -EMSGSIZE (length beyond the maximum).
  */
 int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h);
-/* Payload decoders: 0 or -EBADMSG. */
+/*
+ * Payload decoders: 0 or -EBADMSG. The verdict decoder replaces @m (empty or
+ * holding a decoded verdict) and may also return -ENOMEM.
+ */
 int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m);
 int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m);
 

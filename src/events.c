@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "rn_clock.h"
 #include "rn_host.h"
 #include "rn_sys.h"
 
@@ -295,19 +296,11 @@ static int route_dump(int fam, void **out, int *n)
 	return rn_nl.route_dump(fam, (struct rn_nl_route **)out, n);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int rn_host_snapshot(struct rn_host **out)
 {
 	struct rn_nl_link *links = NULL;
 	struct rn_host *h;
-	double t0 = now_ms();
+	double t0 = rn_now_ms();
 	int i, n = 0, ret;
 
 	h = calloc(1, sizeof(*h));
@@ -331,7 +324,7 @@ int rn_host_snapshot(struct rn_host **out)
 	sort_rules(h->rules, h->nrules);
 	RN_CHECK_GOTO(dump2(route_dump, sizeof(*h->routes), (void **)&h->routes, &h->nroutes),
 		      ret, err);
-	h->snapshot_ms = now_ms() - t0;
+	h->snapshot_ms = rn_now_ms() - t0;
 	*out = h;
 	return 0;
 err:
@@ -357,7 +350,7 @@ int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *
 
 	if (!l)
 		return -ENODEV;
-	memset(nic, 0, sizeof(*nic));
+	memset(nic, 0, sizeof(*nic)); /* an output: release a filled one first */
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
 	nic->ifindex = l->link.ifindex;
 	memcpy(nic->mac, l->link.mac, 6);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <linux/fib_rules.h>
@@ -41,11 +42,67 @@ int rn_roce_mtu_of(int netdev_mtu)
 	return 0;
 }
 
-void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
+int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
 {
-	if (nic->nfindings >= RN_MAX_FINDINGS)
+	int ret;
+
+	if (nic->nfindings == nic->findings_cap) {
+		int cap = nic->findings_cap ? 2 * nic->findings_cap : 8;
+		struct rn_finding *f = realloc(nic->findings, (size_t)cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		memset(f + nic->findings_cap, 0, (size_t)(cap - nic->findings_cap) * sizeof(*f));
+		nic->findings = f;
+		nic->findings_cap = cap;
+	}
+	ret = rn_finding_render(&nic->findings[nic->nfindings], cause, v);
+	/* A finding with a template bug still names its cause; only ENOMEM loses it. */
+	if (ret != -ENOMEM)
+		nic->nfindings++;
+	return ret;
+}
+
+static void nic_findings_clear(struct rn_nic *nic)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		rn_finding_clear(&nic->findings[i]);
+	nic->nfindings = 0;
+}
+
+void rn_nic_cleanup(struct rn_nic *nic)
+{
+	if (!nic)
 		return;
-	rn_finding_render(&nic->findings[nic->nfindings++], cause, v);
+	nic_findings_clear(nic);
+	free(nic->findings);
+	nic->findings = NULL;
+	nic->findings_cap = 0;
+}
+
+int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src)
+{
+	int i, n = src->nfindings;
+
+	if (dst == src)
+		return 0;
+	rn_nic_cleanup(dst);
+	*dst = *src;
+	dst->findings = NULL;
+	dst->findings_cap = 0;
+	dst->nfindings = 0;
+	if (!n)
+		return 0;
+	dst->findings = calloc((size_t)n, sizeof(*dst->findings));
+	if (!dst->findings)
+		return -ENOMEM;
+	dst->findings_cap = n;
+	for (i = 0; i < n; i++, dst->nfindings++)
+		if (rn_finding_copy(&dst->findings[i], &src->findings[i]))
+			return -ENOMEM;
+	return 0;
 }
 
 /*
@@ -314,25 +371,22 @@ static void find_sharing(struct rn_host *host, const struct rn_nic *nic, struct 
 static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct share *s,
 		      struct rn_vars *v)
 {
-	char why[160] = "", sysctls[160] = "";
-	size_t wo = 0, so = 0;
+	struct rn_vars bad = RN_VARS_INIT; /* growable lists: eight long names fit */
 	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i;
-	char bad_ignore[96] = "", bad_announce[96] = "";
 
+	rn_vars_set(v, "why", "%s", "");
+	rn_vars_set(v, "sysctls", "%s", "");
 	for (i = 0; i < s->n; i++) {
 		const struct rn_sysctls *e = rn_host_sysctls(host, s->l[i]);
 		struct rn_ip src;
 
 		if (!rn_arp_ignore_protects(e->arp_ignore)) {
 			ignore_ok = 0;
-			snprintf(bad_ignore + strlen(bad_ignore), sizeof(bad_ignore) - strlen(bad_ignore),
-				 "%s%s", bad_ignore[0] ? "," : "", s->l[i]->link.name);
+			rn_vars_append(&bad, "ignore", ",", "%s", s->l[i]->link.name);
 		}
 		if (e->arp_announce < 2) {
 			announce_ok = 0;
-			snprintf(bad_announce + strlen(bad_announce),
-				 sizeof(bad_announce) - strlen(bad_announce), "%s%s",
-				 bad_announce[0] ? "," : "", s->l[i]->link.name);
+			rn_vars_append(&bad, "announce", ",", "%s", s->l[i]->link.name);
 		}
 		if (!e->arp_filter)
 			filter_ok = 0;
@@ -345,26 +399,24 @@ static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct sha
 	 * then always leaves NIC i, so its ARP carries the right pair).
 	 */
 	if ((ignore_ok || (filter_ok && rules_ok)) && (announce_ok || rules_ok))
-		return;
+		goto out;
 	if (nic->ip.family != AF_INET)
-		return; /* IPv6 ND has no flux: answers come from the owning interface */
+		goto out; /* IPv6 ND has no flux: answers come from the owning interface */
 	if (!(ignore_ok || (filter_ok && rules_ok))) {
-		wo += (size_t)snprintf(why + wo, sizeof(why) - wo,
-				       "effective arp_ignore=0 on %s", bad_ignore);
-		so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so,
-				       "net.ipv4.conf.all.arp_ignore=1");
+		rn_vars_append(v, "why", ", ", "effective arp_ignore=0 on %s",
+			       rn_vars_get(&bad, "ignore"));
+		rn_vars_append(v, "sysctls", " ", "net.ipv4.conf.all.arp_ignore=1");
 	}
 	if (!(announce_ok || rules_ok)) {
-		if (wo < sizeof(why))
-			wo += (size_t)snprintf(why + wo, sizeof(why) - wo, "%sarp_announce<2 on %s",
-					       wo ? ", " : "effective ", bad_announce);
+		rn_vars_append(v, "why", ", ", "%sarp_announce<2 on %s",
+			       rn_vars_get(v, "why")[0] ? "" : "effective ",
+			       rn_vars_get(&bad, "announce"));
 		/* The kernel uses max(all, dev): one key on all fixes every NIC at once. */
-		so += (size_t)snprintf(sysctls + so, sizeof(sysctls) - so, "%s%s",
-				       so ? " " : "", "net.ipv4.conf.all.arp_announce=2");
+		rn_vars_append(v, "sysctls", " ", "net.ipv4.conf.all.arp_announce=2");
 	}
-	rn_vars_set(v, "why", "%s", why);
-	rn_vars_set(v, "sysctls", "%s", sysctls);
 	rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
+out:
+	rn_vars_free(&bad);
 }
 
 /*
@@ -403,11 +455,10 @@ static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struc
 
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
 {
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	struct share s;
 	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
 	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN];
-	char others[160] = "", devs[160] = "";
 	struct rn_nl_route r;
 	struct rn_ip net, dst;
 	uint32_t table, prio;
@@ -417,7 +468,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
 	if (!nic->link_up || (self && !self->link.oper_up)) {
 		rn_nic_add_finding(nic, RN_CAUSE_LINK_DOWN, &v);
-		return 0;
+		goto out;
 	}
 	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {
 		rn_vars_set(&v, "what",
@@ -428,36 +479,33 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
 	}
 	if (!nic->ip.family)
-		return 0;
+		goto out;
 
 	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
 	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
 	rn_vars_set(&v, "subnet", "%s/%d", rn_ip_str(&net, net_s, sizeof(net_s)), nic->prefixlen);
 	find_sharing(host, nic, &s);
 	mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
-	if (nic->ip.family == AF_INET6) /* the script's default family is 4 */
-		snprintf(devs, sizeof(devs), "--family 6 ");
+	rn_vars_set(&v, "devs", "%s", nic->ip.family == AF_INET6 ? "--family 6" : "");
+	rn_vars_set(&v, "others", "%s", "");
 	for (i = 0; i < s.n; i++) {
-		size_t o = strlen(devs);
-
 		/*
 		 * The script never configures the management NIC unless told to: leave it
 		 * out of the command (the 'all' ARP sysctls still cover it), or name
 		 * --force when it is the NIC being judged.
 		 */
 		if (!i && s.l[i]->link.ifindex == mgmt)
-			snprintf(devs + o, sizeof(devs) - o, "--force %s", s.l[i]->link.name);
+			rn_vars_append(&v, "devs", " ", "--force %s", s.l[i]->link.name);
 		else if (s.l[i]->link.ifindex != mgmt)
-			snprintf(devs + o, sizeof(devs) - o, "%s%s", o && devs[o - 1] != ' ' ? " " : "",
-				 s.l[i]->link.name);
-		if (i) {
-			o = strlen(others);
-			snprintf(others + o, sizeof(others) - o, "%s%s", i > 1 ? ", " : "",
-				 s.l[i]->link.name);
-		}
+			rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
 	}
-	rn_vars_set(&v, "devs", "%s", devs[0] ? devs : nic->netdev);
-	rn_vars_set(&v, "others", "%s", others);
+	if (!rn_vars_get(&v, "devs")[0])
+		rn_vars_set(&v, "devs", "%s", nic->netdev);
+	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
+	if (s.n > 2)
+		rn_vars_set(&v, "others", "%d other NICs: ", s.n - 1);
+	for (i = 1; i < s.n; i++)
+		rn_vars_append(&v, "others", i > 1 ? ", " : "", "%s", s.l[i]->link.name);
 	if (nic->table != RN_TABLE_MAIN) {
 		const struct rn_nl_rule *rule = rn_rule_for_src(host, &nic->ip);
 
@@ -523,6 +571,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
 		}
 	}
+out:
+	rn_vars_free(&v);
 	return 0;
 }
 
@@ -551,11 +601,12 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	if (!host || !nic || !cfg)
 		return -EINVAL;
 	nic->gid_index = -1;
+	nic->gid_why = RN_GID_WHY_NONE;
 	memset(&nic->gid, 0, sizeof(nic->gid));
 	memset(&nic->ip, 0, sizeof(nic->ip));
 	nic->prefixlen = 0;
 	nic->table = RN_TABLE_MAIN;
-	nic->nfindings = 0;
+	nic_findings_clear(nic);
 	nic->verdict = RN_VERDICT_OK;
 	if (!rn_host_link_by_index(host, nic->ifindex)) {
 		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
@@ -579,22 +630,23 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 
 void rn_nic_log(const struct rn_nic *nic)
 {
-	char ip[INET6_ADDRSTRLEN], name[96];
+	char ip[INET6_ADDRSTRLEN], name[96], label[32];
+	struct rn_vars v = RN_VARS_INIT;
 	int i;
 
-	char causes[160] = "";
-	size_t o = 0;
-
 	snprintf(name, sizeof(name), "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
-	for (i = 0; i < nic->nfindings && o < sizeof(causes); i++)
-		o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", i ? "," : " causes ",
-				      rn_cause_id(nic->findings[i].cause));
-	rn_info(RN_SUB_INIT | RN_SUB_NET,
-		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s", name, nic->netdev,
-		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
-		rn_verdict_str(nic->verdict), causes);
+	rn_vars_set(&v, "causes", "%s", "");
 	for (i = 0; i < nic->nfindings; i++)
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s %s: %s; fix: %s", name,
-			rn_cause_id(nic->findings[i].cause), nic->findings[i].msg,
-			nic->findings[i].fix);
+		rn_vars_append(&v, "causes", ",", "%s",
+			       rn_cause_label(nic->findings[i].cause, label, sizeof(label)));
+	rn_info(RN_SUB_INIT | RN_SUB_NET,
+		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name, nic->netdev,
+		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
+		rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
+		rn_vars_get(&v, "causes") ? rn_vars_get(&v, "causes") : "");
+	rn_vars_free(&v);
+	snprintf(name, sizeof(name), RN_PFX "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
+		 nic->port);
+	for (i = 0; i < nic->nfindings; i++)
+		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL, &nic->findings[i]);
 }

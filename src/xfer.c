@@ -26,8 +26,10 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_host.h"
@@ -136,62 +138,96 @@ static int peer_gone(const struct rn_comm *c)
 	return rn_oob_peer_alive(c->fd) != 0;
 }
 
+/* "[id]: message Fix: fix" of @f, appended to @v's "diag" after @sep. */
+static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding *f)
+{
+	char lb[32];
+	const char *fix = rn_finding_fix(f);
+
+	rn_vars_append(v, "diag", sep, "[%s]: %s%s%s", rn_cause_label(f->cause, lb, sizeof(lb)),
+		       rn_finding_msg(f), fix[0] ? " Fix: " : "", fix);
+}
+
 /*
- * One WARN per comm: status, what the WR was, both ends, and the diagnosis. A peer
- * that closed its side channel explains any completion error, so that comes first.
+ * One WARN per comm: status, what the WR was, both ends, and the diagnosis, whole. A
+ * peer that closed its side channel explains any completion error, so that comes
+ * first. A diagnosis too long for one log line follows on lines of its own.
  */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], diag[2200];
-	struct rn_finding f, path;
-	int ret, gone;
+	char lg[48], rg[48], pfx[256], pip[INET6_ADDRSTRLEN];
+	struct rn_finding f = { 0 }, path = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
+	char *line = NULL;
+	int ret, gone, n, found = 0;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
+	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
-	memset(&f, 0, sizeof(f));
-	memset(&path, 0, sizeof(path));
 	gone = peer_gone(c);
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &path);
+	rn_vars_set(&v, "diag", "%s", "diagnosis");
 	if (gone) {
-		struct rn_vars v = { 0 };
+		struct rn_vars pv = RN_VARS_INIT;
 
-		rn_conn_vars(&c->dev->nic, &c->peer, &v);
-		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+		rn_conn_vars(&c->dev->nic, &c->peer, &pv);
+		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &pv);
+		rn_vars_free(&pv);
+		diag_add(&v, " ", &f);
 		/* the peer may have died of this very path: say what it shows, too */
 		if (ret == 0)
-			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s; the path to it "
-				 "also shows [%s]: %s Fix: %s", rn_cause_id(f.cause), f.msg, f.fix,
-				 rn_cause_id(path.cause), path.msg, path.fix);
-		else
-			snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s",
-				 rn_cause_id(f.cause), f.msg, f.fix);
-	} else if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(path.cause),
-			 path.msg, path.fix);
-	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-		char pip[INET6_ADDRSTRLEN];
-
+			diag_add(&v, "; the path to it also shows ", &path);
+		found = 1;
+	} else if (ret == 0) {
+		diag_add(&v, " ", &path);
+		found = 1;
+	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		/* ARP and routes are right, yet nothing answered: what is left lies between
 		 * the NICs or on the peer, and the doctor's pair probe can tell which. */
-		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
-			 "healthy now; the peer process may have died, or something drops RoCE v2 "
-			 "(UDP 4791) between the NICs (a firewall on either host, the switch, an MTU "
-			 "black hole); check with: roce-doctor peer %s",
-			 rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
-	} else if (ret == -ENOENT)
-		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
-			 "healthy now");
-	else
-		snprintf(diag, sizeof(diag), "diagnosis unavailable: %s", strerror(-ret));
+		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
+			    "healthy now; the peer process may have died, or something drops RoCE v2 "
+			    "(UDP 4791) between the NICs (a firewall on either host, the switch, an "
+			    "MTU black hole); check with: roce-doctor peer %s",
+			    rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
+	} else if (ret == -ENOENT) {
+		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
+			    "healthy now");
+	} else {
+		rn_vars_set(&v, "diag", "diagnosis unavailable: %s", strerror(-ret));
+	}
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
-	rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		"vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s", c->peer_str,
-		c->peer.host[0] ? c->peer.host : "?", rn_wc_status_str(wc->status), wc->status,
-		wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
-		rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
-		c->dev->nic.ibdev, c->dev->nic.port, diag);
+	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s",
+		     c->peer_str, c->peer.host[0] ? c->peer.host : "unknown host",
+		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
+		     wc->vendor_err, wc->qp_num, rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
+		     rn_gid_str(&c->peer.gid, rg, sizeof(rg)), c->dev->nic.ibdev, c->dev->nic.port,
+		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable");
+	if (n < 0) {
+		line = NULL;
+		n = 0;
+	}
+	if (!found || (line && n <= 900)) {
+		rn_warn(RN_SUB_NET, "%s", line ? line : RN_PFX "completion error (out of memory)");
+	} else {
+		/* the findings on lines of their own: whole, whatever their length */
+		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
+			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
+			c->peer.host[0] ? c->peer.host : "unknown host",
+			rn_wc_status_str(wc->status), wc->status,
+			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
+			c->dev->nic.ibdev, c->dev->nic.port);
+		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
+		if (gone)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+		if (ret == 0)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &path);
+	}
+	free(line);
+	rn_vars_free(&v);
+	rn_finding_clear(&f);
+	rn_finding_clear(&path);
 }
 
 static int qp_index(const struct rn_comm *c, uint32_t qp_num)
@@ -332,19 +368,23 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 				c->peer.host);
 			comm_fail(c, -EIO);
 		} else if (down > c->port_grace_ns && !c->err) {
-			struct rn_vars v = { 0 };
-			struct rn_finding f;
+			struct rn_vars v = RN_VARS_INIT;
+			struct rn_finding f = { 0 };
+			char pfx[160];
 
 			/* a busy comm would have failed through its completions by now */
 			rn_conn_vars(&c->dev->nic, &c->peer, &v);
 			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
 				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
-				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis [%s]: %s "
-				"Fix: %s", c->dev->nic.ibdev, c->dev->nic.port,
+				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
+				c->dev->nic.ibdev, c->dev->nic.port,
 				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
-				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host,
-				rn_cause_id(f.cause), f.msg, f.fix);
+				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host);
+			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			rn_vars_free(&v);
+			rn_finding_clear(&f);
 			comm_fail(c, -ENETDOWN);
 		}
 	}
@@ -365,13 +405,17 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			waiting = c->want_cts; /* no CTS will come from a closed peer */
 		}
 		if (waiting) {
-			struct rn_vars v = { 0 };
-			struct rn_finding f;
+			struct rn_vars v = RN_VARS_INIT;
+			struct rn_finding f = { 0 };
+			char pfx[256];
 
 			rn_conn_vars(&c->dev->nic, &c->peer, &v);
 			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
-			rn_warn(RN_SUB_NET, RN_PFX "comm with %s failed with work pending: [%s] %s "
-				"Fix: %s", c->peer_str, rn_cause_id(f.cause), f.msg, f.fix);
+			snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending",
+				 c->peer_str);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			rn_vars_free(&v);
+			rn_finding_clear(&f);
 			comm_fail(c, -ECONNRESET);
 		}
 	}
@@ -906,4 +950,14 @@ int rn_dereg_mr(void *comm, struct rn_mr *mr)
 	if (!comm)
 		return -EINVAL;
 	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);
+}
+
+int rn_send_wc_status(const struct rn_send_comm *sc)
+{
+	return sc ? sc->c.wc_status : 0;
+}
+
+int rn_recv_wc_status(const struct rn_recv_comm *rc)
+{
+	return rc ? rc->c.wc_status : 0;
 }

@@ -131,10 +131,15 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 
 /* doctor_wire.c: the peer protocol (see the top of that file). */
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
-#define RN_DW_VERSION 1
+#define RN_DW_VERSION 2              /* 2: findings carry whole, length-prefixed texts */
 #define RN_DW_HDR_LEN 16
-#define RN_DW_MAX_PAYLOAD (1u << 20)
-#define RN_DW_MAX_FINDINGS 8
+#define RN_DW_MAX_PAYLOAD (1u << 24)
+/* Bounds a receiver enforces: a NIC has at most one finding or two per cause. */
+#define RN_DW_MAX_FINDINGS 64
+#define RN_DW_PAIR_FINDINGS 8
+#define RN_DW_TEXT_MAX 8192
+/* A probe's reason: the failing step, its error and the library's last WARN (whole). */
+#define RN_DW_WHY_MAX 1280
 
 enum rn_dw_type {
 	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */
@@ -159,7 +164,7 @@ struct rn_dw_nic {
 	int mtu;
 	int active_mtu;             /* bytes, 0 unknown */
 	int nfindings;
-	struct rn_finding findings[RN_DW_MAX_FINDINGS];
+	struct rn_finding *findings; /* owned: rn_dw_inv_clear() */
 };
 
 struct rn_dw_inv {
@@ -173,7 +178,7 @@ struct rn_dw_pair {
 	int local, remote;
 	int status;                 /* 0 ok, 1 problem, 2 not checked */
 	int nfindings;
-	struct rn_finding findings[4];
+	struct rn_finding findings[RN_DW_PAIR_FINDINGS]; /* owned: rn_dw_checks_clear() */
 };
 
 struct rn_dw_checks {
@@ -187,12 +192,20 @@ struct rn_dw_msg {
 	uint8_t *payload;           /* malloc'ed, freed by rn_dw_msg_free */
 };
 
-void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
+/* 0 or -ENOMEM; @inv (zeroed or filled before) is replaced. */
+int rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
+/* Release the findings of @inv / @c; they are empty after. */
+void rn_dw_inv_clear(struct rn_dw_inv *inv);
+void rn_dw_checks_clear(struct rn_dw_checks *c);
 void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts *out);
 /* Send one message (blocking, bounded by the socket's timeouts). 0 or -errno. */
 int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len);
 int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv);
+/* The INV payload of @inv into a malloc'ed @out (for other transports: MPI). 0 or -ENOMEM. */
+int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len);
 int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
+/* The CHECKS payload of @c into a malloc'ed @out (for MPI). 0 or -ENOMEM. */
+int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len);
 /*
  * Receive one message: 0, -EBADMSG (not ours / bad length), -EPROTO (other version),
  * -EMSGSIZE, -ECONNRESET (EOF), -ETIMEDOUT, -errno. @why gets a one-line reason.
@@ -220,7 +233,10 @@ int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char 
 /* The same over @n bytes in memory: *@used says how many it took (fuzzing, tests). */
 int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t *used,
 		      struct rn_dw_msg *out, char *why, size_t len);
-/* Payload decoders: 0 or -EBADMSG with @why filled. */
+/*
+ * Payload decoders: 0 or -EBADMSG with @why filled; they replace @inv / @c (zeroed
+ * or filled before). A cause this build does not know is kept ("unknown cause N").
+ */
 int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len);
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
 			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
@@ -254,8 +270,6 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
-/* Set the probe's QP knobs (NCCL_IB_TIMEOUT=14 ...) where the user did not. */
-void rn_probe_env(void);
 int rn_probe_available(const struct rn_doctor *d, int nic);
 /* Server half: listen on NIC @nic, answer PROBE_HANDLE, accept, receive one ping. */
 int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len);

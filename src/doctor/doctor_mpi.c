@@ -205,8 +205,7 @@ static int add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct 
 	x->i = (int16_t)i;
 	x->j = (int16_t)j;
 	x->by = (int16_t)by;
-	x->f = *f;
-	return 0;
+	return rn_finding_copy(&x->f, f);
 }
 
 /* One side's checks into the cells: @by_b when @c holds b's checks (local = b's NIC). */
@@ -266,9 +265,15 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 	c->rdma = RN_SW_RDMA_ERROR;
 	if (send_by(&rq, sizeof(rq), b, tag_of(round, STEP_REQ), deadline) ||
 	    recv_by(&hd, sizeof(hd), b, tag_of(round, STEP_HANDLE), deadline)) {
-		snprintf(f.msg, sizeof(f.msg), "%s did not answer the probe request", x->names[b]);
+		char *msg = NULL;
+
+		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
+			msg = NULL;
+		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
+		free(msg);
 		c->rdma = RN_SW_RDMA_TIMEOUT;
 		add_find(p, i, j, RN_SW_BY_RDMA, &f);
+		rn_finding_clear(&f);
 		p->status = -ETIMEDOUT;
 		return;
 	}
@@ -293,22 +298,37 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		c->rdma = RN_SW_RDMA_OK;
 		return;
 	}
-	c->rdma = ret == -ETIMEDOUT || peer_ret == -ETIMEDOUT || strstr(why, "RETRY_EXC_ERR") ||
-		  strstr(res.why, "RETRY_EXC_ERR") ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
+	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
+	c->rdma = ret == -ETIMEDOUT || peer_ret == -ETIMEDOUT ? RN_SW_RDMA_TIMEOUT
+							      : RN_SW_RDMA_ERROR;
 	{
 		struct rn_peer_facts pf;
-		struct rn_finding diag;
+		struct rn_finding diag = { 0 };
+		char *msg = NULL;
 
 		/* The plugin's own diagnosis after a failed connection. */
 		rn_dw_peer_facts(x->inv[b], j, &pf);
 		if (!rn_diagnose_peer(&d->nics[i].nic, &pf, &diag) && diag.cause) {
 			c->diag = (uint8_t)diag.cause;
-			f = diag;
+			rn_finding_move(&f, &diag);
 		}
+		rn_finding_clear(&diag);
+		/* the message is the probe's error, whole; the fix the diagnosis's */
+		if (asprintf(&msg, "%s%s%s", ret ? why : "",
+			     ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "",
+			     peer_ret ? res.why : "") < 0)
+			msg = NULL;
+		{
+			char *fix = strdup(rn_finding_fix(&f)); /* set releases f's own copy */
+
+			rn_finding_set(&f, f.cause, f.sev, msg ? msg : "probe failed",
+				       fix ? fix : "");
+			free(fix);
+		}
+		free(msg);
 	}
-	snprintf(f.msg, sizeof(f.msg), "%.120s%s%.120s", ret ? why : "",
-		 ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "", peer_ret ? res.why : "");
 	add_find(p, i, j, RN_SW_BY_RDMA, &f);
+	rn_finding_clear(&f);
 }
 
 /* The lower rank of a pair: leads the steps and keeps the record. */
@@ -317,13 +337,15 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	struct rn_doctor *d = x->d;
 	double t0 = rn_doctor_now_ms(), ms;
 	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
-	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
+	struct rn_dw_checks *tc = calloc(1, sizeof(*tc));
 	const struct rn_dw_inv *rb = x->inv[b];
 	void *theirs = NULL;
 	int go = 1, len = 0, i, j;
 
-	if (!p || !ours || !rb) {
+	if (!p || !ours || !tc || !rb || !x->inv[x->rank]) {
 		free(ours);
+		free(tc);
 		if (p)
 			free(p);
 		return NULL;
@@ -335,6 +357,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
 	if (!p->cells) {
 		free(ours);
+		free(tc);
 		rn_sweep_pair_free(p);
 		return NULL;
 	}
@@ -348,7 +371,16 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	}
 	rn_doctor_arp_unique(d, rb, ours);
 	merge_checks(p, ours->pairs, ours->npairs, 0);
-	merge_checks(p, theirs, len / (int)sizeof(struct rn_dw_pair), 1);
+	{
+		/* b's checks in the peer protocol's encoding: findings whole, never pointers */
+		struct rn_dw_msg m = { RN_DW_CHECKS, (uint32_t)len, theirs };
+		char why[128];
+
+		if (!rn_dw_decode_checks(&m, rb, x->inv[x->rank], tc, why, sizeof(why)))
+			merge_checks(p, tc->pairs, tc->npairs, 1);
+		else
+			snprintf(p->err, sizeof(p->err), "%s sent bad checks: %s", x->names[b], why);
+	}
 	for (i = 0; i < p->na && !d->no_rdma && !p->status; i++)
 		for (j = 0; j < p->nb && !p->status; j++)
 			if (rn_probe_available(d, i) && remote_rdma(&rb->nics[j]) &&
@@ -365,7 +397,10 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 out:
 	p->ms = rn_doctor_now_ms() - t0;
 	free(theirs);
+	rn_dw_checks_clear(ours);
+	rn_dw_checks_clear(tc);
 	free(ours);
+	free(tc);
 	return p;
 }
 
@@ -374,8 +409,10 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 {
 	struct rn_doctor *d = x->d;
 	double ms;
-	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
 	const struct rn_dw_inv *ra = x->inv[a];
+	uint8_t *enc = NULL;
+	size_t elen = 0;
 	int go, n;
 
 	if (!ours || !ra || recv_by(&go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
@@ -387,11 +424,16 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	}
 	rn_doctor_pair_checks(d, ra, ours, &ms);
 	rn_doctor_arp_unique(d, ra, ours);
-	if (send_by(ours->pairs, (int)(ours->npairs * sizeof(ours->pairs[0])), a,
-		    tag_of(round, STEP_CHECKS), deadline)) {
+	/* the peer protocol's encoding: the findings' texts travel whole */
+	if (rn_dw_encode_checks(ours, &enc, &elen) ||
+	    send_by(enc, (int)elen, a, tag_of(round, STEP_CHECKS), deadline)) {
+		free(enc);
+		rn_dw_checks_clear(ours);
 		free(ours);
 		return;
 	}
+	free(enc);
+	rn_dw_checks_clear(ours);
 	free(ours);
 	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
 		struct probe_req rq;
@@ -429,11 +471,6 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 
 /* ---- facts ----------------------------------------------------------------------------- */
 
-static size_t inv_size(int nnics)
-{
-	return offsetof(struct rn_dw_inv, nics) + (size_t)nnics * sizeof(struct rn_dw_nic);
-}
-
 /*
  * Every host's facts to every host (Allgather of sizes, then Allgatherv), each with a
  * deadline. Before that each rank tells rank 0 it is ready, so rank 0 can name a host
@@ -447,19 +484,24 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
 	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
 	char *mine = NULL, *all = NULL;
+	uint8_t *enc = NULL;
+	size_t elen = 0;
 	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
 
 	if (!inv || !lens || !displs)
 		goto out;
-	if (!gather_err)
-		rn_dw_inv_from_doctor(x->d, inv);
+	if (!gather_err && rn_dw_inv_from_doctor(x->d, inv))
+		goto out;
 	snprintf(inv->host, sizeof(inv->host), "%s", x->names[x->rank]);
-	len = (int)(sizeof(hdr) + inv_size(inv->nnics));
+	/* the peer protocol's own encoding: findings travel whole, never as pointers */
+	if (rn_dw_encode_inv(inv, &enc, &elen))
+		goto out;
+	len = (int)(sizeof(hdr) + elen);
 	mine = malloc((size_t)len);
 	if (!mine)
 		goto out;
 	memcpy(mine, &hdr, sizeof(hdr));
-	memcpy(mine + sizeof(hdr), inv, inv_size(inv->nnics));
+	memcpy(mine + sizeof(hdr), enc, elen);
 	if (x->rank) {
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
 	} else {
@@ -502,20 +544,21 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	for (h = 0; h < x->n; h++) {
 		struct facts_hdr fh;
 		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
+		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
+		char why[128];
 
-		if (!hv || lens[h] < (int)(sizeof(fh) + inv_size(0))) {
+		if (!hv || lens[h] < (int)sizeof(fh)) {
 			free(hv);
 			continue;
 		}
 		memcpy(&fh, all + displs[h], sizeof(fh));
-		memcpy(hv, all + displs[h] + sizeof(fh),
-		       RN_MIN((size_t)lens[h] - sizeof(fh), sizeof(*hv)));
-		if (hv->nnics < 0 || hv->nnics > RN_DOCTOR_MAX_NICS ||
-		    (size_t)lens[h] != sizeof(fh) + inv_size(hv->nnics)) {
+		m.len = (uint32_t)((size_t)lens[h] - sizeof(fh));
+		m.payload = (uint8_t *)all + displs[h] + sizeof(fh);
+		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
+			rn_dw_inv_clear(hv);
 			free(hv);
 			continue;
 		}
-		hv->host[sizeof(hv->host) - 1] = '\0';
 		x->inv[h] = hv;
 		if (s) {
 			s->hosts[h].facts = 1;
@@ -535,23 +578,44 @@ out:
 	free(mine);
 	free(lens);
 	free(displs);
+	free(enc);
+	if (inv)
+		rn_dw_inv_clear(inv);
 	free(inv);
 	return ret;
 }
 
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
+/* A finding of a pair on the wire: its place, then the finding's texts whole. */
+struct find_wire {
+	int16_t i, j, by, pad;
+	int32_t cause, sev;
+	uint32_t lm, lf;
+};
+
+static size_t finds_size(const struct rn_sweep_pair *p)
+{
+	size_t n = 0;
+	int k;
+
+	for (k = 0; k < p->nfind; k++)
+		n += sizeof(struct find_wire) + strlen(rn_finding_msg(&p->finds[k].f)) +
+		     strlen(rn_finding_fix(&p->finds[k].f));
+	return n;
+}
+
 static char *pack_pairs(struct ctx *x, int *len)
 {
 	size_t n = 0, off = 0;
 	char *buf;
-	int k;
+	int k, q;
 
 	for (k = 0; k < x->nmine; k++) {
 		const struct rn_sweep_pair *p = x->mine[k];
 
 		n += sizeof(struct pair_wire) + (size_t)(p->na * p->nb) * sizeof(*p->cells) +
-		     (size_t)p->nfind * sizeof(*p->finds);
+		     finds_size(p);
 	}
 	buf = malloc(n ? n : 1);
 	if (!buf)
@@ -565,9 +629,20 @@ static char *pack_pairs(struct ctx *x, int *len)
 		off += sizeof(w);
 		memcpy(buf + off, p->cells, (size_t)(p->na * p->nb) * sizeof(*p->cells));
 		off += (size_t)(p->na * p->nb) * sizeof(*p->cells);
-		if (p->nfind)
-			memcpy(buf + off, p->finds, (size_t)p->nfind * sizeof(*p->finds));
-		off += (size_t)p->nfind * sizeof(*p->finds);
+		for (q = 0; q < p->nfind; q++) {
+			const struct rn_sweep_find *f = &p->finds[q];
+			const char *msg = rn_finding_msg(&f->f), *fix = rn_finding_fix(&f->f);
+			struct find_wire fw = { f->i, f->j, f->by, 0, (int32_t)f->f.cause,
+						(int32_t)f->f.sev, (uint32_t)strlen(msg),
+						(uint32_t)strlen(fix) };
+
+			memcpy(buf + off, &fw, sizeof(fw));
+			off += sizeof(fw);
+			memcpy(buf + off, msg, fw.lm);
+			off += fw.lm;
+			memcpy(buf + off, fix, fw.lf);
+			off += fw.lf;
+		}
 	}
 	*len = (int)n;
 	return buf;
@@ -586,11 +661,12 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 		memcpy(&w, buf + off, sizeof(w));
 		off += sizeof(w);
 		if (w.a != from || w.b <= w.a || w.b >= s->n || w.na < 0 || w.nb < 0 ||
-		    w.na > RN_DOCTOR_MAX_NICS || w.nb > RN_DOCTOR_MAX_NICS || w.nfind < 0)
+		    w.na > RN_DOCTOR_MAX_NICS || w.nb > RN_DOCTOR_MAX_NICS || w.nfind < 0 ||
+		    w.nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
 			return -EBADMSG;
 		nc = (size_t)(w.na * w.nb);
 		nf = (size_t)w.nfind;
-		if (off + nc * sizeof(struct rn_sweep_cell) + nf * sizeof(struct rn_sweep_find) > (size_t)len)
+		if (off + nc * sizeof(struct rn_sweep_cell) > (size_t)len)
 			return -EBADMSG;
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -600,7 +676,6 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 		p->status = w.status;
 		p->na = w.na;
 		p->nb = w.nb;
-		p->nfind = w.nfind;
 		p->ms = w.ms;
 		memcpy(p->err, w.err, sizeof(p->err));
 		p->err[sizeof(p->err) - 1] = '\0';
@@ -612,15 +687,36 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 		}
 		memcpy(p->cells, buf + off, nc * sizeof(*p->cells));
 		off += nc * sizeof(*p->cells);
-		memcpy(p->finds, buf + off, nf * sizeof(*p->finds));
-		off += nf * sizeof(*p->finds);
-		for (nf = 0; nf < (size_t)p->nfind; nf++) {
-			p->finds[nf].f.msg[sizeof(p->finds[nf].f.msg) - 1] = '\0';
-			p->finds[nf].f.fix[sizeof(p->finds[nf].f.fix) - 1] = '\0';
+		for (; p->nfind < (int)nf; p->nfind++) {
+			struct rn_sweep_find *f = &p->finds[p->nfind];
+			struct find_wire fw;
+			char *msg, *fix;
+
+			if (off + sizeof(fw) > (size_t)len)
+				goto bad;
+			memcpy(&fw, buf + off, sizeof(fw));
+			off += sizeof(fw);
+			if (fw.lm > RN_DW_TEXT_MAX || fw.lf > RN_DW_TEXT_MAX ||
+			    off + fw.lm + fw.lf > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
+				goto bad;
+			msg = strndup(buf + off, fw.lm);
+			fix = strndup(buf + off + fw.lm, fw.lf);
+			off += fw.lm + fw.lf;
+			f->i = fw.i;
+			f->j = fw.j;
+			f->by = fw.by;
+			rn_finding_set(&f->f, (enum rn_cause)fw.cause, (enum rn_severity)fw.sev,
+				       msg ? msg : "", fix ? fix : "");
+			free(msg);
+			free(fix);
 		}
 		k = rn_sweep_pair_index(s->n, p->a, p->b);
 		rn_sweep_pair_free(s->pairs[k]);
 		s->pairs[k] = p;
+		continue;
+bad:
+		rn_sweep_pair_free(p);
+		return -EBADMSG;
 	}
 	return 0;
 }
@@ -961,6 +1057,8 @@ int main(int argc, char **argv)
 		rn_sweep_free(&s);
 	}
 	for (r = 0; r < x.n; r++) {
+		if (x.inv[r])
+			rn_dw_inv_clear(x.inv[r]);
 		free(x.inv[r]);
 		rn_sweep_pair_free(x.mine[r]);
 	}

@@ -45,7 +45,7 @@ struct probe {
 	int tried;
 	int ret;                    /* ours */
 	int peer_ret;               /* the server's side */
-	char why[320], peer_why[320];
+	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
 	double ms;
 	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
@@ -66,6 +66,24 @@ struct session {
 		char why[160];
 	} skips[2];
 };
+
+/* Release what a session's findings own; the session is empty (zero) after. */
+static void session_clear(struct session *s)
+{
+	int i, j;
+
+	rn_dw_inv_clear(&s->local);
+	rn_dw_inv_clear(&s->remote);
+	rn_dw_checks_clear(&s->ours);
+	rn_dw_checks_clear(&s->theirs);
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
+		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++)
+			rn_finding_clear(&s->probes[i][j].diag);
+		rn_finding_clear(&s->drops_local[i]);
+		rn_finding_clear(&s->drops_remote[i]);
+	}
+	memset(s, 0, sizeof(*s));
+}
 
 static void skip(struct session *s, const char *check, const char *fmt, ...) __rn_printf(3, 4);
 
@@ -102,6 +120,7 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 	double t0 = rn_doctor_now_ms();
 	int i, j, n, pending = 0;
 
+	rn_dw_checks_clear(out);
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < d->nnics; i++) {
 		for (j = 0; j < remote->nnics; j++) {
@@ -115,10 +134,11 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			p->status = 2;
 			rn_dw_peer_facts(remote, j, &pf);
 			if (!nic->link_up) {
-				struct rn_vars v = { 0 };
+				struct rn_vars v = RN_VARS_INIT;
 
 				rn_conn_vars(nic, &pf, &v);
 				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN, &v);
+				rn_vars_free(&v);
 				p->status = 1;
 			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
 				   remote->nics[j].link_up) {
@@ -134,16 +154,18 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		usleep(2000);
 		for (n = 0; n < out->npairs; n++) {
 			struct rn_dw_pair *p = &out->pairs[n];
-			struct rn_finding f;
-			int ret;
+			const struct rn_finding *all;
+			int ret, k, nf;
 
 			if (!chk[n])
 				continue;
-			ret = rn_conn_check_poll(chk[n], &f);
+			ret = rn_conn_check_poll(chk[n], NULL);
 			if (ret == -EAGAIN)
 				continue;
-			p->nfindings = rn_conn_check_findings(chk[n], p->findings,
-							      (int)RN_ARRAY_SIZE(p->findings));
+			nf = rn_conn_check_findings(chk[n], &all);
+			for (k = 0; k < nf && p->nfindings < RN_DW_PAIR_FINDINGS; k++)
+				if (!rn_finding_copy(&p->findings[p->nfindings], &all[k]))
+					p->nfindings++;
 			p->status = ret == 0 || ret == -EHOSTUNREACH ? (ret ? 1 : 0) : 2;
 			if (!p->status && pair_problem(p))
 				p->status = 1;
@@ -185,10 +207,12 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 	const struct rn_finding *wa = worst(a), *wb = worst(b);
 	const struct probe *p = &s->probes[i][j];
 
+	char lb[32];
+
 	if (wa && (!wb || wa->sev >= wb->sev))
-		snprintf(buf, len, "%s", rn_cause_id(wa->cause));
+		snprintf(buf, len, "%s", rn_cause_label(wa->cause, lb, sizeof(lb)));
 	else if (wb)
-		snprintf(buf, len, "%s(peer)", rn_cause_id(wb->cause));
+		snprintf(buf, len, "%s(peer)", rn_cause_label(wb->cause, lb, sizeof(lb)));
 	else if (p->tried && (p->ret || p->peer_ret))
 		snprintf(buf, len, "%s", p->timeout ? "rdma-timeout" : "rdma-error");
 	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
@@ -213,12 +237,22 @@ static int session_problems(const struct session *s)
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
 static int print_all_findings(FILE *f, const struct session *s, int verbose)
 {
-	int max = 2 * RN_DOCTOR_MAX_NICS * (RN_DW_MAX_FINDINGS + 1) + 2 * s->ours.npairs * 5 +
-		  2 * s->theirs.npairs * 4;
-	struct rn_doctor_item *it = calloc((size_t)max, sizeof(*it));
-	char (*who)[128] = calloc((size_t)max, sizeof(*who));
-	int i, j, k, n = 0, nprobe = 0;
+	struct rn_doctor_item *it;
+	char (*who)[128];
+	int i, j, k, n = 0, nprobe = 0, max = 0;
 
+	/* room for every finding there is: nothing left out */
+	for (i = 0; i < s->local.nnics; i++)
+		max += s->local.nics[i].nfindings + 2; /* + its RDMA diagnoses and drop */
+	for (i = 0; i < s->remote.nnics; i++)
+		max += s->remote.nics[i].nfindings + 1;
+	for (i = 0; i < s->ours.npairs; i++)
+		max += s->ours.pairs[i].nfindings;
+	for (i = 0; i < s->theirs.npairs; i++)
+		max += s->theirs.pairs[i].nfindings;
+	max += s->local.nnics * s->remote.nnics;
+	it = calloc((size_t)max + 1, sizeof(*it));
+	who = calloc((size_t)max + 1, sizeof(*who));
 	if (!it || !who) {
 		free(it);
 		free(who);
@@ -538,7 +572,7 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	ret = recv_type(fd, RN_DW_PROBE_RESULT, &m, why, len);
 	if (ret)
 		return ret;
-	if (m.len != 4 + 256 || !memchr(m.payload + 4, '\0', 256)) {
+	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) || memchr(m.payload + 4, '\0', m.len - 4)) {
 		rn_dw_msg_free(&m);
 		snprintf(why, len, "malformed probe result");
 		return -EBADMSG;
@@ -546,12 +580,12 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	memcpy(&be, m.payload, 4);
 	if (!p->peer_ret)
 		p->peer_ret = -(int)ntohl(be);
-	snprintf(p->peer_why, sizeof(p->peer_why), "%s", (const char *)m.payload + 4);
+	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
+	p->peer_why[m.len - 4] = '\0';
 	rn_dw_msg_free(&m);
 	p->ms = rn_doctor_now_ms() - t0;
-	/* status 12 (retry exceeded) is the wire not answering, as our own deadline is */
-	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ||
-		     strstr(p->why, "RETRY_EXC_ERR") || strstr(p->peer_why, "RETRY_EXC_ERR");
+	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
+	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
 	if (p->ret || p->peer_ret) {
 		struct rn_peer_facts pf;
 
@@ -597,7 +631,7 @@ static int all_timed_out(const struct session *s, int x, int by_remote)
 
 static void infer_drops(struct session *s)
 {
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	int i;
 
 	for (i = 0; i < s->remote.nnics; i++)
@@ -610,6 +644,7 @@ static void infer_drops(struct session *s)
 			rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
 			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
 		}
+	rn_vars_free(&v);
 }
 
 static int remote_rdma(const struct rn_dw_nic *n)
@@ -623,7 +658,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
 	struct rn_dw_msg m;
-	char why[320];
+	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
 	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0;
 	int tmo = d->timeout_s > 0 ? d->timeout_s : IO_TIMEOUT_S;
@@ -737,6 +772,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 out:
 	if (fd >= 0)
 		close(fd);
+	session_clear(s);
 	free(s);
 	return rc;
 }
@@ -753,7 +789,7 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 		     const struct rn_dw_msg *inv)
 {
 	struct rn_dw_msg m;
-	char why[320];
+	char why[RN_DW_WHY_MAX];
 	int ret, n, problems = 0, probes = 0;
 
 	rn_dw_set_timeout(fd, IO_TIMEOUT_S);
@@ -803,7 +839,7 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 		}
 		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
 		    m.payload[1] < s->remote.nnics) {
-			uint8_t res[4 + 256] = { 0 };
+			uint8_t res[4 + RN_DW_WHY_MAX] = { 0 };
 			int nic = m.payload[0];
 			uint32_t be;
 
@@ -824,8 +860,9 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 			problems += ret != 0;
 			be = htonl((uint32_t)-ret);
 			memcpy(res, &be, 4);
-			snprintf((char *)res + 4, 256, "%.255s", ret ? why : "");
-			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, sizeof(res)))
+			n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
+			memcpy(res + 4, why, (size_t)n);
+			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, 4 + (size_t)n))
 				break;
 			continue;
 		}
@@ -854,6 +891,7 @@ int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
 		return -1;
 	}
 	r = serve_one(d, s, fd, who, inv);
+	session_clear(s);
 	free(s);
 	return r;
 }

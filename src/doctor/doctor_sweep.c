@@ -64,11 +64,28 @@ int rn_sweep_init(struct rn_sweep *s, int n)
 
 void rn_sweep_pair_free(struct rn_sweep_pair *p)
 {
+	int k;
+
 	if (!p)
 		return;
+	for (k = 0; p->finds && k < p->nfind; k++)
+		rn_finding_clear(&p->finds[k].f);
 	free(p->cells);
 	free(p->finds);
 	free(p);
+}
+
+static int nnics(const struct rn_sweep *s, int h);
+
+/* A host's drops: each one's text, then the array. */
+static void drops_free(struct rn_sweep *s, int h)
+{
+	int x;
+
+	for (x = 0; s->hosts[h].drops && x < nnics(s, h); x++)
+		rn_finding_clear(&s->hosts[h].drops[x]);
+	free(s->hosts[h].drops);
+	s->hosts[h].drops = NULL;
 }
 
 void rn_sweep_free(struct rn_sweep *s)
@@ -79,8 +96,10 @@ void rn_sweep_free(struct rn_sweep *s)
 	for (k = 0; s->pairs && k < np; k++)
 		rn_sweep_pair_free(s->pairs[k]);
 	for (h = 0; s->hosts && h < s->n; h++) {
+		drops_free(s, h);
+		if (s->hosts[h].inv)
+			rn_dw_inv_clear(s->hosts[h].inv);
 		free(s->hosts[h].inv);
-		free(s->hosts[h].drops);
 	}
 	free(s->pairs);
 	free(s->hosts);
@@ -165,18 +184,19 @@ void rn_sweep_infer(struct rn_sweep *s)
 	for (h = 0; h < s->n; h++) {
 		if (!nnics(s, h))
 			continue;
-		free(s->hosts[h].drops);
+		drops_free(s, h);
 		s->hosts[h].drops = calloc((size_t)nnics(s, h), sizeof(struct rn_finding));
 		if (!s->hosts[h].drops)
 			continue;
 		for (x = 0; x < nnics(s, h); x++) {
-			struct rn_vars v = { 0 };
+			struct rn_vars v = RN_VARS_INIT;
 
 			nic_probes(s, h, x, &tried, &bad, &sib_ok);
 			if (!tried || bad != tried || !sib_ok)
 				continue;
 			rn_vars_set(&v, "dev", "%s", nic_name(s, h, x));
 			rn_finding_render(&s->hosts[h].drops[x], RN_CAUSE_FIREWALL, &v);
+			rn_vars_free(&v);
 		}
 	}
 }

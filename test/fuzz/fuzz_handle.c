@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_clock.h"
 #include "fuzz_fx.h"
 #include "rn_net.h"
 #include "rn_wire.h"

@@ -13,6 +13,16 @@
 #include "rn_log.h"
 #include "rn_verbs.h"
 
+/* the findings a test's NIC holds are released when it goes out of scope */
+#define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
+
+/* Replace a test's NIC by a new verdict, releasing the old one's findings. */
+static void renew(struct rn_nic *dst, struct rn_nic src)
+{
+	rn_nic_cleanup(dst);
+	*dst = src;
+}
+
 #define V1 IBV_GID_TYPE_ROCE_V1
 #define V2 IBV_GID_TYPE_ROCE_V2
 
@@ -46,7 +56,7 @@ static struct rn_nic assess(void)
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic = { 0 };
 
 	fake_verbs_install(&dev, 1);
 	fake_nl_install(&H);
@@ -89,10 +99,10 @@ static const struct fake_gid mlx5[] = {
 
 static void test_mlx5_layout_picks_3(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "198.18.0.1");
 	assert_int_equal(nic.prefixlen, 24);
@@ -102,21 +112,21 @@ static void test_mlx5_layout_picks_3(void **state)
 
 static void test_roce_v1_wanted_picks_2(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
 	cfg.roce_version = 1;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 2);
 }
 
 static void test_rxe_layout_picks_1(void **state)
 {
 	static const struct fake_gid rxe[] = { { "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 } };
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(rxe, 2);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 1);
 	ip_is(&nic, "198.18.0.1");
 }
@@ -128,12 +138,13 @@ static const struct fake_gid v6only[] = {
 
 static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(v6only, 4);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_NONE);
 	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
 	i = has(&nic, RN_CAUSE_NO_GID);
 	assert_true(i);
@@ -144,12 +155,12 @@ static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 
 static void test_ipv6_wanted_picks_v6_v2(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "fd00::1/64", 0);
 	gids(v6only, 4);
 	cfg.addr_family = AF_INET6;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "fd00::1");
 }
@@ -162,32 +173,34 @@ static const struct fake_gid two_ips[] = {
 
 static void test_several_ips_primary_without_rules(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "198.18.0.101/24", 1);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "198.18.0.1");
+	assert_int_equal(nic.gid_why, RN_GID_WHY_PRIMARY);
 }
 
 static void test_several_ips_policy_source_wins(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "198.18.0.101/24", 1);
 	fake_rule(&H, 100, "198.18.0.101/32", 100);
 	fake_route(&H, 100, "198.18.0.0/24", 2, "198.18.0.101", NULL);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 5);
 	ip_is(&nic, "198.18.0.101");
 	assert_int_equal(nic.table, 100);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_POLICY);
 }
 
 static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	/* The .101 rule's table routes out of eth1: not eth0's policy source. */
 	fake_link(&H, 3, "eth1", 0x11, 1);
@@ -195,7 +208,7 @@ static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
 	fake_rule(&H, 100, "198.18.0.101/32", 100);
 	fake_route(&H, 100, "198.18.0.0/24", 3, NULL, NULL);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 }
 
@@ -206,24 +219,24 @@ static void test_gid_on_other_netdev_skipped(void **state)
 		{ "198.19.0.1", V1, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
 		{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
 	};
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_link(&H, 3, "eth0.100", 0x10, 1);
 	fake_addr(&H, 3, "198.19.0.1/24", 0);
 	gids(g, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 5);
 	ip_is(&nic, "198.18.0.1");
 }
 
 static void test_forced_index_mismatch_warns(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(mlx5, 4);
 	cfg.gid_index = 2; /* RoCE v1 of the right IP */
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 2);
 	i = has(&nic, RN_CAUSE_GID_FORCED_MISMATCH);
 	assert_true(i);
@@ -233,13 +246,14 @@ static void test_forced_index_mismatch_warns(void **state)
 
 static void test_forced_index_agreeing_is_silent(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
 	cfg.gid_index = 3;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	assert_int_equal(nic.nfindings, 0);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_FORCED);
 }
 
 static int nwarn;
@@ -258,7 +272,7 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 static void test_forced_bad_index_defaults_to_auto(void **state)
 {
 	static const int bad[] = { 9, 999, 65535 };
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	size_t i;
 
 	gids(mlx5, 4);
@@ -266,7 +280,7 @@ static void test_forced_bad_index_defaults_to_auto(void **state)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		nwarn = 0;
 		cfg.gid_index = bad[i];
-		nic = assess();
+		renew(&nic, assess());
 		assert_int_equal(nic.gid_index, 3);
 		assert_false(has(&nic, RN_CAUSE_NO_GID));
 		assert_int_equal(nic.verdict, RN_VERDICT_OK);
@@ -280,12 +294,12 @@ static void test_forced_bad_index_defaults_to_auto(void **state)
 /* A forced link-local GID (index 0 on RoCE) is refused at init, by name, with the fix. */
 static void test_forced_link_local_refused(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(mlx5, 4);
 	cfg.gid_index = 0;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
 	i = has(&nic, RN_CAUSE_NO_GID);
 	assert_true(i);
@@ -299,17 +313,17 @@ static void test_forced_link_local_refused(void **state)
 
 static void test_addr_range_filters(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(mlx5, 4);
 	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.19.0.0/16");
-	nic = assess();
+	renew(&nic, assess());
 	i = has(&nic, RN_CAUSE_NO_GID);
 	assert_true(i);
 	assert_non_null(strstr(nic.findings[i - 1].fix, "NCCL_IB_ADDR_RANGE"));
 	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.18.0.0/24");
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 }
 
@@ -317,10 +331,10 @@ static void test_link_local_only_never_chosen(void **state)
 {
 	static const struct fake_gid g[] = { { "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
 					     { "::", V2, 2 } };
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(g, 3);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
 	assert_true(has(&nic, RN_CAUSE_NO_GID));
 }

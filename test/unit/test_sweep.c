@@ -16,8 +16,14 @@
 
 #include "../../src/doctor/doctor_sweep.c"
 #include "../../src/doctor/doctor_json.c"
+#include "../../src/doctor/doctor_wire.c"
 
-/* doctor.c and doctor_host.c are the CLI's: the two helpers the report uses. */
+/* doctor.c and doctor_host.c are the CLI's: the helpers the report and the wire use. */
+double rn_doctor_now_ms(void)
+{
+	return 0;
+}
+
 const char *rn_doctor_sev_str(enum rn_severity s)
 {
 	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";

@@ -422,9 +422,8 @@ static void completion_error_warns_once(void **state)
 
 	s.diag_ret = 0;
 	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
-	snprintf(s.diag.msg, sizeof(s.diag.msg),
-		 "neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02");
-	snprintf(s.diag.fix, sizeof(s.diag.fix), "ip rule add from 198.18.0.1 lookup 101");
+	s.diag.msg = (char *)"neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02"; /* the fake copies it */
+	s.diag.fix = (char *)"ip rule add from 198.18.0.1 lookup 101"; /* the fake copies it */
 	fake_path_set("rxe0", &s);
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
 	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
@@ -451,6 +450,9 @@ static void completion_error_warns_once(void **state)
 	assert_non_null(strstr(fx_last_warn, "holds 52:54:00:00:02:02"));
 	assert_non_null(strstr(fx_last_warn, "lookup 101"));
 	assert_int_equal(fake_path_diagnoses(), 1);
+	/* the failed completion's status, for callers that must tell a timeout (doctor) */
+	assert_int_equal(rn_send_wc_status(t->sc), IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(rn_recv_wc_status(t->rc), IBV_WC_SUCCESS);
 	rn_dereg_mr(t->sc, smr);
 	rn_dereg_mr(t->rc, rmr);
 }
@@ -784,8 +786,8 @@ static void peer_died_of_a_broken_path(void **state)
 
 	ps.diag_ret = 0;
 	ps.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
-	snprintf(ps.diag.msg, sizeof(ps.diag.msg), "neighbour holds 52:54:00:00:02:02");
-	snprintf(ps.diag.fix, sizeof(ps.diag.fix), "ip neigh flush");
+	ps.diag.msg = (char *)"neighbour holds 52:54:00:00:02:02"; /* the fake copies it */
+	ps.diag.fix = (char *)"ip neigh flush";
 	fake_path_set("rxe0", &ps);
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
 	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
