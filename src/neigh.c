@@ -134,6 +134,7 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 		rn_vars_set(v, "used_table", "%u", r.table);
 		rn_vars_set(v, "prio", "%s", rn_vars_get(v, "table"));
 		rn_vars_set(v, "devs", "%s", nic->netdev);
+		rn_route_fix_vars(NULL, nic, v);
 		rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
 		return 1;
 	}

@@ -30,30 +30,25 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"no-rule", RN_SEV_WARN,
 		"{nic} ({dev} {ip}) shares {subnet} with {others} but no 'from {ip}' rule selects "
 		"a table for it",
-		"ip rule add from {ip} lookup {table} priority {prio}; "
-		"ip route replace {subnet} dev {dev} src {ip} table {table}; "
-		"or scripts/roce-policy-routing {devs}",
+		"{route_fix}; or scripts/roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_RULE_WRONG_NIC] = {
 		"rule-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' leads to a table that routes "
-		"{subnet} out of {other_dev}",
+		"{routed} out of {other_dev}",
 		"{rule_fix}",
 	},
 	[RN_CAUSE_ROUTE_WRONG_NIC] = {
 		"route-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): the route to {dst} from {ip} leaves through {other_dev} "
 		"(table {used_table}), not {dev}",
-		"ip rule add from {ip} lookup {table} priority {prio}; "
-		"ip route replace {subnet} dev {dev} src {ip} table {table}; "
-		"or scripts/roce-policy-routing {devs}",
+		"{route_fix}; or scripts/roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_RP_FILTER] = {
 		"rp-filter", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): strict rp_filter (effective {value}) drops replies from "
 		"{subnet} because the reverse route leaves through {other_dev}",
-		"sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.{dev}.rp_filter=2; "
-		"or scripts/roce-policy-routing {devs}",
+		"sysctl -w {rp_keys}; or scripts/roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_NEIGH_WRONG_MAC] = {
 		"neigh-wrong-mac", RN_SEV_FATAL,
@@ -106,6 +101,47 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"firewall", RN_SEV_WARN,
 		"{dev}: RoCE v2 traffic (UDP 4791) is filtered",
 		"nft insert rule inet filter input iifname {dev} udp dport 4791 accept",
+	},
+	[RN_CAUSE_SHARED_L2] = {
+		"shared-l2", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}) is on one L2 segment with {l2_others} (they answer ARP probes "
+		"sent from {dev}) although their subnets differ: {why}, so peers can learn another "
+		"NIC's MAC for {ip} (ARP flux, completion error 12)",
+		"sysctl -w {sysctls}",
+	},
+	[RN_CAUSE_L2_UNCHECKED] = {
+		"l2-unchecked", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): cannot tell whether {l2_others} share its L2 segment (the ARP "
+		"probe needs CAP_NET_RAW: {err}; roce-doctor as root tells); if they do, {why} "
+		"lets peers learn another NIC's MAC for {ip}",
+		"sysctl -w {sysctls}",
+	},
+	[RN_CAUSE_ARP_SILENT] = {
+		"arp-silent", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): effective arp_ignore=8 ({where}): the host answers no ARP "
+		"request on {dev}, so no peer can resolve {ip}",
+		"sysctl -w {sysctls}",
+	},
+	[RN_CAUSE_RULE_SHADOWED] = {
+		"rule-shadowed", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' (priority {rule_prio}) never "
+		"decides: rule {shadow_prio} '{shadow_what}' comes first and sends {dst} out of "
+		"{other_dev} (table {used_table})",
+		"{move_fix}",
+	},
+	[RN_CAUSE_TABLE_NO_ROUTE] = {
+		"table-no-route", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' leads to a table with no route "
+		"to {dst} out of {dev} (a link going down deletes them), so the lookup falls "
+		"through to table {used_table} and leaves through {other_dev}",
+		"{route_fix}",
+	},
+	[RN_CAUSE_NO_GATEWAY] = {
+		"no-gateway", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): from {ip} out of {dev} no route reaches {dst} outside "
+		"{subnet}: the kernel assumes it is on-link, so ARP for remote GPU hosts never "
+		"resolves (an L3 fabric needs a default route via {gw} in {dev}'s own table{gw_hint})",
+		"{gw_fix}",
 	},
 };
 

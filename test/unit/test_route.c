@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* NIC verdicts over fixture hosts: shared subnet, policy routing, sysctls, rp_filter. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,7 +196,7 @@ static void test_arp_ignore_all_only_or_per_dev_only(void **state)
 	/* one NIC left answering for everybody */
 	fake_sysctl(&H, "eth1", "arp_ignore", 0);
 	n0 = assess("eth0");
-	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore=0 on eth1"));
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore eth1=0"));
 	/* all only */
 	fake_sysctl(&H, "eth0", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_ignore", 2);
@@ -232,12 +233,50 @@ static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 	fake_link(&H, 3, "eth1", 0x11, 1);
 	fake_addr(&H, 2, "198.18.0.1/25", 0);
 	fake_addr(&H, 3, "198.18.0.129/25", 0);
+	H.arp_ret = 0; /* separate L2 segments: nobody answers the probes */
 	n0 = assess("eth0");
 	n1 = assess("eth1");
 	assert_int_equal(n0.verdict, RN_VERDICT_OK);
 	assert_int_equal(n0.nfindings, 0);
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 	assert_int_equal(n1.nfindings, 0);
+	assert_int_equal(H.arp_probes, 2); /* once per snapshot */
+}
+
+static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
+{
+	struct rn_nic n0;
+
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.1/25", 0);
+	fake_addr(&H, 3, "198.18.0.129/25", 0);
+	H.arp_ret = 0;
+	H.l2[2][3] = H.l2[3][2] = 1;
+	n0 = assess("eth0");
+	assert_non_null(find(&n0, RN_CAUSE_SHARED_L2));
+	assert_null(find(&n0, RN_CAUSE_NO_RULE)); /* different subnets: main routes right */
+	assert_int_equal(n0.verdict, RN_VERDICT_REFUSED);
+	/* arp_ignore=1 + arp_announce=2: no probe needed, nothing to say */
+	fake_sysctl(&H, "all", "arp_ignore", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	H.arp_probes = 0;
+	n0 = assess("eth0");
+	assert_int_equal(n0.nfindings, 0);
+	assert_int_equal(H.arp_probes, 0);
+	/* arp_ignore=8 answers nothing: the NIC itself is unreachable */
+	fake_sysctl(&H, "eth0", "arp_ignore", 8);
+	n0 = assess("eth0");
+	assert_non_null(find(&n0, RN_CAUSE_ARP_SILENT));
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_SILENT)->fix, "net.ipv4.conf.eth0.arp_ignore=1"));
+	/* without CAP_NET_RAW and unsafe sysctls: a warning, never a refusal */
+	fake_sysctl(&H, "eth0", "arp_ignore", 0);
+	fake_sysctl(&H, "all", "arp_ignore", 0);
+	H.arp_ret = -EPERM;
+	n0 = assess("eth0");
+	assert_non_null(find(&n0, RN_CAUSE_L2_UNCHECKED));
+	assert_int_equal(n0.verdict, RN_VERDICT_WARN);
 }
 
 static void test_down_peer_link_does_not_share(void **state)
@@ -285,8 +324,9 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	fake_addr(&H, 2, "198.19.0.1/24", 0);
 	fake_route(&H, 102, "default", 2, NULL, "198.19.0.254");
 	n1 = assess("eth1");
-	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
-	assert_non_null(strstr(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC)->msg, "gateway 198.19.0.254"));
+	/* The default route's own device is judged, not only the route to its gateway. */
+	assert_non_null(find(&n1, RN_CAUSE_RULE_WRONG_NIC));
+	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
 }
 
 static int ninfo, nwarn, warn_ok;
@@ -328,9 +368,14 @@ static void test_ipv6_shared_subnet(void **state)
 	n1 = assess("eth1");
 	assert_int_equal(n0.ip.family, AF_INET6);
 	assert_null(find(&n0, RN_CAUSE_ARP_FLUX)); /* ND answers come from the owner */
-	assert_non_null(find(&n0, RN_CAUSE_NO_RULE));
-	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
-	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+	/*
+	 * A RoCE QP's lookup pins oif to the GID's netdev and ND answers only on the
+	 * owning NIC: IPv6 NICs sharing a /64 need no rules (no false refusal).
+	 */
+	assert_null(find(&n0, RN_CAUSE_NO_RULE));
+	assert_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 }
 
 int main(void)
@@ -347,6 +392,7 @@ int main(void)
 		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection, setup_shared),
 		cmocka_unit_test_setup(test_arp_filter_without_rules_is_not, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
+		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
