@@ -119,6 +119,7 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	ret = rn_nl.route_get(&peer->ip, &nic->ip, 0, &r);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_route_fix_vars(NULL, nic, v);
 		rn_finding_render(f, RN_CAUSE_NO_ROUTE, v);
 		return 1;
 	}

@@ -714,6 +714,7 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	ret = rn_nl.route_get(dst, &nic->ip, 0, &r);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_route_fix_vars(host, nic, v);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return 1;
 	}
@@ -772,6 +773,8 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &q);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
+		gw_vars(host, nic, v);
+		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return;
 	}
@@ -803,6 +806,17 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	gw_vars(host, nic, v);
 	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+}
+
+static int has_route_fix(const struct rn_nic *nic)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].cause == RN_CAUSE_ROUTE_WRONG_NIC ||
+		    nic->findings[i].cause == RN_CAUSE_NO_ROUTE)
+			return 1;
+	return 0;
 }
 
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
@@ -876,6 +890,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &r);
 			if (ret < 0) {
 				rn_vars_set(&v, "err", "%s", strerror(-ret));
+				rn_route_fix_vars(host, nic, &v);
 				rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
 				found = 1;
 			}
@@ -906,7 +921,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	if (v4) {
 		find_l2_sharing(host, nic, &s);
 		check_arp(host, nic, &s, &v);
-		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN) {
+		/* Said once: route-wrong-nic and no-route already carry the same fix. */
+		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
 			rn_route_fix_vars(host, nic, &v);
 			rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, &v);
 		}

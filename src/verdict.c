@@ -24,13 +24,13 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"arp-flux", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}) shares {subnet} with {others}: {why}, so peers can learn "
 		"another NIC's MAC for {ip} (ARP flux, completion error 12)",
-		"sysctl -w {sysctls}; or scripts/roce-policy-routing {devs}",
+		"sysctl -w {sysctls}  # or, for all NICs at once: roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_NO_RULE] = {
 		"no-rule", RN_SEV_WARN,
 		"{nic} ({dev} {ip}) shares {subnet} with {others} but no 'from {ip}' rule selects "
 		"a table for it",
-		"{route_fix}; or scripts/roce-policy-routing {devs}",
+		"{route_fix}  # or, for all NICs at once: roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_RULE_WRONG_NIC] = {
 		"rule-wrong-nic", RN_SEV_FATAL,
@@ -42,13 +42,13 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"route-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): the route to {dst} from {ip} leaves through {other_dev} "
 		"(table {used_table}), not {dev}",
-		"{route_fix}; or scripts/roce-policy-routing {devs}",
+		"{route_fix}  # or, for all NICs at once: roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_RP_FILTER] = {
 		"rp-filter", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): strict rp_filter (effective {value}) drops replies from "
 		"{subnet} because the reverse route leaves through {other_dev}",
-		"sysctl -w {rp_keys}; or scripts/roce-policy-routing {devs}",
+		"sysctl -w {rp_keys}  # or, for all NICs at once: roce-policy-routing {devs}",
 	},
 	[RN_CAUSE_NEIGH_WRONG_MAC] = {
 		"neigh-wrong-mac", RN_SEV_FATAL,
@@ -69,7 +69,7 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	[RN_CAUSE_MTU_MISMATCH] = {
 		"mtu-mismatch", RN_SEV_WARN,
 		"{nic} ({dev}): {what}",
-		"ip link set dev {fix_dev} mtu {fix_mtu} (on every RoCE netdev of every host)",
+		"ip link set dev {fix_dev} mtu {fix_mtu}  # the same on every RoCE netdev of every host",
 	},
 	[RN_CAUSE_LINK_DOWN] = {
 		"link-down", RN_SEV_FATAL,
@@ -85,7 +85,7 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"gid-forced-mismatch", RN_SEV_WARN,
 		"{nic} ({dev}): NCCL_IB_GID_INDEX={forced} ({forced_what}) disagrees with the "
 		"routing, which makes {ip} (GID index {auto}) the source",
-		"unset NCCL_IB_GID_INDEX (auto-select follows the policy routing)",
+		"unset NCCL_IB_GID_INDEX  # auto-select follows the policy routing",
 	},
 	[RN_CAUSE_PEER_REFUSED] = {
 		"peer-refused", RN_SEV_FATAL,
@@ -95,7 +95,7 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	[RN_CAUSE_NO_ROUTE] = {
 		"no-route", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): no route to {dst} from {ip}: {err}",
-		"ip route replace {subnet} dev {dev} src {ip} table {table}",
+		"{route_fix}",
 	},
 	[RN_CAUSE_FIREWALL] = {
 		"firewall", RN_SEV_WARN,

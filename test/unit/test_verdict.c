@@ -53,7 +53,7 @@ static void test_render_fix_names_dev_ip_table(void **state)
 	assert_int_equal(f.sev, RN_SEV_WARN);
 	assert_non_null(strstr(f.fix, "ip rule add from 198.18.0.2 lookup 102 priority 102"));
 	assert_non_null(strstr(f.fix, "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 table 102"));
-	assert_non_null(strstr(f.fix, "scripts/roce-policy-routing ens1f1 ens1f0"));
+	assert_non_null(strstr(f.fix, "roce-policy-routing ens1f1 ens1f0"));
 	assert_non_null(strstr(f.msg, "mlx5_1:1"));
 	assert_null(strchr(f.msg, '{'));
 	assert_null(strchr(f.fix, '{'));
