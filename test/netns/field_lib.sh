@@ -12,8 +12,8 @@
 #   fl_judge DEVS [ENV...]       doctor --json for DEVS (comma list) into $J; prints the
 #                                causes and the time to a verdict per NIC
 #   fl_expect DEV "ID ..."       DEV's cause ids are exactly these ("" = none)
-#   fl_paste [ENV...]            run every distinct printed fix in $H's shell (bash -e);
-#                                a fix that fails to run fails the test
+#   fl_paste                     every distinct printed fix into a script that the next
+#                                fl_judge runs in $H's shell (set -e) before the doctor
 #   fl_layout NAME DEVS ...      judge, expect, paste, judge again and expect all good:
 #                                fl_layout NAME DEVS DEV=IDS... (IDS comma separated)
 # Addresses come from 198.18.0.0/15 and fd00:198:18::/48 only.
@@ -60,9 +60,15 @@ fl_judge() {
 	local devs=$1
 	shift
 	J=$FL_T/j$((++FL_J)).json
-	ip netns exec "$H" env "$@" "$DOCTOR" --netdev "$devs" --json >"$J" 2>"$J.err"
+	if [ -n "${FL_PASTE:-}" ]; then
+		# The pasted fixes and the doctor in one shell: an 'export' among them counts.
+		ip netns exec "$H" bash -c "set -e; . \"\$1\" >&2; shift; exec \"\$@\"" _ "$FL_PASTE" \
+			env "$@" "$DOCTOR" --netdev "$devs" --json >"$J" 2>"$J.err"
+	else
+		ip netns exec "$H" env "$@" "$DOCTOR" --netdev "$devs" --json >"$J" 2>"$J.err"
+	fi
 	RC=$?
-	[ -s "$J" ] || { cat "$J.err"; rn_fail "doctor --json printed nothing (exit $RC)"; }
+	[ -s "$J" ] || { cat "$J.err"; rn_fail "$FL_NAME: no report (exit $RC): a pasted fix failed?"; }
 	# One python per report (they cost ~0.1 s each on a busy machine): the summary on
 	# stdout, "DEV ID ID" lines in $J.causes, the distinct fixes in $J.fixes.
 	python3 - "$J" <<'EOF'
@@ -85,12 +91,14 @@ print("    time to a verdict: %.3f ms per NIC (%d NICs: snapshot %.3f ms, verdic
       % ((s['snapshot_us'] + s['verdict_us']) / 1000.0 / n, n, s['snapshot_us'] / 1000.0,
          s['verdict_us'] / 1000.0))
 EOF
+	[ $? = 0 ] || { cat "$J.err"; rn_fail "$FL_NAME: unreadable report (a pasted fix failed?)"; }
 }
 FL_J=0
 
 # fl_expect DEV "ID ID"  (exact set; "" = no finding)
 fl_expect() {
 	local got want
+	grep -q "^$1\( \|\$\)" "$J.causes" || rn_fail "$FL_NAME: $1 not in the report"
 	got=$(awk -v d="$1" '$1 == d { $1 = ""; print substr($0, 2) }' "$J.causes")
 	want=$(tr ', ' '\n\n' <<<"$2" | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//')
 	[ "$got" = "$want" ] || rn_fail "$FL_NAME: $1: causes '$got', want '${want:-none}'"
@@ -99,14 +107,15 @@ fl_expect() {
 # fl_fixes: every distinct fix of the last report, one per line
 fl_fixes() { cat "$J.fixes"; }
 
-# fl_paste [ENV=VAL...]: paste each printed fix into a shell on $H, as printed
+# fl_paste: the printed fixes, each as printed on a line of a script that a shell on $H
+# runs with 'set -e' (the next fl_judge runs it, then the doctor in that shell)
 fl_paste() {
 	local fix
+	FL_PASTE=$FL_T/paste$FL_J.sh
+	: >"$FL_PASTE"
 	while IFS= read -r fix; do
-		[ -n "$fix" ] || continue
 		echo "    \$ $fix"
-		ip netns exec "$H" env "$@" bash -e -c "$fix" >"$FL_T/paste.out" 2>&1 ||
-			{ cat "$FL_T/paste.out"; rn_fail "$FL_NAME: the printed fix failed when pasted: $fix"; }
+		printf '%s\n' "$fix" >>"$FL_PASTE"
 	done < <(fl_fixes)
 }
 
@@ -125,8 +134,9 @@ fl_layout() {
 	done
 	[ $bad = 1 ] || { [ "$RC" = 0 ] || rn_fail "$FL_NAME: good layout, doctor exit $RC"; return 0; }
 	[ "$RC" = 1 ] || rn_fail "$FL_NAME: bad layout, doctor exit $RC"
-	fl_paste "${FL_ENV[@]}"
+	fl_paste
 	fl_judge "$devs" "${FL_ENV[@]}"
+	FL_PASTE_LAST=$FL_PASTE FL_PASTE=
 	for d in ${devs//,/ }; do fl_expect "$d" ""; done
 	[ "$RC" = 0 ] || rn_fail "$FL_NAME: after the pasted fix, doctor exit $RC"
 	echo "    fixed by the pasted commands"
