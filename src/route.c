@@ -778,6 +778,20 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return;
 	}
+	if (q.oif && q.oif != nic->ifindex) {
+		/*
+		 * IPv6 treats oif as a preference (no bound socket: not RT6_LOOKUP_F_IFACE), so
+		 * the QP's next hop can be another NIC's gateway, whose MAC is then sent out of
+		 * ours. IPv4 pins oif and never gets here.
+		 */
+		*wrong_dev = q.oif;
+		rn_vars_set(v, "other_dev", "%s", link_name(host, q.oif));
+		rn_vars_set(v, "used_table", "%u", q.table);
+		gw_vars(host, nic, v);
+		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return;
+	}
 	if (q.type == RTN_UNICAST && !q.gw.family) {
 		gw_vars(host, nic, v);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_GATEWAY, v);
@@ -892,6 +906,13 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 				rn_vars_set(&v, "err", "%s", strerror(-ret));
 				rn_route_fix_vars(host, nic, &v);
 				rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
+				found = 1;
+			} else if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
+				/* oif is only a preference for IPv6: a more specific route wins */
+				rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
+				rn_vars_set(&v, "used_table", "%u", r.table);
+				rn_route_fix_vars(host, nic, &v);
+				rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
 				found = 1;
 			}
 		}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Field layouts, IPv6: IPv6-only NICs in one /64 (default family: refused naming
+# NCCL_IB_ADDR_FAMILY=AF_INET6; with AF_INET6: judged as a RoCE QP's lookup sees it,
+# source = the GID's address, egress = the GID's netdev, ND answered by the owner only),
+# dual-stack NICs, and an IPv6 L3 fabric (/127 per NIC) whose fix needs 'ip -6'.
+. "$(dirname "$0")/field_lib.sh"
+
+v6only() {
+	fl_host
+	fl_seg s0
+	fl_nic nic0 s0 fd00:198:18::11/64
+	fl_nic nic1 s0 fd00:198:18::12/64
+}
+v6only
+fl_layout "IPv6-only NICs in one /64, default family" nic0,nic1 nic0=no-gid nic1=no-gid
+grep -q 'NCCL_IB_ADDR_FAMILY=AF_INET6' "$FL_PASTE_LAST" || rn_fail "no-gid fix does not name AF_INET6"
+v6only
+FL_ENV=(NCCL_IB_ADDR_FAMILY=AF_INET6)
+fl_layout "IPv6-only NICs in one /64, AF_INET6" nic0,nic1 nic0= nic1=
+FL_ENV=()
+
+dual() {
+	fl_host
+	fl_seg s0
+	fl_nic nic0 s0 198.18.0.11/24 fd00:198:18::11/64
+	fl_nic nic1 s0 198.18.0.12/24 fd00:198:18::12/64
+}
+dual
+fl_layout "dual-stack NICs, default family (IPv4 judged)" nic0,nic1 nic0=arp-flux,no-rule \
+	nic1=arp-flux,route-wrong-nic
+dual
+FL_ENV=(NCCL_IB_ADDR_FAMILY=AF_INET6)
+fl_layout "dual-stack NICs, AF_INET6 (IPv6 judged)" nic0,nic1 nic0= nic1=
+
+# L3: a /127 per NIC, main's default via nic0's gateway only. IPv6 takes the QP's oif as a
+# preference only: nic1's lookup leaves via nic0's gateway (its MAC then sent out of nic1).
+fl_host
+fl_seg s0
+fl_seg s1
+fl_nic nic0 s0 fd00:198:18::/127
+fl_nic nic1 s1 fd00:198:18::2/127
+ip -n "$H" -6 route add default via fd00:198:18::1 dev nic0
+fl_layout "IPv6 L3 /127, no per-NIC tables, AF_INET6" nic0,nic1 nic0= nic1=route-wrong-nic
+grep -q 'ip -6 rule add from fd00:198:18::2 ' "$FL_PASTE_LAST" || rn_fail "IPv6 fix without 'ip -6 rule'"
+FL_ENV=()
+
+printf '%s\n' "${FL_REPORT[@]}"
+echo PASS
