@@ -7,20 +7,13 @@
 
 #include <stddef.h>
 
-#define __rn_hidden __attribute__((visibility("hidden")))
 #define __rn_export __attribute__((visibility("default")))
-#define __rn_must_check __attribute__((warn_unused_result))
 #define __rn_printf(a, b) __attribute__((format(printf, a, b)))
-#define __rn_unused __attribute__((unused))
 
 #define RN_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define RN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RN_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-#define rn_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
-#define rn_likely(x) __builtin_expect(!!(x), 1)
 #define rn_unlikely(x) __builtin_expect(!!(x), 0)
 
 /*

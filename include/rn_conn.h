@@ -164,8 +164,6 @@ void rn_events_poll(struct rn_evdev *ev);
 /* -ENETDOWN (port down), -EIO (device fatal) or 0. */
 int rn_events_dev_err(const struct rn_evdev *ev, int port);
 
-uint64_t rn_now_ns(void);
-
 /* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
 uint64_t rn_comm_stall_bound(const struct rn_comm *c);
 

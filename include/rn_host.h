@@ -92,7 +92,8 @@ int rn_host_same_l2(struct rn_host *host, int a, int b);
 
 /*
  * Fill the identity part of @nic (netdev, ifindex, MAC, MTU, link) from the
- * snapshot: what a netdev-only check (doctor --netdev, netns tests) needs.
+ * snapshot: what a netdev-only check (doctor --netdev, netns tests) needs. @nic is
+ * overwritten (release one holding findings with rn_nic_cleanup() first).
  * -ENODEV when @netdev does not exist.
  */
 int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *nic);
@@ -110,20 +111,6 @@ const char *rn_mac_str(const uint8_t mac[6], char *buf, size_t len);
 /* The RoCE GID for an address (IPv4-mapped for AF_INET). */
 void rn_gid_from_ip(const struct rn_ip *ip, union ibv_gid *gid);
 
-/*
- * Findings. rn_finding_render() fills @f from the catalogue's templates, replacing
- * {key} by the value of @vars ("key", value, ..., NULL).
- */
-#define RN_VARS_MAX 48
-struct rn_vars {
-	int n;
-	const char *key[RN_VARS_MAX];
-	char val[RN_VARS_MAX][1024];
-};
-void rn_vars_set(struct rn_vars *v, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-const char *rn_vars_get(const struct rn_vars *v, const char *key);
-void rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn_vars *v);
 /* The templates behind rn_finding_render (never NULL). */
 const char *rn_cause_msg_template(enum rn_cause cause);
 const char *rn_cause_fix_template(enum rn_cause cause);
@@ -153,8 +140,8 @@ const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struc
  */
 int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst);
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg);
-/* Add a finding to @nic (drops it when full). */
-void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);
+/* Add a finding to @nic (the list grows). 0, or -EINVAL/-ENOMEM from the render. */
+int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);
 /*
  * "route_fix": the commands that give @nic's IP a table routing its subnet out of it
  * (the route, and the rule when none exists). @host may be NULL (connection time).

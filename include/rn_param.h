@@ -52,12 +52,11 @@ void rn_config_log(const struct rn_config *cfg);
 /* Render "NAME=value NAME=value ..." of every knob into @buf. */
 int rn_config_format(const struct rn_config *cfg, char *buf, size_t len);
 
-/* The knob table, for the README and `roce-doctor --help-env`. */
+/* One knob's name, default and one-line help (the table is in src/param.c). */
 struct rn_param_desc {
 	const char *name;
 	const char *def;
 	const char *help;
 };
-const struct rn_param_desc *rn_param_table(size_t *n);
 
 #endif /* RN_PARAM_H */

@@ -34,8 +34,6 @@ const char *rn_ip_str(const struct rn_ip *ip, char *buf, size_t len);
 /* The address a RoCE GID carries (IPv4-mapped or IPv6); -EINVAL for link-local/zero. */
 int rn_ip_from_gid(const union ibv_gid *gid, struct rn_ip *ip);
 
-#define RN_MAX_FINDINGS 8
-
 enum rn_verdict_kind {
 	RN_VERDICT_OK = 0,      /* symmetric: offered to NCCL */
 	RN_VERDICT_WARN = 1,    /* usable, with warnings */
@@ -65,8 +63,17 @@ struct rn_nic {
 	/* verdict */
 	enum rn_verdict_kind verdict;
 	int nfindings;
-	struct rn_finding findings[RN_MAX_FINDINGS];
+	int findings_cap;
+	struct rn_finding *findings; /* owned: rn_nic_cleanup() releases them */
 };
+
+/*
+ * Release @nic's findings (an rn_nic is zeroed or filled by dev.c/rn_nic_from_netdev
+ * before use). The identity stays; the NIC can be assessed again.
+ */
+void rn_nic_cleanup(struct rn_nic *nic);
+/* Deep copy of @src into @dst (whose findings are released first). 0 or -ENOMEM. */
+int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src);
 
 struct rn_host; /* opaque snapshot of host facts */
 
@@ -86,7 +93,10 @@ void rn_host_free(struct rn_host *host);
 int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
 		  const struct rn_config *cfg);
 
-/* Log @nic: one INFO line (GID index, IP, table, verdict) and one WARN per finding. */
+/*
+ * Log @nic: one INFO line (GID index, IP, table, verdict) and, per finding, a WARN
+ * with the message and one per fix command (rn_finding_log: never cut).
+ */
 void rn_nic_log(const struct rn_nic *nic);
 
 /*
@@ -116,6 +126,8 @@ void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
  *                          other -errno = could not check.
  *                          On 0, @out->cause is RN_CAUSE_NONE or a warning to log
  *                          (an MTU mismatch between the peers); @out may be NULL.
+ *                          @out (empty or holding a finding) is replaced by a copy
+ *                          the caller owns (rn_finding_clear()).
  * Each call costs a netlink query or two (tens of microseconds); the neighbour is
  * resolved by the kernel meanwhile (one datagram to the peer's discard port from our
  * IP out of our NIC at start, repeated every 200 ms while unresolved).
@@ -127,14 +139,16 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out);
 void rn_conn_check_free(struct rn_conn_check *chk);
 /*
  * Every finding of @chk so far (warnings such as an MTU mismatch included, which
- * do not refuse the connection): copies up to @max into @out, returns the count.
+ * do not refuse the connection): points @out at them (owned by @chk, valid until
+ * rn_conn_check_free()) and returns the count.
  */
-int rn_conn_check_findings(const struct rn_conn_check *chk, struct rn_finding *out, int max);
+int rn_conn_check_findings(const struct rn_conn_check *chk, const struct rn_finding **out);
 
 /*
  * After a completion error (status 12 above all): re-run the checks for @peer
  * through live route/neighbour queries (non-blocking: no ARP is sent) and return
- * the most likely cause in @out. 0 when a cause was found, -ENOENT when the path
+ * the most likely cause in @out (empty or holding a finding; replaced, the caller
+ * owns it). 0 when a cause was found, -ENOENT when the path
  * looks healthy, other -errno when it could not be checked.
  */
 int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,

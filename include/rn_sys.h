@@ -27,7 +27,6 @@ void rn_sys_reset_ops(void);
 
 /* Prefix for every path the real ops open ("" = the live system). */
 void rn_sys_set_root(const char *root);
-const char *rn_sys_root(void);
 
 /* Format a path and read it. 0 or -errno. */
 int rn_sys_readf(char *buf, size_t len, const char *fmt, ...) __rn_printf(3, 4);

@@ -75,8 +75,7 @@ static inline int rn_verbs_err(int rc)
 	return rc > 0 ? -rc : rc;
 }
 
-/* Printable names for completion statuses and opcodes (never NULL). */
+/* Printable name of a completion status (never NULL). */
 const char *rn_wc_status_str(enum ibv_wc_status status);
-const char *rn_wc_opcode_str(enum ibv_wc_opcode op);
 
 #endif /* RN_VERBS_H */

@@ -44,16 +44,82 @@ enum rn_severity {
 /*
  * One problem found. The message and fix are rendered when the finding is made,
  * from the catalogue's templates and the facts at hand (NIC, IPs, table, MACs).
+ * A finding owns its text (heap, no length cap): release it with rn_finding_clear(),
+ * copy it with rn_finding_copy(), never with '=' (two owners, one free too many).
+ * A zeroed finding is empty and valid (msg and fix NULL: print rn_finding_msg()).
+ * @cause may be beyond RN_CAUSE__MAX when a newer peer sent it (rn_cause_label()).
  */
 struct rn_finding {
 	enum rn_cause cause;
 	enum rn_severity sev;
-	char msg[256];
-	char fix[512];
+	char *msg;
+	char *fix; /* "" when no command fixes it */
 };
 
-/* The catalogue's stable id for @cause ("arp-flux", "no-rule", ...); never NULL. */
+/*
+ * The facts a template names as {key}. Start from RN_VARS_INIT (or zero), set
+ * values with rn_vars_set() (no cap on keys or value length) and release them with
+ * rn_vars_free(). An allocation failure is remembered and reported by the render.
+ */
+struct rn_var {
+	char *key;
+	char *val;
+};
+struct rn_vars {
+	int n, cap;
+	struct rn_var *kv;
+	int err; /* -ENOMEM when a set failed */
+};
+#define RN_VARS_INIT { 0 }
+
+void rn_vars_set(struct rn_vars *v, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Append @sep (only when the value is not empty) and the formatted text to @key. */
+void rn_vars_append(struct rn_vars *v, const char *key, const char *sep, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* NULL when @key has no value. */
+const char *rn_vars_get(const struct rn_vars *v, const char *key);
+void rn_vars_free(struct rn_vars *v);
+
+/*
+ * Replace @f (empty or holding a finding, which is released) by @cause rendered
+ * from the catalogue with @v. 0; -EINVAL when a template names a key @v lacks: a
+ * bug, logged as a WARN, the {key} left in the text (never a guess); -ENOMEM.
+ */
+int rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn_vars *v);
+/* Replace @f by a finding with the given text (a peer's, already rendered). 0 or -ENOMEM. */
+int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev,
+		   const char *msg, const char *fix);
+/* Deep copy into @dst (released first). 0 or -ENOMEM. */
+int rn_finding_copy(struct rn_finding *dst, const struct rn_finding *src);
+/* Hand @src's text to @dst (released first); @src is left empty. */
+void rn_finding_move(struct rn_finding *dst, struct rn_finding *src);
+void rn_finding_clear(struct rn_finding *f);
+/* The text, "" for an empty finding; never NULL. */
+const char *rn_finding_msg(const struct rn_finding *f);
+const char *rn_finding_fix(const struct rn_finding *f);
+/* How many templates were rendered with a missing key since start (tests assert 0). */
+unsigned int rn_finding_bugs(void);
+
+/*
+ * Log @f completely, as @level: "<prefix> [id]: message; fix: commands" on one line
+ * when it fits, else the message and then one "<prefix> [id] fix: command" line per
+ * command, long text split on spaces into "(cont.)" lines: NCCL's logger cuts a
+ * line at about 1 KiB, we never do. @fix_host names where the fix is to be run
+ * ("fix (on gpu7)"), NULL for here.
+ */
+void rn_finding_log(int level, unsigned long sub, const char *prefix, const char *fix_host,
+		    const struct rn_finding *f);
+
+/* The catalogue's stable id for @cause ("arp-flux", "no-rule", ...); "unknown" beyond it. */
 const char *rn_cause_id(enum rn_cause cause);
+/* The id, or "unknown cause N" for a cause this build does not know (a newer peer's). */
+const char *rn_cause_label(enum rn_cause cause, char *buf, size_t len);
+/*
+ * The keys the templates of @cause name, space separated (the catalogue's
+ * documentation of what a finder must set); "" for an unknown cause.
+ */
+const char *rn_cause_keys(enum rn_cause cause);
 enum rn_severity rn_cause_severity(enum rn_cause cause);
 
 #endif /* RN_VERDICT_H */

@@ -20,7 +20,10 @@
  *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
  * HELLO   (156 + 4 * nqps bytes): role, nqps, tc, sl, the peer facts, FIFO and
  *         sizes addresses + rkeys, nqps QP numbers.
- * VERDICT (772 bytes): cause, severity, refused, msg[256], fix[512].
+ * VERDICT (12 + m + f bytes): be16 cause, u8 severity, u8 refused, be32 m, be32 f,
+ *         then the message (m bytes) and the fix (f bytes), whole, without NULs;
+ *         m, f <= RN_VERDICT_TEXT_MAX. A cause this build does not know (a newer
+ *         peer's) is kept as a number and shown as "unknown cause N".
  * READY   (0 bytes): the connector's QPs are in RTS.
  */
 #ifndef RN_WIRE_H
@@ -34,7 +37,7 @@
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
-#define RN_WIRE_VERSION 1
+#define RN_WIRE_VERSION 2          /* 2: VERDICT carries whole texts */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 16               /* data QPs per connection */
@@ -47,8 +50,10 @@ enum rn_msg_type {
 
 #define RN_WIRE_HDR_LEN 24
 #define RN_HELLO_FIXED_LEN 156
-#define RN_VERDICT_LEN 772
-#define RN_WIRE_MAX_PAYLOAD RN_VERDICT_LEN /* the longest message */
+#define RN_VERDICT_FIXED_LEN 12
+/* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
+#define RN_VERDICT_TEXT_MAX 8192
+#define RN_WIRE_MAX_PAYLOAD (RN_VERDICT_FIXED_LEN + 2 * RN_VERDICT_TEXT_MAX) /* the longest */
 #define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
 
 enum rn_role {
@@ -81,15 +86,21 @@ struct rn_hello {
 
 struct rn_verdict_msg {
 	int refused;              /* the sender of this message refuses the path */
-	struct rn_finding finding;
+	struct rn_finding finding; /* owned: rn_verdict_msg_clear() */
 };
+
+void rn_verdict_msg_clear(struct rn_verdict_msg *m);
 
 /* Fill @buf (>= RN_HANDLE_SIZE) and zero its private area. 0 or -EINVAL. */
 int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len);
 /* 0, or -EBADMSG (magic, family, port), -EPROTO (version), -EINVAL (too short). */
 int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h);
 
-/* Encoders return the whole message's length (header included); @buf >= RN_WIRE_MAX_MSG. */
+/*
+ * Encoders return the whole message's length (header included); @buf >= RN_WIRE_MAX_MSG.
+ * A verdict text over RN_VERDICT_TEXT_MAX is sent as a short note saying so (the
+ * sender logs it whole), never cut.
+ */
 size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m);
 size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m);
 size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
@@ -99,7 +110,10 @@ size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
  * that does not fit the type), -EPROTO (version), -EMSGSIZE (length beyond the maximum).
  */
 int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h);
-/* Payload decoders: 0 or -EBADMSG. */
+/*
+ * Payload decoders: 0 or -EBADMSG. The verdict decoder replaces @m (empty or
+ * holding a decoded verdict) and may also return -ENOMEM.
+ */
 int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m);
 int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m);
 

@@ -15,13 +15,13 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <net/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <sys/socket.h>
 
+#include "rn_clock.h"
 #include "rn_nl.h"
 
 struct arp_pkt {
@@ -31,14 +31,6 @@ struct arp_pkt {
 	uint8_t tha[6];
 	uint8_t tpa[4];
 } __attribute__((packed));
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int open_link(int ifindex)
 {
@@ -137,9 +129,9 @@ int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms)
 		}
 		send_probe(pf[k].fd, &q[i]);
 	}
-	end = now_ms() + wait_ms;
+	end = rn_now_ms() + wait_ms;
 	while (open) {
-		int left = (int)(end - now_ms());
+		int left = (int)(end - rn_now_ms());
 
 		if (left <= 0 || poll(pf, (nfds_t)nl, left) <= 0)
 			break;

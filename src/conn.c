@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"
@@ -83,14 +84,6 @@ struct rn_listen_comm {
 	uint64_t nonce;
 	struct rn_hs *pend[RN_MAX_PENDING];
 };
-
-uint64_t rn_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t rn_nonce(void)
 {
@@ -337,6 +330,8 @@ static void hs_free(struct rn_hs *hs)
 		return;
 	if (hs->chk)
 		rn_conn_check_free(hs->chk);
+	rn_verdict_msg_clear(&hs->mine);
+	rn_verdict_msg_clear(&hs->theirs);
 	if (hs->comm)
 		comm_free(hs->comm); /* closes hs->fd too once it was handed over */
 	else if (hs->fd >= 0)
@@ -395,7 +390,8 @@ static int hs_check(struct rn_hs *hs)
 {
 	struct rn_comm *c = hs->comm;
 	const struct rn_config *cfg = &hs->eng->cfg;
-	struct rn_finding f;
+	struct rn_finding f = { 0 };
+	char pfx[512];
 	int ret;
 
 	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
@@ -410,7 +406,6 @@ static int hs_check(struct rn_hs *hs)
 		hs->check_deadline_ns = rn_now_ns() +
 					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
 	}
-	memset(&f, 0, sizeof(f));
 	ret = rn_conn_check_poll(hs->chk, &f);
 	if (ret == -EAGAIN) {
 		if (rn_now_ns() < hs->check_deadline_ns)
@@ -420,20 +415,23 @@ static int hs_check(struct rn_hs *hs)
 	rn_conn_check_free(hs->chk);
 	hs->chk = NULL;
 	if (ret == -EHOSTUNREACH) {
-		hs->mine.finding = f;
+		rn_finding_move(&hs->mine.finding, &f);
 		hs->mine.refused = cfg->route_check == RN_ROUTE_CHECK_STRICT;
-		if (!hs->mine.refused)
-			rn_warn(RN_SUB_NET, RN_PFX "path to %s (%s) is asymmetric: %s Fix: %s "
-				"(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)", hs->peer_str,
-				c->peer.host, f.msg, f.fix);
+		if (!hs->mine.refused) {
+			snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s) is asymmetric "
+				 "(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)", hs->peer_str,
+				 c->peer.host);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &hs->mine.finding);
+		}
 	} else if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
 			"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
 	} else if (f.cause != RN_CAUSE_NONE) {
 		/* a symmetric path with a warning (MTU): say it once, and go on */
-		rn_warn(RN_SUB_NET, RN_PFX "path to %s (%s) [%s]: %s Fix: %s", hs->peer_str,
-			c->peer.host, rn_cause_id(f.cause), f.msg, f.fix);
+		snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s)", hs->peer_str, c->peer.host);
+		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 	}
+	rn_finding_clear(&f);
 	return 0;
 }
 
@@ -443,6 +441,7 @@ static int hs_decide(struct rn_hs *hs)
 	struct rn_comm *c = hs->comm;
 	const struct rn_finding *f;
 	const char *who;
+	char pfx[512];
 
 	if (hs->mine.refused) {
 		f = &hs->mine.finding;
@@ -454,10 +453,10 @@ static int hs_decide(struct rn_hs *hs)
 		return 0;
 	}
 	/* the finding speaks from the refusing side: say where its fix is to be run */
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s, %s): connection %s [%s]: %s Fix%s%s%s: %s",
-		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
-		who, rn_cause_id(f->cause), f->msg, hs->mine.refused ? "" : " (on ",
-		hs->mine.refused ? "" : c->peer.host, hs->mine.refused ? "" : ")", f->fix);
+	snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d -> %s (%s, %s): connection %s",
+		 c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
+		 who);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, hs->mine.refused ? NULL : c->peer.host, f);
 	return -EHOSTUNREACH;
 }
 

@@ -241,6 +241,7 @@ void rn_dev_free(struct rn_dev *dev)
 	if (dev->ctx)
 		rn_verbs.close_device(dev->ctx);
 	pthread_mutex_destroy(&dev->lock);
+	rn_nic_cleanup(&dev->nic);
 	free(dev);
 }
 

@@ -11,44 +11,33 @@
 
 #include "rn_host.h"
 
-int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
-		     struct rn_finding *out)
+static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		    struct rn_finding *out, struct rn_vars *v)
 {
-	struct rn_vars v = { 0 };
 	struct rn_nl_link l;
 	struct rn_nl_neigh nb;
 	struct rn_ip nh;
 	int nh_is_peer = 1, ret;
 
-	if (!nic || !peer || !out)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	if (!nic->ip.family || peer->ip.family != nic->ip.family)
-		return -EAFNOSUPPORT;
-	rn_conn_vars(nic, peer, &v);
-
+	rn_conn_vars(nic, peer, v);
 	ret = rn_nl.link_get(nic->ifindex, &l);
 	if (ret < 0)
 		return ret;
 	if (!l.oper_up) {
-		rn_finding_render(out, RN_CAUSE_LINK_DOWN, &v);
+		rn_finding_render(out, RN_CAUSE_LINK_DOWN, v);
 		return 0;
 	}
-	ret = rn_conn_route(nic, peer, &v, &nh, &nh_is_peer, out);
+	ret = rn_conn_route(nic, peer, v, &nh, &nh_is_peer, out);
 	if (ret == 2)
 		return -ENOENT;
 	if (ret == 1) {
 		/* Routing is wrong, but a wrong MAC would explain error 12 more directly. */
-		struct rn_finding route = *out;
-
 		ret = rn_nl.neigh_get(nic->ifindex, &peer->ip, &nb);
 		if (!ret && rn_neigh_valid(nb.state) && nb.has_mac && memcmp(nb.mac, peer->mac, 6)) {
 			char b[32];
 
-			rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
-			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, &v);
-		} else {
-			*out = route;
+			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
+			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 		}
 		return 0;
 	}
@@ -59,23 +48,44 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 		if (nh_is_peer && memcmp(nb.mac, peer->mac, 6)) {
 			char b[32];
 
-			rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
-			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, &v);
+			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
+			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 			return 0;
 		}
 	} else {
-		rn_vars_set(&v, "timeout_ms", "0");
-		rn_finding_render(out, RN_CAUSE_NEIGH_UNRESOLVED, &v);
+		rn_vars_set(v, "timeout_ms", "0");
+		rn_finding_render(out, RN_CAUSE_NEIGH_UNRESOLVED, v);
 		return 0;
 	}
 	if (peer->verdict_cause != RN_CAUSE_NONE) {
-		rn_vars_set(&v, "peer_cause", "%s", rn_cause_id((enum rn_cause)peer->verdict_cause));
-		rn_finding_render(out, RN_CAUSE_PEER_REFUSED, &v);
+		char lb[32];
+
+		rn_vars_set(v, "peer_cause", "%s",
+			    rn_cause_label((enum rn_cause)peer->verdict_cause, lb, sizeof(lb)));
+		rn_finding_render(out, RN_CAUSE_PEER_REFUSED, v);
 		return 0;
 	}
-	if (rn_mtu_vars(nic, peer, &v)) {
-		rn_finding_render(out, RN_CAUSE_MTU_MISMATCH, &v);
+	if (rn_mtu_vars(nic, peer, v)) {
+		rn_finding_render(out, RN_CAUSE_MTU_MISMATCH, v);
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		     struct rn_finding *out)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	int ret;
+
+	if (!nic || !peer || !out)
+		return -EINVAL;
+	rn_finding_clear(out);
+	if (!nic->ip.family || peer->ip.family != nic->ip.family)
+		return -EAFNOSUPPORT;
+	ret = diagnose(nic, peer, out, &v);
+	rn_vars_free(&v);
+	if (ret)
+		rn_finding_clear(out);
+	return ret;
 }

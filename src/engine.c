@@ -39,42 +39,32 @@ static const char *nic_refusal(const struct rn_nic *nic)
 	return nic->nfindings ? rn_cause_id(nic->findings[0].cause) : "refused";
 }
 
-static void append(char *buf, size_t len, const char *fmt, ...) __rn_printf(3, 4);
-
-static void append(char *buf, size_t len, const char *fmt, ...)
-{
-	size_t used = strlen(buf);
-	va_list ap;
-
-	if (used + 1 >= len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, len - used, fmt, ap);
-	va_end(ap);
-}
-
 /* One INFO line naming every NIC offered, as NCCL's "NET/IB : Using ..." */
 static void engine_log_using(const struct rn_engine *eng)
 {
-	char line[1024] = "", ip[INET6_ADDRSTRLEN];
+	struct rn_vars v = RN_VARS_INIT; /* a growable line: every NIC, whatever the count */
+	char ip[INET6_ADDRSTRLEN];
 	int i;
 
+	rn_vars_set(&v, "using", "%s", "");
 	for (i = 0; i < eng->ndevs; i++) {
 		const struct rn_nic *nic = &eng->devs[i]->nic;
 
 		rn_ip_str(&nic->ip, ip, sizeof(ip));
-		append(line, sizeof(line), "%s[%d]%s:%d/RoCE %s %s gid %d", i ? " " : "", i,
-		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?", ip,
-		       nic->gid_index);
+		rn_vars_append(&v, "using", " ", "[%d]%s:%d/RoCE %s %s gid %d", i, nic->ibdev,
+			       nic->port, nic->netdev[0] ? nic->netdev : "-", ip, nic->gid_index);
 	}
-	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "Using %s; OOB %s", line,
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "Using %s; OOB %s",
+		rn_vars_get(&v, "using") ? rn_vars_get(&v, "using") : "",
 		eng->cfg.socket_ifname[0] ? eng->cfg.socket_ifname : "each NIC's own IP");
+	rn_vars_free(&v);
 }
 
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
-	char why[1024], refused[768] = "";
+	struct rn_vars refused = RN_VARS_INIT;
+	char why[1024];
 	struct rn_host *host = NULL;
 	int n, i, nrefused = 0, ret;
 
@@ -118,23 +108,25 @@ static int engine_init(struct rn_engine *eng)
 			continue;
 		}
 		nrefused++;
-		append(refused, sizeof(refused), "%s%s:%d %s %s", nrefused > 1 ? ", " : "",
-		       nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?",
-		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
+		rn_vars_append(&refused, "list", ", ", "%s:%d %s %s", nic->ibdev, nic->port,
+			       nic->netdev[0] ? nic->netdev : "-",
+			       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
 	if (!eng->ndevs) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing or set NCCL_ROCE_ROUTE_CHECK=warn",
-			nrefused, nrefused == 1 ? "" : "s", refused);
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once) or set NCCL_ROCE_ROUTE_CHECK=warn",
+			nrefused, nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"));
+		rn_vars_free(&refused);
 		return -ENODEV;
 	}
 	if (nrefused)
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
 			RN_PFX
-			"%d RoCE NIC%s refused by the route check: %s; run scripts/roce-policy-routing",
-			nrefused, nrefused == 1 ? "" : "s", refused);
+			"%d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once)",
+			nrefused, nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"));
+	rn_vars_free(&refused);
 	engine_log_using(eng);
 	return 0;
 }

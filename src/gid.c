@@ -178,14 +178,13 @@ static int cand_ok(const struct cand *c, const struct rn_nic *nic, const struct 
 	       (!w->has_range || rn_ip_in_prefix(&c->ip, &w->net, w->len));
 }
 
-static void describe(const struct rn_host *host, const struct cand *c, int n, char *buf,
-		     size_t len)
+/* Every candidate into "have" (a growable value: a full GID table stays whole). */
+static void describe(const struct rn_host *host, const struct cand *c, int n, struct rn_vars *v)
 {
-	size_t o = 0;
 	int i;
 
-	buf[0] = '\0';
-	for (i = 0; i < n && o + 1 < len; i++) {
+	rn_vars_set(v, "have", "%s", n ? "" : "nothing");
+	for (i = 0; i < n; i++) {
 		const struct rn_host_link *l = NULL;
 		char ip[INET6_ADDRSTRLEN];
 		int k;
@@ -197,14 +196,15 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, ch
 			rn_ip_str(&c[i].ip, ip, sizeof(ip));
 		else
 			snprintf(ip, sizeof(ip), "link-local");
-		o += (size_t)snprintf(buf + o, len - o, "%s%s%d %s %s on %s", i ? ", " : "",
-				      c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
-				      ip, type_str(c[i].type), l ? l->link.name : "?");
-		if (o >= len)
-			break;
+		if (l)
+			rn_vars_append(v, "have", ", ", "%s%d %s %s on %s",
+				       c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
+				       ip, type_str(c[i].type), l->link.name);
+		else
+			rn_vars_append(v, "have", ", ", "%s%d %s %s on ifindex %d",
+				       c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
+				       ip, type_str(c[i].type), c[i].ifindex);
 	}
-	if (!n)
-		snprintf(buf, len, "nothing");
 }
 
 /* What to tell a user with no usable GID: the knob or the address that would help. */
@@ -263,27 +263,25 @@ static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct ca
 		nic->table = (int)r->table;
 }
 
-int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
-		  const struct rn_config *cfg)
+static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		      const struct rn_config *cfg, struct rn_vars *v)
 {
 	struct cand c[MAX_CANDS];
-	struct rn_vars v = { 0 };
 	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
 	struct rn_ip psrc = { 0 };
 	int n, i, pick = -1, forced = -1;
-	char have[200];
 
 	w.type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
 	if (cfg->addr_range[0]) {
 		if (rn_cidr_parse(cfg->addr_range, &w.net, &w.len) || w.net.family != w.family) {
-			rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
+			rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
 				    nic->port);
-			rn_vars_set(&v, "dev", "%s", nic->netdev);
-			rn_vars_set(&v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR",
+			rn_vars_set(v, "dev", "%s", nic->netdev);
+			rn_vars_set(v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR",
 				    cfg->addr_range, fam_str(w.family));
-			rn_vars_set(&v, "have", "-");
-			rn_vars_set(&v, "fix", "fix or unset NCCL_IB_ADDR_RANGE");
-			rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+			rn_vars_set(v, "have", "-");
+			rn_vars_set(v, "fix", "fix or unset NCCL_IB_ADDR_RANGE");
+			rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
 			nic->gid_index = -1;
 			return 0;
 		}
@@ -321,14 +319,13 @@ int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 				forced = i;
 	}
 
-	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
-	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(v, "dev", "%s", nic->netdev);
 	if (ctx && cfg->gid_index >= 0 && forced < 0) {
-		describe(host, c, n, have, sizeof(have));
-		rn_vars_set(&v, "want", "NCCL_IB_GID_INDEX=%d, an empty slot", cfg->gid_index);
-		rn_vars_set(&v, "have", "%s", have);
-		rn_vars_set(&v, "fix", "unset NCCL_IB_GID_INDEX");
-		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+		describe(host, c, n, v);
+		rn_vars_set(v, "want", "NCCL_IB_GID_INDEX=%d, an empty slot", cfg->gid_index);
+		rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
+		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
 		nic->gid_index = -1;
 		return 0;
 	}
@@ -337,34 +334,43 @@ int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		if (pick != forced) {
 			char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
 
-			rn_vars_set(&v, "forced", "%d", cfg->gid_index);
-			rn_vars_set(&v, "forced_what", "%s %s on ifindex %d",
+			rn_vars_set(v, "forced", "%d", cfg->gid_index);
+			rn_vars_set(v, "forced_what", "%s %s on ifindex %d",
 				    c[forced].ip.family ? rn_ip_str(&c[forced].ip, fip, sizeof(fip))
 							: "link-local",
 				    type_str(c[forced].type), c[forced].ifindex);
 			if (pick >= 0) {
-				rn_vars_set(&v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
-				rn_vars_set(&v, "auto", "%d", c[pick].index);
+				rn_vars_set(v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
+				rn_vars_set(v, "auto", "%d", c[pick].index);
 			} else {
-				rn_vars_set(&v, "ip", "no address");
-				rn_vars_set(&v, "auto", "none");
+				rn_vars_set(v, "ip", "no address");
+				rn_vars_set(v, "auto", "none");
 			}
-			rn_nic_add_finding(nic, RN_CAUSE_GID_FORCED_MISMATCH, &v);
+			rn_nic_add_finding(nic, RN_CAUSE_GID_FORCED_MISMATCH, v);
 		}
 		return 0;
 	}
 	if (pick < 0) {
-		describe(host, c, n, have, sizeof(have));
-		rn_vars_set(&v, "want", "%s%s%s, RoCE v%d, on %s", fam_str(w.family),
+		describe(host, c, n, v);
+		rn_vars_set(v, "want", "%s%s%s, RoCE v%d, on %s", fam_str(w.family),
 			    w.has_range ? " in " : "", w.has_range ? cfg->addr_range : "",
 			    w.type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2, nic->netdev);
-		rn_vars_set(&v, "have", "%s", have);
-		no_gid_fix(c, n, nic, &w, &v);
-		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, &v);
+		no_gid_fix(c, n, nic, &w, v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));
 		return 0;
 	}
 	set_choice(host, nic, &c[pick]);
 	return 0;
+}
+
+int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		  const struct rn_config *cfg)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	int ret = gid_choose(host, ctx, nic, cfg, &v);
+
+	rn_vars_free(&v);
+	return ret;
 }

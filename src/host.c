@@ -16,6 +16,7 @@
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_clock.h"
 #include "rn_host.h"
 #include "rn_sys.h"
 
@@ -312,19 +313,11 @@ static int route_dump(int fam, void **out, int *n)
 	return rn_nl.route_dump(fam, (struct rn_nl_route **)out, n);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int rn_host_snapshot(struct rn_host **out)
 {
 	struct rn_nl_link *links = NULL;
 	struct rn_host *h;
-	double t0 = now_ms();
+	double t0 = rn_now_ms();
 	int i, n = 0, ret;
 
 	h = calloc(1, sizeof(*h));
@@ -348,7 +341,7 @@ int rn_host_snapshot(struct rn_host **out)
 	sort_rules(h->rules, h->nrules);
 	RN_CHECK_GOTO(dump2(route_dump, sizeof(*h->routes), (void **)&h->routes, &h->nroutes),
 		      ret, err);
-	h->snapshot_ms = now_ms() - t0;
+	h->snapshot_ms = rn_now_ms() - t0;
 	*out = h;
 	return 0;
 err:
@@ -384,7 +377,7 @@ static int l2_probe(struct rn_host *host)
 	int n = host->nlinks, i, k, nq = 0, ret;
 	const struct rn_nl_addr **addr;
 	struct rn_arp_query *q;
-	double t0 = now_ms();
+	double t0 = rn_now_ms();
 
 	host->l2 = calloc((size_t)n * (size_t)n + 1, 1);
 	addr = calloc((size_t)n + 1, sizeof(*addr));
@@ -425,7 +418,7 @@ static int l2_probe(struct rn_host *host)
 out:
 	free(addr);
 	free(q);
-	host->l2_ms = now_ms() - t0;
+	host->l2_ms = rn_now_ms() - t0;
 	return ret;
 }
 
@@ -469,7 +462,7 @@ int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *
 
 	if (!l)
 		return -ENODEV;
-	memset(nic, 0, sizeof(*nic));
+	memset(nic, 0, sizeof(*nic)); /* an output: release a filled one first */
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
 	nic->ifindex = l->link.ifindex;
 	memcpy(nic->mac, l->link.mac, 6);

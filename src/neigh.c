@@ -19,6 +19,7 @@
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_clock.h"
 #include "rn_host.h"
 
 #define MAX_CONN_FINDINGS 4
@@ -41,14 +42,6 @@ struct rn_conn_check {
 	int npolls;
 	int nprobes;
 };
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 {
@@ -83,7 +76,7 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	rn_vars_set(v, "ip", "%s", rn_ip_str(&nic->ip, b, sizeof(b)));
 	rn_vars_set(v, "peer_ip", "%s", rn_ip_str(&peer->ip, b, sizeof(b)));
 	rn_vars_set(v, "peer_host", "%s", peer->host[0] ? peer->host : "the peer");
-	rn_vars_set(v, "peer_dev", "%s", peer->netdev[0] ? peer->netdev : "?");
+	rn_vars_set(v, "peer_dev", "%s", peer->netdev[0] ? peer->netdev : "its RoCE netdev");
 	rn_vars_set(v, "peer_mac", "%s", rn_mac_str(peer->mac, b, sizeof(b)));
 	if (nic->table == RN_TABLE_MAIN) {
 		uint32_t t, prio;
@@ -149,16 +142,19 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	return 0;
 }
 
+/* At most one finding per step (peer, MTU, route, neighbour): MAX_CONN_FINDINGS holds all. */
 static void add(struct rn_conn_check *c, enum rn_cause cause, const struct rn_vars *v)
 {
-	if (c->nfindings < MAX_CONN_FINDINGS)
-		rn_finding_render(&c->findings[c->nfindings++], cause, v);
+	if (c->nfindings < MAX_CONN_FINDINGS &&
+	    rn_finding_render(&c->findings[c->nfindings], cause, v) != -ENOMEM)
+		c->nfindings++;
 }
 
-static void add_finding(struct rn_conn_check *c, const struct rn_finding *f)
+static void add_finding(struct rn_conn_check *c, struct rn_finding *f)
 {
 	if (c->nfindings < MAX_CONN_FINDINGS)
-		c->findings[c->nfindings++] = *f;
+		rn_finding_move(&c->findings[c->nfindings++], f);
+	rn_finding_clear(f);
 }
 
 static void decide(struct rn_conn_check *c, int result)
@@ -190,7 +186,7 @@ int rn_mtu_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, stru
 /* Judge a neighbour entry: 1 decided (finding in @f if wrong), 0 not resolved yet. */
 static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
 {
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	char b[32];
 
 	if (!rn_neigh_valid(nb->state) || !nb->has_mac)
@@ -199,6 +195,7 @@ static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
 		rn_conn_vars(&c->nic, &c->peer, &v);
 		rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb->mac, b, sizeof(b)));
 		add(c, RN_CAUSE_NEIGH_WRONG_MAC, &v);
+		rn_vars_free(&v);
 		decide(c, -EHOSTUNREACH);
 	} else {
 		decide(c, 0);
@@ -210,8 +207,8 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 			int timeout_ms, struct rn_conn_check **out)
 {
 	struct rn_conn_check *c;
-	struct rn_vars v = { 0 };
-	struct rn_finding f;
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_finding f = { 0 };
 	int ret;
 
 	if (!nic || !peer || !out)
@@ -222,14 +219,21 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 	if (!c)
 		return -ENOMEM;
 	c->nic = *nic;
+	/* the identity is all the check reads: the NIC's findings stay with their owner */
+	c->nic.findings = NULL;
+	c->nic.nfindings = 0;
+	c->nic.findings_cap = 0;
 	c->peer = *peer;
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
-	c->t0 = now_ms();
+	c->t0 = rn_now_ms();
 	c->state = CS_NEIGH;
 	rn_conn_vars(nic, peer, &v);
 
 	if (peer->verdict_cause != RN_CAUSE_NONE) {
-		rn_vars_set(&v, "peer_cause", "%s", rn_cause_id((enum rn_cause)peer->verdict_cause));
+		char lb[32];
+
+		rn_vars_set(&v, "peer_cause", "%s",
+			    rn_cause_label((enum rn_cause)peer->verdict_cause, lb, sizeof(lb)));
 		add(c, RN_CAUSE_PEER_REFUSED, &v);
 		decide(c, -EHOSTUNREACH);
 		goto out;
@@ -251,23 +255,24 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 		struct rn_nl_neigh nb;
 
 		ret = rn_nl.neigh_get(nic->ifindex, &c->nexthop, &nb);
-		if (ret && ret != -ENOENT) {
-			free(c);
-			return ret;
-		}
+		if (ret && ret != -ENOENT)
+			goto err;
 		if (!ret && judge_neigh(c, &nb))
 			goto out;
 	}
 	ret = rn_nl.neigh_probe(nic->ifindex, &nic->ip, &c->nexthop);
-	if (ret) {
-		free(c);
-		return ret;
-	}
+	if (ret)
+		goto err;
 	c->nprobes++;
-	c->t_probe = now_ms();
+	c->t_probe = rn_now_ms();
 out:
+	rn_vars_free(&v);
 	*out = c;
 	return 0;
+err:
+	rn_vars_free(&v);
+	rn_conn_check_free(c);
+	return ret;
 }
 
 static int result_of(struct rn_conn_check *c, struct rn_finding *out)
@@ -275,14 +280,18 @@ static int result_of(struct rn_conn_check *c, struct rn_finding *out)
 	int i;
 
 	if (out) {
-		memset(out, 0, sizeof(*out));
+		const struct rn_finding *pick = NULL;
+
 		/* The refusing cause first; on success a warning (MTU) if any. */
 		for (i = 0; i < c->nfindings; i++) {
-			if (c->findings[i].sev == RN_SEV_FATAL || !out->cause)
-				*out = c->findings[i];
+			if (c->findings[i].sev == RN_SEV_FATAL || !pick)
+				pick = &c->findings[i];
 			if (c->findings[i].sev == RN_SEV_FATAL)
 				break;
 		}
+		rn_finding_clear(out);
+		if (pick && rn_finding_copy(out, pick))
+			return -ENOMEM;
 	}
 	return c->result;
 }
@@ -303,13 +312,14 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 		return ret;
 	if (!ret && judge_neigh(chk, &nb))
 		return result_of(chk, out);
-	t = now_ms();
+	t = rn_now_ms();
 	if (t - chk->t0 >= chk->timeout_ms) {
-		struct rn_vars v = { 0 };
+		struct rn_vars v = RN_VARS_INIT;
 
 		rn_conn_vars(&chk->nic, &chk->peer, &v);
 		rn_vars_set(&v, "timeout_ms", "%d", chk->timeout_ms);
 		add(chk, RN_CAUSE_NEIGH_UNRESOLVED, &v);
+		rn_vars_free(&v);
 		decide(chk, -EHOSTUNREACH);
 		return result_of(chk, out);
 	}
@@ -324,16 +334,19 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 	return -EAGAIN;
 }
 
-int rn_conn_check_findings(const struct rn_conn_check *chk, struct rn_finding *out, int max)
+int rn_conn_check_findings(const struct rn_conn_check *chk, const struct rn_finding **out)
 {
-	int i;
-
-	for (i = 0; chk && i < chk->nfindings && i < max; i++)
-		out[i] = chk->findings[i];
-	return chk ? RN_MIN(chk->nfindings, max) : 0;
+	*out = chk ? chk->findings : NULL;
+	return chk ? chk->nfindings : 0;
 }
 
 void rn_conn_check_free(struct rn_conn_check *chk)
 {
+	int i;
+
+	if (!chk)
+		return;
+	for (i = 0; i < chk->nfindings; i++)
+		rn_finding_clear(&chk->findings[i]);
 	free(chk);
 }

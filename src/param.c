@@ -77,17 +77,6 @@ static const struct param params[] = {
 	      "how long a handshake may take before connect/accept fail"),
 };
 
-const struct rn_param_desc *rn_param_table(size_t *n)
-{
-	static struct rn_param_desc descs[RN_ARRAY_SIZE(params)];
-	size_t i;
-
-	for (i = 0; i < RN_ARRAY_SIZE(params); i++)
-		descs[i] = params[i].d;
-	*n = RN_ARRAY_SIZE(params);
-	return descs;
-}
-
 static int *int_field(struct rn_config *cfg, const struct param *p)
 {
 	return (int *)((char *)cfg + p->off);

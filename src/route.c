@@ -43,11 +43,67 @@ int rn_roce_mtu_of(int netdev_mtu)
 	return 0;
 }
 
-void rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
+int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
 {
-	if (nic->nfindings >= RN_MAX_FINDINGS)
+	int ret;
+
+	if (nic->nfindings == nic->findings_cap) {
+		int cap = nic->findings_cap ? 2 * nic->findings_cap : 8;
+		struct rn_finding *f = realloc(nic->findings, (size_t)cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		memset(f + nic->findings_cap, 0, (size_t)(cap - nic->findings_cap) * sizeof(*f));
+		nic->findings = f;
+		nic->findings_cap = cap;
+	}
+	ret = rn_finding_render(&nic->findings[nic->nfindings], cause, v);
+	/* A finding with a template bug still names its cause; only ENOMEM loses it. */
+	if (ret != -ENOMEM)
+		nic->nfindings++;
+	return ret;
+}
+
+static void nic_findings_clear(struct rn_nic *nic)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		rn_finding_clear(&nic->findings[i]);
+	nic->nfindings = 0;
+}
+
+void rn_nic_cleanup(struct rn_nic *nic)
+{
+	if (!nic)
 		return;
-	rn_finding_render(&nic->findings[nic->nfindings++], cause, v);
+	nic_findings_clear(nic);
+	free(nic->findings);
+	nic->findings = NULL;
+	nic->findings_cap = 0;
+}
+
+int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src)
+{
+	int i, n = src->nfindings;
+
+	if (dst == src)
+		return 0;
+	rn_nic_cleanup(dst);
+	*dst = *src;
+	dst->findings = NULL;
+	dst->findings_cap = 0;
+	dst->nfindings = 0;
+	if (!n)
+		return 0;
+	dst->findings = calloc((size_t)n, sizeof(*dst->findings));
+	if (!dst->findings)
+		return -ENOMEM;
+	dst->findings_cap = n;
+	for (i = 0; i < n; i++, dst->nfindings++)
+		if (rn_finding_copy(&dst->findings[i], &src->findings[i]))
+			return -ENOMEM;
+	return 0;
 }
 
 static int table_used(const struct rn_host *host, uint32_t t)
@@ -193,45 +249,43 @@ static void find_l2_sharing(struct rn_host *host, const struct rn_nic *nic, stru
 	}
 }
 
-static void add_key(char *buf, size_t len, const char *dev, const char *key, int val)
+/* Append "KEY=VAL" (sysctl's slash form for dotted names) to @v's @var, once. */
+static void add_key(struct rn_vars *v, const char *var, const char *dev, const char *key, int val)
 {
 	char k[IF_NAMESIZE + 40];
-	size_t o = strlen(buf);
+	const char *cur = rn_vars_get(v, var);
 
 	rn_sysctl_key(k, sizeof(k), dev, key);
-	if (strstr(buf, k))
+	if (cur && strstr(cur, k))
 		return;
-	snprintf(buf + o, len - o, "%s%s=%d", o ? " " : "", k, val);
+	rn_vars_append(v, var, " ", "%s=%d", k, val);
 }
 
 /*
- * ARP flux among @l[0..n-1] (a subnet or an L2 segment shared with our NIC): the
- * reason and the sysctls that end it (max(all, dev) rules: 'all' fixes every link
- * unless a link's own value is worse than the fix).
+ * ARP flux among @l[0..n-1] (a subnet or an L2 segment shared with our NIC): sets "why"
+ * and the "sysctls" that end it (max(all, dev): 'all' fixes every link unless a link's
+ * own value is worse than the fix). 1 when there is flux.
  */
 static int flux_why(struct rn_host *host, struct rn_nic *nic, struct rn_host_link **l, int n,
-		    char *why, size_t wl, char *sysctls, size_t sl)
+		    struct rn_vars *v)
 {
-	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i;
-	char bad_ignore[256] = "", bad_announce[256] = "";
+	struct rn_vars bad = RN_VARS_INIT; /* growable lists: eight long names fit */
+	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i, flux = 0;
 
-	why[0] = sysctls[0] = '\0';
+	rn_vars_set(v, "why", "%s", "");
+	rn_vars_set(v, "sysctls", "%s", "");
 	for (i = 0; i < n; i++) {
 		const struct rn_sysctls *e = rn_host_sysctls(host, l[i]);
 		struct rn_ip src;
-		size_t o;
 
 		if (!rn_arp_ignore_quiet(e->arp_ignore)) {
 			ignore_ok = 0;
-			o = strlen(bad_ignore);
-			snprintf(bad_ignore + o, sizeof(bad_ignore) - o, "%s%s=%d", o ? "," : "",
-				 l[i]->link.name, e->arp_ignore);
+			rn_vars_append(&bad, "ignore", ",", "%s=%d", l[i]->link.name, e->arp_ignore);
 		}
 		if (e->arp_announce < 2) {
 			announce_ok = 0;
-			o = strlen(bad_announce);
-			snprintf(bad_announce + o, sizeof(bad_announce) - o, "%s%s=%d",
-				 o ? "," : "", l[i]->link.name, e->arp_announce);
+			rn_vars_append(&bad, "announce", ",", "%s=%d", l[i]->link.name,
+				       e->arp_announce);
 		}
 		if (!e->arp_filter)
 			filter_ok = 0;
@@ -243,78 +297,63 @@ static int flux_why(struct rn_host *host, struct rn_nic *nic, struct rn_host_lin
 	 * every NIC has its table. Requests: arp_announce=2, or complete rules (a packet
 	 * from NIC i's IP then always leaves NIC i, so its ARP carries the right pair).
 	 */
-	if ((ignore_ok || (filter_ok && rules_ok)) && (announce_ok || rules_ok))
-		return 0;
 	if (!(ignore_ok || (filter_ok && rules_ok))) {
-		snprintf(why, wl, "effective arp_ignore %s (answers for any local address)",
-			 bad_ignore);
-		add_key(sysctls, sl, "all", "arp_ignore", 1);
+		rn_vars_append(v, "why", ", ", "effective arp_ignore %s (answers for any local address)",
+			       rn_vars_get(&bad, "ignore"));
+		add_key(v, "sysctls", "all", "arp_ignore", 1);
 		for (i = 0; i < n; i++)
 			if (l[i]->dev.arp_ignore > 2 && l[i]->dev.arp_ignore != 8)
-				add_key(sysctls, sl, l[i]->link.name, "arp_ignore", 1);
+				add_key(v, "sysctls", l[i]->link.name, "arp_ignore", 1);
+		flux = 1;
 	}
 	if (!(announce_ok || rules_ok)) {
-		size_t o = strlen(why);
-
-		snprintf(why + o, wl - o, "%seffective arp_announce %s", o ? ", " : "", bad_announce);
+		rn_vars_append(v, "why", ", ", "effective arp_announce %s",
+			       rn_vars_get(&bad, "announce"));
 		/* The kernel uses max(all, dev): one key on all fixes every NIC at once. */
-		add_key(sysctls, sl, "all", "arp_announce", 2);
+		add_key(v, "sysctls", "all", "arp_announce", 2);
+		flux = 1;
 	}
-	return 1;
+	rn_vars_free(&bad);
+	return flux;
 }
 
-static void link_list(struct rn_host_link **l, int n, char *buf, size_t len)
+/* "a, b, c" of @l[0..n-1] into @v's @var. */
+static void link_list(struct rn_vars *v, const char *var, struct rn_host_link **l, int n)
 {
 	int i;
 
-	buf[0] = '\0';
-	for (i = 0; i < n; i++) {
-		size_t o = strlen(buf);
-
-		snprintf(buf + o, len - o, "%s%s", i ? ", " : "", l[i]->link.name);
-	}
+	rn_vars_set(v, var, "%s", "");
+	for (i = 0; i < n; i++)
+		rn_vars_append(v, var, ", ", "%s", l[i]->link.name);
 }
 
 static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct share *s,
 		      struct rn_vars *v)
 {
-	char why[600], sysctls[600], others[400];
+	struct rn_host_link *g[MAX_SHARE + 1];
+	int i, n;
 
 	if (nic->ip.family != AF_INET)
 		return; /* IPv6 ND has no flux: answers come from the owning interface */
-	if (s->nsubnet > 1 && flux_why(host, nic, (struct rn_host_link **)s->l, s->nsubnet, why,
-				       sizeof(why), sysctls, sizeof(sysctls))) {
-		rn_vars_set(v, "why", "%s", why);
-		rn_vars_set(v, "sysctls", "%s", sysctls);
+	if (s->nsubnet > 1 && flux_why(host, nic, (struct rn_host_link **)s->l, s->nsubnet, v))
 		rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
-	}
 	if (s->n > s->nsubnet) {
-		struct rn_host_link *g[MAX_SHARE];
-		int i, n = 0;
-
+		n = 0;
 		g[n++] = s->l[0];
 		for (i = s->nsubnet; i < s->n; i++)
 			g[n++] = s->l[i];
-		if (flux_why(host, nic, g, n, why, sizeof(why), sysctls, sizeof(sysctls))) {
-			link_list(g + 1, n - 1, others, sizeof(others));
-			rn_vars_set(v, "l2_others", "%s", others);
-			rn_vars_set(v, "why", "%s", why);
-			rn_vars_set(v, "sysctls", "%s", sysctls);
+		if (flux_why(host, nic, g, n, v)) {
+			link_list(v, "l2_others", g + 1, n - 1);
 			rn_nic_add_finding(nic, RN_CAUSE_SHARED_L2, v);
 		}
 	}
 	if (s->nunk) {
-		struct rn_host_link *g[MAX_SHARE];
-		int i, n = 0;
-
+		n = 0;
 		g[n++] = s->l[0];
 		for (i = 0; i < s->nunk; i++)
 			g[n++] = s->unk[i];
-		if (flux_why(host, nic, g, n, why, sizeof(why), sysctls, sizeof(sysctls))) {
-			link_list(g + 1, n - 1, others, sizeof(others));
-			rn_vars_set(v, "l2_others", "%s", others);
-			rn_vars_set(v, "why", "%s", why);
-			rn_vars_set(v, "sysctls", "%s", sysctls);
+		if (flux_why(host, nic, g, n, v)) {
+			link_list(v, "l2_others", g + 1, n - 1);
 			rn_vars_set(v, "err", "%s", strerror(-s->l2err));
 			rn_nic_add_finding(nic, RN_CAUSE_L2_UNCHECKED, v);
 		}
@@ -326,37 +365,23 @@ static void check_arp_silent(struct rn_host *host, struct rn_nic *nic, struct rn
 			     struct rn_vars *v)
 {
 	const struct rn_sysctls *e;
-	char keys[200] = "", where[64] = "";
 
 	if (nic->ip.family != AF_INET || !self)
 		return;
 	e = rn_host_sysctls(host, self);
 	if (e->arp_ignore != 8)
 		return;
+	rn_vars_set(v, "sysctls", "%s", "");
+	rn_vars_set(v, "where", "%s", "");
 	if (host->all.arp_ignore == 8) {
-		add_key(keys, sizeof(keys), "all", "arp_ignore", 1);
-		snprintf(where, sizeof(where), "all=8");
+		add_key(v, "sysctls", "all", "arp_ignore", 1);
+		rn_vars_append(v, "where", ", ", "all=8");
 	}
 	if (self->dev.arp_ignore == 8) {
-		add_key(keys, sizeof(keys), self->link.name, "arp_ignore", 1);
-		snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s=8",
-			 where[0] ? ", " : "", self->link.name);
+		add_key(v, "sysctls", self->link.name, "arp_ignore", 1);
+		rn_vars_append(v, "where", ", ", "%s=8", self->link.name);
 	}
-	rn_vars_set(v, "where", "%s", where);
-	rn_vars_set(v, "sysctls", "%s", keys);
 	rn_nic_add_finding(nic, RN_CAUSE_ARP_SILENT, v);
-}
-
-/* Append @sep and the text to @key's value (a copy first: the old value is replaced). */
-static void vars_append(struct rn_vars *v, const char *key, const char *sep, const char *text)
-{
-	const char *old = rn_vars_get(v, key);
-	char *copy = strdup(old ? old : "");
-
-	if (!copy)
-		return;
-	rn_vars_set(v, key, "%s%s%s", copy, copy[0] ? sep : "", text);
-	free(copy);
 }
 
 static const char *ipf(const struct rn_nic *nic)
@@ -644,7 +669,7 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 		rn_vars_set(v, "gw_hint", "; add 'default via <gateway> dev %s' to table %u%s%s",
 			    nic->netdev, t, prio ? " and a 'from " : "", prio ? ip : "");
 		if (prio)
-			vars_append(v, "gw_hint", "", "' rule for it");
+			rn_vars_append(v, "gw_hint", "", "' rule for it");
 		return;
 	}
 	rn_ip_str(&gw, g, sizeof(g));
@@ -748,7 +773,7 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	}
 	rn_route_fix_vars(host, nic, v);
 	if (shadow_vars(host, nic, r.table, v) && rn_vars_get(v, "move_fix")[0])
-		vars_append(v, "route_fix", "; ", rn_vars_get(v, "move_fix"));
+		rn_vars_append(v, "route_fix", "; ", "%s", rn_vars_get(v, "move_fix"));
 	add_lowered(nic, RN_CAUSE_TABLE_NO_ROUTE, v, egress_ok);
 	return 1;
 }
@@ -835,11 +860,11 @@ static int has_route_fix(const struct rn_nic *nic)
 
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
 {
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	struct share s;
 	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
 	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN + 8], buf[INET6_ADDRSTRLEN];
-	char others[400] = "", devs[400] = "", key[IF_NAMESIZE + 40];
+	char key[IF_NAMESIZE + 40];
 	struct rn_nl_route r;
 	struct rn_ip dst;
 	uint32_t table, prio;
@@ -850,7 +875,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "ipf", "%s", ipf(nic));
 	if (!nic->link_up || (self && !self->link.oper_up)) {
 		rn_nic_add_finding(nic, RN_CAUSE_LINK_DOWN, &v);
-		return 0;
+		goto out;
 	}
 	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {
 		rn_vars_set(&v, "what",
@@ -861,23 +886,20 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
 	}
 	if (!nic->ip.family)
-		return 0;
+		goto out;
 
 	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
 	rn_vars_set(&v, "subnet", "%s", subnet_str(nic, net_s, sizeof(net_s)));
 	find_sharing(host, nic, &s);
-	for (i = 0; i < s.n; i++) {
-		size_t o = strlen(devs);
-
-		snprintf(devs + o, sizeof(devs) - o, "%s%s", i ? " " : "", s.l[i]->link.name);
-		if (i) {
-			o = strlen(others);
-			snprintf(others + o, sizeof(others) - o, "%s%s", i > 1 ? ", " : "",
-				 s.l[i]->link.name);
-		}
-	}
-	rn_vars_set(&v, "devs", "%s", devs[0] ? devs : nic->netdev);
-	rn_vars_set(&v, "others", "%s", others);
+	rn_vars_set(&v, "devs", "%s", s.n ? "" : nic->netdev);
+	rn_vars_set(&v, "others", "%s", "");
+	for (i = 0; i < s.n; i++)
+		rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
+	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
+	if (s.n > 2)
+		rn_vars_set(&v, "others", "%d other NICs: ", s.n - 1);
+	for (i = 1; i < s.n; i++)
+		rn_vars_append(&v, "others", i > 1 ? ", " : "", "%s", s.l[i]->link.name);
 	if (nic->table != RN_TABLE_MAIN) {
 		const struct rn_nl_rule *rule = rn_rule_for_src(host, &nic->ip);
 
@@ -959,6 +981,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
 		}
 	}
+out:
+	rn_vars_free(&v);
 	return 0;
 }
 
@@ -991,7 +1015,7 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	memset(&nic->ip, 0, sizeof(nic->ip));
 	nic->prefixlen = 0;
 	nic->table = RN_TABLE_MAIN;
-	nic->nfindings = 0;
+	nic_findings_clear(nic);
 	nic->verdict = RN_VERDICT_OK;
 	if (!rn_host_link_by_index(host, nic->ifindex)) {
 		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
@@ -1015,22 +1039,23 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 
 void rn_nic_log(const struct rn_nic *nic)
 {
-	char ip[INET6_ADDRSTRLEN], name[96];
+	char ip[INET6_ADDRSTRLEN], name[96], label[32];
+	struct rn_vars v = RN_VARS_INIT;
 	int i;
 
-	char causes[160] = "";
-	size_t o = 0;
-
 	snprintf(name, sizeof(name), "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
-	for (i = 0; i < nic->nfindings && o < sizeof(causes); i++)
-		o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", i ? "," : " causes ",
-				      rn_cause_id(nic->findings[i].cause));
-	rn_info(RN_SUB_INIT | RN_SUB_NET,
-		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s", name, nic->netdev,
-		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
-		rn_verdict_str(nic->verdict), causes);
+	rn_vars_set(&v, "causes", "%s", "");
 	for (i = 0; i < nic->nfindings; i++)
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s %s: %s; fix: %s", name,
-			rn_cause_id(nic->findings[i].cause), nic->findings[i].msg,
-			nic->findings[i].fix);
+		rn_vars_append(&v, "causes", ",", "%s",
+			       rn_cause_label(nic->findings[i].cause, label, sizeof(label)));
+	rn_info(RN_SUB_INIT | RN_SUB_NET,
+		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name, nic->netdev,
+		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
+		rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
+		rn_vars_get(&v, "causes") ? rn_vars_get(&v, "causes") : "");
+	rn_vars_free(&v);
+	snprintf(name, sizeof(name), RN_PFX "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
+		 nic->port);
+	for (i = 0; i < nic->nfindings; i++)
+		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL, &nic->findings[i]);
 }

@@ -21,11 +21,6 @@ void rn_sys_set_root(const char *root)
 	snprintf(sys_root, sizeof(sys_root), "%s", root ? root : "");
 }
 
-const char *rn_sys_root(void)
-{
-	return sys_root;
-}
-
 static int rooted(const char *path, char *out, size_t len)
 {
 	int n = snprintf(out, len, "%s%s", sys_root, path);

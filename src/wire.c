@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rn_compiler.h"
@@ -177,17 +178,36 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	return RN_WIRE_HDR_LEN + len;
 }
 
+/* @text, or a note in its place when it is over the limit: whole, or not at all. */
+static const char *verdict_text(const char *text, char *note, size_t len)
+{
+	size_t n = strlen(text ? text : "");
+
+	if (n <= RN_VERDICT_TEXT_MAX)
+		return text ? text : "";
+	snprintf(note, len, "(%zu bytes, over the handshake's limit of %d: the sender's log "
+		 "has the whole text)", n, RN_VERDICT_TEXT_MAX);
+	return note;
+}
+
 size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m)
 {
 	uint8_t *p = buf + RN_WIRE_HDR_LEN;
+	char note_m[128], note_f[128];
+	const char *msg = verdict_text(m->finding.msg, note_m, sizeof(note_m));
+	const char *fix = verdict_text(m->finding.fix, note_f, sizeof(note_f));
+	uint32_t lm = (uint32_t)strlen(msg), lf = (uint32_t)strlen(fix);
+	uint32_t len = RN_VERDICT_FIXED_LEN + lm + lf;
 
-	put_hdr(buf, RN_MSG_VERDICT, RN_VERDICT_LEN, nonce);
+	put_hdr(buf, RN_MSG_VERDICT, len, nonce);
 	put16(p, (uint16_t)m->finding.cause);
 	p[2] = (uint8_t)m->finding.sev;
 	p[3] = m->refused ? 1 : 0;
-	put_str(p + 4, 256, m->finding.msg);
-	put_str(p + 260, 512, m->finding.fix);
-	return RN_WIRE_HDR_LEN + RN_VERDICT_LEN;
+	put32(p + 4, lm);
+	put32(p + 8, lf);
+	memcpy(p + RN_VERDICT_FIXED_LEN, msg, lm);
+	memcpy(p + RN_VERDICT_FIXED_LEN + lm, fix, lf);
+	return RN_WIRE_HDR_LEN + len;
 }
 
 size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce)
@@ -219,7 +239,7 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 			return -EBADMSG;
 		return 0;
 	case RN_MSG_VERDICT:
-		return plen == RN_VERDICT_LEN ? 0 : -EBADMSG;
+		return plen >= RN_VERDICT_FIXED_LEN ? 0 : -EBADMSG;
 	case RN_MSG_READY:
 		return plen == 0 ? 0 : -EBADMSG;
 	default:
@@ -263,9 +283,8 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 	if (p[109] < IBV_MTU_256 || p[109] > IBV_MTU_4096)
 		return -EBADMSG;
 	f->active_mtu = (enum ibv_mtu)p[109];
+	/* any number: a newer peer's cause is shown as "unknown cause N" */
 	f->verdict_cause = get16(p + 110);
-	if (f->verdict_cause >= RN_CAUSE__MAX)
-		return -EBADMSG;
 	f->mtu = (int)get32(p + 128);
 	if (f->mtu < 0)
 		return -EBADMSG;
@@ -281,18 +300,44 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 	return 0;
 }
 
+void rn_verdict_msg_clear(struct rn_verdict_msg *m)
+{
+	rn_finding_clear(&m->finding);
+	m->refused = 0;
+}
+
+/* A text field: bounded, and no NUL inside (it would hide the rest). */
+static int text_ok(const uint8_t *p, uint32_t n)
+{
+	return n <= RN_VERDICT_TEXT_MAX && !memchr(p, 0, n);
+}
+
 int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m)
 {
-	memset(m, 0, sizeof(*m));
-	if (len != RN_VERDICT_LEN)
+	uint32_t lm, lf;
+	char *msg, *fix;
+
+	rn_verdict_msg_clear(m);
+	if (len < RN_VERDICT_FIXED_LEN || p[2] > RN_SEV_FATAL || p[3] > 1)
 		return -EBADMSG;
-	if (get16(p) >= RN_CAUSE__MAX || p[2] > RN_SEV_FATAL || p[3] > 1)
+	lm = get32(p + 4);
+	lf = get32(p + 8);
+	if (lm > RN_VERDICT_TEXT_MAX || lf > RN_VERDICT_TEXT_MAX ||
+	    len != RN_VERDICT_FIXED_LEN + (size_t)lm + lf ||
+	    !text_ok(p + RN_VERDICT_FIXED_LEN, lm) || !text_ok(p + RN_VERDICT_FIXED_LEN + lm, lf))
 		return -EBADMSG;
+	msg = strndup((const char *)p + RN_VERDICT_FIXED_LEN, lm);
+	fix = strndup((const char *)p + RN_VERDICT_FIXED_LEN + lm, lf);
+	if (!msg || !fix) {
+		free(msg);
+		free(fix);
+		return -ENOMEM;
+	}
 	m->finding.cause = (enum rn_cause)get16(p);
 	m->finding.sev = (enum rn_severity)p[2];
+	m->finding.msg = msg;
+	m->finding.fix = fix;
 	m->refused = p[3];
-	if (get_str(p + 4, 256, m->finding.msg) || get_str(p + 260, 512, m->finding.fix))
-		return -EBADMSG;
 	return 0;
 }
 

@@ -25,8 +25,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"
@@ -112,21 +114,24 @@ static const char *wr_kind_str(int kind)
 	}
 }
 
-/* One WARN per comm: status, what the WR was, both ends, and the route diagnosis. */
+/*
+ * One WARN per comm: status, what the WR was, both ends, and the route diagnosis,
+ * whole (a diagnosis too long for one log line follows on lines of its own).
+ */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], diag[800];
-	struct rn_finding f;
-	int ret;
+	char lg[48], rg[48], diag[400], pfx[256], lb[32];
+	struct rn_finding f = { 0 };
+	char *line = NULL;
+	int ret, n;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
 	comm_fail(c, -EREMOTEIO);
-	memset(&f, 0, sizeof(f));
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
 	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis [%s]: %s Fix: %s", rn_cause_id(f.cause),
-			 f.msg, f.fix);
+		snprintf(diag, sizeof(diag), "diagnosis [%s]:",
+			 rn_cause_label(f.cause, lb, sizeof(lb)));
 	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		char pip[INET6_ADDRSTRLEN];
 
@@ -143,13 +148,34 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	else
 		snprintf(diag, sizeof(diag), "diagnosis unavailable: %s", strerror(-ret));
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
-	rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		"vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s", c->peer_str,
-		c->peer.host[0] ? c->peer.host : "?", rn_wc_status_str(wc->status), wc->status,
-		wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-		rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
-		rn_gid_str(&c->peer.gid, rg, sizeof(rg)),
-		c->dev->nic.ibdev, c->dev->nic.port, diag);
+	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s%s%s",
+		     c->peer_str, c->peer.host[0] ? c->peer.host : "unknown host",
+		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
+		     wc->vendor_err, wc->qp_num, rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
+		     rn_gid_str(&c->peer.gid, rg, sizeof(rg)), c->dev->nic.ibdev, c->dev->nic.port,
+		     diag, ret ? "" : " ", ret ? "" : rn_finding_msg(&f),
+		     ret || !rn_finding_fix(&f)[0] ? "" : " Fix: ",
+		     ret ? "" : rn_finding_fix(&f));
+	if (n < 0) {
+		line = NULL;
+		n = 0;
+	}
+	if (ret || (line && n <= 900)) {
+		rn_warn(RN_SUB_NET, "%s", line ? line : RN_PFX "completion error (out of memory)");
+	} else {
+		/* the finding on lines of its own: whole, whatever its length */
+		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
+			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
+			c->peer.host[0] ? c->peer.host : "unknown host",
+			rn_wc_status_str(wc->status), wc->status,
+			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
+			c->dev->nic.ibdev, c->dev->nic.port);
+		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
+		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	}
+	free(line);
+	rn_finding_clear(&f);
 }
 
 static int qp_index(const struct rn_comm *c, uint32_t qp_num)

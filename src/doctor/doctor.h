@@ -115,10 +115,13 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 
 /* doctor_wire.c: the peer protocol (see the top of that file). */
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
-#define RN_DW_VERSION 1
+#define RN_DW_VERSION 2              /* 2: findings carry whole, length-prefixed texts */
 #define RN_DW_HDR_LEN 16
-#define RN_DW_MAX_PAYLOAD (1u << 20)
-#define RN_DW_MAX_FINDINGS 8
+#define RN_DW_MAX_PAYLOAD (1u << 24)
+/* Bounds a receiver enforces: a NIC has at most one finding or two per cause. */
+#define RN_DW_MAX_FINDINGS 64
+#define RN_DW_PAIR_FINDINGS 8
+#define RN_DW_TEXT_MAX 8192
 
 enum rn_dw_type {
 	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */
@@ -143,7 +146,7 @@ struct rn_dw_nic {
 	int mtu;
 	int active_mtu;             /* bytes, 0 unknown */
 	int nfindings;
-	struct rn_finding findings[RN_DW_MAX_FINDINGS];
+	struct rn_finding *findings; /* owned: rn_dw_inv_clear() */
 };
 
 struct rn_dw_inv {
@@ -157,7 +160,7 @@ struct rn_dw_pair {
 	int local, remote;
 	int status;                 /* 0 ok, 1 problem, 2 not checked */
 	int nfindings;
-	struct rn_finding findings[4];
+	struct rn_finding findings[RN_DW_PAIR_FINDINGS]; /* owned: rn_dw_checks_clear() */
 };
 
 struct rn_dw_checks {
@@ -171,7 +174,11 @@ struct rn_dw_msg {
 	uint8_t *payload;           /* malloc'ed, freed by rn_dw_msg_free */
 };
 
-void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
+/* 0 or -ENOMEM; @inv (zeroed or filled before) is replaced. */
+int rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
+/* Release the findings of @inv / @c; they are empty after. */
+void rn_dw_inv_clear(struct rn_dw_inv *inv);
+void rn_dw_checks_clear(struct rn_dw_checks *c);
 void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts *out);
 /* Send one message (blocking, bounded by the socket's timeouts). 0 or -errno. */
 int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len);
@@ -183,7 +190,10 @@ int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
  */
 int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len);
 void rn_dw_msg_free(struct rn_dw_msg *m);
-/* Payload decoders: 0 or -EBADMSG with @why filled. */
+/*
+ * Payload decoders: 0 or -EBADMSG with @why filled; they replace @inv / @c (zeroed
+ * or filled before). A cause this build does not know is kept ("unknown cause N").
+ */
 int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len);
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
 			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,

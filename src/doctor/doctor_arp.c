@@ -153,7 +153,7 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			has |= p->findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC;
 		for (k = 0; k < q[i].nmacs && !has; k++) {
 			struct rn_peer_facts pf;
-			struct rn_vars v = { 0 };
+			struct rn_vars v = RN_VARS_INIT;
 			char b[32];
 
 			if (!memcmp(q[i].macs[k], r->mac, 6) ||
@@ -163,6 +163,7 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			rn_conn_vars(&d->nics[p->local].nic, &pf, &v);
 			rn_vars_set(&v, "got_mac", "%s", rn_mac_str(q[i].macs[k], b, sizeof(b)));
 			rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC, &v);
+			rn_vars_free(&v);
 			p->status = 1;
 			has = 1;
 		}

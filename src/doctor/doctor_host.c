@@ -140,7 +140,9 @@ int rn_doctor_gather(struct rn_doctor *d)
 					break;
 			if (k < d->ndevs) {
 				used[k] = 1;
-				dn->nic = d->devs[k]->nic;
+				ret = rn_nic_copy(&dn->nic, &d->devs[k]->nic);
+				if (ret)
+					return ret;
 				dn->dev = d->devs[k];
 			} else if (rn_nic_from_netdev(d->host, names[i], &dn->nic)) {
 				fprintf(stderr, "roce-doctor: --netdev: no netdev '%s' on this host\n",
@@ -153,7 +155,9 @@ int rn_doctor_gather(struct rn_doctor *d)
 		d->skipped_problem = 0;
 	} else {
 		for (k = 0; k < d->ndevs && d->nnics < RN_DOCTOR_MAX_NICS; k++) {
-			d->nics[d->nnics].nic = d->devs[k]->nic;
+			ret = rn_nic_copy(&d->nics[d->nnics].nic, &d->devs[k]->nic);
+			if (ret)
+				return ret;
 			d->nics[d->nnics].dev = d->devs[k];
 			d->nnics++;
 		}
@@ -178,6 +182,8 @@ void rn_doctor_release(struct rn_doctor *d)
 	d->ndevs = 0;
 	rn_host_free(d->host);
 	d->host = NULL;
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++)
+		rn_nic_cleanup(&d->nics[i].nic);
 	memset(d->nics, 0, sizeof(d->nics));
 	d->nnics = 0;
 	d->skipped[0] = '\0';
@@ -251,10 +257,12 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 
 void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd)
 {
-	fprintf(f, "  %s %s [%s]: %s\n", who, rn_cause_id(fd->cause), rn_doctor_sev_str(fd->sev),
-		fd->msg);
-	if (fd->fix[0])
-		fprintf(f, "      fix: %s\n", fd->fix);
+	char lb[32];
+
+	fprintf(f, "  %s %s [%s]: %s\n", who, rn_cause_label(fd->cause, lb, sizeof(lb)),
+		rn_doctor_sev_str(fd->sev), rn_finding_msg(fd));
+	if (rn_finding_fix(fd)[0])
+		fprintf(f, "      fix: %s\n", rn_finding_fix(fd));
 }
 
 static void print_sysctls(struct rn_doctor *d, FILE *f)
@@ -352,32 +360,56 @@ static void print_rules(struct rn_doctor *d, FILE *f)
 	}
 }
 
+/* The words of @s, split in place (each cut at ';' or ','); a malloc'ed array. */
+static char **words(char *s, int *n)
+{
+	char **w = NULL, **nw, *save = NULL, *t;
+	int cap = 0;
+
+	*n = 0;
+	for (t = strtok_r(s, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 32;
+			nw = realloc(w, (size_t)cap * sizeof(*w));
+			if (!nw) {
+				free(w);
+				*n = -1;
+				return NULL;
+			}
+			w = nw;
+		}
+		t[strcspn(t, ";,")] = '\0';
+		w[(*n)++] = t;
+	}
+	return w;
+}
+
 /* Same fix up to the order of its words (the NIC lists are ordered from each NIC's side). */
 static int same_fix(const char *a, const char *b)
 {
-	char x[512], y[512], *tx[64], *ty[64], *save = NULL, *t;
-	int nx = 0, ny = 0, i, k;
+	char *x = strdup(a), *y = strdup(b), **tx = NULL, **ty = NULL;
+	int nx = 0, ny = 0, i, k, same = 0;
 
-	snprintf(x, sizeof(x), "%s", a);
-	snprintf(y, sizeof(y), "%s", b);
-	for (t = strtok_r(x, " ", &save); t && nx < 64; t = strtok_r(NULL, " ", &save))
-		tx[nx++] = t;
-	for (t = strtok_r(y, " ", &save); t && ny < 64; t = strtok_r(NULL, " ", &save))
-		ty[ny++] = t;
-	if (nx != ny)
-		return 0;
-	for (i = 0; i < nx; i++) {
-		tx[i][strcspn(tx[i], ";,")] = '\0';
-		ty[i][strcspn(ty[i], ";,")] = '\0';
-	}
+	if (!x || !y)
+		goto out;
+	tx = words(x, &nx);
+	ty = words(y, &ny);
+	if (nx < 0 || ny < 0 || nx != ny)
+		goto out;
 	for (i = 0; i < nx; i++) {
 		for (k = 0; k < ny && (!ty[k] || strcmp(tx[i], ty[k])); k++)
 			;
 		if (k == ny)
-			return 0;
+			goto out;
 		ty[k] = NULL;
 	}
-	return 1;
+	same = 1;
+out:
+	free(tx);
+	free(ty);
+	free(x);
+	free(y);
+	return same;
 }
 
 /*
@@ -415,7 +447,8 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 					rn_doctor_sev_str(it[i].f->sev));
 			}
 			fprintf(f, " %s", it[i].who);
-			for (m = 0; m < nprinted && !same_fix(fixes[m]->fix, it[i].f->fix); m++)
+			for (m = 0; m < nprinted && !same_fix(rn_finding_fix(fixes[m]),
+							      rn_finding_fix(it[i].f)); m++)
 				;
 			if (m < start)
 				nsame++;
@@ -426,15 +459,15 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 		}
 		if (!first)
 			continue;
-		fprintf(f, "\n    %s: %s\n", first->who, first->f->msg);
+		fprintf(f, "\n    %s: %s\n", first->who, rn_finding_msg(first->f));
 		shown = nprinted - start;
 		/* Eight NICs' worth of commands would push the rest off the screen. */
 		if (!all && shown > 4)
 			shown = 2;
 		for (k = start; k < start + shown; k++)
-			if (fixes[k]->fix[0])
+			if (rn_finding_fix(fixes[k])[0])
 				fprintf(f, "    fix%s%s: %s\n", nprinted - start > 1 ? " " : "",
-					nprinted - start > 1 ? fix_who[k] : "", fixes[k]->fix);
+					nprinted - start > 1 ? fix_who[k] : "", rn_finding_fix(fixes[k]));
 		if (shown < nprinted - start)
 			fprintf(f, "    ... and %d more fixes like these (-v lists each)\n",
 				nprinted - start - shown);
@@ -448,21 +481,26 @@ out:
 
 static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
 {
-	struct rn_doctor_item it[RN_DOCTOR_MAX_NICS * RN_MAX_FINDINGS];
+	struct rn_doctor_item *it = calloc((size_t)nfind + 1, sizeof(*it));
 	int i, k, n = 0;
 
+	if (!it) {
+		fprintf(f, "findings: out of memory\n");
+		return;
+	}
 	for (i = 0; i < d->nnics; i++)
-		for (k = 0; k < d->nics[i].nic.nfindings; k++) {
+		for (k = 0; k < d->nics[i].nic.nfindings && n < nfind; k++) {
 			it[n].who = d->nics[i].nic.netdev;
 			it[n++].f = &d->nics[i].nic.findings[k];
 		}
 	rn_doctor_print_grouped(f, it, n, d->verbose);
+	free(it);
 }
 
 static void print_host(struct rn_doctor *d)
 {
 	FILE *f = d->out;
-	char name[96], ip[INET6_ADDRSTRLEN + 16], mtu[24], gid[32], tb[24], rt[48], causes[160];
+	char name[96], ip[INET6_ADDRSTRLEN + 16], mtu[24], gid[32], tb[24], rt[48], lb[32];
 	int i, k, nprob = 0, nfind = 0, wn = 6, wd = 6;
 
 	fprintf(f, "roce-doctor %s on %s: %d RoCE NIC%s%s\n", RN_DOCTOR_VERSION, d->hostname,
@@ -483,7 +521,6 @@ static void print_host(struct rn_doctor *d)
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
 		const struct rn_nic *nic = &dn->nic;
-		size_t o = 0;
 
 		if (dn->dev)
 			rn_doctor_nic_name(nic, name, sizeof(name));
@@ -516,14 +553,13 @@ static void print_host(struct rn_doctor *d)
 		else
 			snprintf(tb, sizeof(tb), "main");
 		route_str(d, dn, rt, sizeof(rt));
-		causes[0] = '\0';
-		for (k = 0; k < nic->nfindings && o < sizeof(causes); k++)
-			o += (size_t)snprintf(causes + o, sizeof(causes) - o, "%s%s", k ? "," : " ",
-					      rn_cause_id(nic->findings[k].cause));
-		fprintf(f, "%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s%s%s\n", wn, name, wd, nic->netdev,
+		fprintf(f, "%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s", wn, name, wd, nic->netdev,
 			nic->link_up ? "up" : "down", mtu, ip, gid, tb, rt,
-			dn->err ? "error" : rn_verdict_str(nic->verdict), causes,
-			dn->err ? strerror(-dn->err) : "");
+			dn->err ? "error" : rn_verdict_str(nic->verdict));
+		for (k = 0; k < nic->nfindings; k++)
+			fprintf(f, "%s%s", k ? "," : " ",
+				rn_cause_label(nic->findings[k].cause, lb, sizeof(lb)));
+		fprintf(f, "%s\n", dn->err ? strerror(-dn->err) : "");
 		nprob += nic_problem(dn);
 		nfind += nic->nfindings;
 	}
@@ -560,7 +596,7 @@ static void print_host(struct rn_doctor *d)
 	fprintf(f, "verdict: %d of %d NIC%s need%s fixing (checked in %.1f ms)", nprob, d->nnics,
 		d->nnics == 1 ? "" : "s", nprob == 1 ? "s" : "", d->gather_ms);
 	if (nprob) {
-		fprintf(f, "; all at once: scripts/roce-policy-routing");
+		fprintf(f, "; all at once: roce-policy-routing");
 		for (i = 0; i < d->nnics; i++)
 			fprintf(f, " %s", d->nics[i].nic.netdev);
 	}

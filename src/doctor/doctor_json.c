@@ -129,11 +129,13 @@ void rn_json_null(struct rn_json *j, const char *key)
 
 void rn_json_finding(struct rn_json *j, const struct rn_finding *f)
 {
+	char lb[32];
+
 	rn_json_obj(j, NULL);
-	rn_json_str(j, "cause", rn_cause_id(f->cause));
+	rn_json_str(j, "cause", rn_cause_label(f->cause, lb, sizeof(lb)));
 	rn_json_str(j, "severity", rn_doctor_sev_str(f->sev));
-	rn_json_str(j, "message", f->msg);
-	rn_json_str(j, "fix", f->fix);
+	rn_json_str(j, "message", rn_finding_msg(f));
+	rn_json_str(j, "fix", rn_finding_fix(f));
 	rn_json_close(j, '}');
 }
 

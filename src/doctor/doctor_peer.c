@@ -61,6 +61,24 @@ struct session {
 	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
 };
 
+/* Release what a session's findings own; the session is empty (zero) after. */
+static void session_clear(struct session *s)
+{
+	int i, j;
+
+	rn_dw_inv_clear(&s->local);
+	rn_dw_inv_clear(&s->remote);
+	rn_dw_checks_clear(&s->ours);
+	rn_dw_checks_clear(&s->theirs);
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
+		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++)
+			rn_finding_clear(&s->probes[i][j].diag);
+		rn_finding_clear(&s->drops_local[i]);
+		rn_finding_clear(&s->drops_remote[i]);
+	}
+	memset(s, 0, sizeof(*s));
+}
+
 /* ---- pair checks (both sides) ------------------------------------------------------- */
 
 static int pair_problem(const struct rn_dw_pair *p)
@@ -81,6 +99,7 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 	double t0 = rn_doctor_now_ms();
 	int i, j, n, pending = 0;
 
+	rn_dw_checks_clear(out);
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < d->nnics; i++) {
 		for (j = 0; j < remote->nnics; j++) {
@@ -94,10 +113,11 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			p->status = 2;
 			rn_dw_peer_facts(remote, j, &pf);
 			if (!nic->link_up) {
-				struct rn_vars v = { 0 };
+				struct rn_vars v = RN_VARS_INIT;
 
 				rn_conn_vars(nic, &pf, &v);
 				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN, &v);
+				rn_vars_free(&v);
 				p->status = 1;
 			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
 				   remote->nics[j].link_up) {
@@ -113,16 +133,18 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		usleep(2000);
 		for (n = 0; n < out->npairs; n++) {
 			struct rn_dw_pair *p = &out->pairs[n];
-			struct rn_finding f;
-			int ret;
+			const struct rn_finding *all;
+			int ret, k, nf;
 
 			if (!chk[n])
 				continue;
-			ret = rn_conn_check_poll(chk[n], &f);
+			ret = rn_conn_check_poll(chk[n], NULL);
 			if (ret == -EAGAIN)
 				continue;
-			p->nfindings = rn_conn_check_findings(chk[n], p->findings,
-							      (int)RN_ARRAY_SIZE(p->findings));
+			nf = rn_conn_check_findings(chk[n], &all);
+			for (k = 0; k < nf && p->nfindings < RN_DW_PAIR_FINDINGS; k++)
+				if (!rn_finding_copy(&p->findings[p->nfindings], &all[k]))
+					p->nfindings++;
 			p->status = ret == 0 || ret == -EHOSTUNREACH ? (ret ? 1 : 0) : 2;
 			if (!p->status && pair_problem(p))
 				p->status = 1;
@@ -164,10 +186,12 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 	const struct rn_finding *wa = worst(a), *wb = worst(b);
 	const struct probe *p = &s->probes[i][j];
 
+	char lb[32];
+
 	if (wa && (!wb || wa->sev >= wb->sev))
-		snprintf(buf, len, "%s", rn_cause_id(wa->cause));
+		snprintf(buf, len, "%s", rn_cause_label(wa->cause, lb, sizeof(lb)));
 	else if (wb)
-		snprintf(buf, len, "%s(peer)", rn_cause_id(wb->cause));
+		snprintf(buf, len, "%s(peer)", rn_cause_label(wb->cause, lb, sizeof(lb)));
 	else if (p->tried && (p->ret || p->peer_ret))
 		snprintf(buf, len, "%s", p->timeout ? "rdma-timeout" : "rdma-error");
 	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
@@ -192,12 +216,22 @@ static int session_problems(const struct session *s)
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
 static int print_all_findings(FILE *f, const struct session *s, int verbose)
 {
-	int max = 2 * RN_DOCTOR_MAX_NICS * (RN_DW_MAX_FINDINGS + 1) + 2 * s->ours.npairs * 5 +
-		  2 * s->theirs.npairs * 4;
-	struct rn_doctor_item *it = calloc((size_t)max, sizeof(*it));
-	char (*who)[128] = calloc((size_t)max, sizeof(*who));
-	int i, j, k, n = 0, nprobe = 0;
+	struct rn_doctor_item *it;
+	char (*who)[128];
+	int i, j, k, n = 0, nprobe = 0, max = 0;
 
+	/* room for every finding there is: nothing left out */
+	for (i = 0; i < s->local.nnics; i++)
+		max += s->local.nics[i].nfindings + 2; /* + its RDMA diagnoses and drop */
+	for (i = 0; i < s->remote.nnics; i++)
+		max += s->remote.nics[i].nfindings + 1;
+	for (i = 0; i < s->ours.npairs; i++)
+		max += s->ours.pairs[i].nfindings;
+	for (i = 0; i < s->theirs.npairs; i++)
+		max += s->theirs.pairs[i].nfindings;
+	max += s->local.nnics * s->remote.nnics;
+	it = calloc((size_t)max + 1, sizeof(*it));
+	who = calloc((size_t)max + 1, sizeof(*who));
 	if (!it || !who) {
 		free(it);
 		free(who);
@@ -553,7 +587,7 @@ static int all_timed_out(const struct session *s, int x, int by_remote)
 
 static void infer_drops(struct session *s)
 {
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	int i;
 
 	for (i = 0; i < s->remote.nnics; i++)
@@ -566,6 +600,7 @@ static void infer_drops(struct session *s)
 			rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
 			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
 		}
+	rn_vars_free(&v);
 }
 
 static int remote_rdma(const struct rn_dw_nic *n)
@@ -669,6 +704,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 out:
 	if (fd >= 0)
 		close(fd);
+	session_clear(s);
 	free(s);
 	return rc;
 }
@@ -811,7 +847,7 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 			argv[1]);
 		return RN_DOCTOR_ERROR;
 	}
-	s = malloc(sizeof(*s));
+	s = calloc(1, sizeof(*s));
 	if (!s) {
 		fprintf(stderr, "roce-doctor: out of memory\n");
 		return RN_DOCTOR_ERROR;
@@ -853,8 +889,8 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 		if (fd < 0)
 			continue;
 		peer_str(&ss, who, sizeof(who));
-		memset(s, 0, sizeof(*s));
 		r = serve_one(d, s, fd, who);
+		session_clear(s);
 		close(fd);
 		if (r < 0)
 			continue;

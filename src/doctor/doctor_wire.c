@@ -11,10 +11,12 @@
  *         netdev[16] ibdev[64] be16 port, u8 family (4|6|0), u8 prefixlen, ip[16],
  *         mac[6], u8 link_up, u8 verdict, gid[16], be32 gid_index (signed),
  *         be32 mtu, be32 active_mtu (bytes), be16 nfindings, be16 0,
- *         then nfindings x FINDING
- * FINDING (772 B): be16 cause, u8 severity, u8 0, msg[256], fix[512]
+ *         then nfindings x FINDING (nfindings <= RN_DW_MAX_FINDINGS)
+ * FINDING: be16 cause, u8 severity, u8 0, be32 m, be32 f, then the message (m bytes)
+ *         and the fix (f bytes), whole and without NULs, m, f <= RN_DW_TEXT_MAX. A
+ *         cause the receiver does not know is kept as a number ("unknown cause N").
  * CHECKS: be16 npairs, be16 0, then per pair: u8 local, u8 remote, u8 status,
- *         u8 nfindings, then nfindings x FINDING
+ *         u8 nfindings (<= RN_DW_PAIR_FINDINGS), then nfindings x FINDING
  * PROBE_REQ: u8 server NIC, u8 client NIC, be16 0
  * PROBE_HANDLE: be32 errno (0: ok), handle[128]
  * PROBE_RESULT: be32 errno (0: the ping arrived), msg[256]
@@ -34,10 +36,6 @@
 #include "doctor.h"
 #include "rn_net.h"
 
-#define NIC_FIXED 152
-#define FINDING_LEN 772
-#define INV_FIXED 68
-#define PAIR_FIXED 4
 
 struct wbuf {
 	uint8_t *p;
@@ -163,11 +161,37 @@ static void getbytes(struct rbuf *b, void *dst, size_t n)
 
 /* ---- inventory ------------------------------------------------------------------- */
 
-void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv)
+void rn_dw_inv_clear(struct rn_dw_inv *inv)
 {
 	int i, k;
 
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
+		struct rn_dw_nic *n = &inv->nics[i];
+
+		for (k = 0; n->findings && k < n->nfindings; k++)
+			rn_finding_clear(&n->findings[k]);
+		free(n->findings);
+		n->findings = NULL;
+		n->nfindings = 0;
+	}
 	memset(inv, 0, sizeof(*inv));
+}
+
+void rn_dw_checks_clear(struct rn_dw_checks *c)
+{
+	int i, k;
+
+	for (i = 0; i < c->npairs && i < (int)RN_ARRAY_SIZE(c->pairs); i++)
+		for (k = 0; k < RN_DW_PAIR_FINDINGS; k++)
+			rn_finding_clear(&c->pairs[i].findings[k]);
+	c->npairs = 0;
+}
+
+int rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv)
+{
+	int i, k;
+
+	rn_dw_inv_clear(inv);
 	snprintf(inv->host, sizeof(inv->host), "%s", d->hostname);
 	inv->nnics = d->nnics;
 	for (i = 0; i < d->nnics; i++) {
@@ -187,10 +211,16 @@ void rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv)
 		n->gid_index = dn->dev ? dn->nic.gid_index : -1;
 		n->mtu = dn->nic.mtu;
 		n->active_mtu = rn_ibv_mtu_bytes(dn->nic.active_mtu);
-		n->nfindings = RN_MIN(dn->nic.nfindings, RN_DW_MAX_FINDINGS);
-		for (k = 0; k < n->nfindings; k++)
-			n->findings[k] = dn->nic.findings[k];
+		if (!dn->nic.nfindings)
+			continue;
+		n->findings = calloc((size_t)dn->nic.nfindings, sizeof(*n->findings));
+		if (!n->findings)
+			return -ENOMEM;
+		for (k = 0; k < dn->nic.nfindings; k++, n->nfindings++)
+			if (rn_finding_copy(&n->findings[k], &dn->nic.findings[k]))
+				return -ENOMEM;
 	}
+	return 0;
 }
 
 static enum ibv_mtu mtu_enum(int bytes)
@@ -223,23 +253,63 @@ void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts
 
 static void put_finding(struct wbuf *b, const struct rn_finding *f)
 {
+	const char *msg = rn_finding_msg(f), *fix = rn_finding_fix(f);
+	static const char over[] = "(text over the peer protocol's limit: see the sender's output)";
+	uint32_t lm, lf;
+
+	/* whole, or a note that it was not sent: never a cut text */
+	if (strlen(msg) > RN_DW_TEXT_MAX)
+		msg = over;
+	if (strlen(fix) > RN_DW_TEXT_MAX)
+		fix = over;
+	lm = (uint32_t)strlen(msg);
+	lf = (uint32_t)strlen(fix);
 	put16(b, (unsigned int)f->cause);
 	put8(b, (unsigned int)f->sev);
 	put8(b, 0);
-	putstr(b, f->msg, sizeof(f->msg));
-	putstr(b, f->fix, sizeof(f->fix));
+	put32(b, lm);
+	put32(b, lf);
+	put(b, msg, lm);
+	put(b, fix, lf);
+}
+
+static char *get_text(struct rbuf *b, uint32_t n)
+{
+	const uint8_t *q;
+	char *s;
+
+	if (n > RN_DW_TEXT_MAX) {
+		b->err = -EBADMSG;
+		return NULL;
+	}
+	q = take(b, n);
+	if (!q)
+		return NULL;
+	if (memchr(q, '\0', n)) {
+		b->err = -EBADMSG;
+		return NULL;
+	}
+	s = strndup((const char *)q, n);
+	if (!s)
+		b->err = -ENOMEM;
+	return s;
 }
 
 static void get_finding(struct rbuf *b, struct rn_finding *f)
 {
 	unsigned int c = get16(b), s = get8(b);
+	uint32_t lm, lf;
 
 	get8(b);
-	getstr(b, f->msg, sizeof(f->msg));
-	getstr(b, f->fix, sizeof(f->fix));
-	if (c >= RN_CAUSE__MAX || s > RN_SEV_FATAL)
+	lm = get32(b);
+	lf = get32(b);
+	rn_finding_clear(f);
+	f->msg = get_text(b, lm);
+	f->fix = get_text(b, lf);
+	if (s > RN_SEV_FATAL)
 		b->err = -EBADMSG;
-	f->cause = (enum rn_cause)(c < RN_CAUSE__MAX ? c : 0);
+	/* a newer peer's cause: kept as its number, shown as "unknown cause N" */
+	f->cause = (enum rn_cause)c;
 	f->sev = (enum rn_severity)(s <= RN_SEV_FATAL ? s : RN_SEV_FATAL);
 }
 
@@ -294,7 +364,7 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 	struct rbuf b = { m->payload, m->len, 0, 0 };
 	int i, k;
 
-	memset(inv, 0, sizeof(*inv));
+	rn_dw_inv_clear(inv);
 	if (m->type != RN_DW_INV)
 		return bad(why, len, "expected an inventory");
 	getstr(&b, inv->host, sizeof(inv->host));
@@ -325,8 +395,17 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 		n->nfindings = (int)get16(&b);
 		get16(&b);
 		if (n->nfindings > RN_DW_MAX_FINDINGS || n->verdict > RN_VERDICT_REFUSED ||
-		    n->mtu < 0 || n->mtu > 1 << 20)
+		    n->mtu < 0 || n->mtu > 1 << 20) {
+			n->nfindings = 0;
 			return bad(why, len, "NIC record out of range");
+		}
+		if (!n->nfindings)
+			continue;
+		n->findings = calloc((size_t)n->nfindings, sizeof(*n->findings));
+		if (!n->findings) {
+			n->nfindings = 0;
+			b.err = -ENOMEM;
+		}
 		for (k = 0; k < n->nfindings && !b.err; k++)
 			get_finding(&b, &n->findings[k]);
 	}
@@ -366,13 +445,16 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 	struct rbuf b = { m->payload, m->len, 0, 0 };
 	int i, k;
 
+	rn_dw_checks_clear(c);
 	memset(c, 0, sizeof(*c));
 	if (m->type != RN_DW_CHECKS)
 		return bad(why, len, "expected pair checks");
 	c->npairs = (int)get16(&b);
 	get16(&b);
-	if (c->npairs > (int)RN_ARRAY_SIZE(c->pairs))
+	if (c->npairs > (int)RN_ARRAY_SIZE(c->pairs)) {
+		c->npairs = 0;
 		return bad(why, len, "too many pairs");
+	}
 	for (i = 0; i < c->npairs && !b.err; i++) {
 		struct rn_dw_pair *p = &c->pairs[i];
 

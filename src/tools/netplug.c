@@ -324,12 +324,6 @@ ncclResult_t netplug_irecv(struct netplug *np, void *rc, int n, void **data, siz
 	return V(6)->irecv(rc, n, data, narrow, tags, mhs, req);
 }
 
-ncclResult_t netplug_iflush(struct netplug *np, void *rc, int n, void **data, int *sizes,
-			    void **mhs, void **req)
-{
-	CALL_ANY(iflush, rc, n, data, sizes, mhs, req);
-}
-
 ncclResult_t netplug_test(struct netplug *np, void *req, int *done, int *sizes)
 {
 	CALL_ANY(test, req, done, sizes);

@@ -50,8 +50,6 @@ ncclResult_t netplug_isend(struct netplug *np, void *sc, void *data, size_t size
 			   void *mh, void **req);
 ncclResult_t netplug_irecv(struct netplug *np, void *rc, int n, void **data, size_t *sizes,
 			   int *tags, void **mhs, void **req);
-ncclResult_t netplug_iflush(struct netplug *np, void *rc, int n, void **data, int *sizes,
-			    void **mhs, void **req);
 ncclResult_t netplug_test(struct netplug *np, void *req, int *done, int *sizes);
 ncclResult_t netplug_close_send(struct netplug *np, void *sc);
 ncclResult_t netplug_close_recv(struct netplug *np, void *rc);

@@ -37,14 +37,20 @@ static void check_message(const uint8_t *data, size_t size)
 		    memcmp(&m, &m2, sizeof(m)))
 			abort();
 	} else if (h.type == RN_MSG_VERDICT) {
-		struct rn_verdict_msg m, m2;
+		struct rn_verdict_msg m = { 0 }, m2 = { 0 };
 
-		if (rn_msg_decode_verdict(p, h.len, &m))
+		if (rn_msg_decode_verdict(p, h.len, &m)) {
+			rn_verdict_msg_clear(&m);
 			return;
+		}
 		rn_msg_encode_verdict(out, h.nonce, &m);
 		if (rn_msg_decode_verdict(out + RN_WIRE_HDR_LEN, h.len, &m2) ||
-		    memcmp(&m, &m2, sizeof(m)))
+		    m.refused != m2.refused || m.finding.cause != m2.finding.cause ||
+		    m.finding.sev != m2.finding.sev || strcmp(m.finding.msg, m2.finding.msg) ||
+		    strcmp(m.finding.fix, m2.finding.fix))
 			abort();
+		rn_verdict_msg_clear(&m);
+		rn_verdict_msg_clear(&m2);
 	}
 }
 

@@ -53,7 +53,10 @@ static int parse_mac(const char *s, uint8_t mac[6])
 static int assess(struct rn_host *h, const char *dev, const struct rn_config *cfg,
 		  struct rn_nic *nic)
 {
-	int ret = rn_nic_from_netdev(h, dev, nic);
+	int ret;
+
+	rn_nic_cleanup(nic); /* the previous NIC's findings */
+	ret = rn_nic_from_netdev(h, dev, nic);
 
 	if (ret) {
 		fprintf(stderr, "rn-pathcheck: %s: %s\n", dev, strerror(-ret));
@@ -80,13 +83,13 @@ static void print_nic(const struct rn_nic *nic)
 	for (i = 0; i < nic->nfindings; i++)
 		printf("finding %s %s %s msg=%s fix=%s\n", nic->netdev,
 		       rn_cause_id(nic->findings[i].cause), sev_str(nic->findings[i].sev),
-		       nic->findings[i].msg, nic->findings[i].fix);
+		       rn_finding_msg(&nic->findings[i]), rn_finding_fix(&nic->findings[i]));
 }
 
 static int cmd_nic(int argc, char **argv, const struct rn_config *cfg, int bench)
 {
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic = { 0 };
 	int i, r, rounds = 1, ret = 0;
 	double t_snap = 0, t_assess = 0, t0;
 
@@ -143,9 +146,9 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 {
 	struct rn_peer_facts peer;
 	struct rn_conn_check *chk;
-	struct rn_finding f;
+	struct rn_finding f = { 0 };
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic = { 0 };
 	int timeout = argc > 3 ? atoi(argv[3]) : cfg->neigh_timeout_ms;
 	double t0, t1, maxp = 0;
 	int ret, polls = 0;
@@ -169,7 +172,7 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 		       ret == 0 ? rn_cause_id(f.cause) : "none");
 		if (ret == 0)
 			printf("finding %s %s %s msg=%s fix=%s\n", argv[0], rn_cause_id(f.cause),
-			       sev_str(f.sev), f.msg, f.fix);
+			       sev_str(f.sev), rn_finding_msg(&f), rn_finding_fix(&f));
 		return ret == 0 || ret == -ENOENT ? 0 : 1;
 	}
 	t0 = now_ms();
@@ -197,7 +200,7 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 	       rn_cause_id(f.cause), polls, maxp * 1000, now_ms() - t0);
 	if (f.cause)
 		printf("finding %s %s %s msg=%s fix=%s\n", argv[0], rn_cause_id(f.cause),
-		       sev_str(f.sev), f.msg, f.fix);
+		       sev_str(f.sev), rn_finding_msg(&f), rn_finding_fix(&f));
 	rn_conn_check_free(chk);
 	return ret == 0 || ret == -EHOSTUNREACH ? 0 : 1;
 }

@@ -103,8 +103,11 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 	if (chk->polls++ < chk->s.eagain_polls)
 		return -EAGAIN;
 	/* as the real one: the refusing cause, or on success a warning if any */
-	if (out && (chk->s.poll_ret == -EHOSTUNREACH || chk->s.poll_ret == 0))
-		*out = chk->s.finding;
+	if (out && (chk->s.poll_ret == -EHOSTUNREACH || chk->s.poll_ret == 0)) {
+		rn_finding_clear(out);
+		if (chk->s.finding.cause && rn_finding_copy(out, &chk->s.finding))
+			return -ENOMEM;
+	}
 	return chk->s.poll_ret;
 }
 
@@ -119,7 +122,8 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	const struct fake_path_script *s = script_of(nic);
 
 	ndiags++;
-	if (s->diag_ret == 0 && s->diag.cause)
-		*out = s->diag;
+	rn_finding_clear(out);
+	if (s->diag_ret == 0 && s->diag.cause && rn_finding_copy(out, &s->diag))
+		return -ENOMEM;
 	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
 }

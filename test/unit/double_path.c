@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rn_path.h"
@@ -74,9 +75,12 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	nic->ip.family = AF_INET;
 	nic->ip.v4.s_addr = htonl(0xc6120000u | (uint32_t)double_path_assessed); /* 198.18.0.x */
 	nic->verdict = p ? p->verdict : RN_VERDICT_OK;
-	nic->nfindings = 0;
+	rn_nic_cleanup(nic);
 	if (p && p->verdict != RN_VERDICT_OK) {
-		nic->nfindings = 1;
+		nic->findings = calloc(1, sizeof(*nic->findings));
+		if (!nic->findings)
+			return -ENOMEM;
+		nic->findings_cap = nic->nfindings = 1;
 		nic->findings[0].cause = p->cause;
 		nic->findings[0].sev =
 			p->verdict == RN_VERDICT_REFUSED ? RN_SEV_FATAL : RN_SEV_WARN;

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -36,7 +37,7 @@ static int teardown(void **state)
 static void sample_inv(struct rn_dw_inv *inv)
 {
 	struct rn_dw_nic *n;
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 
 	memset(inv, 0, sizeof(*inv));
 	snprintf(inv->host, sizeof(inv->host), "hostb");
@@ -56,8 +57,11 @@ static void sample_inv(struct rn_dw_inv *inv)
 	n->active_mtu = 4096;
 	rn_vars_set(&v, "dev", "eth0");
 	rn_vars_set(&v, "nic", "rxe0:1");
-	rn_finding_render(&n->findings[0], RN_CAUSE_LINK_DOWN, &v);
+	n->findings = calloc(1, sizeof(*n->findings));
+	assert_non_null(n->findings);
+	assert_int_equal(rn_finding_render(&n->findings[0], RN_CAUSE_LINK_DOWN, &v), 0);
 	n->nfindings = 1;
+	rn_vars_free(&v);
 	n = &inv->nics[1];
 	snprintf(n->netdev, sizeof(n->netdev), "eth1");
 	n->gid_index = -1; /* netdev-only */
@@ -66,7 +70,7 @@ static void sample_inv(struct rn_dw_inv *inv)
 
 static void inv_roundtrip(void **state)
 {
-	struct rn_dw_inv in, out;
+	struct rn_dw_inv in = { 0 }, out = { 0 };
 	struct rn_dw_msg m;
 	char why[256];
 
@@ -91,14 +95,16 @@ static void inv_roundtrip(void **state)
 	assert_int_equal(out.nics[1].gid_index, -1);
 	assert_int_equal(out.nics[1].ip.family, 0);
 	rn_dw_msg_free(&m);
+	rn_dw_inv_clear(&in);
+	rn_dw_inv_clear(&out);
 }
 
 static void checks_roundtrip(void **state)
 {
-	struct rn_dw_inv a, b;
+	struct rn_dw_inv a = { 0 }, b = { 0 };
 	struct rn_dw_checks *in = calloc(1, sizeof(*in)), *out = calloc(1, sizeof(*out));
 	struct rn_dw_msg m;
-	struct rn_vars v = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	char why[256];
 
 	sample_inv(&a);
@@ -107,7 +113,12 @@ static void checks_roundtrip(void **state)
 	in->pairs[0] = (struct rn_dw_pair){ .local = 0, .remote = 1, .status = 0 };
 	in->pairs[1] = (struct rn_dw_pair){ .local = 1, .remote = 0, .status = 1, .nfindings = 1 };
 	rn_vars_set(&v, "peer_host", "hostb");
-	rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v);
+	rn_vars_set(&v, "peer_ip", "198.18.0.20");
+	rn_vars_set(&v, "got_mac", "52:54:00:18:01:01");
+	rn_vars_set(&v, "peer_mac", "52:54:00:18:01:00");
+	rn_vars_set(&v, "dev", "eth1");
+	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
+	rn_vars_free(&v);
 	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), 0);
@@ -123,8 +134,90 @@ static void checks_roundtrip(void **state)
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), -EBADMSG);
 	rn_dw_msg_free(&m);
+	rn_dw_checks_clear(in);
+	rn_dw_checks_clear(out);
+	rn_dw_inv_clear(&a);
+	rn_dw_inv_clear(&b);
 	free(in);
 	free(out);
+}
+
+/*
+ * Eight mlx5-named NICs' worth of text, well past the old 256/512-byte fields, and a
+ * cause this build does not know (a newer peer's): all of it arrives whole.
+ */
+static void long_findings_and_unknown_cause(void **state)
+{
+	struct rn_dw_inv in = { 0 }, out = { 0 };
+	struct rn_dw_msg m;
+	char why[256], msg[2048] = "", fix[4096] = "", lb[32];
+	int i;
+
+	for (i = 1; i <= 8; i++) {
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ",
+			 i - 1, i, i);
+		snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
+			 "ip rule add from 198.18.0.%d lookup %d priority %d; "
+			 "ip route replace 198.18.0.0/24 dev ens%df0np0 src 198.18.0.%d table %d; ",
+			 i, 100 + i, 100 + i, i, i, 100 + i);
+	}
+	assert_true(strlen(msg) > 255 && strlen(fix) > 511);
+	sample_inv(&in);
+	assert_int_equal(rn_finding_set(&in.nics[0].findings[0], (enum rn_cause)999, RN_SEV_FATAL,
+					msg, fix), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	assert_string_equal(out.nics[0].findings[0].msg, msg);
+	assert_string_equal(out.nics[0].findings[0].fix, fix);
+	assert_string_equal(rn_cause_label(out.nics[0].findings[0].cause, lb, sizeof(lb)),
+			    "unknown cause 999");
+	rn_dw_msg_free(&m);
+
+	/* a text over the limit is not cut: a note says so, and the rest goes through */
+	{
+		char *huge = malloc(RN_DW_TEXT_MAX + 2);
+
+		assert_non_null(huge);
+		memset(huge, 'y', RN_DW_TEXT_MAX + 1);
+		huge[RN_DW_TEXT_MAX + 1] = '\0';
+		assert_int_equal(rn_finding_set(&in.nics[0].findings[0], RN_CAUSE_NO_RULE,
+						RN_SEV_WARN, huge, "ip link"), 0);
+		free(huge);
+	}
+	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	assert_non_null(strstr(out.nics[0].findings[0].msg, "over the peer protocol's limit"));
+	assert_string_equal(out.nics[0].findings[0].fix, "ip link");
+	rn_dw_msg_free(&m);
+	rn_dw_inv_clear(&in);
+	rn_dw_inv_clear(&out);
+}
+
+/* A length field beyond the limit, or a NUL inside a text: a clean rejection. */
+static void finding_text_bounds(void **state)
+{
+	struct rn_dw_inv in = { 0 }, out = { 0 };
+	struct rn_dw_msg m;
+	char why[256];
+	size_t off;
+
+	sample_inv(&in);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	/* the first finding follows host (64), counts (4) and NIC 0's fixed part (140) */
+	off = 64 + 4 + 140;
+	assert_int_equal(m.payload[off + 4 + 3], (uint8_t)strlen(in.nics[0].findings[0].msg));
+	m.payload[off + 4] = 0x7f; /* message length: 2 GB */
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	m.payload[off + 4] = 0;
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	m.payload[off + 12] = '\0'; /* a NUL inside the message */
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	rn_dw_msg_free(&m);
+	rn_dw_inv_clear(&in);
+	rn_dw_inv_clear(&out);
 }
 
 /* Raw bytes in, the receiver's verdict out. */
@@ -168,28 +261,28 @@ static void unknown_type(void **state)
 {
 	char why[256];
 
-	assert_int_equal(recv_raw("RNDR\0\1\0\77\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EBADMSG);
+	assert_int_equal(recv_raw("RNDR\0\2\0\77\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EBADMSG);
 }
 
 static void too_long(void **state)
 {
 	char why[256];
 
-	assert_int_equal(recv_raw("RNDR\0\1\0\1\177\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EMSGSIZE);
+	assert_int_equal(recv_raw("RNDR\0\2\0\1\177\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EMSGSIZE);
 }
 
 static void cut_short(void **state)
 {
 	char why[256];
 
-	assert_int_equal(recv_raw("RNDR\0\1\0\1\0\0\0\100\0\0\0\0abc", 19, why, sizeof(why)),
+	assert_int_equal(recv_raw("RNDR\0\2\0\1\0\0\0\100\0\0\0\0abc", 19, why, sizeof(why)),
 			 -ECONNRESET);
 	assert_non_null(strstr(why, "cut short"));
 }
 
 static void inv_lengths(void **state)
 {
-	struct rn_dw_inv in, out;
+	struct rn_dw_inv in = { 0 }, out = { 0 };
 	struct rn_dw_msg m;
 	char why[256];
 
@@ -220,6 +313,9 @@ static void inv_lengths(void **state)
 		assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
 		free(b.p);
 	}
+	in.nnics = 2;
+	rn_dw_inv_clear(&in);
+	rn_dw_inv_clear(&out);
 }
 
 int main(void)
@@ -227,6 +323,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(inv_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(checks_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(long_findings_and_unknown_cause, setup, teardown),
+		cmocka_unit_test_setup_teardown(finding_text_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_magic, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_version, setup, teardown),

@@ -122,9 +122,11 @@ static void test_strict_all_refused(void **state)
 							RN_CAUSE_NO_RULE };
 	assert_int_equal(rn_engine_get(&eng), -ENODEV);
 	assert_int_equal(nwarn, 1);
-	assert_non_null(strstr(warns[0], "no RoCE device: all 2 RoCE NICs refused by the route "
-					 "check: rxe0:1 ? arp-flux, rxe1:1 ? no-rule; run "
-					 "scripts/roce-policy-routing or set NCCL_ROCE_ROUTE_CHECK=warn"));
+	/* each NIC with the cause id that refused it, and the installed fix command */
+	assert_non_null(strstr(warns[0], "rxe0:1 - arp-flux, rxe1:1 - no-rule"));
+	assert_non_null(strstr(warns[0], "roce-policy-routing"));
+	assert_null(strstr(warns[0], "scripts/"));
+	assert_null(strchr(warns[0], '?'));
 	assert_int_equal(fake_verbs_live_objects(), 0);
 }
 

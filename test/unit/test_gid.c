@@ -12,6 +12,16 @@
 #include "fake_verbs.h"
 #include "rn_verbs.h"
 
+/* the findings a test's NIC holds are released when it goes out of scope */
+#define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
+
+/* Replace a test's NIC by a new verdict, releasing the old one's findings. */
+static void renew(struct rn_nic *dst, struct rn_nic src)
+{
+	rn_nic_cleanup(dst);
+	*dst = src;
+}
+
 #define V1 IBV_GID_TYPE_ROCE_V1
 #define V2 IBV_GID_TYPE_ROCE_V2
 
@@ -45,7 +55,7 @@ static struct rn_nic assess(void)
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic = { 0 };
 
 	fake_verbs_install(&dev, 1);
 	fake_nl_install(&H);
@@ -88,10 +98,10 @@ static const struct fake_gid mlx5[] = {
 
 static void test_mlx5_layout_picks_3(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "198.18.0.1");
 	assert_int_equal(nic.prefixlen, 24);
@@ -101,21 +111,21 @@ static void test_mlx5_layout_picks_3(void **state)
 
 static void test_roce_v1_wanted_picks_2(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
 	cfg.roce_version = 1;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 2);
 }
 
 static void test_rxe_layout_picks_1(void **state)
 {
 	static const struct fake_gid rxe[] = { { "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 } };
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(rxe, 2);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 1);
 	ip_is(&nic, "198.18.0.1");
 }
@@ -127,11 +137,11 @@ static const struct fake_gid v6only[] = {
 
 static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(v6only, 4);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
 	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
 	i = has(&nic, RN_CAUSE_NO_GID);
@@ -143,12 +153,12 @@ static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 
 static void test_ipv6_wanted_picks_v6_v2(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "fd00::1/64", 0);
 	gids(v6only, 4);
 	cfg.addr_family = AF_INET6;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "fd00::1");
 }
@@ -161,24 +171,24 @@ static const struct fake_gid two_ips[] = {
 
 static void test_several_ips_primary_without_rules(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "198.18.0.101/24", 1);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "198.18.0.1");
 }
 
 static void test_several_ips_policy_source_wins(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_addr(&H, 2, "198.18.0.101/24", 1);
 	fake_rule(&H, 100, "198.18.0.101/32", 100);
 	fake_route(&H, 100, "198.18.0.0/24", 2, "198.18.0.101", NULL);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 5);
 	ip_is(&nic, "198.18.0.101");
 	assert_int_equal(nic.table, 100);
@@ -186,7 +196,7 @@ static void test_several_ips_policy_source_wins(void **state)
 
 static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	/* The .101 rule's table routes out of eth1: not eth0's policy source. */
 	fake_link(&H, 3, "eth1", 0x11, 1);
@@ -194,7 +204,7 @@ static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
 	fake_rule(&H, 100, "198.18.0.101/32", 100);
 	fake_route(&H, 100, "198.18.0.0/24", 3, NULL, NULL);
 	gids(two_ips, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 }
 
@@ -205,24 +215,24 @@ static void test_gid_on_other_netdev_skipped(void **state)
 		{ "198.19.0.1", V1, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
 		{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
 	};
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_link(&H, 3, "eth0.100", 0x10, 1);
 	fake_addr(&H, 3, "198.19.0.1/24", 0);
 	gids(g, 6);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 5);
 	ip_is(&nic, "198.18.0.1");
 }
 
 static void test_forced_index_mismatch_warns(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(mlx5, 4);
 	cfg.gid_index = 2; /* RoCE v1 of the right IP */
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 2);
 	i = has(&nic, RN_CAUSE_GID_FORCED_MISMATCH);
 	assert_true(i);
@@ -232,39 +242,39 @@ static void test_forced_index_mismatch_warns(void **state)
 
 static void test_forced_index_agreeing_is_silent(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
 	cfg.gid_index = 3;
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	assert_int_equal(nic.nfindings, 0);
 }
 
 static void test_forced_empty_slot_is_no_gid(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(mlx5, 4);
 	cfg.gid_index = 9;
-	nic = assess();
+	renew(&nic, assess());
 	assert_true(has(&nic, RN_CAUSE_NO_GID));
 	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
 }
 
 static void test_addr_range_filters(void **state)
 {
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
 	gids(mlx5, 4);
 	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.19.0.0/16");
-	nic = assess();
+	renew(&nic, assess());
 	i = has(&nic, RN_CAUSE_NO_GID);
 	assert_true(i);
 	assert_non_null(strstr(nic.findings[i - 1].fix, "NCCL_IB_ADDR_RANGE"));
 	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.18.0.0/24");
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 }
 
@@ -272,10 +282,10 @@ static void test_link_local_only_never_chosen(void **state)
 {
 	static const struct fake_gid g[] = { { "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
 					     { "::", V2, 2 } };
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 
 	gids(g, 3);
-	nic = assess();
+	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
 	assert_true(has(&nic, RN_CAUSE_NO_GID));
 }

@@ -10,6 +10,9 @@
 
 #include "fake_nl.h"
 
+/* the findings a test's NIC holds are released when it goes out of scope */
+#define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
+
 static struct rn_sysctls S(int ig, int an, int fi, int rp, int al)
 {
 	struct rn_sysctls s = { ig, an, fi, rp, al };
@@ -132,7 +135,7 @@ static void test_snapshot_reads_fake_host(void **state)
 	assert_int_equal(e->arp_announce, 2);
 	assert_int_equal(e->rp_filter, 1);
 	{
-		struct rn_nic nic;
+		struct rn_nic nic AUTO_NIC = { 0 };
 
 		assert_int_equal(rn_nic_from_netdev(h, "nope0", &nic), -ENODEV);
 		assert_int_equal(rn_nic_from_netdev(h, "eth0", &nic), 0);

@@ -4,12 +4,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/neighbour.h>
 #include <cmocka.h>
 
 #include "fake_nl.h"
+
+/* a finding a test holds is released when it goes out of scope */
+#define AUTO_FINDING __attribute__((cleanup(rn_finding_clear)))
 
 static struct fake_nl_host H;
 static struct rn_config cfg;
@@ -46,6 +50,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
+	rn_nic_cleanup(&nic);
 	fake_nl_uninstall();
 	return 0;
 }
@@ -70,7 +75,7 @@ static int run(int timeout_ms, struct rn_finding *f, int *polls)
 
 static void test_right_mac_passes(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	fake_neigh(&H, 3, "198.18.0.10", 0x20, NUD_REACHABLE);
 	assert_int_equal(run(1000, &f, NULL), 0);
@@ -80,7 +85,7 @@ static void test_right_mac_passes(void **state)
 
 static void test_stale_wrong_mac_refused(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	/* STALE still goes into a QP at RTR: it counts. */
 	fake_neigh(&H, 3, "198.18.0.10", 0x21, NUD_STALE);
@@ -94,7 +99,7 @@ static void test_stale_wrong_mac_refused(void **state)
 
 static void test_entry_on_other_nic_does_not_count(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	fake_neigh(&H, 2, "198.18.0.10", 0x21, NUD_REACHABLE); /* eth0's, not ours */
 	fake_neigh_on_probe(&H, 3, "198.18.0.10", 0x20);
@@ -105,7 +110,7 @@ static void test_entry_on_other_nic_does_not_count(void **state)
 static void test_absent_then_resolved_by_probe(void **state)
 {
 	struct rn_conn_check *c;
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	fake_neigh_on_probe(&H, 3, "198.18.0.10", 0x20);
 	assert_int_equal(rn_conn_check_start(&nic, &peer, 1000, &c), 0);
@@ -117,7 +122,7 @@ static void test_absent_then_resolved_by_probe(void **state)
 static void test_incomplete_then_wrong_mac(void **state)
 {
 	struct rn_conn_check *c;
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	fake_neigh(&H, 3, "198.18.0.10", -1, NUD_INCOMPLETE);
 	assert_int_equal(rn_conn_check_start(&nic, &peer, 1000, &c), 0);
@@ -135,7 +140,7 @@ static void test_incomplete_then_wrong_mac(void **state)
 
 static void test_unresolved_times_out(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 	int polls;
 
 	assert_int_equal(run(30, &f, &polls), -EHOSTUNREACH);
@@ -147,7 +152,7 @@ static void test_unresolved_times_out(void **state)
 
 static void test_peer_refused(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	peer.verdict_cause = RN_CAUSE_ARP_FLUX;
 	assert_int_equal(run(1000, &f, NULL), -EHOSTUNREACH);
@@ -157,7 +162,8 @@ static void test_peer_refused(void **state)
 
 static void test_mtu_mismatch_warns_only(void **state)
 {
-	struct rn_finding f, all[4];
+	struct rn_finding f AUTO_FINDING = { 0 };
+	const struct rn_finding *all;
 	struct rn_conn_check *c;
 
 	peer.mtu = 9000;
@@ -166,14 +172,15 @@ static void test_mtu_mismatch_warns_only(void **state)
 	assert_int_equal(rn_conn_check_poll(c, &f), 0);
 	assert_int_equal(f.cause, RN_CAUSE_MTU_MISMATCH);
 	assert_int_equal(f.sev, RN_SEV_WARN);
-	assert_int_equal(rn_conn_check_findings(c, all, 4), 1);
+	assert_int_equal(rn_conn_check_findings(c, &all), 1);
+	assert_int_equal(all[0].cause, RN_CAUSE_MTU_MISMATCH);
 	assert_non_null(strstr(all[0].fix, "ip link set dev eth1 mtu 9000"));
 	rn_conn_check_free(c);
 }
 
 static void test_route_via_other_nic_refused(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	/* Break eth1's table: it now routes the subnet out of eth0. */
 	H.routes[H.nroutes - 1].oif = 2;
@@ -184,7 +191,7 @@ static void test_route_via_other_nic_refused(void **state)
 
 static void test_route_fix_never_names_main(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	/* A NIC without a rule of its own: the fix must propose a table, not main (254). */
 	nic.table = 254;
@@ -197,7 +204,7 @@ static void test_route_fix_never_names_main(void **state)
 
 static void test_local_peer_is_fine(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	rn_ip_parse("198.18.0.1", &peer.ip);
 	assert_int_equal(run(1000, &f, NULL), 0);
@@ -217,7 +224,7 @@ static void test_bad_args(void **state)
 
 static void test_diag(void **state)
 {
-	struct rn_finding f;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	assert_int_equal(rn_diagnose_peer(&nic, &peer, &f), 0);
 	assert_int_equal(f.cause, RN_CAUSE_NEIGH_UNRESOLVED);
@@ -247,11 +254,13 @@ static void test_peer_facts_from_nic(void **state)
 	assert_true(p.host[0]);
 	/* A refused NIC advertises the cause that refused it, not an earlier warning. */
 	nic.verdict = RN_VERDICT_REFUSED;
-	nic.nfindings = 2;
-	nic.findings[0].cause = RN_CAUSE_MTU_MISMATCH;
-	nic.findings[0].sev = RN_SEV_WARN;
-	nic.findings[1].cause = RN_CAUSE_ARP_FLUX;
-	nic.findings[1].sev = RN_SEV_FATAL;
+	nic.findings = calloc(2, sizeof(*nic.findings));
+	assert_non_null(nic.findings);
+	nic.findings_cap = nic.nfindings = 2;
+	assert_int_equal(rn_finding_set(&nic.findings[0], RN_CAUSE_MTU_MISMATCH, RN_SEV_WARN,
+					"mtu", "ip link"), 0);
+	assert_int_equal(rn_finding_set(&nic.findings[1], RN_CAUSE_ARP_FLUX, RN_SEV_FATAL,
+					"flux", "sysctl"), 0);
 	rn_peer_facts_from_nic(&nic, &p);
 	assert_int_equal(p.verdict_cause, RN_CAUSE_ARP_FLUX);
 }

@@ -21,6 +21,9 @@
 
 #include "rn_host.h"
 
+/* the findings a test's NIC holds are released when it goes out of scope */
+#define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
+
 static int have_ns;
 
 static int sh(const char *cmd)
@@ -207,7 +210,7 @@ static void test_neigh(void **state)
 static void test_snapshot_and_nic_from_netdev(void **state)
 {
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic AUTO_NIC = { 0 };
 	struct rn_config cfg;
 
 	NEED_NS();

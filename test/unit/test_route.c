@@ -12,6 +12,16 @@
 #include "fake_nl.h"
 #include "rn_log.h"
 
+/* the findings a test's NIC holds are released when it goes out of scope */
+#define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
+
+/* Replace a test's NIC by a new verdict, releasing the old one's findings. */
+static void renew(struct rn_nic *dst, struct rn_nic src)
+{
+	rn_nic_cleanup(dst);
+	*dst = src;
+}
+
 static struct fake_nl_host H;
 static struct rn_config cfg;
 
@@ -30,7 +40,7 @@ static int setup_shared(void **state)
 static struct rn_nic assess(const char *dev)
 {
 	struct rn_host *h;
-	struct rn_nic nic;
+	struct rn_nic nic = { 0 };
 
 	fake_nl_install(&H);
 	assert_int_equal(rn_host_snapshot(&h), 0);
@@ -55,7 +65,8 @@ static const struct rn_finding *find(const struct rn_nic *nic, enum rn_cause c)
 
 static void test_no_policy_routing_default_sysctls_refused(void **state)
 {
-	struct rn_nic n0 = assess("eth0"), n1 = assess("eth1");
+	struct rn_nic n0 AUTO_NIC = assess("eth0");
+	struct rn_nic n1 AUTO_NIC = assess("eth1");
 	const struct rn_finding *f;
 
 	assert_int_equal(n0.verdict, RN_VERDICT_REFUSED);
@@ -73,37 +84,38 @@ static void test_no_policy_routing_default_sysctls_refused(void **state)
 	assert_non_null(strstr(f->fix, "net.ipv4.conf.all.arp_ignore=1"));
 	assert_non_null(strstr(f->fix, "net.ipv4.conf.all.arp_announce=2"));
 	assert_non_null(strstr(f->fix, "roce-policy-routing eth1 eth0"));
+	assert_null(strstr(f->fix, "scripts/"));
 	assert_null(find(&n1, RN_CAUSE_RP_FILTER)); /* rp_filter 0 here */
 }
 
 static void test_warn_mode_does_not_refuse(void **state)
 {
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	cfg.route_check = RN_ROUTE_CHECK_WARN;
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n1.verdict, RN_VERDICT_WARN);
 	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
 }
 
 static void test_off_mode_skips_checks(void **state)
 {
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	cfg.route_check = RN_ROUTE_CHECK_OFF;
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 	assert_int_equal(n1.nfindings, 0);
 }
 
 static void test_seed_fix_accepts_all(void **state)
 {
-	struct rn_nic n0, n1;
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
 	char b[64];
 
 	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
-	n0 = assess("eth0");
-	n1 = assess("eth1");
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n0.verdict, RN_VERDICT_OK);
 	assert_int_equal(n0.nfindings, 0);
 	assert_int_equal(n0.table, 101);
@@ -116,7 +128,7 @@ static void test_seed_fix_accepts_all(void **state)
 static void test_rule_table_routes_wrong_nic(void **state)
 {
 	const struct rn_finding *f;
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	fake_rule(&H, 101, "198.18.0.1/32", 101);
 	fake_route(&H, 101, "198.18.0.0/24", 2, "198.18.0.1", NULL);
@@ -124,7 +136,7 @@ static void test_rule_table_routes_wrong_nic(void **state)
 	fake_route(&H, 102, "198.18.0.0/24", 2, NULL, NULL); /* wrong: eth0 */
 	fake_sysctl(&H, "all", "arp_ignore", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n1.table, 102);
 	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
 	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
@@ -136,7 +148,7 @@ static void test_rule_table_routes_wrong_nic(void **state)
 static void test_rule_shares_another_nics_table(void **state)
 {
 	const struct rn_finding *f;
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	/* eth1's rule points at eth0's table: rewriting that table would break eth0 */
 	fake_rule(&H, 101, "198.18.0.1/32", 101);
@@ -144,7 +156,7 @@ static void test_rule_shares_another_nics_table(void **state)
 	fake_rule(&H, 102, "198.18.0.2/32", 101);
 	fake_sysctl(&H, "all", "arp_ignore", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
 	assert_non_null(f);
 	assert_non_null(strstr(f->fix, "ip rule del from 198.18.0.2 lookup 101"));
@@ -156,51 +168,51 @@ static void test_rule_shares_another_nics_table(void **state)
 static void test_strict_rp_filter_with_asymmetry(void **state)
 {
 	const struct rn_finding *f;
-	struct rn_nic n0, n1;
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
 
 	fake_sysctl(&H, "all", "arp_ignore", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
 	fake_sysctl(&H, "all", "rp_filter", 1);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	f = find(&n1, RN_CAUSE_RP_FILTER);
 	assert_non_null(f);
 	assert_non_null(strstr(f->fix, "net.ipv4.conf.eth1.rp_filter=2"));
 	assert_null(find(&n1, RN_CAUSE_ARP_FLUX));
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_null(find(&n0, RN_CAUSE_RP_FILTER)); /* symmetric: strict is harmless */
 	/* Loose on the device wins over strict on all: max(1, 2) = 2. */
 	fake_sysctl(&H, "eth1", "rp_filter", 2);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_null(find(&n1, RN_CAUSE_RP_FILTER));
 	/* ... but 0 on the device does not: max(1, 0) = 1 (the classic trap). */
 	fake_sysctl(&H, "eth1", "rp_filter", 0);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_non_null(find(&n1, RN_CAUSE_RP_FILTER));
 }
 
 static void test_arp_ignore_all_only_or_per_dev_only(void **state)
 {
-	struct rn_nic n0;
+	struct rn_nic n0 AUTO_NIC = { 0 };
 
 	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
 	fake_sysctl(&H, "all", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_announce", 0);
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_non_null(find(&n0, RN_CAUSE_ARP_FLUX));
 	/* per interface only, on every NIC sharing the subnet */
 	fake_sysctl(&H, "eth0", "arp_ignore", 1);
 	fake_sysctl(&H, "eth1", "arp_ignore", 1);
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
 	assert_int_equal(n0.verdict, RN_VERDICT_OK);
 	/* one NIC left answering for everybody */
 	fake_sysctl(&H, "eth1", "arp_ignore", 0);
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore eth1=0"));
 	/* all only */
 	fake_sysctl(&H, "eth0", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_ignore", 2);
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
 }
 
@@ -218,7 +230,7 @@ static void test_arp_filter_without_rules_is_not(void **state)
 	fake_sysctl(&H, "all", "arp_filter", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
 	{
-		struct rn_nic n0 = assess("eth0");
+		struct rn_nic n0 AUTO_NIC = assess("eth0");
 
 		assert_non_null(find(&n0, RN_CAUSE_ARP_FLUX));
 	}
@@ -226,7 +238,7 @@ static void test_arp_filter_without_rules_is_not(void **state)
 
 static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 {
-	struct rn_nic n0, n1;
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
 
 	fake_nl_init(&H);
 	fake_link(&H, 2, "eth0", 0x10, 1);
@@ -234,8 +246,8 @@ static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 	fake_addr(&H, 2, "198.18.0.1/25", 0);
 	fake_addr(&H, 3, "198.18.0.129/25", 0);
 	H.arp_ret = 0; /* separate L2 segments: nobody answers the probes */
-	n0 = assess("eth0");
-	n1 = assess("eth1");
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n0.verdict, RN_VERDICT_OK);
 	assert_int_equal(n0.nfindings, 0);
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
@@ -245,7 +257,7 @@ static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 
 static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
 {
-	struct rn_nic n0;
+	struct rn_nic n0 AUTO_NIC = { 0 };
 
 	fake_nl_init(&H);
 	fake_link(&H, 2, "eth0", 0x10, 1);
@@ -254,7 +266,7 @@ static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
 	fake_addr(&H, 3, "198.18.0.129/25", 0);
 	H.arp_ret = 0;
 	H.l2[2][3] = H.l2[3][2] = 1;
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_non_null(find(&n0, RN_CAUSE_SHARED_L2));
 	assert_null(find(&n0, RN_CAUSE_NO_RULE)); /* different subnets: main routes right */
 	assert_int_equal(n0.verdict, RN_VERDICT_REFUSED);
@@ -262,19 +274,19 @@ static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
 	fake_sysctl(&H, "all", "arp_ignore", 1);
 	fake_sysctl(&H, "all", "arp_announce", 2);
 	H.arp_probes = 0;
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_int_equal(n0.nfindings, 0);
 	assert_int_equal(H.arp_probes, 0);
 	/* arp_ignore=8 answers nothing: the NIC itself is unreachable */
 	fake_sysctl(&H, "eth0", "arp_ignore", 8);
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_non_null(find(&n0, RN_CAUSE_ARP_SILENT));
 	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_SILENT)->fix, "net.ipv4.conf.eth0.arp_ignore=1"));
 	/* without CAP_NET_RAW and unsafe sysctls: a warning, never a refusal */
 	fake_sysctl(&H, "eth0", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_ignore", 0);
 	H.arp_ret = -EPERM;
-	n0 = assess("eth0");
+	renew(&n0, assess("eth0"));
 	assert_non_null(find(&n0, RN_CAUSE_L2_UNCHECKED));
 	assert_int_equal(n0.verdict, RN_VERDICT_WARN);
 }
@@ -283,7 +295,7 @@ static void test_down_peer_link_does_not_share(void **state)
 {
 	H.links[2].oper_up = 0; /* eth1 */
 	{
-		struct rn_nic n0 = assess("eth0");
+		struct rn_nic n0 AUTO_NIC = assess("eth0");
 
 		assert_null(find(&n0, RN_CAUSE_ARP_FLUX));
 		assert_int_equal(n0.verdict, RN_VERDICT_OK);
@@ -292,24 +304,24 @@ static void test_down_peer_link_does_not_share(void **state)
 
 static void test_link_down_refused(void **state)
 {
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	H.links[2].oper_up = 0;
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_non_null(find(&n1, RN_CAUSE_LINK_DOWN));
 	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
 }
 
 static void test_secondary_ip_with_its_own_rule(void **state)
 {
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 	char b[64];
 
 	fake_addr(&H, 3, "198.18.0.102/24", 1);
 	fake_policy_routing(&H, 2, 1, "198.18.0.0/24");
 	fake_rule(&H, 102, "198.18.0.102/32", 102);
 	fake_route(&H, 102, "198.18.0.0/24", 3, "198.18.0.102", NULL);
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	assert_string_equal(rn_ip_str(&n1.ip, b, sizeof(b)), "198.18.0.102");
 	assert_int_equal(n1.table, 102);
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
@@ -317,13 +329,13 @@ static void test_secondary_ip_with_its_own_rule(void **state)
 
 static void test_gateway_of_table_must_egress_nic(void **state)
 {
-	struct rn_nic n1;
+	struct rn_nic n1 AUTO_NIC = { 0 };
 
 	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
 	/* eth1's table sends the rest of the world to a gateway reached through eth0. */
 	fake_addr(&H, 2, "198.19.0.1/24", 0);
 	fake_route(&H, 102, "default", 2, NULL, "198.19.0.254");
-	n1 = assess("eth1");
+	renew(&n1, assess("eth1"));
 	/* The default route's own device is judged, not only the route to its gateway. */
 	assert_non_null(find(&n1, RN_CAUSE_RULE_WRONG_NIC));
 	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
@@ -346,7 +358,7 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 
 static void test_log_one_info_and_one_warn_per_finding(void **state)
 {
-	struct rn_nic n1 = assess("eth1");
+	struct rn_nic n1 AUTO_NIC = assess("eth1");
 
 	rn_log_set_sink(sink);
 	rn_log_set_level(RN_LOG_INFO);
@@ -359,13 +371,13 @@ static void test_log_one_info_and_one_warn_per_finding(void **state)
 
 static void test_ipv6_shared_subnet(void **state)
 {
-	struct rn_nic n0, n1;
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
 
 	cfg.addr_family = AF_INET6;
 	fake_addr(&H, 2, "fd00::1/64", 0);
 	fake_addr(&H, 3, "fd00::2/64", 0);
-	n0 = assess("eth0");
-	n1 = assess("eth1");
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
 	assert_int_equal(n0.ip.family, AF_INET6);
 	assert_null(find(&n0, RN_CAUSE_ARP_FLUX)); /* ND answers come from the owner */
 	/*

@@ -3,7 +3,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -33,10 +35,13 @@ static void test_severities(void **state)
 	assert_int_equal(rn_cause_severity(RN_CAUSE_GID_FORCED_MISMATCH), RN_SEV_WARN);
 }
 
+#define AUTO_FINDING __attribute__((cleanup(rn_finding_clear)))
+#define AUTO_VARS __attribute__((cleanup(rn_vars_free)))
+
 static void test_render_fix_names_dev_ip_table(void **state)
 {
-	struct rn_vars v = { 0 };
-	struct rn_finding f;
+	struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	rn_vars_set(&v, "nic", "mlx5_1:1");
 	rn_vars_set(&v, "dev", "ens1f1");
@@ -48,12 +53,14 @@ static void test_render_fix_names_dev_ip_table(void **state)
 	rn_vars_set(&v, "devs", "ens1f1 ens1f0");
 	rn_vars_set(&v, "route_fix", "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 "
 		    "table 102; ip rule add from 198.18.0.2 lookup 102 priority 102");
-	rn_finding_render(&f, RN_CAUSE_NO_RULE, &v);
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NO_RULE, &v), 0);
 	assert_int_equal(f.cause, RN_CAUSE_NO_RULE);
 	assert_int_equal(f.sev, RN_SEV_WARN);
 	assert_non_null(strstr(f.fix, "ip rule add from 198.18.0.2 lookup 102 priority 102"));
 	assert_non_null(strstr(f.fix, "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 table 102"));
+	/* the installed command, never a path into the source tree */
 	assert_non_null(strstr(f.fix, "roce-policy-routing ens1f1 ens1f0"));
+	assert_null(strstr(f.fix, "scripts/"));
 	assert_non_null(strstr(f.msg, "mlx5_1:1"));
 	assert_null(strchr(f.msg, '{'));
 	assert_null(strchr(f.fix, '{'));
@@ -61,38 +68,103 @@ static void test_render_fix_names_dev_ip_table(void **state)
 
 static void test_render_wrong_mac_names_peer(void **state)
 {
-	struct rn_vars v = { 0 };
-	struct rn_finding f;
+	struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+	struct rn_finding f AUTO_FINDING = { 0 };
 
 	rn_vars_set(&v, "peer_ip", "198.18.0.10");
 	rn_vars_set(&v, "got_mac", "02:00:00:00:00:01");
 	rn_vars_set(&v, "peer_mac", "02:00:00:00:00:00");
 	rn_vars_set(&v, "peer_host", "gpu7");
 	rn_vars_set(&v, "dev", "eth0");
-	rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v);
-	assert_non_null(strstr(f.msg, "peer 198.18.0.10 is reached at the wrong NIC"));
-	assert_non_null(strstr(f.msg, "02:00:00:00:00:01 instead of 02:00:00:00:00:00"));
-	assert_non_null(strstr(f.msg, "host gpu7"));
-	assert_non_null(strstr(f.fix, "on gpu7: sysctl -w net.ipv4.conf.all.arp_ignore=1"));
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
+	assert_non_null(strstr(f.msg, "198.18.0.10"));
+	assert_non_null(strstr(f.msg, "02:00:00:00:00:01"));
+	assert_non_null(strstr(f.msg, "gpu7"));
+	assert_non_null(strstr(f.fix, "net.ipv4.conf.all.arp_ignore=1"));
 }
 
-static void test_render_missing_var_and_overflow(void **state)
+/* A key the template names but nobody set is a bug: an error, never a guess like '?'. */
+static void test_render_missing_key_is_an_error(void **state)
 {
-	struct rn_vars v = { 0 };
-	struct rn_finding f;
-	char big[200];
+	struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+	struct rn_finding f AUTO_FINDING = { 0 };
+	unsigned int bugs = rn_finding_bugs();
+
+	rn_vars_set(&v, "nic", "rxe0:1");
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v), -EINVAL);
+	assert_int_equal(f.cause, RN_CAUSE_LINK_DOWN);
+	assert_null(strchr(f.msg, '?'));
+	assert_non_null(strstr(f.msg, "{dev}"));
+	assert_int_equal(rn_finding_bugs(), bugs + 2); /* message and fix */
+}
+
+/* Every row renders from exactly the keys it documents: none missing, none left over. */
+static void test_every_row_renders_from_its_documented_keys(void **state)
+{
+	int c;
+
+	for (c = 1; c < RN_CAUSE__MAX; c++) {
+		struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+		struct rn_finding f AUTO_FINDING = { 0 };
+		char *keys = strdup(rn_cause_keys(c)), *save = NULL, *k;
+		const char *tpl[2] = { rn_cause_msg_template(c), rn_cause_fix_template(c) };
+		int t;
+
+		assert_non_null(keys);
+		for (k = strtok_r(keys, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
+			char ref[80];
+
+			rn_vars_set(&v, k, "<%s>", k);
+			/* each documented key is used by one of the templates */
+			snprintf(ref, sizeof(ref), "{%s}", k);
+			assert_true(strstr(tpl[0], ref) || strstr(tpl[1], ref));
+		}
+		free(keys);
+		if (rn_finding_render(&f, c, &v))
+			fail_msg("cause %s: a template names an undocumented key", rn_cause_id(c));
+		for (t = 0; t < 2; t++)
+			assert_null(strchr(t ? f.fix : f.msg, '{'));
+	}
+}
+
+/* No cap: many keys, long values, long text; the values are the finding's own copy. */
+static void test_no_caps(void **state)
+{
+	struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+	struct rn_finding f AUTO_FINDING = { 0 }, g AUTO_FINDING = { 0 };
+	char big[2000], key[16];
 	int i;
 
-	rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
-	assert_non_null(strstr(f.msg, "?")); /* unknown key, not garbage */
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	for (i = 0; i < RN_VARS_MAX + 4; i++)
-		rn_vars_set(&v, i % 2 ? "dev" : "nic", "%s", big);
-	rn_finding_render(&f, RN_CAUSE_ARP_FLUX, &v);
-	assert_true(strlen(f.msg) < sizeof(f.msg));
-	assert_true(strlen(f.fix) < sizeof(f.fix));
-	assert_int_equal(v.n, 2);
+	for (i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		rn_vars_set(&v, key, "%d", i);
+	}
+	assert_int_equal(v.n, 40);
+	assert_string_equal(rn_vars_get(&v, "k39"), "39");
+	rn_vars_set(&v, "nic", "%s", big);
+	rn_vars_set(&v, "dev", "ens8f0np0");
+	for (i = 0; i < 8; i++)
+		rn_vars_append(&v, "dev", ".", "%d", i);
+	assert_string_equal(rn_vars_get(&v, "dev"), "ens8f0np0.0.1.2.3.4.5.6.7");
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v), 0);
+	assert_non_null(strstr(f.msg, big));
+	assert_non_null(strstr(f.fix, "ip link set dev ens8f0np0.0.1.2.3.4.5.6.7 up"));
+	assert_int_equal(rn_finding_copy(&g, &f), 0);
+	rn_vars_free(&v); /* the finding keeps its own text */
+	assert_string_equal(g.msg, f.msg);
+	rn_finding_move(&g, &f);
+	assert_null(f.msg);
+	assert_non_null(strstr(g.msg, big));
+}
+
+static void test_unknown_cause_label(void **state)
+{
+	char b[32];
+
+	assert_string_equal(rn_cause_label(RN_CAUSE_ARP_FLUX, b, sizeof(b)), "arp-flux");
+	assert_string_equal(rn_cause_label((enum rn_cause)4242, b, sizeof(b)), "unknown cause 4242");
 }
 
 int main(void)
@@ -102,7 +174,10 @@ int main(void)
 		cmocka_unit_test(test_severities),
 		cmocka_unit_test(test_render_fix_names_dev_ip_table),
 		cmocka_unit_test(test_render_wrong_mac_names_peer),
-		cmocka_unit_test(test_render_missing_var_and_overflow),
+		cmocka_unit_test(test_render_missing_key_is_an_error),
+		cmocka_unit_test(test_every_row_renders_from_its_documented_keys),
+		cmocka_unit_test(test_no_caps),
+		cmocka_unit_test(test_unknown_cause_label),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -61,7 +62,7 @@ static void handle_rejects(void **state)
 	bad[0] ^= 1;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
 	memcpy(bad, buf, sizeof(bad));
-	bad[5] = 2;
+	bad[5] = 9;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
 	memcpy(bad, buf, sizeof(bad));
 	bad[6] = 5;
@@ -185,35 +186,86 @@ static void hello_rejects(void **state)
 
 static void verdict_roundtrip_and_rejects(void **state)
 {
-	uint8_t buf[RN_WIRE_MAX_MSG];
-	struct rn_verdict_msg m, out;
+	static uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_verdict_msg m = { 0 }, out = { 0 };
 	struct rn_msg_hdr h;
+	char lb[32];
 	size_t len;
 
-	memset(&m, 0, sizeof(m));
 	m.refused = 1;
 	m.finding.cause = RN_CAUSE_NO_RULE;
 	m.finding.sev = RN_SEV_FATAL;
-	strcpy(m.finding.msg, "no rule from 198.18.0.2");
-	strcpy(m.finding.fix, "ip rule add from 198.18.0.2 lookup 101");
+	m.finding.msg = (char *)"no rule from 198.18.0.2";
+	m.finding.fix = (char *)"ip rule add from 198.18.0.2 lookup 101";
 	len = rn_msg_encode_verdict(buf, 5, &m);
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
 	assert_int_equal(h.type, RN_MSG_VERDICT);
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
 	assert_int_equal(out.refused, 1);
 	assert_int_equal(out.finding.cause, RN_CAUSE_NO_RULE);
+	assert_string_equal(out.finding.msg, m.finding.msg);
 	assert_string_equal(out.finding.fix, m.finding.fix);
-	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE__MAX;
-	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	/* a newer peer's cause: kept, shown as "unknown cause N", not a protocol error */
+	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE__MAX + 3;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.finding.cause, RN_CAUSE__MAX + 3);
+	assert_non_null(strstr(rn_cause_label(out.finding.cause, lb, sizeof(lb)), "unknown cause"));
 	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE_NO_RULE;
-	memset(buf + RN_WIRE_HDR_LEN + 260, 'f', 512);
-	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	/* lengths that do not add up, beyond the limit, a NUL inside a text, a bad severity */
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len - 1, &out), -EBADMSG);
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, 10, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 4] = 0x7f;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 4] = 0;
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = '\0';
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = ' ';
+	buf[RN_WIRE_HDR_LEN + 2] = 7;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	assert_null(out.finding.msg); /* a rejected message leaves nothing behind */
 	len = rn_msg_encode_ready(buf, 5);
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
 	assert_int_equal(h.type, RN_MSG_READY);
 	buf[11] = 1; /* READY carries nothing */
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	rn_verdict_msg_clear(&out);
+}
+
+/* Eight mlx5 names' worth of message and fix cross whole; over the limit, a note. */
+static void verdict_long_texts(void **state)
+{
+	static uint8_t buf[RN_WIRE_MAX_MSG];
+	static char msg[RN_VERDICT_TEXT_MAX + 2], fix[RN_VERDICT_TEXT_MAX];
+	struct rn_verdict_msg m = { 0 }, out = { 0 };
+	struct rn_msg_hdr h;
+	size_t len;
+	int i;
+
+	for (i = 1; i <= 8; i++) {
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ",
+			 i - 1, i, i);
+		snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
+			 "ip rule add from 198.18.0.%d lookup %d priority %d; "
+			 "sysctl -w net.ipv4.conf.ens%df0np0.rp_filter=2; ", i, 100 + i, 100 + i, i);
+	}
+	assert_true(strlen(msg) > 255 && strlen(fix) > 511);
+	m.finding.cause = RN_CAUSE_ARP_FLUX;
+	m.finding.msg = msg;
+	m.finding.fix = fix;
+	len = rn_msg_encode_verdict(buf, 9, &m);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_string_equal(out.finding.msg, msg);
+	assert_string_equal(out.finding.fix, fix);
+	memset(msg, 'm', RN_VERDICT_TEXT_MAX + 1);
+	msg[RN_VERDICT_TEXT_MAX + 1] = '\0';
+	len = rn_msg_encode_verdict(buf, 9, &m);
+	assert_true(len <= RN_WIRE_MAX_MSG);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_non_null(strstr(out.finding.msg, "over the handshake's limit"));
+	assert_string_equal(out.finding.fix, fix);
+	rn_verdict_msg_clear(&out);
 }
 
 int main(void)
@@ -224,6 +276,7 @@ int main(void)
 		cmocka_unit_test(hello_roundtrip),
 		cmocka_unit_test(hello_rejects),
 		cmocka_unit_test(verdict_roundtrip_and_rejects),
+		cmocka_unit_test(verdict_long_texts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
