@@ -119,6 +119,18 @@ fl_paste() {
 	done < <(fl_fixes)
 }
 
+# fl_up DEVS: wait (up to 3 s) until each is operationally up: the kernel's link watch
+# may take its time on a busy machine, and a link without carrier is judged link-down
+fl_up() {
+	local d i
+	for d in ${1//,/ }; do
+		for ((i = 0; i < 60; i++)); do
+			ip -n "$H" -o link show dev "$d" | grep -q 'state UP' && break
+			sleep 0.05
+		done
+	done
+}
+
 # fl_layout NAME DEVS DEV=ID,ID ... : judge; expect; for a bad layout paste the fixes and
 # judge again: every NIC good. ENV for the doctor and the paste in FL_ENV (array).
 fl_layout() {
@@ -126,6 +138,7 @@ fl_layout() {
 	FL_NAME=$1
 	shift 2
 	echo "== $FL_NAME"
+	fl_up "$devs"
 	fl_judge "$devs" "${FL_ENV[@]}"
 	for kv in "$@"; do
 		fl_expect "${kv%%=*}" "${kv#*=}"
