@@ -14,6 +14,8 @@ flat() { # three NICs .11-.13/24 on one segment; extra args go to every address
 arp_fix() { fl_sys net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2; }
 
 flat
+doc "$H" --netdev nic0,nic1,nic2
+grep -q 'all at once: roce-policy-routing nic0 nic1 nic2' <<<"$OUT" || rn_fail "the script is not offered where it fixes all"
 fl_layout "flat, kernel defaults" nic0,nic1,nic2 nic0=arp-flux,no-rule \
 	nic1=arp-flux,route-wrong-nic nic2=arp-flux,route-wrong-nic
 

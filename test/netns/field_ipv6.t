@@ -12,6 +12,8 @@ v6only() {
 	fl_nic nic1 s0 fd00:198:18::12/64
 }
 v6only
+doc "$H" --netdev nic0,nic1
+grep -q 'all at once' <<<"$OUT" && rn_fail "the script is offered for NICs it refuses (no IPv4)"
 fl_layout "IPv6-only NICs in one /64, default family" nic0,nic1 nic0=no-gid nic1=no-gid
 grep -q 'NCCL_IB_ADDR_FAMILY=AF_INET6' "$FL_PASTE_LAST" || rn_fail "no-gid fix does not name AF_INET6"
 v6only
