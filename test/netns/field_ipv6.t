@@ -20,6 +20,13 @@ v6only
 FL_ENV=(NCCL_IB_ADDR_FAMILY=AF_INET6)
 fl_layout "IPv6-only NICs in one /64, AF_INET6" nic0,nic1 nic0= nic1=
 FL_ENV=()
+# ... and the connection check from nic1 to a peer in the /64 (ND resolves on nic1 itself)
+rn_in "$SW" sysctl -qw net.ipv6.conf.s0.disable_ipv6=0
+fl_peer s0 fd00:198:18::254/64
+out=$(rn_in "$H" "$RN_TOP/build/test/rn-pathcheck" -6 conn nic1 fd00:198:18::254 \
+	"$(ip -n "$SW" -o link show s0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')" 2000)
+echo "    $out"
+grep -q "result=ok" <<<"$out" || rn_fail "IPv6 connection check from nic1 refused: $out"
 
 dual() {
 	fl_host
