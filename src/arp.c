@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <net/if_arp.h>
@@ -31,26 +30,6 @@ struct arp_pkt {
 	uint8_t tha[6];
 	uint8_t tpa[4];
 } __attribute__((packed));
-
-static int open_link(int ifindex)
-{
-	struct sockaddr_ll me = {
-		.sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_ARP),
-		.sll_ifindex = ifindex,
-	};
-	int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ARP));
-
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&me, sizeof(me))) {
-		int ret = -errno;
-
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
 
 static int send_probe(int fd, const struct rn_arp_query *q)
 {
@@ -75,17 +54,22 @@ static int send_probe(int fd, const struct rn_arp_query *q)
 	return 0;
 }
 
-/* Match every reply read on @ifindex's socket to the open queries of that link. */
-static int drain(int fd, int ifindex, struct rn_arp_query *q, int n)
+/* Match every reply read to the open query of the link it arrived on. */
+static int drain(int fd, struct rn_arp_query *q, int n)
 {
+	struct sockaddr_ll from;
+	socklen_t fl = sizeof(from);
 	struct arp_pkt p;
 	int i, open = 0;
 
-	while (recv(fd, &p, sizeof(p), MSG_DONTWAIT) >= (ssize_t)sizeof(p)) {
-		if (ntohs(p.h.ar_op) != ARPOP_REPLY || p.h.ar_hln != 6 || p.h.ar_pln != 4)
+	while (recvfrom(fd, &p, sizeof(p), MSG_DONTWAIT, (struct sockaddr *)&from, &fl) >=
+	       (ssize_t)sizeof(p)) {
+		fl = sizeof(from);
+		if (from.sll_pkttype == PACKET_OUTGOING || ntohs(p.h.ar_op) != ARPOP_REPLY ||
+		    p.h.ar_hln != 6 || p.h.ar_pln != 4)
 			continue;
 		for (i = 0; i < n; i++)
-			if (q[i].ifindex == ifindex && !q[i].answered &&
+			if (q[i].ifindex == from.sll_ifindex && !q[i].answered &&
 			    !memcmp(p.spa, &q[i].target, 4) && memcmp(p.sha, q[i].mac, 6)) {
 				memcpy(q[i].answer, p.sha, 6);
 				q[i].answered = 1;
@@ -98,51 +82,31 @@ static int drain(int fd, int ifindex, struct rn_arp_query *q, int n)
 
 int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms)
 {
-	struct pollfd *pf;
-	int *link_of, nl = 0, i, k, ret = 0, open = n;
+	struct pollfd pf = { .events = POLLIN };
+	int i, open = n;
 	double end;
 
 	if (n <= 0)
 		return 0;
-	pf = calloc((size_t)n, sizeof(*pf));
-	link_of = calloc((size_t)n, sizeof(*link_of));
-	if (!pf || !link_of) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	/* One socket per sending link: a reply is unicast back to the link that asked. */
+	/*
+	 * One socket for every link (sendto names the link, recvfrom says where a reply
+	 * came in): each packet socket's close waits for an RCU grace period.
+	 */
+	pf.fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, htons(ETH_P_ARP));
+	if (pf.fd < 0)
+		return -errno;
 	for (i = 0; i < n; i++) {
 		q[i].answered = 0;
-		for (k = 0; k < nl && link_of[k] != q[i].ifindex; k++)
-			;
-		if (k == nl) {
-			int fd = open_link(q[i].ifindex);
-
-			if (fd < 0) {
-				ret = fd;
-				goto out;
-			}
-			link_of[nl] = q[i].ifindex;
-			pf[nl].fd = fd;
-			pf[nl].events = POLLIN;
-			nl++;
-		}
-		send_probe(pf[k].fd, &q[i]);
+		send_probe(pf.fd, &q[i]);
 	}
 	end = rn_now_ms() + wait_ms;
 	while (open) {
 		int left = (int)(end - rn_now_ms());
 
-		if (left <= 0 || poll(pf, (nfds_t)nl, left) <= 0)
+		if (left <= 0 || poll(&pf, 1, left) <= 0)
 			break;
-		for (k = 0; k < nl; k++)
-			if (pf[k].revents & POLLIN)
-				open = drain(pf[k].fd, link_of[k], q, n);
+		open = drain(pf.fd, q, n);
 	}
-out:
-	for (k = 0; k < nl; k++)
-		close(pf[k].fd);
-	free(pf);
-	free(link_of);
-	return ret;
+	close(pf.fd);
+	return 0;
 }
