@@ -431,6 +431,18 @@ static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struc
 		    ip, t, prio, ipf(nic), net, nic->netdev, ip, t);
 }
 
+/* "alt": the script as a trailing comment, only where it fixes this NIC (IPv4 only). */
+static void alt_vars(const struct rn_nic *nic, struct rn_vars *v, int offer)
+{
+	const char *devs = rn_vars_get(v, "devs");
+
+	if (offer && nic->ip.family == AF_INET)
+		rn_vars_set(v, "alt", "  # or, for all NICs at once: roce-policy-routing %s",
+			    devs ? devs : nic->netdev);
+	else
+		rn_vars_set(v, "alt", "%s", "");
+}
+
 void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
 {
 	char ip[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
@@ -438,6 +450,7 @@ void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, str
 
 	rn_ip_str(&nic->ip, ip, sizeof(ip));
 	subnet_str(nic, net, sizeof(net));
+	alt_vars(nic, v, 1);
 	if (nic->table != RN_TABLE_MAIN) {
 		/* The rule is there: its table lacks the route (a bounced link empties it). */
 		rn_vars_set(v, "route_fix", "%s route replace %s dev %s src %s table %d", ipf(nic),
@@ -800,6 +813,7 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 		rn_vars_set(v, "err", "%s", strerror(-ret));
 		gw_vars(host, nic, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return;
 	}
@@ -814,6 +828,7 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 		rn_vars_set(v, "used_table", "%u", q.table);
 		gw_vars(host, nic, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 		return;
 	}
@@ -844,6 +859,7 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	}
 	gw_vars(host, nic, v);
 	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+	alt_vars(nic, v, 0);
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 }
 

@@ -43,8 +43,8 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"no-rule", RN_SEV_WARN,
 		"{nic} ({dev} {ip}) shares {subnet} with {others} but no 'from {ip}' rule selects "
 		"a table for it",
-		"{route_fix}  # or, for all NICs at once: roce-policy-routing {devs}",
-		"nic dev ip subnet others route_fix devs",
+		"{route_fix}{alt}",
+		"nic dev ip subnet others route_fix alt",
 	},
 	[RN_CAUSE_RULE_WRONG_NIC] = {
 		"rule-wrong-nic", RN_SEV_FATAL,
@@ -57,8 +57,8 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"route-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): the route to {dst} from {ip} leaves through {other_dev} "
 		"(table {used_table}), not {dev}",
-		"{route_fix}  # or, for all NICs at once: roce-policy-routing {devs}",
-		"nic dev ip dst other_dev used_table route_fix devs",
+		"{route_fix}{alt}",
+		"nic dev ip dst other_dev used_table route_fix alt",
 	},
 	[RN_CAUSE_RP_FILTER] = {
 		"rp-filter", RN_SEV_FATAL,
