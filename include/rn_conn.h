@@ -108,6 +108,7 @@ struct rn_comm {
 	struct rn_peer_facts peer;
 	/* health */
 	int err;                      /* sticky -errno: every later call fails with it */
+	int wc_status;                /* the first failed completion's ibv_wc_status, 0 none */
 	int async_err;                /* set by the event thread (atomic) */
 	int outstanding;              /* signalled WRs in flight (watchdog) */
 	uint64_t outstanding_bytes;   /* payload of the send slots in flight (watchdog) */

@@ -60,6 +60,16 @@ void rn_engine_put(void);
 struct rn_engine *rn_engine_current(void);
 
 /*
+ * A private engine over devices the caller discovered and judged itself (roce-doctor's
+ * RDMA probe): @cfg is used as given (no environment read), no second discovery.
+ * Keeps the devices whose NIC holds a GID choice (rn_nic_assess); they stay the
+ * caller's, who frees them only after the engine's last comm is closed (the engine
+ * itself holds nothing to free). 0, or -ENODEV when no device has a GID.
+ */
+int rn_engine_init_with(struct rn_engine *eng, const struct rn_config *cfg, const char *hostname,
+			struct rn_dev *const *devs, int n);
+
+/*
  * NCCL_IB_HCA matching, exactly as NCCL: comma list of name[:port], a leading '^'
  * excludes, a leading '=' asks for exact names (else prefix match). Returns 1 when
  * @ibdev/@port is selected by @spec ("" selects everything).
@@ -71,10 +81,12 @@ int rn_hca_match(const char *spec, const char *ibdev, int port);
  * is ACTIVE, Ethernet and selected by NCCL_IB_HCA, fills its identity (netdev, MAC,
  * MTU, PCI path, speed, GID-independent properties), allocates its PD and probes
  * DMA-BUF and GPUDirect. Returns the number of devices put in @out (each freed with
- * rn_dev_free()) or -errno; when it returns 0, @why says why in one line.
+ * rn_dev_free()) or -errno; when it returns 0, @why says why in one line. @nproblems
+ * (may be NULL) counts the ports left out for something to fix (down, cannot be
+ * opened), not for NCCL_IB_HCA or a link that is not Ethernet.
  */
 int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why,
-		    size_t why_len);
+		    size_t why_len, int *nproblems);
 void rn_dev_free(struct rn_dev *dev);
 
 /* NCCL's speed for a port: active speed (Mbps per lane) x width. */

@@ -58,6 +58,13 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	      struct rn_req **out);
 int rn_test(struct rn_req *req, int *done, int *sizes);
 
+/*
+ * The status of the first failed completion on the connection (IBV_WC_SUCCESS when
+ * none): tells a retry-exceeded path (nothing answered) from other failures.
+ */
+int rn_send_wc_status(const struct rn_send_comm *sc);
+int rn_recv_wc_status(const struct rn_recv_comm *rc);
+
 int rn_close_send(struct rn_send_comm *sc);
 int rn_close_recv(struct rn_recv_comm *rc);
 int rn_close_listen(struct rn_listen_comm *lc);

@@ -40,6 +40,17 @@ enum rn_verdict_kind {
 	RN_VERDICT_REFUSED = 2, /* would fail with error 12 (or never resolve) */
 };
 
+/* Why a NIC's GID (its source IP) was chosen. */
+enum rn_gid_why {
+	RN_GID_WHY_NONE = 0, /* no usable GID */
+	RN_GID_WHY_POLICY,   /* the address a 'from' rule gives a table routing out of the NIC */
+	RN_GID_WHY_PRIMARY,  /* the netdev's primary address (no policy source) */
+	RN_GID_WHY_FIRST,    /* the first usable GID (no primary address matched) */
+	RN_GID_WHY_FORCED,   /* NCCL_IB_GID_INDEX */
+};
+/* "none", "policy", "primary", "first", "forced". */
+const char *rn_gid_why_str(enum rn_gid_why why);
+
 /*
  * One RoCE NIC (an RDMA device port bound to a netdev). dev.c fills the identity
  * part; rn_nic_assess() fills the choice and the verdict.
@@ -56,6 +67,7 @@ struct rn_nic {
 	enum ibv_mtu active_mtu; /* port's active MTU */
 	/* choice */
 	int gid_index;           /* -1 when none usable */
+	enum rn_gid_why gid_why; /* how gid_index was chosen */
 	union ibv_gid gid;
 	struct rn_ip ip;         /* the GID's address = our source IP */
 	int prefixlen;

@@ -249,12 +249,16 @@ struct why {
 	char *buf;
 	size_t len;
 	int nports;
+	int nproblems; /* left out for another reason than the user's choice or the link type */
 };
 
-static void why_add(struct why *w, const char *fmt, ...) __rn_printf(2, 3);
+static void why_add(struct why *w, int problem, const char *fmt, ...) __rn_printf(3, 4);
 
-/* A port not used: one INFO line now, and a part of the reason if none is left. */
-static void why_add(struct why *w, const char *fmt, ...)
+/*
+ * A port not used: one INFO line now, and a part of the reason if none is left.
+ * @problem: something to fix (down, cannot open...), not NCCL_IB_HCA or InfiniBand.
+ */
+static void why_add(struct why *w, int problem, const char *fmt, ...)
 {
 	size_t used = strlen(w->buf);
 	char item[256];
@@ -263,6 +267,7 @@ static void why_add(struct why *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(item, sizeof(item), fmt, ap);
 	va_end(ap);
+	w->nproblems += problem != 0;
 	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s", item);
 	if (used + 2 < w->len)
 		snprintf(w->buf + used, w->len - used, "%s%s", used ? ", " : "", item);
@@ -354,17 +359,17 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 	int nsel = 0, n = 0, probe_used = 0, p, i, ret;
 
 	if (ibd->transport_type == IBV_TRANSPORT_IWARP) {
-		why_add(why, "%s is iWARP", name);
+		why_add(why, 0, "%s is iWARP", name);
 		return 0;
 	}
 	probe = rn_verbs.open_device(ibd);
 	if (!probe) {
-		why_add(why, "%s cannot be opened (%s)", name, strerror(errno));
+		why_add(why, 1, "%s cannot be opened (%s)", name, strerror(errno));
 		return 0;
 	}
 	ret = rn_verbs_err(rn_verbs.query_device(probe, &attr));
 	if (ret) {
-		why_add(why, "%s cannot be queried (%s)", name, strerror(-ret));
+		why_add(why, 1, "%s cannot be queried (%s)", name, strerror(-ret));
 		rn_verbs.close_device(probe);
 		return 0;
 	}
@@ -374,19 +379,19 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 		why->nports++;
 		ret = rn_verbs_err(rn_verbs.query_port(probe, (uint8_t)p, pa));
 		if (ret) {
-			why_add(why, "%s:%d cannot be queried (%s)", name, p, strerror(-ret));
+			why_add(why, 1, "%s:%d cannot be queried (%s)", name, p, strerror(-ret));
 			continue;
 		}
 		if (pa->link_layer != IBV_LINK_LAYER_ETHERNET) {
-			why_add(why, "%s:%d is InfiniBand", name, p);
+			why_add(why, 0, "%s:%d is InfiniBand", name, p);
 			continue;
 		}
 		if (pa->state != IBV_PORT_ACTIVE) {
-			why_add(why, "%s:%d is %s", name, p, port_state_str(pa->state));
+			why_add(why, 1, "%s:%d is %s", name, p, port_state_str(pa->state));
 			continue;
 		}
 		if (!rn_hca_match(cfg->ib_hca, name, p)) {
-			why_add(why, "%s:%d not selected by NCCL_IB_HCA=%s", name, p, cfg->ib_hca);
+			why_add(why, 0, "%s:%d not selected by NCCL_IB_HCA=%s", name, p, cfg->ib_hca);
 			continue;
 		}
 		ports[nsel++] = p;
@@ -397,7 +402,7 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg) : NULL;
 
 		if (!d) {
-			why_add(why, "%s:%d cannot be set up (%s)", name, ports[i],
+			why_add(why, 1, "%s:%d cannot be set up (%s)", name, ports[i],
 				strerror(errno));
 			if (ctx && ctx != probe)
 				rn_verbs.close_device(ctx);
@@ -413,9 +418,9 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 }
 
 int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why_buf,
-		    size_t why_len)
+		    size_t why_len, int *nproblems)
 {
-	struct why why = { why_buf, why_len, 0 };
+	struct why why = { why_buf, why_len, 0, 0 };
 	struct ibv_device **list;
 	int num = 0, n = 0, i;
 
@@ -437,6 +442,8 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 	for (i = 0; i < num && n < max; i++)
 		n += dev_scan(list[i], cfg, out + n, max - n, &why);
 	rn_verbs.free_device_list(list);
+	if (nproblems)
+		*nproblems = why.nproblems;
 	if (!n) {
 		char detail[512];
 

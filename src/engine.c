@@ -74,7 +74,7 @@ static int engine_init(struct rn_engine *eng)
 	if (gethostname(eng->hostname, sizeof(eng->hostname) - 1))
 		snprintf(eng->hostname, sizeof(eng->hostname), "?");
 
-	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why));
+	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why), NULL);
 	if (n <= 0) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);
 		return -ENODEV;
@@ -156,6 +156,20 @@ void rn_engine_put(void)
 		memset(&engine, 0, sizeof(engine));
 	}
 	pthread_mutex_unlock(&engine_lock);
+}
+
+int rn_engine_init_with(struct rn_engine *eng, const struct rn_config *cfg, const char *hostname,
+			struct rn_dev *const *devs, int n)
+{
+	int i;
+
+	memset(eng, 0, sizeof(*eng));
+	eng->cfg = *cfg;
+	snprintf(eng->hostname, sizeof(eng->hostname), "%s", hostname ? hostname : "");
+	for (i = 0; i < n && eng->ndevs < RN_MAX_DEVS; i++)
+		if (devs[i] && devs[i]->nic.gid_index >= 0)
+			eng->devs[eng->ndevs++] = devs[i];
+	return eng->ndevs ? 0 : -ENODEV;
 }
 
 struct rn_engine *rn_engine_current(void)

@@ -269,6 +269,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	struct cand c[MAX_CANDS];
 	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
 	struct rn_ip psrc = { 0 };
+	enum rn_gid_why why = RN_GID_WHY_NONE;
 	int n, i, pick = -1, forced = -1;
 
 	w.type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
@@ -296,8 +297,11 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		for (i = 0; i < n && pick < 0; i++)
 			if (cand_ok(&c[i], nic, &w) && rn_ip_equal(&c[i].ip, &psrc))
 				pick = i;
+		why = RN_GID_WHY_POLICY;
 	}
 	/* No policy source: the netdev's primary address. */
+	if (pick < 0)
+		why = RN_GID_WHY_PRIMARY;
 	for (i = 0; i < host->naddrs && pick < 0; i++) {
 		const struct rn_nl_addr *a = &host->addrs[i];
 		int k;
@@ -309,6 +313,8 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			if (cand_ok(&c[k], nic, &w) && rn_ip_equal(&c[k].ip, &a->ip))
 				pick = k;
 	}
+	if (pick < 0)
+		why = RN_GID_WHY_FIRST;
 	for (i = 0; i < n && pick < 0; i++)
 		if (cand_ok(&c[i], nic, &w))
 			pick = i;
@@ -331,6 +337,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	}
 	if (forced >= 0) {
 		set_choice(host, nic, &c[forced]);
+		nic->gid_why = RN_GID_WHY_FORCED;
 		if (pick != forced) {
 			char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
 
@@ -362,6 +369,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		return 0;
 	}
 	set_choice(host, nic, &c[pick]);
+	nic->gid_why = why;
 	return 0;
 }
 
@@ -373,4 +381,16 @@ int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 
 	rn_vars_free(&v);
 	return ret;
+}
+
+const char *rn_gid_why_str(enum rn_gid_why why)
+{
+	switch (why) {
+	case RN_GID_WHY_NONE: return "none";
+	case RN_GID_WHY_POLICY: return "policy";
+	case RN_GID_WHY_PRIMARY: return "primary";
+	case RN_GID_WHY_FIRST: return "first";
+	case RN_GID_WHY_FORCED: return "forced";
+	}
+	return "none";
 }

@@ -1027,6 +1027,7 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	if (!host || !nic || !cfg)
 		return -EINVAL;
 	nic->gid_index = -1;
+	nic->gid_why = RN_GID_WHY_NONE;
 	memset(&nic->gid, 0, sizeof(nic->gid));
 	memset(&nic->ip, 0, sizeof(nic->ip));
 	nic->prefixlen = 0;

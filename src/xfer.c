@@ -127,6 +127,7 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
+	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
 	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
 	if (ret == 0)
@@ -865,4 +866,14 @@ int rn_dereg_mr(void *comm, struct rn_mr *mr)
 	if (!comm)
 		return -EINVAL;
 	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);
+}
+
+int rn_send_wc_status(const struct rn_send_comm *sc)
+{
+	return sc ? sc->c.wc_status : 0;
+}
+
+int rn_recv_wc_status(const struct rn_recv_comm *rc)
+{
+	return rc ? rc->c.wc_status : 0;
 }

@@ -217,8 +217,6 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
-/* Set the probe's QP knobs (NCCL_IB_TIMEOUT=14 ...) where the user did not. */
-void rn_probe_env(void);
 int rn_probe_available(const struct rn_doctor *d, int nic);
 /* Server half: listen on NIC @nic, answer PROBE_HANDLE, accept, receive one ping. */
 int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len);

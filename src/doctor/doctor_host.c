@@ -19,41 +19,13 @@
 
 /* ---- gathering -------------------------------------------------------------------- */
 
-/* Ports discovery left out for a reason other than the user's own choice. */
-static int skipped_is_problem(const char *why)
-{
-	char buf[1024], *tok, *save = NULL;
-	int bad = 0;
-
-	snprintf(buf, sizeof(buf), "%s", why);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (!strstr(tok, "not selected by NCCL_IB_HCA") && !strstr(tok, "InfiniBand") &&
-		    !strstr(tok, "iWARP"))
-			bad = 1;
-	return bad;
-}
-
-static const char *gid_why(struct rn_doctor *d, const struct rn_doctor_nic *dn)
-{
-	const struct rn_nic *nic = &dn->nic;
-	struct rn_ip psrc;
-
-	if (!nic->ip.family)
-		return "none";
-	if (dn->dev && d->cfg.gid_index >= 0 && nic->gid_index == d->cfg.gid_index)
-		return "forced";
-	if (rn_policy_source(d->host, nic->ifindex, nic->ip.family, &psrc, NULL) &&
-	    rn_ip_equal(&psrc, &nic->ip))
-		return "policy";
-	return "primary";
-}
-
 static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 {
 	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
 	const struct rn_nl_rule *r;
 
-	dn->gid_why = gid_why(d, dn);
+	/* the library's own reason, not a guess made again here */
+	dn->gid_why = dn->nic.ip.family ? rn_gid_why_str(dn->nic.gid_why) : "none";
 	if (l) {
 		dn->sys_eff = *rn_host_sysctls(d->host, l);
 		dn->sys_dev = l->dev;
@@ -109,7 +81,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 	struct rn_config cfg = d->cfg;
 	double t0 = rn_doctor_now_ms();
 	int used[RN_MAX_DEVS] = { 0 };
-	int i, k, n, ret;
+	int i, k, n, ret, nproblems = 0;
 
 	rn_doctor_release(d);
 	/* The doctor always runs the route checks, whatever the plugin was told. */
@@ -122,11 +94,13 @@ int rn_doctor_gather(struct rn_doctor *d)
 		return ret;
 	}
 	d->snapshot_ms = rn_doctor_now_ms() - t0;
-	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped));
+	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped),
+			    &nproblems);
 	d->discover_ms = rn_doctor_now_ms() - t0 - d->snapshot_ms;
 	d->ndevs = n > 0 ? n : 0;
+	/* the library says which ports were left out for something to fix */
 	if (d->ndevs && d->skipped[0])
-		d->skipped_problem = skipped_is_problem(d->skipped);
+		d->skipped_problem = nproblems > 0;
 
 	if (d->netdevs) {
 		n = netdev_list(d->netdevs, names, RN_DOCTOR_MAX_NICS);
@@ -166,6 +140,12 @@ int rn_doctor_gather(struct rn_doctor *d)
 		struct rn_doctor_nic *dn = &d->nics[i];
 
 		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		/* the device carries its verdict too: the RDMA probe's engine runs on it */
+		if (dn->dev && !dn->err) {
+			ret = rn_nic_copy(&dn->dev->nic, &dn->nic);
+			if (ret)
+				return ret;
+		}
 		explain(d, dn);
 	}
 	d->gather_ms = rn_doctor_now_ms() - t0;
@@ -177,6 +157,7 @@ void rn_doctor_release(struct rn_doctor *d)
 {
 	int i;
 
+	rn_probe_release(); /* its engine runs on the devices freed below */
 	for (i = 0; i < d->ndevs; i++)
 		rn_dev_free(d->devs[i]);
 	d->ndevs = 0;
@@ -473,6 +454,19 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 				nprinted - start - shown);
 		if (nsame)
 			fprintf(f, "    fix%s: as above\n", nsame < nprinted - start + nsame ? " for the others" : "");
+	}
+	/* A newer peer's causes have no row here: each is shown whole, as it came. */
+	for (i = 0; i < n; i++) {
+		char lb[32];
+
+		if ((unsigned int)it[i].f->cause < RN_CAUSE__MAX)
+			continue;
+		fprintf(f, "  %s [%s] on %s\n    %s: %s\n",
+			rn_cause_label(it[i].f->cause, lb, sizeof(lb)),
+			rn_doctor_sev_str(it[i].f->sev), it[i].who, it[i].who,
+			rn_finding_msg(it[i].f));
+		if (rn_finding_fix(it[i].f)[0])
+			fprintf(f, "    fix: %s\n", rn_finding_fix(it[i].f));
 	}
 out:
 	free(fixes);

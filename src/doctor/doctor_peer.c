@@ -539,9 +539,8 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	snprintf(p->peer_why, sizeof(p->peer_why), "%s", (const char *)m.payload + 4);
 	rn_dw_msg_free(&m);
 	p->ms = rn_doctor_now_ms() - t0;
-	/* status 12 (retry exceeded) is the wire not answering, as our own deadline is */
-	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT ||
-		     strstr(p->why, "RETRY_EXC_ERR") || strstr(p->peer_why, "RETRY_EXC_ERR");
+	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
+	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
 	if (p->ret || p->peer_ret) {
 		struct rn_peer_facts pf;
 

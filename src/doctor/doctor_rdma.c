@@ -19,37 +19,49 @@
 #define PROBE_MSG 64
 #define PROBE_TAG 0x5244
 
-static struct rn_engine *probe_eng;
-static int probe_eng_err;
+/*
+ * The probe's own engine over the devices the doctor discovered and judged: the
+ * knobs below are set in its config, never in the environment, and nothing is
+ * discovered twice.
+ */
+static struct rn_engine probe_eng;
+static int probe_eng_state; /* 0 not made, 1 ready, -errno failed */
 
-void rn_probe_env(void)
+static void probe_config(const struct rn_config *user, struct rn_config *cfg)
 {
-	/* 4.096 us * 2^14 = 67 ms per try, 3 retries: a dead path fails in well under 1 s. */
-	setenv("NCCL_IB_TIMEOUT", "14", 0);
-	setenv("NCCL_IB_RETRY_CNT", "3", 0);
-	setenv("NCCL_ROCE_CONNECT_TIMEOUT_MS", "8000", 0);
+	*cfg = *user;
+	/* 4.096 us * 2^14 = 67 ms per try, 3 retries: a dead path fails in well under 1 s,
+	 * unless the user asked for other values. */
+	if (!getenv("NCCL_IB_TIMEOUT"))
+		cfg->timeout = 14;
+	if (!getenv("NCCL_IB_RETRY_CNT"))
+		cfg->retry_cnt = 3;
+	if (!getenv("NCCL_ROCE_CONNECT_TIMEOUT_MS"))
+		cfg->connect_timeout_ms = 8000;
 	/* The probe tests the wire: the route verdict is the doctor's own report. */
-	setenv("NCCL_ROCE_ROUTE_CHECK", "warn", 1);
+	cfg->route_check = RN_ROUTE_CHECK_WARN;
 }
 
-static int engine(struct rn_engine **out)
+static int engine(struct rn_doctor *d, struct rn_engine **out)
 {
-	if (!probe_eng && !probe_eng_err) {
-		rn_probe_env();
-		probe_eng_err = rn_engine_get(&probe_eng);
-		if (probe_eng_err)
-			probe_eng = NULL;
+	if (!probe_eng_state) {
+		struct rn_config cfg;
+
+		probe_config(&d->cfg, &cfg);
+		probe_eng_state = rn_engine_init_with(&probe_eng, &cfg, d->hostname, d->devs,
+						      d->ndevs);
+		if (!probe_eng_state)
+			probe_eng_state = 1;
 	}
-	*out = probe_eng;
-	return probe_eng ? 0 : probe_eng_err;
+	*out = probe_eng_state == 1 ? &probe_eng : NULL;
+	return probe_eng_state == 1 ? 0 : probe_eng_state;
 }
 
 void rn_probe_release(void)
 {
-	if (probe_eng)
-		rn_engine_put();
-	probe_eng = NULL;
-	probe_eng_err = 0;
+	/* the devices are the doctor's: nothing to free, only forget them */
+	memset(&probe_eng, 0, sizeof(probe_eng));
+	probe_eng_state = 0;
 }
 
 int rn_probe_available(const struct rn_doctor *d, int nic)
@@ -63,7 +75,7 @@ int rn_probe_available(const struct rn_doctor *d, int nic)
 static int eng_dev(struct rn_doctor *d, int nic, struct rn_engine **eng, char *why, size_t len)
 {
 	const struct rn_nic *want = &d->nics[nic].nic;
-	int ret = engine(eng), k;
+	int ret = engine(d, eng), k;
 
 	if (ret) {
 		snprintf(why, len, "the transport did not start: %s%s%s", strerror(-ret),
@@ -153,6 +165,9 @@ int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *w
 	}
 	if (!ret)
 		ret = wait_done(req, &sizes, deadline);
+	/* retries exhausted: the wire did not answer, as our own deadline says */
+	if (ret == -EREMOTEIO && rn_recv_wc_status(rc) == IBV_WC_RETRY_EXC_ERR)
+		ret = -ETIMEDOUT;
 	if (ret)
 		err_why(ret, "receive", why, len);
 	else if (sizes != PROBE_MSG || memcmp(buf, "roce-doctor ping", 16))
@@ -210,6 +225,9 @@ int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int tim
 	}
 	if (!ret)
 		ret = wait_done(req, &sizes, deadline);
+	/* retries exhausted: the wire did not answer, as our own deadline says */
+	if (ret == -EREMOTEIO && rn_send_wc_status(sc) == IBV_WC_RETRY_EXC_ERR)
+		ret = -ETIMEDOUT;
 	if (ret)
 		err_why(ret, "send", why, len);
 out:

@@ -4,7 +4,7 @@
 #   causes FILE NETDEV       sorted cause ids of NETDEV's findings in a --json host report
 #   jq_py FILE EXPR          evaluate a Python expression over the JSON in FILE (as d)
 . "$(dirname "$0")/lib.sh"
-DOCTOR=$RN_TOP/build/roce-doctor
+DOCTOR=${RN_DOCTOR:-$RN_TOP/build/roce-doctor}
 [ -x "$DOCTOR" ] || rn_fail "build/roce-doctor missing: run make first"
 command -v python3 >/dev/null || rn_skip "skip: python3 (JSON checks) not installed"
 

@@ -18,7 +18,7 @@
 #include "rn_log.h"
 
 static struct rn_dev *devs[RN_MAX_DEVS];
-static int ndevs;
+static int ndevs, nproblems;
 static char why[1024];
 static struct rn_config cfg;
 
@@ -53,7 +53,7 @@ static int teardown(void **state)
 
 static void discover(void)
 {
-	ndevs = rn_dev_discover(&cfg, devs, RN_MAX_DEVS, why, sizeof(why));
+	ndevs = rn_dev_discover(&cfg, devs, RN_MAX_DEVS, why, sizeof(why), &nproblems);
 	assert_true(ndevs >= 0);
 }
 
@@ -81,6 +81,7 @@ static void test_down_port_and_ib_dropped(void **state)
 	assert_string_equal(devs[0]->nic.ibdev, "mlx5_0");
 	assert_int_equal(devs[0]->nic.port, 1);
 	assert_int_equal(devs[0]->guid, 0x11);
+	assert_int_equal(nproblems, 1); /* the DOWN port, not the InfiniBand one */
 }
 
 static void test_nothing_usable_says_why(void **state)
@@ -114,6 +115,7 @@ static void test_hca_filter_applies(void **state)
 	assert_string_equal(devs[0]->nic.ibdev, "mlx5_1");
 	assert_string_equal(devs[1]->nic.ibdev, "mlx5_2");
 	assert_int_equal(devs[1]->nic.port, 2);
+	assert_int_equal(nproblems, 0); /* left out by the user's choice only */
 	/* the two NICs of one device have their own contexts */
 	assert_ptr_not_equal(devs[0]->ctx, devs[1]->ctx);
 }
@@ -250,7 +252,7 @@ static void test_max_devices(void **state)
 	};
 
 	fake_verbs_install(fd, 2);
-	ndevs = rn_dev_discover(&cfg, devs, 3, why, sizeof(why));
+	ndevs = rn_dev_discover(&cfg, devs, 3, why, sizeof(why), NULL);
 	assert_int_equal(ndevs, 3);
 }
 

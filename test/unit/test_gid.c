@@ -143,6 +143,7 @@ static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 	gids(v6only, 4);
 	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_NONE);
 	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
 	i = has(&nic, RN_CAUSE_NO_GID);
 	assert_true(i);
@@ -178,6 +179,7 @@ static void test_several_ips_primary_without_rules(void **state)
 	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	ip_is(&nic, "198.18.0.1");
+	assert_int_equal(nic.gid_why, RN_GID_WHY_PRIMARY);
 }
 
 static void test_several_ips_policy_source_wins(void **state)
@@ -192,6 +194,7 @@ static void test_several_ips_policy_source_wins(void **state)
 	assert_int_equal(nic.gid_index, 5);
 	ip_is(&nic, "198.18.0.101");
 	assert_int_equal(nic.table, 100);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_POLICY);
 }
 
 static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
@@ -249,6 +252,7 @@ static void test_forced_index_agreeing_is_silent(void **state)
 	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, 3);
 	assert_int_equal(nic.nfindings, 0);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_FORCED);
 }
 
 static void test_forced_empty_slot_is_no_gid(void **state)

@@ -417,6 +417,9 @@ static void completion_error_warns_once(void **state)
 	assert_non_null(strstr(fx_last_warn, "holds 52:54:00:00:02:02"));
 	assert_non_null(strstr(fx_last_warn, "lookup 101"));
 	assert_int_equal(fake_path_diagnoses(), 1);
+	/* the failed completion's status, for callers that must tell a timeout (doctor) */
+	assert_int_equal(rn_send_wc_status(t->sc), IBV_WC_RETRY_EXC_ERR);
+	assert_int_equal(rn_recv_wc_status(t->rc), IBV_WC_SUCCESS);
 	rn_dereg_mr(t->sc, smr);
 	rn_dereg_mr(t->rc, rmr);
 }

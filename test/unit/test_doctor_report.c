@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * roce-doctor's peer report (src/doctor/doctor_peer.c with the host report, JSON
+ * writer and peer protocol compiled in; probes and ARP stubbed): eight mlx5-named
+ * NICs a side, long findings on NICs and pairs, and a cause from a newer peer. The
+ * matrix names each pair's cause, the human report and the JSON carry every message
+ * and fix whole.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../src/doctor/doctor_host.c"
+#include "../../src/doctor/doctor_json.c"
+#include "../../src/doctor/doctor_wire.c"
+#include "../../src/doctor/doctor_peer.c"
+
+/* doctor.c, doctor_arp.c and doctor_rdma.c are not part of this report */
+double rn_doctor_now_ms(void)
+{
+	return 0;
+}
+
+const char *rn_doctor_sev_str(enum rn_severity s)
+{
+	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";
+}
+
+const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", nic->netdev);
+	return buf;
+}
+
+int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			 struct rn_dw_checks *c)
+{
+	return 0;
+}
+
+int rn_probe_available(const struct rn_doctor *d, int nic)
+{
+	return 0;
+}
+
+int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
+{
+	return -ENODEV;
+}
+
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
+		    size_t len)
+{
+	return -ENODEV;
+}
+
+void rn_probe_release(void)
+{
+}
+
+#define N 8
+#define UNKNOWN_CAUSE 999
+
+static void fill_inv(struct rn_dw_inv *inv, const char *host, int base)
+{
+	int i;
+
+	snprintf(inv->host, sizeof(inv->host), "%s", host);
+	inv->nnics = N;
+	for (i = 0; i < N; i++) {
+		struct rn_dw_nic *n = &inv->nics[i];
+
+		snprintf(n->netdev, sizeof(n->netdev), "ens%df0np0", (i + 1) % 10);
+		snprintf(n->ibdev, sizeof(n->ibdev), "mlx5_%d", i);
+		n->port = 1;
+		n->ip.family = AF_INET;
+		n->ip.v4.s_addr = htonl(0xc6120000u | (uint32_t)(base + i));
+		n->prefixlen = 24;
+		n->link_up = 1;
+		n->gid_index = 3;
+		n->mtu = 9000;
+		n->active_mtu = 4096;
+	}
+}
+
+/* A long finding naming every NIC, from the catalogue (so with real wording). */
+static void nic_finding(struct rn_dw_nic *n, const char *host, int i)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	int k;
+
+	n->findings = calloc(1, sizeof(*n->findings));
+	assert_non_null(n->findings);
+	n->nfindings = 1;
+	n->verdict = RN_VERDICT_REFUSED;
+	rn_vars_set(&v, "nic", "mlx5_%d:1", i);
+	rn_vars_set(&v, "dev", "ens%df0np0", i + 1);
+	rn_vars_set(&v, "ip", "198.18.0.%d", 11 + i);
+	rn_vars_set(&v, "subnet", "198.18.0.0/24");
+	rn_vars_set(&v, "others", "%d other NICs: ", N - 1);
+	rn_vars_set(&v, "devs", "ens%df0np0", i + 1);
+	rn_vars_set(&v, "why", "effective arp_ignore=0 on %s", "");
+	for (k = 0; k < N; k++) {
+		if (k != i)
+			rn_vars_append(&v, "others", k == (i ? 0 : 1) ? "" : ", ", "ens%df0np0 (%s)",
+				       k + 1, host);
+		if (k != i)
+			rn_vars_append(&v, "devs", " ", "ens%df0np0", k + 1);
+		rn_vars_append(&v, "why", k ? "," : "", "ens%df0np0", k + 1);
+	}
+	rn_vars_set(&v, "sysctls", "net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2");
+	assert_int_equal(rn_finding_render(&n->findings[0], RN_CAUSE_ARP_FLUX, &v), 0);
+	rn_vars_free(&v);
+}
+
+static void pair_finding(struct rn_dw_pair *p, int i, int j, const char *peer_host)
+{
+	struct rn_vars v = RN_VARS_INIT;
+
+	rn_vars_set(&v, "peer_ip", "198.18.0.%d", 21 + j);
+	rn_vars_set(&v, "got_mac", "02:00:00:00:01:%02x", j + 1);
+	rn_vars_set(&v, "peer_mac", "02:00:00:00:01:%02x", j);
+	rn_vars_set(&v, "peer_host", "%s", peer_host);
+	rn_vars_set(&v, "dev", "ens%df0np0", i + 1);
+	assert_int_equal(rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC,
+					   &v), 0);
+	p->status = 1;
+	rn_vars_free(&v);
+}
+
+static struct session *sample(void)
+{
+	static const char *ha = "gpu-node-a.rack17.example", *hb = "gpu-node-b.rack17.example";
+	struct session *s = calloc(1, sizeof(*s));
+	int i, j;
+
+	assert_non_null(s);
+	fill_inv(&s->local, ha, 11);
+	fill_inv(&s->remote, hb, 21);
+	for (i = 0; i < N; i += 2)
+		nic_finding(&s->local.nics[i], ha, i);
+	nic_finding(&s->remote.nics[5], hb, 5);
+	/* a cause this build does not know, from a newer peer */
+	assert_int_equal(rn_finding_set(&s->remote.nics[5].findings[0], UNKNOWN_CAUSE, RN_SEV_FATAL,
+					"a newer peer's finding about ens6f0np0 that this build "
+					"cannot name but shows whole",
+					"roce-policy-routing --newer-option ens6f0np0"), 0);
+	for (i = 0; i < N; i++)
+		for (j = 0; j < N; j++) {
+			struct rn_dw_pair *a = &s->ours.pairs[s->ours.npairs++];
+			struct rn_dw_pair *b = &s->theirs.pairs[s->theirs.npairs++];
+
+			*a = (struct rn_dw_pair){ .local = i, .remote = j };
+			*b = (struct rn_dw_pair){ .local = j, .remote = i };
+			if (i == j + 1)
+				pair_finding(a, i, j, hb);
+			if (j == 7)
+				pair_finding(b, j, i, ha);
+			if (i == 2 && j == 3) { /* the newer peer's pair check */
+				assert_int_equal(rn_finding_set(&b->findings[b->nfindings++],
+								UNKNOWN_CAUSE - 1, RN_SEV_FATAL,
+								"a newer check", ""), 0);
+				b->status = 1;
+			}
+		}
+	return s;
+}
+
+static char *report(struct session *s, int json)
+{
+	struct rn_doctor *d = calloc(1, sizeof(*d));
+	char *buf = NULL;
+	size_t len = 0;
+
+	assert_non_null(d);
+	d->out = open_memstream(&buf, &len);
+	assert_non_null(d->out);
+	d->verbose = 1;
+	if (json)
+		json_session(d, s, "198.18.0.21", 1);
+	else
+		print_session(d, s, "198.18.0.21");
+	fclose(d->out);
+	free(d);
+	return buf;
+}
+
+static void matrix_and_findings_whole(void **state)
+{
+	struct session *s = sample();
+	char *h = report(s, 0), *j = report(s, 1);
+	int i, k;
+
+	if (getenv("TEST_VERBOSE"))
+		fprintf(stderr, "%s\n%s\n", h, j);
+	/* the matrix: each pair's cause by id, the newer peer's as "unknown cause N" */
+	assert_non_null(strstr(h, "neigh-wrong-mac"));
+	assert_non_null(strstr(h, "unknown cause 999"));
+	assert_non_null(strstr(h, " unknown cause 998(peer) "));
+	assert_null(strstr(h, "?"));
+	/* every NIC and pair text whole, in both reports */
+	for (i = 0; i < N; i++) {
+		const struct rn_dw_nic *nl = &s->local.nics[i], *nr = &s->remote.nics[i];
+
+		for (k = 0; k < nl->nfindings; k++) {
+			assert_true(strlen(nl->findings[k].msg) > 255);
+			assert_non_null(strstr(j, nl->findings[k].msg));
+			assert_non_null(strstr(j, nl->findings[k].fix));
+			/* the human report shows a fix once for the NICs whose fix reads the same */
+			if (i == 0)
+				assert_non_null(strstr(h, nl->findings[k].fix));
+		}
+		for (k = 0; k < nr->nfindings; k++) {
+			assert_non_null(strstr(j, nr->findings[k].msg));
+			assert_non_null(strstr(h, nr->findings[k].msg));
+			assert_non_null(strstr(h, nr->findings[k].fix));
+		}
+	}
+	assert_non_null(strstr(h, s->local.nics[0].findings[0].msg)); /* the first of its cause */
+	for (i = 0; i < s->ours.npairs; i++)
+		for (k = 0; k < s->ours.pairs[i].nfindings; k++) {
+			assert_non_null(strstr(j, s->ours.pairs[i].findings[k].msg));
+			assert_non_null(strstr(j, s->ours.pairs[i].findings[k].fix));
+			assert_non_null(strstr(h, s->ours.pairs[i].findings[k].fix));
+		}
+	assert_non_null(strstr(j, "\"cause\": \"unknown cause 999\""));
+	free(h);
+	free(j);
+	session_clear(s);
+	free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(matrix_and_findings_whole),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
