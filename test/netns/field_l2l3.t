@@ -89,5 +89,18 @@ ip -n "$H" route add default via 198.18.0.254 dev mgmt0
 fl_layout "management NIC in the same subnet, kernel defaults" nic0,nic1 \
 	nic0=arp-flux,route-wrong-nic nic1=arp-flux,route-wrong-nic
 
+# Time to a verdict per NIC (a figure, not an assertion): 8 NICs, one subnet and one L2
+# segment each, kernel-default sysctls, so the ARP probe runs (once per snapshot, 30 ms).
+fl_host
+devs=()
+for i in 0 1 2 3 4 5 6 7; do
+	fl_seg "t$i"
+	fl_nic "ens${i}f0np0" "t$i" "198.18.$((1 + i)).11/24"
+	devs+=("ens${i}f0np0")
+done
+fl_up "$(IFS=,; echo "${devs[*]}")"
+echo "time to a verdict, 8 NICs with the shared-L2 probe:"
+rn_in "$H" "$RN_TOP/build/test/rn-pathcheck" bench 5 "${devs[@]}" || rn_fail "bench"
+
 printf '%s\n' "${FL_REPORT[@]}"
 echo PASS
