@@ -341,6 +341,44 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
 }
 
+/* L3 /31 per NIC: main's default via eth0 only, then per-NIC tables, then ECMP in main. */
+static void test_l3_gateway_per_nic(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_nl_init(&H);
+	H.arp_ret = 0;
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.0/31", 0);
+	fake_addr(&H, 3, "198.18.0.2/31", 0);
+	fake_route(&H, RN_TABLE_MAIN, "default", 2, NULL, "198.18.0.1");
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n0.nfindings, 0);
+	f = find(&n1, RN_CAUSE_NO_GATEWAY); /* oif eth1: no route, "assumed on-link" */
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table "));
+	assert_non_null(strstr(f->fix, "ip rule add from 198.18.0.2 lookup "));
+	/* ECMP over both NICs: each QP's lookup takes its own next hop */
+	H.routes[H.nroutes - 1].nhops = 2;
+	fake_route(&H, RN_TABLE_MAIN, "default", 3, NULL, "198.18.0.3");
+	H.routes[H.nroutes - 1].nhops = 2;
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n1.nfindings, 0);
+	/* eth1's own table whose default names eth0: the route's device is judged */
+	H.nroutes -= 1;
+	H.routes[H.nroutes - 1].nhops = 1;
+	fake_rule(&H, 102, "198.18.0.2/32", 102);
+	fake_route(&H, 102, "198.18.0.2/31", 3, "198.18.0.2", NULL);
+	fake_route(&H, 102, "default", 2, NULL, "198.18.0.1");
+	renew(&n1, assess("eth1"));
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table 102");
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -405,6 +443,7 @@ int main(void)
 		cmocka_unit_test_setup(test_arp_filter_without_rules_is_not, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
+		cmocka_unit_test_setup(test_l3_gateway_per_nic, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
