@@ -99,9 +99,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NO_GID] = {
 		"no-gid", RN_SEV_FATAL,
-		"{nic} ({dev}): no usable GID: wanted {want}; found {have}",
+		"{nic} ({dev}): no usable GID: wanted {want}; found {have}{todo}",
 		"{fix}",
-		"nic dev want have fix",
+		"nic dev want have todo fix",
 	},
 	[RN_CAUSE_GID_FORCED_MISMATCH] = {
 		"gid-forced-mismatch", RN_SEV_WARN,

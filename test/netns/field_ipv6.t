@@ -28,6 +28,24 @@ out=$(rn_in "$H" "$RN_TOP/build/test/rn-pathcheck" -6 conn nic1 fd00:198:18::254
 echo "    $out"
 grep -q "result=ok" <<<"$out" || rn_fail "IPv6 connection check from nic1 refused: $out"
 
+# A NIC with no address at all: no command can choose its address, so none is printed and
+# the message says what to do.
+fl_host
+fl_seg s0
+fl_nic nic0 s0 198.18.0.11/24
+fl_nic nic1 s0
+FL_NAME="a NIC without an address"
+echo "== $FL_NAME"
+fl_up nic0,nic1
+fl_judge nic0,nic1
+fl_expect nic0 ""
+fl_expect nic1 no-gid
+[ -z "$(jq_py "$J" "[f['fix'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]")" ] ||
+	rn_fail "a command is printed where none can fix it"
+jq_py "$J" "[f['message'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]" |
+	grep -q "give nic1 an IPv4 address" || rn_fail "the message does not say what to do"
+FL_REPORT+=("$FL_NAME nic1: no-gid (no command; the message says to give it an address)")
+
 dual() {
 	fl_host
 	fl_seg s0
