@@ -42,7 +42,10 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 		memset(&dn->route_dst, 0, sizeof(dn->route_dst));
 		return;
 	}
-	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, 0, &dn->route);
+	/* The lookup the verdict judges: IPv4 as TCP/ARP see it, IPv6 as the QP's (oif) */
+	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip,
+					dn->nic.ip.family == AF_INET6 ? dn->nic.ifindex : 0,
+					&dn->route);
 	dn->route_oif_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, dn->nic.ifindex,
 					    &dn->route_oif);
 }
