@@ -147,8 +147,24 @@ int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_
  * (the route, and the rule when none exists). @host may be NULL (connection time).
  */
 void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v);
-/* Table and priority to propose for @ifindex's policy routing (unused in the snapshot). */
+/*
+ * Table and priority to propose for @ifindex's policy routing: table 100 + ifindex or the
+ * next free number, priority the table's when free and ahead of every shadowing rule.
+ * The definition (route.c) is shared with scripts/roce-policy-routing.
+ */
 void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio);
+/* 1 when @r matches unmarked local traffic from any source and ends the lookup. */
+int rn_rule_shadows(const struct rn_nl_rule *r);
+/* The priority of the first shadowing rule (32766, main's, when there is none). */
+uint32_t rn_rule_first_shadow(const struct rn_host *host);
+/*
+ * The priority @ifindex's rule into @table gets (also where a shadowed rule moves to):
+ * the table's number when free and ahead of the first shadowing rule, else the highest
+ * free priority ahead of it; 0 when none is free.
+ */
+uint32_t rn_rule_prio_for(const struct rn_host *host, int ifindex, uint32_t table);
+/* ifindex of main's best default route of @family (the management NIC), 0 when none. */
+int rn_host_mgmt_ifindex(const struct rn_host *host, int family);
 
 /* Connection checks shared by neigh.c and diag.c. */
 void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v);

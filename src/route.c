@@ -106,28 +106,197 @@ int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src)
 	return 0;
 }
 
-static int table_used(const struct rn_host *host, uint32_t t)
+/*
+ * One definition of a NIC's table, rule priority and of the management NIC, shared with
+ * scripts/roce-policy-routing (its --help and man page say the same), so the doctor's
+ * fix and the script name the same numbers:
+ *   table    100 + ifindex; when taken (a rule looks it up or has it as priority, a route
+ *            of either family lives in it, it is 0 or 253-255, or it is 100 + the ifindex
+ *            of another link; rules from the link's own addresses and routes out of it do
+ *            not count) the next number that is not, links with a lower ifindex whose
+ *            own number is taken claiming theirs first.
+ *   priority the table number when free and ahead of the first shadowing rule, else the
+ *            highest free priority ahead of it (rn_rule_prio_for).
+ *   shadow   a rule of either family, priority > 0, 'from all' without 'to', that matches
+ *            unmarked locally generated traffic (no fwmark, iif empty or lo, no oif; 'not'
+ *            inverts that) and ends the lookup (looks up a table other than local, or
+ *            blackhole/unreachable/prohibit): main at 32766, wg-quick's rules, Tailscale's
+ *            'lookup 52' at 5270. A per-NIC rule behind one is moved ahead of it.
+ *   mgmt     the device of main's best (lowest metric) default route of a family.
+ */
+static int table_reserved(uint32_t t)
+{
+	return t == 0 || t == 253 || t == RN_TABLE_MAIN || t == RN_TABLE_LOCAL;
+}
+
+/* A 'from <address of @ifindex>' rule: the link's own, which never blocks its numbers. */
+static int rule_is_own(const struct rn_host *host, const struct rn_nl_rule *r, int ifindex)
+{
+	int full = r->src.family == AF_INET ? 32 : 128;
+
+	return ifindex > 0 && r->src.family && r->src_len == full &&
+	       rn_host_addr_find(host, ifindex, &r->src);
+}
+
+static int prio_used(const struct rn_host *host, int ifindex, uint32_t p)
 {
 	int i;
 
 	for (i = 0; i < host->nrules; i++)
-		if (host->rules[i].table == t || host->rules[i].priority == t)
-			return 1;
-	for (i = 0; i < host->nroutes; i++)
-		if (host->routes[i].table == t)
+		if (host->rules[i].priority == p && !rule_is_own(host, &host->rules[i], ifindex))
 			return 1;
 	return 0;
 }
 
+/*
+ * Is number @t taken for @ifindex? Rules from the link's own addresses and routes out of
+ * the link do not take it: the other family's half of its policy routing, or a leftover
+ * of its own, keeps the same table.
+ */
+static int table_used(const struct rn_host *host, int ifindex, uint32_t t)
+{
+	int i;
+
+	if (table_reserved(t) || prio_used(host, ifindex, t))
+		return 1;
+	for (i = 0; i < host->nrules; i++)
+		if (host->rules[i].action == FR_ACT_TO_TBL && host->rules[i].table == t &&
+		    !rule_is_own(host, &host->rules[i], ifindex))
+			return 1;
+	for (i = 0; i < host->nroutes; i++)
+		if (host->routes[i].table == t && host->routes[i].oif != ifindex)
+			return 1;
+	/* 100 + ifindex belongs to that link: never hand it to another NIC */
+	for (i = 0; i < host->nlinks; i++)
+		if (host->links[i].link.ifindex != ifindex &&
+		    100 + (uint32_t)host->links[i].link.ifindex == t)
+			return 1;
+	return 0;
+}
+
+int rn_rule_shadows(const struct rn_nl_rule *r)
+{
+	int match;
+
+	if (r->priority == 0 || r->src_len || r->dst_len)
+		return 0;
+	switch (r->action) {
+	case FR_ACT_TO_TBL:
+		if (r->table == 0 || r->table == RN_TABLE_LOCAL)
+			return 0;
+		break;
+	case FR_ACT_BLACKHOLE:
+	case FR_ACT_UNREACHABLE:
+	case FR_ACT_PROHIBIT:
+		break;
+	default:
+		return 0;
+	}
+	match = !r->fwmark && (!r->iif[0] || !strcmp(r->iif, "lo")) && !r->oif[0];
+	return r->invert ? !match : match;
+}
+
+uint32_t rn_rule_first_shadow(const struct rn_host *host)
+{
+	uint32_t first = 32766;
+	int i, any = 0;
+
+	for (i = 0; i < host->nrules; i++)
+		if (rn_rule_shadows(&host->rules[i]) && (!any || host->rules[i].priority < first)) {
+			first = host->rules[i].priority;
+			any = 1;
+		}
+	return first;
+}
+
+uint32_t rn_rule_prio_for(const struct rn_host *host, int ifindex, uint32_t table)
+{
+	uint32_t s = rn_rule_first_shadow(host), p;
+
+	if (table < s && !prio_used(host, ifindex, table))
+		return table;
+	for (p = s - 1; p >= 1; p--)
+		if (!prio_used(host, ifindex, p))
+			return p;
+	return 0;
+}
+
+int rn_host_mgmt_ifindex(const struct rn_host *host, int family)
+{
+	const struct rn_nl_route *best = NULL;
+	int i;
+
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->table != RN_TABLE_MAIN || r->dst_len || r->type != RTN_UNICAST ||
+		    r->dst.family != family)
+			continue;
+		if (!best || r->metric < best->metric)
+			best = r;
+	}
+	return best ? best->oif : 0;
+}
+
+#define MAX_CLAIMS 256
+
+static int claimed(const uint32_t *c, int n, uint32_t t)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (c[i] == t)
+			return 1;
+	return 0;
+}
+
+/* @ifindex's number: 100 + ifindex, else the next free one nobody claimed before it. */
+static uint32_t table_of(const struct rn_host *host, int ifindex, const uint32_t *c, int n)
+{
+	uint32_t t = 100 + (uint32_t)ifindex;
+
+	while (table_used(host, ifindex, t) || claimed(c, n, t))
+		t++;
+	return t;
+}
+
 void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio)
 {
-	uint32_t t = 100 + (uint32_t)(ifindex > 0 ? ifindex : 0);
+	uint32_t claims[MAX_CLAIMS];
+	int n = 0, prev = 0;
 
+	if (ifindex < 0)
+		ifindex = 0;
 	/* Without a snapshot (connection time) the first guess is as good as any. */
-	while (host && t < 250 && table_used(host, t))
-		t++;
-	*table = t;
-	*prio = t;
+	if (!host) {
+		*table = *prio = 100 + (uint32_t)ifindex;
+		return;
+	}
+	/*
+	 * Links with a lower ifindex whose own number is taken claim the next free numbers
+	 * first, in ifindex order: so every NIC's number is the same whether it is
+	 * proposed alone (doctor) or with the others (the script), and no two collide.
+	 */
+	for (;;) {
+		int i, next = 0;
+
+		for (i = 0; i < host->nlinks; i++) {
+			int x = host->links[i].link.ifindex;
+
+			if (x > prev && x < ifindex && (!next || x < next))
+				next = x;
+		}
+		if (!next || n == MAX_CLAIMS)
+			break;
+		if (table_used(host, next, 100 + (uint32_t)next)) {
+			uint32_t t = table_of(host, next, claims, n);
+
+			claims[n++] = t;
+		}
+		prev = next;
+	}
+	*table = table_of(host, ifindex, claims, n);
+	*prio = rn_rule_prio_for(host, ifindex, *table);
 }
 
 static const char *link_name(struct rn_host *host, int ifindex)
@@ -515,7 +684,7 @@ static void rule_str(const struct rn_nl_rule *r, char *buf, size_t len)
 		snprintf(buf + o, len - o, " suppress_prefixlength %d", r->suppress - 1);
 }
 
-static int prio_used(const struct rn_host *host, int family, uint32_t p)
+static int prio_taken(const struct rn_host *host, int family, uint32_t p)
 {
 	int i;
 
@@ -550,15 +719,20 @@ static int shadow_vars(const struct rn_host *host, const struct rn_nic *nic, uin
 		snprintf(from, sizeof(from), "%s/%d", ip, ours->src_len);
 	else
 		snprintf(from, sizeof(from), "%s", ip);
-	for (p = sh->priority; p > 1 && prio_used(host, ours->family, p - 1); p--)
-		;
-	if (p <= 1) {
+	/* Where the script puts it (one definition), unless that is still behind @sh. */
+	p = rn_rule_prio_for(host, nic->ifindex, ours->table);
+	if (!p || p >= sh->priority) {
+		for (p = sh->priority; p > 1 && prio_taken(host, ours->family, p - 1); p--)
+			;
+		p--;
+	}
+	if (p < 1) {
 		rn_vars_set(v, "move_fix", "%s", "");
 		return 1;
 	}
 	rn_vars_set(v, "move_fix", "%s rule del from %s lookup %u priority %u; "
 		    "%s rule add from %s lookup %u priority %u", ipf(nic), from, ours->table,
-		    ours->priority, ipf(nic), from, ours->table, p - 1);
+		    ours->priority, ipf(nic), from, ours->table, p);
 	return 1;
 }
 
@@ -884,7 +1058,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	struct rn_nl_route r;
 	struct rn_ip dst;
 	uint32_t table, prio;
-	int i, ret, wrong_dev = 0, v4 = nic->ip.family == AF_INET, found;
+	int i, ret, wrong_dev = 0, v4 = nic->ip.family == AF_INET, found, mgmt;
 
 	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
@@ -907,10 +1081,23 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
 	rn_vars_set(&v, "subnet", "%s", subnet_str(nic, net_s, sizeof(net_s)));
 	find_sharing(host, nic, &s);
-	rn_vars_set(&v, "devs", "%s", s.n ? "" : nic->netdev);
+	mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
+	/* the script's default family is 4 */
+	rn_vars_set(&v, "devs", "%s", nic->ip.family == AF_INET6 ? "--family 6" : "");
+	for (i = 0; i < s.n; i++) {
+		/*
+		 * The script never configures the management NIC unless told to: leave it
+		 * out of the command (the 'all' ARP sysctls still cover it), or name
+		 * --force when it is the NIC being judged.
+		 */
+		if (!i && s.l[i]->link.ifindex == mgmt)
+			rn_vars_append(&v, "devs", " ", "--force %s", s.l[i]->link.name);
+		else if (s.l[i]->link.ifindex != mgmt)
+			rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
+	}
+	if (!s.n)
+		rn_vars_append(&v, "devs", " ", "%s", nic->netdev);
 	rn_vars_set(&v, "others", "%s", "");
-	for (i = 0; i < s.n; i++)
-		rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
 	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
 	if (s.n > 2)
 		rn_vars_set(&v, "others", "%d other NICs: ", s.n - 1);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # roce-policy-routing --dry-run: prints exactly the commands a real run then executes, and
-# changes nothing (rules, routes, sysctls, state, persistent files); same for --undo --dry-run.
+# changes nothing (rules, routes, sysctls, state, persistent files); its output pasted into a
+# shell gives the real run's state; same for --undo --dry-run. As non-root it works too.
 . "$(dirname "$0")/lib.sh"
 rn_require_netns
 TOOL=$RN_TOP/scripts/roce-policy-routing
@@ -31,13 +32,25 @@ grep -v '^#' "$T/real" >"$T/real-cmds"
 [ -s "$T/real-cmds" ] || rn_fail "real run printed no commands"
 rn_assert_same "$T/dry-cmds" "$T/real-cmds" "dry run and real run commands differ"
 
-# replaying the dry-run commands in a fresh copy of the bed gives the same state
+# the dry-run output pasted into a shell (bash, stopping at the first error) on a fresh copy
+# of the bed gives the same state as the real run; comment lines are harmless there
 rn_snapshot "$H" >"$T/after-real"
 H1=$H
 rn_host_ns 2 1
-while read -r line; do rn_in "$RN_HOST" $line >/dev/null || rn_fail "replay failed: $line"; done <"$T/dry-cmds"
+rn_in "$RN_HOST" bash -e <"$T/dry" >"$T/paste.out" 2>&1 || { cat "$T/paste.out"; rn_fail "pasting the dry run into a shell failed"; }
 rn_snapshot "$RN_HOST" >"$T/after-replay"
 rn_assert_same "$T/after-real" "$T/after-replay" "replayed dry-run commands give another state"
+
+# --dry-run as an unprivileged user: same commands (nothing needs root to look)
+if command -v setpriv >/dev/null; then
+	rn_host_ns 2 1
+	rn_in "$RN_HOST" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$TOOL" --state-dir "$T/nostate" --dry-run nic0 nic1 >"$T/dry-user" 2>&1 ||
+		{ cat "$T/dry-user"; rn_fail "dry run as nobody failed"; }
+	grep -v '^#' "$T/dry-user" >"$T/dry-user-cmds"
+	rn_assert_same "$T/dry-cmds" "$T/dry-user-cmds" "dry run as nobody prints other commands"
+	echo "ok: dry run as nobody"
+fi
 
 # --undo --dry-run: lists the reverse commands, changes nothing
 rn_in "$H1" "$TOOL" "${st[@]}" --undo --dry-run >"$T/undo-dry" 2>&1 || rn_fail "undo dry run failed"

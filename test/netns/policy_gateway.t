@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # roce-policy-routing: gateways (from main or --gateway), multi-IP NICs (--ip), reuse of an
 # existing rule's table (a stale route there is replaced and restored by --undo), table and
-# priority numbers already in use are skipped, --table-base/--prio-base.
+# priority numbers already in use are skipped, --table-base/--prio-base. Tables are
+# 100 + ifindex (the rule shared with roce-doctor).
 . "$(dirname "$0")/lib.sh"
 rn_require_netns
 TOOL=$RN_TOP/scripts/roce-policy-routing
@@ -10,6 +11,7 @@ rn_tmpdir T
 H=$RN_HOST
 st=(--state-dir "$T/state")
 FAR=198.19.200.1    # off-subnet destination, only used for route lookups (no traffic)
+for i in 0 1 2; do eval "T$i=\$((100 + \$(rn_in "$H" bash -c 'cat /sys/class/net/nic'$i'/ifindex')))"; done
 
 route_get() { ip -n "$H" -4 route get "$2" from "$1" | head -n 1; }
 run() { rn_in "$H" "$TOOL" "${st[@]}" "$@" >"$T/out" 2>&1 || { cat "$T/out"; rn_fail "'$*' failed"; }; cat "$T/out"; }
@@ -25,8 +27,8 @@ rn_snapshot "$H" >"$T/before"
 run nic0 nic1
 grep -q '^# nic1: .* gateway 198.18.0.254$' "$T/out" || rn_fail "nic1's gateway not detected"
 grep -q '^# nic0: .* gateway none$' "$T/out" || rn_fail "nic0 got a gateway"
-ip -n "$H" -4 route show table 101 | grep -qx 'default via 198.18.0.254 dev nic1 *' || rn_fail "no default in table 101"
-route_get 198.18.0.12 $FAR | grep -q "via 198.18.0.254 dev nic1 table 101" ||
+ip -n "$H" -4 route show table $T1 | grep -qx 'default via 198.18.0.254 dev nic1 *' || rn_fail "no default in table $T1"
+route_get 198.18.0.12 $FAR | grep -q "via 198.18.0.254 dev nic1 table $T1" ||
 	rn_fail "off-subnet from nic1: $(route_get 198.18.0.12 $FAR)"
 route_get 198.18.0.11 $FAR | grep -q "dev mgmt0" || rn_fail "nic0 has no gateway, should fall to main"
 undo_check "detected gateway"
@@ -38,10 +40,10 @@ run --rp-filter 2 --gateway --gateway=198.18.0.254 --gateway=nic2=198.18.0.253 n
 for n in all nic0 nic1 nic2; do
 	[ "$(rn_in "$H" cat /proc/sys/net/ipv4/conf/$n/rp_filter)" = 2 ] || rn_fail "$n rp_filter not 2"
 done
-for t in 100 101; do
+for t in $T0 $T1; do
 	ip -n "$H" -4 route show table $t | grep -q '^default via 198.18.0.254 ' || rn_fail "table $t lacks the gateway"
 done
-ip -n "$H" -4 route show table 102 | grep -q '^default via 198.18.0.253 dev nic2' || rn_fail "table 102: per-NIC gateway"
+ip -n "$H" -4 route show table $T2 | grep -q '^default via 198.18.0.253 dev nic2' || rn_fail "table $T2: per-NIC gateway"
 undo_check "--gateway"
 
 # 3. multi-IP NIC: primary by default, --ip picks another
@@ -49,23 +51,45 @@ ip -n "$H" addr add 198.18.0.21/24 dev nic0
 rn_snapshot "$H" >"$T/before"
 run nic0
 grep -q 'has 2 IPv4 addresses; using primary 198.18.0.11' "$T/out" || rn_fail "no multi-IP note"
-ip -n "$H" -4 rule show | grep -q 'from 198.18.0.11 lookup 100' || rn_fail "primary not used"
+ip -n "$H" -4 rule show | grep -q "from 198.18.0.11 lookup $T0" || rn_fail "primary not used"
 undo_check "primary"
 run --ip nic0=198.18.0.21 nic0
-ip -n "$H" -4 rule show | grep -q 'from 198.18.0.21 lookup 100' || rn_fail "--ip not used"
-ip -n "$H" -4 route show table 100 | grep -q 'src 198.18.0.21' || rn_fail "--ip not the route source"
+ip -n "$H" -4 rule show | grep -q "from 198.18.0.21 lookup $T0" || rn_fail "--ip not used"
+ip -n "$H" -4 route show table $T0 | grep -q 'src 198.18.0.21' || rn_fail "--ip not the route source"
 route_get 198.18.0.21 198.18.0.254 | grep -q 'dev nic0' || rn_fail "route get from .21"
 undo_check "--ip"
 
-# 4. existing rule for nic1 into table 200 holding a stale route via nic0; table 100 and
-#    priority 101 already used by others; bases moved for nic2
+# 3b. a secondary address whose rule's table routes it out of nic0 is the source (as the
+#     library's rn_policy_source); when that table routes it elsewhere, the primary is
+ip -n "$H" route add 198.18.0.0/24 dev nic0 src 198.18.0.21 table 300
+ip -n "$H" rule add from 198.18.0.21 lookup 300 priority 300
+rn_snapshot "$H" >"$T/before"
+run nic0
+grep -q '^# nic0: has 2 IPv4 addresses; using 198.18.0.21, which has its rule already' "$T/out" || rn_fail "the ruled secondary not chosen"
+grep -q '^ip rule add' "$T/out" && rn_fail "a second rule for the ruled secondary"
+undo_check "ruled secondary"
+ip -n "$H" route replace 198.18.0.0/24 dev nic1 table 300
+rn_snapshot "$H" >"$T/before"
+run nic0
+grep -q 'using primary 198.18.0.11' "$T/out" || rn_fail "a rule into a table routing elsewhere made the secondary the source"
+undo_check "misrouted secondary"
+ip -n "$H" rule del from 198.18.0.21 lookup 300 priority 300
+ip -n "$H" route flush table 300
+ip -n "$H" addr del 198.18.0.21/24 dev nic0
+rn_snapshot "$H" >"$T/before"
+
+# 4. existing rule for nic1 into table 200 holding a stale route via nic0; nic0's table
+#    $T0 used by a route of mgmt0's and the next number by a rule's priority: nic0 skips
+#    both and the numbers that are other links' 100 + ifindex; bases moved for nic2
 ip -n "$H" rule add from 198.18.0.12 lookup 200 priority 50
 ip -n "$H" route add 198.18.0.0/24 dev nic0 table 200
-ip -n "$H" route add 198.19.5.0/24 dev mgmt0 table 100
-ip -n "$H" rule add fwmark 7 lookup 300 priority 101
+ip -n "$H" route add 198.19.5.0/24 dev mgmt0 table $T0
+nlinks=$(ip -n "$H" -o link show | wc -l)
+ip -n "$H" rule add fwmark 7 lookup 300 priority $((101 + nlinks))
 rn_snapshot "$H" >"$T/before"
 run nic0 nic1
-grep -q '^# nic0: .* table 101 priority 100 ' "$T/out" || rn_fail "nic0 should skip used table 100"
+want=$((102 + nlinks))
+grep -q "^# nic0: .* table $want priority $want " "$T/out" || rn_fail "nic0 should skip used table $T0 and the others' numbers to $want"
 grep -q '^# nic1: .* table 200 priority 50 .*existing rule' "$T/out" || rn_fail "nic1 should reuse table 200"
 grep -q '^ip rule add from 198.18.0.12' "$T/out" && rn_fail "nic1 got a second rule"
 [ "$(ip -n "$H" -4 route show table 200 | tr -s ' ' | sed 's/ $//')" = \
@@ -75,7 +99,7 @@ run nic0 nic1
 grep -qx '# nothing to change' "$T/out" || rn_fail "rerun with reused table not idempotent"
 undo_check "reuse and collisions"   # the stale route and foreign rules come back exactly
 run --table-base 1000 --prio-base 2000 nic2
-ip -n "$H" -4 rule show | grep -q '^2000:.*from 198.18.0.13 lookup 1000' || rn_fail "bases not honoured"
+ip -n "$H" -4 rule show | grep -q "^$((T2 + 1900)):.*from 198.18.0.13 lookup $((T2 + 900))" || rn_fail "bases not honoured"
 undo_check "bases"
 
 # 5. drift before --undo: a rule we added was removed, a sysctl we set was changed by

@@ -11,6 +11,10 @@ GOLD=$RN_TOP/test/netns/golden
 rn_host_ns 2 1
 rn_tmpdir T
 H=$RN_HOST
+# the golden files hold tables 102/103: nic0 and nic1 are ifindex 2 and 3 in a fresh namespace
+T0=$((100 + $(rn_in "$H" cat /sys/class/net/nic0/ifindex)))
+T1=$((100 + $(rn_in "$H" cat /sys/class/net/nic1/ifindex)))
+[ $T0 = 102 ] && [ $T1 = 103 ] || rn_skip "skip: nic0/nic1 are not ifindex 2/3 here; the golden files assume so"
 args=(--persist --no-apply --rp-filter 2 --gateway=nic1=198.18.0.254 nic0 nic1)
 
 tree() { (cd "$1" && find . -mindepth 1 | sort); }
@@ -54,12 +58,12 @@ for m in netplan networkmanager networkd ifupdown network-scripts; do
 			n1=$(norm "$G/run/systemd/network/10-netplan-nic1.network")
 			printf '%s\n' "== nic0 (netplan generate)" "$n0" "== nic1" "$n1"
 			grep -qx '\[Network\] .*Address=198.18.0.11/24 .*' <<<"$n0" || rn_fail "netplan: nic0 lost its address"
-			grep -qx '\[Route\] Destination=198.18.0.0/24 PreferredSource=198.18.0.11 Scope=link Table=100 ' <<<"$n0" || rn_fail "netplan: nic0 table route"
-			grep -qx '\[RoutingPolicyRule\] From=198.18.0.11 Priority=100 Table=100 ' <<<"$n0" || rn_fail "netplan: nic0 rule"
+			grep -qx '\[Route\] Destination=198.18.0.0/24 PreferredSource=198.18.0.11 Scope=link Table='$T0' ' <<<"$n0" || rn_fail "netplan: nic0 table route"
+			grep -qx '\[RoutingPolicyRule\] From=198.18.0.11 Priority='$T0' Table='$T0' ' <<<"$n0" || rn_fail "netplan: nic0 rule"
 			grep -qx '\[Link\] MTUBytes=9000 ' <<<"$n0" || rn_fail "netplan: nic0 lost its other settings"
 			grep -qx '\[Network\] .*Address=198.18.0.12/24 .*' <<<"$n1" || rn_fail "netplan: nic1 address"
-			grep -qx '\[Route\] Destination=0.0.0.0/0 Gateway=198.18.0.254 Table=101 ' <<<"$n1" || rn_fail "netplan: nic1 default"
-			grep -qx '\[RoutingPolicyRule\] From=198.18.0.12 Priority=101 Table=101 ' <<<"$n1" || rn_fail "netplan: nic1 rule"
+			grep -qx '\[Route\] Destination=0.0.0.0/0 Gateway=198.18.0.254 Table='$T1' ' <<<"$n1" || rn_fail "netplan: nic1 default"
+			grep -qx '\[RoutingPolicyRule\] From=198.18.0.12 Priority='$T1' Table='$T1' ' <<<"$n1" || rn_fail "netplan: nic1 rule"
 		else
 			echo "netplan not installed: YAML checked against the golden file only"
 		fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # roce-policy-routing refuses (exit 2, clear message, nothing changed) when it cannot tell a
-# NIC's IPv4, a gateway that --gateway asked for, or is given bad input; exit 1 on a failed apply.
+# NIC's IPv4, a gateway that --gateway asked for, is given bad input (unknown or stray
+# options anywhere, lo), or runs as non-root without --dry-run; exit 1 on a failed apply.
+# --version names the release (the Makefile's VERSION when it has one).
 . "$(dirname "$0")/lib.sh"
 rn_require_netns
 TOOL=$RN_TOP/scripts/roce-policy-routing
@@ -46,6 +48,33 @@ expect 2 'prio-base' --prio-base 40000 nic0
 expect 2 'cannot tell which network manager' --persist --root "$T/emptyroot" nic0
 ROCE_POLICY_ROUTING_SYSFS=$T/nosysfs expect 2 'no RoCE netdev found'
 expect 1 'cannot create state dir' --state-dir /proc/rn-no-such-dir nic0
+expect 2 'loopback device' nic0 lo
+expect 2 'takes no value' --dry-run=yes nic0
+expect 2 'needs a value' nic0 --family
+expect 2 'unknown option' nic0 --bogus-after
+expect 2 '--undo takes no NETDEV' --undo nic0
+if command -v setpriv >/dev/null; then # not root: refused before looking any further
+	n=$((n + 1))
+	rn_in "$H" setpriv --reuid=65534 --regid=65534 --clear-groups "$TOOL" --state-dir "$T/state" nic0 >"$T/out" 2>&1
+	rc=$?
+	[ $rc = 2 ] && grep -q 'must run as root.*--dry-run works without root' "$T/out" ||
+		{ cat "$T/out"; rn_fail "non-root: exit $rc"; }
+	rn_snapshot "$H" >"$T/now"
+	rn_assert_same "$T/before" "$T/now" "non-root run changed the configuration"
+	echo "ok: as nobody -> exit 2: $(cat "$T/out")"
+fi
+rn_in "$H" "$TOOL" --version >"$T/out" 2>&1 || rn_fail "--version failed"
+ver=$(sed -n 's/^VERSION[[:space:]]*[:?]*=[[:space:]]*//p' "$RN_TOP/Makefile" | head -n1)
+[ "$(cat "$T/out")" = "roce-policy-routing ${ver:-0.2.0}" ] || rn_fail "--version says '$(cat "$T/out")', want roce-policy-routing ${ver:-0.2.0}"
 rn_in "$H" "$TOOL" --help >"$T/out" 2>&1 || rn_fail "--help failed"
 grep -q '^Usage: roce-policy-routing \[options\] \[NETDEV...\]' "$T/out" || rn_fail "--help has no usage line"
+# every option --help lists is in the man page, which renders
+man=$RN_TOP/man/roce-policy-routing.8
+for o in $(grep -o -- '--[a-z][a-z-]*' "$T/out" | sort -u); do
+	grep -qF -- "${o//-/\\-}" "$man" || rn_fail "man page lacks $o"
+done
+if command -v man >/dev/null; then
+	MANWIDTH=80 man -l "$man" >"$T/man.txt" 2>"$T/man.err" || { cat "$T/man.err"; rn_fail "man -l fails"; }
+	grep -q 'EXIT STATUS' "$T/man.txt" || rn_fail "man page renders without EXIT STATUS"
+fi
 echo "PASS ($n cases)"
