@@ -150,7 +150,7 @@ void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, str
 /*
  * Table and priority to propose for @ifindex's policy routing: table 100 + ifindex or the
  * next free number, priority the table's when free and ahead of every shadowing rule.
- * The definition (route.c) is shared with scripts/roce-policy-routing.
+ * The definition (route.c) is shared with roce-policy-routing (scripts/).
  */
 void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio);
 /* 1 when @r matches unmarked local traffic from any source and ends the lookup. */

@@ -4,9 +4,10 @@
  * between ranks and the out-of-band handshake messages. Pure encode/decode, no
  * I/O, so the parsers can be fuzzed on their own (test/fuzz/).
  *
- * Every integer is big-endian and every field has a fixed size and offset; a
- * decoder rejects a wrong magic, another version, an unknown type, a length that
- * is not exactly the one the type implies, and strings without a terminator.
+ * Every integer is big-endian; fields have fixed sizes and offsets except the
+ * verdict's two texts, which are length-prefixed. A decoder rejects a wrong magic,
+ * another version, an unknown type, a length that is not the one the type and its
+ * counts imply, fixed strings without a terminator and texts with a NUL inside.
  *
  * Handle (RN_HANDLE_SIZE = 128 bytes):
  *   0  be32 magic "RNH1"   4 be16 version   6 u8 family (4|6)   7 u8 0

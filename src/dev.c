@@ -250,7 +250,11 @@ struct why {
 	size_t len;
 	int nports;
 	int nproblems; /* left out for another reason than the user's choice or the link type */
+	int omitted;   /* items that did not fit @buf whole (each is in the INFO log) */
 };
+
+/* Room kept in @buf for the count of items that did not fit and the summary's head. */
+#define WHY_TAIL 120
 
 static void why_add(struct why *w, int problem, const char *fmt, ...) __rn_printf(3, 4);
 
@@ -261,16 +265,30 @@ static void why_add(struct why *w, int problem, const char *fmt, ...) __rn_print
 static void why_add(struct why *w, int problem, const char *fmt, ...)
 {
 	size_t used = strlen(w->buf);
-	char item[256];
+	char *item = NULL;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(item, sizeof(item), fmt, ap);
+	if (vasprintf(&item, fmt, ap) < 0)
+		item = NULL;
 	va_end(ap);
 	w->nproblems += problem != 0;
-	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s", item);
-	if (used + 2 < w->len)
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s", item ? item : "a port");
+	/* whole items only: the ones that do not fit are counted, never cut */
+	if (item && used + 2 + strlen(item) + WHY_TAIL < w->len)
 		snprintf(w->buf + used, w->len - used, "%s%s", used ? ", " : "", item);
+	else
+		w->omitted++;
+	free(item);
+}
+
+static void why_finish(struct why *w)
+{
+	size_t used = strlen(w->buf);
+
+	if (w->omitted && used + WHY_TAIL <= w->len)
+		snprintf(w->buf + used, w->len - used, "%s%d more (INFO log)", used ? ", and " : "",
+			 w->omitted);
 }
 
 static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int port,
@@ -420,7 +438,7 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why_buf,
 		    size_t why_len, int *nproblems)
 {
-	struct why why = { why_buf, why_len, 0, 0 };
+	struct why why = { why_buf, why_len, 0, 0, 0 };
 	struct ibv_device **list;
 	int num = 0, n = 0, i;
 
@@ -442,15 +460,18 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 	for (i = 0; i < num && n < max; i++)
 		n += dev_scan(list[i], cfg, out + n, max - n, &why);
 	rn_verbs.free_device_list(list);
+	why_finish(&why);
 	if (nproblems)
 		*nproblems = why.nproblems;
 	if (!n) {
-		char detail[512];
+		char *detail = strdup(why_buf);
 
-		snprintf(detail, sizeof(detail), "%s", why_buf);
+		/* WHY_TAIL kept room for this head: the list stays whole */
 		snprintf(why_buf, why_len,
 			 "%d RDMA device%s, %d port%s, none an ACTIVE Ethernet port selected: %s",
-			 num, num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s", detail);
+			 num, num == 1 ? "" : "s", why.nports, why.nports == 1 ? "" : "s",
+			 detail ? detail : "see the INFO log");
+		free(detail);
 	}
 	return n;
 }

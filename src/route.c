@@ -1095,8 +1095,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		else if (s.l[i]->link.ifindex != mgmt)
 			rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
 	}
-	if (!s.n)
-		rn_vars_append(&v, "devs", " ", "%s", nic->netdev);
+	if (!rn_vars_get(&v, "devs")[0])
+		rn_vars_set(&v, "devs", "%s", nic->netdev);
 	rn_vars_set(&v, "others", "%s", "");
 	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
 	if (s.n > 2)

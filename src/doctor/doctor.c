@@ -114,7 +114,7 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
 }
 
 static int log_verbose;
-static char last_warn[512];
+static char last_warn[1024]; /* the library formats a line into 1 KiB too */
 
 /* The doctor prints findings itself; the library's lines show with -v only. */
 static void log_sink(enum rn_log_level level, unsigned long sub, const char *file, int line,

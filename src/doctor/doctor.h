@@ -122,6 +122,8 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 #define RN_DW_MAX_FINDINGS 64
 #define RN_DW_PAIR_FINDINGS 8
 #define RN_DW_TEXT_MAX 8192
+/* A probe's reason: the failing step, its error and the library's last WARN (whole). */
+#define RN_DW_WHY_MAX 1280
 
 enum rn_dw_type {
 	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */

@@ -45,7 +45,7 @@ struct probe {
 	int tried;
 	int ret;                    /* ours */
 	int peer_ret;               /* the server's side */
-	char why[320], peer_why[320];
+	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
 	double ms;
 	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
@@ -528,7 +528,7 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	ret = recv_type(fd, RN_DW_PROBE_RESULT, &m, why, len);
 	if (ret)
 		return ret;
-	if (m.len != 4 + 256 || !memchr(m.payload + 4, '\0', 256)) {
+	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) || memchr(m.payload + 4, '\0', m.len - 4)) {
 		rn_dw_msg_free(&m);
 		snprintf(why, len, "malformed probe result");
 		return -EBADMSG;
@@ -536,7 +536,8 @@ static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int
 	memcpy(&be, m.payload, 4);
 	if (!p->peer_ret)
 		p->peer_ret = -(int)ntohl(be);
-	snprintf(p->peer_why, sizeof(p->peer_why), "%s", (const char *)m.payload + 4);
+	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
+	p->peer_why[m.len - 4] = '\0';
 	rn_dw_msg_free(&m);
 	p->ms = rn_doctor_now_ms() - t0;
 	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
@@ -613,7 +614,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
 	struct rn_dw_msg m;
-	char why[320];
+	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
 	int tmo = d->timeout_s > 0 ? d->timeout_s : IO_TIMEOUT_S;
 
@@ -727,7 +728,7 @@ static void slog(const char *fmt, ...)
 static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char *who)
 {
 	struct rn_dw_msg m;
-	char why[320];
+	char why[RN_DW_WHY_MAX];
 	int ret, n, problems = 0, probes = 0;
 
 	rn_dw_set_timeout(fd, d->timeout_s > 0 ? RN_MIN(d->timeout_s, IO_TIMEOUT_S) : IO_TIMEOUT_S);
@@ -781,7 +782,7 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 		}
 		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
 		    m.payload[1] < s->remote.nnics) {
-			uint8_t res[4 + 256] = { 0 };
+			uint8_t res[4 + RN_DW_WHY_MAX] = { 0 };
 			int nic = m.payload[0];
 			uint32_t be;
 
@@ -802,8 +803,9 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 			problems += ret != 0;
 			be = htonl((uint32_t)-ret);
 			memcpy(res, &be, 4);
-			snprintf((char *)res + 4, 256, "%.255s", ret ? why : "");
-			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, sizeof(res)))
+			n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
+			memcpy(res + 4, why, (size_t)n);
+			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, 4 + (size_t)n))
 				break;
 			continue;
 		}

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The peer protocol between `roce-doctor peer` and `roce-doctor serve`, over TCP.
- * Big-endian, fixed-size fields; a receiver checks the magic, the version, the
- * type, the length against the maximum and, per type, that the payload is
- * exactly as long as its counts say; strings must carry their NUL.
+ * Big-endian; fixed-size fields except a finding's texts and a probe's reason,
+ * which are length-prefixed. A receiver checks the magic, the version, the type,
+ * the length against the maximum and, per type, that the payload is exactly as
+ * long as its counts and lengths say; fixed strings must carry their NUL, texts
+ * must have none.
  *
  * Header (16 B): be32 magic "RNDR", be16 version, be16 type, be32 payload length,
  *                be32 zero.
@@ -19,7 +21,8 @@
  *         u8 nfindings (<= RN_DW_PAIR_FINDINGS), then nfindings x FINDING
  * PROBE_REQ: u8 server NIC, u8 client NIC, be16 0
  * PROBE_HANDLE: be32 errno (0: ok), handle[128]
- * PROBE_RESULT: be32 errno (0: the ping arrived), msg[256]
+ * PROBE_RESULT: be32 errno (0: the ping arrived), then the reason (the rest of the
+ *         payload, < RN_DW_WHY_MAX bytes, no NUL)
  * DONE: empty
  */
 #include <arpa/inet.h>

@@ -148,6 +148,39 @@ static void refused_by_sender(void **state)
 	assert_non_null(strstr(fx_last_warn, "lookup 101"));
 }
 
+/*
+ * A cause this build does not know (a newer peer's) crosses the handshake as its
+ * number and is named "unknown cause N" with its text whole: a refusal, not a
+ * protocol error. Its message is far past the old 255-byte field.
+ */
+static void newer_peer_cause_and_long_text(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	char msg[1200] = "", fix[600] = "";
+	int i;
+
+	for (i = 1; i <= 8; i++) {
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+			 "mlx5_%d:1 (ens%df0np0 198.18.0.%d) ", i - 1, i, 10 + i);
+		snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
+			 "%sip rule add from 198.18.0.%d lookup %d", i > 1 ? "; " : "", 10 + i,
+			 100 + i);
+	}
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = (enum rn_cause)(RN_CAUSE__MAX + 7);
+	s.finding.sev = RN_SEV_FATAL;
+	s.finding.msg = msg;
+	s.finding.fix = fix;
+	fake_path_set("rxe1", &s);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -EHOSTUNREACH);
+	assert_true(fx_warn_seen("connection refused by the peer [unknown cause"));
+	assert_true(fx_warn_seen(msg));
+	assert_true(fx_warn_seen("ip rule add from 198.18.0.18 lookup 108"));
+}
+
 static void warn_mode_connects(void **state)
 {
 	struct fx *f = *state;
@@ -412,6 +445,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(refused_by_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_by_sender, setup, teardown),
+		cmocka_unit_test_setup_teardown(newer_peer_cause_and_long_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(warn_mode_connects, setup, teardown),
 		cmocka_unit_test_setup_teardown(passing_check_with_a_warning, setup, teardown),
 		cmocka_unit_test_setup_teardown(loopback_one_nic, setup, teardown),

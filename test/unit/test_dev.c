@@ -100,6 +100,38 @@ static void test_nothing_usable_says_why(void **state)
 	assert_non_null(strstr(why, "mlx5_1:1 is InfiniBand"));
 }
 
+/* Forty ports down with long names: the reason lists whole items and counts the rest. */
+static void test_many_skipped_ports_never_cut(void **state)
+{
+	static struct fake_dev fd[10];
+	static char names[10][32];
+	char *p, *save = NULL;
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		snprintf(names[i], sizeof(names[i]), "mlx5_bond_rail%02d_long", i);
+		fd[i] = (struct fake_dev){ .name = names[i], .nports = 4 };
+		fd[i].ports[0].state = fd[i].ports[1].state = IBV_PORT_DOWN;
+		fd[i].ports[2].state = fd[i].ports[3].state = IBV_PORT_DOWN;
+	}
+	fake_verbs_install(fd, 10);
+	discover();
+	assert_int_equal(ndevs, 0);
+	assert_int_equal(nproblems, 40);
+	assert_true(strlen(why) < sizeof(why) - 1);
+	assert_non_null(strstr(why, "more (INFO log)"));
+	p = strchr(why, ':');
+	assert_non_null(p);
+	/* every listed item is a whole "<dev>:<port> is DOWN" */
+	for (p = strtok_r(p + 2, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "and ", 4))
+			break;
+		assert_non_null(strstr(p, " is DOWN"));
+	}
+}
+
 static void test_hca_filter_applies(void **state)
 {
 	static struct fake_dev fd[] = {
@@ -278,6 +310,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_down_port_and_ib_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_usable_says_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_skipped_ports_never_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_filter_applies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_excludes_everything, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
