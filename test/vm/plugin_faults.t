@@ -23,7 +23,7 @@ expect_cause() { # what ibdev cause env...
 	echo "  $line"
 	grep -Eq "verdict (warn|refused) causes .*\b$cause\b" <<<"$line" ||
 		{ echo "$probe_out" | sed 's/^/  | /'; t_fail "$what: $dev's verdict does not name $cause"; }
-	grep -q "NCCL WARN .*$dev:1 \[$cause\].* fix: " <<<"$probe_out" ||
+	grep -q "NCCL WARN .*$dev:1 \[$cause\]: .*fix: " <<<"$probe_out" ||
 		t_fail "$what: no WARN with the fix for $cause"
 }
 
@@ -53,7 +53,7 @@ body() {
 	t_step "eth1's rule points at eth0's table"
 	B fault 0 wrong-table --nic 1 >/dev/null || t_fail "fault wrong-table"
 	expect_cause "wrong-table" rxe1 rule-wrong-nic
-	grep -q "rxe1:1 \[rule-wrong-nic\].* fix: ip rule del from $(bed_ip 0 1) lookup" <<<"$probe_out" ||
+	grep -q "rxe1:1 \[rule-wrong-nic\]: .*fix: ip rule del from $(bed_ip 0 1) lookup" <<<"$probe_out" ||
 		t_fail "wrong-table: the fix does not give eth1 a table of its own"
 	t_ok "rule to the wrong table: rule-wrong-nic, and the fix leaves eth0's table alone"
 	clear_fault
