@@ -1,10 +1,20 @@
 # nccl-net-roce: route-aware NCCL net plugin for multi-NIC RoCE hosts.
 # Plain make. `make help` lists the targets.
 
+# The project's version: the one place it is set (plugin, tools, package, man pages).
+VERSION := 0.2.0
+
 PREFIX ?= /usr/local
-LIBDIR ?= $(PREFIX)/lib
+# Debian's multiarch directory: the dynamic loader searches $(PREFIX)/lib/<triplet> for
+# /usr and /usr/local alike (/etc/ld.so.conf.d/<triplet>.conf), so NCCL's
+# dlopen("libnccl-net-roce.so") finds the plugin there without LD_LIBRARY_PATH.
+MULTIARCH ?= $(or $(DEB_HOST_MULTIARCH),$(shell $(CC) -print-multiarch 2>/dev/null))
+LIBDIR ?= $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/nccl-net-roce
+LDCONFIG ?= ldconfig
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
 CC ?= cc
@@ -33,14 +43,17 @@ WFLAGS += -Werror
 endif
 
 CFLAGS ?= -O2 -g
-ALL_CFLAGS := -std=gnu11 $(WFLAGS) $(CFLAGS) -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+ALL_CFLAGS := -std=gnu11 $(WFLAGS) $(CPPFLAGS) $(CFLAGS) -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' \
+	-Iinclude -Iplugin $(PKG_CFLAGS) \
 	-fvisibility=hidden -fPIC -pthread -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS := $(PKG_LIBS) -pthread -ldl
 
 CORE_SRCS := $(wildcard src/*.c)
 PLUGIN_SRCS := $(wildcard plugin/*.c)
-DOCTOR_SRCS := $(wildcard src/doctor/*.c)
+# doctor_mpi.c is roce-doctor-mpi's main: built only where Open MPI is (below).
+DOCTOR_MPI_SRC := src/doctor/doctor_mpi.c
+DOCTOR_SRCS := $(filter-out $(DOCTOR_MPI_SRC),$(wildcard src/doctor/*.c))
 TOOL_COMMON_SRCS := $(filter-out src/tools/driver.c src/tools/bench.c,$(wildcard src/tools/*.c))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
@@ -66,11 +79,17 @@ FUZZ_BINS := $(patsubst test/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 # Small test-only programs the netns tests drive (linked with the core).
 NETNS_BINS := $(patsubst test/netns/%.c,$(BUILD)/test/rn-%,$(wildcard test/netns/*.c))
 
-TOOLS := $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
+# roce-doctor-mpi (the fleet sweep) needs Open MPI (libopenmpi-dev); the rest never does.
+MPICC ?= mpicc
+MPI_CFLAGS := $(shell $(PKG_CONFIG) --cflags ompi-c 2>/dev/null || $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS := $(shell $(PKG_CONFIG) --libs ompi-c 2>/dev/null || $(MPICC) --showme:link 2>/dev/null)
+DOCTOR_MPI := $(if $(MPI_LIBS),$(if $(wildcard $(DOCTOR_MPI_SRC)),$(BUILD)/roce-doctor-mpi))
+
+TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz \
-	deps demo bench install uninstall clean help
+	deps demo bench install uninstall deb clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -87,7 +106,7 @@ $(BUILD)/san/%.o: %.c
 
 $(PLUGIN): $(call obj,$(CORE_SRCS) $(PLUGIN_SRCS)) plugin/plugin.map
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $(call obj,$(CORE_SRCS) $(PLUGIN_SRCS)) \
+	$(Q)$(CC) $(LDFLAGS) -shared -o $@ $(call obj,$(CORE_SRCS) $(PLUGIN_SRCS)) \
 		-Wl,--no-undefined -Wl,--version-script=plugin/plugin.map -Wl,-soname,libnccl-net-roce.so \
 		$(LDLIBS)
 
@@ -102,16 +121,36 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 
 $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
+
+# The doctor's objects without its main (doctor.c again, with RN_DOCTOR_NO_MAIN: its
+# command table and option helpers are then unused).
+DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
+	$(BUILD)/obj/mpi/doctor.o $(BUILD)/obj/mpi/doctor_mpi.o
+
+$(BUILD)/obj/mpi/doctor.o: src/doctor/doctor.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $< (no main)")
+	$(Q)$(CC) $(ALL_CFLAGS) -DRN_DOCTOR_NO_MAIN -Wno-unused-function -Wno-unused-const-variable \
+		-c -o $@ $<
+
+$(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC MPI  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c -o $@ $<
+
+$(BUILD)/roce-doctor-mpi: $(DOCTOR_MPI_OBJS) $(CORE_LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(DOCTOR_MPI_OBJS) $(CORE_LIB) $(MPI_LIBS) $(LDLIBS)
 
 # The driver and the bench load the plugin as NCCL does: they never link the core.
 $(DRIVER): $(call obj,src/tools/driver.c $(TOOL_COMMON_SRCS))
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ -pthread -ldl
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -pthread -ldl
 
 $(BENCH): $(call obj,src/tools/bench.c $(TOOL_COMMON_SRCS))
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ -pthread -ldl -lm
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -pthread -ldl -lm
 
 $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 	@mkdir -p $(dir $@)
@@ -123,7 +162,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Iinclude -Iplugin $(PKG_CFLAGS) \
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin $(PKG_CFLAGS) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(CORE_SRCS) $(LDLIBS)
 
 $(BUILD)/test/rn-%: test/netns/%.c $(CORE_LIB)
@@ -166,31 +205,63 @@ demo:
 bench: all
 	$(Q)test/vm/bench
 
+# Man pages: every man/<name>.<section>, gzipped into man<section>/.
+MANS := $(wildcard man/*.[1-8])
+# Docs: what a user of the installed plugin reads.
+DOCS := README.md $(wildcard CHANGELOG.md LICENSE doc/*.md)
+INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver) \
+	$(if $(DOCTOR_MPI),$(BINDIR)/roce-doctor-mpi) \
+	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
+	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor) $(SBINDIR)/roce-policy-routing
+INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
+	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
+	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
+
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR)
-	install -m 0755 $(PLUGIN) $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so
-	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(BINDIR)/roce-doctor)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0644 $(PLUGIN) $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so
+	$(if $(DOCTOR_MPI),install -m 0755 $(DOCTOR_MPI) $(DESTDIR)$(BINDIR)/roce-doctor-mpi)
 	$(if $(wildcard $(DRIVER)),install -m 0755 $(DRIVER) $(DESTDIR)$(BINDIR)/nccl-net-driver)
 	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
+	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(SBINDIR)/roce-doctor)
 	install -m 0755 scripts/roce-policy-routing $(DESTDIR)$(SBINDIR)/roce-policy-routing
+	$(Q)set -e; for m in $(MANS); do \
+		sec=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$sec; \
+		echo "gzip -9n < $$m > $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz"; \
+		gzip -9n < $$m > $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz; \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz; \
+	done
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(if $(DOCTOR_SRCS),install -m 0644 src/doctor/README.md $(DESTDIR)$(DOCDIR)/roce-doctor.md)
+	$(if $(DESTDIR),,$(LDCONFIG))
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libnccl-net-roce.so $(DESTDIR)$(BINDIR)/roce-doctor \
-		$(DESTDIR)$(BINDIR)/nccl-net-driver $(DESTDIR)$(BINDIR)/nccl-net-bench \
-		$(DESTDIR)$(SBINDIR)/roce-policy-routing
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-rmdir $(DESTDIR)$(DOCDIR)
+	$(if $(DESTDIR),,$(LDCONFIG))
+
+# The Debian package build/nccl-net-roce_<version>-<rev>_<arch>.deb (scripts/mkdeb).
+deb:
+	$(Q)scripts/mkdeb $(VERSION)
 
 clean:
-	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS)
+	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
+		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
 
 help:
 	@echo "Targets:"
-	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench)"
+	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench;"
+	@echo "                 roce-doctor-mpi too where Open MPI's mpicc is installed)"
 	@echo "  test           install missing packages, then every test layer with one summary"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
 	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
 	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
-	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) DESTDIR=$(DESTDIR)"
+	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) SBINDIR=$(SBINDIR)"
+	@echo "                 MANDIR=$(MANDIR) DOCDIR=$(DOCDIR) DESTDIR=$(DESTDIR); runs ldconfig"
+	@echo "                 unless DESTDIR is set"
+	@echo "  uninstall      removes exactly what install put there (same variables)"
+	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"
 	@echo "  deps           install the Debian packages the build and tests need"
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"

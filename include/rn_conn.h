@@ -26,7 +26,8 @@
 
 #define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
 #define RN_RECV_WRS 64               /* receives pre-posted per QP (>= RN_SLOTS) */
-#define RN_SQ_DEPTH 512              /* send WRs per QP (capped by the device) */
+#define RN_SQ_DEPTH 512              /* send WRs per data QP, as net_ib (capped by the device) */
+#define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
 #define RN_IMM_ERR 0xffffffffu       /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128           /* chunk alignment when a message spans QPs */
 
@@ -115,6 +116,7 @@ struct rn_comm {
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;
 	uint64_t stall_ns;            /* watchdog bound */
+	uint64_t port_grace_ns;       /* a port down longer than this fails the comm */
 	unsigned int idle;
 	int want_cts;                 /* send: isend waits for the receiver */
 };
@@ -162,8 +164,12 @@ struct rn_evdev *rn_events_get(struct rn_dev *dev);   /* NULL: not watched (logg
 void rn_events_put(struct rn_evdev *ev);
 /* Drain @ev's pending async events now (the thread does this by itself). */
 void rn_events_poll(struct rn_evdev *ev);
-/* -ENETDOWN (port down), -EIO (device fatal) or 0. */
+/* -ENETDOWN (port down now), -EIO (device fatal) or 0. */
 int rn_events_dev_err(const struct rn_evdev *ev, int port);
+/* -EIO after a DEVICE_FATAL event, else 0. */
+int rn_events_dev_fatal(const struct rn_evdev *ev);
+/* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
+uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
 
 /* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
 uint64_t rn_comm_stall_bound(const struct rn_comm *c);

@@ -31,6 +31,14 @@ struct rn_dev {
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
 	char pci_path[PATH_MAX];    /* "" for virtual devices (rxe has no PCI parent) */
+	/*
+	 * What NCCL is told, numbered as net_ib does: the PCI path with the function
+	 * made 0, so the functions of one multi-port NIC are one device, and the port
+	 * plus the devices found before on that path (mlx5_0:1 -> 1, mlx5_1:1 -> 2).
+	 */
+	char nccl_pci_path[PATH_MAX];
+	int nccl_port;
+	int rail, plane;            /* NCCL_IB_HCA name::rail:plane (2.30), -1 = unset */
 	uint64_t guid;
 	int speed_mbps;
 	int is_rxe;                 /* Soft-RoCE: retry_cnt 7 means forever there */
@@ -75,6 +83,12 @@ int rn_engine_init_with(struct rn_engine *eng, const struct rn_config *cfg, cons
  * @ibdev/@port is selected by @spec ("" selects everything).
  */
 int rn_hca_match(const char *spec, const char *ibdev, int port);
+/*
+ * As rn_hca_match, and for an inclusion list the rail and plane the matching entry gives
+ * (NCCL 2.30's name[:port[:rail[:plane]]], e.g. "mlx5_0::3:1": any port, rail 3,
+ * plane 1); -1 where the entry leaves them out or empty.
+ */
+int rn_hca_lookup(const char *spec, const char *ibdev, int port, int *rail, int *plane);
 
 /*
  * Device discovery (src/dev.c), used by the engine. Opens every RDMA device port that
@@ -91,5 +105,9 @@ void rn_dev_free(struct rn_dev *dev);
 
 /* NCCL's speed for a port: active speed (Mbps per lane) x width. */
 int rn_port_speed_mbps(const struct ibv_port_attr *pa);
+/* The same for an IB speed code as active_speed_ex holds it (XDR = 0x100). */
+int rn_speed_code_mbps(uint32_t code, int width);
+/* A port's speed: active_speed, or the kernel's rate when that field cannot hold it (XDR). */
+int rn_dev_port_speed(const char *ibdev, int port, const struct ibv_port_attr *pa);
 
 #endif /* RN_DEV_H */

@@ -15,9 +15,10 @@
  *                 nothing is written (NCCL calls this a user collective mismatch)
  *   -ETIMEDOUT    handshake past NCCL_ROCE_CONNECT_TIMEOUT_MS, or a posted WR with
  *                 no completion for twice the QP's retry time (stalled QP)
- *   -ENETDOWN     the port went down (async event); -EIO: QP/CQ/device fatal event
+ *   -ENETDOWN     the port went down and stayed down past the QPs' retry budget (a
+ *                 shorter flap fails nothing); -EIO: QP/CQ/device fatal event
  *   -EPROTO       the peer broke the handshake or FIFO protocol
- *   -ECONNRESET   the peer closed its OOB socket while we waited for it
+ *   -ECONNRESET   the peer closed its OOB socket while we waited for it (peer-died)
  * After any error the comm is dead: every later call on it returns the same code.
  */
 #ifndef RN_NET_H

@@ -124,4 +124,12 @@ int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms);
 void rn_nl_set_ops(const struct rn_nl_ops *ops);
 void rn_nl_reset_ops(void);
 
+/*
+ * The real ops share one route socket per process (thread-safe). rn_nl_close() closes
+ * it (the engine's last reference; the next request opens a new one);
+ * rn_nl_sockets_opened() counts the sockets opened so far (tests, benchmarks).
+ */
+void rn_nl_close(void);
+unsigned long rn_nl_sockets_opened(void);
+
 #endif /* RN_NL_H */

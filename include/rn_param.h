@@ -17,9 +17,11 @@ enum rn_route_check {
 };
 
 #define RN_CFG_STR_MAX 256
+/* NCCL_IB_HCA: an exclusion list on a big host easily passes 256 characters */
+#define RN_HCA_STR_MAX 4096
 
 struct rn_config {
-	char ib_hca[RN_CFG_STR_MAX];        /* NCCL_IB_HCA, "" = all */
+	char ib_hca[RN_HCA_STR_MAX];        /* NCCL_IB_HCA, "" = all */
 	int gid_index;                      /* NCCL_IB_GID_INDEX, -1 = auto */
 	int addr_family;                    /* NCCL_IB_ADDR_FAMILY: AF_INET / AF_INET6 */
 	char addr_range[RN_CFG_STR_MAX];    /* NCCL_IB_ADDR_RANGE, "" = any */
@@ -38,6 +40,11 @@ struct rn_config {
 	int route_check;                    /* NCCL_ROCE_ROUTE_CHECK: enum rn_route_check */
 	int neigh_timeout_ms;               /* NCCL_ROCE_NEIGH_TIMEOUT_MS: ARP resolution bound */
 	int connect_timeout_ms;             /* NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake bound */
+	int ib_disable;                     /* NCCL_IB_DISABLE: 1 = offer no device (as net_ib) */
+	int mqp_retry_all;                  /* NCCL_IB_MQP_RETRY_ALL: retry modify_qp on any error */
+	int mqp_retry_cnt;                  /* NCCL_IB_MQP_RETRY_CNT: retries of modify_qp */
+	int mqp_retry_sleep_ms;             /* NCCL_IB_MQP_RETRY_SLEEP_MSEC: backoff step */
+	int merge_vfs;                      /* NCCL_IB_MERGE_VFS: VFs numbered as their NIC's ports */
 };
 
 /* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */
@@ -52,11 +59,12 @@ void rn_config_log(const struct rn_config *cfg);
 /* Render "NAME=value NAME=value ..." of every knob into @buf. */
 int rn_config_format(const struct rn_config *cfg, char *buf, size_t len);
 
-/* One knob's name, default and one-line help (the table is in src/param.c). */
+/* The knob table, for the man page (test/abi/manpages.t checks it against this). */
 struct rn_param_desc {
 	const char *name;
 	const char *def;
 	const char *help;
 };
+const struct rn_param_desc *rn_param_table(size_t *n);
 
 #endif /* RN_PARAM_H */

@@ -50,6 +50,8 @@ struct rn_verbs_ops {
 	int (*poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 	int (*get_async_event)(struct ibv_context *ctx, struct ibv_async_event *ev);
 	void (*ack_async_event)(struct ibv_async_event *ev);
+	/* ibv_fork_init(): libibverbs keeps registered memory out of forked children */
+	int (*fork_init)(void);
 };
 
 /* The table in use: the real one unless a test installed a fake. */

@@ -26,6 +26,7 @@ enum rn_cause {
 	RN_CAUSE_PEER_REFUSED,        /* the peer's own check refused the path */
 	RN_CAUSE_NO_ROUTE,            /* no route to the peer from our source IP */
 	RN_CAUSE_FIREWALL,            /* RoCE v2 UDP 4791 dropped (doctor, rxe) */
+	RN_CAUSE_PEER_DIED,           /* the peer closed its side channel: its process is gone */
 	RN_CAUSE_SHARED_L2,           /* other subnets' NICs on our L2 segment answer ARP for us */
 	RN_CAUSE_L2_UNCHECKED,        /* that could not be probed (no CAP_NET_RAW), sysctls unsafe */
 	RN_CAUSE_ARP_SILENT,          /* effective arp_ignore=8: the NIC answers no ARP */

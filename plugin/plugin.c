@@ -4,6 +4,7 @@
  * hands over, calls the core, and translates its -errno once (rn_plugin_result).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "rn_dev.h"
 #include "rn_log.h"
 #include "rn_net.h"
+#include "rn_version.h"
 
 #define RN_CTX_MAGIC 0x726f6365u /* "roce" */
 
@@ -25,6 +27,29 @@ struct rn_plugin_ctx {
 
 static pthread_mutex_t legacy_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine *legacy_eng;
+static atomic_int picked_abi;
+
+int rn_plugin_abi(void)
+{
+	return atomic_load(&picked_abi);
+}
+
+/*
+ * Every init starts here: NCCL's logger first, then, at the first init of the
+ * process, one INFO line saying what was loaded and which table NCCL chose, so a
+ * user's log answers "which plugin, which version, which ABI" before anything else.
+ */
+static void plugin_hello(int abi, ncclDebugLogger_t logger)
+{
+	int none = 0;
+
+	if (logger)
+		rn_plugin_log_attach(logger);
+	if (atomic_compare_exchange_strong(&picked_abi, &none, abi))
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "nccl-net-roce " RN_VERSION ", NCCL net plugin ABI v%d (ncclNetPlugin_v%d)",
+			abi, abi);
+}
 
 ncclResult_t rn_plugin_result(int err)
 {
@@ -67,14 +92,13 @@ static struct rn_engine *engine_of(void *ctx)
 	return pc ? pc->eng : rn_engine_current();
 }
 
-ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
-			    ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+static ncclResult_t plugin_init(int abi, void **ctx, uint64_t comm_id,
+				ncclNetCommConfig_v12_t *config, ncclDebugLogger_t logger)
 {
 	struct rn_plugin_ctx *pc;
 	int ret;
 
-	if (logger)
-		rn_plugin_log_attach(logger);
+	plugin_hello(abi, logger);
 	if (!ctx)
 		return misuse("ctx is NULL");
 	*ctx = NULL;
@@ -95,6 +119,18 @@ ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_
 	return ncclSuccess;
 }
 
+ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
+			    ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+{
+	return plugin_init(12, ctx, comm_id, config, logger);
+}
+
+ncclResult_t rn_plugin_init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
+				ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
+{
+	return plugin_init(11, ctx, comm_id, config, logger);
+}
+
 /* NCCL calls this also after a failed init, with whatever init left: NULL. */
 ncclResult_t rn_plugin_finalize(void *ctx)
 {
@@ -110,12 +146,11 @@ ncclResult_t rn_plugin_finalize(void *ctx)
 	return ncclSuccess;
 }
 
-ncclResult_t rn_plugin_init_legacy(ncclDebugLogger_t logger)
+ncclResult_t rn_plugin_init_legacy(int abi, ncclDebugLogger_t logger)
 {
 	int ret = 0;
 
-	if (logger)
-		rn_plugin_log_attach(logger);
+	plugin_hello(abi, logger);
 	pthread_mutex_lock(&legacy_lock);
 	if (!legacy_eng)
 		ret = rn_engine_get(&legacy_eng);
@@ -151,13 +186,13 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 		return misuse("no device %d (%d devices)", dev, eng ? eng->ndevs : 0);
 	memset(props, 0, sizeof(*props));
 	props->name = d->nic.ibdev;
-	props->pciPath = d->pci_path[0] ? d->pci_path : NULL;
+	props->pciPath = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
 	props->guid = d->guid;
 	props->ptrSupport = d->ptr_support;
 	props->regIsGlobal = 1;
 	props->forceFlush = eng->cfg.force_flush;
 	props->speed = d->speed_mbps;
-	props->port = d->nic.port;
+	props->port = d->nccl_port ? d->nccl_port : d->nic.port;
 	props->latency = 0;
 	props->maxComms = d->attr.max_qp;
 	props->maxRecvs = RN_MAX_RECVS;
@@ -168,8 +203,8 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 	props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
 	props->maxCollBytes = NCCL_MAX_COLLNET_SIZE;
 	props->maxMultiRequestSize = 1;
-	props->railId = -1;
-	props->planeId = -1;
+	props->railId = (int16_t)(d->nccl_port ? d->rail : -1);
+	props->planeId = (int16_t)(d->nccl_port ? d->plane : -1);
 	return ncclSuccess;
 }
 
@@ -267,8 +302,10 @@ ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int ty
 
 ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle)
 {
-	if (!comm || !mhandle)
-		return misuse("comm or mhandle is NULL");
+	if (!mhandle)
+		return ncclSuccess; /* as net_ib: deregMr(NULL) is no error */
+	if (!comm)
+		return misuse("comm is NULL");
 	return rn_plugin_result(rn_dereg_mr(comm, mhandle));
 }
 

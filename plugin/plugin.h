@@ -7,6 +7,7 @@
 #define RN_PLUGIN_H
 
 #include "nccl/net_abi.h"
+#include "rn_log.h"
 
 #define RN_PLUGIN_NAME "RoCE"
 
@@ -24,16 +25,28 @@ ncclResult_t rn_plugin_result(int err);
 
 /* Route rn_log to NCCL's logger (NULL: back to stderr). */
 void rn_plugin_log_attach(ncclDebugLogger_t logger);
+/* The NCCL subsystem flags a line of @level and rn_log subsystems @sub goes out with:
+ * NCCL_ALL for every WARN (shown under any NCCL_DEBUG_SUBSYS), else its own. */
+unsigned long rn_plugin_log_flags(enum rn_log_level level, unsigned long sub);
+
+/*
+ * Which ncclNetPlugin_vN NCCL picked, as told by the init it called (0 before any);
+ * the first init logs it with the plugin's version, once per process.
+ */
+int rn_plugin_abi(void);
 
 /*
  * Pre-v11 NCCL calls init once per process and never finalize: those versions share
  * one engine reference taken by the first init. Their listen/connect use it.
  */
-ncclResult_t rn_plugin_init_legacy(ncclDebugLogger_t logger);
+ncclResult_t rn_plugin_init_legacy(int abi, ncclDebugLogger_t logger);
 
 /* v12 calls, reused by the adapters. @ctx NULL = the legacy reference. */
 ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
 			    ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
+/* v11's init: v12's, told apart only to log which table NCCL chose. */
+ncclResult_t rn_plugin_init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
+				ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t rn_plugin_finalize(void *ctx);
 ncclResult_t rn_plugin_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t rn_plugin_connect(void *ctx, int dev, void *handle, void **send_comm,

@@ -113,14 +113,30 @@ static ncclResult_t get_props_v6(int dev, ncclNetProperties_v6_t *p)
 
 /* ---- init / listen / connect shapes ---- */
 
+/* One init per table, so the plugin can say which one NCCL chose. */
 static ncclResult_t init_v6(ncclDebugLogger_t logger)
 {
-	return rn_plugin_init_legacy(logger);
+	return rn_plugin_init_legacy(6, logger);
+}
+
+static ncclResult_t init_v7(ncclDebugLogger_t logger)
+{
+	return rn_plugin_init_legacy(7, logger);
+}
+
+static ncclResult_t init_v8(ncclDebugLogger_t logger)
+{
+	return rn_plugin_init_legacy(8, logger);
+}
+
+static ncclResult_t init_v9(ncclDebugLogger_t logger)
+{
+	return rn_plugin_init_legacy(9, logger);
 }
 
 static ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
-	return rn_plugin_init_legacy(logger);
+	return rn_plugin_init_legacy(10, logger);
 }
 
 static ncclResult_t listen_legacy(int dev, void *handle, void **listen_comm)
@@ -200,7 +216,7 @@ static ncclResult_t irecv_v9(void *recv_comm, int n, void **data, size_t *sizes,
 /* v11 differs from v12 only in the property and vDevice layouts. */
 __rn_export const ncclNet_v11_t ncclNetPlugin_v11 = {
 	.name = RN_PLUGIN_NAME,
-	.init = rn_plugin_init,
+	.init = rn_plugin_init_v11,
 	.devices = rn_plugin_devices,
 	.getProperties = get_props_v11,
 	.listen = rn_plugin_listen_ctx,
@@ -248,7 +264,7 @@ __rn_export const ncclNet_v10_t ncclNetPlugin_v10 = {
 
 __rn_export const ncclNet_v9_t ncclNetPlugin_v9 = {
 	.name = RN_PLUGIN_NAME,
-	.init = init_v6,
+	.init = init_v9,
 	.devices = rn_plugin_devices,
 	.getProperties = get_props_v9,
 	.listen = listen_legacy,
@@ -271,7 +287,7 @@ __rn_export const ncclNet_v9_t ncclNetPlugin_v9 = {
 
 __rn_export const ncclNet_v8_t ncclNetPlugin_v8 = {
 	.name = RN_PLUGIN_NAME,
-	.init = init_v6,
+	.init = init_v8,
 	.devices = rn_plugin_devices,
 	.getProperties = get_props_v8,
 	.listen = listen_legacy,
@@ -293,7 +309,7 @@ __rn_export const ncclNet_v8_t ncclNetPlugin_v8 = {
 
 __rn_export const ncclNet_v7_t ncclNetPlugin_v7 = {
 	.name = RN_PLUGIN_NAME,
-	.init = init_v6,
+	.init = init_v7,
 	.devices = rn_plugin_devices,
 	.getProperties = get_props_v7,
 	.listen = listen_legacy,

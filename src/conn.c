@@ -9,12 +9,13 @@
  *                                  <-------  HELLO (facts, QPNs, sizes array)
  *   connection verdict (rn_conn_check_*)     connection verdict
  *   VERDICT ------------------------------>  <------ VERDICT
- *   either refused: -EHOSTUNREACH on both sides, no QP ever left INIT
- *   RTR/RTS, READY ----------------------->  RTR/RTS (earlier), done on READY
+ *   either refused: -EHOSTUNREACH on both sides, no QP ever left RESET
+ *   INIT/RTR/RTS, READY ------------------>  INIT/RTR/RTS, receives, done on READY
  *
- * The recv side pre-posts its receives before it sends HELLO and reaches RTS
- * before it sends its first CTS (only after READY), so no RDMA arrives at a QP
- * that is not ready for it.
+ * The recv side is at RTS with its receives posted before it sends its first CTS
+ * (only after READY), and the sender writes only into a CTS, so no RDMA arrives
+ * at a QP that is not ready for it. A QP state change that times out is retried
+ * as net_ib does (NCCL_IB_MQP_RETRY_*), without blocking (hs_modify_qp).
  *
  * rn_connect keeps its state on the heap and a pointer to it in the private half
  * of NCCL's handle (bytes 64..127, see rn_wire.h): NCCL passes the same handle
@@ -30,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +52,7 @@ enum hs_state {
 	HS_CHECK,
 	HS_SEND_VERDICT,
 	HS_RECV_VERDICT,
+	HS_CONNECT_QPS,
 	HS_SEND_READY,
 	HS_RECV_READY,
 	HS_DONE,
@@ -74,6 +77,10 @@ struct rn_hs {
 	struct sockaddr_storage peer_addr;
 	struct sockaddr_storage local_addr;
 	char peer_str[80];
+	/* QP state changes (hs_connect_qps): how many are done, and the retry of the next */
+	int qp_step;
+	int mqp_tries;
+	uint64_t mqp_next_ns;
 };
 
 struct rn_listen_comm {
@@ -107,12 +114,10 @@ static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
 
 /* ---- QPs -------------------------------------------------------------------- */
 
-static struct ibv_qp *qp_create(struct rn_comm *c, int send_wr, int recv_wr, unsigned int access)
+/* QPs are created in RESET; the handshake moves them on (hs_connect_qps). */
+static struct ibv_qp *qp_create(struct rn_comm *c, int send_wr, int recv_wr)
 {
 	struct ibv_qp_init_attr ia = { 0 };
-	struct ibv_qp_attr a = { 0 };
-	struct ibv_qp *qp;
-	int ret;
 
 	ia.qp_context = c;
 	ia.send_cq = c->cq;
@@ -123,21 +128,7 @@ static struct ibv_qp *qp_create(struct rn_comm *c, int send_wr, int recv_wr, uns
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	errno = 0;
-	qp = rn_verbs.create_qp(c->dev->pd, &ia);
-	if (!qp)
-		return NULL;
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = (uint8_t)c->dev->nic.port;
-	a.qp_access_flags = access;
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	if (ret) {
-		rn_verbs.destroy_qp(qp);
-		errno = -ret;
-		return NULL;
-	}
-	return qp;
+	return rn_verbs.create_qp(c->dev->pd, &ia);
 }
 
 static int retry_cnt_for(const struct rn_comm *c)
@@ -156,42 +147,64 @@ static int retry_cnt_for(const struct rn_comm *c)
 	return r;
 }
 
+static int qp_attr_init(const struct rn_comm *c, unsigned int access, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_INIT;
+	a->pkey_index = 0;
+	a->port_num = (uint8_t)c->dev->nic.port;
+	a->qp_access_flags = access;
+	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+}
+
+static int qp_attr_rtr(const struct rn_comm *c, uint32_t remote_qpn, const union ibv_gid *dgid,
+		       enum ibv_mtu mtu, int tc, int sl, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = mtu;
+	a->dest_qp_num = remote_qpn;
+	a->rq_psn = 0;
+	a->max_dest_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = *dgid;
+	a->ah_attr.grh.sgid_index = (uint8_t)c->dev->nic.gid_index;
+	a->ah_attr.grh.hop_limit = 255;
+	a->ah_attr.grh.flow_label = 0;
+	a->ah_attr.grh.traffic_class = (uint8_t)tc;
+	a->ah_attr.sl = (uint8_t)sl;
+	a->ah_attr.src_path_bits = 0;
+	a->ah_attr.port_num = (uint8_t)c->dev->nic.port;
+	return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+static int qp_attr_rts(const struct rn_comm *c, struct ibv_qp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->timeout = (uint8_t)c->eng->cfg.timeout;
+	a->retry_cnt = (uint8_t)retry_cnt_for(c);
+	a->rnr_retry = 7;
+	a->sq_psn = 0;
+	a->max_rd_atomic = 1;
+	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
 int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
 		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl)
 {
-	struct ibv_qp_attr a = { 0 };
-	int ret;
+	struct ibv_qp_attr a;
+	int mask, ret;
 
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = remote_qpn;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.sgid_index = (uint8_t)c->dev->nic.gid_index;
-	a.ah_attr.grh.hop_limit = 255;
-	a.ah_attr.grh.flow_label = 0;
-	a.ah_attr.grh.traffic_class = (uint8_t)tc;
-	a.ah_attr.sl = (uint8_t)sl;
-	a.ah_attr.src_path_bits = 0;
-	a.ah_attr.port_num = (uint8_t)c->dev->nic.port;
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER));
+	mask = qp_attr_rtr(c, remote_qpn, dgid, mtu, tc, sl, &a);
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 	if (ret)
 		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = (uint8_t)c->eng->cfg.timeout;
-	a.retry_cnt = (uint8_t)retry_cnt_for(c);
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC));
+	mask = qp_attr_rts(c, &a);
+	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 }
 
 /* ---- comms ------------------------------------------------------------------ */
@@ -215,23 +228,28 @@ static void comm_free(struct rn_comm *c)
 		rn_verbs.dereg_mr(c->ctrl_mr);
 	if (c->cq)
 		rn_verbs.destroy_cq(c->cq);
-	free(c->ctrl);
+	if (c->ctrl)
+		munmap(c->ctrl, c->ctrl_len);
 	rn_events_put(c->ev);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
 }
 
-static uint64_t stall_bound_ns(const struct rn_comm *c)
+/* The QP's own retry budget: the first try and every retry, each one ack timeout. */
+static uint64_t retry_budget_ns(const struct rn_comm *c)
 {
 	int t = c->eng->cfg.timeout;
-	uint64_t one;
 
 	if (t <= 0 || t >= 32)
-		return 60ull * 1000000000ull;
-	one = 4096ull << t; /* 4.096 us * 2^t */
-	/* every retry plus the first try, twice over, plus slack for a busy host */
-	return one * (uint64_t)(retry_cnt_for(c) + 1) * 2 + 1000000000ull;
+		return 30ull * 1000000000ull;
+	return (4096ull << t) /* 4.096 us * 2^t */ * (uint64_t)(retry_cnt_for(c) + 1);
+}
+
+static uint64_t stall_bound_ns(const struct rn_comm *c)
+{
+	/* the retry budget twice over, plus slack for a busy host */
+	return retry_budget_ns(c) * 2 + 1000000000ull;
 }
 
 static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps)
@@ -241,7 +259,7 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 					   sizeof(struct rn_recv_comm);
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	struct rn_comm *c;
-	int i, cqe, sq, err;
+	int i, cqe, sq, rq, err;
 
 	if (!dev) {
 		errno = ENODEV;
@@ -258,11 +276,21 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	c->split = eng->cfg.split_data_on_qps;
 	c->max_msg = dev->max_msg_size ? dev->max_msg_size : (1u << 30);
 	c->ev = rn_events_get(dev);
-	sq = RN_SQ_DEPTH;
+	/*
+	 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
+	 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need far
+	 * less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
+	 */
+	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
+	rq = role == RN_ROLE_SEND ? 1 : RN_RECV_WRS;
 	if (dev->attr.max_qp_wr > 0 && dev->attr.max_qp_wr < sq)
 		sq = dev->attr.max_qp_wr;
 	c->sq_cap = sq;
-	cqe = nqps * (sq + RN_RECV_WRS) + (role == RN_ROLE_RECV ? RN_SLOTS : 0) + 16;
+	/*
+	 * Every WR that can complete at once (a QP in error flushes unsignalled ones
+	 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
+	 */
+	cqe = nqps * (sq + rq) + (role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
 	if (dev->attr.max_cqe > 0 && cqe > dev->attr.max_cqe)
 		cqe = dev->attr.max_cqe;
 	errno = 0;
@@ -272,17 +300,25 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	/* FIFO or staging (8 KiB) + sizes (1 KiB) + flush target, in one registration. */
 	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
 		       pg - 1) & ~(pg - 1);
-	if (posix_memalign(&c->ctrl, pg, c->ctrl_len)) {
-		errno = ENOMEM;
+	/*
+	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
+	 * DataLoader) would otherwise make the next write here copy-on-write the page
+	 * away from the one the NIC writes the peer's CTS entries into.
+	 */
+	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (c->ctrl == MAP_FAILED) {
+		c->ctrl = NULL;
 		goto err;
 	}
-	memset(c->ctrl, 0, c->ctrl_len);
+	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
+		goto err;
 	c->ctrl_mr = rn_verbs.reg_mr_iova2(dev->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
 					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!c->ctrl_mr)
 		goto err;
 	for (i = 0; i < nqps; i++) {
-		c->qps[i] = qp_create(c, sq, RN_RECV_WRS, IBV_ACCESS_REMOTE_WRITE);
+		c->qps[i] = qp_create(c, sq, rq);
 		if (!c->qps[i])
 			goto err;
 	}
@@ -304,13 +340,14 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		c->flush_enabled = !eng->cfg.gdr_flush_disable &&
 				   (dev->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
 		if (c->flush_enabled) {
-			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1,
-						 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1);
 			if (!rc->flush_qp)
 				goto err;
 		}
 	}
 	c->stall_ns = stall_bound_ns(c);
+	/* a port back within the QPs' retry budget cost them nothing (net_ib's behaviour) */
+	c->port_grace_ns = retry_budget_ns(c) + 1000000000ull;
 	return c;
 err:
 	err = errno ? errno : EIO;
@@ -383,6 +420,18 @@ static int tc_of(const struct rn_config *cfg, int traffic_class)
 	if (cfg->tc >= 0)
 		return cfg->tc;
 	return traffic_class >= 0 && traffic_class <= 255 ? traffic_class : 0;
+}
+
+/*
+ * As net_ib: NCCL_IB_SL, else the communicator's trafficClass (v11+ config), else 0.
+ * NOTE: an SL has 4 bits; net_ib would pass a RoCE-style class such as 106 on as an
+ * invalid SL, we use 0 then (the class still goes into the GRH as TC).
+ */
+static int sl_of(const struct rn_config *cfg, int traffic_class)
+{
+	if (cfg->sl >= 0)
+		return cfg->sl;
+	return traffic_class >= 0 && traffic_class <= 15 ? traffic_class : 0;
 }
 
 /* Run our side of the verdict; fills hs->mine. -EAGAIN while undecided. */
@@ -460,37 +509,98 @@ static int hs_decide(struct rn_hs *hs)
 	return -EHOSTUNREACH;
 }
 
+/*
+ * One QP state change with net_ib's retry: a modify_qp that fails with ETIMEDOUT
+ * (any error with NCCL_IB_MQP_RETRY_ALL=1) is tried again up to NCCL_IB_MQP_RETRY_CNT
+ * times, the n-th retry NCCL_IB_MQP_RETRY_SLEEP_MSEC x n later. Large jobs meet this
+ * when thousands of QPs change state at once. net_ib sleeps; we never block: -EAGAIN
+ * until the retry is due (the handshake's deadline still bounds it all).
+ */
+static int hs_modify_qp(struct rn_hs *hs, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+{
+	const struct rn_config *cfg = &hs->eng->cfg;
+	uint64_t now = rn_now_ns();
+	int ret;
+
+	if (hs->mqp_next_ns && now < hs->mqp_next_ns)
+		return -EAGAIN;
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, a, mask));
+	if (!ret) {
+		hs->mqp_tries = 0;
+		hs->mqp_next_ns = 0;
+		return 0;
+	}
+	if ((ret == -ETIMEDOUT || cfg->mqp_retry_all) && hs->mqp_tries < cfg->mqp_retry_cnt) {
+		hs->mqp_tries++;
+		hs->mqp_next_ns = now + (uint64_t)cfg->mqp_retry_sleep_ms * 1000000ull *
+					      (uint64_t)hs->mqp_tries;
+		if (!hs->mqp_next_ns)
+			hs->mqp_next_ns = 1;
+		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QP 0x%x to state %d failed (%s); "
+			"retry %d of %d (NCCL_IB_MQP_RETRY_CNT) in %d ms", hs->comm->dev->nic.ibdev,
+			hs->comm->dev->nic.port, hs->peer_str, qp->qp_num, a->qp_state,
+			strerror(-ret), hs->mqp_tries, cfg->mqp_retry_cnt,
+			cfg->mqp_retry_sleep_ms * hs->mqp_tries);
+		return -EAGAIN;
+	}
+	return ret == -EAGAIN ? -EIO : ret; /* -EAGAIN means "call again" to our callers */
+}
+
+/*
+ * Every QP state change of the handshake, resumable (hs->qp_step counts those done):
+ * INIT, RTR, RTS of each data QP, then of the receiver's flush QP (connected to
+ * itself), then the receiver pre-posts its receives. -EAGAIN while a retry is due.
+ */
 static int hs_connect_qps(struct rn_hs *hs)
 {
 	struct rn_comm *c = hs->comm;
+	struct rn_recv_comm *rc = hs->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
 	const struct rn_config *cfg = &hs->eng->cfg;
 	enum ibv_mtu mtu = RN_MIN(c->dev->nic.active_mtu, c->peer.active_mtu);
-	int tc, sl, i, ret;
+	int nsteps = 3 * c->nqps + (rc && rc->flush_qp ? 3 : 0);
+	struct ibv_qp_attr a;
+	int tc, sl, ret = 0;
 
 	if (hs->role == RN_ROLE_SEND) {
 		tc = tc_of(cfg, hs->traffic_class);
-		sl = cfg->sl >= 0 ? cfg->sl : 0;
+		sl = sl_of(cfg, hs->traffic_class);
 	} else {
 		/* the receiver's QPs only carry CTS writes: NCCL_IB_FIFO_TC applies to them */
 		tc = cfg->fifo_tc >= 0 ? cfg->fifo_tc : hs->peer.tc;
 		sl = hs->peer.sl;
 	}
-	for (i = 0; i < c->nqps; i++) {
-		ret = rn_comm_qp_rtr_rts(c, c->qps[i], hs->peer.qpn[i], &c->peer.gid, mtu, tc, sl);
+	while (hs->qp_step < nsteps) {
+		int q = hs->qp_step / 3, flush = q >= c->nqps, mask;
+		struct ibv_qp *qp = flush ? rc->flush_qp : c->qps[q];
+
+		switch (hs->qp_step % 3) {
+		case 0:
+			mask = qp_attr_init(c, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+						       IBV_ACCESS_REMOTE_WRITE, &a);
+			break;
+		case 1:
+			mask = flush ? qp_attr_rtr(c, qp->qp_num, &c->dev->nic.gid,
+						   c->dev->nic.active_mtu, tc, sl, &a) :
+				       qp_attr_rtr(c, hs->peer.qpn[q], &c->peer.gid, mtu, tc, sl, &a);
+			break;
+		default:
+			mask = qp_attr_rts(c, &a);
+			break;
+		}
+		ret = hs_modify_qp(hs, qp, &a, mask);
+		if (ret == -EAGAIN)
+			return ret;
 		if (ret)
 			goto fail;
+		hs->qp_step++;
 	}
-	if (hs->role == RN_ROLE_RECV) {
-		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
-
+	if (rc) {
 		rc->rfifo_addr = hs->peer.fifo_addr;
 		rc->rfifo_rkey = hs->peer.fifo_rkey;
-		if (rc->flush_qp) {
-			ret = rn_comm_qp_rtr_rts(c, rc->flush_qp, rc->flush_qp->qp_num,
-						 &c->dev->nic.gid, c->dev->nic.active_mtu, tc, sl);
-			if (ret)
-				goto fail;
-		}
+		/* no WRITE_WITH_IMM comes before our first CTS, which needs READY first */
+		ret = rn_xfer_recv_init(rc);
+		if (ret)
+			goto fail;
 	} else {
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
@@ -499,7 +609,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 	}
 	return 0;
 fail:
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to RTR/RTS failed: %s",
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to INIT/RTR/RTS failed: %s",
 		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, strerror(-ret));
 	return ret;
 }
@@ -525,7 +635,6 @@ static int hs_take_hello(struct rn_hs *hs)
 static int hs_build_recv_comm(struct rn_hs *hs)
 {
 	struct rn_comm *c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps);
-	int ret;
 
 	if (!c)
 		return errno ? -errno : -EIO;
@@ -534,9 +643,6 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 	c->peer_addr = hs->peer_addr;
 	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
 	c->peer = hs->peer.facts;
-	ret = rn_xfer_recv_init((struct rn_recv_comm *)c);
-	if (ret)
-		return ret;
 	hs_hello(hs, 0, 0);
 	return 0;
 }
@@ -623,6 +729,9 @@ static int hs_progress(struct rn_hs *hs)
 			ret = hs_decide(hs);
 			if (ret)
 				return ret;
+			hs->state = HS_CONNECT_QPS;
+			break;
+		case HS_CONNECT_QPS:
 			ret = hs_connect_qps(hs);
 			if (ret)
 				return ret;
@@ -801,7 +910,7 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	hs->comm->fd = hs->fd;
 	hs->comm->peer_addr = hi.addr;
 	snprintf(hs->comm->peer_str, sizeof(hs->comm->peer_str), "%s", hs->peer_str);
-	hs_hello(hs, tc_of(&eng->cfg, traffic_class), eng->cfg.sl >= 0 ? eng->cfg.sl : 0);
+	hs_hello(hs, tc_of(&eng->cfg, traffic_class), sl_of(&eng->cfg, traffic_class));
 	hs->state = HS_CONNECTING;
 	*out = hs;
 	return 0;

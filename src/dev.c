@@ -16,42 +16,53 @@
 #include "rn_sys.h"
 #include "rn_verbs.h"
 
-#define HCA_MAX 32 /* NCCL's MAX_IB_DEVS for the filter list */
 
 /* ---- NCCL_IB_HCA ---- */
 
 struct hca_tok {
 	char name[64];
-	int port; /* -1 = any */
+	int port, rail, plane; /* -1 = absent or empty */
 };
 
-static int hca_parse(const char *s, struct hca_tok *toks, int max)
+static int hca_num(const char *s, size_t n)
 {
-	int n = 0;
-
-	while (*s && n < max) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		const char *colon = memchr(s, ':', len);
-		size_t nl = colon ? (size_t)(colon - s) : len;
-
-		if (nl) {
-			snprintf(toks[n].name, sizeof(toks[n].name), "%.*s", (int)nl, s);
-			toks[n].port = colon ? atoi(colon + 1) : -1;
-			n++;
-		}
-		if (!end)
-			break;
-		s = end + 1;
-	}
-	return n;
+	return n ? atoi(s) : -1;
 }
 
-int rn_hca_match(const char *spec, const char *ibdev, int port)
+/*
+ * Parse the entry at @s, "name[:port[:rail[:plane]]]" up to ',' or the end, into @t.
+ * Returns where the next entry starts, or NULL after the last one. No limit on the
+ * number of entries: a long exclusion list is honoured to its end.
+ */
+static const char *hca_next(const char *s, struct hca_tok *t)
 {
-	struct hca_tok toks[HCA_MAX];
-	int exclude = 0, exact = 0, n, i, hit = 0;
+	size_t len = strcspn(s, ","), nl = strcspn(s, ":,");
+	const char *f = s + nl;
+	int *fields[3] = { &t->port, &t->rail, &t->plane }, k = 0;
 
+	snprintf(t->name, sizeof(t->name), "%.*s", (int)RN_MIN(nl, sizeof(t->name) - 1), s);
+	if (nl >= sizeof(t->name))
+		t->name[0] = '\0'; /* longer than any device name: matches nothing */
+	t->port = t->rail = t->plane = -1;
+	while (f < s + len && k < 3) {
+		size_t fl = strcspn(f + 1, ":,");
+
+		*fields[k++] = hca_num(f + 1, fl);
+		f += 1 + fl;
+	}
+	return s[len] ? s + len + 1 : NULL;
+}
+
+int rn_hca_lookup(const char *spec, const char *ibdev, int port, int *rail, int *plane)
+{
+	struct hca_tok t;
+	int exclude = 0, exact = 0, hit = 0;
+	const char *s;
+
+	if (rail)
+		*rail = -1;
+	if (plane)
+		*plane = -1;
 	if (!spec || !*spec)
 		return 1;
 	if (*spec == '^') {
@@ -62,27 +73,42 @@ int rn_hca_match(const char *spec, const char *ibdev, int port)
 		exact = 1;
 		spec++;
 	}
-	n = hca_parse(spec, toks, HCA_MAX);
-	for (i = 0; i < n && !hit; i++) {
-		int name_ok = exact ? !strcmp(toks[i].name, ibdev) :
-				      !strncmp(toks[i].name, ibdev, strlen(toks[i].name));
-
-		hit = name_ok && (toks[i].port < 0 || toks[i].port == port);
+	for (s = spec; s && *s && !hit;) {
+		s = hca_next(s, &t);
+		if (!t.name[0])
+			continue;
+		hit = (exact ? !strcmp(t.name, ibdev) : !strncmp(t.name, ibdev, strlen(t.name))) &&
+		      (t.port < 0 || t.port == port);
+		if (hit && !exclude) {
+			if (rail)
+				*rail = t.rail;
+			if (plane)
+				*plane = t.plane;
+		}
 	}
 	return exclude ? !hit : hit;
 }
 
+int rn_hca_match(const char *spec, const char *ibdev, int port)
+{
+	return rn_hca_lookup(spec, ibdev, port, NULL, NULL);
+}
+
 /* ---- port properties ---- */
 
-int rn_port_speed_mbps(const struct ibv_port_attr *pa)
+int rn_speed_code_mbps(uint32_t code, int width)
 {
-	/* IB speed codes (bit i) and width codes, as ibv_port_attr encodes them */
-	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000 };
-	int s = pa->active_speed, w, i;
+	/*
+	 * IB speed codes (bit i): SDR DDR QDR FDR10 FDR EDR HDR NDR, and XDR (bit 8), which
+	 * only active_speed_ex can hold. Widths as ibv_port_attr encodes them.
+	 */
+	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000,
+				    200000 };
+	int w, i;
 
-	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(s & (1 << i)); i++)
+	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(code & (1u << i)); i++)
 		;
-	switch (pa->active_width) {
+	switch (width) {
 	case 2:
 		w = 4;
 		break;
@@ -98,7 +124,33 @@ int rn_port_speed_mbps(const struct ibv_port_attr *pa)
 	default:
 		w = 1;
 	}
-	return s ? lane[i] * w : lane[0] * w;
+	return code ? lane[i] * w : lane[0] * w;
+}
+
+int rn_port_speed_mbps(const struct ibv_port_attr *pa)
+{
+	return rn_speed_code_mbps(pa->active_speed, pa->active_width);
+}
+
+int rn_dev_port_speed(const char *ibdev, int port, const struct ibv_port_attr *pa)
+{
+	char path[PATH_MAX], rate[64];
+	long gbps;
+
+	if (pa->active_speed)
+		return rn_port_speed_mbps(pa);
+	/*
+	 * 0: a speed the 8-bit field cannot hold (XDR and later, reported in
+	 * active_speed_ex, which this libibverbs may predate): the kernel's rate file
+	 * says it, e.g. "800 Gb/sec (4X XDR)".
+	 */
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/rate", ibdev, port);
+	if (!rn_sys.read(path, rate, sizeof(rate))) {
+		gbps = strtol(rate, NULL, 10);
+		if (gbps > 0 && gbps < 100000)
+			return (int)gbps * 1000;
+	}
+	return rn_port_speed_mbps(pa);
 }
 
 /* ---- netdev identity ---- */
@@ -308,7 +360,7 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	d->nic.active_mtu = pa->active_mtu;
 	d->nic.gid_index = -1;
 	d->guid = attr->sys_image_guid;
-	d->speed_mbps = rn_port_speed_mbps(pa);
+	d->speed_mbps = rn_dev_port_speed(name, port, pa);
 	d->max_msg_size = pa->max_msg_sz;
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
 	if (rn_sys.realpath(path, d->pci_path, sizeof(d->pci_path)))
@@ -435,6 +487,29 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 	return n;
 }
 
+/* The identity NCCL gets (see struct rn_dev), and the rail/plane NCCL_IB_HCA gives. */
+static void nccl_numbering(const struct rn_config *cfg, struct rn_dev **d, int n)
+{
+	size_t len;
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		snprintf(d[i]->nccl_pci_path, sizeof(d[i]->nccl_pci_path), "%s", d[i]->pci_path);
+		len = strlen(d[i]->nccl_pci_path);
+		if (len)
+			d[i]->nccl_pci_path[len - 1] = '0'; /* "...:3b:00.1" -> "...:3b:00.0" */
+		/* NCCL_IB_MERGE_VFS: a virtual function counts as a port of its NIC too */
+		if (cfg->merge_vfs && len >= 4 && d[i]->nccl_pci_path[len - 2] == '.')
+			d[i]->nccl_pci_path[len - 3] = d[i]->nccl_pci_path[len - 4] = '0';
+		d[i]->nccl_port = d[i]->nic.port;
+		for (j = 0; j < i && len; j++)
+			if (!strcmp(d[j]->nccl_pci_path, d[i]->nccl_pci_path))
+				d[i]->nccl_port++;
+		rn_hca_lookup(cfg->ib_hca, d[i]->nic.ibdev, d[i]->nic.port, &d[i]->rail,
+			      &d[i]->plane);
+	}
+}
+
 int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, char *why_buf,
 		    size_t why_len, int *nproblems)
 {
@@ -463,6 +538,7 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 	why_finish(&why);
 	if (nproblems)
 		*nproblems = why.nproblems;
+	nccl_numbering(cfg, out, n);
 	if (!n) {
 		char *detail = strdup(why_buf);
 

@@ -14,7 +14,9 @@
 #include "rn_compiler.h"
 #include "rn_dev.h"
 #include "rn_log.h"
+#include "rn_nl.h"
 #include "rn_path.h"
+#include "rn_verbs.h"
 
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine engine;
@@ -63,17 +65,31 @@ static void engine_log_using(const struct rn_engine *eng)
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
-	struct rn_vars refused = RN_VARS_INIT;
+	struct rn_vars refused = RN_VARS_INIT; /* the list and the first fix, whole */
 	char why[1024];
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, ret;
+	int n, i, nrefused = 0, nroute = 0, ret;
 
 	memset(eng, 0, sizeof(*eng));
 	rn_config_load(&eng->cfg);
 	rn_config_log(&eng->cfg);
 	if (gethostname(eng->hostname, sizeof(eng->hostname) - 1))
 		snprintf(eng->hostname, sizeof(eng->hostname), "?");
+	if (eng->cfg.ib_disable) {
+		/* as net_ib's init: the user asked for no IB/RoCE transport */
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_IB_DISABLE=1: offering no device");
+		return -ENODEV;
+	}
 
+	/*
+	 * As net_ib, before any verbs object exists: registered memory then stays out of
+	 * forked children (a DataLoader's fork would copy-on-write it away from the NIC).
+	 */
+	ret = rn_verbs_err(rn_verbs.fork_init());
+	if (ret)
+		rn_info(RN_SUB_INIT, RN_PFX "ibv_fork_init failed (%s): a fork() after "
+			"registration may move user buffers away from the NIC; the plugin's own "
+			"FIFOs are kept out of children either way", strerror(-ret));
 	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why), NULL);
 	if (n <= 0) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);
@@ -108,12 +124,27 @@ static int engine_init(struct rn_engine *eng)
 			continue;
 		}
 		nrefused++;
+		if (!ret && nic->gid_index >= 0)
+			nroute++; /* a GID but a refused path: the route check's doing */
+		else if (!rn_vars_get(&refused, "fix") && nic->nfindings)
+			rn_vars_set(&refused, "fix", "%s", rn_finding_fix(&nic->findings[0]));
 		rn_vars_append(&refused, "list", ", ", "%s:%d %s %s", nic->ibdev, nic->port,
 			       nic->netdev[0] ? nic->netdev : "-",
 			       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
+	if (!eng->ndevs && !nroute) {
+		const char *fix = rn_vars_get(&refused, "fix");
+
+		/* no NIC got as far as the route check: its advice would mislead */
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", nrefused,
+			nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"),
+			fix && fix[0] ? fix : "see the lines above");
+		rn_vars_free(&refused);
+		return -ENODEV;
+	}
 	if (!eng->ndevs) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
 			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once) or set NCCL_ROCE_ROUTE_CHECK=warn",
@@ -154,6 +185,7 @@ void rn_engine_put(void)
 	if (engine_refs > 0 && --engine_refs == 0) {
 		engine_free_devs(engine.devs, engine.ndevs);
 		memset(&engine, 0, sizeof(engine));
+		rn_nl_close(); /* the engine's route socket goes with it */
 	}
 	pthread_mutex_unlock(&engine_lock);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_log.h"
@@ -32,7 +33,7 @@ struct rn_evdev {
 	int stop;                     /* atomic */
 	pthread_mutex_t lock;         /* one reader of the async fd at a time */
 	int fatal;                    /* atomic */
-	uint32_t port_down;           /* atomic; bit per port */
+	uint64_t down_since[32];      /* atomic; per port: CLOCK_MONOTONIC ns of PORT_ERR, 0 = up */
 };
 
 static struct rn_evdev *evdevs[RN_MAX_DEVS * 4];
@@ -84,16 +85,28 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 		rn_warn(RN_SUB_NET, RN_PFX "%s: async event DEVICE_FATAL", name);
 		return;
 	case IBV_EVENT_PORT_ERR:
-		if (ev->element.port_num < 32)
-			__atomic_or_fetch(&e->port_down, 1u << ev->element.port_num,
-					  __ATOMIC_RELAXED);
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: async event PORT_ERR (link down)", name,
+		/*
+		 * As net_ib: a port event fails nothing by itself. A flap shorter than the
+		 * QPs' retry budget costs only retransmissions; a port that stays down fails
+		 * busy comms through their completions and idle ones through the grace
+		 * period the data path checks (rn_events_port_down_ns).
+		 */
+		if (ev->element.port_num < 32) {
+			uint64_t zero = 0;
+
+			/* a repeated PORT_ERR keeps the first time: the outage began then */
+			__atomic_compare_exchange_n(&e->down_since[ev->element.port_num], &zero,
+						    rn_now_ns(), 0, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
+		}
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: async event PORT_ERR (link down); its comms "
+			"survive if it is back within their QP retry budget", name,
 			ev->element.port_num);
 		return;
 	case IBV_EVENT_PORT_ACTIVE:
 		if (ev->element.port_num < 32)
-			__atomic_and_fetch(&e->port_down, ~(1u << ev->element.port_num),
-					   __ATOMIC_RELAXED);
+			__atomic_store_n(&e->down_since[ev->element.port_num], 0,
+					 __ATOMIC_RELEASE);
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d: async event PORT_ACTIVE", name,
 			ev->element.port_num);
 		return;
@@ -227,8 +240,24 @@ int rn_events_dev_err(const struct rn_evdev *e, int port)
 		return 0;
 	if (__atomic_load_n(&e->fatal, __ATOMIC_ACQUIRE))
 		return -EIO;
-	if (port >= 0 && port < 32 &&
-	    (__atomic_load_n(&e->port_down, __ATOMIC_ACQUIRE) & (1u << port)))
+	if (port >= 0 && port < 32 && __atomic_load_n(&e->down_since[port], __ATOMIC_ACQUIRE))
 		return -ENETDOWN;
 	return 0;
+}
+
+int rn_events_dev_fatal(const struct rn_evdev *e)
+{
+	return e && __atomic_load_n(&e->fatal, __ATOMIC_ACQUIRE) ? -EIO : 0;
+}
+
+uint64_t rn_events_port_down_ns(const struct rn_evdev *e, int port, uint64_t now)
+{
+	uint64_t since;
+
+	if (!e || port < 0 || port >= 32)
+		return 0;
+	since = __atomic_load_n(&e->down_since[port], __ATOMIC_ACQUIRE);
+	if (!since)
+		return 0;
+	return now > since ? now - since : 1;
 }

@@ -6,6 +6,7 @@
  * netdev's primary address. Never a link-local or zero GID, never a hard-coded
  * index (mlx5 puts the first IPv4 v2 GID at 3, rxe at 1).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <linux/rtnetlink.h>
 
 #include "rn_host.h"
+#include "rn_log.h"
 #include "rn_verbs.h"
 
 #define GID_SCAN_MAX 256
@@ -333,11 +335,30 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(v, "dev", "%s", nic->netdev);
 	if (ctx && cfg->gid_index >= 0 && forced < 0) {
+		/* a bad value is replaced by its default (auto), never a refused NIC */
 		describe(host, c, n, v);
-		rn_vars_set(v, "want", "NCCL_IB_GID_INDEX=%d, an empty slot", cfg->gid_index);
-		rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
+		rn_warn(RN_SUB_INIT | RN_SUB_ENV, RN_PFX "NCCL_IB_GID_INDEX=%d is not valid on %s:%d: "
+			"it takes the index of a GID in the port's table (%s); using the default "
+			"(automatic choice)", cfg->gid_index, nic->ibdev, nic->port,
+			rn_vars_get(v, "have"));
+	}
+	if (forced >= 0 && !c[forced].ip.family) {
+		char g[INET6_ADDRSTRLEN];
+
+		/* a link-local (fe80::) GID reaches no other host: refuse it by name now */
+		describe(host, c, n, v);
+		rn_vars_set(v, "want", "a routable GID, not NCCL_IB_GID_INDEX=%d (link-local %s, "
+			    "which RoCE cannot route to another host)", cfg->gid_index,
+			    inet_ntop(AF_INET6, c[forced].gid.raw, g, sizeof(g)) ? g : "fe80::");
+		if (pick >= 0)
+			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX  # the automatic choice is "
+				    "index %d; or: export NCCL_IB_GID_INDEX=%d", c[pick].index,
+				    c[pick].index);
+		else
+			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
 		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
 		nic->gid_index = -1;
+		memset(&nic->ip, 0, sizeof(nic->ip));
 		return 0;
 	}
 	if (forced >= 0) {

@@ -2,14 +2,18 @@
 /*
  * The real netlink edge over libnl-3 (the only file that speaks libnl).
  *
- * One short-lived socket per request keeps the ops thread-safe without locks; a
- * socket costs a few microseconds, far below one route lookup's budget.
+ * One route socket per process, shared under a lock (the engine is process-wide):
+ * a fresh socket per request cost a socket, bind and close for each of the route
+ * check's several requests, on both sides of every connection. A fork()ed child
+ * opens its own, and a request that fails locally (timeout, send or receive
+ * error) drops the socket, so that a late reply can never answer the next request.
  * NOTE: libnl's nl_syserr2nlerr() folds EHOSTUNREACH, ENETDOWN and others into
  * NLE_FAILURE, so the error callback keeps the kernel's own errno from
  * NLMSG_ERROR and libnl codes are mapped to errno only for local failures.
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <string.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -93,33 +97,82 @@ static int on_finish(struct nl_msg *msg, void *arg)
 	return NL_STOP;
 }
 
-/* Send @msg (consumed) and feed every reply to @parse. */
-static int nl_talk(struct nl_msg *msg, int (*parse)(struct nlmsghdr *, void *), void *arg)
+static pthread_mutex_t sk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nl_sock *sk_shared;   /* under sk_lock */
+static pid_t sk_pid;
+static unsigned long sk_opened;
+
+static void sk_drop(void)
 {
-	struct req r = { .parse = parse, .arg = arg };
-	struct nl_sock *sk;
-	struct nl_cb *cb;
+	if (sk_shared)
+		nl_socket_free(sk_shared);
+	sk_shared = NULL;
+}
+
+/* The shared socket, opened on first use (and in a fork()ed child). Under sk_lock. */
+static int sk_get(struct nl_sock **out)
+{
 	struct timeval tv = { .tv_sec = NL_TIMEOUT_MS / 1000,
 			      .tv_usec = (NL_TIMEOUT_MS % 1000) * 1000 };
+	struct nl_sock *sk;
 	int ret;
 
-	sk = nl_socket_alloc();
-	if (!sk) {
-		nlmsg_free(msg);
-		return -ENOMEM;
+	if (sk_shared && sk_pid == getpid()) {
+		*out = sk_shared;
+		return 0;
 	}
+	sk_drop(); /* a child's copy: close the fd, the parent keeps its own */
+	sk = nl_socket_alloc();
+	if (!sk)
+		return -ENOMEM;
 	ret = nl_connect(sk, NETLINK_ROUTE);
 	if (ret < 0) {
-		ret = nle_to_errno(ret);
-		goto out_sk;
+		nl_socket_free(sk);
+		return nle_to_errno(ret);
 	}
 	/* A dead kernel reply must not hang the caller. */
 	setsockopt(nl_socket_get_fd(sk), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	nl_socket_disable_auto_ack(sk);
+	sk_shared = sk;
+	sk_pid = getpid();
+	sk_opened++;
+	*out = sk;
+	return 0;
+}
+
+void rn_nl_close(void)
+{
+	pthread_mutex_lock(&sk_lock);
+	sk_drop();
+	pthread_mutex_unlock(&sk_lock);
+}
+
+unsigned long rn_nl_sockets_opened(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&sk_lock);
+	n = sk_opened;
+	pthread_mutex_unlock(&sk_lock);
+	return n;
+}
+
+/* Send @msg (consumed) and feed every reply to @parse. */
+static int nl_talk(struct nl_msg *msg, int (*parse)(struct nlmsghdr *, void *), void *arg)
+{
+	struct req r = { .parse = parse, .arg = arg };
+	struct nl_sock *sk = NULL;
+	struct nl_cb *cb;
+	int ret, local = 1;
+
+	pthread_mutex_lock(&sk_lock);
+	ret = sk_get(&sk);
+	if (ret)
+		goto out;
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!cb) {
 		ret = -ENOMEM;
-		goto out_sk;
+		goto out;
 	}
 	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &r);
 	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_finish, &r);
@@ -130,16 +183,21 @@ static int nl_talk(struct nl_msg *msg, int (*parse)(struct nlmsghdr *, void *), 
 		goto out_cb;
 	}
 	ret = nl_recvmsgs(sk, cb);
-	if (r.kerr)
-		ret = r.kerr;
-	else if (ret < 0)
+	if (r.kerr) {
+		ret = r.kerr; /* the kernel answered: the socket is in step */
+		local = 0;
+	} else if (ret < 0) {
 		ret = nle_to_errno(ret);
-	else
+	} else {
 		ret = r.perr;
+		local = 0;
+	}
 out_cb:
 	nl_cb_put(cb);
-out_sk:
-	nl_socket_free(sk);
+out:
+	if (ret && local)
+		sk_drop();
+	pthread_mutex_unlock(&sk_lock);
 	nlmsg_free(msg);
 	return ret;
 }

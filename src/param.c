@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "rn_compiler.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_param.h"
 
@@ -31,6 +32,9 @@ static const struct enum_name route_check_names[] = {
 	{ "off", RN_ROUTE_CHECK_OFF }, { NULL, 0 },
 };
 
+/* A string's syntax check: 0 when @v is good, else -EINVAL. */
+typedef int (*str_check_fn)(const char *v);
+
 struct param {
 	struct rn_param_desc d;
 	enum kind kind;
@@ -38,26 +42,79 @@ struct param {
 	int def;          /* K_INT, K_ENUM */
 	int min, max;     /* K_INT */
 	const struct enum_name *names; /* K_ENUM */
+	size_t size;      /* K_STR: the field's size */
+	str_check_fn check;            /* K_STR: NULL = anything */
+	const char *accepts;           /* K_STR: what the WARN says it takes */
 };
 
+#define FIELD_SIZE(f) sizeof(((struct rn_config *)0)->f)
 #define P_INT(n, f, dv, lo, hi, h) \
-	{ { n, #dv, h }, K_INT, offsetof(struct rn_config, f), dv, lo, hi, NULL }
-#define P_STR(n, f, h) { { n, "", h }, K_STR, offsetof(struct rn_config, f), 0, 0, 0, NULL }
+	{ { n, #dv, h }, K_INT, offsetof(struct rn_config, f), dv, lo, hi, NULL, 0, NULL, NULL }
+#define P_STR(n, f, h, chk, acc) \
+	{ { n, "", h }, K_STR, offsetof(struct rn_config, f), 0, 0, 0, NULL, FIELD_SIZE(f), chk, acc }
 #define P_ENUM(n, f, dv, dn, tbl, h) \
-	{ { n, dn, h }, K_ENUM, offsetof(struct rn_config, f), dv, 0, 0, tbl }
+	{ { n, dn, h }, K_ENUM, offsetof(struct rn_config, f), dv, 0, 0, tbl, 0, NULL, NULL }
+
+static int all_digits(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return n > 0 && n < 6;
+}
+
+/* [^][=]name[:port[:rail[:plane]]],... with every field but the name optional or empty. */
+static int check_hca(const char *v)
+{
+	if (*v == '^')
+		v++;
+	if (*v == '=')
+		v++;
+	for (;;) {
+		size_t len = strcspn(v, ","), nl = strcspn(v, ":,");
+		const char *f = v + nl;
+		int nfield = 0;
+
+		if (nl >= 64 || (!nl && len))
+			return -EINVAL; /* an impossible device name, or fields without one */
+		while (f < v + len) { /* at ':' */
+			size_t fl = strcspn(f + 1, ":,");
+
+			if (++nfield > 3 || (fl && !all_digits(f + 1, fl)))
+				return -EINVAL;
+			f += 1 + fl;
+		}
+		if (!v[len])
+			return 0;
+		v += len + 1;
+	}
+}
+
+static int check_cidr(const char *v)
+{
+	struct rn_ip net;
+	int len;
+
+	return rn_cidr_parse(v, &net, &len);
+}
 
 static const struct param params[] = {
 	P_STR("NCCL_IB_HCA", ib_hca,
-	      "devices to use: [^][=]name[:port],... (prefix match unless '=', '^' excludes)"),
+	      "devices to use: [^][=]name[:port[:rail[:plane]]],... (prefix match unless '=', "
+	      "'^' excludes)", check_hca,
+	      "a list [^][=]name[:port[:rail[:plane]]],... with numeric port, rail and plane"),
 	P_INT("NCCL_IB_GID_INDEX", gid_index, -1, -1, 65535,
 	      "force a GID index (-1: choose from the policy routing)"),
 	P_ENUM("NCCL_IB_ADDR_FAMILY", addr_family, AF_INET, "AF_INET", family_names,
 	       "address family of the GID: AF_INET or AF_INET6"),
-	P_STR("NCCL_IB_ADDR_RANGE", addr_range, "only GIDs whose address is in this CIDR"),
+	P_STR("NCCL_IB_ADDR_RANGE", addr_range, "only GIDs whose address is in this CIDR",
+	      check_cidr, "an address/prefix such as 198.18.0.0/15 or fd00::/64"),
 	P_INT("NCCL_IB_ROCE_VERSION_NUM", roce_version, 2, 1, 2, "RoCE version of the GID"),
 	P_INT("NCCL_IB_TC", tc, -1, -1, 255, "traffic class (-1: the communicator's, else 0)"),
 	P_INT("NCCL_IB_FIFO_TC", fifo_tc, -1, -1, 255, "traffic class of CTS writes (-1: TC)"),
-	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: 0)"),
+	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: the communicator's traffic class, else 0)"),
 	P_INT("NCCL_IB_TIMEOUT", timeout, 20, 1, 31, "QP ack timeout, 4.096 us * 2^t"),
 	P_INT("NCCL_IB_RETRY_CNT", retry_cnt, 7, 0, 7, "QP retry count"),
 	P_INT("NCCL_IB_QPS_PER_CONNECTION", qps_per_conn, 1, 1, 128, "data QPs per connection"),
@@ -68,14 +125,34 @@ static const struct param params[] = {
 	P_INT("NCCL_GDR_FLUSH_DISABLE", gdr_flush_disable, 0, 0, 1, "1: never flush GPU receives"),
 	P_INT("NCCL_NET_FORCE_FLUSH", force_flush, 0, 0, 1, "1: report forceFlush"),
 	P_STR("NCCL_SOCKET_IFNAME", socket_ifname,
-	      "interface for the TCP handshake (default: the RoCE NIC's own IP)"),
+	      "interface for the TCP handshake (default: the RoCE NIC's own IP)", NULL, NULL),
 	P_ENUM("NCCL_ROCE_ROUTE_CHECK", route_check, RN_ROUTE_CHECK_STRICT, "strict",
 	       route_check_names, "strict: refuse asymmetric paths; warn: log and go on; off"),
 	P_INT("NCCL_ROCE_NEIGH_TIMEOUT_MS", neigh_timeout_ms, 1000, 10, 60000,
 	      "how long a connection waits for ARP to resolve the peer"),
 	P_INT("NCCL_ROCE_CONNECT_TIMEOUT_MS", connect_timeout_ms, 30000, 100, 3600000,
 	      "how long a handshake may take before connect/accept fail"),
+	P_INT("NCCL_IB_DISABLE", ib_disable, 0, 0, 1, "1: offer no device, as NCCL's IB transport"),
+	P_INT("NCCL_IB_MQP_RETRY_ALL", mqp_retry_all, 0, 0, 1,
+	      "1: retry a failed QP state change on any error, not only ETIMEDOUT"),
+	P_INT("NCCL_IB_MQP_RETRY_CNT", mqp_retry_cnt, 34, 0, 1000,
+	      "retries of a QP state change that timed out"),
+	P_INT("NCCL_IB_MQP_RETRY_SLEEP_MSEC", mqp_retry_sleep_ms, 100, 0, 60000,
+	      "backoff step between those retries (the n-th waits n times this)"),
+	P_INT("NCCL_IB_MERGE_VFS", merge_vfs, 1, 0, 1,
+	      "1: report a virtual function at its NIC's PCI device, as another port"),
 };
+
+const struct rn_param_desc *rn_param_table(size_t *n)
+{
+	static struct rn_param_desc descs[RN_ARRAY_SIZE(params)];
+	size_t i;
+
+	for (i = 0; i < RN_ARRAY_SIZE(params); i++)
+		descs[i] = params[i].d;
+	*n = RN_ARRAY_SIZE(params);
+	return descs;
+}
 
 static int *int_field(struct rn_config *cfg, const struct param *p)
 {
@@ -119,9 +196,15 @@ static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
 
 	switch (p->kind) {
 	case K_STR:
-		if (strlen(v) >= RN_CFG_STR_MAX) {
-			rn_warn(RN_SUB_ENV, RN_PFX "%s is longer than %d characters; ignored",
-				p->d.name, RN_CFG_STR_MAX - 1);
+		if (strlen(v) >= p->size) {
+			rn_warn(RN_SUB_ENV, RN_PFX "%s is longer than %zu characters: it takes %s; "
+				"using the default (unset)", p->d.name, p->size - 1,
+				p->accepts ? p->accepts : "a shorter value");
+			return -EINVAL;
+		}
+		if (p->check && p->check(v)) {
+			rn_warn(RN_SUB_ENV, RN_PFX "%s='%s' is not valid: it takes %s; using the "
+				"default (unset)", p->d.name, v, p->accepts);
 			return -EINVAL;
 		}
 		strcpy(str_field(cfg, p), v);
@@ -171,6 +254,20 @@ int rn_config_load(struct rn_config *cfg)
 		if (v && *v && load_one(cfg, &params[i], v))
 			bad++;
 	}
+	if (cfg->addr_range[0]) {
+		struct rn_ip net;
+		int len;
+
+		/* a range of the other family would refuse every GID: the pair is the bad value */
+		if (!rn_cidr_parse(cfg->addr_range, &net, &len) && net.family != cfg->addr_family) {
+			rn_warn(RN_SUB_ENV, RN_PFX "NCCL_IB_ADDR_RANGE='%s' is not valid with "
+				"NCCL_IB_ADDR_FAMILY=%s: it takes a range of that family; using the "
+				"default (unset)", cfg->addr_range,
+				cfg->addr_family == AF_INET6 ? "AF_INET6" : "AF_INET");
+			cfg->addr_range[0] = '\0';
+			bad++;
+		}
+	}
 	return bad;
 }
 
@@ -182,7 +279,7 @@ int rn_config_format(const struct rn_config *cfg, char *buf, size_t len)
 	for (i = 0; i < RN_ARRAY_SIZE(params); i++) {
 		const struct param *p = &params[i];
 		const struct enum_name *e;
-		char val[RN_CFG_STR_MAX + 16];
+		char val[RN_HCA_STR_MAX + 16];
 		int x;
 
 		switch (p->kind) {
@@ -210,7 +307,7 @@ int rn_config_format(const struct rn_config *cfg, char *buf, size_t len)
 
 void rn_config_log(const struct rn_config *cfg)
 {
-	char buf[2048];
+	char buf[RN_HCA_STR_MAX + 2048];
 
 	rn_config_format(cfg, buf, sizeof(buf));
 	rn_info(RN_SUB_INIT | RN_SUB_ENV, RN_PFX "config %s", buf);

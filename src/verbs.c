@@ -77,6 +77,7 @@ static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	.poll_cq = real_poll_cq, \
 	.get_async_event = ibv_get_async_event, \
 	.ack_async_event = ibv_ack_async_event, \
+	.fork_init = ibv_fork_init, \
 }
 
 const struct rn_verbs_ops rn_verbs_real_ops = REAL_OPS;

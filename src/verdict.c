@@ -128,6 +128,13 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"nft insert rule inet filter input iifname {dev} udp dport 4791 accept",
 		"dev",
 	},
+	[RN_CAUSE_PEER_DIED] = {
+		"peer-died", RN_SEV_FATAL,
+		"peer {peer_host} ({peer_ip}) closed its connection: the peer process exited or "
+		"crashed",
+		"look at the log of the process on {peer_host}; its first error is the cause",
+		"peer_host peer_ip",
+	},
 	[RN_CAUSE_SHARED_L2] = {
 		"shared-l2", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}) is on one L2 segment with {l2_others} (they answer ARP probes "

@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -115,57 +117,101 @@ static const char *wr_kind_str(int kind)
 }
 
 /*
- * One WARN per comm: status, what the WR was, both ends, and the route diagnosis,
- * whole (a diagnosis too long for one log line follows on lines of its own).
+ * A peer process that dies closes its side channel and its QPs at the same moment
+ * (both are file descriptors of the exiting process), so the FIN may trail the NAK
+ * that failed our WR by a little: wait for it this long, once, on the error path.
+ */
+#define RN_PEER_GONE_GRACE_MS 200
+
+/* 1 when the peer has closed the OOB socket (its process exited or crashed). */
+static int peer_gone(const struct rn_comm *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->fd < 0)
+		return 0;
+	if (rn_oob_peer_alive(c->fd))
+		return 1;
+	/* nothing travels on the side channel after the handshake: readable means EOF/RST */
+	if (poll(&p, 1, RN_PEER_GONE_GRACE_MS) <= 0)
+		return 0;
+	return rn_oob_peer_alive(c->fd) != 0;
+}
+
+/* "[id]: message Fix: fix" of @f, appended to @v's "diag" after @sep. */
+static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding *f)
+{
+	char lb[32];
+	const char *fix = rn_finding_fix(f);
+
+	rn_vars_append(v, "diag", sep, "[%s]: %s%s%s", rn_cause_label(f->cause, lb, sizeof(lb)),
+		       rn_finding_msg(f), fix[0] ? " Fix: " : "", fix);
+}
+
+/*
+ * One WARN per comm: status, what the WR was, both ends, and the diagnosis, whole. A
+ * peer that closed its side channel explains any completion error, so that comes
+ * first. A diagnosis too long for one log line follows on lines of its own.
  */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], diag[400], pfx[256], lb[32];
-	struct rn_finding f = { 0 };
+	char lg[48], rg[48], pfx[256], pip[INET6_ADDRSTRLEN];
+	struct rn_finding f = { 0 }, path = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
 	char *line = NULL;
-	int ret, n;
+	int ret, gone, n, found = 0;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
 	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
-	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &f);
-	if (ret == 0)
-		snprintf(diag, sizeof(diag), "diagnosis [%s]:",
-			 rn_cause_label(f.cause, lb, sizeof(lb)));
-	else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-		char pip[INET6_ADDRSTRLEN];
+	gone = peer_gone(c);
+	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &path);
+	rn_vars_set(&v, "diag", "%s", "diagnosis");
+	if (gone) {
+		struct rn_vars pv = RN_VARS_INIT;
 
+		rn_conn_vars(&c->dev->nic, &c->peer, &pv);
+		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &pv);
+		rn_vars_free(&pv);
+		diag_add(&v, " ", &f);
+		/* the peer may have died of this very path: say what it shows, too */
+		if (ret == 0)
+			diag_add(&v, "; the path to it also shows ", &path);
+		found = 1;
+	} else if (ret == 0) {
+		diag_add(&v, " ", &path);
+		found = 1;
+	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		/* ARP and routes are right, yet nothing answered: what is left lies between
 		 * the NICs or on the peer, and the doctor's pair probe can tell which. */
-		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
-			 "healthy now; the peer process may have died, or something drops RoCE v2 "
-			 "(UDP 4791) between the NICs (a firewall on either host, the switch, an MTU "
-			 "black hole); check with: roce-doctor peer %s",
-			 rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
-	} else if (ret == -ENOENT)
-		snprintf(diag, sizeof(diag), "diagnosis: the route and neighbour to the peer look "
-			 "healthy now");
-	else
-		snprintf(diag, sizeof(diag), "diagnosis unavailable: %s", strerror(-ret));
+		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
+			    "healthy now; the peer process may have died, or something drops RoCE v2 "
+			    "(UDP 4791) between the NICs (a firewall on either host, the switch, an "
+			    "MTU black hole); check with: roce-doctor peer %s",
+			    rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
+	} else if (ret == -ENOENT) {
+		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
+			    "healthy now");
+	} else {
+		rn_vars_set(&v, "diag", "diagnosis unavailable: %s", strerror(-ret));
+	}
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
 	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s%s%s",
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s",
 		     c->peer_str, c->peer.host[0] ? c->peer.host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
 		     wc->vendor_err, wc->qp_num, rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
 		     rn_gid_str(&c->peer.gid, rg, sizeof(rg)), c->dev->nic.ibdev, c->dev->nic.port,
-		     diag, ret ? "" : " ", ret ? "" : rn_finding_msg(&f),
-		     ret || !rn_finding_fix(&f)[0] ? "" : " Fix: ",
-		     ret ? "" : rn_finding_fix(&f));
+		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable");
 	if (n < 0) {
 		line = NULL;
 		n = 0;
 	}
-	if (ret || (line && n <= 900)) {
+	if (!found || (line && n <= 900)) {
 		rn_warn(RN_SUB_NET, "%s", line ? line : RN_PFX "completion error (out of memory)");
 	} else {
-		/* the finding on lines of its own: whole, whatever its length */
+		/* the findings on lines of their own: whole, whatever their length */
 		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
 			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
 			c->peer.host[0] ? c->peer.host : "unknown host",
@@ -173,10 +219,15 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
 			c->dev->nic.ibdev, c->dev->nic.port);
 		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
-		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+		if (gone)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+		if (ret == 0)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &path);
 	}
 	free(line);
+	rn_vars_free(&v);
 	rn_finding_clear(&f);
+	rn_finding_clear(&path);
 }
 
 static int qp_index(const struct rn_comm *c, uint32_t qp_num)
@@ -309,12 +360,32 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->ev) {
-		ret = rn_events_dev_err(c->ev, c->dev->nic.port);
-		if (ret && !c->err) {
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: %s; comm with %s (%s) fails",
-				c->dev->nic.ibdev, c->dev->nic.port, ret == -ENETDOWN ?
-				"port went down" : "device fatal error", c->peer_str, c->peer.host);
-			comm_fail(c, ret);
+		uint64_t down = rn_events_port_down_ns(c->ev, c->dev->nic.port, now);
+
+		if (rn_events_dev_fatal(c->ev) && !c->err) {
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
+				"fails", c->dev->nic.ibdev, c->dev->nic.port, c->peer_str,
+				c->peer.host);
+			comm_fail(c, -EIO);
+		} else if (down > c->port_grace_ns && !c->err) {
+			struct rn_vars v = RN_VARS_INIT;
+			struct rn_finding f = { 0 };
+			char pfx[160];
+
+			/* a busy comm would have failed through its completions by now */
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
+				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
+				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
+				c->dev->nic.ibdev, c->dev->nic.port,
+				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
+				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host);
+			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			rn_vars_free(&v);
+			rn_finding_clear(&f);
+			comm_fail(c, -ENETDOWN);
 		}
 	}
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
@@ -334,9 +405,17 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			waiting = c->want_cts; /* no CTS will come from a closed peer */
 		}
 		if (waiting) {
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) closed its connection with work "
-				"pending: the peer process died or aborted", c->peer_str,
-				c->peer.host);
+			struct rn_vars v = RN_VARS_INIT;
+			struct rn_finding f = { 0 };
+			char pfx[256];
+
+			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+			snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending",
+				 c->peer_str);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			rn_vars_free(&v);
+			rn_finding_clear(&f);
 			comm_fail(c, -ECONNRESET);
 		}
 	}
@@ -683,9 +762,12 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	k = rc->tail;
 	req = &rc->reqs[k % RN_SLOTS];
 	if (req->type != RN_REQ_FREE) {
-		rn_warn(RN_SUB_NET, RN_PFX "more than %d receives in flight on the comm from %s",
-			RN_SLOTS, c->peer_str);
-		return -EINVAL;
+		/*
+		 * Every slot holds a receive NCCL has not test()ed to completion yet: that is
+		 * back-pressure, not misuse (as net_ib): no request now, success later.
+		 */
+		ret = rn_comm_progress(c);
+		return ret ? ret : 0;
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
@@ -863,6 +945,8 @@ int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off
 
 int rn_dereg_mr(void *comm, struct rn_mr *mr)
 {
+	if (!mr)
+		return 0; /* as net_ib: nothing registered, nothing to undo */
 	if (!comm)
 		return -EINVAL;
 	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);

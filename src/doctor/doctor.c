@@ -73,6 +73,9 @@ static void usage(FILE *f)
 		"                      serve: give up after S seconds without a client (default: never)\n"
 		"      --once          serve: exit after one client (status 0/1 as that session)\n"
 		"      --no-rdma       peer: skip the RDMA RC probe\n"
+		"      --prometheus    host: the verdicts as Prometheus metrics (text exposition)\n"
+		"      --textfile FILE host: the same metrics written atomically to FILE\n"
+		"                      (node-exporter's textfile collector: FILE ends in .prom)\n"
 		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       print the version\n"
@@ -142,6 +145,8 @@ void rn_doctor_clear_warn(void)
 	last_warn[0] = '\0';
 }
 
+/* roce-doctor-mpi links this file for the helpers above and has its own main. */
+#ifndef RN_DOCTOR_NO_MAIN
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -152,6 +157,8 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, 'o' },
 		{ "no-rdma", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "prometheus", no_argument, NULL, 'P' },
+		{ "textfile", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -198,6 +205,12 @@ int main(int argc, char **argv)
 		case 'v':
 			d->verbose++;
 			break;
+		case 'P':
+			d->prom = 1;
+			break;
+		case 'F':
+			d->textfile = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = RN_DOCTOR_OK;
@@ -235,6 +248,10 @@ int main(int argc, char **argv)
 			port_set ? "--port" : "--timeout");
 		goto out;
 	}
+	if ((d->prom || d->textfile) && (cmd->fn != rn_doctor_cmd_host || d->json)) {
+		fprintf(stderr, "roce-doctor: --prometheus and --textfile go with the host command, without --json; see --help\n");
+		goto out;
+	}
 
 	d->bad_env = rn_config_load(&d->cfg);
 	if (gethostname(d->hostname, sizeof(d->hostname) - 1))
@@ -250,3 +267,4 @@ out:
 	free(d);
 	return rc;
 }
+#endif /* RN_DOCTOR_NO_MAIN */

@@ -50,6 +50,8 @@ struct rn_doctor {
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	int prom;                    /* --prometheus: the host check as metrics on stdout */
+	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
@@ -94,6 +96,9 @@ struct rn_doctor_item {
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
+
+/* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
+int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
 
 /* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
 struct rn_json {
@@ -185,6 +190,8 @@ void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts
 /* Send one message (blocking, bounded by the socket's timeouts). 0 or -errno. */
 int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len);
 int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv);
+/* The INV payload of @inv into a malloc'ed @out (for other transports: MPI). 0 or -ENOMEM. */
+int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len);
 int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
 /*
  * Receive one message: 0, -EBADMSG (not ours / bad length), -EPROTO (other version),
@@ -217,6 +224,9 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
+/* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   struct rn_dw_checks *out, double *ms);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);
@@ -226,5 +236,16 @@ int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *w
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
 		    size_t len);
 void rn_probe_release(void);
+/* The server half in two steps, for callers that carry the handle themselves (the sweep). */
+struct rn_listen_comm;
+struct rn_probe_srv {
+	struct rn_listen_comm *lc;
+};
+/* Listen on NIC @nic; @handle gets RN_HANDLE_SIZE bytes. 0 or -errno (@why filled). */
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
+		    char *why, size_t len);
+/* Accept one connection, receive the ping, close the listener. 0 or -errno. */
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len);
+void rn_probe_srv_close(struct rn_probe_srv *srv);
 
 #endif /* RN_DOCTOR_H */

@@ -905,3 +905,10 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 	free(s);
 	return rc;
 }
+
+/* For the fleet sweep (doctor_mpi.c): the same checks, one host pair at a time. */
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   struct rn_dw_checks *out, double *ms)
+{
+	run_checks(d, remote, out, ms);
+}

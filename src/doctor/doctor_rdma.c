@@ -116,34 +116,41 @@ static int wait_done(struct rn_req *req, int *sizes, double deadline)
 	return ret;
 }
 
-int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
+		    char *why, size_t len)
 {
-	uint8_t hbuf[4 + RN_HANDLE_SIZE] = { 0 }, handle[RN_HANDLE_SIZE] = { 0 };
-	struct rn_listen_comm *lc = NULL;
+	struct rn_engine *eng;
+	int dev, ret;
+
+	why[0] = '\0';
+	memset(srv, 0, sizeof(*srv));
+	memset(handle, 0, RN_HANDLE_SIZE);
+	rn_doctor_clear_warn();
+	dev = eng_dev(d, nic, &eng, why, len);
+	if (dev < 0)
+		return dev;
+	ret = rn_listen(eng, dev, handle, &srv->lc);
+	if (ret)
+		err_why(ret, "listen", why, len);
+	return ret;
+}
+
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len)
+{
 	struct rn_recv_comm *rc = NULL;
 	struct rn_mr *mr = NULL;
 	struct rn_req *req = NULL;
-	struct rn_engine *eng;
 	double deadline = rn_doctor_now_ms() + timeout_ms;
 	char buf[PROBE_MSG] = { 0 };
 	void *data = buf;
 	size_t size = sizeof(buf);
-	int tag = PROBE_TAG, sizes = 0, dev, ret;
-	uint32_t be;
+	int tag = PROBE_TAG, sizes = 0, ret = 0;
 
 	why[0] = '\0';
-	rn_doctor_clear_warn();
-	dev = eng_dev(d, nic, &eng, why, len);
-	ret = dev < 0 ? dev : rn_listen(eng, dev, handle, &lc);
-	if (dev >= 0 && ret)
-		err_why(ret, "listen", why, len);
-	be = htonl((uint32_t)-ret);
-	memcpy(hbuf, &be, 4);
-	memcpy(hbuf + 4, handle, RN_HANDLE_SIZE);
-	if (rn_dw_send(fd, RN_DW_PROBE_HANDLE, hbuf, sizeof(hbuf)) || ret)
-		goto out;
+	if (!srv->lc)
+		return -EINVAL;
 	while (!rc && !ret) {
-		ret = rn_accept(lc, &rc);
+		ret = rn_accept(srv->lc, &rc);
 		if (!ret && !rc && expired(deadline))
 			ret = -ETIMEDOUT;
 		if (!rc && !ret)
@@ -177,9 +184,32 @@ out:
 		rn_dereg_mr(rc, mr);
 	if (rc)
 		rn_close_recv(rc);
-	if (lc)
-		rn_close_listen(lc);
+	rn_probe_srv_close(srv);
 	return ret;
+}
+
+void rn_probe_srv_close(struct rn_probe_srv *srv)
+{
+	if (srv->lc)
+		rn_close_listen(srv->lc);
+	srv->lc = NULL;
+}
+
+int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
+{
+	uint8_t hbuf[4 + RN_HANDLE_SIZE] = { 0 };
+	struct rn_probe_srv srv;
+	uint32_t be;
+	int ret;
+
+	ret = rn_probe_listen(d, nic, hbuf + 4, &srv, why, len);
+	be = htonl((uint32_t)-ret);
+	memcpy(hbuf, &be, 4);
+	if (rn_dw_send(fd, RN_DW_PROBE_HANDLE, hbuf, sizeof(hbuf)) || ret) {
+		rn_probe_srv_close(&srv);
+		return ret;
+	}
+	return rn_probe_accept_ping(&srv, timeout_ms, why, len);
 }
 
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int timeout_ms,

@@ -324,9 +324,9 @@ static int send_buf(int fd, uint16_t type, struct wbuf *b)
 	return ret;
 }
 
-int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
+static void put_inv(struct wbuf *bp, const struct rn_dw_inv *inv)
 {
-	struct wbuf b = { 0 };
+	struct wbuf b = *bp;
 	int i, k;
 
 	putstr(&b, inv->host, sizeof(inv->host));
@@ -353,7 +353,29 @@ int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
 		for (k = 0; k < n->nfindings; k++)
 			put_finding(&b, &n->findings[k]);
 	}
+	*bp = b;
+}
+
+int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
+{
+	struct wbuf b = { 0 };
+
+	put_inv(&b, inv);
 	return send_buf(fd, RN_DW_INV, &b);
+}
+
+int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len)
+{
+	struct wbuf b = { 0 };
+
+	put_inv(&b, inv);
+	if (b.err) {
+		free(b.p);
+		return b.err;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
 }
 
 static int bad(char *why, size_t len, const char *what)

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nccl_log.h"
 #include "tool_common.h"
 
 static int log_level = -1;
@@ -23,14 +24,8 @@ static char last_warn[1024];
 
 static ncclDebugLogLevel level_from_env(void)
 {
-	static const char *const names[] = { "NONE", "VERSION", "WARN", "INFO", "ABORT", "TRACE" };
-	const char *v = getenv("NCCL_DEBUG");
-	int i;
-
-	for (i = 0; v && i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (!strcasecmp(v, names[i]))
-			return (ncclDebugLogLevel)i;
-	return NCCL_LOG_WARN;
+	/* NCCL's names; unset shows WARNs (NCCL itself would show nothing) */
+	return nccl_log_parse_level(getenv("NCCL_DEBUG"), NCCL_LOG_WARN);
 }
 
 void tool_log_set_level(ncclDebugLogLevel level)
@@ -53,6 +48,7 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	long tid = (long)syscall(SYS_gettid);
 	char msg[2048];
 	va_list ap;
+	FILE *out;
 
 	if (level != NCCL_LOG_WARN && (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level()))
 		return;
@@ -63,14 +59,17 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	va_end(ap);
 	if (level == NCCL_LOG_WARN)
 		snprintf(last_warn, sizeof(last_warn), "%.*s", (int)sizeof(last_warn) - 1, msg);
-	if ((int)level > (int)tool_log_level())
+	/* NCCL's filter: level, NCCL_DEBUG_SUBSYS (WARNs too), NCCL_DEBUG_FILE */
+	if (!nccl_log_wanted(level, flags, tool_log_level()))
 		return;
+	out = nccl_log_stream(tool_log_level());
 	/* NCCL's format; WARN lines also name the file and line, as NCCL does */
 	if (level == NCCL_LOG_WARN)
-		printf("%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line, msg);
+		fprintf(out, "%s:%d:%ld [0] NCCL WARN %s:%d %s\n", host, getpid(), tid, file, line,
+			msg);
 	else
-		printf("%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
-	fflush(stdout);
+		fprintf(out, "%s:%d:%ld [0] NCCL %s %s\n", host, getpid(), tid, tag, msg);
+	fflush(out);
 }
 
 const char *tool_last_warn(void)

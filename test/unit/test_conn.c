@@ -18,6 +18,7 @@
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
+#include "rn_verbs.h"
 #include "rn_wire.h"
 
 static int setup(void **state)
@@ -100,6 +101,116 @@ static void tc_env_wins_and_retry_kept_on_real_nics(void **state)
 	assert_int_equal(a.rtr.ah_attr.sl, 2);
 	rn_close_send(sc);
 	rn_close_recv(rc);
+}
+
+/* NCCL_IB_SL unset: the SL follows the communicator's traffic class, as net_ib's. */
+static void sl_from_traffic_class(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	struct fake_wire_qp_attrs a;
+
+	assert_int_equal(fx_connect(f, 0, 1, 3, &sc, &rc), 0);
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.sl, 3);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 3);
+	fake_wire_qp_attrs(rc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.sl, 3); /* the receiver takes the sender's */
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	/* a class that is no SL (4 bits) leaves the SL at 0 */
+	assert_int_equal(fx_connect(f, 0, 1, 106, &sc, &rc), 0);
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.sl, 0);
+	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 106);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	/* no class (-1): 0 */
+	assert_int_equal(fx_connect(f, 0, 1, -1, &sc, &rc), 0);
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.rtr.ah_attr.sl, 0);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+}
+
+static int mqp_fail_left, mqp_fail_err, mqp_calls;
+static int (*mqp_real)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+
+static int mqp_flaky(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	mqp_calls++;
+	/* fail only the handshake's RTR changes, as a loaded firmware would */
+	if (attr->qp_state == IBV_QPS_RTR && mqp_fail_left > 0) {
+		mqp_fail_left--;
+		errno = mqp_fail_err;
+		return mqp_fail_err;
+	}
+	return mqp_real(qp, attr, mask);
+}
+
+static void mqp_install(int n, int err)
+{
+	struct rn_verbs_ops o = { 0 };
+
+	mqp_fail_left = n;
+	mqp_fail_err = err;
+	mqp_calls = 0;
+	mqp_real = rn_verbs.modify_qp;
+	o.modify_qp = mqp_flaky;
+	rn_verbs_set_ops(&o);
+}
+
+/* modify_qp timing out N times, then working: net_ib's retry gets the connection up. */
+static void modify_qp_etimedout_retried(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+	struct fake_wire_qp_attrs a;
+
+	assert_int_equal(f->eng.cfg.mqp_retry_cnt, 34); /* NCCL's defaults */
+	assert_int_equal(f->eng.cfg.mqp_retry_sleep_ms, 100);
+	assert_int_equal(f->eng.cfg.mqp_retry_all, 0);
+	f->eng.cfg.mqp_retry_sleep_ms = 1;
+	mqp_install(5, ETIMEDOUT);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
+	assert_int_equal(mqp_fail_left, 0);
+	/* INIT, RTR, RTS of 1 data QP per side + the flush QP, and the 5 failed tries */
+	assert_int_equal(mqp_calls, 3 * 3 + 5);
+	assert_true(fx_info_seen("NCCL_IB_MQP_RETRY_CNT"));
+	fake_wire_qp_attrs(sc->c.qps[0], &a);
+	assert_int_equal(a.state, IBV_QPS_RTS);
+	fake_wire_qp_attrs(rc->c.qps[0], &a);
+	assert_int_equal(a.state, IBV_QPS_RTS);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	rn_verbs.modify_qp = mqp_real;
+}
+
+/* Past NCCL_IB_MQP_RETRY_CNT, or another error without RETRY_ALL: the connect fails. */
+static void modify_qp_retry_bounded(void **state)
+{
+	struct fx *f = *state;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+
+	f->eng.cfg.mqp_retry_sleep_ms = 1;
+	f->eng.cfg.mqp_retry_cnt = 2;
+	mqp_install(1000, ETIMEDOUT);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -ETIMEDOUT);
+	rn_verbs.modify_qp = mqp_real;
+	mqp_install(1, EINVAL);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -EINVAL);
+	assert_int_equal(mqp_fail_left, 0);
+	rn_verbs.modify_qp = mqp_real;
+	/* NCCL_IB_MQP_RETRY_ALL=1 retries any error */
+	f->eng.cfg.mqp_retry_all = 1;
+	mqp_install(2, EINVAL);
+	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	rn_verbs.modify_qp = mqp_real;
 }
 
 static void refused_by_receiver(void **state)
@@ -443,6 +554,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(qp_attributes, setup, teardown),
 		cmocka_unit_test_setup_teardown(tc_env_wins_and_retry_kept_on_real_nics, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(sl_from_traffic_class, setup, teardown),
+		cmocka_unit_test_setup_teardown(modify_qp_etimedout_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(modify_qp_retry_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_by_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_by_sender, setup, teardown),
 		cmocka_unit_test_setup_teardown(newer_peer_cause_and_long_text, setup, teardown),

@@ -197,6 +197,71 @@ static void test_identity_pci_device(void **state)
 	assert_int_equal(d->ptr_support, RN_PTR_HOST);
 }
 
+/*
+ * A dual-port NIC seen as two PCI functions (mlx5_0, mlx5_1): NCCL is told one PCI
+ * device (function 0) with ports 1 and 2, as net_ib numbers them; another NIC keeps 1.
+ */
+static void test_dual_port_numbering(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_1", .nports = 1 },
+		{ .name = "mlx5_2", .nports = 1 },
+	};
+
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_pci("mlx5_1", "0000:3b:00.1");
+	fixture_sysfs_pci("mlx5_2", "0000:5e:00.0");
+	strcpy(cfg.ib_hca, "mlx5_0::3:1,mlx5_1::3:2,mlx5_2");
+	fake_verbs_install(fd, 3);
+	discover();
+	assert_int_equal(ndevs, 3);
+	assert_string_equal(devs[1]->pci_path, "/sys/devices/pci0000:00/0000:3b:00.1");
+	assert_string_equal(devs[0]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_string_equal(devs[1]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_int_equal(devs[0]->nccl_port, 1);
+	assert_int_equal(devs[1]->nccl_port, 2);
+	assert_int_equal(devs[2]->nccl_port, 1);
+	assert_int_equal(devs[0]->rail, 3);
+	assert_int_equal(devs[0]->plane, 1);
+	assert_int_equal(devs[1]->plane, 2);
+	assert_int_equal(devs[2]->rail, -1);
+}
+
+/* NCCL_IB_MERGE_VFS (default 1): VFs of a NIC are numbered as its further ports. */
+static void test_vf_numbering(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_4", .nports = 1 },
+	};
+
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_pci("mlx5_4", "0000:3b:00.3"); /* a VF */
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_string_equal(devs[1]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_int_equal(devs[1]->nccl_port, 2);
+}
+
+static void test_vf_numbering_unmerged(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_4", .nports = 1 },
+	};
+
+	cfg.merge_vfs = 0;
+	fixture_sysfs_pci("mlx5_0", "0000:3b:00.0");
+	fixture_sysfs_pci("mlx5_4", "0000:3b:01.0"); /* another device number: not merged */
+	fake_verbs_install(fd, 2);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_string_equal(devs[1]->nccl_pci_path, "/sys/devices/pci0000:00/0000:3b:01.0");
+	assert_int_equal(devs[1]->nccl_port, 1);
+}
+
 static void test_identity_rxe(void **state)
 {
 	static struct fake_dev fd[] = {
@@ -304,6 +369,24 @@ static void test_speed_table(void **state)
 	assert_int_equal(rn_port_speed_mbps(&pa), 80000);
 }
 
+/* XDR: a code only active_speed_ex holds, or (an older libibverbs) the kernel's rate. */
+static void test_speed_xdr(void **state)
+{
+	struct ibv_port_attr pa = { 0 };
+
+	assert_int_equal(rn_speed_code_mbps(0x100, 2), 800000); /* XDR x4 */
+	assert_int_equal(rn_speed_code_mbps(0x100, 16), 400000); /* XDR x2 */
+	assert_int_equal(rn_speed_code_mbps(0x80, 2), 400000);  /* NDR x4 */
+	pa.active_speed = 0; /* the 8-bit field cannot say XDR */
+	pa.active_width = 2;
+	fixture_sysfs_write("/sys/class/infiniband/mlx5_9/ports/1/rate", "800 Gb/sec (4X XDR)\n");
+	assert_int_equal(rn_dev_port_speed("mlx5_9", 1, &pa), 800000);
+	pa.active_speed = 64; /* a field that holds it wins */
+	assert_int_equal(rn_dev_port_speed("mlx5_9", 1, &pa), 200000);
+	pa.active_speed = 0; /* no rate file: the old answer */
+	assert_int_equal(rn_dev_port_speed("mlx5_8", 1, &pa), 10000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,12 +398,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hca_excludes_everything, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_rxe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dual_port_numbering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vf_numbering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vf_numbering_unmerged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_renamed_rxe_by_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ptr_support_probes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_open_skipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_max_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_releases_leftover_mrs, setup, teardown),
 		cmocka_unit_test(test_speed_table),
+		cmocka_unit_test_setup_teardown(test_speed_xdr, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,6 +62,11 @@ void rn_probe_release(void)
 {
 }
 
+int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
+{
+	return 0;
+}
+
 #define N 8
 #define UNKNOWN_CAUSE 999
 

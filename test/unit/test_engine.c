@@ -16,6 +16,7 @@
 #include "fixture_sysfs.h"
 #include "rn_dev.h"
 #include "rn_log.h"
+#include "rn_verbs.h"
 
 static char warns[8][1024];
 static int nwarn;
@@ -158,6 +159,67 @@ static void test_no_gid_never_offered(void **state)
 	rn_engine_put();
 }
 
+/* Every NIC without a GID: the summary names that, not the route check's remedies. */
+static void test_all_no_gid_names_the_gid(void **state)
+{
+	struct rn_engine *eng;
+
+	fake_verbs_install(two, 2);
+	double_path_plan[0] = (struct double_nic_plan){ "rxe0", 1, -1, RN_VERDICT_REFUSED,
+							RN_CAUSE_NO_GID };
+	double_path_plan[1] = (struct double_nic_plan){ "rxe1", 1, -1, RN_VERDICT_REFUSED,
+							RN_CAUSE_NO_GID };
+	assert_int_equal(rn_engine_get(&eng), -ENODEV);
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(warns[0], "no RoCE device: all 2 RoCE NICs refused: "
+					 "rxe0:1 - no-gid, rxe1:1 - no-gid"));
+	assert_null(strstr(warns[0], "route check"));
+	assert_null(strstr(warns[0], "roce-policy-routing"));
+	assert_int_equal(fake_verbs_live_objects(), 0);
+}
+
+static int fork_inits, fork_init_live;
+
+static int fork_init_stub(void)
+{
+	fork_inits++;
+	fork_init_live = fake_verbs_live_objects();
+	return 0;
+}
+
+/* ibv_fork_init() runs at init, before any verbs object exists (it fails after). */
+static void test_fork_init_first(void **state)
+{
+	struct rn_verbs_ops o = { .fork_init = fork_init_stub };
+	struct rn_engine *eng;
+
+	fake_verbs_install(two, 2);
+	rn_verbs_set_ops(&o);
+	fork_inits = 0;
+	fork_init_live = -1;
+	assert_int_equal(rn_engine_get(&eng), 0);
+	assert_int_equal(fork_inits, 1);
+	assert_int_equal(fork_init_live, 0);
+	rn_engine_put();
+}
+
+/* NCCL_IB_DISABLE=1: no device offered, nothing opened, as net_ib's init. */
+static void test_ib_disable(void **state)
+{
+	struct rn_engine *eng = (void *)1;
+
+	setenv("NCCL_IB_DISABLE", "1", 1);
+	fake_verbs_install(two, 2);
+	assert_int_equal(rn_engine_get(&eng), -ENODEV);
+	assert_null(eng);
+	assert_int_equal(double_path_snapshots, 0);
+	assert_int_equal(fake_verbs_live_objects(), 0);
+	assert_int_equal(nwarn, 0); /* asked for: not a warning */
+	unsetenv("NCCL_IB_DISABLE");
+	assert_int_equal(rn_engine_get(&eng), 0);
+	rn_engine_put();
+}
+
 static void test_snapshot_failure(void **state)
 {
 	struct rn_engine *eng;
@@ -238,6 +300,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_strict_all_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_keeps_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_gid_never_offered, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all_no_gid_names_the_gid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ib_disable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fork_init_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_assess_failure_drops_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_from_env, setup, teardown),

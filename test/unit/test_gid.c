@@ -10,6 +10,7 @@
 
 #include "fake_nl.h"
 #include "fake_verbs.h"
+#include "rn_log.h"
 #include "rn_verbs.h"
 
 /* the findings a test's NIC holds are released when it goes out of scope */
@@ -255,15 +256,59 @@ static void test_forced_index_agreeing_is_silent(void **state)
 	assert_int_equal(nic.gid_why, RN_GID_WHY_FORCED);
 }
 
-static void test_forced_empty_slot_is_no_gid(void **state)
+static int nwarn;
+static char last_warn[1024];
+
+static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		 const char *msg)
 {
+	if (level == RN_LOG_WARN) {
+		nwarn++;
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+	}
+}
+
+/* An index that names no GID (past the table, or an empty slot) is a bad value: WARN, auto. */
+static void test_forced_bad_index_defaults_to_auto(void **state)
+{
+	static const int bad[] = { 9, 999, 65535 };
 	struct rn_nic nic AUTO_NIC = { 0 };
+	size_t i;
 
 	gids(mlx5, 4);
-	cfg.gid_index = 9;
+	rn_log_set_sink(sink);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		nwarn = 0;
+		cfg.gid_index = bad[i];
+		renew(&nic, assess());
+		assert_int_equal(nic.gid_index, 3);
+		assert_false(has(&nic, RN_CAUSE_NO_GID));
+		assert_int_equal(nic.verdict, RN_VERDICT_OK);
+		assert_int_equal(nwarn, 1);
+		assert_non_null(strstr(last_warn, "NCCL_IB_GID_INDEX"));
+		assert_non_null(strstr(last_warn, "default"));
+	}
+	rn_log_set_sink(NULL);
+}
+
+/* A forced link-local GID (index 0 on RoCE) is refused at init, by name, with the fix. */
+static void test_forced_link_local_refused(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
+
+	gids(mlx5, 4);
+	cfg.gid_index = 0;
 	renew(&nic, assess());
-	assert_true(has(&nic, RN_CAUSE_NO_GID));
+	assert_int_equal(nic.gid_index, -1);
+	i = has(&nic, RN_CAUSE_NO_GID);
+	assert_true(i);
 	assert_int_equal(nic.verdict, RN_VERDICT_REFUSED);
+	assert_non_null(strstr(nic.findings[i - 1].msg, "NCCL_IB_GID_INDEX=0"));
+	assert_non_null(strstr(nic.findings[i - 1].msg, "link-local fe80::10"));
+	assert_non_null(strstr(nic.findings[i - 1].fix, "unset NCCL_IB_GID_INDEX"));
+	assert_non_null(strstr(nic.findings[i - 1].fix, "index 3"));
+	assert_null(strstr(nic.findings[i - 1].fix, "SOCKET_IFNAME"));
 }
 
 static void test_addr_range_filters(void **state)
@@ -308,7 +353,8 @@ int main(void)
 		cmocka_unit_test_setup(test_gid_on_other_netdev_skipped, setup),
 		cmocka_unit_test_setup(test_forced_index_mismatch_warns, setup),
 		cmocka_unit_test_setup(test_forced_index_agreeing_is_silent, setup),
-		cmocka_unit_test_setup(test_forced_empty_slot_is_no_gid, setup),
+		cmocka_unit_test_setup(test_forced_bad_index_defaults_to_auto, setup),
+		cmocka_unit_test_setup(test_forced_link_local_refused, setup),
 		cmocka_unit_test_setup(test_addr_range_filters, setup),
 		cmocka_unit_test_setup(test_link_local_only_never_chosen, setup),
 	};

@@ -5,6 +5,9 @@
  * namespaces cannot be created. Configuration is made with iproute2, which runs
  * in the same namespace as its parent.
  */
+#include <errno.h>
+#include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <linux/fib_rules.h>
 #include <linux/neighbour.h>
@@ -20,6 +24,7 @@
 #include <cmocka.h>
 
 #include "rn_host.h"
+#include "rn_nl.h"
 
 /* the findings a test's NIC holds are released when it goes out of scope */
 #define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
@@ -223,6 +228,57 @@ static void test_snapshot_and_nic_from_netdev(void **state)
 	rn_host_free(h);
 }
 
+static void *route_getter(void *arg)
+{
+	struct rn_ip dst, src;
+	struct rn_nl_route r;
+	int i, *fails = arg;
+
+	rn_ip_parse("198.18.0.20", &dst);
+	rn_ip_parse("198.18.0.2", &src);
+	for (i = 0; i < 200; i++)
+		if (rn_nl.route_get(&dst, &src, 0, &r) || r.table != 102)
+			(*fails)++;
+	return NULL;
+}
+
+/* One route socket for all requests, from any thread; a fork()ed child opens its own. */
+static void test_one_socket_shared(void **state)
+{
+	pthread_t th[4];
+	int fails[4] = { 0 }, i, status;
+	unsigned long before;
+	struct rn_nl_link l;
+	pid_t pid;
+
+	NEED_NS();
+	rn_nl_close();
+	before = rn_nl_sockets_opened();
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, route_getter, &fails[i]), 0);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(fails[i], 0);
+	}
+	assert_int_equal(rn_nl_sockets_opened() - before, 1); /* 800 requests, one socket */
+	/* a kernel error answer keeps the socket */
+	assert_int_equal(rn_nl.link_get(999999, &l), -ENODEV);
+	assert_int_equal(rn_nl.link_get(if_nametoindex("rnd0"), &l), 0);
+	assert_int_equal(rn_nl_sockets_opened() - before, 1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(rn_nl.link_get(if_nametoindex("rnd0"), &l) ||
+		      rn_nl_sockets_opened() - before != 2);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(rn_nl.link_get(if_nametoindex("rnd1"), &l), 0);
+	assert_int_equal(rn_nl_sockets_opened() - before, 1);
+	rn_nl_close();
+	assert_int_equal(rn_nl.link_get(if_nametoindex("rnd1"), &l), 0);
+	assert_int_equal(rn_nl_sockets_opened() - before, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_route_get),
 		cmocka_unit_test(test_neigh),
 		cmocka_unit_test(test_snapshot_and_nic_from_netdev),
+		cmocka_unit_test(test_one_socket_shared),
 	};
 
 	group_setup(NULL);

@@ -28,7 +28,9 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 static int setup(void **state)
 {
 	static const char *vars[] = { "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_FAMILY",
-				      "NCCL_IB_TIMEOUT", "NCCL_ROCE_ROUTE_CHECK", "NCCL_IB_TC" };
+				      "NCCL_IB_TIMEOUT", "NCCL_ROCE_ROUTE_CHECK", "NCCL_IB_TC",
+				      "NCCL_IB_ADDR_RANGE", "NCCL_IB_DISABLE",
+				      "NCCL_IB_MQP_RETRY_CNT" };
 	size_t i;
 
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -96,6 +98,76 @@ static void test_bad_values_warn_and_default(void **state)
 	assert_non_null(strstr(last_warn, "strict, warn, off"));
 }
 
+/* NCCL_IB_ADDR_RANGE: garbage, a bad prefix, the other family: each defaulted, one WARN. */
+static void test_addr_range_checked(void **state)
+{
+	static const char *bad[] = { "garbage", "/99", "198.18.0.0/99", "198.18.0.0/", "fd00::/64" };
+	struct rn_config c;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		nwarn = 0;
+		setenv("NCCL_IB_ADDR_RANGE", bad[i], 1);
+		assert_int_equal(rn_config_load(&c), 1);
+		assert_int_equal(nwarn, 1);
+		assert_string_equal(c.addr_range, "");
+		assert_non_null(strstr(last_warn, "NCCL_IB_ADDR_RANGE"));
+		assert_non_null(strstr(last_warn, "default"));
+	}
+	nwarn = 0;
+	setenv("NCCL_IB_ADDR_RANGE", "198.18.0.0/15", 1);
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_string_equal(c.addr_range, "198.18.0.0/15");
+	setenv("NCCL_IB_ADDR_FAMILY", "AF_INET6", 1);
+	setenv("NCCL_IB_ADDR_RANGE", "fd00::/64", 1);
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_string_equal(c.addr_range, "fd00::/64");
+	assert_int_equal(nwarn, 0);
+}
+
+/* NCCL_IB_HCA: a list far past 256 characters is kept whole; a malformed one defaulted. */
+static void test_hca_long_and_malformed(void **state)
+{
+	struct rn_config c;
+	char spec[3000] = "^";
+	int i;
+
+	for (i = 0; i < 150; i++)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%smlx5_%d:1",
+			 i ? "," : "", i);
+	assert_true(strlen(spec) > 1000);
+	setenv("NCCL_IB_HCA", spec, 1);
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_string_equal(c.ib_hca, spec);
+	setenv("NCCL_IB_HCA", "mlx5_0::3:1,mlx5_1:1", 1); /* NCCL 2.30 rail/plane */
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_int_equal(nwarn, 0);
+	setenv("NCCL_IB_HCA", "mlx5_0:one", 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_string_equal(c.ib_hca, "");
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(last_warn, "NCCL_IB_HCA"));
+	assert_non_null(strstr(last_warn, "name[:port[:rail[:plane]]]"));
+}
+
+/* The knobs net_ib has that we honour, at NCCL's defaults. */
+static void test_net_ib_knobs(void **state)
+{
+	struct rn_config c;
+
+	assert_int_equal(rn_config_load(&c), 0);
+	assert_int_equal(c.ib_disable, 0);
+	assert_int_equal(c.mqp_retry_all, 0);
+	assert_int_equal(c.mqp_retry_cnt, 34);
+	assert_int_equal(c.mqp_retry_sleep_ms, 100);
+	setenv("NCCL_IB_DISABLE", "1", 1);
+	setenv("NCCL_IB_MQP_RETRY_CNT", "-3", 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_int_equal(c.ib_disable, 1);
+	assert_int_equal(c.mqp_retry_cnt, 34);
+	assert_non_null(strstr(last_warn, "NCCL_IB_MQP_RETRY_CNT"));
+}
+
 static void test_format_lists_knobs(void **state)
 {
 	struct rn_config c;
@@ -116,6 +188,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_good_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_values_warn_and_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format_lists_knobs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_addr_range_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_long_and_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_net_ib_knobs, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

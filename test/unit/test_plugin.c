@@ -303,7 +303,10 @@ static void test_data_path_checks(void **state)
 	assert_int_equal(ncclNetPlugin_v12.test(NULL, &done, NULL), ncclInternalError);
 	assert_int_equal(ncclNetPlugin_v12.closeRecv(NULL), ncclInternalError);
 	assert_int_equal(ncclNetPlugin_v12.closeListen(NULL), ncclInternalError);
-	assert_int_equal(ncclNetPlugin_v12.deregMr(buf, NULL), ncclInternalError);
+	/* as net_ib: deregMr of a NULL handle is a success, whatever the comm */
+	assert_int_equal(ncclNetPlugin_v12.deregMr(buf, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.deregMr(NULL, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.deregMr(NULL, buf), ncclInternalError);
 	assert_int_equal(ncclNetPlugin_v12.regMr(buf, buf, 64, 0x8, &req), ncclInternalError);
 	assert_int_equal(double_net_calls, 0);
 
@@ -358,7 +361,8 @@ static void test_table_shapes(void **state)
 	assert_non_null(ncclNetPlugin_v11.finalize);
 	assert_non_null(ncclNetPlugin_v12.setNetAttr);
 	assert_non_null(ncclNetPlugin_v6.regMrDmaBuf);
-	assert_ptr_equal(ncclNetPlugin_v11.init, ncclNetPlugin_v12.init);
+	/* v11 has its own init only to log which table NCCL chose */
+	assert_non_null(ncclNetPlugin_v11.init);
 }
 
 /* Pre-v11 NCCL: init once per process, no ctx, no finalize. Runs last: it keeps its ref. */

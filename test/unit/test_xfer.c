@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -293,9 +295,10 @@ static void thirty_two_in_flight(void **state)
 			size_t sz = SZ;
 			int tag = 0;
 
-			/* the 33rd receive is NCCL breaking the contract */
-			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]),
-					 -EINVAL);
+			/* the 33rd receive is back-pressure (NCCL's contract): success, no request */
+			rreq[M] = (void *)1;
+			assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+			assert_null(rreq[M]);
 		}
 		for (i = 0; i < M; i++) {
 			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - i, i, smr, &sreq[i]), 0);
@@ -311,6 +314,36 @@ static void thirty_two_in_flight(void **state)
 		}
 		for (i = 0; i < M; i++)
 			assert_int_equal(fx_wait(sreq[i], &got), 0);
+	}
+	/* the 33rd, once a slot is free, is posted and carries data */
+	{
+		void *p = r;
+		size_t sz = SZ;
+		int tag = 5;
+
+		for (i = 0; i < M; i++) {
+			void *q = r + i * SZ;
+
+			assert_int_equal(rn_irecv(t->rc, 1, &q, &sz, &i, &rmr, &rreq[i]), 0);
+			assert_non_null(rreq[i]);
+		}
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+		assert_null(rreq[M]);
+		assert_int_equal(fx_isend(t->sc, s, SZ, 0, smr, &sreq[0]), 0);
+		assert_int_equal(fx_wait(rreq[0], &got), 0); /* slot 0 is free again */
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &rreq[M]), 0);
+		assert_non_null(rreq[M]);
+		for (i = 1; i < M; i++) {
+			assert_int_equal(fx_isend(t->sc, s + i * SZ, SZ, i, smr, &sreq[i]), 0);
+			assert_int_equal(fx_wait(rreq[i], &got), 0);
+		}
+		assert_int_equal(fx_isend(t->sc, s + 7, 100, tag, smr, &x), 0);
+		assert_int_equal(fx_wait(rreq[M], &got), 0);
+		assert_int_equal(got, 100);
+		assert_memory_equal(r, s + 7, 100);
+		for (i = 0; i < M; i++)
+			assert_int_equal(fx_wait(sreq[i], NULL), 0);
+		assert_int_equal(fx_wait(x, NULL), 0);
 	}
 	rn_dereg_mr(t->rc, rmr);
 	rn_dereg_mr(t->sc, smr);
@@ -533,28 +566,117 @@ static void async_qp_fatal(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
-static void async_port_down(void **state)
+static void push_port_event(struct rn_comm *c, enum ibv_event_type type)
+{
+	struct ibv_async_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = type;
+	ev.element.port_num = (uint8_t)c->dev->nic.port;
+	fake_wire_push_async(c->dev->ctx, &ev);
+}
+
+/* Poll @req for @ms, expecting no error and no completion (the link is down). */
+static void test_for_ms(struct rn_req *req, int ms)
+{
+	int i, done = 0;
+
+	for (i = 0; i < ms; i++) {
+		assert_int_equal(rn_test(req, &done, NULL), 0);
+		assert_int_equal(done, 0);
+		usleep(1000);
+	}
+}
+
+/*
+ * A link flap shorter than the QPs' retry budget fails nothing, idle or busy (net_ib
+ * only logs the event): PORT_ERR, the comms keep being tested, PORT_ACTIVE, then the
+ * pending receive completes and an idle comm on the same port still works.
+ */
+static void async_port_flap_within_budget(void **state)
 {
 	struct t *t = *state;
-	struct ibv_async_event ev;
+	struct rn_send_comm *sc2;
+	struct rn_recv_comm *rc2;
+	char r[64], s[64], r2[16], s2[16];
+	struct rn_mr *rmr, *smr, *rmr2, *smr2;
+	struct rn_req *req, *sreq;
+	int i, sizes[1];
+
+	/* a second, idle connection on the same devices */
+	assert_int_equal(fx_connect(&t->f, 0, 1, 0, &sc2, &rc2), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	req = post_recv(t, r, sizeof(r), rmr);
+	push_port_event(&t->rc->c, IBV_EVENT_PORT_ERR);
+	push_port_event(&t->sc->c, IBV_EVENT_PORT_ERR);
+	for (i = 0; i < 5000 && !rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port); i++)
+		usleep(1000); /* the watcher thread takes it */
+	assert_int_equal(rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port), -ENETDOWN);
+	test_for_ms(req, 300); /* several slow checks see the port down */
+	push_port_event(&t->rc->c, IBV_EVENT_PORT_ACTIVE);
+	push_port_event(&t->sc->c, IBV_EVENT_PORT_ACTIVE);
+	for (i = 0; i < 5000 && rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port); i++)
+		usleep(1000);
+	memset(s, 0x5a, sizeof(s));
+	assert_int_equal(fx_isend(t->sc, s, sizeof(s), 0, smr, &sreq), 0);
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	assert_int_equal(fx_wait(req, sizes), 0);
+	assert_int_equal(sizes[0], (int)sizeof(s));
+	assert_memory_equal(r, s, sizeof(s));
+	/* the idle comm was never failed either */
+	assert_int_equal(rn_reg_mr(rc2, r2, sizeof(r2), RN_PTR_HOST, &rmr2), 0);
+	assert_int_equal(rn_reg_mr(sc2, s2, sizeof(s2), RN_PTR_HOST, &smr2), 0);
+	{
+		void *p = r2;
+		size_t sz = sizeof(r2);
+		int tag = 0;
+
+		assert_int_equal(rn_irecv(rc2, 1, &p, &sz, &tag, &rmr2, &req), 0);
+	}
+	memset(s2, 0x33, sizeof(s2));
+	assert_int_equal(fx_isend(sc2, s2, sizeof(s2), 0, smr2, &sreq), 0);
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	assert_int_equal(fx_wait(req, NULL), 0);
+	assert_memory_equal(r2, s2, sizeof(s2));
+	rn_dereg_mr(t->rc, rmr);
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(rc2, rmr2);
+	rn_dereg_mr(sc2, smr2);
+	rn_close_send(sc2);
+	rn_close_recv(rc2);
+}
+
+/* A port that stays down past the retry budget fails even an idle comm, with a diagnosis. */
+static void async_port_stays_down(void **state)
+{
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
 	char r[64];
 	struct rn_mr *rmr;
 	struct rn_req *req;
+	size_t sz = sizeof(r);
+	void *p = r;
+	int tag = 0;
 
-	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
-	req = post_recv(t, r, sizeof(r), rmr);
-	memset(&ev, 0, sizeof(ev));
-	ev.event_type = IBV_EVENT_PORT_ERR;
-	ev.element.port_num = 1;
-	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
+	fx_setup(&f);
+	fake_path_set(NULL, NULL);
+	f.eng.cfg.timeout = 1; /* a budget of microseconds: the grace is its 1 s of slack */
+	f.eng.cfg.retry_cnt = 1;
+	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
+	assert_true(rc->c.port_grace_ns < 2000000000ull);
+	assert_int_equal(rn_reg_mr(rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(rc, 1, &p, &sz, &tag, &rmr, &req), 0);
+	fx_log_reset();
+	push_port_event(&rc->c, IBV_EVENT_PORT_ERR);
 	assert_int_equal(wait_error(req), -ENETDOWN);
-	/* the port comes back: the next comm on the device works */
-	ev.event_type = IBV_EVENT_PORT_ACTIVE;
-	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
-	for (int i = 0; i < 5000 && rn_events_dev_err(t->rc->c.ev, 1); i++)
-		usleep(1000); /* the watcher thread takes it */
-	assert_int_equal(rn_events_dev_err(t->rc->c.ev, 1), 0);
-	rn_dereg_mr(t->rc, rmr);
+	assert_true(fx_warn_seen("[link-down]"));
+	assert_true(fx_warn_seen("NCCL_IB_TIMEOUT=1"));
+	rn_dereg_mr(rc, rmr);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	assert_int_equal(fx_teardown(&f), 0);
 }
 
 static void peer_dies_while_receiving(void **state)
@@ -571,6 +693,123 @@ static void peer_dies_while_receiving(void **state)
 	assert_int_equal(wait_error(req), -ECONNRESET);
 	assert_non_null(strstr(fx_last_warn, "closed its connection"));
 	rn_dereg_mr(t->rc, rmr);
+}
+
+/*
+ * A fork after the comms exist (a DataLoader worker): the child gets no copy of the
+ * CTS FIFO (MADV_DONTFORK), so the parent's pages stay the NIC's, and the parent's
+ * transfers go on.
+ */
+static void fork_keeps_fifo_with_the_parent(void **state)
+{
+	struct t *t = *state;
+	char r[256], s[256];
+	struct rn_mr *rmr, *smr;
+	struct rn_req *rreq, *sreq;
+	int status, got;
+	pid_t pid;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		unsigned char v;
+		int bad = 0;
+
+		/* not mapped here at all: mincore() says ENOMEM for both control blocks */
+		bad |= mincore(t->sc->c.ctrl, t->sc->c.ctrl_len, &v) != -1 || errno != ENOMEM;
+		bad |= mincore(t->rc->c.ctrl, t->rc->c.ctrl_len, &v) != -1 || errno != ENOMEM;
+		_exit(bad);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	memset(s, 0x6b, sizeof(s));
+	rreq = post_recv(t, r, sizeof(r), rmr);
+	assert_int_equal(fx_isend(t->sc, s, sizeof(s), 0, smr, &sreq), 0);
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	assert_int_equal(fx_wait(rreq, &got), 0);
+	assert_int_equal(got, (int)sizeof(s));
+	assert_memory_equal(r, s, sizeof(s));
+	rn_dereg_mr(t->rc, rmr);
+	rn_dereg_mr(t->sc, smr);
+}
+
+/* The receiver's process died: the sender's completion error names that, not the route. */
+static void peer_died_named_on_completion_error(void **state)
+{
+	struct t *t = *state;
+	char sb[64], rb[64];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = sizeof(rb);
+	void *rp = rb;
+	int tag = 3, done, got, i, ret;
+
+	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	rn_dereg_mr(t->rc, rmr);
+	rn_close_recv(t->rc); /* the peer process is gone: its OOB socket closes */
+	t->rc = NULL;
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_REM_ACCESS_ERR, 0x88);
+	fx_log_reset();
+	sreq = NULL;
+	for (i = 0, ret = 0; i < 1000 && !sreq && !ret; i++)
+		ret = rn_isend(t->sc, sb, 10, tag, smr, &sreq);
+	assert_int_equal(ret, 0);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "status=REM_ACCESS_ERR"));
+	assert_non_null(strstr(fx_last_warn, "[peer-died]"));
+	assert_non_null(strstr(fx_last_warn, "testhost"));
+	assert_null(strstr(fx_last_warn, "look healthy"));
+	rn_dereg_mr(t->sc, smr);
+}
+
+/* A peer that died of a broken path: both are said, the death first. */
+static void peer_died_of_a_broken_path(void **state)
+{
+	struct t *t = *state;
+	struct fake_path_script ps = { 0 };
+	char sb[64], rb[64];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *sreq, *rreq;
+	size_t sz = sizeof(rb);
+	void *rp = rb;
+	int tag = 3, done, got, i, ret;
+	char *a, *b;
+
+	ps.diag_ret = 0;
+	ps.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	ps.diag.msg = (char *)"neighbour holds 52:54:00:00:02:02"; /* the fake copies it */
+	ps.diag.fix = (char *)"ip neigh flush";
+	fake_path_set("rxe0", &ps);
+	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	rn_dereg_mr(t->rc, rmr);
+	rn_close_recv(t->rc);
+	t->rc = NULL;
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0);
+	fx_log_reset();
+	sreq = NULL;
+	for (i = 0, ret = 0; i < 1000 && !sreq && !ret; i++)
+		ret = rn_isend(t->sc, sb, 10, tag, smr, &sreq);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	a = strstr(fx_last_warn, "[peer-died]");
+	b = strstr(fx_last_warn, "[neigh-wrong-mac]");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	rn_dereg_mr(t->sc, smr);
 }
 
 static void sender_waiting_for_dead_receiver(void **state)
@@ -779,9 +1018,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(flush_only_for_gpu_buffers, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_disabled, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(async_qp_fatal, setup, teardown),
-		cmocka_unit_test_setup_teardown(async_port_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_port_flap_within_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(async_port_stays_down, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
+		cmocka_unit_test_setup_teardown(fork_keeps_fifo_with_the_parent, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_died_of_a_broken_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_died_named_on_completion_error, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(large_write_is_not_a_stall, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),

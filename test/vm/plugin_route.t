@@ -62,9 +62,11 @@ body() {
 	[ $rc -eq 3 ] || t_fail "broken + strict: probe exit $rc, want 3 (no device)"
 	grep -q "NCCL WARN.*refused by the route check: .*arp-flux" <<<"$out" ||
 		t_fail "broken + strict: the refusal does not name arp-flux"
-	grep -q "NCCL WARN.*scripts/roce-policy-routing" <<<"$out" ||
+	grep -q "NCCL WARN.*\[arp-flux\]: .*; fix: sysctl -w " <<<"$out" ||
 		t_fail "broken + strict: the refusal does not give the fix"
-	t_ok "broken + strict: init offers no device, cause arp-flux, fix scripts/roce-policy-routing"
+	grep -q "NCCL WARN.*roce-policy-routing" <<<"$out" && ! grep -q "scripts/roce-policy" <<<"$out" ||
+		t_fail "broken + strict: the fix does not name the installed roce-policy-routing"
+	t_ok "broken + strict: init offers no device, cause arp-flux, its fix and roce-policy-routing"
 }
 
 bed_attempt body

@@ -1,0 +1,1050 @@
+// SPDX-License-Identifier: MIT
+/*
+ * roce-doctor-mpi: the doctor across a fleet, launched by the cluster's own launcher
+ *
+ *   mpirun -np N --map-by ppr:1:node roce-doctor-mpi [--json] [--svg FILE]
+ *   srun --mpi=pmix -N N --ntasks-per-node=1 roce-doctor-mpi
+ *
+ * One rank per host. Each takes its host's facts with the doctor's host check (the
+ * plugin's library), the facts travel with MPI collectives, then every pair of hosts
+ * meets once in N-1 rounds of disjoint pairs (doctor_sweep.c's tournament). A pair runs
+ * `peer`'s checks: the lower rank ("a") checks every NIC pair from its side (route,
+ * neighbour MAC, MTU), then "b" from its side plus ARP uniqueness, then "a"'s ARP
+ * uniqueness (one side at a time, as peer: ARP requests rewrite the entries being
+ * checked), then an RC ping through the plugin's transport for every RDMA NIC pair.
+ * Rank 0 gathers the pair results and reports.
+ *
+ * A dead or hung rank must not hang the sweep, and MPI cannot survive a dead rank:
+ * every wait is non-blocking with a deadline. A pair whose partner does not answer
+ * within --pair-timeout is recorded as such and the rank moves on; rank 0 names every
+ * host whose facts or results never came, prints what it has and ends the job with
+ * MPI_Abort (exit 2). Every rank tells rank 0 when its facts are ready (a small
+ * message), so a hang before the collective is named too.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "doctor_sweep.h"
+#include "rn_net.h"
+
+#define TAG_READY 1
+#define TAG_FINAL 2
+#define TAG_BYE 3           /* rank 0 -> all: 0 finalize, 1 the job is being aborted */
+#define TAG_PAIR 100       /* + round * 8 + step */
+#define PROBE_TIMEOUT_MS 6000
+#define WHY_LEN 160
+
+enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
+
+struct facts_hdr {
+	int32_t gather_err;
+	int32_t pad;
+	double gather_ms;
+};
+
+struct probe_req {
+	int32_t i, j;               /* a's NIC, b's NIC; i < 0: done */
+};
+
+struct probe_handle {
+	int32_t err;
+	uint8_t handle[RN_HANDLE_SIZE];
+};
+
+struct probe_result {
+	int32_t err;
+	char why[WHY_LEN];
+};
+
+/* The pair record as it travels to rank 0 (then cells, then finds). */
+struct pair_wire {
+	int32_t a, b, status, na, nb, nfind;
+	double ms;
+	char err[160];
+};
+
+struct ctx {
+	struct rn_doctor *d;
+	int rank, n;
+	int pair_timeout_s;
+	char (*names)[64];
+	struct rn_dw_inv **inv;     /* every host's facts (NULL: not received) */
+	struct rn_sweep_pair **mine;    /* pairs this rank led ("a"), one per round */
+	int nmine;
+	double round_max_ms;
+};
+
+static void die_usage(int rank, const char *what, const char *arg)
+{
+	if (!rank)
+		fprintf(stderr, "roce-doctor-mpi: %s '%s'; see --help\n", what, arg);
+}
+
+static void usage(void)
+{
+	printf("Usage: mpirun -np N --map-by ppr:1:node roce-doctor-mpi [options]\n"
+	       "       srun --mpi=pmix --ntasks-per-node=1 roce-doctor-mpi [options]\n"
+	       "\n"
+	       "Checks every pair of hosts of an MPI job for RoCE on several NICs in one subnet:\n"
+	       "each host's own check, then every pair of hosts in N-1 rounds of disjoint pairs,\n"
+	       "every NIC pair: route symmetry, neighbour MAC (ARP flux), ARP uniqueness, MTU and\n"
+	       "an RDMA RC ping through the plugin's transport. Rank 0 prints a per-host summary,\n"
+	       "the bad (host, NIC, host, NIC) pairs with cause ids and fixes, and a heat map.\n"
+	       "\n"
+	       "Options:\n"
+	       "  -j, --json            machine-readable report (schema roce-doctor-sweep/1)\n"
+	       "  -s, --svg FILE        also draw the heat map (hosts x NICs) as SVG\n"
+	       "  -J, --json-file FILE  also write the JSON report to FILE (text stays on stdout)\n"
+	       "  -T, --pair-timeout S  bound of one host pair's checks (default 60); a host that\n"
+	       "                        does not answer in time is named and left out\n"
+	       "  -n, --netdev LIST     check these netdevs on every host (as roce-doctor)\n"
+	       "      --no-rdma         skip the RDMA RC ping\n"
+	       "  -v, --verbose         the library's log lines, every fix\n"
+	       "  -h, --help, -V, --version\n"
+	       "\n"
+	       "Exit status (rank 0, so mpirun's): 0 all good, 1 problems found, 2 usage or system\n"
+	       "error or a host that did not answer.\n");
+}
+
+/* ---- waiting with a deadline ----------------------------------------------------------- */
+
+/* Complete @req by @deadline (ms), or cancel it: 0 or -ETIMEDOUT. */
+static int wait_req(MPI_Request *req, double deadline)
+{
+	int done = 0;
+
+	for (;;) {
+		MPI_Test(req, &done, MPI_STATUS_IGNORE);
+		if (done)
+			return 0;
+		if (rn_doctor_now_ms() > deadline)
+			break;
+		usleep(500);
+	}
+	MPI_Cancel(req);
+	MPI_Request_free(req);
+	return -ETIMEDOUT;
+}
+
+static int send_by(const void *buf, int len, int to, int tag, double deadline)
+{
+	MPI_Request req;
+
+	MPI_Isend(buf, len, MPI_BYTE, to, tag, MPI_COMM_WORLD, &req);
+	return wait_req(&req, deadline);
+}
+
+static int recv_by(void *buf, int len, int from, int tag, double deadline)
+{
+	MPI_Request req;
+
+	MPI_Irecv(buf, len, MPI_BYTE, from, tag, MPI_COMM_WORLD, &req);
+	return wait_req(&req, deadline);
+}
+
+/* A message of unknown size: *@out malloc'ed. */
+static int recv_any_by(void **out, int *len, int from, int tag, double deadline, int *src)
+{
+	MPI_Status st;
+	int flag = 0;
+
+	while (!flag) {
+		MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, &st);
+		if (flag)
+			break;
+		if (rn_doctor_now_ms() > deadline)
+			return -ETIMEDOUT;
+		usleep(500);
+	}
+	MPI_Get_count(&st, MPI_BYTE, len);
+	*out = malloc((size_t)(*len ? *len : 1));
+	if (!*out)
+		return -ENOMEM;
+	MPI_Recv(*out, *len, MPI_BYTE, st.MPI_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	if (src)
+		*src = st.MPI_SOURCE;
+	return 0;
+}
+
+static int tag_of(int round, int step)
+{
+	return TAG_PAIR + round * 8 + step;
+}
+
+/* ---- one host pair --------------------------------------------------------------------- */
+
+static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
+{
+	int k;
+
+	for (k = 0; k < p->nfindings; k++)
+		if (p->findings[k].sev >= RN_SEV_WARN && p->findings[k].sev + 1 > *sev) {
+			*cause = (uint8_t)p->findings[k].cause;
+			*sev = (uint8_t)(p->findings[k].sev + 1);
+		}
+	return *cause != 0;
+}
+
+static int add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f)
+{
+	struct rn_sweep_find *x = realloc(p->finds, (size_t)(p->nfind + 1) * sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	p->finds = x;
+	x = &p->finds[p->nfind++];
+	memset(x, 0, sizeof(*x));
+	x->i = (int16_t)i;
+	x->j = (int16_t)j;
+	x->by = (int16_t)by;
+	return rn_finding_copy(&x->f, f);
+}
+
+/* One side's checks into the cells: @by_b when @c holds b's checks (local = b's NIC). */
+static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs, int npairs,
+			 int by_b)
+{
+	int n, k;
+
+	for (n = 0; n < npairs; n++) {
+		const struct rn_dw_pair *q = &pairs[n];
+		int i = by_b ? q->remote : q->local, j = by_b ? q->local : q->remote;
+		struct rn_sweep_cell *c;
+
+		if (i < 0 || i >= p->na || j < 0 || j >= p->nb)
+			continue;
+		c = &p->cells[i * p->nb + j];
+		if (by_b) {
+			c->b_checked = q->status != 2;
+			worst_of(q, &c->b_cause, &c->b_sev);
+		} else {
+			c->a_checked = q->status != 2;
+			worst_of(q, &c->a_cause, &c->a_sev);
+		}
+		for (k = 0; k < q->nfindings; k++)
+			if (q->findings[k].sev >= RN_SEV_WARN)
+				add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
+	}
+	/* the severities are kept +1 so that "none" is 0; back to rn_severity */
+	for (n = 0; n < p->na * p->nb; n++) {
+		struct rn_sweep_cell *c = &p->cells[n];
+
+		if (!by_b && c->a_sev)
+			c->a_sev--;
+		if (by_b && c->b_sev)
+			c->b_sev--;
+	}
+}
+
+static int remote_rdma(const struct rn_dw_nic *n)
+{
+	return n->ibdev[0] && n->gid_index >= 0 && n->link_up;
+}
+
+static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j, int round,
+		      double deadline)
+{
+	struct rn_doctor *d = x->d;
+	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
+	struct probe_req rq = { i, j };
+	struct probe_handle hd;
+	struct probe_result res;
+	struct rn_finding f = { 0 };
+	char why[WHY_LEN] = "";
+	double t0 = rn_doctor_now_ms();
+	int ret, peer_ret = 0, tmo;
+
+	c->rdma = RN_SW_RDMA_ERROR;
+	if (send_by(&rq, sizeof(rq), b, tag_of(round, STEP_REQ), deadline) ||
+	    recv_by(&hd, sizeof(hd), b, tag_of(round, STEP_HANDLE), deadline)) {
+		char *msg = NULL;
+
+		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
+			msg = NULL;
+		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
+		free(msg);
+		c->rdma = RN_SW_RDMA_TIMEOUT;
+		add_find(p, i, j, RN_SW_BY_RDMA, &f);
+		rn_finding_clear(&f);
+		p->status = -ETIMEDOUT;
+		return;
+	}
+	if (hd.err) {
+		ret = 0;
+		peer_ret = -hd.err;
+		snprintf(why, sizeof(why), "no handle");
+	} else {
+		tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
+		ret = rn_probe_client(d, i, hd.handle, RN_MAX(tmo, 100), why, sizeof(why));
+	}
+	if (recv_by(&res, sizeof(res), b, tag_of(round, STEP_RESULT), deadline)) {
+		res.err = ETIMEDOUT;
+		snprintf(res.why, sizeof(res.why), "no result from %s", x->names[b]);
+		p->status = -ETIMEDOUT;
+	}
+	res.why[sizeof(res.why) - 1] = '\0';
+	if (!peer_ret)
+		peer_ret = -res.err;
+	c->rdma_us = (uint32_t)((rn_doctor_now_ms() - t0) * 1000);
+	if (!ret && !peer_ret) {
+		c->rdma = RN_SW_RDMA_OK;
+		return;
+	}
+	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
+	c->rdma = ret == -ETIMEDOUT || peer_ret == -ETIMEDOUT ? RN_SW_RDMA_TIMEOUT
+							      : RN_SW_RDMA_ERROR;
+	{
+		struct rn_peer_facts pf;
+		struct rn_finding diag = { 0 };
+		char *msg = NULL;
+
+		/* The plugin's own diagnosis after a failed connection. */
+		rn_dw_peer_facts(x->inv[b], j, &pf);
+		if (!rn_diagnose_peer(&d->nics[i].nic, &pf, &diag) && diag.cause) {
+			c->diag = (uint8_t)diag.cause;
+			rn_finding_move(&f, &diag);
+		}
+		rn_finding_clear(&diag);
+		/* the message is the probe's error, whole; the fix the diagnosis's */
+		if (asprintf(&msg, "%s%s%s", ret ? why : "",
+			     ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "",
+			     peer_ret ? res.why : "") < 0)
+			msg = NULL;
+		{
+			char *fix = strdup(rn_finding_fix(&f)); /* set releases f's own copy */
+
+			rn_finding_set(&f, f.cause, f.sev, msg ? msg : "probe failed",
+				       fix ? fix : "");
+			free(fix);
+		}
+		free(msg);
+	}
+	add_find(p, i, j, RN_SW_BY_RDMA, &f);
+	rn_finding_clear(&f);
+}
+
+/* The lower rank of a pair: leads the steps and keeps the record. */
+static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
+{
+	struct rn_doctor *d = x->d;
+	double t0 = rn_doctor_now_ms(), ms;
+	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	const struct rn_dw_inv *rb = x->inv[b];
+	void *theirs = NULL;
+	int go = 1, len = 0, i, j;
+
+	if (!p || !ours || !rb) {
+		free(ours);
+		if (p)
+			free(p);
+		return NULL;
+	}
+	p->a = x->rank;
+	p->b = b;
+	p->na = d->nnics;
+	p->nb = rb->nnics;
+	p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
+	if (!p->cells) {
+		free(ours);
+		rn_sweep_pair_free(p);
+		return NULL;
+	}
+	rn_doctor_pair_checks(d, rb, ours, &ms);
+	if (send_by(&go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
+	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
+		p->status = -ETIMEDOUT;
+		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
+			 x->names[b], round + 1, x->pair_timeout_s);
+		goto out;
+	}
+	rn_doctor_arp_unique(d, rb, ours);
+	merge_checks(p, ours->pairs, ours->npairs, 0);
+	merge_checks(p, theirs, len / (int)sizeof(struct rn_dw_pair), 1);
+	for (i = 0; i < p->na && !d->no_rdma && !p->status; i++)
+		for (j = 0; j < p->nb && !p->status; j++)
+			if (rn_probe_available(d, i) && remote_rdma(&rb->nics[j]) &&
+			    d->nics[i].nic.ip.family == rb->nics[j].ip.family)
+				probe_one(x, p, b, i, j, round, deadline);
+	if (p->status)
+		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
+			 x->names[b]);
+	else {
+		struct probe_req done = { -1, -1 };
+
+		send_by(&done, sizeof(done), b, tag_of(round, STEP_REQ), deadline);
+	}
+out:
+	p->ms = rn_doctor_now_ms() - t0;
+	free(theirs);
+	free(ours);
+	return p;
+}
+
+/* The higher rank: answers. */
+static void pair_b(struct ctx *x, int a, int round, double deadline)
+{
+	struct rn_doctor *d = x->d;
+	double ms;
+	struct rn_dw_checks *ours = malloc(sizeof(*ours));
+	const struct rn_dw_inv *ra = x->inv[a];
+	int go, n;
+
+	if (!ours || !ra || recv_by(&go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
+		if (ra)
+			fprintf(stderr, "roce-doctor-mpi: %s: %s did not start round %d in time\n",
+				d->hostname, x->names[a], round + 1);
+		free(ours);
+		return;
+	}
+	rn_doctor_pair_checks(d, ra, ours, &ms);
+	rn_doctor_arp_unique(d, ra, ours);
+	if (send_by(ours->pairs, (int)(ours->npairs * sizeof(ours->pairs[0])), a,
+		    tag_of(round, STEP_CHECKS), deadline)) {
+		free(ours);
+		return;
+	}
+	free(ours);
+	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
+		struct probe_req rq;
+		struct probe_handle hd = { 0 };
+		struct probe_result res = { 0 };
+		struct rn_probe_srv srv;
+		char why[WHY_LEN];
+		int ret;
+
+		if (recv_by(&rq, sizeof(rq), a, tag_of(round, STEP_REQ), deadline) || rq.i < 0)
+			return;
+		if (rq.j < 0 || rq.j >= d->nnics || !rn_probe_available(d, rq.j)) {
+			hd.err = ENODEV;
+			send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline);
+			res.err = ENODEV;
+			snprintf(res.why, sizeof(res.why), "no usable RDMA port here");
+			send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline);
+			continue;
+		}
+		ret = rn_probe_listen(d, rq.j, hd.handle, &srv, why, sizeof(why));
+		hd.err = -ret;
+		if (send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline)) {
+			rn_probe_srv_close(&srv);
+			return;
+		}
+		if (!ret)
+			ret = rn_probe_accept_ping(&srv, (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
+							deadline - rn_doctor_now_ms())), why, sizeof(why));
+		res.err = -ret;
+		snprintf(res.why, sizeof(res.why), "%s", ret ? why : "");
+		if (send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline))
+			return;
+	}
+}
+
+/* ---- facts ----------------------------------------------------------------------------- */
+
+/*
+ * Every host's facts to every host (Allgather of sizes, then Allgatherv), each with a
+ * deadline. Before that each rank tells rank 0 it is ready, so rank 0 can name a host
+ * that hangs in its own check. Returns 0, or -ETIMEDOUT (rank 0 has marked who).
+ */
+static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
+{
+	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
+	struct facts_hdr hdr = { gather_err, 0, gather_ms };
+	MPI_Request req, *ready = NULL;
+	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
+	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
+	char *mine = NULL, *all = NULL;
+	uint8_t *enc = NULL;
+	size_t elen = 0;
+	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
+
+	if (!inv || !lens || !displs)
+		goto out;
+	if (!gather_err && rn_dw_inv_from_doctor(x->d, inv))
+		goto out;
+	snprintf(inv->host, sizeof(inv->host), "%s", x->names[x->rank]);
+	/* the peer protocol's own encoding: findings travel whole, never as pointers */
+	if (rn_dw_encode_inv(inv, &enc, &elen))
+		goto out;
+	len = (int)(sizeof(hdr) + elen);
+	mine = malloc((size_t)len);
+	if (!mine)
+		goto out;
+	memcpy(mine, &hdr, sizeof(hdr));
+	memcpy(mine + sizeof(hdr), enc, elen);
+	if (x->rank) {
+		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
+	} else {
+		ready = calloc((size_t)x->n, sizeof(*ready));
+		flags = calloc((size_t)x->n, sizeof(int));
+		if (!ready || !flags)
+			goto out;
+		for (h = 1; h < x->n; h++)
+			MPI_Irecv(&flags[h], 1, MPI_INT, h, TAG_READY, MPI_COMM_WORLD, &ready[h]);
+		flags[0] = 1;
+		for (h = 1; h < x->n; h++)
+			if (wait_req(&ready[h], deadline))
+				flags[h] = 0;
+		ret = 0;
+		for (h = 0; h < x->n; h++)
+			if (!flags[h]) {
+				fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
+					x->names[h], h, x->pair_timeout_s);
+				ret = -ETIMEDOUT;
+			}
+		if (ret)
+			goto out;
+	}
+	ret = -ETIMEDOUT;
+	MPI_Iallgather(&len, 1, MPI_INT, lens, 1, MPI_INT, MPI_COMM_WORLD, &req);
+	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
+		goto out;
+	for (h = 0; h < x->n; h++) {
+		displs[h] = total;
+		total += lens[h];
+	}
+	all = malloc((size_t)total);
+	if (!all) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	MPI_Iallgatherv(mine, len, MPI_BYTE, all, lens, displs, MPI_BYTE, MPI_COMM_WORLD, &req);
+	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
+		goto out;
+	for (h = 0; h < x->n; h++) {
+		struct facts_hdr fh;
+		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
+		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
+		char why[128];
+
+		if (!hv || lens[h] < (int)sizeof(fh)) {
+			free(hv);
+			continue;
+		}
+		memcpy(&fh, all + displs[h], sizeof(fh));
+		m.len = (uint32_t)((size_t)lens[h] - sizeof(fh));
+		m.payload = (uint8_t *)all + displs[h] + sizeof(fh);
+		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
+			rn_dw_inv_clear(hv);
+			free(hv);
+			continue;
+		}
+		x->inv[h] = hv;
+		if (s) {
+			s->hosts[h].facts = 1;
+			s->hosts[h].gather_err = fh.gather_err;
+			s->hosts[h].gather_ms = fh.gather_ms;
+		}
+	}
+	ret = 0;
+out:
+	/* Rank 0 stopped at the ready messages: the hosts that sent one are not the culprits. */
+	if (s && flags && ret == -ETIMEDOUT)
+		for (h = 0; h < x->n; h++)
+			s->hosts[h].facts = s->hosts[h].results = flags[h];
+	free(flags);
+	free(ready);
+	free(all);
+	free(mine);
+	free(lens);
+	free(displs);
+	free(enc);
+	if (inv)
+		rn_dw_inv_clear(inv);
+	free(inv);
+	return ret;
+}
+
+/* ---- results to rank 0 ----------------------------------------------------------------- */
+
+/* A finding of a pair on the wire: its place, then the finding's texts whole. */
+struct find_wire {
+	int16_t i, j, by, pad;
+	int32_t cause, sev;
+	uint32_t lm, lf;
+};
+
+static size_t finds_size(const struct rn_sweep_pair *p)
+{
+	size_t n = 0;
+	int k;
+
+	for (k = 0; k < p->nfind; k++)
+		n += sizeof(struct find_wire) + strlen(rn_finding_msg(&p->finds[k].f)) +
+		     strlen(rn_finding_fix(&p->finds[k].f));
+	return n;
+}
+
+static char *pack_pairs(struct ctx *x, int *len)
+{
+	size_t n = 0, off = 0;
+	char *buf;
+	int k, q;
+
+	for (k = 0; k < x->nmine; k++) {
+		const struct rn_sweep_pair *p = x->mine[k];
+
+		n += sizeof(struct pair_wire) + (size_t)(p->na * p->nb) * sizeof(*p->cells) +
+		     finds_size(p);
+	}
+	buf = malloc(n ? n : 1);
+	if (!buf)
+		return NULL;
+	for (k = 0; k < x->nmine; k++) {
+		const struct rn_sweep_pair *p = x->mine[k];
+		struct pair_wire w = { p->a, p->b, p->status, p->na, p->nb, p->nfind, p->ms, "" };
+
+		snprintf(w.err, sizeof(w.err), "%s", p->err);
+		memcpy(buf + off, &w, sizeof(w));
+		off += sizeof(w);
+		memcpy(buf + off, p->cells, (size_t)(p->na * p->nb) * sizeof(*p->cells));
+		off += (size_t)(p->na * p->nb) * sizeof(*p->cells);
+		for (q = 0; q < p->nfind; q++) {
+			const struct rn_sweep_find *f = &p->finds[q];
+			const char *msg = rn_finding_msg(&f->f), *fix = rn_finding_fix(&f->f);
+			struct find_wire fw = { f->i, f->j, f->by, 0, (int32_t)f->f.cause,
+						(int32_t)f->f.sev, (uint32_t)strlen(msg),
+						(uint32_t)strlen(fix) };
+
+			memcpy(buf + off, &fw, sizeof(fw));
+			off += sizeof(fw);
+			memcpy(buf + off, msg, fw.lm);
+			off += fw.lm;
+			memcpy(buf + off, fix, fw.lf);
+			off += fw.lf;
+		}
+	}
+	*len = (int)n;
+	return buf;
+}
+
+static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct pair_wire) <= (size_t)len) {
+		struct pair_wire w;
+		struct rn_sweep_pair *p;
+		size_t nc, nf;
+		long k;
+
+		memcpy(&w, buf + off, sizeof(w));
+		off += sizeof(w);
+		if (w.a != from || w.b <= w.a || w.b >= s->n || w.na < 0 || w.nb < 0 ||
+		    w.na > RN_DOCTOR_MAX_NICS || w.nb > RN_DOCTOR_MAX_NICS || w.nfind < 0 ||
+		    w.nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
+			return -EBADMSG;
+		nc = (size_t)(w.na * w.nb);
+		nf = (size_t)w.nfind;
+		if (off + nc * sizeof(struct rn_sweep_cell) > (size_t)len)
+			return -EBADMSG;
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->a = w.a;
+		p->b = w.b;
+		p->status = w.status;
+		p->na = w.na;
+		p->nb = w.nb;
+		p->ms = w.ms;
+		memcpy(p->err, w.err, sizeof(p->err));
+		p->err[sizeof(p->err) - 1] = '\0';
+		p->cells = calloc(nc ? nc : 1, sizeof(*p->cells));
+		p->finds = calloc(nf ? nf : 1, sizeof(*p->finds));
+		if (!p->cells || !p->finds) {
+			rn_sweep_pair_free(p);
+			return -ENOMEM;
+		}
+		memcpy(p->cells, buf + off, nc * sizeof(*p->cells));
+		off += nc * sizeof(*p->cells);
+		for (; p->nfind < (int)nf; p->nfind++) {
+			struct rn_sweep_find *f = &p->finds[p->nfind];
+			struct find_wire fw;
+			char *msg, *fix;
+
+			if (off + sizeof(fw) > (size_t)len)
+				goto bad;
+			memcpy(&fw, buf + off, sizeof(fw));
+			off += sizeof(fw);
+			if (fw.lm > RN_DW_TEXT_MAX || fw.lf > RN_DW_TEXT_MAX ||
+			    off + fw.lm + fw.lf > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
+				goto bad;
+			msg = strndup(buf + off, fw.lm);
+			fix = strndup(buf + off + fw.lm, fw.lf);
+			off += fw.lm + fw.lf;
+			f->i = fw.i;
+			f->j = fw.j;
+			f->by = fw.by;
+			rn_finding_set(&f->f, (enum rn_cause)fw.cause, (enum rn_severity)fw.sev,
+				       msg ? msg : "", fix ? fix : "");
+			free(msg);
+			free(fix);
+		}
+		k = rn_sweep_pair_index(s->n, p->a, p->b);
+		rn_sweep_pair_free(s->pairs[k]);
+		s->pairs[k] = p;
+		continue;
+bad:
+		rn_sweep_pair_free(p);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* A rank whose partners all said it did not answer: no point waiting for it. */
+static int declared_hung(const struct rn_sweep *s, int h)
+{
+	long k, np = (long)s->n * (s->n - 1) / 2;
+	int said = 0;
+
+	for (k = 0; k < np; k++) {
+		const struct rn_sweep_pair *p = s->pairs[k];
+
+		if (p && p->b == h && p->status)
+			said++;
+	}
+	return said > 0;
+}
+
+static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
+{
+	int h, got = 1, waiting;
+
+	s->hosts[0].results = 1;
+	for (h = 0; h < x->nmine; h++) {
+		long k = rn_sweep_pair_index(s->n, x->mine[h]->a, x->mine[h]->b);
+
+		s->pairs[k] = x->mine[h];
+		x->mine[h] = NULL;
+	}
+	while (got < x->n) {
+		void *buf = NULL;
+		int len = 0, src = -1;
+
+		/* Stop early once every rank still out is one its partners found dead. */
+		for (h = 1, waiting = 0; h < x->n; h++)
+			waiting += !s->hosts[h].results && !declared_hung(s, h);
+		if (!waiting)
+			break;
+		if (recv_any_by(&buf, &len, MPI_ANY_SOURCE, TAG_FINAL, RN_MIN(deadline, rn_doctor_now_ms() + 1000), &src)) {
+			if (rn_doctor_now_ms() > deadline)
+				break;
+			continue;
+		}
+		if (src > 0 && src < x->n && !s->hosts[src].results) {
+			if (unpack_pairs(s, src, buf, len))
+				fprintf(stderr, "roce-doctor-mpi: malformed results from %s\n", x->names[src]);
+			s->hosts[src].results = 1;
+			got++;
+		}
+		free(buf);
+	}
+}
+
+/* The JSON report into @path, whole or not at all (a temporary renamed). */
+static int write_json(const char *path, const struct rn_sweep *s, int rc)
+{
+	char tmp[4096];
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	rn_sweep_json(f, s, rc);
+	if (fflush(f) || ferror(f))
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/*
+ * Fault injection for the tests: RN_SWEEP_TEST_HANG=<rank>:facts|rounds makes that rank
+ * stop answering (sleep until killed) before its host check or before the rounds, as a
+ * host stuck in the kernel would.
+ */
+static void test_hang(int rank, const char *phase)
+{
+	const char *e = getenv("RN_SWEEP_TEST_HANG"), *c = e ? strchr(e, ':') : NULL;
+
+	if (!c || atoi(e) != rank || strcmp(c + 1, phase))
+		return;
+	fprintf(stderr, "roce-doctor-mpi: rank %d hangs before its %s (RN_SWEEP_TEST_HANG)\n", rank,
+		phase);
+	for (;;)
+		pause();
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "svg", required_argument, NULL, 's' },
+		{ "json-file", required_argument, NULL, 'J' },
+		{ "pair-timeout", required_argument, NULL, 'T' },
+		{ "netdev", required_argument, NULL, 'n' },
+		{ "no-rdma", no_argument, NULL, 'R' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_doctor *d = calloc(1, sizeof(*d));
+	struct ctx x = { 0 };
+	struct rn_sweep s = { 0 };
+	const char *svg = NULL, *json_file = NULL;
+	double t0, tn, t1, t2, r0;
+	int c, rc = RN_DOCTOR_ERROR, r, gather_err = 0, quit = -1;
+	char *end;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &x.rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &x.n);
+	t0 = rn_doctor_now_ms();
+	if (!d) {
+		fprintf(stderr, "roce-doctor-mpi: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+	}
+	x.d = d;
+	x.pair_timeout_s = 60;
+	d->out = stdout;
+	d->port = RN_DOCTOR_PORT;
+	d->timeout_s = -1;
+	opterr = 0;
+	/* Every rank parses the same arguments, so all agree whether to stop. */
+	while (quit < 0 && (c = getopt_long(argc, argv, ":js:J:T:n:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			d->json = 1;
+			break;
+		case 's':
+			svg = optarg;
+			break;
+		case 'J':
+			json_file = optarg;
+			break;
+		case 'T':
+			errno = 0;
+			x.pair_timeout_s = (int)strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || x.pair_timeout_s < 1 ||
+			    x.pair_timeout_s > 3600) {
+				die_usage(x.rank, "--pair-timeout: not a number of seconds in 1..3600:", optarg);
+				quit = RN_DOCTOR_ERROR;
+			}
+			break;
+		case 'n':
+			d->netdevs = optarg;
+			break;
+		case 'R':
+			d->no_rdma = 1;
+			break;
+		case 'v':
+			d->verbose++;
+			break;
+		case 'h':
+			if (!x.rank)
+				usage();
+			quit = RN_DOCTOR_OK;
+			break;
+		case 'V':
+			if (!x.rank)
+				printf("roce-doctor-mpi %s (nccl-net-roce)\n", RN_DOCTOR_VERSION);
+			quit = RN_DOCTOR_OK;
+			break;
+		case ':':
+			die_usage(x.rank, "this option needs a value:", argv[optind - 1]);
+			quit = RN_DOCTOR_ERROR;
+			break;
+		default:
+			die_usage(x.rank, "unknown option", argv[optind - 1]);
+			quit = RN_DOCTOR_ERROR;
+			break;
+		}
+	}
+	if (quit < 0 && optind < argc) {
+		die_usage(x.rank, "unexpected argument", argv[optind]);
+		quit = RN_DOCTOR_ERROR;
+	}
+	if (quit >= 0) {
+		free(d);
+		MPI_Finalize();
+		return x.rank ? 0 : quit;
+	}
+
+	d->bad_env = rn_config_load(&d->cfg);
+	if (gethostname(d->hostname, sizeof(d->hostname) - 1))
+		snprintf(d->hostname, sizeof(d->hostname), "rank%d", x.rank);
+	rn_doctor_log_init(d->verbose);
+	x.names = calloc((size_t)x.n, sizeof(*x.names));
+	x.inv = calloc((size_t)x.n, sizeof(*x.inv));
+	x.mine = calloc((size_t)x.n, sizeof(*x.mine));
+	if (!x.names || !x.inv || !x.mine || (!x.rank && rn_sweep_init(&s, x.n))) {
+		fprintf(stderr, "roce-doctor-mpi: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+	}
+	/* Names first, while nothing can have hung yet: from here on a host is named. */
+	MPI_Allgather(d->hostname, 64, MPI_CHAR, x.names, 64, MPI_CHAR, MPI_COMM_WORLD);
+	tn = rn_doctor_now_ms();     /* every rank is up: the launch is behind us */
+	for (r = 0; r < x.n; r++) {
+		x.names[r][63] = '\0';
+		if (!x.rank)
+			snprintf(s.hosts[r].name, sizeof(s.hosts[r].name), "%s", x.names[r]);
+	}
+
+	test_hang(x.rank, "facts");
+	gather_err = rn_doctor_gather(d);
+	if (gather_err)
+		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n", d->hostname);
+	if (exchange_facts(&x, x.rank ? NULL : &s, gather_err, d->gather_ms)) {
+		if (x.rank) {
+			fprintf(stderr, "roce-doctor-mpi: %s: the facts exchange did not complete\n",
+				d->hostname);
+			MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+		}
+		s.aborted = 1;
+		s.pair_timeout_s = x.pair_timeout_s;
+		s.startup_ms = tn - t0;
+		s.facts_ms = rn_doctor_now_ms() - tn;
+		s.total_ms = rn_doctor_now_ms() - t0;
+		if (d->json)
+			rn_sweep_json(stdout, &s, RN_DOCTOR_ERROR);
+		else
+			rn_sweep_print(stdout, &s, d->verbose);
+		fflush(stdout);
+		fflush(stderr);
+		MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+	}
+	t1 = rn_doctor_now_ms();
+
+	test_hang(x.rank, "rounds");
+	/*
+	 * Round r ends --pair-timeout after round r-1's end, on every rank's clock (all left
+	 * the facts exchange together): a rank kept waiting by a hung partner starts the next
+	 * round with everyone else instead of making its next partner wait in turn.
+	 */
+	for (r = 0; r < rn_sweep_rounds(x.n); r++) {
+		int p = rn_sweep_partner(x.n, r, x.rank);
+		double round_end = t1 + (r + 1) * x.pair_timeout_s * 1000.0;
+
+		r0 = rn_doctor_now_ms();
+		if (p < 0)
+			continue;
+		if (x.rank < p) {
+			struct rn_sweep_pair *pr = pair_a(&x, p, r, round_end);
+
+			if (pr)
+				x.mine[x.nmine++] = pr;
+		} else {
+			pair_b(&x, p, r, round_end);
+		}
+		x.round_max_ms = RN_MAX(x.round_max_ms, rn_doctor_now_ms() - r0);
+	}
+	t2 = rn_doctor_now_ms();
+	rn_probe_release();
+
+	if (x.rank) {
+		int len = 0;
+		char *buf = pack_pairs(&x, &len);
+
+		/* rank 0 may still be in its last round: wait as long as a round */
+		int bye = 1;
+
+		if (buf)
+			send_by(buf, len, 0, TAG_FINAL,
+				rn_doctor_now_ms() + (x.pair_timeout_s + 10) * 1000.0 * 2);
+		free(buf);
+		/*
+		 * Finalize only when rank 0 says every rank made it: MPI_Finalize waits for all
+		 * ranks, and an abort while ranks sit in it can leave mpirun hanging.
+		 */
+		if (recv_by(&bye, sizeof(bye), 0, TAG_BYE, rn_doctor_now_ms() +
+			    x.pair_timeout_s * 1000.0 * (rn_sweep_rounds(x.n) + 2) + 10000))
+			MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+		if (bye)
+			for (;;)
+				pause();        /* rank 0's MPI_Abort ends us */
+		rc = RN_DOCTOR_OK;
+	} else {
+		/* Every rank's rounds end by the same deadline (see above). */
+		collect(&x, &s, t1 + x.pair_timeout_s * 1000.0 * rn_sweep_rounds(x.n) + 10000);
+		s.pair_timeout_s = x.pair_timeout_s;
+		s.no_rdma = d->no_rdma;
+		s.startup_ms = tn - t0;
+		s.facts_ms = t1 - tn;
+		s.rounds_ms = t2 - t1;
+		s.round_max_ms = x.round_max_ms;
+		s.total_ms = rn_doctor_now_ms() - t0;
+		for (r = 0; r < x.n; r++) {
+			s.hosts[r].inv = x.inv[r];
+			x.inv[r] = NULL;
+		}
+		rn_sweep_infer(&s);
+		rc = rn_sweep_exit(&s);
+		if (d->json)
+			rn_sweep_json(stdout, &s, rc);
+		else
+			rn_sweep_print(stdout, &s, d->verbose);
+		if (json_file) {
+			int ret = write_json(json_file, &s, rc);
+
+			if (ret) {
+				fprintf(stderr, "roce-doctor-mpi: --json-file %s: %s\n", json_file, strerror(-ret));
+				rc = RN_DOCTOR_ERROR;
+			}
+		}
+		if (svg) {
+			int ret = rn_sweep_svg(svg, &s);
+
+			if (ret) {
+				fprintf(stderr, "roce-doctor-mpi: --svg %s: %s\n", svg, strerror(-ret));
+				rc = RN_DOCTOR_ERROR;
+			}
+		}
+		fflush(stdout);
+		{
+			int bye = 0;
+
+			for (r = 0; r < x.n; r++)
+				bye |= !s.hosts[r].results;
+			for (r = 1; r < x.n; r++)
+				if (s.hosts[r].results)
+					send_by(&bye, sizeof(bye), r, TAG_BYE, rn_doctor_now_ms() + 5000);
+			if (bye) {
+				/* A hung rank can never finalize: end the job, with our status. */
+				fflush(stderr);
+				MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+			}
+		}
+		rn_sweep_free(&s);
+	}
+	for (r = 0; r < x.n; r++) {
+		if (x.inv[r])
+			rn_dw_inv_clear(x.inv[r]);
+		free(x.inv[r]);
+		rn_sweep_pair_free(x.mine[r]);
+	}
+	free(x.inv);
+	free(x.mine);
+	free(x.names);
+	rn_doctor_release(d);
+	free(d);
+	MPI_Finalize();
+	return rc;
+}

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `roce-doctor --prometheus` / `--textfile FILE`: the host check as Prometheus text
+ * exposition (format 0.0.4), so a fleet's monitoring alerts on a host that drifted (a
+ * reboot lost the rules, a NIC bounced). --textfile is for node-exporter's textfile
+ * collector: written to FILE.tmp.<pid> in the same directory, flushed, then renamed,
+ * so the collector never reads half a file. A host whose facts cannot be read still
+ * gets a file, with roce_doctor_up 0.
+ *
+ * Series: roce_doctor_up, roce_doctor_info{version,host}, roce_host_problems,
+ * roce_host_nics, roce_nic_verdict{netdev,ibdev,port} (0 ok, 1 warn, 2 refused,
+ * 3 error), roce_nic_link_up, roce_nic_mtu_bytes, roce_nic_finding{netdev,ibdev,port,
+ * cause,severity} 1 for every cause found (absent: not found), the check's duration
+ * and a timestamp.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctor.h"
+
+/* A label value: backslash, double quote and newline escaped (the format's rules). */
+static void label(FILE *f, const char *name, const char *val, int comma)
+{
+	fprintf(f, "%s%s=\"", comma ? "," : "", name);
+	for (; val && *val; val++) {
+		if (*val == '\\' || *val == '"')
+			fprintf(f, "\\%c", *val);
+		else if (*val == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*val, f);
+	}
+	fputc('"', f);
+}
+
+static void nic_labels(FILE *f, const char *name, const struct rn_doctor_nic *dn)
+{
+	char port[16];
+
+	snprintf(port, sizeof(port), "%d", dn->dev ? dn->nic.port : 0);
+	fprintf(f, "%s{", name);
+	label(f, "netdev", dn->nic.netdev, 0);
+	label(f, "ibdev", dn->dev ? dn->nic.ibdev : "", 1);
+	label(f, "port", dn->dev ? port : "", 1);
+}
+
+static void help(FILE *f, const char *name, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, text, name);
+}
+
+static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
+{
+	int i, k;
+
+	help(f, "roce_doctor_up", "1 when roce-doctor could read this host's links, rules and RDMA devices.");
+	fprintf(f, "roce_doctor_up %d\n", up);
+	help(f, "roce_doctor_info", "roce-doctor's version and the host it checked.");
+	fputs("roce_doctor_info{", f);
+	label(f, "version", RN_DOCTOR_VERSION, 0);
+	label(f, "host", d->hostname, 1);
+	fputs("} 1\n", f);
+	help(f, "roce_doctor_last_run_timestamp_seconds", "Unix time of this check.");
+	fprintf(f, "roce_doctor_last_run_timestamp_seconds %lld\n", (long long)time(NULL));
+	if (!up)
+		return;
+	help(f, "roce_doctor_check_duration_seconds", "How long the host check took.");
+	fprintf(f, "roce_doctor_check_duration_seconds %.6f\n", d->gather_ms / 1000);
+	help(f, "roce_host_problems", "1 when anything on this host needs fixing (roce-doctor exit 1).");
+	fprintf(f, "roce_host_problems %d\n", rc == RN_DOCTOR_PROBLEMS);
+	help(f, "roce_host_nics", "RoCE NICs checked.");
+	fprintf(f, "roce_host_nics %d\n", d->nnics);
+	help(f, "roce_nic_verdict", "The plugin's verdict on the NIC: 0 ok, 1 warn, 2 refused, 3 error (facts unreadable).");
+	for (i = 0; i < d->nnics; i++) {
+		nic_labels(f, "roce_nic_verdict", &d->nics[i]);
+		fprintf(f, "} %d\n", d->nics[i].err ? 3 : (int)d->nics[i].nic.verdict);
+	}
+	help(f, "roce_nic_link_up", "1 when the netdev (and its RDMA port) is up.");
+	for (i = 0; i < d->nnics; i++) {
+		nic_labels(f, "roce_nic_link_up", &d->nics[i]);
+		fprintf(f, "} %d\n", !!d->nics[i].nic.link_up);
+	}
+	help(f, "roce_nic_mtu_bytes", "The netdev's MTU.");
+	for (i = 0; i < d->nnics; i++) {
+		nic_labels(f, "roce_nic_mtu_bytes", &d->nics[i]);
+		fprintf(f, "} %d\n", d->nics[i].nic.mtu);
+	}
+	help(f, "roce_nic_finding", "1 for each cause (catalogue id) the host check found on the NIC; absent when not found.");
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_nic *nic = &d->nics[i].nic;
+
+		for (k = 0; k < nic->nfindings; k++) {
+			int dup = 0, m;
+
+			/* one series per cause: a cause found twice on a NIC is still one label set */
+			for (m = 0; m < k; m++)
+				dup |= nic->findings[m].cause == nic->findings[k].cause;
+			if (dup)
+				continue;
+			nic_labels(f, "roce_nic_finding", &d->nics[i]);
+			label(f, "cause", rn_cause_id(nic->findings[k].cause), 1);
+			label(f, "severity", rn_doctor_sev_str(nic->findings[k].sev), 1);
+			fputs("} 1\n", f);
+		}
+	}
+}
+
+int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
+{
+	int rc = gather_err ? RN_DOCTOR_ERROR :
+		 rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	char tmp[4096];
+	FILE *f;
+	int ret = 0;
+
+	if (!textfile) {
+		write_metrics(d->out, d, !gather_err, rc);
+		return fflush(d->out) ? RN_DOCTOR_ERROR : rc;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", textfile, (int)getpid()) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "roce-doctor: --textfile: path too long\n");
+		return RN_DOCTOR_ERROR;
+	}
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "roce-doctor: --textfile: cannot write %s: %s\n", tmp, strerror(errno));
+		return RN_DOCTOR_ERROR;
+	}
+	write_metrics(f, d, !gather_err, rc);
+	if (fflush(f) || ferror(f) || fsync(fileno(f)))
+		ret = -(errno ? errno : EIO);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, textfile))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		fprintf(stderr, "roce-doctor: --textfile %s: %s\n", textfile, strerror(-ret));
+		return RN_DOCTOR_ERROR;
+	}
+	return rc;
+}
