@@ -8,11 +8,14 @@
  *   roce-doctor peer <ip> [--port N]    pair checks against a `serve` on <ip>
  *   roce-doctor serve [--port N]        the other end of `peer`
  *
- * Exit: 0 all good, 1 problems found, 2 usage or system error.
+ * Exit (rn_cli.h, the tools' table): 0 no problem found, 1 problems found, 2 usage or
+ * system error, 3 no RDMA device to check. Options may come anywhere (getopt permutes).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,13 +82,18 @@ static void usage(FILE *f)
 		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       print the version\n"
+		"Options may come before or after the command. With --json, an error (exit 2)\n"
+		"prints {\"error\": {\"code\": 2, \"kind\": \"usage\"|\"system\", \"message\": \"...\"}}\n"
+		"on stdout. A report names the checks it could not run (\"skipped\") and never\n"
+		"says all good for them.\n"
 		"\n"
 		"Environment: the plugin's knobs (NCCL_IB_HCA, NCCL_IB_GID_INDEX, NCCL_IB_ADDR_FAMILY,\n"
 		"NCCL_IB_ADDR_RANGE, NCCL_IB_ROCE_VERSION_NUM, NCCL_ROCE_NEIGH_TIMEOUT_MS, ...) select and\n"
 		"judge NICs exactly as the plugin would; NCCL_ROCE_ROUTE_CHECK=off still checks.\n"
 		"The RDMA probe uses NCCL_IB_TIMEOUT=14 and NCCL_IB_RETRY_CNT=3 unless they are set.\n"
 		"\n"
-		"Exit status: 0 all good, 1 problems found, 2 usage or system error.\n",
+		"Exit status: 0 no problem found, 1 problems found, 2 usage or system error,\n"
+		"3 no RDMA device to check (and no --netdev).\n",
 		RN_DOCTOR_PORT, RN_DOCTOR_PORT);
 }
 
@@ -101,18 +109,55 @@ static const struct rn_doctor_cmd cmds[] = {
 	{ "serve", rn_doctor_cmd_serve },
 };
 
-static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	long v;
+#define PROG "roce-doctor"
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "roce-doctor: %s: '%s' is not a number in %d..%d\n", opt, s, lo, hi);
-		return -EINVAL;
-	}
-	*out = (int)v;
+int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, PROG ": %s\n", msg);
+	if (!d->err[0])
+		snprintf(d->err, sizeof(d->err), "%s", msg);
+	return RN_DOCTOR_ERROR;
+}
+
+static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi, int *out)
+{
+	if (rn_cli_int(s, lo, hi, out))
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: '%s' is not a number in %d..%d",
+				    opt, s, lo, hi);
+	return 0;
+}
+
+/* The words after the command: host and serve take none, peer one address (a command
+ * added later checks its own). */
+static int check_args(FILE *jerr, const struct rn_doctor_cmd *cmd, int nargs, char **args)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int want = cmd->fn == rn_doctor_cmd_peer, g;
+
+	if (cmd->fn != rn_doctor_cmd_host && cmd->fn != rn_doctor_cmd_peer &&
+	    cmd->fn != rn_doctor_cmd_serve)
+		return 0;
+
+	if (nargs < want)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "peer needs the other host's "
+				    "address (where `roce-doctor serve` runs)");
+	if (nargs > want)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "unexpected argument '%s' (%s "
+				    "takes %s)", args[want], cmd->name,
+				    want ? "one address" : "no arguments");
+	if (!want)
+		return 0;
+	g = getaddrinfo(args[0], NULL, &hints, &res);
+	if (g)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "peer: cannot resolve '%s': %s",
+				    args[0], gai_strerror(g));
+	freeaddrinfo(res);
 	return 0;
 }
 
@@ -163,16 +208,15 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	FILE *jerr = rn_cli_wants_json(argc, argv, 1) ? stdout : NULL;
 	struct rn_doctor *d;
 	const struct rn_doctor_cmd *cmd = &cmds[0];
-	int c, rc = RN_DOCTOR_ERROR, once_set = 0, port_set = 0, rdma_set = 0;
+	int c, rc = RN_DOCTOR_ERROR, once_set = 0, port_set = 0, rdma_set = 0, first;
 	size_t i;
 
 	d = calloc(1, sizeof(*d));
-	if (!d) {
-		fprintf(stderr, "roce-doctor: out of memory\n");
-		return RN_DOCTOR_ERROR;
-	}
+	if (!d)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "out of memory");
 	d->out = stdout;
 	d->port = RN_DOCTOR_PORT;
 	d->timeout_s = -1;
@@ -180,18 +224,22 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":n:jp:t:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
+			if (!*optarg) {
+				rn_cli_error(PROG, jerr, rc, "--netdev: empty list");
+				goto out;
+			}
 			d->netdevs = optarg;
 			break;
 		case 'j':
 			d->json = 1;
 			break;
 		case 'p':
-			if (parse_int("--port", optarg, 1, 65535, &d->port))
+			if (parse_int(jerr, "--port", optarg, 1, 65535, &d->port))
 				goto out;
 			port_set = 1;
 			break;
 		case 't':
-			if (parse_int("--timeout", optarg, 1, 86400, &d->timeout_s))
+			if (parse_int(jerr, "--timeout", optarg, 1, 86400, &d->timeout_s))
 				goto out;
 			break;
 		case 'o':
@@ -216,41 +264,50 @@ int main(int argc, char **argv)
 			rc = RN_DOCTOR_OK;
 			goto out;
 		case 'V':
-			printf("roce-doctor %s (nccl-net-roce)\n", RN_DOCTOR_VERSION);
-			rc = RN_DOCTOR_OK;
-			goto out;
-		case ':':
-			fprintf(stderr, "roce-doctor: option '%s' needs a value; see --help\n",
-				argv[optind - 1]);
+			rc = rn_cli_version(PROG);
 			goto out;
 		default:
-			fprintf(stderr, "roce-doctor: unknown option '%s'; see --help\n",
-				argv[optind - 1]);
+			rn_cli_bad_option(PROG, jerr, c, argv, optind, optopt);
 			goto out;
 		}
 	}
+	first = optind;
 	if (optind < argc) {
 		for (i = 0; i < RN_ARRAY_SIZE(cmds); i++)
 			if (!strcmp(argv[optind], cmds[i].name))
 				break;
 		if (i == RN_ARRAY_SIZE(cmds)) {
-			fprintf(stderr, "roce-doctor: unknown command '%s' (host, peer, serve); see --help\n",
-				argv[optind]);
+			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve)",
+				     argv[optind]);
 			goto out;
 		}
 		cmd = &cmds[i];
+		first++;
 	}
 	if ((once_set && cmd->fn != rn_doctor_cmd_serve) ||
 	    (rdma_set && cmd->fn != rn_doctor_cmd_peer) ||
 	    ((port_set || d->timeout_s > 0) && cmd->fn == rn_doctor_cmd_host)) {
-		fprintf(stderr, "roce-doctor: %s does not take %s; see --help\n", cmd->name,
-			once_set ? "--once" : rdma_set ? "--no-rdma" :
-			port_set ? "--port" : "--timeout");
+		rn_cli_error(PROG, jerr, rc, "%s does not take %s", cmd->name,
+			     once_set ? "--once" : rdma_set ? "--no-rdma" :
+			     port_set ? "--port" : "--timeout");
 		goto out;
 	}
 	if ((d->prom || d->textfile) && (cmd->fn != rn_doctor_cmd_host || d->json)) {
-		fprintf(stderr, "roce-doctor: --prometheus and --textfile go with the host command, without --json; see --help\n");
+		rn_cli_error(PROG, jerr, rc, "--prometheus and --textfile go with the host command, "
+			     "without --json");
 		goto out;
+	}
+	/* every word checked before any work (no netlink, no device, no socket) */
+	if (check_args(jerr, cmd, argc - first, argv + first))
+		goto out;
+	if (d->netdevs) {
+		char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE];
+
+		if (rn_doctor_netdev_list(d, d->netdevs, names, RN_DOCTOR_MAX_NICS) < 0) {
+			if (jerr)
+				rn_cli_json_error(jerr, rc, d->err);
+			goto out;
+		}
 	}
 
 	d->bad_env = rn_config_load(&d->cfg);
@@ -261,6 +318,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "roce-doctor: %d bad NCCL_* value%s in the environment (defaults used; -v shows which)\n",
 			d->bad_env, d->bad_env == 1 ? "" : "s");
 	rc = cmd->fn(d, argc - optind, argv + optind);
+	/* a report was printed unless the command failed (2): then the error object */
+	if (rc == RN_DOCTOR_ERROR && d->json)
+		rn_cli_json_error_kind(d->out, rc, "system", d->err[0] ? d->err : "failed (see stderr)");
 	rn_probe_release();
 	rn_doctor_release(d);
 out:

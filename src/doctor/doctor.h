@@ -7,22 +7,24 @@
 #ifndef RN_DOCTOR_H
 #define RN_DOCTOR_H
 
+#include <net/if.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rn_cli.h"
 #include "rn_dev.h"
 #include "rn_host.h"
 #include "rn_param.h"
 
-#ifndef RN_DOCTOR_VERSION
-#define RN_DOCTOR_VERSION "0.1.0"
-#endif
+#define RN_DOCTOR_VERSION RN_VERSION
 #define RN_DOCTOR_PORT 18515
 #define RN_DOCTOR_MAX_NICS 32
-/* Exit codes: all good, problems found, usage or system error. */
-#define RN_DOCTOR_OK 0
-#define RN_DOCTOR_PROBLEMS 1
-#define RN_DOCTOR_ERROR 2
+/* Exit codes, the tools' table (rn_cli.h): no problem found, problems found, usage or
+ * system error, no RDMA device (nothing to check). */
+#define RN_DOCTOR_OK RN_EXIT_OK
+#define RN_DOCTOR_PROBLEMS RN_EXIT_FAIL
+#define RN_DOCTOR_ERROR RN_EXIT_USAGE
+#define RN_DOCTOR_NODEV RN_EXIT_NODEV
 
 /* One NIC as the doctor shows it: the library's rn_nic plus what explains it. */
 struct rn_doctor_nic {
@@ -64,6 +66,7 @@ struct rn_doctor {
 	double gather_ms;            /* snapshot + discovery + every NIC verdict */
 	double snapshot_ms, discover_ms, verdict_ms;
 	FILE *out;
+	char err[512];               /* the first error (exit 2): --json reports it */
 };
 
 /* doctor.c */
@@ -75,8 +78,16 @@ const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len);
 void rn_doctor_log_init(int verbose);
 const char *rn_doctor_last_warn(void);
 void rn_doctor_clear_warn(void);
+/*
+ * An error that ends the command with exit 2: "roce-doctor: <msg>" on stderr, the message
+ * kept for --json's error object (main prints it). Returns RN_DOCTOR_ERROR.
+ */
+int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* doctor_host.c */
+/* Split --netdev's comma list; -EINVAL (message kept, see rn_doctor_err) on a bad name. */
+int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
+			  int max);
 /* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
 int rn_doctor_gather(struct rn_doctor *d);
 void rn_doctor_release(struct rn_doctor *d);

@@ -51,7 +51,8 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 }
 
 /* Split --netdev's comma list; -EINVAL with a message on an empty or overlong name. */
-static int netdev_list(const char *list, char names[][IF_NAMESIZE], int max)
+int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
+			  int max)
 {
 	const char *p = list;
 	int n = 0;
@@ -61,12 +62,12 @@ static int netdev_list(const char *list, char names[][IF_NAMESIZE], int max)
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 
 		if (!len || len >= IF_NAMESIZE) {
-			fprintf(stderr, "roce-doctor: --netdev: bad netdev name '%.*s' in '%s'\n",
-				(int)len, p, list);
+			rn_doctor_err(d, "--netdev: bad netdev name '%.*s' in '%s'", (int)len, p,
+				      list);
 			return -EINVAL;
 		}
 		if (n == max) {
-			fprintf(stderr, "roce-doctor: --netdev: more than %d netdevs\n", max);
+			rn_doctor_err(d, "--netdev: more than %d netdevs", max);
 			return -EINVAL;
 		}
 		memcpy(names[n], p, len);
@@ -92,8 +93,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 		cfg.route_check = RN_ROUTE_CHECK_WARN;
 	ret = rn_host_snapshot(&d->host);
 	if (ret) {
-		fprintf(stderr, "roce-doctor: cannot read links, addresses, rules and routes: %s\n",
-			strerror(-ret));
+		rn_doctor_err(d, "cannot read links, addresses, rules and routes: %s",
+			      strerror(-ret));
 		return ret;
 	}
 	d->snapshot_ms = rn_doctor_now_ms() - t0;
@@ -106,7 +107,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 		d->skipped_problem = nproblems > 0;
 
 	if (d->netdevs) {
-		n = netdev_list(d->netdevs, names, RN_DOCTOR_MAX_NICS);
+		n = rn_doctor_netdev_list(d, d->netdevs, names, RN_DOCTOR_MAX_NICS);
 		if (n < 0)
 			return n;
 		for (i = 0; i < n; i++) {
@@ -122,8 +123,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 					return ret;
 				dn->dev = d->devs[k];
 			} else if (rn_nic_from_netdev(d->host, names[i], &dn->nic)) {
-				fprintf(stderr, "roce-doctor: --netdev: no netdev '%s' on this host\n",
-					names[i]);
+				rn_doctor_err(d, "--netdev: no netdev '%s' on this host", names[i]);
 				return -ENODEV;
 			}
 			d->nnics++;
@@ -781,6 +781,14 @@ static void json_host(struct rn_doctor *d, int rc)
 	rn_json_int(&j, "verdict_us", (long long)(d->verdict_ms * 1000));
 	rn_json_int(&j, "exit", rc);
 	rn_json_close(&j, '}');
+	if (rc == RN_DOCTOR_NODEV) {
+		/* the tools' error object (rn_cli.h), beside the report that explains it */
+		rn_json_obj(&j, "error");
+		rn_json_int(&j, "code", rc);
+		rn_json_str(&j, "kind", rn_exit_kind(rc));
+		rn_json_str(&j, "message", "no RDMA device to check (name netdevs with --netdev)");
+		rn_json_close(&j, '}');
+	}
 	rn_json_end(&j);
 }
 
@@ -789,15 +797,16 @@ int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv)
 	int rc;
 
 	if (argc > 1) {
-		fprintf(stderr, "roce-doctor: host takes no arguments (got '%s'); see --help\n",
-			argv[1]);
-		return RN_DOCTOR_ERROR;
+		return rn_doctor_err(d, "host takes no arguments (got '%s'); try 'roce-doctor --help'",
+				     argv[1]);
 	}
 	if (d->prom || d->textfile)
 		return rn_doctor_prom(d, d->textfile, rn_doctor_gather(d));
 	if (rn_doctor_gather(d))
 		return RN_DOCTOR_ERROR;
 	rc = rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	if (!d->nnics && !d->netdevs)
+		rc = RN_DOCTOR_NODEV;
 	if (d->json)
 		json_host(d, rc);
 	else

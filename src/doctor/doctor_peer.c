@@ -59,6 +59,12 @@ struct session {
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	double check_ms;
 	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
+	/* Checks this side could not run: shown, and never counted as passed. */
+	int nskips;
+	struct {
+		const char *check;  /* "arp-probe", "rdma-probe" */
+		char why[160];
+	} skips[2];
 };
 
 /* Release what a session's findings own; the session is empty (zero) after. */
@@ -77,6 +83,21 @@ static void session_clear(struct session *s)
 		rn_finding_clear(&s->drops_remote[i]);
 	}
 	memset(s, 0, sizeof(*s));
+}
+
+static void skip(struct session *s, const char *check, const char *fmt, ...) __rn_printf(3, 4);
+
+static void skip(struct session *s, const char *check, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->nskips == (int)RN_ARRAY_SIZE(s->skips))
+		return;
+	s->skips[s->nskips].check = check;
+	va_start(ap, fmt);
+	vsnprintf(s->skips[s->nskips].why, sizeof(s->skips[0].why), fmt, ap);
+	va_end(ap);
+	s->nskips++;
 }
 
 /* ---- pair checks (both sides) ------------------------------------------------------- */
@@ -344,10 +365,16 @@ static void print_session(struct rn_doctor *d, const struct session *s, const ch
 
 	fprintf(f, "\n");
 	nf = print_all_findings(f, s, d->verbose);
-	fprintf(f, "verdict: %s (pair checks %.1f ms)\n",
-		session_problems(s) || nf ? "problems found: apply the fixes above on the host each names"
-					  : "all good",
-		s->check_ms);
+	for (i = 0; i < s->nskips; i++)
+		fprintf(f, "skipped: %s: %s\n", s->skips[i].check, s->skips[i].why);
+	if (session_problems(s) || nf)
+		fprintf(f, "verdict: problems found: apply the fixes above on the host each names");
+	else if (s->nskips)
+		fprintf(f, "verdict: no problems found; %d check%s skipped", s->nskips,
+			s->nskips == 1 ? "" : "s");
+	else
+		fprintf(f, "verdict: all good");
+	fprintf(f, " (pair checks %.1f ms)\n", s->check_ms);
 }
 
 static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pair *p)
@@ -473,11 +500,28 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 		rn_json_close(&j, '}');
 	}
 	rn_json_close(&j, ']');
+	rn_json_arr(&j, "skipped");
+	for (i = 0; i < s->nskips; i++) {
+		rn_json_obj(&j, NULL);
+		rn_json_str(&j, "check", s->skips[i].check);
+		rn_json_str(&j, "why", s->skips[i].why);
+		rn_json_close(&j, '}');
+	}
+	rn_json_close(&j, ']');
 	rn_json_obj(&j, "summary");
 	rn_json_int(&j, "arp_probed", s->arp_probed > 0 ? s->arp_probed : 0);
+	rn_json_int(&j, "checks_skipped", s->nskips);
 	rn_json_int(&j, "elapsed_us", (long long)(s->check_ms * 1000));
 	rn_json_int(&j, "exit", rc);
 	rn_json_close(&j, '}');
+	if (rc == RN_DOCTOR_NODEV) {
+		/* the tools' error object (rn_cli.h), beside the report that explains it */
+		rn_json_obj(&j, "error");
+		rn_json_int(&j, "code", rc);
+		rn_json_str(&j, "kind", rn_exit_kind(rc));
+		rn_json_str(&j, "message", "no NIC to check on one end (name netdevs with --netdev there)");
+		rn_json_close(&j, '}');
+	}
 	rn_json_end(&j);
 }
 
@@ -616,28 +660,30 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	struct rn_dw_msg m;
 	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
+	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0;
 	int tmo = d->timeout_s > 0 ? d->timeout_s : IO_TIMEOUT_S;
 
-	if (argc < 2) {
-		fprintf(stderr, "roce-doctor: peer needs the other host's address (where `roce-doctor serve` runs)\n");
-		return RN_DOCTOR_ERROR;
-	}
-	if (argc > 2) {
-		fprintf(stderr, "roce-doctor: peer takes one address, got '%s' too; see --help\n",
-			argv[2]);
-		return RN_DOCTOR_ERROR;
-	}
+	if (argc != 2)
+		return rn_doctor_err(d, "peer takes one address; try 'roce-doctor --help'");
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		fprintf(stderr, "roce-doctor: out of memory\n");
-		return RN_DOCTOR_ERROR;
-	}
+	if (!s)
+		return rn_doctor_err(d, "out of memory");
 	if (rn_doctor_gather(d))
 		goto out;
+	if (!d->nnics) {
+		/* nothing of ours to pair: say so before bothering the other host */
+		snprintf(why, sizeof(why), "no RDMA device on this host%s%.200s (use --netdev to name "
+			 "netdevs without RDMA)", d->skipped[0] ? ": " : "", d->skipped);
+		fprintf(stderr, "roce-doctor: %s\n", why);
+		rc = RN_DOCTOR_NODEV;
+		if (d->json)
+			rn_cli_json_error(d->out, rc, why);
+		goto out;
+	}
 	rn_dw_inv_from_doctor(d, &s->local);
 	ret = rn_dw_connect(argv[1], d->port, tmo, &fd, why, sizeof(why));
 	if (ret) {
-		fprintf(stderr, "roce-doctor: %s\n", why);
+		rn_doctor_err(d, "%s", why);
 		goto out;
 	}
 	/* Room for the server's pair checks (its neighbour timeout) and a probe. */
@@ -652,8 +698,8 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		fprintf(stderr, "roce-doctor: %s: %s%s\n", argv[1], why,
-			ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
+		rn_doctor_err(d, "%s: %s%s", argv[1], why,
+			      ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
 		goto out;
 	}
 	run_checks(d, &s->remote, &s->ours, &s->check_ms);
@@ -667,29 +713,51 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		fprintf(stderr, "roce-doctor: %s: %s\n", argv[1], why);
+		rn_doctor_err(d, "%s: %s", argv[1], why);
 		goto out;
 	}
 	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
+	if (s->arp_probed == -EPERM)
+		skip(s, "arp-probe", "needs CAP_NET_RAW (run as root): who answers ARP for "
+		     "each address (ARP flux) was not asked");
+	else if (s->arp_probed < 0)
+		skip(s, "arp-probe", "%s", strerror(-s->arp_probed));
 	for (i = 0; i < d->nnics && !d->no_rdma; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
-			if (!rn_probe_available(d, i) || !remote_rdma(&s->remote.nics[j]) ||
-			    s->local.nics[i].ip.family != s->remote.nics[j].ip.family)
+			if (s->local.nics[i].ip.family != s->remote.nics[j].ip.family)
 				continue;
+			pairs++;
+			if (!rn_probe_available(d, i))
+				continue;
+			local_rdma = 1;
+			if (!remote_rdma(&s->remote.nics[j]))
+				continue;
+			remote_any = 1;
 			ret = probe_pair(d, fd, s, i, j, why, sizeof(why));
 			if (ret) {
-				fprintf(stderr, "roce-doctor: %s: RDMA probe: %s\n", argv[1], why);
+				rn_doctor_err(d, "%s: RDMA probe: %s", argv[1], why);
 				goto out;
 			}
+			probed++;
 		}
 	}
+	for (j = 0; j < s->remote.nnics; j++)
+		remote_any |= remote_rdma(&s->remote.nics[j]);
+	if (d->no_rdma)
+		skip(s, "rdma-probe", "--no-rdma: the RC ping over each pair was not sent");
+	else if (!probed)
+		skip(s, "rdma-probe", "no RDMA device on %s: the RC ping was not sent",
+		     !local_rdma ? "this host" : !remote_any ? s->remote.host : "both ends of any pair");
+	else if (probed < pairs)
+		skip(s, "rdma-probe", "%d of %d pairs have no RDMA port at one end: not pinged",
+		     pairs - probed, pairs);
 	rn_dw_send(fd, RN_DW_DONE, NULL, 0);
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {
 		fprintf(stderr, "roce-doctor: no NIC to check on %s (use --netdev there to name netdevs without RDMA)\n",
 			!s->local.nnics ? "this host" : s->remote.host);
-		rc = RN_DOCTOR_PROBLEMS;
+		rc = RN_DOCTOR_NODEV;
 	}
 	for (i = 0; i < s->local.nnics && rc == RN_DOCTOR_OK; i++)
 		if (s->local.nics[i].nfindings)
@@ -815,10 +883,11 @@ static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char 
 	}
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
 	rn_probe_release();
-	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side",
+	slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
 	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
 	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
-	     problems == 1 ? "" : "s");
+	     problems == 1 ? "" : "s",
+	     s->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "");
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
 }
 

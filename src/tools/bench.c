@@ -9,10 +9,16 @@
  * message of the TCP side channel (-p PORT), which also carries the plugin's handles.
  * bw: one-way, client -> server, with a window of isends/irecvs in flight (NCCL's
  * pattern). lat: ping-pong over two connections (one per direction), half the round trip.
- * Every wait is bounded (--timeout): a dead peer or a stuck transfer is an error.
+ * conn: -n connections set up one after the other, the time of each from the first
+ * connect/accept call to the established comm (what a job's init pays per peer).
+ * Polling is busy, as perftest's and NCCL's proxy thread (--nap-us to sleep instead).
+ * The server opens its device before it waits, waits for one client (forever, or
+ * --timeout S), and prints the same table as the client: the client sends it each row.
+ * Every other wait is bounded: a dead peer or a stuck transfer is an error.
+ * --json / --csv put the results (only) on stdout; the table then goes to stderr.
  *
- * Exit: 0 done; 1 the plugin failed or refused (its reason is printed); 2 usage;
- * 3 the plugin offers no device.
+ * Exit (rn_cli.h): 0 done; 1 the plugin failed or refused (its reason is printed);
+ * 2 usage; 3 the plugin offers no device.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,16 +31,34 @@
 #include <unistd.h>
 
 #include "netplug.h"
+#include "rn_cli.h"
 #include "tool_common.h"
 
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
-#define EXIT_NODEV 3
+#define PROG "nccl-net-bench"
+#define EXIT_FAILED RN_EXIT_FAIL
+#define EXIT_USAGE RN_EXIT_USAGE
+#define EXIT_NODEV RN_EXIT_NODEV
 #define MAX_SIZES 32
+#define MAX_CONN_TEST 1024         /* -t conn -n N: N at most */
 #define BUF_CAP ((size_t)32 << 20) /* buffer bytes per side, at most (one message at least) */
-#define CFG_MAGIC 0x726e6263u      /* "rnbc" */
+#define CFG_MAGIC 0x726e6232u      /* "rnb2" */
+#define ROW_MAGIC 0x726e6272u      /* "rnbr" */
 #define MIN_SIZE_ALL ((size_t)4 << 10)
 #define MAX_SIZE_ALL ((size_t)64 << 20)
+
+enum bench_test { TEST_BW, TEST_LAT, TEST_CONN };
+
+static const char *const test_names[] = { "bw", "lat", "conn" };
+
+/* One row of the result table; the client sends each of its rows to the server. */
+struct wire_row {
+	uint32_t magic, ok;       /* ok 0: the client found the data wrong; no figures */
+	uint32_t test, side;      /* conn: 0 connect (client), 1 accept (server) */
+	uint64_t bytes, iters;    /* conn: iters = connections */
+	uint32_t window, nap_us, checked, pad;
+	double v[8];              /* bw: Gb/s, Mpps; lat: min max typical avg stdev p99 p99.9
+				   * (us); conn: total min avg p50 max (ms) */
+};
 
 struct bench {
 	const char *plugin;
@@ -43,12 +67,20 @@ struct bench {
 	size_t sizes[MAX_SIZES];
 	int nsizes;
 	int size_given;
-	long iters;           /* 0: by size */
-	int lat;
+	long iters;           /* 0: by size; conn: connections */
+	int test;             /* enum bench_test */
+	int lat;              /* test == TEST_LAT */
 	int check;
 	int window;
 	int nap_us;
-	int timeout_ms;
+	int timeout_ms;       /* bound on every wait but the server's for its client */
+	int wait_ms;          /* the server's wait for a client, -1 forever */
+	int json, csv;
+	FILE *mout;           /* --json/--csv: the real stdout; the rest goes to stderr */
+	char dev_name[64];
+	char plugin_name[64]; /* copied: the table's string goes away with dlclose */
+	struct wire_row rows[MAX_SIZES + 2];
+	int nrows;
 	struct netplug np;
 	void *ctx;
 	int inited;
@@ -57,7 +89,7 @@ struct bench {
 
 /* What the client tells the server. */
 struct wire_cfg {
-	uint32_t magic, lat, check, window;
+	uint32_t magic, test, check, window;
 	uint64_t iters, nsizes;
 	uint64_t sizes[MAX_SIZES];
 };
@@ -82,11 +114,35 @@ static void say(const char *fmt, ...)
 	fflush(stdout);
 }
 
+/* The first error of the run: the root cause, what --json reports. */
+static char first_err[512];
+
+static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (!first_err[0]) {
+		va_list aq;
+
+		va_copy(aq, ap);
+		vsnprintf(first_err, sizeof(first_err), fmt, aq);
+		va_end(aq);
+	}
+	fputs("nccl-net-bench: ", stdout);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
 static void plugin_error(const char *what, ncclResult_t res)
 {
 	const char *w = tool_last_warn();
 
-	say("%s: %s%s%s", what, netplug_result_str(res), *w ? ": " : "", w);
+	err("%s: %s%s%s", what, netplug_result_str(res), *w ? ": " : "", w);
 }
 
 /* ---- data: a pattern per message and a checksum of what really moved ---- */
@@ -115,27 +171,30 @@ static int bench_start(struct bench *b)
 			snprintf(alt, sizeof(alt), "%s/libnccl-net-%s.so", exe, b->plugin);
 		}
 		if (!alt[0] || netplug_open(&b->np, alt, 12, tool_logger)) {
-			say("could not load a net plugin from '%s'%s%s", b->plugin,
+			err("could not load a net plugin from '%s'%s%s", b->plugin,
 			    alt[0] ? " nor " : "", alt);
 			return EXIT_FAILED;
 		}
 	}
+	snprintf(b->plugin_name, sizeof(b->plugin_name), "%s", b->np.name ? b->np.name : "?");
 	res = netplug_init(&b->np, &b->ctx, 0xbe4c0000ull, -1, tool_logger);
 	b->inited = 1;
 	if (res != ncclSuccess) {
 		plugin_error("init", res);
-		say("the plugin offers no device");
+		err("the plugin offers no device");
 		return EXIT_NODEV;
 	}
 	res = netplug_devices(&b->np, &ndev);
 	if (res != ncclSuccess || ndev < 1) {
 		plugin_error("devices", res);
-		say("the plugin offers no device");
+		err("the plugin offers no device");
 		return EXIT_NODEV;
 	}
-	if (netplug_get_properties(&b->np, 0, &p) == ncclSuccess)
+	if (netplug_get_properties(&b->np, 0, &p) == ncclSuccess) {
+		snprintf(b->dev_name, sizeof(b->dev_name), "%s", p.name ? p.name : "?");
 		say("plugin %s (v%d), device 0 of %d: %s port %d, %d Mb/s", b->np.name,
-		    b->np.version, ndev, p.name ? p.name : "?", p.port, p.speed);
+		    b->np.version, ndev, b->dev_name, p.port, p.speed);
+	}
 	return 0;
 }
 
@@ -178,13 +237,13 @@ static int connect_both(struct bench *b, void *send_handle, void **sc, void *lc,
 				goto refused;
 		}
 		if (((send_handle && !*sc) || (lc && !*rc)) && expired(deadline)) {
-			say("connection not established within %d ms", b->timeout_ms);
+			err("connection not established within %d ms", b->timeout_ms);
 			return -1;
 		}
 	}
 	return 0;
 refused:
-	say("connection refused by the plugin: %s",
+	err("connection refused by the plugin: %s",
 	    *tool_last_warn() ? tool_last_warn() : netplug_result_str(res));
 	return -1;
 }
@@ -301,7 +360,7 @@ static double bw_phase(struct bw_side *x, size_t size, long count, uint64_t id0)
 		if (progress) {
 			last = tool_now();
 		} else if (expired(last + b->timeout_ms / 1000.0)) {
-			say("no progress for %d ms after %ld of %ld messages of %zu bytes (peer dead?)",
+			err("no progress for %d ms after %ld of %ld messages of %zu bytes (peer dead?)",
 			    b->timeout_ms, completed, count, size);
 			return -1;
 		} else {
@@ -323,9 +382,177 @@ static long iters_for(const struct bench *b, size_t size)
 	return n < 100 ? 100 : n > 5000 ? 5000 : n;
 }
 
+/* ---- results: the human table, and --json / --csv on the real stdout ---- */
+
 static void rule(void)
 {
 	puts("---------------------------------------------------------------------------------------");
+}
+
+static const char *route_check_env(void)
+{
+	const char *v = getenv("NCCL_ROCE_ROUTE_CHECK");
+
+	return v && *v ? v : "strict";
+}
+
+static void print_header(const struct bench *b)
+{
+	rule();
+	if (b->test == TEST_BW)
+		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
+	else if (b->test == TEST_LAT)
+		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
+	else
+		printf(" side      #conns   total[msec]   t_min[msec]   t_avg[msec]   t_p50[msec]   t_max[msec]   (route check %s)\n",
+		       route_check_env());
+	fflush(stdout);
+}
+
+static void print_row(const struct wire_row *r)
+{
+	const double *v = r->v;
+
+	if (r->test == TEST_BW)
+		printf(" %-10llu %-14llu %-18s %-20.4f %.6f\n", (unsigned long long)r->bytes,
+		       (unsigned long long)r->iters, "n/a", v[0], v[1]);
+	else if (r->test == TEST_LAT)
+		printf(" %-6llu %-10llu     %-10.2f     %-10.2f   %-10.2f         %-10.2f     %-10.2f      %-10.2f              %-10.2f\n",
+		       (unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1], v[2],
+		       v[3], v[4], v[5], v[6]);
+	else
+		printf(" %-9s %-8llu %-13.3f %-13.3f %-13.3f %-13.3f %.3f\n",
+		       r->side ? "accept" : "connect", (unsigned long long)r->iters, v[0], v[1], v[2],
+		       v[3], v[4]);
+	fflush(stdout);
+}
+
+static const char *const csv_cols[] = {
+	[TEST_BW] = "bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked",
+	[TEST_LAT] = "bytes,iters,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,"
+		     "t_p999_us,nap_us,checked",
+	[TEST_CONN] = "side,conns,total_ms,t_min_ms,t_avg_ms,t_p50_ms,t_max_ms,route_check",
+};
+
+/* One row of the table: printed, and kept (--json) or written (--csv) as machine data. */
+static void add_row(struct bench *b, const struct wire_row *r)
+{
+	const double *v = r->v;
+	FILE *f = b->mout;
+
+	print_row(r);
+	if (b->nrows < (int)(sizeof(b->rows) / sizeof(b->rows[0])))
+		b->rows[b->nrows++] = *r;
+	if (!b->csv)
+		return;
+	if (b->nrows == 1)
+		fprintf(f, "role,test,%s\n", csv_cols[b->test]);
+	fprintf(f, "%s,%s,", b->server ? "client" : "server", test_names[b->test]);
+	if (r->test == TEST_BW)
+		fprintf(f, "%llu,%llu,%.4f,%.6f,%u,%u,%u\n", (unsigned long long)r->bytes,
+			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked);
+	else if (r->test == TEST_LAT)
+		fprintf(f, "%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%u,%u\n",
+			(unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1], v[2],
+			v[3], v[4], v[5], v[6], r->nap_us, r->checked);
+	else
+		fprintf(f, "%s,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", r->side ? "accept" : "connect",
+			(unsigned long long)r->iters, v[0], v[1], v[2], v[3], v[4], route_check_env());
+	fflush(f);
+}
+
+static void json_num(FILE *f, const char *key, double v, int prec)
+{
+	fprintf(f, ", \"%s\": %.*f", key, prec, isfinite(v) ? v : 0);
+}
+
+/* --json: one document at the end; a failure adds the error object (rn_cli.h). */
+static void print_json(struct bench *b, int rc)
+{
+	FILE *f = b->mout;
+	int i;
+
+	fprintf(f, "{\"schema\": \"nccl-net-bench/1\", \"version\": \"%s\", \"role\": \"%s\", "
+		"\"test\": \"%s\", \"plugin\": ", RN_VERSION, b->server ? "client" : "server",
+		test_names[b->test]);
+	if (b->plugin_name[0])
+		rn_cli_json_string(f, b->plugin_name);
+	else
+		fputs("null", f);
+	fputs(", \"device\": ", f);
+	if (b->dev_name[0])
+		rn_cli_json_string(f, b->dev_name);
+	else
+		fputs("null", f);
+	fputs(", \"route_check\": ", f);
+	rn_cli_json_string(f, route_check_env());
+	fputs(", \"results\": [", f);
+	for (i = 0; i < b->nrows; i++) {
+		const struct wire_row *r = &b->rows[i];
+		const double *v = r->v;
+
+		fprintf(f, "%s\n  {", i ? "," : "");
+		if (r->test == TEST_CONN) {
+			fprintf(f, "\"side\": \"%s\", \"conns\": %llu", r->side ? "accept" : "connect",
+				(unsigned long long)r->iters);
+			json_num(f, "total_ms", v[0], 3);
+			json_num(f, "t_min_ms", v[1], 3);
+			json_num(f, "t_avg_ms", v[2], 3);
+			json_num(f, "t_p50_ms", v[3], 3);
+			json_num(f, "t_max_ms", v[4], 3);
+		} else {
+			fprintf(f, "\"bytes\": %llu, \"iters\": %llu", (unsigned long long)r->bytes,
+				(unsigned long long)r->iters);
+			if (r->test == TEST_BW) {
+				json_num(f, "bw_avg_gbps", v[0], 4);
+				json_num(f, "msg_rate_mpps", v[1], 6);
+				fprintf(f, ", \"window\": %u", r->window);
+			} else {
+				static const char *const k[] = { "t_min_us", "t_max_us", "t_typical_us",
+								 "t_avg_us", "t_stdev_us", "t_p99_us",
+								 "t_p999_us" };
+				int j;
+
+				for (j = 0; j < 7; j++)
+					json_num(f, k[j], v[j], 2);
+			}
+			fprintf(f, ", \"nap_us\": %u, \"checked\": %s", r->nap_us,
+				r->checked ? "true" : "false");
+		}
+		fputc('}', f);
+	}
+	fprintf(f, "%s], \"exit\": %d", b->nrows ? "\n" : "", rc);
+	if (rc) {
+		fputs(", \"error\": ", f);
+		rn_cli_json_error_body(f, rc, NULL, first_err[0] ? first_err : "failed");
+	}
+	fputs("}\n", f);
+	fflush(f);
+}
+
+/* The client's row goes to the server, which prints the same table. */
+static int send_row(struct bench *b, struct wire_row *r)
+{
+	r->magic = ROW_MAGIC;
+	if (side_send(b->fd, r, sizeof(*r), b->timeout_ms)) {
+		err("side channel: cannot send the results to the server");
+		return -1;
+	}
+	return 0;
+}
+
+static int recv_row(struct bench *b, struct wire_row *r)
+{
+	if (side_recv(b->fd, r, sizeof(*r), b->timeout_ms) || r->magic != ROW_MAGIC ||
+	    r->test != (uint32_t)b->test) {
+		err("side channel: no results from the client");
+		return -1;
+	}
+	if (!r->ok) {
+		err("the client found the data wrong (see its output)");
+		return -1;
+	}
+	return 0;
 }
 
 static int run_bw(struct bench *b, void *comm, int sender)
@@ -340,7 +567,7 @@ static int run_bw(struct bench *b, void *comm, int sender)
 			pool = nbufs_for(b, b->sizes[i]) * b->sizes[i];
 	x.pool_bytes = (pool + 4095) & ~(size_t)4095;
 	if (posix_memalign((void **)&x.pool, 4096, x.pool_bytes)) {
-		say("out of memory (%zu bytes)", x.pool_bytes);
+		err("out of memory (%zu bytes)", x.pool_bytes);
 		return EXIT_FAILED;
 	}
 	memset(x.pool, 0, x.pool_bytes);
@@ -350,14 +577,15 @@ static int run_bw(struct bench *b, void *comm, int sender)
 		free(x.pool);
 		return EXIT_FAILED;
 	}
-	if (sender) {
-		rule();
-		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
-	}
+	print_header(b);
 	for (i = 0; i < b->nsizes && !rc; i++) {
 		size_t size = b->sizes[i];
 		long n = iters_for(b, size), warm = size ? (long)(((size_t)16 << 20) / size) : b->window;
 		struct wire_result r = { 0 };
+		struct wire_row row = { .test = TEST_BW, .bytes = size, .iters = (uint64_t)n,
+					.nap_us = (uint32_t)b->nap_us, .checked = (uint32_t)b->check,
+					.window = (uint32_t)(b->check ? (int)nbufs_for(b, size) :
+							     b->window) };
 		double secs;
 
 		x.sum = 0;
@@ -378,48 +606,44 @@ static int run_bw(struct bench *b, void *comm, int sender)
 			rc = EXIT_FAILED;
 			break;
 		}
-		/* the receiver's verdict and checksum travel back to the sender */
+		/* the receiver's verdict and checksum travel to the sender, its row back */
 		if (!sender) {
 			r.ok = x.bad_msg < 0;
 			r.sum = x.sum;
 			if (!r.ok)
-				say("%zu bytes: message %ld: %d bytes received, first bad byte %ld",
+				err("%zu bytes: message %ld: %d bytes received, first bad byte %ld",
 				    size, x.bad_msg, x.bad_size, x.bad_off);
-			if (side_send(b->fd, &r, sizeof(r), b->timeout_ms))
+			if (side_send(b->fd, &r, sizeof(r), b->timeout_ms) || !r.ok ||
+			    recv_row(b, &row)) {
 				rc = EXIT_FAILED;
-			else if (!r.ok)
-				rc = EXIT_FAILED;
+				break;
+			}
+			add_row(b, &row);
 			continue;
 		}
 		if (side_recv(b->fd, &r, sizeof(r), b->timeout_ms)) {
-			say("the server sent no result for %zu bytes", size);
+			err("the server sent no result for %zu bytes", size);
 			rc = EXIT_FAILED;
 			break;
 		}
 		if (!r.ok || x.bad_msg >= 0) {
-			say("%zu bytes: data check failed (%s)", size, r.ok ? "send size" :
+			err("%zu bytes: data check failed (%s)", size, r.ok ? "send size" :
 			    "see the server's output");
 			rc = EXIT_FAILED;
-			break;
-		}
-		if (b->check && r.sum != x.sum) {
-			say("%zu bytes: checksum sent %#llx, received %#llx", size,
+		} else if (b->check && r.sum != x.sum) {
+			err("%zu bytes: checksum sent %#llx, received %#llx", size,
 			    (unsigned long long)x.sum, (unsigned long long)r.sum);
 			rc = EXIT_FAILED;
-			break;
 		}
-		{
-			double gbps = secs > 0 ? (double)size * n * 8 / secs / 1e9 : 0;
-
-			printf(" %-10zu %-14ld %-18s %-20.4f %.6f\n", size, n, "n/a", gbps,
-			       secs > 0 ? n / secs / 1e6 : 0);
-			printf("bw_gbps %.4f bytes %zu iters %ld window %d nap_us %d%s\n", gbps, size, n,
-			       b->check ? (int)nbufs_for(b, size) : b->window, b->nap_us,
-			       b->check ? " checked" : "");
-			fflush(stdout);
-		}
+		row.ok = !rc;
+		row.v[0] = secs > 0 ? (double)size * n * 8 / secs / 1e9 : 0;
+		row.v[1] = secs > 0 ? n / secs / 1e6 : 0;
+		if (r.ok && send_row(b, &row) && !rc)
+			rc = EXIT_FAILED;
+		if (!rc)
+			add_row(b, &row);
 	}
-	if (sender && !rc)
+	if (!rc)
 		rule();
 	if (netplug_dereg_mr(&b->np, comm, x.mh) != ncclSuccess && !rc)
 		rc = EXIT_FAILED;
@@ -445,7 +669,7 @@ static int post_recv(struct bench *b, void *rc, void *buf, size_t size, void *mh
 			return -1;
 		}
 		if (!*req && expired(deadline)) {
-			say("irecv not accepted within %d ms", b->timeout_ms);
+			err("irecv not accepted within %d ms", b->timeout_ms);
 			return -1;
 		}
 	}
@@ -485,7 +709,7 @@ static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int r
 				*rreq = NULL;
 				if (b->check && (got != (int)l->size ||
 						 tool_check(l->rbuf, l->size, want) >= 0)) {
-					say("ping-pong message %llu: %d bytes or data wrong",
+					err("ping-pong message %llu: %d bytes or data wrong",
 					    (unsigned long long)want, got);
 					return -1;
 				}
@@ -519,7 +743,7 @@ static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int r
 		if (progress) {
 			last = tool_now();
 		} else if (expired(last + b->timeout_ms / 1000.0)) {
-			say("ping-pong stuck for %d ms (peer dead?)", b->timeout_ms);
+			err("ping-pong stuck for %d ms (peer dead?)", b->timeout_ms);
 			return -1;
 		} else {
 			tool_nap(b->nap_us);
@@ -541,6 +765,8 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 	long n = iters_for(b, size), warm = n / 10 < 16 ? 16 : n / 10, i, total = n + warm;
 	unsigned char *sbuf = NULL, *rbuf = NULL;
 	void *smh = NULL, *rmh = NULL, *rreq = NULL;
+	struct wire_row row = { .ok = 1, .test = TEST_LAT, .bytes = size, .iters = (uint64_t)n,
+				.nap_us = (uint32_t)b->nap_us, .checked = (uint32_t)b->check };
 	double *t = NULL;
 	int ret = EXIT_FAILED;
 	ncclResult_t res;
@@ -549,7 +775,7 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 		bytes = 4096;
 	if (posix_memalign((void **)&sbuf, 4096, bytes) || posix_memalign((void **)&rbuf, 4096, bytes) ||
 	    !(t = calloc((size_t)n, sizeof(*t)))) {
-		say("out of memory");
+		err("out of memory");
 		goto out;
 	}
 	memset(sbuf, 0, bytes);
@@ -577,27 +803,31 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 				t[i - warm] = (tool_now() - t0) / 2 * 1e6;
 		}
 	}
-	ret = 0;
 	if (client) {
-		double sum = 0, sq = 0, avg, sd;
+		double sum = 0, sq = 0, avg;
 
 		for (i = 0; i < n; i++)
 			sum += t[i];
 		avg = sum / n;
 		for (i = 0; i < n; i++)
 			sq += (t[i] - avg) * (t[i] - avg);
-		sd = sqrt(sq / n);
 		qsort(t, (size_t)n, sizeof(*t), cmp_double);
-		rule();
-		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
-		printf(" %-6zu %-10ld     %-10.2f     %-10.2f   %-10.2f         %-10.2f     %-10.2f      %-10.2f              %-10.2f\n",
-		       size, n, t[0], t[n - 1], t[n / 2], avg, sd, t[(long)(n * 0.99)],
-		       t[(long)(n * 0.999)]);
-		rule();
-		printf("lat_us %.2f avg %.2f bytes %zu iters %ld nap_us %d%s\n", t[n / 2], avg, size, n,
-		       b->nap_us, b->check ? " checked" : "");
-		fflush(stdout);
+		row.v[0] = t[0];
+		row.v[1] = t[n - 1];
+		row.v[2] = t[n / 2];
+		row.v[3] = avg;
+		row.v[4] = sqrt(sq / n);
+		row.v[5] = t[(long)(n * 0.99)];
+		row.v[6] = t[(long)(n * 0.999)];
+		if (send_row(b, &row))
+			goto dereg;
+	} else if (recv_row(b, &row)) {
+		goto dereg;
 	}
+	print_header(b);
+	add_row(b, &row);
+	rule();
+	ret = 0;
 dereg:
 	if (smh && netplug_dereg_mr(&b->np, sc, smh) != ncclSuccess)
 		ret = EXIT_FAILED;
@@ -606,6 +836,99 @@ dereg:
 out:
 	free(sbuf);
 	free(rbuf);
+	free(t);
+	return ret;
+}
+
+/* ---- conn: the cost of setting up N connections, one after the other ---- */
+
+/* total min avg p50 max of @n times in seconds, as milliseconds into @v. */
+static void conn_stats(double *t, long n, double total, double *v)
+{
+	double sum = 0;
+	long i;
+
+	for (i = 0; i < n; i++)
+		sum += t[i];
+	qsort(t, (size_t)n, sizeof(*t), cmp_double);
+	v[0] = total * 1e3;
+	v[1] = t[0] * 1e3;
+	v[2] = sum / n * 1e3;
+	v[3] = t[n / 2] * 1e3;
+	v[4] = t[n - 1] * 1e3;
+}
+
+/*
+ * The server listens N times and hands the N handles over at once; then connection k is
+ * connected (client) and accepted (server), each side timing its own call from the first
+ * try to the established comm. Both tables show both sides.
+ */
+static int run_conn(struct bench *b, int client)
+{
+	long n = b->iters, k;
+	char *handles = calloc((size_t)n, NCCL_NET_HANDLE_MAXSIZE);
+	void **lcs = calloc((size_t)n, sizeof(void *)), **comms = calloc((size_t)n, sizeof(void *));
+	double *t = calloc((size_t)n, sizeof(double)), t_all;
+	char go[1];
+	struct wire_row mine = { .ok = 1, .test = TEST_CONN, .side = !client, .iters = (uint64_t)n },
+			theirs;
+	int ret = EXIT_FAILED;
+	ncclResult_t res;
+
+	if (!handles || !lcs || !comms || !t) {
+		err("out of memory");
+		goto out;
+	}
+	for (k = 0; !client && k < n; k++) {
+		res = netplug_listen(&b->np, b->ctx, 0, handles + k * NCCL_NET_HANDLE_MAXSIZE, &lcs[k]);
+		if (res != ncclSuccess || !lcs[k]) {
+			plugin_error("listen", res);
+			goto close;
+		}
+	}
+	/* then the client's "go": both clocks start together, after both ends' init */
+	if (client ? side_recv(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+		     side_send(b->fd, "g", 1, b->timeout_ms) :
+		     side_send(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+		     side_recv(b->fd, go, 1, b->timeout_ms)) {
+		err("side channel: the peer went away during the handshake");
+		goto close;
+	}
+	t_all = tool_now();
+	for (k = 0; k < n; k++) {
+		double t0 = tool_now();
+
+		if (client ? connect_both(b, handles + k * NCCL_NET_HANDLE_MAXSIZE, &comms[k], NULL,
+					  NULL) :
+			     connect_both(b, NULL, NULL, lcs[k], &comms[k]))
+			goto close;
+		t[k] = tool_now() - t0;
+	}
+	conn_stats(t, n, tool_now() - t_all, mine.v);
+	mine.magic = ROW_MAGIC;
+	/* the client's row first, then the server's */
+	if (client ? send_row(b, &mine) || recv_row(b, &theirs) :
+		     recv_row(b, &theirs) || send_row(b, &mine))
+		goto close;
+	print_header(b);
+	add_row(b, client ? &mine : &theirs);
+	add_row(b, client ? &theirs : &mine);
+	rule();
+	say("%ld connection(s): %.3f ms each on average (%s), route check %s", n, mine.v[2],
+	    client ? "connect" : "accept", route_check_env());
+	ret = 0;
+close:
+	for (k = 0; comms && lcs && k < n; k++) {
+		if (comms[k] && (client ? netplug_close_send(&b->np, comms[k]) :
+				 netplug_close_recv(&b->np, comms[k])) != ncclSuccess)
+			ret = EXIT_FAILED;
+		if (lcs[k] && netplug_close_listen(&b->np, lcs[k]) != ncclSuccess)
+			ret = EXIT_FAILED;
+	}
+out:
+	free(handles);
+	free(lcs);
+	free(comms);
 	free(t);
 	return ret;
 }
@@ -619,6 +942,8 @@ static int run_roles(struct bench *b, int client)
 	int need_listen = !client || b->lat, need_connect = client || b->lat, ret = EXIT_FAILED;
 	ncclResult_t res;
 
+	if (b->test == TEST_CONN)
+		return run_conn(b, client);
 	if (need_listen) {
 		res = netplug_listen(&b->np, b->ctx, 0, h_mine, &lc);
 		if (res != ncclSuccess || !lc) {
@@ -631,7 +956,7 @@ static int run_roles(struct bench *b, int client)
 	    (client && side_recv(b->fd, h_theirs, sizeof(h_theirs), b->timeout_ms)) ||
 	    (b->lat && client && side_send(b->fd, h_mine, sizeof(h_mine), b->timeout_ms)) ||
 	    (b->lat && !client && side_recv(b->fd, h_theirs, sizeof(h_theirs), b->timeout_ms))) {
-		say("side channel: the peer went away during the handshake");
+		err("side channel: the peer went away during the handshake");
 		goto close;
 	}
 	if (connect_both(b, need_connect ? h_theirs : NULL, &sc, lc, &rc))
@@ -650,45 +975,57 @@ close:
 	return ret;
 }
 
+/* The server: its device first (no device: exit 3 at once), then one client. */
 static int run_server(struct bench *b)
 {
 	char addr[64];
 	struct wire_cfg cfg;
 	int lfd, rc, i;
 
+	rc = bench_start(b);
+	if (rc)
+		goto out;
+	rc = EXIT_FAILED;
 	snprintf(addr, sizeof(addr), "0.0.0.0:%d", b->port);
 	lfd = side_listen(addr);
 	if (lfd < 0) {
-		say("side channel on port %d: %s", b->port, strerror(-lfd));
-		return EXIT_FAILED;
+		err("side channel on port %d: %s", b->port, strerror(-lfd));
+		goto out;
 	}
-	say("waiting for a client on port %d (%d ms at most)", b->port, b->timeout_ms);
-	b->fd = side_accept(lfd, b->timeout_ms);
+	if (b->wait_ms < 0)
+		say("waiting for a client on port %d", b->port);
+	else
+		say("waiting for a client on port %d (%d s at most)", b->port, b->wait_ms / 1000);
+	b->fd = side_accept(lfd, b->wait_ms);
 	close(lfd);
 	if (b->fd < 0) {
-		say("no client within %d ms", b->timeout_ms);
-		return EXIT_FAILED;
+		err("no client within %d s", b->wait_ms / 1000);
+		goto out;
 	}
 	if (side_recv(b->fd, &cfg, sizeof(cfg), b->timeout_ms) || cfg.magic != CFG_MAGIC ||
-	    !cfg.nsizes || cfg.nsizes > MAX_SIZES || !cfg.window ||
-	    cfg.window > NCCL_NET_MAX_REQUESTS) {
-		say("the client sent no valid settings");
-		close(b->fd);
-		return EXIT_FAILED;
+	    cfg.test > TEST_CONN || !cfg.nsizes || cfg.nsizes > MAX_SIZES || !cfg.window ||
+	    cfg.window > NCCL_NET_MAX_REQUESTS ||
+	    (cfg.test == TEST_CONN && (cfg.iters < 1 || cfg.iters > MAX_CONN_TEST))) {
+		err("the client sent no valid settings");
+		goto out;
 	}
-	b->lat = (int)cfg.lat;
+	b->test = (int)cfg.test;
+	b->lat = b->test == TEST_LAT;
 	b->check = (int)cfg.check;
 	b->window = (int)cfg.window;
 	b->iters = (long)cfg.iters;
 	b->nsizes = (int)cfg.nsizes;
 	for (i = 0; i < b->nsizes; i++)
 		b->sizes[i] = (size_t)cfg.sizes[i];
-	say("client connected: %s, %d size(s), window %d%s", b->lat ? "latency" : "bandwidth",
-	    b->nsizes, b->window, b->check ? ", data checked" : "");
-	rc = bench_start(b);
-	if (!rc)
-		rc = run_roles(b, 0);
-	close(b->fd);
+	if (b->test == TEST_CONN)
+		say("client connected: %ld connections", b->iters);
+	else
+		say("client connected: %s, %d size(s), window %d%s", b->lat ? "latency" : "bandwidth",
+		    b->nsizes, b->window, b->check ? ", data checked" : "");
+	rc = run_roles(b, 0);
+out:
+	if (b->fd >= 0)
+		close(b->fd);
 	if (bench_stop(b) && !rc)
 		rc = EXIT_FAILED;
 	return rc;
@@ -696,7 +1033,7 @@ static int run_server(struct bench *b)
 
 static int run_client(struct bench *b)
 {
-	struct wire_cfg cfg = { .magic = CFG_MAGIC, .lat = (uint32_t)b->lat,
+	struct wire_cfg cfg = { .magic = CFG_MAGIC, .test = (uint32_t)b->test,
 				.check = (uint32_t)b->check, .window = (uint32_t)b->window,
 				.iters = (uint64_t)b->iters, .nsizes = (uint64_t)b->nsizes };
 	char addr[300];
@@ -706,20 +1043,25 @@ static int run_client(struct bench *b)
 		cfg.sizes[i] = b->sizes[i];
 	snprintf(addr, sizeof(addr), strchr(b->server, ':') ? "[%s]:%d" : "%s:%d", b->server,
 		 b->port);
+	/* our device first, as the server does (no device: exit 3 without bothering it);
+	 * the two inits then overlap */
+	rc = bench_start(b);
+	if (rc)
+		goto out;
+	rc = EXIT_FAILED;
 	b->fd = side_connect(addr, b->timeout_ms);
 	if (b->fd < 0) {
-		say("no server at %s within %d ms: %s", addr, b->timeout_ms, strerror(-b->fd));
-		return EXIT_FAILED;
+		err("no server at %s within %d s: %s", addr, b->timeout_ms / 1000, strerror(-b->fd));
+		goto out;
 	}
 	if (side_send(b->fd, &cfg, sizeof(cfg), b->timeout_ms)) {
-		say("side channel to %s failed", addr);
-		close(b->fd);
-		return EXIT_FAILED;
+		err("side channel to %s failed", addr);
+		goto out;
 	}
-	rc = bench_start(b);
-	if (!rc)
-		rc = run_roles(b, 1);
-	close(b->fd);
+	rc = run_roles(b, 1);
+out:
+	if (b->fd >= 0)
+		close(b->fd);
 	if (bench_stop(b) && !rc)
 		rc = EXIT_FAILED;
 	return rc;
@@ -734,42 +1076,31 @@ static void usage(FILE *f)
 		"       nccl-net-bench [options] SERVER_ADDR  (client)\n"
 		"  -d, --ib-dev DEV     device, NCCL_IB_HCA syntax (e.g. rxe0, =mlx5_1:1); device 0 of\n"
 		"                       what it selects is used (default: the plugin's first)\n"
-		"  -s, --size BYTES     message size, K/M/G suffixes (default 64K; lat: 8)\n"
+		"  -s, --size BYTES     message size, 0..1G, K/M/G suffixes (default 64K; lat: 8)\n"
 		"  -a, --all            all sizes 4K..64M, powers of two\n"
 		"  -n, --iters N        messages per size (default: bw 128M/size within 100..5000;\n"
-		"                       lat 1000)\n"
+		"                       lat 1000); conn: connections, 1..%d (default 8)\n"
 		"  -p, --port PORT      TCP port of the side channel (default 18515)\n"
-		"  -t, --test bw|lat    bandwidth (one way, windowed) or ping-pong latency (default bw)\n"
+		"  -t, --test bw|lat|conn  bandwidth (one way, windowed), ping-pong latency, or the\n"
+		"                       set-up time of -n connections (default bw)\n"
 		"  -w, --window N       requests in flight, 1..%d (default 8)\n"
 		"  -c, --check          check every byte (pattern per message) and a checksum\n"
-		"      --nap-us N       sleep N us after a poll round without progress (default 200;\n"
-		"                       0 = busy poll)\n"
+		"      --nap-us N       sleep N us after a poll round without progress, 0..1000000\n"
+		"                       (default 0: busy poll, as perftest)\n"
 		"      --plugin NAME    NCCL_NET_PLUGIN value (default $NCCL_NET_PLUGIN, else roce)\n"
-		"      --timeout MS     bound on every wait (default 30000)\n"
+		"      --timeout S      server: wait S s for a client (default: forever); both: bound\n"
+		"                       on every other wait, 1..86400 (default 30)\n"
+		"      --json           results as one JSON document on stdout (table to stderr);\n"
+		"                       a failure adds {\"error\": {\"code\", \"kind\", \"message\"}}\n"
+		"      --csv            results as CSV on stdout (table to stderr)\n"
 		"  -v, --verbose        the plugin's INFO lines (NCCL_DEBUG=INFO)\n"
-		"The client's -s/-a/-n/-t/-w/-c apply to both ends.\n"
-		"Output: a perftest-like table and \"bw_gbps X ...\" / \"lat_us X ...\" lines.\n"
-		"Exit: 0 ok, 1 plugin failure or refusal, 2 usage, 3 no device.\n",
-		NCCL_NET_MAX_REQUESTS);
-}
-
-static int bad_arg(const char *opt, const char *val)
-{
-	fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (see --help)\n", val, opt);
-	return EXIT_USAGE;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
+		"  -h, --help           this text\n"
+		"      --version        print the version\n"
+		"Options may come before or after SERVER_ADDR. The client's -s/-a/-n/-t/-w/-c apply\n"
+		"to both ends; both print the same table. NCCL_ROCE_ROUTE_CHECK=off skips the\n"
+		"plugin's per-connection route check (compare -t conn with and without it).\n",
+		MAX_CONN_TEST, NCCL_NET_MAX_REQUESTS);
+	fputs(RN_CLI_EXIT_HELP, f);
 }
 
 int main(int argc, char **argv)
@@ -786,8 +1117,11 @@ int main(int argc, char **argv)
 		{ "nap-us", required_argument, NULL, 'N' },
 		{ "plugin", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "csv", no_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'Z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct bench b = {
@@ -797,83 +1131,105 @@ int main(int argc, char **argv)
 		.sizes = { 65536 },
 		.nsizes = 1,
 		.window = 8,
-		.nap_us = 200,
 		.timeout_ms = 30000,
+		.wait_ms = -1,
 		.fd = -1,
 	};
-	int c, all = 0;
+	FILE *jerr = rn_cli_wants_json(argc, argv, 0) ? stdout : NULL;
+	const char *hca = NULL;
+	int c, all = 0, verbose = 0, fd;
 	long v;
 	size_t sz;
 
-	while ((c = getopt_long(argc, argv, "d:s:an:p:t:w:cvh", opts, NULL)) != -1) {
+#define BAD(opt) rn_cli_error(PROG, jerr, EXIT_USAGE, "bad value '%s' for %s", optarg, opt)
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:s:an:p:t:w:cvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (!*optarg)
-				return bad_arg("-d", optarg);
-			/* before init: the plugin reads its configuration there */
-			setenv("NCCL_IB_HCA", optarg, 1);
+				return BAD("-d");
+			hca = optarg;
 			break;
 		case 's':
-			if (tool_parse_size(optarg, &sz) || sz > ((size_t)1 << 30))
-				return bad_arg("-s", optarg);
+			if (rn_cli_size(optarg, 1u << 30, &sz))
+				return BAD("-s");
 			b.sizes[0] = sz;
 			b.size_given = 1;
 			break;
 		case 'a': all = 1; break;
 		case 'n':
-			if (parse_long(optarg, 1, 100000000, &v))
-				return bad_arg("-n", optarg);
+			if (rn_cli_long(optarg, 1, 100000000, &v))
+				return BAD("-n");
 			b.iters = v;
 			break;
 		case 'p':
-			if (parse_long(optarg, 1, 65535, &v))
-				return bad_arg("-p", optarg);
+			if (rn_cli_long(optarg, 1, 65535, &v))
+				return BAD("-p");
 			b.port = (int)v;
 			break;
 		case 't':
-			if (!strcmp(optarg, "bw"))
-				b.lat = 0;
-			else if (!strcmp(optarg, "lat"))
-				b.lat = 1;
-			else
-				return bad_arg("-t (bw or lat)", optarg);
+			for (b.test = 0; b.test <= TEST_CONN; b.test++)
+				if (!strcmp(optarg, test_names[b.test]))
+					break;
+			if (b.test > TEST_CONN)
+				return BAD("-t (bw, lat or conn)");
 			break;
 		case 'w':
-			if (parse_long(optarg, 1, NCCL_NET_MAX_REQUESTS, &v))
-				return bad_arg("-w", optarg);
+			if (rn_cli_long(optarg, 1, NCCL_NET_MAX_REQUESTS, &v))
+				return BAD("-w");
 			b.window = (int)v;
 			break;
 		case 'c': b.check = 1; break;
 		case 'N':
-			if (parse_long(optarg, 0, 1000000, &v))
-				return bad_arg("--nap-us", optarg);
+			if (rn_cli_long(optarg, 0, 1000000, &v))
+				return BAD("--nap-us");
 			b.nap_us = (int)v;
 			break;
 		case 'P':
 			if (!*optarg)
-				return bad_arg("--plugin", optarg);
+				return BAD("--plugin");
 			b.plugin = optarg;
 			break;
 		case 'T':
-			if (parse_long(optarg, 1, 3600000, &v))
-				return bad_arg("--timeout", optarg);
-			b.timeout_ms = (int)v;
+			if (rn_cli_long(optarg, 1, 86400, &v))
+				return BAD("--timeout");
+			b.timeout_ms = (int)v * 1000;
+			b.wait_ms = b.timeout_ms;
 			break;
-		case 'v': tool_log_set_level(NCCL_LOG_INFO); break;
+		case 'J': b.json = 1; break;
+		case 'C': b.csv = 1; break;
+		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'Z': return rn_cli_version(PROG);
+		default: return rn_cli_bad_option(PROG, jerr, c, argv, optind, optopt);
 		}
 	}
+#undef BAD
 	if (optind < argc)
 		b.server = argv[optind++];
-	if (optind < argc) {
-		fprintf(stderr, "nccl-net-bench: unexpected argument '%s' (see --help)\n", argv[optind]);
-		return EXIT_USAGE;
+	if (optind < argc)
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+	if (b.json && b.csv)
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "--json and --csv exclude each other");
+	if (all && b.test != TEST_BW)
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-a goes with -t bw only");
+	if (b.test == TEST_CONN && (b.size_given || all || b.check))
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn moves no data: no -s, -a or -c");
+	if (b.test == TEST_CONN && b.iters > MAX_CONN_TEST)
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn: at most %d connections (-n)",
+				    MAX_CONN_TEST);
+	if (b.server) {
+		char addr[300];
+
+		snprintf(addr, sizeof(addr), strchr(b.server, ':') ? "[%s]:%d" : "%s:%d", b.server,
+			 b.port);
+		if (side_addr_check(addr))
+			return rn_cli_error(PROG, jerr, EXIT_USAGE, "bad server address '%s' (a "
+					    "numeric IPv4 or IPv6 address)", b.server);
 	}
-	if (all && b.lat) {
-		fprintf(stderr, "nccl-net-bench: -a goes with -t bw only\n");
-		return EXIT_USAGE;
-	}
+	if (b.test == TEST_CONN && !b.iters)
+		b.iters = 8;
+	b.lat = b.test == TEST_LAT;
 	if (all) {
 		b.nsizes = 0;
 		for (sz = MIN_SIZE_ALL; sz <= MAX_SIZE_ALL; sz <<= 1)
@@ -881,5 +1237,26 @@ int main(int argc, char **argv)
 	} else if (b.lat && !b.size_given) {
 		b.sizes[0] = 8;
 	}
-	return b.server ? run_client(&b) : run_server(&b);
+	/* The checks are done: now the environment the plugin reads, and the output streams. */
+	if (hca)
+		setenv("NCCL_IB_HCA", hca, 1);
+	if (verbose)
+		tool_log_set_level(NCCL_LOG_INFO);
+	b.mout = stdout;
+	if (b.json || b.csv) {
+		/* stdout carries only the results; the table, our lines and the plugin's go to
+		 * stderr */
+		fflush(stdout);
+		fd = dup(STDOUT_FILENO);
+		if (fd < 0 || !(b.mout = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+			perror(PROG ": stdout");
+			return EXIT_FAILED;
+		}
+	}
+	c = b.server ? run_client(&b) : run_server(&b);
+	if (b.json)
+		print_json(&b, c);
+	if (b.mout != stdout)
+		fclose(b.mout);
+	return c;
 }

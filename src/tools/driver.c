@@ -10,8 +10,8 @@
  *   client  fetch the handles and settings, connect, send the messages
  *   loopback both ends in one process on one device (NCCL's GDR probe connects to itself)
  *
- * Exit codes: 0 done; 1 the plugin failed (load, ABI call, transfer, data check);
- * 2 usage; 3 no RoCE device (probe only with --require-devices, server/client always).
+ * Exit codes (rn_cli.h): 0 done; 1 the plugin failed (load, ABI call, transfer, data
+ * check); 2 usage; 3 no RoCE device (probe only with --require-devices, others always).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,11 +22,12 @@
 #include <unistd.h>
 
 #include "netplug.h"
+#include "rn_cli.h"
 #include "tool_common.h"
 
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
-#define EXIT_NODEV 3
+#define EXIT_FAILED RN_EXIT_FAIL
+#define EXIT_USAGE RN_EXIT_USAGE
+#define EXIT_NODEV RN_EXIT_NODEV
 #define MAX_COMMS 16
 #define MAX_SIZES 16
 #define MAX_CONNS 8
@@ -738,14 +739,13 @@ static int parse_sizes(const char *arg, int single, struct driver *d)
 	char buf[512], *tok, *save = NULL;
 	int n = 0;
 
-	if (strlen(arg) >= sizeof(buf))
+	if (strlen(arg) >= sizeof(buf) || !*arg || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
 		return -1;
 	strcpy(buf, arg);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t v;
 
-		if (n == MAX_SIZES || tool_parse_size(tok, &v) || v > (1u << 30) ||
-		    (single && !v))
+		if (n == MAX_SIZES || rn_cli_size(tok, 1u << 30, &v) || (single && !v))
 			return -1;
 		d->sizes[n++] = v;
 	}
@@ -761,30 +761,43 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT |\n"
-		"                                           loopback]\n"
+		"                                           loopback] [options]\n"
 		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
-		"  --max-version N    newest ncclNetPlugin_vN to try (12 as NCCL 2.30, 11 as 2.28)\n"
-		"  --comms N          communicators to init and finalize (probe; default 2)\n"
+		"  --max-version N    newest ncclNetPlugin_vN to try, 6..12 (12 as NCCL 2.30, 11 as 2.28)\n"
+		"  --comms N          communicators to init and finalize, 1..%d (probe; default 2)\n"
 		"  --require-devices  probe exits 3 when the plugin offers no device\n"
-		"  --dev N            device index (server/client; default 0)\n"
-		"  --size BYTES       message size, K/M/G suffixes (server; default 1M)\n"
+		"  --dev N            device index (server/client/loopback; default 0)\n"
+		"  --size BYTES       message size, 1..1G, K/M/G suffixes (server; default 1M)\n"
 		"  --sizes A,B,...    several sizes in turn, --iters each (server; up to %d; 0 ok)\n"
-		"  --iters N          messages per size (server; default 100)\n"
+		"  --iters N          messages per size, >= 1 (server; default 100)\n"
 		"  --window N         receives in flight per connection, 1..%d (default %d; fewer\n"
 		"                     when they would take more than 64 MiB)\n"
 		"  --tags N           buffers per irecv, 1..%d, tags 100..; the sender sends them in\n"
 		"                     another order, each tag with its own size (server)\n"
 		"  --recv-size BYTES  post receives of this size instead of the send's (server)\n"
 		"  --conns N          connections, 1..%d (server; default 1)\n"
-		"  --nap-us N         sleep N us after a poll round without progress (default 0)\n"
-		"  --timeout-ms N     bound on every wait (default 30000)\n"
-		"  -v                 NCCL_DEBUG=INFO for the plugin's lines\n"
+		"  --nap-us N         sleep N us after a poll round without progress, 0..1000000\n"
+		"                     (default 0: busy poll, as NCCL's proxy thread)\n"
+		"  --timeout-ms N     bound on every wait, 1..86400000 (default 30000)\n"
+		"  -v, --verbose      NCCL_DEBUG=INFO for the plugin's lines\n"
+		"  -h, --help         this text\n"
+		"      --version      print the version\n"
+		"Options may come before or after the command. The client takes sizes, iterations,\n"
+		"tags and connections from the server.\n"
 		"commands:\n",
-		MAX_SIZES, NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS, MAX_TAGS, MAX_CONNS);
+		MAX_COMMS, MAX_SIZES, NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS, MAX_TAGS,
+		MAX_CONNS);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
-	fprintf(f, "exit: 0 ok, 1 plugin failure, 2 usage, 3 no RoCE device\n");
+	fputs(RN_CLI_EXIT_HELP, f);
+}
+
+#define PROG "nccl-net-driver"
+
+static int bad_value(const char *opt, const char *val)
+{
+	return rn_cli_error(PROG, NULL, EXIT_USAGE, "bad value '%s' for --%s", val, opt);
 }
 
 int main(int argc, char **argv)
@@ -804,11 +817,14 @@ int main(int argc, char **argv)
 		{ "recv-size", required_argument, NULL, 'R' },
 		{ "conns", required_argument, NULL, 'C' },
 		{ "nap-us", required_argument, NULL, 'N' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'Z' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct driver d = {
-		.plugin = getenv("NCCL_NET_PLUGIN") ? getenv("NCCL_NET_PLUGIN") : "roce",
+		.plugin = getenv("NCCL_NET_PLUGIN") && *getenv("NCCL_NET_PLUGIN") ?
+			  getenv("NCCL_NET_PLUGIN") : "roce",
 		.max_version = 12,
 		.ncomms = 2,
 		.sizes = { 1 << 20 },
@@ -819,81 +835,106 @@ int main(int argc, char **argv)
 		.conns = 1,
 		.timeout_ms = 30000,
 	};
-	const char *cmd = "probe";
+	int (*fn)(struct driver *d) = cmd_probe;
+	const char *cmd = "probe", *plugin_word = NULL;
+	int c, k, verbose = 0, is_cmd;
 	size_t i;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	opterr = 0;
+	/* no '+': options may follow the command and its address (getopt permutes) */
+	while ((c = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': d.plugin = optarg; break;
-		case 'V': d.max_version = atoi(optarg); break;
-		case 'c': d.ncomms = atoi(optarg); break;
+		case 'p':
+			if (!*optarg)
+				return bad_value("plugin", optarg);
+			d.plugin = optarg;
+			break;
+		case 'V':
+			if (rn_cli_int(optarg, 6, 12, &d.max_version))
+				return bad_value("max-version", optarg);
+			break;
+		case 'c':
+			if (rn_cli_int(optarg, 1, MAX_COMMS, &d.ncomms))
+				return bad_value("comms", optarg);
+			break;
 		case 'r': d.require_devices = 1; break;
-		case 'd': d.dev = atoi(optarg); break;
+		case 'd':
+			if (rn_cli_int(optarg, 0, 1023, &d.dev))
+				return bad_value("dev", optarg);
+			break;
 		case 's':
 		case 'S':
-			if (parse_sizes(optarg, c == 's', &d)) {
-				fprintf(stderr, "nccl-net-driver: bad --%s '%s'\n",
-					c == 's' ? "size" : "sizes", optarg);
-				return EXIT_USAGE;
-			}
+			if (parse_sizes(optarg, c == 's', &d))
+				return bad_value(c == 's' ? "size" : "sizes", optarg);
 			break;
 		case 'R':
-			if (tool_parse_size(optarg, &d.recv_size) || d.recv_size > (1u << 30)) {
-				fprintf(stderr, "nccl-net-driver: bad --recv-size '%s'\n", optarg);
-				return EXIT_USAGE;
-			}
+			if (rn_cli_size(optarg, 1u << 30, &d.recv_size))
+				return bad_value("recv-size", optarg);
 			break;
-		case 'T': d.tags = atoi(optarg); break;
-		case 'C': d.conns = atoi(optarg); break;
-		case 'N': d.nap_us = atoi(optarg); break;
-		case 'n': d.iters = atol(optarg); break;
-		case 'w': d.window = atoi(optarg); break;
-		case 't': d.timeout_ms = atoi(optarg); break;
-		case 'v': tool_log_set_level(NCCL_LOG_INFO); break;
+		case 'T':
+			if (rn_cli_int(optarg, 1, MAX_TAGS, &d.tags))
+				return bad_value("tags", optarg);
+			break;
+		case 'C':
+			if (rn_cli_int(optarg, 1, MAX_CONNS, &d.conns))
+				return bad_value("conns", optarg);
+			break;
+		case 'N':
+			if (rn_cli_int(optarg, 0, 1000000, &d.nap_us))
+				return bad_value("nap-us", optarg);
+			break;
+		case 'n':
+			if (rn_cli_long(optarg, 1, 1000000000L, &d.iters))
+				return bad_value("iters", optarg);
+			break;
+		case 'w':
+			if (rn_cli_int(optarg, 1, NCCL_NET_MAX_REQUESTS, &d.window))
+				return bad_value("window", optarg);
+			break;
+		case 't':
+			if (rn_cli_int(optarg, 1, 86400000, &d.timeout_ms))
+				return bad_value("timeout-ms", optarg);
+			break;
+		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_USAGE;
+		case 'Z': return rn_cli_version(PROG);
+		default: return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
 		}
 	}
-	if (d.max_version < 6 || d.max_version > 12 || d.ncomms < 1 || d.ncomms > MAX_COMMS ||
-	    d.window < 1 || d.window > NCCL_NET_MAX_REQUESTS || d.iters < 1 || d.dev < 0 ||
-	    d.timeout_ms < 1 || d.tags < 1 || d.tags > MAX_TAGS || d.conns < 1 ||
-	    d.conns > MAX_CONNS || d.nap_us < 0 || d.nap_us > 1000000) {
-		fprintf(stderr, "nccl-net-driver: option out of range (see --help)\n");
-		return EXIT_USAGE;
+	if (verbose)
+		tool_log_set_level(NCCL_LOG_INFO);
+	/* [PLUGIN] [COMMAND [ADDR]]: `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce, a
+	 * first word that is no command names the plugin. */
+	k = optind;
+	for (is_cmd = 0, i = 0; k < argc && i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		is_cmd |= !strcmp(argv[k], cmds[i].name);
+	if (k < argc && !is_cmd)
+		plugin_word = argv[k++];
+	if (k < argc) {
+		cmd = argv[k++];
+		for (fn = NULL, i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+			if (!strcmp(cmd, cmds[i].name))
+				fn = cmds[i].fn;
+		if (!fn)
+			return rn_cli_error(PROG, NULL, EXIT_USAGE, "unknown command '%s'", cmd);
 	}
-	/* `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce: a first word that is no
-	 * command names the plugin. */
-	if (optind < argc) {
-		int is_cmd = 0;
-
-		for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-			is_cmd |= !strcmp(argv[optind], cmds[i].name);
-		/* ...unless it is the only word and no plugin of that name loads: a typo */
-		if (!is_cmd && optind + 1 == argc &&
-		    netplug_open(&d.np, argv[optind], d.max_version, tool_logger)) {
-			fprintf(stderr, "nccl-net-driver: unknown command '%s' (nor a plugin that "
-				"loads)\n", argv[optind]);
-			usage(stderr);
-			return EXIT_USAGE;
-		}
-		if (!is_cmd)
-			d.plugin = argv[optind++];
+	if (fn == cmd_server || fn == cmd_client) {
+		if (k == argc)
+			return rn_cli_error(PROG, NULL, EXIT_USAGE, "%s needs ADDR:PORT", cmd);
+		d.addr = argv[k++];
+		if (side_addr_check(d.addr))
+			return rn_cli_error(PROG, NULL, EXIT_USAGE, "bad address '%s' (ADDR:PORT, "
+					    "[IPv6]:PORT or unix:PATH)", d.addr);
 	}
-	if (optind < argc)
-		cmd = argv[optind++];
-	if (optind < argc)
-		d.addr = argv[optind++];
-	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		if (strcmp(cmd, cmds[i].name))
-			continue;
-		if (cmds[i].fn != cmd_probe && cmds[i].fn != cmd_loopback && !d.addr) {
-			fprintf(stderr, "nccl-net-driver: %s needs ADDR:PORT\n", cmd);
-			return EXIT_USAGE;
-		}
-		return cmds[i].fn(&d);
-	}
-	fprintf(stderr, "nccl-net-driver: unknown command '%s'\n", cmd);
-	usage(stderr);
-	return EXIT_USAGE;
+	if (k < argc)
+		return rn_cli_error(PROG, NULL, EXIT_USAGE, "unexpected argument '%s'", argv[k]);
+	/* A lone word that is neither a command nor a plugin that loads: a typo. Checked last,
+	 * as it is the only check that does work (dlopen). */
+	if (plugin_word && optind + 1 == argc &&
+	    netplug_open(&d.np, plugin_word, d.max_version, tool_logger))
+		return rn_cli_error(PROG, NULL, EXIT_USAGE, "unknown command '%s' (nor a plugin "
+				    "that loads)", plugin_word);
+	if (plugin_word)
+		d.plugin = plugin_word;
+	return fn(&d);
 }

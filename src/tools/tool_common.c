@@ -85,26 +85,6 @@ void tool_nap(int us)
 		nanosleep(&ts, NULL);
 }
 
-int tool_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
-}
-
 double tool_now(void)
 {
 	struct timespec ts;
@@ -116,13 +96,17 @@ double tool_now(void)
 static int resolve_inet(const char *addr, int passive, struct addrinfo **res)
 {
 	char host[256], *port;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 
 	snprintf(host, sizeof(host), "%s", addr);
 	port = strrchr(host, ':');
 	if (!port)
 		return -EINVAL;
 	*port++ = '\0';
+	if (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port) ||
+	    atoi(port) > 65535)
+		return -EINVAL;
 	if (host[0] == '[') {
 		size_t l = strlen(host);
 
@@ -143,6 +127,8 @@ static int unix_addr(const char *addr, struct sockaddr_un *sun)
 		return 0;
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
+	if (!addr[5])
+		return -EINVAL;
 	if (strlen(addr + 5) >= sizeof(sun->sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sun->sun_path, addr + 5);
@@ -169,8 +155,19 @@ static int resolve(const char *addr, int passive, struct addrinfo **res)
 
 static void resolve_free(struct addrinfo *ai)
 {
+	/* the unix: entry is static; only getaddrinfo's list is ours to free */
 	if (ai->ai_family != AF_UNIX)
+		freeaddrinfo(ai);
+}
+
+int side_addr_check(const char *addr)
+{
+	struct addrinfo *ai;
+	int ret = resolve(addr, 0, &ai);
+
+	if (!ret)
 		resolve_free(ai);
+	return ret;
 }
 
 int side_listen(const char *addr)

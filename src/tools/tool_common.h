@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the tools share besides the plugin loader: NCCL-style logging filtered by
- * NCCL_DEBUG, size parsing, and the TCP side channel that carries a listen handle
- * from one process to the other (as NCCL's bootstrap does).
+ * What the tools share besides the plugin loader and rn_cli.h: NCCL-style logging
+ * filtered by NCCL_DEBUG, and the TCP side channel that carries a listen handle from
+ * one process to the other (as NCCL's bootstrap does).
  */
 #ifndef RN_TOOL_COMMON_H
 #define RN_TOOL_COMMON_H
@@ -25,9 +25,6 @@ const char *tool_last_warn(void);
 /* Sleep @us microseconds (nothing for <= 0): the nap after an idle poll round. */
 void tool_nap(int us);
 
-/* "4096", "64K", "1M", "2G" -> bytes. 0 or -EINVAL. */
-int tool_parse_size(const char *s, size_t *out);
-
 /* Monotonic seconds. */
 double tool_now(void);
 
@@ -38,6 +35,9 @@ double tool_now(void);
  * peer; side_connect() retries until @timeout_ms. Return an fd or -errno.
  */
 int side_listen(const char *addr);
+/* 0 when @addr is a numeric address and port (or unix:PATH) side_* accept, else -EINVAL:
+ * a command line is checked before any work. */
+int side_addr_check(const char *addr);
 int side_accept(int lfd, int timeout_ms);
 int side_connect(const char *addr, int timeout_ms);
 /* Exactly @len bytes within @timeout_ms. 0 or -errno (-ETIMEDOUT, -ECONNRESET). */

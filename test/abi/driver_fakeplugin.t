@@ -54,6 +54,21 @@ src=$?
 [ $src -eq 0 ] && [ $crc -eq 0 ] || fail "big: server $src client $crc"
 grep -q "received 7 messages of 3145728 bytes" "$tmp/big.server.out" || fail "big: count"
 
+# 2b. options after the command and its address take effect (getopt permutes): 4 KiB x 7,
+#     not the default 100 x 1 MiB
+"$drv" server "unix:$tmp/late.sock" --plugin fake --timeout-ms 10000 --size 4K --iters 7 \
+	>"$tmp/late.server.out" 2>&1 &
+sp=$!
+pids+=($sp)
+"$drv" client "unix:$tmp/late.sock" --plugin fake --timeout-ms 10000 >"$tmp/late.client.out" 2>&1
+crc=$?
+wait $sp
+src=$?
+[ $src -eq 0 ] && [ $crc -eq 0 ] || fail "late options: server $src client $crc"
+grep -q "received 7 messages of 4096 bytes" "$tmp/late.server.out" ||
+	fail "late options: --size 4K --iters 7 after the command were not used"
+grep -q "sent 7 messages of 4096 bytes" "$tmp/late.client.out" || fail "late options: client"
+
 # 3. one corrupted byte: the server names the message and the byte, both sides fail
 run_pair corrupt 1K 10 FAKE_NET_CORRUPT=1
 [ $src -eq 1 ] && [ $crc -eq 1 ] || fail "corrupt: server $src client $crc, want 1 1"

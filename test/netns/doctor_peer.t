@@ -111,6 +111,31 @@ for nd in nic0 nic1; do
 done
 [ "$(jq_py "$T/fixed.json" "d['summary']['arp_probed']")" = 4 ] || rn_fail "after the fix: not every pair ARP-probed"
 echo "pair checks took $(jq_py "$T/fixed.json" "d['summary']['elapsed_us']") us for 4 pairs"
+# netdev-only NICs: the RDMA ping could not run, and the report says so instead of "all good"
+[ "$(jq_py "$T/fixed.json" "[k['check'] for k in d['skipped']]")" = rdma-probe ] ||
+	rn_fail "after the fix as root: skipped is '$(jq_py "$T/fixed.json" "d['skipped']")', want rdma-probe only"
+
+echo "== without CAP_NET_RAW: the ARP probe is skipped, and said so"
+on_a setpriv --bounding-set=-net_raw --inh-caps=-net_raw "$DOCTOR" peer 198.18.0.21 \
+	--netdev nic0,nic1 --json --timeout 5 >"$T/nocap.json" 2>"$T/nocap.err"
+RC=$?
+cat "$T/nocap.err"
+[ $RC -eq 0 ] || { cat "$T/nocap.json"; rn_fail "without CAP_NET_RAW: exit $RC, want 0"; }
+[ "$(jq_py "$T/nocap.json" "d['summary']['arp_probed']")" = 0 ] || rn_fail "ARP probed without CAP_NET_RAW?"
+[ "$(jq_py "$T/nocap.json" "sorted(k['check'] for k in d['skipped'])")" = "arp-probe rdma-probe" ] ||
+	rn_fail "without CAP_NET_RAW: skipped is '$(jq_py "$T/nocap.json" "d['skipped']")'"
+jq_py "$T/nocap.json" "[k['why'] for k in d['skipped'] if k['check'] == 'arp-probe']" | grep -q CAP_NET_RAW ||
+	rn_fail "the ARP skip does not name CAP_NET_RAW"
+[ "$(jq_py "$T/nocap.json" "d['summary']['checks_skipped']")" = 2 ] || rn_fail "summary.checks_skipped"
+on_a setpriv --bounding-set=-net_raw --inh-caps=-net_raw "$DOCTOR" peer 198.18.0.21 \
+	--netdev nic0,nic1 --timeout 5 >"$T/nocap.txt" 2>&1
+RC=$?
+cat "$T/nocap.txt"
+[ $RC -eq 0 ] || rn_fail "without CAP_NET_RAW (human): exit $RC, want 0"
+grep -q '^skipped: arp-probe: needs CAP_NET_RAW' "$T/nocap.txt" || rn_fail "human output does not name the ARP skip"
+grep -q '^verdict: no problems found; 2 checks skipped' "$T/nocap.txt" ||
+	rn_fail "the verdict does not say checks were skipped"
+grep -q 'all good' "$T/nocap.txt" && rn_fail "'all good' with checks skipped"
 
 echo "== MTU mismatch"
 ip -n "$B" link set dev nic0 mtu 9000
@@ -126,6 +151,12 @@ ip -n "$B" link set dev nic0 mtu 1500
 kill "$SRV"
 wait "$SRV" 2>/dev/null
 SRV=
+
+echo "== nobody serving: exit 2, and --json still prints JSON (the error object)"
+peer noserver
+[ $RC -eq 2 ] || rn_fail "no serve: exit $RC, want 2"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["error"]; assert e["code"] == 2 and e["kind"] == "system" and "198.18.0.21" in e["message"], e' \
+	"$T/noserver.json" || { cat "$T/noserver.json"; rn_fail "no serve: no JSON error object naming the peer"; }
 
 echo "== serve --once"
 serve_bg --once --timeout 30 >"$T/once.log" 2>&1 &

@@ -55,7 +55,9 @@ body() {
 	done
 	peer "$tmp/pb.json" --no-rdma
 	[ $RC = 1 ] || t_fail "broken peer: exit $RC, want 1"
-	t_ok "broken peer: $(cells "$tmp/pb.json") (exit 1)"
+	[ "$(jq_py "$tmp/pb.json" "[k['check'] for k in d['skipped']]")" = rdma-probe ] ||
+		t_fail "broken peer --no-rdma: the skipped RDMA ping is not named"
+	t_ok "broken peer: $(cells "$tmp/pb.json") (exit 1), rdma-probe named as skipped"
 
 	t_step "scripts/roce-policy-routing in each guest"
 	for h in 0 1; do
@@ -74,6 +76,9 @@ body() {
 		t_fail "fixed peer matrix: $(cells "$tmp/pf.json")"
 	[ "$(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")" = "ok ok ok ok" ] ||
 		t_fail "fixed peer: RDMA probes $(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")"
+	# as root with RDMA on both ends every check ran: nothing skipped, so "all good" is earned
+	[ "$(jq_py "$tmp/pf.json" "d['summary']['checks_skipped']")" = 0 ] ||
+		t_fail "fixed peer: checks skipped: $(jq_py "$tmp/pf.json" "d['skipped']")"
 	t_ok "fixed peer: 4 pairs ok, RDMA RC ping ok on each ($(jq_py "$tmp/pf.json" "[p['rdma']['elapsed_us'] // 1000 for p in d['pairs']]") ms), whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 
 	t_step "the plugin's knobs: NCCL_IB_HCA, NCCL_IB_GID_INDEX"

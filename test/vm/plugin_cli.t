@@ -27,9 +27,12 @@ bad "bad value '1Q' for -s" -s 1Q
 bad "bad value '-1' for --nap-us" --nap-us -1
 bad "-a goes with -t bw only" -a -t lat
 bad "unexpected argument 'b'" a b
-bad "usage:" --no-such-option
+bad "unknown option '--no-such-option'; try 'nccl-net-bench --help'" --no-such-option
+bad "unknown option '--no-such-option'" 198.18.0.1 --no-such-option
+bad "-t conn moves no data" -t conn -s 4K
+bad "bad value '0' for --timeout" --timeout 0
 "$b" --help >"$out" 2>&1 || fail "--help: exit $?"
-for w in -d -s -a -n -p "-t, --test bw|lat" -w --check --nap-us --plugin "Exit: 0 ok, 1 plugin failure or refusal, 2 usage, 3 no device"; do
+for w in -d -s -a -n -p "-t, --test bw|lat|conn" -w --check --nap-us --plugin --json --csv --version "Exit status: 0 ok" "3 no usable RDMA/RoCE device"; do
 	grep -q -- "$w" "$out" || fail "--help does not mention $w"
 done
 echo "ok: --help documents the options and exit codes"

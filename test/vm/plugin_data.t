@@ -79,21 +79,22 @@ body() {
 	t_step "nccl-net-bench with --check: bandwidth (odd and large sizes) and ping-pong latency"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
 		-d rxe0 -p 18613 --timeout 30000)
-	out=$(bench_run 0 -- -d rxe0 -p 18613 --timeout 30000 -s 9437187 -n 3 -w 4 --check "$(bed_ip 1 0)")
+	out=$(bench_run 0 -- -d rxe0 -p 18613 --timeout 30 -s 9437187 -n 3 -w 4 --check --csv "$(bed_ip 1 0)")
 	rc=$?
 	o0=$(B wait "$j0" 2>&1); r0=$?
 	echo "$out" | sed 's/^/  bench| /'
 	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench bw --check: client $rc server $r0"; }
-	grep -q "^bw_gbps [0-9.]* bytes 9437187 .* checked" <<<"$out" || t_fail "bench bw: no checked result line"
+	grep -q "^client,bw,9437187,3,[0-9.]*,[0-9.]*,[0-9]*,[0-9]*,1$" <<<"$out" || t_fail "bench bw: no checked CSV result line"
+	grep -q " 9437187 *3 " <<<"$o0" || t_fail "bench bw: the server does not print the result table"
 	t_ok "nccl-net-bench bw 9 MiB+3 --check: data and checksum verified"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
 		-d rxe1 -p 18614 --timeout 30000)
-	out=$(bench_run 0 -- -d rxe1 -p 18614 --timeout 30000 -t lat -s 4097 -n 100 --check "$(bed_ip 1 1)")
+	out=$(bench_run 0 -- -d rxe1 -p 18614 --timeout 30 -t lat -s 4097 -n 100 --check --csv "$(bed_ip 1 1)")
 	rc=$?
 	o0=$(B wait "$j0" 2>&1); r0=$?
 	echo "$out" | sed 's/^/  bench| /'
 	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench lat --check: client $rc server $r0"; }
-	grep -q "^lat_us [0-9.]* .* bytes 4097 .* checked" <<<"$out" || t_fail "bench lat: no checked result line"
+	grep -q "^client,lat,4097,100,.*,1$" <<<"$out" || t_fail "bench lat: no checked CSV result line"
 	grep -q "device 0 of 1: rxe1" <<<"$out" || t_fail "bench -d rxe1 did not select rxe1"
 	t_ok "nccl-net-bench -d rxe1 -t lat 4097 B --check: both directions verified"
 
@@ -112,7 +113,9 @@ body() {
 	drv_start j0 1 "${FAULT_ENV[@]}" -- --dev 0 --size 1M --iters 100000 --timeout-ms 60000 \
 		server "$(bed_ip 1 0):18611"
 	drv_start c0 0 "${FAULT_ENV[@]}" -- --dev 0 --timeout-ms 60000 client "$(bed_ip 1 0):18611"
-	sleep 4
+	# kill only once data flows: a fixed sleep is outlasted by a loaded machine's set-up
+	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "peer killed: the client never connected"
+	sleep 1
 	B kill "$j0"
 	t0=$(date +%s.%N)
 	out=$(B wait "$c0" 2>&1)
@@ -132,10 +135,12 @@ body() {
 
 	t_step "nccl-net-bench: the server killed mid-run: the client fails with the plugin's reason"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
-		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60000)
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60)
 	c0=$(bg --timeout 120 0 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
-		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60000 -s 1M -n 100000 "$(bed_ip 1 0)")
-	sleep 4
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60 -s 1M -n 100000 "$(bed_ip 1 0)")
+	# both ends open their device first (a few seconds each in TCG), then transfer
+	wait_out "$c0" "client connected" 60 || t_fail "bench, server killed: the client never connected"
+	sleep 1
 	B kill "$j0"
 	out=$(B wait "$c0" 2>&1)
 	rc=$?
@@ -153,7 +158,8 @@ body() {
 	drv_start j0 1 -- --dev 0 --size 262147 --iters 400 --timeout-ms 120000 \
 		server "$(bed_ip 1 0):18616"
 	drv_start c0 0 -- --dev 0 --timeout-ms 120000 client "$(bed_ip 1 0):18616"
-	sleep 3
+	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "flap: the client never connected"
+	sleep 0.5
 	B run 1 -- sh -c 'ip link set dev eth0 down; sleep 0.3; ip link set dev eth0 up' >/dev/null ||
 		t_fail "flap: could not flap h1 eth0"
 	cli_out=$(B wait "$c0" 2>&1); cli_rc=$?

@@ -21,7 +21,8 @@ body() {
 		server "$(bed_ip 1 0):18661"
 	wait_server 1 18661 "$srv"
 	drv_start cli 0 "${FAULT_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):18661"
-	sleep 4
+	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
+	sleep 1
 	B run 0 -- bash -c 'pgrep -x nccl-net-driver >/dev/null' ||
 		t_fail "the client was not running any more when the path was to be broken"
 	t0=$(date +%s.%N)

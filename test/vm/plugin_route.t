@@ -43,8 +43,8 @@ body() {
 
 	t_step "nccl-net-bench over the poisoned entry: refused, with the reason"
 	j=$(bg --timeout 60 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
-		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18653 --timeout 20000)
-	out=$(bench_run 0 "${FAULT_ENV[@]}" -- -d rxe0 -p 18653 --timeout 20000 -s 64K -n 10 "$(bed_ip 1 0)")
+		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18653 --timeout 20)
+	out=$(bench_run 0 "${FAULT_ENV[@]}" -- -d rxe0 -p 18653 --timeout 20 -s 64K -n 10 "$(bed_ip 1 0)")
 	rc=$?
 	B wait "$j" >/dev/null 2>&1
 	echo "$out" | sed 's/^/  bench| /'

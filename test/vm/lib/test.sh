@@ -60,6 +60,19 @@ bed_attempt() {
 # Start a job and print its id (bed run --bg).
 bg() { B run --bg "$@"; }
 
+# Wait (<secs>, default 30) until job <job>'s output so far matches the extended regex <re>:
+# 1 if the job ended or the time ran out first. Replaces a fixed sleep before a fault, which a
+# loaded machine can outlast.
+wait_out() { # job re [secs]
+	local i n=$((${3:-30} * 5))
+	for ((i = 0; i < n; i++)); do
+		B peek "$1" | grep -Eq -- "$2" && return 0
+		[ "$(B status "$1")" = running ] || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
 # lladdr of <ip> in host <h>'s neighbour table on eth<nic> ("" if none).
 neigh_mac() { # h nic ip
 	B run "$1" -- ip -4 neigh show "$3" dev "eth$2" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}'

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The tools' shared code: the side channel's address handling (src/tools/tool_common.c,
+ * built into this test unoptimised: resolve_free() once called itself instead of
+ * freeaddrinfo(), which -O0 turns into a stack overflow on any TCP address and -O2 into a
+ * leak; ASan/LSan see either) and the command-line helpers of include/rn_cli.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O0")
+#endif
+#include "../../src/tools/tool_common.c"
+/* the tools' NCCL log filter, once it lives in a file of its own */
+#if __has_include("../../src/tools/nccl_log.c")
+#include "../../src/tools/nccl_log.c"
+#endif
+
+#include "rn_cli.h"
+
+static void test_addr_check(void **state)
+{
+	static const char *const good[] = { "127.0.0.1:18515", "198.18.0.1:0", "[::1]:80",
+					     ":18515", "unix:/tmp/x.sock" };
+	static const char *const bad[] = { "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+					   "127.0.0.1:8x", "999.1.1.1:80", "host.example:80",
+					   "[::1:80", "unix:", "" };
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_int_equal(side_addr_check(good[i]), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(side_addr_check(bad[i]), -EINVAL);
+}
+
+/* A TCP listen resolves, binds and frees the address list (the path that crashed). */
+static void test_tcp_listen_frees(void **state)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = side_listen("127.0.0.1:0");
+
+	assert_true(fd >= 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	assert_int_not_equal(ntohs(sin.sin_port), 0);
+	close(fd);
+	/* nobody listens there any more: refused, retried until the timeout, list freed */
+	{
+		char addr[64];
+
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sin.sin_port));
+		fd = side_connect(addr, 1);
+		assert_true(fd < 0);
+	}
+}
+
+/* The whole side channel over a unix: socket: listen, connect, accept, bytes both ways. */
+static void test_unix_round_trip(void **state)
+{
+	char path[64], addr[80], buf[8];
+	int lfd, cfd, afd;
+
+	snprintf(path, sizeof(path), "/tmp/rn-tool-common.%d.sock", getpid());
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	unlink(path);
+	lfd = side_listen(addr);
+	assert_true(lfd >= 0);
+	cfd = side_connect(addr, 1000);
+	assert_true(cfd >= 0);
+	afd = side_accept(lfd, 1000);
+	assert_true(afd >= 0);
+	assert_int_equal(side_send(cfd, "ping", 5, 1000), 0);
+	assert_int_equal(side_recv(afd, buf, 5, 1000), 0);
+	assert_string_equal(buf, "ping");
+	close(cfd);
+	assert_int_equal(side_recv(afd, buf, 1, 1000), -ECONNRESET);
+	close(afd);
+	close(lfd);
+	unlink(path);
+}
+
+static void test_cli_numbers(void **state)
+{
+	long v = 0;
+	int i = 0;
+	size_t sz = 0;
+
+	assert_int_equal(rn_cli_long("7", 1, 10, &v), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(rn_cli_long("-3", -5, 10, &v), 0);
+	assert_int_equal(v, -3);
+	assert_int_equal(rn_cli_long("0", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_long("11", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_long("7x", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_long("", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_long(" 7", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_long("99999999999999999999", 1, 10, &v), -EINVAL);
+	assert_int_equal(rn_cli_int("65535", 1, 65535, &i), 0);
+	assert_int_equal(i, 65535);
+	assert_int_equal(rn_cli_int("65536", 1, 65535, &i), -EINVAL);
+
+	assert_int_equal(rn_cli_size("4K", 1u << 30, &sz), 0);
+	assert_int_equal(sz, 4096);
+	assert_int_equal(rn_cli_size("1g", 1u << 30, &sz), 0);
+	assert_int_equal(sz, 1u << 30);
+	assert_int_equal(rn_cli_size("0", 1u << 30, &sz), 0);
+	assert_int_equal(sz, 0);
+	assert_int_equal(rn_cli_size("2G", 1u << 30, &sz), -EINVAL);
+	assert_int_equal(rn_cli_size("1Q", 1u << 30, &sz), -EINVAL);
+	assert_int_equal(rn_cli_size("-1", 1u << 30, &sz), -EINVAL);
+	assert_int_equal(rn_cli_size("K", 1u << 30, &sz), -EINVAL);
+	assert_int_equal(rn_cli_size("1KK", 1u << 30, &sz), -EINVAL);
+	assert_int_equal(rn_cli_size("18446744073709551615K", ~0ull, &sz), -EINVAL);
+}
+
+static void test_cli_json_error(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	rn_cli_json_error(f, RN_EXIT_USAGE, "bad \"x\"\\\n\001");
+	fclose(f);
+	assert_string_equal(buf, "{\"error\": {\"code\": 2, \"kind\": \"usage\", \"message\": "
+				 "\"bad \\\"x\\\"\\\\\\n\\u0001\"}}\n");
+	free(buf);
+	assert_string_equal(rn_exit_kind(RN_EXIT_NODEV), "no-device");
+	assert_string_equal(rn_exit_kind(RN_EXIT_FAIL), "failure");
+}
+
+static void test_cli_wants_json(void **state)
+{
+	char x[] = "x", peer[] = "peer", ip[] = "1.2.3.4", json[] = "--json", j[] = "-j",
+	     dd[] = "--";
+	char *a[] = { x, peer, ip, json, NULL };
+	char *b[] = { x, j, NULL };
+	char *c[] = { x, dd, json, NULL };
+
+	assert_true(rn_cli_wants_json(4, a, 0));
+	assert_true(rn_cli_wants_json(2, b, 1));
+	assert_false(rn_cli_wants_json(2, b, 0));
+	assert_false(rn_cli_wants_json(3, c, 1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_addr_check),
+		cmocka_unit_test(test_tcp_listen_frees),
+		cmocka_unit_test(test_unix_round_trip),
+		cmocka_unit_test(test_cli_numbers),
+		cmocka_unit_test(test_cli_json_error),
+		cmocka_unit_test(test_cli_wants_json),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
