@@ -192,7 +192,7 @@ check-unit: tests
 check-abi: tests
 	$(Q)test/run-tests abi
 check-netns: tests
-	$(Q)test/run-tests netns
+	$(Q)test/run-tests netns field
 check-vm: tests
 	$(Q)test/run-tests vm
 check-fuzz: fuzz

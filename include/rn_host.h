@@ -35,8 +35,19 @@ void rn_sysctls_effective(const struct rn_sysctls *all, const struct rn_sysctls 
 			  struct rn_sysctls *eff);
 /* Read conf/<name> ("all", "default" or a netdev) through rn_sys. 0 or -errno. */
 int rn_sysctls_read(const char *name, struct rn_sysctls *out);
-/* arp_ignore values that stop a NIC from answering for another NIC's IP (1, 2, 8). */
+/*
+ * arp_ignore values that keep a NIC answering for its own address only (1, 2).
+ * 8 answers nothing at all (peers never resolve the NIC), 3..7 and above answer for
+ * any local address like 0 (Documentation/networking/ip-sysctl.rst, arp_ignore()).
+ */
 int rn_arp_ignore_protects(int v);
+/* The value stops the NIC from answering for other NICs' addresses (1, 2 and 8). */
+int rn_arp_ignore_quiet(int v);
+/*
+ * "net.ipv4.conf.DEV.KEY" into @buf, or the slash form sysctl(8) needs when DEV holds a
+ * dot (a VLAN such as ens1f0np0.100): "net/ipv4/conf/ens1f0np0.100/KEY".
+ */
+const char *rn_sysctl_key(char *buf, size_t len, const char *dev, const char *key);
 
 struct rn_host_link {
 	struct rn_nl_link link;
@@ -57,6 +68,10 @@ struct rn_host {
 	struct rn_sysctls all;
 	int all_read;
 	double snapshot_ms;        /* how long the netlink dumps took */
+	/* Which links share an L2 segment (rn_host_same_l2), probed on first use. */
+	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
+	signed char *l2;           /* nlinks x nlinks, by position in @links */
+	double l2_ms;              /* how long the ARP probes took */
 };
 
 struct rn_host_link *rn_host_link_by_index(struct rn_host *host, int ifindex);
@@ -66,6 +81,14 @@ const struct rn_sysctls *rn_host_sysctls(struct rn_host *host, struct rn_host_li
 /* The address record of @ip on @ifindex (0: any link), NULL when not local. */
 const struct rn_nl_addr *rn_host_addr_find(const struct rn_host *host, int ifindex,
 					   const struct rn_ip *ip);
+/*
+ * Whether links @a and @b (ifindex) hear each other's ARP broadcasts: 1 yes, 0 no,
+ * -EPERM when it cannot be told (no CAP_NET_RAW), other -errno. The first call
+ * probes every candidate link at once (up, not enslaved, with an IPv4 address:
+ * RN_L2_WAIT_MS, rn_nl.arp_probe) and caches the answer in the snapshot.
+ */
+#define RN_L2_WAIT_MS 30
+int rn_host_same_l2(struct rn_host *host, int a, int b);
 
 /*
  * Fill the identity part of @nic (netdev, ifindex, MAC, MTU, link) from the
@@ -119,6 +142,11 @@ int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, str
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg);
 /* Add a finding to @nic (the list grows). 0, or -EINVAL/-ENOMEM from the render. */
 int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v);
+/*
+ * "route_fix": the commands that give @nic's IP a table routing its subnet out of it
+ * (the route, and the rule when none exists). @host may be NULL (connection time).
+ */
+void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v);
 /*
  * Table and priority to propose for @ifindex's policy routing: table 100 + ifindex or the
  * next free number, priority the table's when free and ahead of every shadowing rule.

@@ -14,6 +14,7 @@
 #define RN_NL_H
 
 #include <net/if.h>
+#include <netinet/in.h>
 #include <stdint.h>
 
 #include "rn_path.h"
@@ -49,6 +50,7 @@ struct rn_nl_rule {
 	char oif[IF_NAMESIZE];
 	uint32_t fwmark;
 	int invert;           /* 'not' */
+	int suppress;         /* suppress_prefixlength + 1 (wg-quick's rule); 0 = none */
 };
 
 struct rn_nl_route {
@@ -60,8 +62,9 @@ struct rn_nl_route {
 	int dst_len;
 	struct rn_ip prefsrc; /* family 0: none */
 	struct rn_ip gw;      /* family 0: on-link */
-	int oif;              /* 0 = none (blackhole, unreachable, multipath) */
+	int oif;              /* 0 = none (blackhole, unreachable); multipath: the first hop's */
 	uint32_t metric;
+	int nhops;            /* >1 for a multipath (ECMP) route */
 };
 
 struct rn_nl_neigh {
@@ -70,6 +73,15 @@ struct rn_nl_neigh {
 	uint8_t mac[6];
 	int has_mac;
 	uint16_t state;       /* NUD_* */
+};
+
+/* One ARP probe of rn_nl_ops.arp_probe: who on @ifindex's L2 segment answers for @target. */
+struct rn_arp_query {
+	int ifindex;          /* sent out of this link */
+	uint8_t mac[6];       /* its MAC: the request's sender hardware address */
+	struct in_addr target;
+	uint8_t answer[6];    /* the first MAC that answered */
+	int answered;
 };
 
 struct rn_nl_ops {
@@ -93,11 +105,20 @@ struct rn_nl_ops {
 	 */
 	int (*neigh_probe)(int ifindex, const struct rn_ip *src, const struct rn_ip *dst);
 	int (*link_get)(int ifindex, struct rn_nl_link *out);
+	/*
+	 * ARP probes (RFC 5227: sender IP 0.0.0.0, so no rp_filter, arp_filter or
+	 * arp_ignore=2 on the answering host judges the sender) for every query at once,
+	 * collecting answers for up to @wait_ms (less when all are answered). Blocks:
+	 * init time only. Needs CAP_NET_RAW: -EPERM without (src/arp.c).
+	 */
+	int (*arp_probe)(struct rn_arp_query *q, int n, int wait_ms);
 };
 
 /* The table in use: the real one unless a test installed a fake. */
 extern struct rn_nl_ops rn_nl;
 extern const struct rn_nl_ops rn_nl_real_ops;
+/* The real arp_probe (src/arp.c: a packet socket per link). */
+int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms);
 
 /* Copy the non-NULL pointers of @ops over the table in use; reset restores the real one. */
 void rn_nl_set_ops(const struct rn_nl_ops *ops);

@@ -27,6 +27,12 @@ enum rn_cause {
 	RN_CAUSE_NO_ROUTE,            /* no route to the peer from our source IP */
 	RN_CAUSE_FIREWALL,            /* RoCE v2 UDP 4791 dropped (doctor, rxe) */
 	RN_CAUSE_PEER_DIED,           /* the peer closed its side channel: its process is gone */
+	RN_CAUSE_SHARED_L2,           /* other subnets' NICs on our L2 segment answer ARP for us */
+	RN_CAUSE_L2_UNCHECKED,        /* that could not be probed (no CAP_NET_RAW), sysctls unsafe */
+	RN_CAUSE_ARP_SILENT,          /* effective arp_ignore=8: the NIC answers no ARP */
+	RN_CAUSE_RULE_SHADOWED,       /* our rule exists but a rule ahead of it decides */
+	RN_CAUSE_TABLE_NO_ROUTE,      /* our rule's table lacks our subnet (link bounced) */
+	RN_CAUSE_NO_GATEWAY,          /* L3 NIC: off-subnet peers assumed on-link (no default) */
 	RN_CAUSE__MAX
 };
 

@@ -224,7 +224,8 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 			if (k->ifindex != nic->ifindex || !k->ip.family)
 				continue;
 			if (pass == 0 && fam && ver) {
-				rn_vars_set(v, "fix", "widen or unset NCCL_IB_ADDR_RANGE");
+				rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or widen it to "
+					    "cover the NIC's address");
 				return;
 			}
 			if (pass == 1 && !fam && ver) {
@@ -239,7 +240,10 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 			}
 		}
 	}
-	rn_vars_set(v, "fix", "give %s an %s address: ip addr add ADDR/LEN dev %s", nic->netdev,
+	/* No command fits: the address is the site's to choose. Say what to do instead. */
+	rn_vars_set(v, "fix", "%s", "");
+	rn_vars_set(v, "todo", "; give %s an %s address of the RoCE fabric (ip addr add "
+		    "<address>/<prefix> dev %s), then run again", nic->netdev,
 		    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
 }
 
@@ -283,7 +287,8 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			rn_vars_set(v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR",
 				    cfg->addr_range, fam_str(w.family));
 			rn_vars_set(v, "have", "-");
-			rn_vars_set(v, "fix", "fix or unset NCCL_IB_ADDR_RANGE");
+			rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or set a %s CIDR",
+				    fam_str(w.family));
 			rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
 			nic->gid_index = -1;
 			return 0;
@@ -398,7 +403,10 @@ int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		  const struct rn_config *cfg)
 {
 	struct rn_vars v = RN_VARS_INIT;
-	int ret = gid_choose(host, ctx, nic, cfg, &v);
+	int ret;
+
+	rn_vars_set(&v, "todo", "%s", ""); /* what to do where no command can fix it */
+	ret = gid_choose(host, ctx, nic, cfg, &v);
 
 	rn_vars_free(&v);
 	return ret;

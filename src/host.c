@@ -12,6 +12,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <net/if.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
 
 #include "rn_clock.h"
 #include "rn_host.h"
@@ -148,7 +151,21 @@ int rn_ip_from_gid(const union ibv_gid *gid, struct rn_ip *ip)
 
 int rn_arp_ignore_protects(int v)
 {
+	return v == 1 || v == 2;
+}
+
+int rn_arp_ignore_quiet(int v)
+{
 	return v == 1 || v == 2 || v == 8;
+}
+
+const char *rn_sysctl_key(char *buf, size_t len, const char *dev, const char *key)
+{
+	if (strchr(dev, '.'))
+		snprintf(buf, len, "net/ipv4/conf/%s/%s", dev, key);
+	else
+		snprintf(buf, len, "net.ipv4.conf.%s.%s", dev, key);
+	return buf;
 }
 
 static int maxv(int a, int b)
@@ -333,10 +350,105 @@ err:
 	return ret;
 }
 
+static int l2_candidate(const struct rn_host *host, const struct rn_host_link *l,
+			const struct rn_nl_addr **addr)
+{
+	static const uint8_t zero[6];
+	int i;
+
+	/* Enslaved links (bond members, bridge ports) speak through their master. */
+	if (!l->link.oper_up || (l->link.flags & IFF_LOOPBACK) || l->link.master ||
+	    !memcmp(l->link.mac, zero, 6))
+		return 0;
+	for (i = 0; i < host->naddrs; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+
+		if (a->ifindex == l->link.ifindex && a->ip.family == AF_INET &&
+		    a->scope < RT_SCOPE_HOST && !(a->flags & IFA_F_SECONDARY)) {
+			*addr = a;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int l2_probe(struct rn_host *host)
+{
+	int n = host->nlinks, i, k, nq = 0, ret;
+	const struct rn_nl_addr **addr;
+	struct rn_arp_query *q;
+	double t0 = rn_now_ms();
+
+	host->l2 = calloc((size_t)n * (size_t)n + 1, 1);
+	addr = calloc((size_t)n + 1, sizeof(*addr));
+	q = calloc((size_t)n * (size_t)n + 1, sizeof(*q));
+	if (!host->l2 || !addr || !q) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (!l2_candidate(host, &host->links[i], &addr[i]))
+			addr[i] = NULL;
+	/* From every candidate, who answers for every other candidate's address. */
+	for (i = 0; i < n; i++)
+		for (k = 0; k < n && addr[i]; k++) {
+			if (k == i || !addr[k])
+				continue;
+			q[nq].ifindex = host->links[i].link.ifindex;
+			memcpy(q[nq].mac, host->links[i].link.mac, 6);
+			q[nq].target = addr[k]->ip.v4;
+			nq++;
+		}
+	ret = nq ? rn_nl.arp_probe(q, nq, RN_L2_WAIT_MS) : 0;
+	for (i = 0; !ret && i < nq; i++) {
+		int from = -1, to = -1;
+
+		if (!q[i].answered)
+			continue;
+		/* Any local link answering proves it hears the asker, whoever's address it was. */
+		for (k = 0; k < n; k++) {
+			if (host->links[k].link.ifindex == q[i].ifindex)
+				from = k;
+			if (!memcmp(host->links[k].link.mac, q[i].answer, 6) && addr[k])
+				to = k;
+		}
+		if (from >= 0 && to >= 0 && from != to)
+			host->l2[from * n + to] = host->l2[to * n + from] = 1;
+	}
+out:
+	free(addr);
+	free(q);
+	host->l2_ms = rn_now_ms() - t0;
+	return ret;
+}
+
+int rn_host_same_l2(struct rn_host *host, int a, int b)
+{
+	int ia = -1, ib = -1, i;
+
+	if (!host->l2_state) {
+		int ret = l2_probe(host);
+
+		host->l2_state = ret ? ret : 1;
+	}
+	if (host->l2_state < 0)
+		return host->l2_state;
+	for (i = 0; i < host->nlinks; i++) {
+		if (host->links[i].link.ifindex == a)
+			ia = i;
+		if (host->links[i].link.ifindex == b)
+			ib = i;
+	}
+	if (ia < 0 || ib < 0)
+		return 0;
+	return host->l2[ia * host->nlinks + ib];
+}
+
 void rn_host_free(struct rn_host *host)
 {
 	if (!host)
 		return;
+	free(host->l2);
 	free(host->links);
 	free(host->addrs);
 	free(host->rules);

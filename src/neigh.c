@@ -109,9 +109,16 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	int ret;
 
 	rn_vars_set(v, "dst", "%s", rn_ip_str(&peer->ip, b, sizeof(b)));
-	ret = rn_nl.route_get(&peer->ip, &nic->ip, 0, &r);
+	/*
+	 * IPv4 as TCP and ARP requests see it (no oif). IPv6 as the QP's own lookup does
+	 * (oif = the GID's netdev, a preference there): ND needs no symmetry, and without
+	 * oif NICs sharing a /64 would all be refused for the first NIC's route.
+	 */
+	ret = rn_nl.route_get(&peer->ip, &nic->ip, nic->ip.family == AF_INET6 ? nic->ifindex : 0,
+			      &r);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_route_fix_vars(NULL, nic, v);
 		rn_finding_render(f, RN_CAUSE_NO_ROUTE, v);
 		return 1;
 	}
@@ -127,6 +134,7 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 		rn_vars_set(v, "used_table", "%u", r.table);
 		rn_vars_set(v, "prio", "%s", rn_vars_get(v, "table"));
 		rn_vars_set(v, "devs", "%s", nic->netdev);
+		rn_route_fix_vars(NULL, nic, v);
 		rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
 		return 1;
 	}

@@ -397,6 +397,8 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 	if (tb[FRA_FWMARK])
 		r->fwmark = nla_get_u32(tb[FRA_FWMARK]);
 	r->invert = !!(frh->flags & FIB_RULE_INVERT);
+	if (tb[FRA_SUPPRESS_PREFIXLEN] && nla_get_u32(tb[FRA_SUPPRESS_PREFIXLEN]) != UINT32_MAX)
+		r->suppress = (int)nla_get_u32(tb[FRA_SUPPRESS_PREFIXLEN]) + 1;
 	return 0;
 }
 
@@ -434,6 +436,14 @@ static int parse_route(struct nlmsghdr *h, struct rn_nl_route *r)
 		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
 
 		r->oif = nh->rtnh_ifindex;
+	}
+	r->nhops = 1;
+	if (tb[RTA_MULTIPATH]) {
+		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
+		int left = nla_len(tb[RTA_MULTIPATH]);
+
+		for (r->nhops = 0; RTNH_OK(nh, left); nh = RTNH_NEXT(nh))
+			r->nhops++;
 	}
 	return 0;
 }
@@ -656,6 +666,7 @@ const struct rn_nl_ops rn_nl_real_ops = {
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
+	.arp_probe = rn_arp_probe_real,
 };
 
 struct rn_nl_ops rn_nl = {
@@ -667,6 +678,7 @@ struct rn_nl_ops rn_nl = {
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
+	.arp_probe = rn_arp_probe_real,
 };
 
 void rn_nl_set_ops(const struct rn_nl_ops *ops)
@@ -687,6 +699,8 @@ void rn_nl_set_ops(const struct rn_nl_ops *ops)
 		rn_nl.neigh_probe = ops->neigh_probe;
 	if (ops->link_get)
 		rn_nl.link_get = ops->link_get;
+	if (ops->arp_probe)
+		rn_nl.arp_probe = ops->arp_probe;
 }
 
 void rn_nl_reset_ops(void)

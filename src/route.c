@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
@@ -338,7 +339,11 @@ int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, str
 
 struct share {
 	struct rn_host_link *l[MAX_SHARE];
-	int n; /* l[0] is this NIC */
+	int n;       /* l[0] is this NIC */
+	int nsubnet; /* l[0..nsubnet-1] share our subnet; the rest only our L2 segment */
+	int l2err;   /* -errno when the L2 probe could not run (CAP_NET_RAW) */
+	int nunk;    /* links whose L2 could not be told */
+	struct rn_host_link *unk[MAX_SHARE];
 };
 
 /* Up links other than ours with an address in our subnet. */
@@ -346,7 +351,7 @@ static void find_sharing(struct rn_host *host, const struct rn_nic *nic, struct 
 {
 	int i, k;
 
-	s->n = 0;
+	memset(s, 0, sizeof(*s));
 	s->l[s->n] = rn_host_link_by_index(host, nic->ifindex);
 	if (!s->l[s->n])
 		return;
@@ -366,57 +371,201 @@ static void find_sharing(struct rn_host *host, const struct rn_nic *nic, struct 
 		if (k == s->n)
 			s->l[s->n++] = l;
 	}
+	s->nsubnet = s->n;
+}
+
+static int arp_safe(struct rn_host *host, struct rn_host_link *l)
+{
+	const struct rn_sysctls *e = rn_host_sysctls(host, l);
+
+	return rn_arp_ignore_quiet(e->arp_ignore) && e->arp_announce >= 2;
+}
+
+/*
+ * Links in other subnets that hear our ARP broadcasts (one L2 segment: their
+ * subnets differ, ARP does not care). Only asked when it matters: when one of the
+ * two would answer for the other's address or announce it.
+ */
+static void find_l2_sharing(struct rn_host *host, const struct rn_nic *nic, struct share *s)
+{
+	int i, k, self_safe;
+
+	if (nic->ip.family != AF_INET || !s->n)
+		return;
+	self_safe = arp_safe(host, s->l[0]);
+	for (i = 0; i < host->nlinks && s->n < MAX_SHARE; i++) {
+		struct rn_host_link *l = &host->links[i];
+		const struct rn_nl_addr *a = NULL;
+		int k2, ret;
+
+		for (k = 0; k < s->n && s->l[k] != l; k++)
+			;
+		if (k < s->n || !l->link.oper_up || (l->link.flags & IFF_LOOPBACK) || l->link.master)
+			continue;
+		for (k2 = 0; k2 < host->naddrs && !a; k2++)
+			if (host->addrs[k2].ifindex == l->link.ifindex &&
+			    host->addrs[k2].ip.family == AF_INET)
+				a = &host->addrs[k2];
+		if (!a || (self_safe && arp_safe(host, l)))
+			continue;
+		ret = rn_host_same_l2(host, nic->ifindex, l->link.ifindex);
+		if (ret == 1)
+			s->l[s->n++] = l;
+		else if (ret < 0) {
+			s->l2err = ret;
+			s->unk[s->nunk++] = l;
+		}
+	}
+}
+
+/* Append "KEY=VAL" (sysctl's slash form for dotted names) to @v's @var, once. */
+static void add_key(struct rn_vars *v, const char *var, const char *dev, const char *key, int val)
+{
+	char k[IF_NAMESIZE + 40];
+	const char *cur = rn_vars_get(v, var);
+
+	rn_sysctl_key(k, sizeof(k), dev, key);
+	if (cur && strstr(cur, k))
+		return;
+	rn_vars_append(v, var, " ", "%s=%d", k, val);
+}
+
+/*
+ * ARP flux among @l[0..n-1] (a subnet or an L2 segment shared with our NIC): sets "why"
+ * and the "sysctls" that end it (max(all, dev): 'all' fixes every link unless a link's
+ * own value is worse than the fix). 1 when there is flux.
+ */
+static int flux_why(struct rn_host *host, struct rn_nic *nic, struct rn_host_link **l, int n,
+		    struct rn_vars *v)
+{
+	struct rn_vars bad = RN_VARS_INIT; /* growable lists: eight long names fit */
+	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i, flux = 0;
+
+	rn_vars_set(v, "why", "%s", "");
+	rn_vars_set(v, "sysctls", "%s", "");
+	for (i = 0; i < n; i++) {
+		const struct rn_sysctls *e = rn_host_sysctls(host, l[i]);
+		struct rn_ip src;
+
+		if (!rn_arp_ignore_quiet(e->arp_ignore)) {
+			ignore_ok = 0;
+			rn_vars_append(&bad, "ignore", ",", "%s=%d", l[i]->link.name, e->arp_ignore);
+		}
+		if (e->arp_announce < 2) {
+			announce_ok = 0;
+			rn_vars_append(&bad, "announce", ",", "%s=%d", l[i]->link.name,
+				       e->arp_announce);
+		}
+		if (!e->arp_filter)
+			filter_ok = 0;
+		if (!rn_policy_source(host, l[i]->link.ifindex, nic->ip.family, &src, NULL))
+			rules_ok = 0;
+	}
+	/*
+	 * Answers: arp_ignore 1/2 everywhere (8 answers nothing), or arp_filter=1 where
+	 * every NIC has its table. Requests: arp_announce=2, or complete rules (a packet
+	 * from NIC i's IP then always leaves NIC i, so its ARP carries the right pair).
+	 */
+	if (!(ignore_ok || (filter_ok && rules_ok))) {
+		rn_vars_append(v, "why", ", ", "effective arp_ignore %s (answers for any local address)",
+			       rn_vars_get(&bad, "ignore"));
+		add_key(v, "sysctls", "all", "arp_ignore", 1);
+		for (i = 0; i < n; i++)
+			if (l[i]->dev.arp_ignore > 2 && l[i]->dev.arp_ignore != 8)
+				add_key(v, "sysctls", l[i]->link.name, "arp_ignore", 1);
+		flux = 1;
+	}
+	if (!(announce_ok || rules_ok)) {
+		rn_vars_append(v, "why", ", ", "effective arp_announce %s",
+			       rn_vars_get(&bad, "announce"));
+		/* The kernel uses max(all, dev): one key on all fixes every NIC at once. */
+		add_key(v, "sysctls", "all", "arp_announce", 2);
+		flux = 1;
+	}
+	rn_vars_free(&bad);
+	return flux;
+}
+
+/* "a, b, c" of @l[0..n-1] into @v's @var. */
+static void link_list(struct rn_vars *v, const char *var, struct rn_host_link **l, int n)
+{
+	int i;
+
+	rn_vars_set(v, var, "%s", "");
+	for (i = 0; i < n; i++)
+		rn_vars_append(v, var, ", ", "%s", l[i]->link.name);
 }
 
 static void check_arp(struct rn_host *host, struct rn_nic *nic, const struct share *s,
 		      struct rn_vars *v)
 {
-	struct rn_vars bad = RN_VARS_INIT; /* growable lists: eight long names fit */
-	int ignore_ok = 1, announce_ok = 1, filter_ok = 1, rules_ok = 1, i;
+	struct rn_host_link *g[MAX_SHARE + 1];
+	int i, n;
 
-	rn_vars_set(v, "why", "%s", "");
-	rn_vars_set(v, "sysctls", "%s", "");
-	for (i = 0; i < s->n; i++) {
-		const struct rn_sysctls *e = rn_host_sysctls(host, s->l[i]);
-		struct rn_ip src;
-
-		if (!rn_arp_ignore_protects(e->arp_ignore)) {
-			ignore_ok = 0;
-			rn_vars_append(&bad, "ignore", ",", "%s", s->l[i]->link.name);
-		}
-		if (e->arp_announce < 2) {
-			announce_ok = 0;
-			rn_vars_append(&bad, "announce", ",", "%s", s->l[i]->link.name);
-		}
-		if (!e->arp_filter)
-			filter_ok = 0;
-		if (!rn_policy_source(host, s->l[i]->link.ifindex, nic->ip.family, &src, NULL))
-			rules_ok = 0;
-	}
-	/*
-	 * Answers: arp_ignore >= 1 everywhere, or arp_filter=1 where every NIC has its
-	 * table. Requests: arp_announce=2, or complete rules (a packet from NIC i's IP
-	 * then always leaves NIC i, so its ARP carries the right pair).
-	 */
-	if ((ignore_ok || (filter_ok && rules_ok)) && (announce_ok || rules_ok))
-		goto out;
 	if (nic->ip.family != AF_INET)
-		goto out; /* IPv6 ND has no flux: answers come from the owning interface */
-	if (!(ignore_ok || (filter_ok && rules_ok))) {
-		rn_vars_append(v, "why", ", ", "effective arp_ignore=0 on %s",
-			       rn_vars_get(&bad, "ignore"));
-		rn_vars_append(v, "sysctls", " ", "net.ipv4.conf.all.arp_ignore=1");
+		return; /* IPv6 ND has no flux: answers come from the owning interface */
+	if (s->nsubnet > 1 && flux_why(host, nic, (struct rn_host_link **)s->l, s->nsubnet, v))
+		rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
+	if (s->n > s->nsubnet) {
+		n = 0;
+		g[n++] = s->l[0];
+		for (i = s->nsubnet; i < s->n; i++)
+			g[n++] = s->l[i];
+		if (flux_why(host, nic, g, n, v)) {
+			link_list(v, "l2_others", g + 1, n - 1);
+			rn_nic_add_finding(nic, RN_CAUSE_SHARED_L2, v);
+		}
 	}
-	if (!(announce_ok || rules_ok)) {
-		rn_vars_append(v, "why", ", ", "%sarp_announce<2 on %s",
-			       rn_vars_get(v, "why")[0] ? "" : "effective ",
-			       rn_vars_get(&bad, "announce"));
-		/* The kernel uses max(all, dev): one key on all fixes every NIC at once. */
-		rn_vars_append(v, "sysctls", " ", "net.ipv4.conf.all.arp_announce=2");
+	if (s->nunk) {
+		n = 0;
+		g[n++] = s->l[0];
+		for (i = 0; i < s->nunk; i++)
+			g[n++] = s->unk[i];
+		if (flux_why(host, nic, g, n, v)) {
+			link_list(v, "l2_others", g + 1, n - 1);
+			rn_vars_set(v, "err", "%s", strerror(-s->l2err));
+			rn_nic_add_finding(nic, RN_CAUSE_L2_UNCHECKED, v);
+		}
 	}
-	rn_nic_add_finding(nic, RN_CAUSE_ARP_FLUX, v);
-out:
-	rn_vars_free(&bad);
+}
+
+/* Effective arp_ignore=8: the host answers no ARP request on this NIC at all. */
+static void check_arp_silent(struct rn_host *host, struct rn_nic *nic, struct rn_host_link *self,
+			     struct rn_vars *v)
+{
+	const struct rn_sysctls *e;
+
+	if (nic->ip.family != AF_INET || !self)
+		return;
+	e = rn_host_sysctls(host, self);
+	if (e->arp_ignore != 8)
+		return;
+	rn_vars_set(v, "sysctls", "%s", "");
+	rn_vars_set(v, "where", "%s", "");
+	if (host->all.arp_ignore == 8) {
+		add_key(v, "sysctls", "all", "arp_ignore", 1);
+		rn_vars_append(v, "where", ", ", "all=8");
+	}
+	if (self->dev.arp_ignore == 8) {
+		add_key(v, "sysctls", self->link.name, "arp_ignore", 1);
+		rn_vars_append(v, "where", ", ", "%s=8", self->link.name);
+	}
+	rn_nic_add_finding(nic, RN_CAUSE_ARP_SILENT, v);
+}
+
+static const char *ipf(const struct rn_nic *nic)
+{
+	return nic->ip.family == AF_INET6 ? "ip -6" : "ip";
+}
+
+static const char *subnet_str(const struct rn_nic *nic, char *buf, size_t len)
+{
+	char n[INET6_ADDRSTRLEN];
+	struct rn_ip net;
+
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	snprintf(buf, len, "%s/%d", rn_ip_str(&net, n, sizeof(n)), nic->prefixlen);
+	return buf;
 }
 
 /*
@@ -426,8 +575,7 @@ out:
  */
 static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
 {
-	char ip[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN];
-	struct rn_ip subnet;
+	char ip[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
 	uint32_t t, prio;
 	int i, shared = 0;
 
@@ -439,18 +587,465 @@ static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struc
 			shared = 1;
 	}
 	rn_ip_str(&nic->ip, ip, sizeof(ip));
-	rn_ip_mask(&nic->ip, nic->prefixlen, &subnet);
-	rn_ip_str(&subnet, net, sizeof(net));
+	subnet_str(nic, net, sizeof(net));
 	if (!shared) {
-		rn_vars_set(v, "rule_fix", "ip route replace %s/%d dev %s src %s table %d", net,
-			    nic->prefixlen, nic->netdev, ip, nic->table);
+		rn_vars_set(v, "rule_fix", "%s route replace %s dev %s src %s table %d", ipf(nic),
+			    net, nic->netdev, ip, nic->table);
 		return;
 	}
 	rn_propose_table(host, nic->ifindex, &t, &prio);
 	rn_vars_set(v, "rule_fix",
-		    "ip rule del from %s lookup %d; ip rule add from %s lookup %u priority %u; "
-		    "ip route replace %s/%d dev %s src %s table %u", ip, nic->table, ip, t, prio,
-		    net, nic->prefixlen, nic->netdev, ip, t);
+		    "%s rule del from %s lookup %d; %s rule add from %s lookup %u priority %u; "
+		    "%s route replace %s dev %s src %s table %u", ipf(nic), ip, nic->table, ipf(nic),
+		    ip, t, prio, ipf(nic), net, nic->netdev, ip, t);
+}
+
+/* "alt": the script as a trailing comment, only where it fixes this NIC (IPv4 only). */
+static void alt_vars(const struct rn_nic *nic, struct rn_vars *v, int offer)
+{
+	const char *devs = rn_vars_get(v, "devs");
+
+	if (offer && nic->ip.family == AF_INET)
+		rn_vars_set(v, "alt", "  # or, for all NICs at once: roce-policy-routing %s",
+			    devs ? devs : nic->netdev);
+	else
+		rn_vars_set(v, "alt", "%s", "");
+}
+
+void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+{
+	char ip[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
+	uint32_t t, prio;
+
+	rn_ip_str(&nic->ip, ip, sizeof(ip));
+	subnet_str(nic, net, sizeof(net));
+	alt_vars(nic, v, 1);
+	if (nic->table != RN_TABLE_MAIN) {
+		/* The rule is there: its table lacks the route (a bounced link empties it). */
+		rn_vars_set(v, "route_fix", "%s route replace %s dev %s src %s table %d", ipf(nic),
+			    net, nic->netdev, ip, nic->table);
+		return;
+	}
+	rn_propose_table(host, nic->ifindex, &t, &prio);
+	rn_vars_set(v, "route_fix",
+		    "%s route replace %s dev %s src %s table %u; "
+		    "%s rule add from %s lookup %u priority %u", ipf(nic), net, nic->netdev, ip, t,
+		    ipf(nic), ip, t, prio);
+}
+
+/* Does @table hold a route for @dst out of @ifindex? */
+static int table_has(const struct rn_host *host, uint32_t table, const struct rn_ip *dst,
+		     int ifindex)
+{
+	const struct rn_nl_route *best = NULL;
+	int i;
+
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->table != table || r->type != RTN_UNICAST || r->dst.family != dst->family ||
+		    !rn_ip_in_prefix(dst, &r->dst, r->dst_len))
+			continue;
+		if (!best || r->dst_len > best->dst_len)
+			best = r;
+	}
+	return best && best->oif == ifindex;
+}
+
+/* The rule that decides for @ip (ours) and the first rule ahead of it into @table. */
+static const struct rn_nl_rule *shadowing_rule(const struct rn_host *host,
+					       const struct rn_nl_rule *ours, uint32_t table)
+{
+	int i;
+
+	for (i = 0; i < host->nrules && &host->rules[i] != ours; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+
+		if (r->family == ours->family && r->action == FR_ACT_TO_TBL && r->table == table &&
+		    r->table != RN_TABLE_LOCAL && !r->fwmark)
+			return r;
+	}
+	return NULL;
+}
+
+static void rule_str(const struct rn_nl_rule *r, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+	size_t o;
+
+	snprintf(buf, len, "%sfrom %s", r->invert ? "not " : "",
+		 r->src_len ? rn_ip_str(&r->src, ip, sizeof(ip)) : "all");
+	o = strlen(buf);
+	if (r->fwmark)
+		o += (size_t)snprintf(buf + o, len - o, " fwmark 0x%x", r->fwmark);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o, " lookup %u", r->table);
+	if (o < len && r->suppress)
+		snprintf(buf + o, len - o, " suppress_prefixlength %d", r->suppress - 1);
+}
+
+static int prio_taken(const struct rn_host *host, int family, uint32_t p)
+{
+	int i;
+
+	for (i = 0; i < host->nrules; i++)
+		if (host->rules[i].family == family && host->rules[i].priority == p)
+			return 1;
+	return 0;
+}
+
+/*
+ * Our rule exists but the kernel decided with a rule ahead of it (wg-quick's
+ * suppress_prefixlength rule, Tailscale's table 52, 'main' when ours sits after
+ * 32766): the fix moves ours ahead of that one; re-adding it changes nothing.
+ * Returns 1 with "move_fix" set, 0 when no rule ahead explains it.
+ */
+static int shadow_vars(const struct rn_host *host, const struct rn_nic *nic, uint32_t used,
+		       struct rn_vars *v)
+{
+	const struct rn_nl_rule *ours = rn_rule_for_src(host, &nic->ip);
+	const struct rn_nl_rule *sh;
+	char ip[INET6_ADDRSTRLEN], what[160], from[INET6_ADDRSTRLEN + 8];
+	uint32_t p;
+
+	if (!ours || !(sh = shadowing_rule(host, ours, used)))
+		return 0;
+	rule_str(sh, what, sizeof(what));
+	rn_vars_set(v, "rule_prio", "%u", ours->priority);
+	rn_vars_set(v, "shadow_prio", "%u", sh->priority);
+	rn_vars_set(v, "shadow_what", "%s", what);
+	rn_ip_str(&ours->src, ip, sizeof(ip));
+	if (ours->src_len != (ours->family == AF_INET ? 32 : 128))
+		snprintf(from, sizeof(from), "%s/%d", ip, ours->src_len);
+	else
+		snprintf(from, sizeof(from), "%s", ip);
+	/* Where the script puts it (one definition), unless that is still behind @sh. */
+	p = rn_rule_prio_for(host, nic->ifindex, ours->table);
+	if (!p || p >= sh->priority) {
+		for (p = sh->priority; p > 1 && prio_taken(host, ours->family, p - 1); p--)
+			;
+		p--;
+	}
+	if (p < 1) {
+		rn_vars_set(v, "move_fix", "%s", "");
+		return 1;
+	}
+	rn_vars_set(v, "move_fix", "%s rule del from %s lookup %u priority %u; "
+		    "%s rule add from %s lookup %u priority %u", ipf(nic), from, ours->table,
+		    ours->priority, ipf(nic), from, ours->table, p);
+	return 1;
+}
+
+/* A finding whose catalogue severity is lowered: the egress is right, by luck. */
+static void add_lowered(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v, int low)
+{
+	int n = nic->nfindings;
+
+	rn_nic_add_finding(nic, cause, v);
+	if (low && nic->nfindings > n)
+		nic->findings[n].sev = RN_SEV_WARN;
+}
+
+/*
+ * A peer outside our subnet (an L3 fabric: a /31 or /30 to the ToR, or a NIC with a
+ * gateway of its own): the first address of a neighbouring block that no local
+ * address covers.
+ */
+static int offsubnet_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst)
+{
+	struct rn_ip net;
+	int k, i;
+
+	if (nic->prefixlen < 8)
+		return -ENOENT;
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	for (k = 1; k < 64; k++) {
+		int covered = 0;
+
+		*dst = net;
+		if (nic->ip.family == AF_INET) {
+			uint32_t block = nic->prefixlen >= 32 ? 1 : 1U << (32 - nic->prefixlen);
+
+			dst->v4.s_addr = htonl(ntohl(net.v4.s_addr) + block * (uint32_t)k + 1);
+		} else {
+			int byte = (nic->prefixlen - 1) / 8, bit = 7 - (nic->prefixlen - 1) % 8;
+
+			dst->v6.s6_addr[byte] = (uint8_t)(dst->v6.s6_addr[byte] + (k << bit));
+			dst->v6.s6_addr[15] |= 1;
+		}
+		for (i = 0; i < host->naddrs && !covered; i++)
+			covered = rn_ip_in_prefix(dst, &host->addrs[i].ip, host->addrs[i].prefixlen);
+		if (!covered)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/*
+ * This NIC's gateway: a route with a gateway out of it (its table first, then any),
+ * else the other end of a /31 (/127) or /30. 0 or -ENOENT.
+ */
+static int nic_gateway(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *gw)
+{
+	int pass, i;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < host->nroutes; i++) {
+			const struct rn_nl_route *r = &host->routes[i];
+
+			if (r->gw.family != nic->ip.family || r->oif != nic->ifindex ||
+			    r->nhops > 1 || (!pass && r->table != (uint32_t)nic->table))
+				continue;
+			*gw = r->gw;
+			return 0;
+		}
+	*gw = nic->ip;
+	if (nic->ip.family == AF_INET && nic->prefixlen == 31) {
+		gw->v4.s_addr ^= htonl(1);
+		return 0;
+	}
+	if (nic->ip.family == AF_INET && nic->prefixlen == 30) {
+		uint32_t h = ntohl(nic->ip.v4.s_addr) & 3;
+
+		gw->v4.s_addr = htonl((ntohl(nic->ip.v4.s_addr) & ~3U) | (h == 1 ? 2 : 1));
+		return 0;
+	}
+	if (nic->ip.family == AF_INET6 && nic->prefixlen == 127) {
+		gw->v6.s6_addr[15] ^= 1;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int nic_is_l3(const struct rn_host *host, const struct rn_nic *nic)
+{
+	struct rn_ip gw;
+	int i;
+
+	if ((nic->ip.family == AF_INET && nic->prefixlen >= 30) ||
+	    (nic->ip.family == AF_INET6 && nic->prefixlen >= 126))
+		return 1;
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->gw.family == nic->ip.family && r->oif == nic->ifindex &&
+		    (r->table == (uint32_t)nic->table || r->table == RN_TABLE_MAIN))
+			return !nic_gateway(host, nic, &gw);
+	}
+	return 0;
+}
+
+/* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
+static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+{
+	char ip[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
+	struct rn_ip gw;
+	uint32_t t, prio;
+
+	rn_ip_str(&nic->ip, ip, sizeof(ip));
+	subnet_str(nic, net, sizeof(net));
+	if (nic->table != RN_TABLE_MAIN) {
+		t = (uint32_t)nic->table;
+		prio = 0;
+	} else {
+		rn_propose_table(host, nic->ifindex, &t, &prio);
+	}
+	if (nic_gateway(host, nic, &gw)) {
+		rn_vars_set(v, "gw", "its gateway (not known here)");
+		rn_vars_set(v, "gw_fix", "%s", "");
+		rn_vars_set(v, "gw_hint", "; add 'default via <gateway> dev %s' to table %u%s%s",
+			    nic->netdev, t, prio ? " and a 'from " : "", prio ? ip : "");
+		if (prio)
+			rn_vars_append(v, "gw_hint", "", "' rule for it");
+		return;
+	}
+	rn_ip_str(&gw, g, sizeof(g));
+	rn_vars_set(v, "gw", "%s", g);
+	rn_vars_set(v, "gw_hint", "%s", "");
+	if (prio)
+		rn_vars_set(v, "gw_fix", "%s route replace %s dev %s src %s table %u; "
+			    "%s route replace default via %s dev %s table %u; "
+			    "%s rule add from %s lookup %u priority %u", ipf(nic), net, nic->netdev,
+			    ip, t, ipf(nic), g, nic->netdev, t, ipf(nic), ip, t, prio);
+	else
+		rn_vars_set(v, "gw_fix", "%s route replace default via %s dev %s table %u", ipf(nic),
+			    g, nic->netdev, t);
+}
+
+/* The table's default or gateway routes must name our NIC (not only reach the gateway). */
+static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN];
+	int i;
+
+	if (nic->table == RN_TABLE_MAIN || nic->table == RN_TABLE_LOCAL)
+		return 0;
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->table != (uint32_t)nic->table || r->type != RTN_UNICAST ||
+		    r->dst.family != nic->ip.family || !r->gw.family || r->nhops > 1 ||
+		    !r->oif || r->oif == nic->ifindex)
+			continue;
+		rn_vars_set(v, "other_dev", "%s", link_name(host, r->oif));
+		if (r->dst_len)
+			rn_vars_set(v, "routed", "%s/%d via %s", rn_ip_str(&r->dst, b, sizeof(b)),
+				    r->dst_len, rn_ip_str(&r->gw, g, sizeof(g)));
+		else
+			rn_vars_set(v, "routed", "the default route (via %s)",
+				    rn_ip_str(&r->gw, g, sizeof(g)));
+		gw_vars(host, nic, v);
+		if (rn_vars_get(v, "gw_fix")[0]) {
+			if (r->dst_len)
+				rn_vars_set(v, "rule_fix", "%s route replace %s/%d via %s dev %s table %d",
+					    ipf(nic), b, r->dst_len, rn_vars_get(v, "gw"), nic->netdev,
+					    nic->table);
+			else
+				rn_vars_set(v, "rule_fix", "%s", rn_vars_get(v, "gw_fix"));
+		} else {
+			rn_vars_set(v, "rule_fix", "%s", "");
+		}
+		rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, v);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The kernel's answer for @dst from our IP, as TCP (the handshake) and ARP requests
+ * see it (no oif): does it leave our NIC, and if not, why. 1 when a finding was made.
+ */
+static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
+			struct rn_vars *v, int *wrong_dev)
+{
+	struct rn_nl_route r;
+	char buf[INET6_ADDRSTRLEN];
+	int ret, egress_ok;
+
+	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
+	ret = rn_nl.route_get(dst, &nic->ip, 0, &r);
+	if (ret < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_route_fix_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
+		return 1;
+	}
+	egress_ok = r.type == RTN_LOCAL || r.oif == nic->ifindex;
+	rn_vars_set(v, "other_dev", "%s", egress_ok ? nic->netdev : link_name(host, r.oif));
+	rn_vars_set(v, "used_table", "%u", r.table);
+	if (!egress_ok)
+		*wrong_dev = r.oif;
+	if (nic->table == RN_TABLE_MAIN) {
+		if (egress_ok)
+			return 0;
+		rn_route_fix_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return 1;
+	}
+	if (r.table == (uint32_t)nic->table) {
+		if (egress_ok)
+			return 0;
+		rule_fix(host, nic, v);
+		rn_vars_set(v, "routed", "%s", rn_vars_get(v, "subnet"));
+		rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, v);
+		return 1;
+	}
+	/* Our rule exists, yet another table decided. */
+	if (table_has(host, (uint32_t)nic->table, dst, nic->ifindex)) {
+		if (shadow_vars(host, nic, r.table, v)) {
+			add_lowered(nic, RN_CAUSE_RULE_SHADOWED, v, egress_ok);
+			return 1;
+		}
+		return 0;
+	}
+	rn_route_fix_vars(host, nic, v);
+	if (shadow_vars(host, nic, r.table, v) && rn_vars_get(v, "move_fix")[0])
+		rn_vars_append(v, "route_fix", "; ", "%s", rn_vars_get(v, "move_fix"));
+	add_lowered(nic, RN_CAUSE_TABLE_NO_ROUTE, v, egress_ok);
+	return 1;
+}
+
+/*
+ * An L3 NIC: a remote GPU host sits outside our subnet. A RoCE QP's lookup pins
+ * oif to the GID's netdev; with no route out of it the kernel assumes the peer is
+ * on-link and ARP for it never resolves. TCP from our IP (no oif) must leave our NIC
+ * too, unless it is a multipath route that includes it (ECMP over the NICs: each
+ * QP's lookup takes its own NIC's next hop).
+ */
+static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v, int *wrong_dev)
+{
+	struct rn_nl_route q, w;
+	struct rn_ip dst;
+	char buf[INET6_ADDRSTRLEN];
+	int ret, i;
+
+	if (!nic_is_l3(host, nic) || offsubnet_dst(host, nic, &dst))
+		return;
+	rn_vars_set(v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
+	ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &q);
+	if (ret < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-ret));
+		gw_vars(host, nic, v);
+		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+		alt_vars(nic, v, 0);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
+		return;
+	}
+	if (q.oif && q.oif != nic->ifindex) {
+		/*
+		 * IPv6 treats oif as a preference (no bound socket: not RT6_LOOKUP_F_IFACE), so
+		 * the QP's next hop can be another NIC's gateway, whose MAC is then sent out of
+		 * ours. IPv4 pins oif and never gets here.
+		 */
+		*wrong_dev = q.oif;
+		rn_vars_set(v, "other_dev", "%s", link_name(host, q.oif));
+		rn_vars_set(v, "used_table", "%u", q.table);
+		gw_vars(host, nic, v);
+		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+		alt_vars(nic, v, 0);
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return;
+	}
+	if (q.type == RTN_UNICAST && !q.gw.family) {
+		gw_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_GATEWAY, v);
+		return;
+	}
+	if (nic->ip.family != AF_INET)
+		return; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
+	ret = rn_nl.route_get(&dst, &nic->ip, 0, &w);
+	if (ret < 0 || w.oif == nic->ifindex)
+		return;
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *r = &host->routes[i];
+
+		if (r->table == w.table && r->table == q.table && r->nhops > 1 &&
+		    r->dst.family == dst.family && rn_ip_in_prefix(&dst, &r->dst, r->dst_len))
+			return; /* ECMP including our NIC */
+	}
+	*wrong_dev = w.oif;
+	rn_vars_set(v, "other_dev", "%s", link_name(host, w.oif));
+	rn_vars_set(v, "used_table", "%u", w.table);
+	if (nic->table != RN_TABLE_MAIN && w.table != (uint32_t)nic->table &&
+	    shadow_vars(host, nic, w.table, v)) {
+		rn_nic_add_finding(nic, RN_CAUSE_RULE_SHADOWED, v);
+		return;
+	}
+	gw_vars(host, nic, v);
+	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+	alt_vars(nic, v, 0);
+	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+}
+
+static int has_route_fix(const struct rn_nic *nic)
+{
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++)
+		if (nic->findings[i].cause == RN_CAUSE_ROUTE_WRONG_NIC ||
+		    nic->findings[i].cause == RN_CAUSE_NO_ROUTE)
+			return 1;
+	return 0;
 }
 
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
@@ -458,14 +1053,16 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	struct rn_vars v = RN_VARS_INIT;
 	struct share s;
 	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
-	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN + 8], buf[INET6_ADDRSTRLEN];
+	char key[IF_NAMESIZE + 40];
 	struct rn_nl_route r;
-	struct rn_ip net, dst;
+	struct rn_ip dst;
 	uint32_t table, prio;
-	int i, ret, wrong_egress = 0, wrong_dev = 0, mgmt;
+	int i, ret, wrong_dev = 0, v4 = nic->ip.family == AF_INET, found, mgmt;
 
 	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	rn_vars_set(&v, "ipf", "%s", ipf(nic));
 	if (!nic->link_up || (self && !self->link.oper_up)) {
 		rn_nic_add_finding(nic, RN_CAUSE_LINK_DOWN, &v);
 		goto out;
@@ -481,13 +1078,12 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	if (!nic->ip.family)
 		goto out;
 
-	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
 	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
-	rn_vars_set(&v, "subnet", "%s/%d", rn_ip_str(&net, net_s, sizeof(net_s)), nic->prefixlen);
+	rn_vars_set(&v, "subnet", "%s", subnet_str(nic, net_s, sizeof(net_s)));
 	find_sharing(host, nic, &s);
 	mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
+	/* the script's default family is 4 */
 	rn_vars_set(&v, "devs", "%s", nic->ip.family == AF_INET6 ? "--family 6" : "");
-	rn_vars_set(&v, "others", "%s", "");
 	for (i = 0; i < s.n; i++) {
 		/*
 		 * The script never configures the management NIC unless told to: leave it
@@ -501,6 +1097,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	}
 	if (!rn_vars_get(&v, "devs")[0])
 		rn_vars_set(&v, "devs", "%s", nic->netdev);
+	rn_vars_set(&v, "others", "%s", "");
 	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
 	if (s.n > 2)
 		rn_vars_set(&v, "others", "%d other NICs: ", s.n - 1);
@@ -516,58 +1113,74 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	}
 	rn_vars_set(&v, "table", "%u", table);
 	rn_vars_set(&v, "prio", "%u", prio);
+	rn_vars_set(&v, "routed", "%s", net_s);
+
+	check_arp_silent(host, nic, self, &v);
+	/* The table's own routes must name our NIC (its default route above all). */
+	found = check_table_devs(host, nic, &v);
 
 	/* The kernel's own answer for a peer in our subnet. */
-	if (!rn_route_probe_dst(host, nic, &dst)) {
-		rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-		ret = rn_nl.route_get(&dst, &nic->ip, 0, &r);
-		if (ret < 0) {
-			rn_vars_set(&v, "err", "%s", strerror(-ret));
-			rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
-		} else if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
-			wrong_egress = 1;
-			wrong_dev = r.oif;
-			rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
-			rn_vars_set(&v, "used_table", "%u", r.table);
-			if (nic->table != RN_TABLE_MAIN && r.table == (uint32_t)nic->table) {
-				rule_fix(host, nic, &v);
-				rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, &v);
-			}
-			else
+	if (!found && !rn_route_probe_dst(host, nic, &dst)) {
+		if (v4) {
+			found = judge_egress(host, nic, &dst, &v, &wrong_dev);
+		} else {
+			/* IPv6: judged as the QP's lookup sees it (oif = the GID's netdev). */
+			rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
+			ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &r);
+			if (ret < 0) {
+				rn_vars_set(&v, "err", "%s", strerror(-ret));
+				rn_route_fix_vars(host, nic, &v);
+				rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
+				found = 1;
+			} else if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
+				/* oif is only a preference for IPv6: a more specific route wins */
+				rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
+				rn_vars_set(&v, "used_table", "%u", r.table);
+				rn_route_fix_vars(host, nic, &v);
 				rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
+				found = 1;
+			}
 		}
 	}
-	/* Gateways of our table must be reached through our NIC too. */
-	for (i = 0; i < host->nroutes && !wrong_egress; i++) {
+	/* Main's gateways on our NIC must be reached through it. */
+	for (i = 0; i < host->nroutes && !found && v4; i++) {
 		const struct rn_nl_route *g = &host->routes[i];
 
-		if (g->table != (uint32_t)nic->table || !g->gw.family ||
-		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST)
+		if (g->table != RN_TABLE_MAIN || nic->table != RN_TABLE_MAIN || !g->gw.family ||
+		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST ||
+		    g->oif != nic->ifindex)
 			continue;
-		if (nic->table == RN_TABLE_MAIN && g->oif != nic->ifindex)
-			continue; /* main's default route belongs to the management NIC */
 		ret = rn_nl.route_get(&g->gw, &nic->ip, 0, &r);
 		if (ret < 0 || r.oif == nic->ifindex)
 			continue;
-		wrong_egress = 1;
+		found = 1;
 		wrong_dev = r.oif;
 		rn_vars_set(&v, "dst", "gateway %s", rn_ip_str(&g->gw, buf, sizeof(buf)));
 		rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
 		rn_vars_set(&v, "used_table", "%u", r.table);
+		rn_route_fix_vars(host, nic, &v);
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
 	}
+	if (!found)
+		check_l3(host, nic, &v, &wrong_dev);
 
-	if (s.n > 1) {
+	if (v4) {
+		find_l2_sharing(host, nic, &s);
 		check_arp(host, nic, &s, &v);
-		if (nic->table == RN_TABLE_MAIN)
+		/* Said once: route-wrong-nic and no-route already carry the same fix. */
+		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
+			rn_route_fix_vars(host, nic, &v);
 			rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, &v);
+		}
 	}
-	if (self && wrong_egress && nic->ip.family == AF_INET) {
+	if (self && wrong_dev && v4) {
 		const struct rn_sysctls *e = rn_host_sysctls(host, self);
 
 		if (e->rp_filter == 1) {
 			rn_vars_set(&v, "value", "%d", e->rp_filter);
 			rn_vars_set(&v, "other_dev", "%s", link_name(host, wrong_dev));
+			rn_vars_set(&v, "rp_keys", "net.ipv4.conf.all.rp_filter=2 %s=2",
+				    rn_sysctl_key(key, sizeof(key), nic->netdev, "rp_filter"));
 			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
 		}
 	}

@@ -43,34 +43,29 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"no-rule", RN_SEV_WARN,
 		"{nic} ({dev} {ip}) shares {subnet} with {others} but no 'from {ip}' rule selects "
 		"a table for it",
-		"ip rule add from {ip} lookup {table} priority {prio}; "
-		"ip route replace {subnet} dev {dev} src {ip} table {table}"
-		"  # or, for all NICs at once: roce-policy-routing {devs}",
-		"nic dev ip subnet others table prio devs",
+		"{route_fix}{alt}",
+		"nic dev ip subnet others route_fix alt",
 	},
 	[RN_CAUSE_RULE_WRONG_NIC] = {
 		"rule-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' leads to a table that routes "
-		"{subnet} out of {other_dev}",
+		"{routed} out of {other_dev}",
 		"{rule_fix}",
-		"nic dev ip table subnet other_dev rule_fix",
+		"nic dev ip table routed other_dev rule_fix",
 	},
 	[RN_CAUSE_ROUTE_WRONG_NIC] = {
 		"route-wrong-nic", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): the route to {dst} from {ip} leaves through {other_dev} "
 		"(table {used_table}), not {dev}",
-		"ip rule add from {ip} lookup {table} priority {prio}; "
-		"ip route replace {subnet} dev {dev} src {ip} table {table}"
-		"  # or, for all NICs at once: roce-policy-routing {devs}",
-		"nic dev ip dst other_dev used_table table prio subnet devs",
+		"{route_fix}{alt}",
+		"nic dev ip dst other_dev used_table route_fix alt",
 	},
 	[RN_CAUSE_RP_FILTER] = {
 		"rp-filter", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): strict rp_filter (effective {value}) drops replies from "
 		"{subnet} because the reverse route leaves through {other_dev}",
-		"sysctl -w net.ipv4.conf.all.rp_filter=2 net.ipv4.conf.{dev}.rp_filter=2"
-		"  # or, for all NICs at once: roce-policy-routing {devs}",
-		"nic dev ip value subnet other_dev devs",
+		"sysctl -w {rp_keys}  # or, for all NICs at once: roce-policy-routing {devs}",
+		"nic dev ip value subnet other_dev rp_keys devs",
 	},
 	[RN_CAUSE_NEIGH_WRONG_MAC] = {
 		"neigh-wrong-mac", RN_SEV_FATAL,
@@ -104,9 +99,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NO_GID] = {
 		"no-gid", RN_SEV_FATAL,
-		"{nic} ({dev}): no usable GID: wanted {want}; found {have}",
+		"{nic} ({dev}): no usable GID: wanted {want}; found {have}{todo}",
 		"{fix}",
-		"nic dev want have fix",
+		"nic dev want have todo fix",
 	},
 	[RN_CAUSE_GID_FORCED_MISMATCH] = {
 		"gid-forced-mismatch", RN_SEV_WARN,
@@ -124,8 +119,8 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	[RN_CAUSE_NO_ROUTE] = {
 		"no-route", RN_SEV_FATAL,
 		"{nic} ({dev} {ip}): no route to {dst} from {ip}: {err}",
-		"ip route replace {subnet} dev {dev} src {ip} table {table}",
-		"nic dev ip dst err subnet table",
+		"{route_fix}",
+		"nic dev ip dst err route_fix",
 	},
 	[RN_CAUSE_FIREWALL] = {
 		"firewall", RN_SEV_WARN,
@@ -139,6 +134,53 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"crashed",
 		"look at the log of the process on {peer_host}; its first error is the cause",
 		"peer_host peer_ip",
+	},
+	[RN_CAUSE_SHARED_L2] = {
+		"shared-l2", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}) is on one L2 segment with {l2_others} (they answer ARP probes "
+		"sent from {dev}) although their subnets differ: {why}, so peers can learn another "
+		"NIC's MAC for {ip} (ARP flux, completion error 12)",
+		"sysctl -w {sysctls}",
+		"nic dev ip l2_others why sysctls",
+	},
+	[RN_CAUSE_L2_UNCHECKED] = {
+		"l2-unchecked", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): cannot tell whether {l2_others} share its L2 segment (the ARP "
+		"probe needs CAP_NET_RAW: {err}; roce-doctor as root tells); if they do, {why} "
+		"lets peers learn another NIC's MAC for {ip}",
+		"sysctl -w {sysctls}",
+		"nic dev ip l2_others err why sysctls",
+	},
+	[RN_CAUSE_ARP_SILENT] = {
+		"arp-silent", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): effective arp_ignore=8 ({where}): the host answers no ARP "
+		"request on {dev}, so no peer can resolve {ip}",
+		"sysctl -w {sysctls}",
+		"nic dev ip where sysctls",
+	},
+	[RN_CAUSE_RULE_SHADOWED] = {
+		"rule-shadowed", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' (priority {rule_prio}) never "
+		"decides: rule {shadow_prio} '{shadow_what}' comes first and sends {dst} out of "
+		"{other_dev} (table {used_table})",
+		"{move_fix}",
+		"nic dev ip table rule_prio shadow_prio shadow_what dst other_dev used_table move_fix",
+	},
+	[RN_CAUSE_TABLE_NO_ROUTE] = {
+		"table-no-route", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): rule 'from {ip} lookup {table}' leads to a table with no route "
+		"to {dst} out of {dev} (a link going down deletes them), so the lookup falls "
+		"through to table {used_table} and leaves through {other_dev}",
+		"{route_fix}",
+		"nic dev ip table dst used_table other_dev route_fix",
+	},
+	[RN_CAUSE_NO_GATEWAY] = {
+		"no-gateway", RN_SEV_FATAL,
+		"{nic} ({dev} {ip}): from {ip} out of {dev} no route reaches {dst} outside "
+		"{subnet}: the kernel assumes it is on-link, so ARP for remote GPU hosts never "
+		"resolves (an L3 fabric needs a default route via {gw} in {dev}'s own table{gw_hint})",
+		"{gw_fix}",
+		"nic dev ip dst subnet gw gw_hint gw_fix",
 	},
 };
 

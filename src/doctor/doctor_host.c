@@ -42,7 +42,10 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 		memset(&dn->route_dst, 0, sizeof(dn->route_dst));
 		return;
 	}
-	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, 0, &dn->route);
+	/* The lookup the verdict judges: IPv4 as TCP/ARP see it, IPv6 as the QP's (oif) */
+	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip,
+					dn->nic.ip.family == AF_INET6 ? dn->nic.ifindex : 0,
+					&dn->route);
 	dn->route_oif_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, dn->nic.ifindex,
 					    &dn->route_oif);
 }
@@ -491,6 +494,41 @@ static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
 	free(it);
 }
 
+/* Causes that roce-policy-routing's tables, rules and ARP sysctls take away. */
+static int script_fixes(enum rn_cause c)
+{
+	switch (c) {
+	case RN_CAUSE_ARP_FLUX:
+	case RN_CAUSE_SHARED_L2:
+	case RN_CAUSE_ARP_SILENT:
+	case RN_CAUSE_NO_RULE:
+	case RN_CAUSE_ROUTE_WRONG_NIC:
+	case RN_CAUSE_RULE_WRONG_NIC:
+	case RN_CAUSE_TABLE_NO_ROUTE:
+	case RN_CAUSE_RP_FILTER:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int script_fixes_all(const struct rn_doctor *d)
+{
+	int i, k;
+
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_nic *nic = &d->nics[i].nic;
+
+		if (d->nics[i].err || (nic->nfindings && nic->ip.family != AF_INET))
+			return 0;
+		for (k = 0; k < nic->nfindings; k++)
+			if (nic->findings[k].sev >= RN_SEV_WARN &&
+			    !script_fixes(nic->findings[k].cause))
+				return 0;
+	}
+	return 1;
+}
+
 static void print_host(struct rn_doctor *d)
 {
 	FILE *f = d->out;
@@ -589,7 +627,8 @@ static void print_host(struct rn_doctor *d)
 	}
 	fprintf(f, "verdict: %d of %d NIC%s need%s fixing (checked in %.1f ms)", nprob, d->nnics,
 		d->nnics == 1 ? "" : "s", nprob == 1 ? "s" : "", d->gather_ms);
-	if (nprob) {
+	/* The script only where it fixes every problem: it refuses a NIC without IPv4. */
+	if (nprob && script_fixes_all(d)) {
 		fprintf(f, "; all at once: roce-policy-routing");
 		for (i = 0; i < d->nnics; i++)
 			fprintf(f, " %s", d->nics[i].nic.netdev);

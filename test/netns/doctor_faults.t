@@ -2,7 +2,8 @@
 # Each fault of the route-awareness list, made on its own 2-NIC host namespace, is named by
 # roce-doctor --netdev with its cause id (asserted in --json) and the catalogue's fix:
 # a rule to the wrong table, strict rp_filter with asymmetry (and the all=1/per-if=0 trap),
-# arp_ignore/arp_announce only on all vs only per interface, one subnet per NIC (all good),
+# arp_ignore/arp_announce only on all vs only per interface, one subnet per NIC on one L2
+# segment (shared-l2; good with arp_ignore=1/arp_announce=2),
 # link down.
 . "$(dirname "$0")/doctor_lib.sh"
 rn_require_netns
@@ -63,8 +64,9 @@ for n in nic0 nic1; do
 	c=$(causes "$T/all.json" $n)
 	echo "$n: $c"
 	hasnt arp-flux "$c" "$n with arp_ignore=1 arp_announce=2 on all"
-	has no-rule "$c" "$n without policy rules"
 done
+has no-rule "$(causes "$T/all.json" nic0)" "nic0 without policy rules"
+has route-wrong-nic "$(causes "$T/all.json" nic1)" "nic1 without policy rules"
 [ "$(jq_py "$T/all.json" "[d['nics'][0]['sysctl'][k]['arp_ignore'] for k in ('all', 'dev', 'effective')]")" = "1 0 1" ] ||
 	rn_fail "arp_ignore all/dev/effective not shown as 1/0/1"
 
@@ -90,9 +92,14 @@ rn_host_ns 2
 H=$RN_HOST
 ip -n "$H" addr flush dev nic1
 ip -n "$H" addr add 198.18.1.12/24 dev nic1
+# Both still hang off one bridge: one L2 segment, found by the doctor's ARP probe.
+json "$H" "$T/l2.json"
+[ $RC -eq 1 ] || rn_fail "one subnet per NIC on one L2 segment: exit $RC, want 1"
+[ "$(causes "$T/l2.json" nic1)" = shared-l2 ] || rn_fail "nic1: $(causes "$T/l2.json" nic1), want shared-l2"
+sys "$H" net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
 doc "$H" --netdev nic0,nic1
 echo "$OUT"
-expect_rc 0 "one subnet per NIC"
+expect_rc 0 "one subnet per NIC with arp_ignore=1/arp_announce=2"
 
 echo "== link down"
 rn_host_ns 2

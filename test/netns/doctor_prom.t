@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # roce-doctor --prometheus / --textfile on a host with 2 NICs in one subnet: kernel defaults
 # give valid exposition text (test/netns/prom_check.py) with roce_nic_verdict 2 and the
-# arp-flux / no-rule findings per NIC (exit 1); after scripts/roce-policy-routing every
+# arp-flux and no-rule / route-wrong-nic findings per NIC (exit 1); after scripts/roce-policy-routing every
 # verdict is 0 and no finding is left (exit 0); --textfile replaces the file atomically
 # (no temporary left), an unwritable path exits 2, and the options refuse other commands.
 . "$(dirname "$0")/doctor_lib.sh"
@@ -18,7 +18,9 @@ python3 "$CHECK" "$T/before.prom" >"$T/before.txt" || { cat "$T/before.prom"; rn
 cat "$T/before.txt"
 for n in nic0 nic1; do
 	grep -qx "roce_nic_verdict{ibdev=,netdev=$n,port=} 2" "$T/before.txt" || rn_fail "$n: verdict not 2 (refused)"
-	for c in arp-flux no-rule; do
+	# nic0 egresses right by luck (no-rule); nic1's route leaves nic0 (route-wrong-nic)
+	[ $n = nic0 ] && r=no-rule || r=route-wrong-nic
+	for c in arp-flux $r; do
 		grep -q "^roce_nic_finding{cause=$c,ibdev=,netdev=$n,port=,severity=[a-z]*} 1$" "$T/before.txt" ||
 			rn_fail "$n: no $c finding series"
 	done

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "rn_host.h"
 #include "rn_log.h"
@@ -212,7 +213,7 @@ int main(int argc, char **argv)
 
 	rn_config_defaults(&cfg);
 	rn_log_set_level(RN_LOG_NONE);
-	while ((opt = getopt(argc, argv, "+c:v")) != -1) {
+	while ((opt = getopt(argc, argv, "+c:v6")) != -1) {
 		switch (opt) {
 		case 'c':
 			cfg.route_check = !strcmp(optarg, "off")    ? RN_ROUTE_CHECK_OFF
@@ -222,6 +223,9 @@ int main(int argc, char **argv)
 		case 'v':
 			rn_log_set_level(RN_LOG_INFO);
 			break;
+		case '6':
+			cfg.addr_family = AF_INET6; /* NCCL_IB_ADDR_FAMILY=AF_INET6 */
+			break;
 		default:
 			return 2;
 		}
@@ -229,7 +233,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (argc < 2) {
-		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-v] "
+		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-v] [-6] "
 				"nic DEV...|conn DEV IP MAC [MS [HOST [PEERDEV]]]|"
 				"diag DEV IP MAC|bench N DEV...\n");
 		return 2;

@@ -130,10 +130,14 @@ out=$(rn_pc "$H" nic eth1)
 rn_expect secondary-unruled "$out" eth1 verdict=ok ip=198.18.0.2/24 table=102
 ip -n "$H" addr del 198.18.0.102/24 dev eth1
 
-# G. one subnet per NIC needs no policy routing
+# G. one subnet per NIC needs no policy routing; on one L2 segment (one bridge here) it
+# needs arp_ignore/arp_announce (found by the ARP probe: this runs as root)
 H2=$(rn_ns host2)
 rn_nic "$H2" eth0 "$SW" k0 198.18.1.1/24
 rn_nic "$H2" eth1 "$SW" k1 198.18.2.1/24
+out=$(rn_pc "$H2" nic eth0 eth1)
+rn_expect_cause subnet-per-nic-one-l2 "$out" eth0 shared-l2
+rn_sysctl "$H2" net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
 out=$(rn_pc "$H2" nic eth0 eth1)
 rn_expect subnet-per-nic "$out" eth0 verdict=ok causes=none
 rn_expect subnet-per-nic "$out" eth1 verdict=ok causes=none

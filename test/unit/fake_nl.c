@@ -34,6 +34,7 @@ static void must_cidr(const char *s, struct rn_ip *ip, int *len)
 void fake_nl_init(struct fake_nl_host *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->arp_ret = -EPERM;
 	fake_link(h, 1, "lo", 0, 1);
 	h->links[0].flags |= 0x8; /* IFF_LOOPBACK */
 	fake_rule(h, 0, NULL, RN_TABLE_LOCAL);
@@ -371,6 +372,31 @@ static int f_link_get(int ifindex, struct rn_nl_link *out)
 	return -ENODEV;
 }
 
+static int f_arp_probe(struct rn_arp_query *q, int n, int wait_ms)
+{
+	int i, k, a;
+
+	cur->arp_probes++;
+	if (cur->arp_ret)
+		return cur->arp_ret;
+	for (i = 0; i < n; i++) {
+		q[i].answered = 0;
+		for (a = 0; a < cur->naddrs; a++) {
+			const struct rn_nl_addr *ad = &cur->addrs[a];
+
+			if (ad->ip.family != AF_INET || memcmp(&ad->ip.v4, &q[i].target, 4) ||
+			    ad->ifindex >= FAKE_NL_MAX || q[i].ifindex >= FAKE_NL_MAX ||
+			    !cur->l2[q[i].ifindex][ad->ifindex])
+				continue;
+			for (k = 0; k < cur->nlinks; k++)
+				if (cur->links[k].ifindex == ad->ifindex)
+					memcpy(q[i].answer, cur->links[k].mac, 6);
+			q[i].answered = 1;
+		}
+	}
+	return 0;
+}
+
 static const struct rn_nl_ops fake_ops = {
 	.link_dump = f_link_dump,
 	.addr_dump = f_addr_dump,
@@ -380,6 +406,7 @@ static const struct rn_nl_ops fake_ops = {
 	.neigh_get = f_neigh_get,
 	.neigh_probe = f_neigh_probe,
 	.link_get = f_link_get,
+	.arp_probe = f_arp_probe,
 };
 
 static int f_sys_read(const char *path, char *buf, size_t len)

@@ -36,6 +36,10 @@ struct fake_nl_host {
 	int nsys;
 	int probes;
 	int route_gets;
+	/* ARP probes: -EPERM (no CAP_NET_RAW) unless set; l2[a][b] = ifindex a hears b. */
+	int arp_ret;
+	unsigned char l2[FAKE_NL_MAX][FAKE_NL_MAX];
+	int arp_probes;
 };
 
 /* A host with 'lo' (ifindex 1) and the default rules 0/32766/32767. */

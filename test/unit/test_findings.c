@@ -163,7 +163,8 @@ static void every_cause_at_once(void **state)
 			assert_null(strpbrk(f->fix, "?{}"));
 			assert_null(strstr(f->fix, "scripts/"));
 		}
-	assert_true(nf > 20);
+	/* no-rule is not repeated beside route-wrong-nic (same fix, pasted once) */
+	assert_true(nf >= 16);
 }
 
 /* The plugin's INIT log through the logger bridge: nothing NCCL would cut, nothing lost. */

@@ -55,7 +55,9 @@ static void test_arp_ignore_protection_values(void **state)
 	assert_true(rn_arp_ignore_protects(2));
 	assert_false(rn_arp_ignore_protects(3));
 	assert_false(rn_arp_ignore_protects(5)); /* reserved values answer */
-	assert_true(rn_arp_ignore_protects(8));
+	assert_false(rn_arp_ignore_protects(8)); /* answers nothing at all */
+	assert_true(rn_arp_ignore_quiet(8));
+	assert_false(rn_arp_ignore_quiet(3));
 }
 
 static void test_ip_from_gid(void **state)

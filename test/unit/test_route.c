@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* NIC verdicts over fixture hosts: shared subnet, policy routing, sysctls, rp_filter. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,7 +208,7 @@ static void test_arp_ignore_all_only_or_per_dev_only(void **state)
 	/* one NIC left answering for everybody */
 	fake_sysctl(&H, "eth1", "arp_ignore", 0);
 	renew(&n0, assess("eth0"));
-	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore=0 on eth1"));
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_FLUX)->msg, "arp_ignore eth1=0"));
 	/* all only */
 	fake_sysctl(&H, "eth0", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_ignore", 2);
@@ -244,12 +245,50 @@ static void test_one_subnet_per_nic_accepted_without_rules(void **state)
 	fake_link(&H, 3, "eth1", 0x11, 1);
 	fake_addr(&H, 2, "198.18.0.1/25", 0);
 	fake_addr(&H, 3, "198.18.0.129/25", 0);
+	H.arp_ret = 0; /* separate L2 segments: nobody answers the probes */
 	renew(&n0, assess("eth0"));
 	renew(&n1, assess("eth1"));
 	assert_int_equal(n0.verdict, RN_VERDICT_OK);
 	assert_int_equal(n0.nfindings, 0);
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 	assert_int_equal(n1.nfindings, 0);
+	assert_int_equal(H.arp_probes, 2); /* once per snapshot */
+}
+
+static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.1/25", 0);
+	fake_addr(&H, 3, "198.18.0.129/25", 0);
+	H.arp_ret = 0;
+	H.l2[2][3] = H.l2[3][2] = 1;
+	renew(&n0, assess("eth0"));
+	assert_non_null(find(&n0, RN_CAUSE_SHARED_L2));
+	assert_null(find(&n0, RN_CAUSE_NO_RULE)); /* different subnets: main routes right */
+	assert_int_equal(n0.verdict, RN_VERDICT_REFUSED);
+	/* arp_ignore=1 + arp_announce=2: no probe needed, nothing to say */
+	fake_sysctl(&H, "all", "arp_ignore", 1);
+	fake_sysctl(&H, "all", "arp_announce", 2);
+	H.arp_probes = 0;
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 0);
+	assert_int_equal(H.arp_probes, 0);
+	/* arp_ignore=8 answers nothing: the NIC itself is unreachable */
+	fake_sysctl(&H, "eth0", "arp_ignore", 8);
+	renew(&n0, assess("eth0"));
+	assert_non_null(find(&n0, RN_CAUSE_ARP_SILENT));
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_SILENT)->fix, "net.ipv4.conf.eth0.arp_ignore=1"));
+	/* without CAP_NET_RAW and unsafe sysctls: a warning, never a refusal */
+	fake_sysctl(&H, "eth0", "arp_ignore", 0);
+	fake_sysctl(&H, "all", "arp_ignore", 0);
+	H.arp_ret = -EPERM;
+	renew(&n0, assess("eth0"));
+	assert_non_null(find(&n0, RN_CAUSE_L2_UNCHECKED));
+	assert_int_equal(n0.verdict, RN_VERDICT_WARN);
 }
 
 static void test_down_peer_link_does_not_share(void **state)
@@ -297,8 +336,47 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	fake_addr(&H, 2, "198.19.0.1/24", 0);
 	fake_route(&H, 102, "default", 2, NULL, "198.19.0.254");
 	renew(&n1, assess("eth1"));
-	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
-	assert_non_null(strstr(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC)->msg, "gateway 198.19.0.254"));
+	/* The default route's own device is judged, not only the route to its gateway. */
+	assert_non_null(find(&n1, RN_CAUSE_RULE_WRONG_NIC));
+	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
+}
+
+/* L3 /31 per NIC: main's default via eth0 only, then per-NIC tables, then ECMP in main. */
+static void test_l3_gateway_per_nic(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_nl_init(&H);
+	H.arp_ret = 0;
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth1", 0x11, 1);
+	fake_addr(&H, 2, "198.18.0.0/31", 0);
+	fake_addr(&H, 3, "198.18.0.2/31", 0);
+	fake_route(&H, RN_TABLE_MAIN, "default", 2, NULL, "198.18.0.1");
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n0.nfindings, 0);
+	f = find(&n1, RN_CAUSE_NO_GATEWAY); /* oif eth1: no route, "assumed on-link" */
+	assert_non_null(f);
+	assert_non_null(strstr(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table "));
+	assert_non_null(strstr(f->fix, "ip rule add from 198.18.0.2 lookup "));
+	/* ECMP over both NICs: each QP's lookup takes its own next hop */
+	H.routes[H.nroutes - 1].nhops = 2;
+	fake_route(&H, RN_TABLE_MAIN, "default", 3, NULL, "198.18.0.3");
+	H.routes[H.nroutes - 1].nhops = 2;
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n1.nfindings, 0);
+	/* eth1's own table whose default names eth0: the route's device is judged */
+	H.nroutes -= 1;
+	H.routes[H.nroutes - 1].nhops = 1;
+	fake_rule(&H, 102, "198.18.0.2/32", 102);
+	fake_route(&H, 102, "198.18.0.2/31", 3, "198.18.0.2", NULL);
+	fake_route(&H, 102, "default", 2, NULL, "198.18.0.1");
+	renew(&n1, assess("eth1"));
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table 102");
 }
 
 static int ninfo, nwarn, warn_ok;
@@ -307,7 +385,7 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 		 const char *msg)
 {
 	if (level == RN_LOG_INFO && strstr(msg, "NIC eth1:0 netdev eth1 GID -1 IP 198.18.0.2/24") &&
-	    strstr(msg, "verdict refused causes route-wrong-nic,arp-flux,no-rule"))
+	    strstr(msg, "verdict refused causes route-wrong-nic,arp-flux"))
 		ninfo++;
 	if (level == RN_LOG_WARN) {
 		nwarn++;
@@ -340,9 +418,14 @@ static void test_ipv6_shared_subnet(void **state)
 	renew(&n1, assess("eth1"));
 	assert_int_equal(n0.ip.family, AF_INET6);
 	assert_null(find(&n0, RN_CAUSE_ARP_FLUX)); /* ND answers come from the owner */
-	assert_non_null(find(&n0, RN_CAUSE_NO_RULE));
-	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
-	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+	/*
+	 * A RoCE QP's lookup pins oif to the GID's netdev and ND answers only on the
+	 * owning NIC: IPv6 NICs sharing a /64 need no rules (no false refusal).
+	 */
+	assert_null(find(&n0, RN_CAUSE_NO_RULE));
+	assert_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 }
 
 int main(void)
@@ -359,6 +442,8 @@ int main(void)
 		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection, setup_shared),
 		cmocka_unit_test_setup(test_arp_filter_without_rules_is_not, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
+		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
+		cmocka_unit_test_setup(test_l3_gateway_per_nic, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
