@@ -20,38 +20,38 @@
 #include <linux/if_packet.h>
 #include <sys/socket.h>
 
+#include "rn_arp.h"
 #include "rn_clock.h"
 #include "rn_nl.h"
 
-struct arp_pkt {
-	struct arphdr h;
-	uint8_t sha[6];
-	uint8_t spa[4];
-	uint8_t tha[6];
-	uint8_t tpa[4];
-} __attribute__((packed));
-
-static int send_probe(int fd, const struct rn_arp_query *q)
+int rn_arp_request(int fd, int ifindex, const uint8_t mac[6], struct in_addr spa,
+		   struct in_addr tpa)
 {
 	struct sockaddr_ll to = {
 		.sll_family = AF_PACKET,
 		.sll_protocol = htons(ETH_P_ARP),
-		.sll_ifindex = q->ifindex,
+		.sll_ifindex = ifindex,
 		.sll_halen = 6,
 		.sll_addr = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
 	};
-	struct arp_pkt p = { 0 };
+	struct rn_arp_pkt p = { 0 };
 
 	p.h.ar_hrd = htons(ARPHRD_ETHER);
 	p.h.ar_pro = htons(ETH_P_IP);
 	p.h.ar_hln = 6;
 	p.h.ar_pln = 4;
 	p.h.ar_op = htons(ARPOP_REQUEST);
-	memcpy(p.sha, q->mac, 6);
-	memcpy(p.tpa, &q->target, 4);
+	memcpy(p.sha, mac, 6);
+	memcpy(p.spa, &spa, 4);
+	memcpy(p.tpa, &tpa, 4);
 	if (sendto(fd, &p, sizeof(p), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
 		return -errno;
 	return 0;
+}
+
+int rn_arp_is_reply(const struct rn_arp_pkt *p)
+{
+	return ntohs(p->h.ar_op) == ARPOP_REPLY && p->h.ar_hln == 6 && p->h.ar_pln == 4;
 }
 
 /* Match every reply read to the open query of the link it arrived on. */
@@ -59,14 +59,13 @@ static int drain(int fd, struct rn_arp_query *q, int n)
 {
 	struct sockaddr_ll from;
 	socklen_t fl = sizeof(from);
-	struct arp_pkt p;
+	struct rn_arp_pkt p;
 	int i, open = 0;
 
 	while (recvfrom(fd, &p, sizeof(p), MSG_DONTWAIT, (struct sockaddr *)&from, &fl) >=
 	       (ssize_t)sizeof(p)) {
 		fl = sizeof(from);
-		if (from.sll_pkttype == PACKET_OUTGOING || ntohs(p.h.ar_op) != ARPOP_REPLY ||
-		    p.h.ar_hln != 6 || p.h.ar_pln != 4)
+		if (from.sll_pkttype == PACKET_OUTGOING || !rn_arp_is_reply(&p))
 			continue;
 		for (i = 0; i < n; i++)
 			if (q[i].ifindex == from.sll_ifindex && !q[i].answered &&
@@ -97,7 +96,7 @@ int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms)
 		return -errno;
 	for (i = 0; i < n; i++) {
 		q[i].answered = 0;
-		send_probe(pf.fd, &q[i]);
+		rn_arp_request(pf.fd, q[i].ifindex, q[i].mac, (struct in_addr){ 0 }, q[i].target);
 	}
 	end = rn_now_ms() + wait_ms;
 	while (open) {

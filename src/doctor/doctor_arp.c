@@ -22,18 +22,12 @@
 #include <sys/socket.h>
 
 #include "doctor.h"
+#include "rn_arp.h"
 
 #define ARP_WAIT_MS 300
 #define ARP_SENDS 2
 #define ARP_MAX_MACS 4
 
-struct arp_pkt {
-	struct arphdr h;
-	uint8_t sha[6];
-	uint8_t spa[4];
-	uint8_t tha[6];
-	uint8_t tpa[4];
-} __attribute__((packed));
 
 struct arp_q {
 	int fd;
@@ -47,37 +41,17 @@ struct arp_q {
 
 static int arp_send(struct arp_q *q)
 {
-	struct sockaddr_ll to = {
-		.sll_family = AF_PACKET,
-		.sll_protocol = htons(ETH_P_ARP),
-		.sll_ifindex = q->ifindex,
-		.sll_halen = 6,
-		.sll_addr = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
-	};
-	struct arp_pkt p = { 0 };
-
-	p.h.ar_hrd = htons(ARPHRD_ETHER);
-	p.h.ar_pro = htons(ETH_P_IP);
-	p.h.ar_hln = 6;
-	p.h.ar_pln = 4;
-	p.h.ar_op = htons(ARPOP_REQUEST);
-	memcpy(p.sha, q->mac, 6);
-	memcpy(p.spa, &q->src, 4);
-	memcpy(p.tpa, &q->dst, 4);
-	if (sendto(q->fd, &p, sizeof(p), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
-		return -errno;
-	return 0;
+	return rn_arp_request(q->fd, q->ifindex, q->mac, q->src, q->dst);
 }
 
 static void arp_read(struct arp_q *q)
 {
-	struct arp_pkt p;
+	struct rn_arp_pkt p;
 	ssize_t n;
 	int k;
 
 	while ((n = recv(q->fd, &p, sizeof(p), MSG_DONTWAIT)) >= (ssize_t)sizeof(p)) {
-		if (ntohs(p.h.ar_op) != ARPOP_REPLY || p.h.ar_hln != 6 || p.h.ar_pln != 4 ||
-		    memcmp(p.spa, &q->dst, 4) || memcmp(p.tpa, &q->src, 4))
+		if (!rn_arp_is_reply(&p) || memcmp(p.spa, &q->dst, 4) || memcmp(p.tpa, &q->src, 4))
 			continue;
 		for (k = 0; k < q->nmacs && memcmp(q->macs[k], p.sha, 6); k++)
 			;
