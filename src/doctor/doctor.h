@@ -110,6 +110,13 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
+/*
+ * Write @path whole or not at all (for collectors that may read it any time):
+ * @fill writes into a temporary beside it, which is synced and renamed over @path.
+ * 0 or -errno; the temporary never stays behind.
+ */
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
+			 const void *arg);
 
 /* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
 struct rn_json {

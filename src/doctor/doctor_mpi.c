@@ -771,28 +771,24 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 	}
 }
 
-/* The JSON report into @path, whole or not at all (a temporary renamed). */
+struct json_args {
+	const struct rn_sweep *s;
+	int rc;
+};
+
+static void json_fill(FILE *f, const void *arg)
+{
+	const struct json_args *a = arg;
+
+	rn_sweep_json(f, a->s, a->rc);
+}
+
+/* The JSON report into @path, whole or not at all. */
 static int write_json(const char *path, const struct rn_sweep *s, int rc)
 {
-	char tmp[4096];
-	FILE *f;
-	int ret = 0;
+	struct json_args a = { s, rc };
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	rn_sweep_json(f, s, rc);
-	if (fflush(f) || ferror(f))
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return rn_doctor_write_file(path, json_fill, &a);
 }
 
 /*

@@ -109,36 +109,31 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 	}
 }
 
+struct prom_args {
+	struct rn_doctor *d;
+	int ok, rc;
+};
+
+static void prom_fill(FILE *f, const void *arg)
+{
+	const struct prom_args *a = arg;
+
+	write_metrics(f, a->d, a->ok, a->rc);
+}
+
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
 {
 	int rc = gather_err ? RN_DOCTOR_ERROR :
 		 rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
-	char tmp[4096];
-	FILE *f;
-	int ret = 0;
+	struct prom_args a = { d, !gather_err, rc };
+	int ret;
 
 	if (!textfile) {
 		write_metrics(d->out, d, !gather_err, rc);
 		return fflush(d->out) ? RN_DOCTOR_ERROR : rc;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", textfile, (int)getpid()) >= (int)sizeof(tmp)) {
-		fprintf(stderr, "roce-doctor: --textfile: path too long\n");
-		return RN_DOCTOR_ERROR;
-	}
-	f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "roce-doctor: --textfile: cannot write %s: %s\n", tmp, strerror(errno));
-		return RN_DOCTOR_ERROR;
-	}
-	write_metrics(f, d, !gather_err, rc);
-	if (fflush(f) || ferror(f) || fsync(fileno(f)))
-		ret = -(errno ? errno : EIO);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, textfile))
-		ret = -errno;
+	ret = rn_doctor_write_file(textfile, prom_fill, &a);
 	if (ret) {
-		unlink(tmp);
 		fprintf(stderr, "roce-doctor: --textfile %s: %s\n", textfile, strerror(-ret));
 		return RN_DOCTOR_ERROR;
 	}

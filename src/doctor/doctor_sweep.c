@@ -693,21 +693,16 @@ static void xml_text(FILE *f, const char *s)
 	}
 }
 
-int rn_sweep_svg(const char *path, const struct rn_sweep *s)
+static void svg_fill(FILE *f, const void *arg)
 {
-	char tmp[4096], c[64];
-	int total = 0, h, i, h2, i2, y, x, gw, size, ret;
-	FILE *f;
+	const struct rn_sweep *s = arg;
+	char c[64];
+	int total = 0, h, i, h2, i2, y, x, gw, size;
 
 	for (h = 0; h < s->n; h++)
 		total += nnics(s, h);
 	gw = total * SVG_CELL;
 	size = SVG_LABEL + gw + 40;
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"font-family=\"DejaVu Sans Mono, monospace\" font-size=\"11\">\n"
@@ -778,12 +773,9 @@ int rn_sweep_svg(const char *path, const struct rn_sweep *s)
 			y + 60);
 	}
 	fprintf(f, "</svg>\n");
-	ret = ferror(f) ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
+}
+
+int rn_sweep_svg(const char *path, const struct rn_sweep *s)
+{
+	return rn_doctor_write_file(path, svg_fill, s);
 }
