@@ -139,8 +139,10 @@ body() {
 	c0=$(bg --timeout 120 0 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
 		"$PLUG_BIN/nccl-net-bench" -d rxe0 -p 18615 --timeout 60 -s 1M -n 100000 "$(bed_ip 1 0)")
 	# both ends open their device first (a few seconds each in TCG), then transfer
-	wait_out "$c0" "client connected" 60 || t_fail "bench, server killed: the client never connected"
-	sleep 1
+	# the server says "client connected" when the settings arrive; the plugin's connection
+	# and the first transfers follow within a second or two
+	wait_out "$j0" "client connected" 60 || t_fail "bench, server killed: the client never came"
+	sleep 3
 	B kill "$j0"
 	out=$(B wait "$c0" 2>&1)
 	rc=$?
