@@ -72,8 +72,11 @@ body() {
 	clear_fault
 
 	t_step "a wrong NCCL_IB_GID_INDEX (0: the link-local GID)"
-	expect_cause "gid index" rxe0 gid-forced-mismatch NCCL_IB_GID_INDEX=0
-	t_ok "forced GID index checked against the routing: gid-forced-mismatch"
+	# a forced link-local GID is refused at init, by name (it cannot reach another host)
+	expect_cause "gid index" rxe0 no-gid NCCL_IB_GID_INDEX=0
+	grep -q "NCCL WARN .*rxe0:1 \[no-gid\]: .*NCCL_IB_GID_INDEX=0 (link-local" <<<"$probe_out" ||
+		t_fail "gid index: the refusal does not name NCCL_IB_GID_INDEX=0 as link-local"
+	t_ok "forced link-local GID index refused at init, named: no-gid"
 
 	t_step "MTU 9000 on h0 eth1, 1500 on h1 eth1: connects at the smaller MTU, and says so"
 	B fault 0 mtu --nic 1 --value 9000 >/dev/null || t_fail "fault mtu"
