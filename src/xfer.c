@@ -138,6 +138,21 @@ static int peer_gone(const struct rn_comm *c)
 	return rn_oob_peer_alive(c->fd) != 0;
 }
 
+/*
+ * ARP and routes are right, yet nothing answered: what is left lies between the NICs or
+ * on the peer, and the doctor's pair probe can tell which. Written into @buf (>= 256 B).
+ */
+static const char *healthy_path_drop(const struct rn_ip *peer, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "the route and neighbour to the peer look healthy now: something "
+		 "drops RoCE v2 (UDP 4791) between the NICs (a firewall on either host, the "
+		 "switch, an MTU black hole); check with: roce-doctor peer %s",
+		 rn_ip_str(peer, ip, sizeof(ip)));
+	return buf;
+}
+
 /* "[id]: message Fix: fix" of @f, appended to @v's "diag" after @sep. */
 static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding *f)
 {
@@ -155,7 +170,7 @@ static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding
  */
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], pfx[256], pip[INET6_ADDRSTRLEN];
+	char lg[48], rg[48], pfx[256], pip[512];
 	struct rn_finding f = { 0 }, path = { 0 };
 	struct rn_vars v = RN_VARS_INIT;
 	char *line = NULL;
@@ -178,18 +193,18 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		/* the peer may have died of this very path: say what it shows, too */
 		if (ret == 0)
 			diag_add(&v, "; the path to it also shows ", &path);
+		/* Both ends see status 12 when RoCE is dropped between them, and the one that
+		 * reports second finds the other already gone: name the drop too. */
+		else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR)
+			rn_vars_append(&v, "diag", "; ", "if it failed first with this same status, "
+				       "%s", healthy_path_drop(&c->peer.ip, pip, sizeof(pip)));
 		found = 1;
 	} else if (ret == 0) {
 		diag_add(&v, " ", &path);
 		found = 1;
 	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-		/* ARP and routes are right, yet nothing answered: what is left lies between
-		 * the NICs or on the peer, and the doctor's pair probe can tell which. */
-		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
-			    "healthy now; the peer process may have died, or something drops RoCE v2 "
-			    "(UDP 4791) between the NICs (a firewall on either host, the switch, an "
-			    "MTU black hole); check with: roce-doctor peer %s",
-			    rn_ip_str(&c->peer.ip, pip, sizeof(pip)));
+		rn_vars_set(&v, "diag", "diagnosis: the peer process may have died, or %s",
+			    healthy_path_drop(&c->peer.ip, pip, sizeof(pip)));
 	} else if (ret == -ENOENT) {
 		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
 			    "healthy now");

@@ -736,10 +736,12 @@ static void fork_keeps_fifo_with_the_parent(void **state)
 	rn_dereg_mr(t->sc, smr);
 }
 
-/* The receiver's process died: the sender's completion error names that, not the route. */
-static void peer_died_named_on_completion_error(void **state)
+/*
+ * The receiver's process is gone (its OOB socket closed) and our send completes with
+ * @status; the path looks healthy. Returns the WARN's text (fx_last_warn).
+ */
+static const char *peer_gone_then_error(struct t *t, enum ibv_wc_status status)
 {
-	struct t *t = *state;
 	char sb[64], rb[64];
 	struct rn_mr *smr, *rmr;
 	struct rn_req *sreq, *rreq;
@@ -753,7 +755,7 @@ static void peer_died_named_on_completion_error(void **state)
 	rn_dereg_mr(t->rc, rmr);
 	rn_close_recv(t->rc); /* the peer process is gone: its OOB socket closes */
 	t->rc = NULL;
-	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_REM_ACCESS_ERR, 0x88);
+	fake_wire_fail_qp(t->sc->c.qps[0], status, 0x88);
 	fx_log_reset();
 	sreq = NULL;
 	for (i = 0, ret = 0; i < 1000 && !sreq && !ret; i++)
@@ -764,11 +766,33 @@ static void peer_died_named_on_completion_error(void **state)
 		ret = rn_test(sreq, &done, &got);
 	assert_int_equal(ret, -EREMOTEIO);
 	assert_int_equal(fx_nwarn, 1);
-	assert_non_null(strstr(fx_last_warn, "status=REM_ACCESS_ERR"));
-	assert_non_null(strstr(fx_last_warn, "[peer-died]"));
-	assert_non_null(strstr(fx_last_warn, "testhost"));
-	assert_null(strstr(fx_last_warn, "look healthy"));
 	rn_dereg_mr(t->sc, smr);
+	return fx_last_warn;
+}
+
+/* The receiver's process died: the sender's completion error names that, not the route. */
+static void peer_died_named_on_completion_error(void **state)
+{
+	const char *w = peer_gone_then_error(*state, IBV_WC_REM_ACCESS_ERR);
+
+	assert_non_null(strstr(w, "status=REM_ACCESS_ERR"));
+	assert_non_null(strstr(w, "[peer-died]"));
+	assert_non_null(strstr(w, "testhost"));
+	assert_null(strstr(w, "look healthy"));
+}
+
+/*
+ * RoCE dropped between the hosts: both ends get status 12, and the one that reports second
+ * finds the other gone. Its WARN says both: the peer closed, and what drops RoCE.
+ */
+static void peer_gone_after_status_12_names_the_drop_too(void **state)
+{
+	const char *w = peer_gone_then_error(*state, IBV_WC_RETRY_EXC_ERR);
+
+	assert_non_null(strstr(w, "status=RETRY_EXC_ERR(12)"));
+	assert_non_null(strstr(w, "[peer-died]"));
+	assert_non_null(strstr(w, "UDP 4791"));
+	assert_non_null(strstr(w, "roce-doctor peer "));
 }
 
 /* A peer that died of a broken path: both are said, the death first. */
@@ -1024,6 +1048,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sender_waiting_for_dead_receiver, setup, teardown),
 		cmocka_unit_test_setup_teardown(fork_keeps_fifo_with_the_parent, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_died_of_a_broken_path, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_gone_after_status_12_names_the_drop_too, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(peer_died_named_on_completion_error, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
