@@ -47,8 +47,12 @@ static int loaded(const uint8_t *data, size_t size, int keep, int *wr)
 	return sv[0];
 }
 
-/* Encode @m's decoded form and decode it again into *@inv / *@c. */
-static void again(uint16_t type, struct rn_dw_inv *inv, struct rn_dw_checks *c,
+/*
+ * Encode @inv / @c and decode the bytes into *@inv_out / *@c_out (distinct structs: a
+ * decode clears its destination, and decoded findings own their text).
+ */
+static void again(uint16_t type, const struct rn_dw_inv *inv, struct rn_dw_inv *inv_out,
+		  const struct rn_dw_checks *c, struct rn_dw_checks *c_out,
 		  const struct rn_dw_inv *four)
 {
 	struct rn_dw_msg m2;
@@ -61,8 +65,8 @@ static void again(uint16_t type, struct rn_dw_inv *inv, struct rn_dw_checks *c,
 		abort();
 	if (rn_dw_recv(sv[0], &m2, why, sizeof(why)))
 		abort();
-	if (type == RN_DW_INV ? rn_dw_decode_inv(&m2, inv, why, sizeof(why)) :
-				rn_dw_decode_checks(&m2, four, four, c, why, sizeof(why)))
+	if (type == RN_DW_INV ? rn_dw_decode_inv(&m2, inv_out, why, sizeof(why)) :
+				rn_dw_decode_checks(&m2, four, four, c_out, why, sizeof(why)))
 		abort();
 	rn_dw_msg_free(&m2);
 	close(sv[0]);
@@ -70,13 +74,45 @@ static void again(uint16_t type, struct rn_dw_inv *inv, struct rn_dw_checks *c,
 }
 
 /*
- * Decoded once, then encoded and decoded twice: the last two agree byte for byte (the
- * first may differ only in bytes after a string's NUL, which the encoder zeroes).
+ * Whether two decoded forms encode to the same bytes: findings own heap text, so the
+ * structs themselves differ in their pointers even when their content is the same.
+ */
+static int same_inv(const struct rn_dw_inv *a, const struct rn_dw_inv *b)
+{
+	uint8_t *ea = NULL, *eb = NULL;
+	size_t la = 0, lb = 0;
+	int same;
+
+	if (rn_dw_encode_inv(a, &ea, &la) || rn_dw_encode_inv(b, &eb, &lb))
+		abort();
+	same = la == lb && !memcmp(ea, eb, la);
+	free(ea);
+	free(eb);
+	return same;
+}
+
+static int same_checks(const struct rn_dw_checks *a, const struct rn_dw_checks *b)
+{
+	uint8_t *ea = NULL, *eb = NULL;
+	size_t la = 0, lb = 0;
+	int same;
+
+	if (rn_dw_encode_checks(a, &ea, &la) || rn_dw_encode_checks(b, &eb, &lb))
+		abort();
+	same = la == lb && !memcmp(ea, eb, la);
+	free(ea);
+	free(eb);
+	return same;
+}
+
+/*
+ * Decoded once, then encoded and decoded twice: the last two encode to the same bytes
+ * (the first may differ only in bytes after a string's NUL, which the encoder zeroes).
  */
 static void check_roundtrip(const struct rn_dw_msg *m)
 {
-	static struct rn_dw_inv inv, inv2, four;
-	static struct rn_dw_checks c, c2;
+	static struct rn_dw_inv inv, inv2, inv3, four;
+	static struct rn_dw_checks c, c2, c3;
 	char why[256];
 	int i;
 
@@ -86,8 +122,7 @@ static void check_roundtrip(const struct rn_dw_msg *m)
 	if (m->type == RN_DW_INV) {
 		if (rn_dw_decode_inv(m, &inv, why, sizeof(why)))
 			return;
-		inv2 = inv;
-		again(RN_DW_INV, &inv2, NULL, &four);
+		again(RN_DW_INV, &inv, &inv2, NULL, NULL, &four);
 		if (strcmp(inv.host, inv2.host) || inv.nnics != inv2.nnics)
 			abort();
 		for (i = 0; i < inv.nnics; i++)
@@ -95,20 +130,17 @@ static void check_roundtrip(const struct rn_dw_msg *m)
 			    inv.nics[i].nfindings != inv2.nics[i].nfindings ||
 			    inv.nics[i].mtu != inv2.nics[i].mtu)
 				abort();
-		inv = inv2;
-		again(RN_DW_INV, &inv2, NULL, &four);
-		if (memcmp(&inv, &inv2, sizeof(inv)))
+		again(RN_DW_INV, &inv2, &inv3, NULL, NULL, &four);
+		if (!same_inv(&inv2, &inv3))
 			abort();
 	} else if (m->type == RN_DW_CHECKS) {
 		if (rn_dw_decode_checks(m, &four, &four, &c, why, sizeof(why)))
 			return;
-		c2 = c;
-		again(RN_DW_CHECKS, NULL, &c2, &four);
+		again(RN_DW_CHECKS, NULL, NULL, &c, &c2, &four);
 		if (c.npairs != c2.npairs)
 			abort();
-		c = c2;
-		again(RN_DW_CHECKS, NULL, &c2, &four);
-		if (memcmp(&c, &c2, sizeof(c)))
+		again(RN_DW_CHECKS, NULL, NULL, &c2, &c3, &four);
+		if (!same_checks(&c2, &c3))
 			abort();
 	}
 }
