@@ -15,6 +15,7 @@
 
 #include "rn_param.h"
 #include "rn_path.h"
+#include "rn_wire.h"
 
 #define RN_MAX_DEVS 32
 
@@ -49,11 +50,27 @@ struct rn_dev {
 	pthread_mutex_t lock;
 };
 
+/*
+ * A vNIC (NCCL's NIC fusion, makeVDevice): physical devices used as one. NCCL numbers
+ * it after the physical devices (ndevs + its index here). Entries are only appended,
+ * and never change once nvdevs counts them, so readers need no lock.
+ */
+#define RN_MAX_VDEVS RN_MAX_DEVS
+
+struct rn_vdev {
+	int n;
+	int devs[RN_VNIC_MAX];      /* physical device indices, in the order NCCL gave */
+	char name[RN_VNIC_MAX * 64]; /* "mlx5_0+mlx5_1", what getProperties reports */
+	int speed_mbps;             /* the members' sum */
+};
+
 struct rn_engine {
 	struct rn_config cfg;
-	int ndevs;                  /* devices offered to NCCL */
+	int ndevs;                  /* physical devices offered to NCCL */
 	struct rn_dev *devs[RN_MAX_DEVS];
 	char hostname[64];
+	int nvdevs;                 /* vNICs made so far (atomic: read without the lock) */
+	struct rn_vdev vdevs[RN_MAX_VDEVS];
 };
 
 /*
@@ -76,6 +93,24 @@ struct rn_engine *rn_engine_current(void);
  */
 int rn_engine_init_with(struct rn_engine *eng, const struct rn_config *cfg, const char *hostname,
 			struct rn_dev *const *devs, int n);
+
+/*
+ * NIC fusion (src/vdev.c). rn_vdev_make() checks @n members (1..RN_VNIC_MAX, each a
+ * physical device index, no repeats, one link layer) and appends the vNIC, returning
+ * its NCCL index (ndevs + k) in @out; the same members in the same order give the same
+ * vNIC again (NCCL may merge once per communicator). 0, -EINVAL (bad members, logged)
+ * or -ENOSPC (table full). Nothing changes on an error.
+ */
+int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out);
+/* Physical devices plus vNICs: what NCCL's devices() gets. */
+int rn_engine_ndevs_all(const struct rn_engine *eng);
+/* The vNIC at NCCL index @dev, NULL for a physical (or no) device. */
+const struct rn_vdev *rn_engine_vdev(const struct rn_engine *eng, int dev);
+/*
+ * The physical devices behind NCCL index @dev into @out (RN_VNIC_MAX entries): one
+ * for a physical device, the members for a vNIC. The count, or -EINVAL for no device.
+ */
+int rn_engine_members(const struct rn_engine *eng, int dev, struct rn_dev **out);
 
 /*
  * NCCL_IB_HCA matching, exactly as NCCL: comma list of name[:port], a leading '^'

@@ -45,6 +45,7 @@ struct rn_config {
 	int mqp_retry_cnt;                  /* NCCL_IB_MQP_RETRY_CNT: retries of modify_qp */
 	int mqp_retry_sleep_ms;             /* NCCL_IB_MQP_RETRY_SLEEP_MSEC: backoff step */
 	int merge_vfs;                      /* NCCL_IB_MERGE_VFS: VFs numbered as their NIC's ports */
+	int merge_nics;                     /* NCCL_IB_MERGE_NICS: makeVDevice allowed */
 };
 
 /* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */

@@ -12,7 +12,8 @@
  * Handle (RN_HANDLE_SIZE = 128 bytes):
  *   0  be32 magic "RNH1"   4 be16 version   6 u8 family (4|6)   7 u8 0
  *   8  be16 port           10 be16 0        12 16 B address (IPv4 in the first 4)
- *   28 be64 nonce          36..63 zero
+ *   28 be64 nonce          36 u8 members (the listener's vNIC: 1..RN_VNIC_MAX)
+ *   37..63 zero
  *   64..127 the connecting side's private area: zero in a fresh handle;
  *           rn_connect() keeps a cookie and a random key there (data only: its
  *           state is found in a registry by the handle's address and that key).
@@ -20,8 +21,11 @@
  * Message = 24-byte header + payload:
  *   0 be32 magic "RNHS"  4 be16 version  6 be16 type  8 be32 payload length
  *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
- * HELLO   (156 + 4 * nqps bytes): role, nqps, tc, sl, the peer facts, FIFO and
- *         sizes addresses + rkeys, nqps QP numbers.
+ * HELLO   (160 + 136 * (members - 1) + 4 * nqps bytes): role, nqps, tc, sl, the
+ *         facts of member 0, FIFO and sizes addresses + member 0's rkeys, the member
+ *         count; then per further member its facts and its two rkeys (the control
+ *         block is registered on every member's PD); then nqps QP numbers. QP q
+ *         belongs to member q % members on each side (see src/conn.c).
  * VERDICT (12 + m + f bytes): be16 cause, u8 severity, u8 refused, be32 m, be32 f,
  *         then the message (m bytes) and the fix (f bytes), whole, without NULs;
  *         m, f <= RN_VERDICT_TEXT_MAX. A cause this build does not know (a newer
@@ -39,10 +43,11 @@
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
-#define RN_WIRE_VERSION 2          /* 2: VERDICT carries whole texts */
+#define RN_WIRE_VERSION 3          /* 2: VERDICT carries whole texts; 3: vNIC members */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 16               /* data QPs per connection */
+#define RN_VNIC_MAX 8               /* NICs fused in one vNIC (NCCL_NET_MAX_DEVS_PER_NIC v12) */
 
 enum rn_msg_type {
 	RN_MSG_HELLO = 1,
@@ -51,7 +56,10 @@ enum rn_msg_type {
 };
 
 #define RN_WIRE_HDR_LEN 24
-#define RN_HELLO_FIXED_LEN 156
+#define RN_HELLO_FIXED_LEN 160
+#define RN_HELLO_MEMBER_LEN 136     /* facts (128) + FIFO rkey + sizes rkey */
+#define RN_HELLO_MAX_LEN (RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (RN_VNIC_MAX - 1) + \
+			  4 * RN_MAX_QPS)
 #define RN_VERDICT_FIXED_LEN 12
 /* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
 #define RN_VERDICT_TEXT_MAX 8192
@@ -66,6 +74,7 @@ enum rn_role {
 struct rn_handle_info {
 	struct sockaddr_storage addr; /* the listener's OOB address */
 	uint64_t nonce;
+	int members;                  /* NICs of the listener's device (0 encodes as 1) */
 };
 
 struct rn_msg_hdr {
@@ -74,15 +83,23 @@ struct rn_msg_hdr {
 	uint64_t nonce;
 };
 
+/* What a vNIC member beyond the first advertises. */
+struct rn_hello_member {
+	struct rn_peer_facts facts;
+	uint32_t fifo_rkey, sizes_rkey;
+};
+
 struct rn_hello {
 	int role;                 /* enum rn_role */
 	int nqps;
 	int tc, sl;               /* the sender's choice; the receiver follows it */
-	struct rn_peer_facts facts;
+	struct rn_peer_facts facts; /* member 0 (the only one of a physical device) */
 	uint64_t fifo_addr;       /* sender: its CTS FIFO; receiver: 0 */
-	uint32_t fifo_rkey;
+	uint32_t fifo_rkey;       /* member 0's */
 	uint64_t sizes_addr;      /* receiver: where multi-recv sizes land; sender: 0 */
-	uint32_t sizes_rkey;
+	uint32_t sizes_rkey;      /* member 0's */
+	int members;              /* NICs behind this end (0 encodes as 1) */
+	struct rn_hello_member more[RN_VNIC_MAX - 1]; /* members 1..members-1 */
 	uint32_t qpn[RN_MAX_QPS];
 };
 

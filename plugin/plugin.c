@@ -164,26 +164,65 @@ ncclResult_t rn_plugin_devices(int *ndev)
 
 	if (!ndev)
 		return misuse("ndev is NULL");
-	*ndev = eng ? eng->ndevs : 0;
+	*ndev = eng ? rn_engine_ndevs_all(eng) : 0;
 	if (!eng)
 		return misuse("called before init");
 	return ncclSuccess;
 }
 
+/* The device NCCL names by @dev (a vNIC's first member), NULL for none. */
 static struct rn_dev *dev_of(struct rn_engine *eng, int dev)
 {
-	return eng && dev >= 0 && dev < eng->ndevs ? eng->devs[dev] : NULL;
+	struct rn_dev *m[RN_VNIC_MAX];
+
+	return eng && rn_engine_members(eng, dev, m) > 0 ? m[0] : NULL;
+}
+
+/*
+ * NIC fusion: @ndevs physical devices used as one (NCCL merges the NICs close to the
+ * same GPU). With NCCL_IB_MERGE_NICS=0 the user asked for no fusion: refused with a
+ * WARN, as a misconfiguration (NCCL does not call this then; another caller might).
+ */
+ncclResult_t rn_plugin_make_vdevice(int *d, int ndevs, const int *devs)
+{
+	struct rn_engine *eng = rn_engine_current();
+	int ret;
+
+	if (!d || !devs)
+		return misuse("d or props is NULL");
+	if (!eng)
+		return misuse("called before init");
+	if (!eng->cfg.merge_nics) {
+		rn_warn(RN_SUB_NET, RN_PFX "makeVDevice: NCCL_IB_MERGE_NICS=0 disables NIC "
+			"fusion; not fusing %d devices", ndevs);
+		return ncclInvalidUsage;
+	}
+	/* bad members (-EINVAL, logged) are the caller's misuse: ncclInternalError */
+	ret = rn_vdev_make(eng, devs, ndevs, d);
+	return rn_plugin_result(ret);
+}
+
+static ncclResult_t make_vdevice_v12(int *d, ncclNetVDeviceProps_v12_t *props)
+{
+	if (!props)
+		return misuse("props is NULL");
+	if (props->ndevs < 1 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V12)
+		return misuse("%d devices; a v12 vNIC holds 1 to %d", props->ndevs,
+			      NCCL_NET_MAX_DEVS_PER_NIC_V12);
+	return rn_plugin_make_vdevice(d, props->ndevs, props->devs);
 }
 
 ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 {
 	struct rn_engine *eng = rn_engine_current();
 	struct rn_dev *d = dev_of(eng, dev);
+	const struct rn_vdev *v;
+	int i;
 
 	if (!props)
 		return misuse("props is NULL");
 	if (!d)
-		return misuse("no device %d (%d devices)", dev, eng ? eng->ndevs : 0);
+		return misuse("no device %d (%d devices)", dev, eng ? rn_engine_ndevs_all(eng) : 0);
 	memset(props, 0, sizeof(*props));
 	props->name = d->nic.ibdev;
 	props->pciPath = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
@@ -205,6 +244,19 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 	props->maxMultiRequestSize = 1;
 	props->railId = (int16_t)(d->nccl_port ? d->rail : -1);
 	props->planeId = (int16_t)(d->nccl_port ? d->plane : -1);
+	v = rn_engine_vdev(eng, dev);
+	if (v) {
+		/* the first member's identity (PCI path, guid, port), the members' sum */
+		props->name = (char *)v->name;
+		props->speed = v->speed_mbps;
+		props->vProps.ndevs = v->n;
+		for (i = 0; i < v->n; i++) {
+			props->vProps.devs[i] = v->devs[i];
+			/* a QP per member: the fewest any member allows */
+			props->maxComms = RN_MIN(props->maxComms, eng->devs[v->devs[i]]->attr.max_qp);
+			props->ptrSupport &= eng->devs[v->devs[i]]->ptr_support;
+		}
+	}
 	return ncclSuccess;
 }
 
@@ -412,7 +464,7 @@ __rn_export const ncclNet_v12_t ncclNetPlugin_v12 = {
 	.closeListen = rn_plugin_close_listen,
 	.getDeviceMr = NULL,
 	.irecvConsumed = NULL,
-	.makeVDevice = NULL,
+	.makeVDevice = make_vdevice_v12,
 	.finalize = rn_plugin_finalize,
 	.setNetAttr = rn_plugin_set_net_attr,
 };

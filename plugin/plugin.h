@@ -54,6 +54,8 @@ ncclResult_t rn_plugin_connect(void *ctx, int dev, void *handle, void **send_com
 ncclResult_t rn_plugin_set_net_attr(void *ctx, ncclNetAttr_v12_t *attr);
 ncclResult_t rn_plugin_devices(int *ndev);
 ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props);
+/* makeVDevice of every version, once the member list is out of its props. */
+ncclResult_t rn_plugin_make_vdevice(int *d, int ndevs, const int *devs);
 ncclResult_t rn_plugin_listen(void *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t rn_plugin_connect_tc(void *ctx, int dev, int traffic_class, void *handle,
 				  void **send_comm);

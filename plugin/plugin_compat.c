@@ -34,7 +34,7 @@ static ncclResult_t get_props_v11(int dev, ncclNetProperties_v11_t *p)
 	p->maxRecvs = q.maxRecvs;
 	p->netDeviceType = q.netDeviceType;
 	p->netDeviceVersion = q.netDeviceVersion;
-	/* v12 allows 8 devices per vNIC, v9-v11 only 4; ours hold one */
+	/* v12 allows 8 devices per vNIC, v9-v11 only 4 (their makeVDevice takes no more) */
 	p->vProps.ndevs = RN_MIN(q.vProps.ndevs, NCCL_NET_MAX_DEVS_PER_NIC_V9);
 	for (i = 0; i < p->vProps.ndevs; i++)
 		p->vProps.devs[i] = q.vProps.devs[i];
@@ -211,6 +211,18 @@ static ncclResult_t irecv_v9(void *recv_comm, int n, void **data, size_t *sizes,
 	return rn_plugin_irecv(recv_comm, n, data, sizes, tags, mhandles, NULL, request);
 }
 
+/* ---- NIC fusion: v9-v11 props hold 4 devices ---- */
+
+static ncclResult_t make_vdevice_v9(int *d, ncclNetVDeviceProps_v9_t *props)
+{
+	if (!props || props->ndevs < 1 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V9) {
+		rn_warn(RN_SUB_NET, RN_PFX "makeVDevice: %d devices; a v9-v11 vNIC holds 1 to %d",
+			props ? props->ndevs : -1, NCCL_NET_MAX_DEVS_PER_NIC_V9);
+		return ncclInternalError;
+	}
+	return rn_plugin_make_vdevice(d, props->ndevs, props->devs);
+}
+
 /* ---- the tables ---- */
 
 /* v11 differs from v12 only in the property and vDevice layouts. */
@@ -234,7 +246,7 @@ __rn_export const ncclNet_v11_t ncclNetPlugin_v11 = {
 	.closeListen = rn_plugin_close_listen,
 	.getDeviceMr = NULL,
 	.irecvConsumed = NULL,
-	.makeVDevice = NULL,
+	.makeVDevice = make_vdevice_v9,
 	.finalize = rn_plugin_finalize,
 	.setNetAttr = rn_plugin_set_net_attr,
 };
@@ -259,7 +271,7 @@ __rn_export const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.closeListen = rn_plugin_close_listen,
 	.getDeviceMr = NULL,
 	.irecvConsumed = NULL,
-	.makeVDevice = NULL,
+	.makeVDevice = make_vdevice_v9,
 };
 
 __rn_export const ncclNet_v9_t ncclNetPlugin_v9 = {
@@ -282,7 +294,7 @@ __rn_export const ncclNet_v9_t ncclNetPlugin_v9 = {
 	.closeListen = rn_plugin_close_listen,
 	.getDeviceMr = NULL,
 	.irecvConsumed = NULL,
-	.makeVDevice = NULL,
+	.makeVDevice = make_vdevice_v9,
 };
 
 __rn_export const ncclNet_v8_t ncclNetPlugin_v8 = {

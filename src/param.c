@@ -141,6 +141,8 @@ static const struct param params[] = {
 	      "backoff step between those retries (the n-th waits n times this)"),
 	P_INT("NCCL_IB_MERGE_VFS", merge_vfs, 1, 0, 1,
 	      "1: report a virtual function at its NIC's PCI device, as another port"),
+	P_INT("NCCL_IB_MERGE_NICS", merge_nics, 1, 0, 1,
+	      "1: NIC fusion (makeVDevice) allowed; 0: makeVDevice refuses (ncclInvalidUsage)"),
 };
 
 const struct rn_param_desc *rn_param_table(size_t *n)

@@ -14,7 +14,7 @@
 #include "rn_net.h"
 #include "rn_wire.h"
 
-_Static_assert(RN_HELLO_FIXED_LEN + 4 * RN_MAX_QPS <= RN_WIRE_MAX_PAYLOAD, "hello fits");
+_Static_assert(RN_HELLO_MAX_LEN <= RN_WIRE_MAX_PAYLOAD, "hello fits");
 _Static_assert(RN_HANDLE_PUBLIC + 16 <= RN_HANDLE_SIZE, "handle private area fits");
 
 static void put16(uint8_t *p, uint16_t v)
@@ -95,6 +95,7 @@ int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len)
 		return -EINVAL;
 	}
 	put64(p + 28, h->nonce);
+	p[36] = (uint8_t)(h->members > 0 ? h->members : 1);
 	return 0;
 }
 
@@ -129,6 +130,9 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
 		return -EBADMSG;
 	}
 	h->nonce = get64(p + 28);
+	h->members = p[36];
+	if (h->members < 1 || h->members > RN_VNIC_MAX)
+		return -EBADMSG;
 	return 0;
 }
 
@@ -142,11 +146,64 @@ static void put_hdr(uint8_t *buf, uint16_t type, uint32_t len, uint64_t nonce)
 	put64(buf + 16, nonce);
 }
 
+/* A member's facts: 128 bytes at @p (host, netdev, MAC, GID, IP, MTUs, verdict). */
+static void put_facts(uint8_t *p, const struct rn_peer_facts *f)
+{
+	put_str(p, 64, f->host);
+	put_str(p + 64, 16, f->netdev);
+	memcpy(p + 80, f->mac, 6);
+	memcpy(p + 88, f->gid.raw, 16);
+	if (f->ip.family == AF_INET) {
+		p[104] = 4;
+		memcpy(p + 108, &f->ip.v4, 4);
+	} else if (f->ip.family == AF_INET6) {
+		p[104] = 6;
+		memcpy(p + 108, &f->ip.v6, 16);
+	}
+	p[105] = (uint8_t)f->active_mtu;
+	put16(p + 106, f->verdict_cause);
+	put32(p + 124, (uint32_t)f->mtu);
+}
+
+static int get_facts(const uint8_t *p, struct rn_peer_facts *f)
+{
+	if (get_str(p, 64, f->host) || get_str(p + 64, 16, f->netdev))
+		return -EBADMSG;
+	memcpy(f->mac, p + 80, 6);
+	memcpy(f->gid.raw, p + 88, 16);
+	switch (p[104]) {
+	case 0:
+		break;
+	case 4:
+		f->ip.family = AF_INET;
+		memcpy(&f->ip.v4, p + 108, 4);
+		break;
+	case 6:
+		f->ip.family = AF_INET6;
+		memcpy(&f->ip.v6, p + 108, 16);
+		break;
+	default:
+		return -EBADMSG;
+	}
+	if (p[105] < IBV_MTU_256 || p[105] > IBV_MTU_4096)
+		return -EBADMSG;
+	f->active_mtu = (enum ibv_mtu)p[105];
+	/* any number: a newer peer's cause is shown as "unknown cause N" */
+	f->verdict_cause = get16(p + 106);
+	f->mtu = (int)get32(p + 124);
+	return f->mtu < 0 ? -EBADMSG : 0;
+}
+
+static size_t hello_len(int members, int nqps)
+{
+	return RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (size_t)(members - 1) + 4 * (size_t)nqps;
+}
+
 size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m)
 {
-	uint8_t *p = buf + RN_WIRE_HDR_LEN;
-	const struct rn_peer_facts *f = &m->facts;
-	uint32_t len = RN_HELLO_FIXED_LEN + 4 * (uint32_t)m->nqps;
+	uint8_t *p = buf + RN_WIRE_HDR_LEN, *q;
+	int members = m->members > 0 ? RN_MIN(m->members, RN_VNIC_MAX) : 1;
+	uint32_t len = (uint32_t)hello_len(members, m->nqps);
 	int i;
 
 	put_hdr(buf, RN_MSG_HELLO, len, nonce);
@@ -155,26 +212,21 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	p[1] = (uint8_t)m->nqps;
 	p[2] = (uint8_t)m->tc;
 	p[3] = (uint8_t)m->sl;
-	put_str(p + 4, 64, f->host);
-	put_str(p + 68, 16, f->netdev);
-	memcpy(p + 84, f->mac, 6);
-	memcpy(p + 92, f->gid.raw, 16);
-	if (f->ip.family == AF_INET) {
-		p[108] = 4;
-		memcpy(p + 112, &f->ip.v4, 4);
-	} else if (f->ip.family == AF_INET6) {
-		p[108] = 6;
-		memcpy(p + 112, &f->ip.v6, 16);
-	}
-	p[109] = (uint8_t)f->active_mtu;
-	put16(p + 110, f->verdict_cause);
-	put32(p + 128, (uint32_t)f->mtu);
+	put_facts(p + 4, &m->facts);
 	put64(p + 132, m->fifo_addr);
 	put32(p + 140, m->fifo_rkey);
 	put64(p + 144, m->sizes_addr);
 	put32(p + 152, m->sizes_rkey);
+	p[156] = (uint8_t)members;
+	for (i = 1; i < members; i++) {
+		q = p + RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (i - 1);
+		put_facts(q, &m->more[i - 1].facts);
+		put32(q + 128, m->more[i - 1].fifo_rkey);
+		put32(q + 132, m->more[i - 1].sizes_rkey);
+	}
+	q = p + hello_len(members, 0);
 	for (i = 0; i < m->nqps; i++)
-		put32(p + RN_HELLO_FIXED_LEN + 4 * i, m->qpn[i]);
+		put32(q + 4 * i, m->qpn[i]);
 	return RN_WIRE_HDR_LEN + len;
 }
 
@@ -234,8 +286,8 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 	h->nonce = get64(buf + 16);
 	switch (h->type) {
 	case RN_MSG_HELLO:
-		if (plen < RN_HELLO_FIXED_LEN + 4 || plen > RN_HELLO_FIXED_LEN + 4 * RN_MAX_QPS ||
-		    (plen - RN_HELLO_FIXED_LEN) % 4)
+		/* the exact length needs the payload's counts: rn_msg_decode_hello checks it */
+		if (plen < RN_HELLO_FIXED_LEN + 4 || plen > RN_HELLO_MAX_LEN || plen % 4)
 			return -EBADMSG;
 		return 0;
 	case RN_MSG_VERDICT:
@@ -249,7 +301,7 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 
 int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 {
-	struct rn_peer_facts *f = &m->facts;
+	const uint8_t *q;
 	int i;
 
 	memset(m, 0, sizeof(*m));
@@ -259,41 +311,29 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 	m->nqps = p[1];
 	m->tc = p[2];
 	m->sl = p[3];
+	m->members = p[156];
+	/* every member carries at least one QP on each side (QP q is member q % members) */
 	if ((m->role != RN_ROLE_SEND && m->role != RN_ROLE_RECV) || m->nqps < 1 ||
-	    m->nqps > RN_MAX_QPS || len != RN_HELLO_FIXED_LEN + 4 * (size_t)m->nqps || m->sl > 15)
+	    m->nqps > RN_MAX_QPS || m->members < 1 || m->members > RN_VNIC_MAX ||
+	    m->nqps < m->members || p[157] || p[158] || p[159] ||
+	    len != hello_len(m->members, m->nqps) || m->sl > 15)
 		return -EBADMSG;
-	if (get_str(p + 4, 64, f->host) || get_str(p + 68, 16, f->netdev))
-		return -EBADMSG;
-	memcpy(f->mac, p + 84, 6);
-	memcpy(f->gid.raw, p + 92, 16);
-	switch (p[108]) {
-	case 0:
-		break;
-	case 4:
-		f->ip.family = AF_INET;
-		memcpy(&f->ip.v4, p + 112, 4);
-		break;
-	case 6:
-		f->ip.family = AF_INET6;
-		memcpy(&f->ip.v6, p + 112, 16);
-		break;
-	default:
-		return -EBADMSG;
-	}
-	if (p[109] < IBV_MTU_256 || p[109] > IBV_MTU_4096)
-		return -EBADMSG;
-	f->active_mtu = (enum ibv_mtu)p[109];
-	/* any number: a newer peer's cause is shown as "unknown cause N" */
-	f->verdict_cause = get16(p + 110);
-	f->mtu = (int)get32(p + 128);
-	if (f->mtu < 0)
+	if (get_facts(p + 4, &m->facts))
 		return -EBADMSG;
 	m->fifo_addr = get64(p + 132);
 	m->fifo_rkey = get32(p + 140);
 	m->sizes_addr = get64(p + 144);
 	m->sizes_rkey = get32(p + 152);
+	for (i = 1; i < m->members; i++) {
+		q = p + RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (i - 1);
+		if (get_facts(q, &m->more[i - 1].facts))
+			return -EBADMSG;
+		m->more[i - 1].fifo_rkey = get32(q + 128);
+		m->more[i - 1].sizes_rkey = get32(q + 132);
+	}
+	q = p + hello_len(m->members, 0);
 	for (i = 0; i < m->nqps; i++) {
-		m->qpn[i] = get32(p + RN_HELLO_FIXED_LEN + 4 * i);
+		m->qpn[i] = get32(q + 4 * i);
 		if (!m->qpn[i] || m->qpn[i] > 0xffffff) /* QP numbers are 24 bits */
 			return -EBADMSG;
 	}

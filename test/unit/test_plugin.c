@@ -168,6 +168,108 @@ static void test_properties_v12(void **state)
 	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
 }
 
+/*
+ * NIC fusion: a vNIC follows the physical devices, reports its members' names joined
+ * with '+', their speeds summed, the first member's identity, and its members in vProps.
+ */
+static void test_make_vdevice(void **state)
+{
+	ncclNetVDeviceProps_v12_t vp = { .ndevs = 2, .devs = { 0, 1 } };
+	ncclNetVDeviceProps_v9_t vp9 = { .ndevs = 2, .devs = { 1, 0 } };
+	ncclNetProperties_v12_t p;
+	ncclNetProperties_v11_t p11;
+	void *ctx;
+	int d = -1, d2 = -1, n = 0;
+
+	unsetenv("NCCL_IB_MERGE_NICS");
+	assert_int_equal(ncclNetPlugin_v12.init(&ctx, 1, NULL, logger, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclSuccess);
+	assert_int_equal(d, 2); /* after the 2 physical devices */
+	assert_int_equal(ncclNetPlugin_v12.devices(&n), ncclSuccess);
+	assert_int_equal(n, 3);
+	assert_int_equal(ncclNetPlugin_v12.getProperties(2, &p), ncclSuccess);
+	assert_string_equal(p.name, "mlx5_0+rxe0");
+	assert_int_equal(p.speed, 100000 + 2500);
+	assert_int_equal(p.vProps.ndevs, 2);
+	assert_int_equal(p.vProps.devs[0], 0);
+	assert_int_equal(p.vProps.devs[1], 1);
+	assert_string_equal(p.pciPath, "/sys/devices/pci0000:00/0000:3b:00.0");
+	assert_int_equal(p.guid, 0x1234);
+	assert_int_equal(p.ptrSupport, NCCL_PTR_HOST); /* what every member can take */
+	assert_int_equal(p.maxRecvs, 8);
+	/* a physical device still lists itself alone */
+	assert_int_equal(ncclNetPlugin_v12.getProperties(1, &p), ncclSuccess);
+	assert_int_equal(p.vProps.ndevs, 1);
+	assert_int_equal(p.vProps.devs[0], 1);
+	/* the same members again (another communicator): the same vNIC */
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d2, &vp), ncclSuccess);
+	assert_int_equal(d2, 2);
+	/* another order is another vNIC, through the v11 table (4-device props) */
+	assert_int_equal(ncclNetPlugin_v11.makeVDevice(&d2, &vp9), ncclSuccess);
+	assert_int_equal(d2, 3);
+	assert_int_equal(ncclNetPlugin_v11.getProperties(3, &p11), ncclSuccess);
+	assert_string_equal(p11.name, "rxe0+mlx5_0");
+	assert_int_equal(p11.vProps.ndevs, 2);
+	assert_int_equal(p11.vProps.devs[0], 1);
+	assert_int_equal(logged.warns, 0);
+	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+}
+
+/* Bad member lists are refused with a WARN and change nothing. */
+static void test_make_vdevice_invalid(void **state)
+{
+	ncclNetVDeviceProps_v12_t vp = { 0 };
+	ncclNetVDeviceProps_v9_t vp9 = { .ndevs = 5, .devs = { 0, 1, 0, 1 } };
+	void *ctx;
+	int d = -7, n = 0, warns;
+
+	unsetenv("NCCL_IB_MERGE_NICS");
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError); /* no init */
+	assert_int_equal(ncclNetPlugin_v12.init(&ctx, 1, NULL, logger, NULL), ncclSuccess);
+	warns = logged.warns;
+	vp.ndevs = 0;
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError);
+	vp.ndevs = 9;
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError);
+	vp.ndevs = 2;
+	vp.devs[0] = 0;
+	vp.devs[1] = 0; /* twice */
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError);
+	assert_non_null(strstr(logged.msg, "listed twice"));
+	vp.devs[1] = 2; /* not a physical device */
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError);
+	assert_non_null(strstr(logged.msg, "only the 2 physical devices"));
+	vp.devs[1] = -1;
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInternalError);
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(NULL, &vp), ncclInternalError);
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, NULL), ncclInternalError);
+	assert_int_equal(ncclNetPlugin_v11.makeVDevice(&d, &vp9), ncclInternalError); /* > 4 */
+	assert_int_equal(logged.warns - warns, 8);
+	assert_int_equal(d, -7);
+	assert_int_equal(ncclNetPlugin_v12.devices(&n), ncclSuccess);
+	assert_int_equal(n, 2);
+	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+}
+
+/* NCCL_IB_MERGE_NICS=0: no fusion; a call anyway is the user's misconfiguration. */
+static void test_make_vdevice_merge_off(void **state)
+{
+	ncclNetVDeviceProps_v12_t vp = { .ndevs = 2, .devs = { 0, 1 } };
+	void *ctx;
+	int d = -7, n = 0;
+
+	setenv("NCCL_IB_MERGE_NICS", "0", 1);
+	assert_int_equal(ncclNetPlugin_v12.init(&ctx, 1, NULL, logger, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclInvalidUsage);
+	assert_int_equal(logged.level, NCCL_LOG_WARN);
+	assert_non_null(strstr(logged.msg, "NCCL_IB_MERGE_NICS=0"));
+	assert_int_equal(d, -7);
+	assert_int_equal(ncclNetPlugin_v12.devices(&n), ncclSuccess);
+	assert_int_equal(n, 2);
+	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+	unsetenv("NCCL_IB_MERGE_NICS");
+}
+
 /* Every older layout carries the same values as v12. */
 static void test_properties_old_layouts(void **state)
 {
@@ -356,7 +458,9 @@ static void test_table_shapes(void **state)
 	assert_string_equal(ncclNetPlugin_v6.name, "RoCE");
 	assert_null(ncclNetPlugin_v12.getDeviceMr);
 	assert_null(ncclNetPlugin_v12.irecvConsumed);
-	assert_null(ncclNetPlugin_v12.makeVDevice);
+	assert_non_null(ncclNetPlugin_v12.makeVDevice);
+	assert_non_null(ncclNetPlugin_v11.makeVDevice);
+	assert_non_null(ncclNetPlugin_v9.makeVDevice);
 	assert_non_null(ncclNetPlugin_v12.finalize);
 	assert_non_null(ncclNetPlugin_v11.finalize);
 	assert_non_null(ncclNetPlugin_v12.setNetAttr);
@@ -408,6 +512,9 @@ int main(void)
 		T(test_init_misuse),
 		T(test_properties_v12),
 		T(test_properties_old_layouts),
+		T(test_make_vdevice),
+		T(test_make_vdevice_invalid),
+		T(test_make_vdevice_merge_off),
 		T(test_connect_carries_traffic_class),
 		T(test_error_translation),
 		T(test_data_path_checks),
