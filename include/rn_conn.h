@@ -4,9 +4,16 @@
  * RTR -> RTS) and src/xfer.c drives (FIFO, requests, completions).
  *
  * One connection = one send comm (rn_connect's side) + one recv comm (rn_accept's
- * side), nqps RC QPs each, one CQ per comm. Control memory (the FIFO the receiver
- * writes its clear-to-send entries into, the sizes array of multi-receives, the
- * flush target) is one page-aligned block per comm, registered once.
+ * side), nqps RC QPs each, one CQ per member NIC. Control memory (the FIFO the
+ * receiver writes its clear-to-send entries into, the sizes array of multi-receives,
+ * the flush target) is one page-aligned block per comm, registered on every member.
+ *
+ * A comm on a vNIC (NIC fusion) has several member NICs; a physical device is a
+ * vNIC of one. QP q belongs to local member q % nmem and is connected to the peer's
+ * member q % rmem; nqps = max(nmem, rmem) x NCCL_IB_QPS_PER_CONNECTION, so every
+ * member on both sides carries data (with 2 members against 1, both of ours talk to
+ * the peer's one). net_ib sizes it the same way (nqps = max of both ends' device
+ * counts x QPs per connection, striped over the devices).
  *
  * wr_id carries what a completion belongs to in its low 3 bits (a completion in
  * error has no valid opcode, so the type must come from wr_id): a send slot, a
@@ -40,18 +47,22 @@ enum rn_wr_kind {
 #define RN_WR_KIND(id) ((int)((id) & 7))
 #define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
 
-/* A clear-to-send entry, written by the receiver into the sender's FIFO. seq last: */
-/* the sender trusts the other fields once seq shows the slot's sequence. */
+/*
+ * A clear-to-send entry, written by the receiver into the sender's FIFO, with the
+ * buffer's rkey on each of the receiver's members (as net_ib's rkeys[]). seq last:
+ * the sender trusts the other fields once seq shows the slot's sequence.
+ */
 struct rn_cts {
 	uint64_t addr;
 	uint64_t size;
-	uint32_t rkey;
+	uint32_t rkey[RN_VNIC_MAX];
 	int32_t tag;
 	uint16_t nreqs;
 	uint16_t rsvd;
+	uint32_t rsvd2;
 	uint32_t seq;
 };
-_Static_assert(sizeof(struct rn_cts) == 32, "CTS entry is 32 bytes");
+_Static_assert(sizeof(struct rn_cts) == 64, "CTS entry is 64 bytes");
 
 enum rn_req_type { RN_REQ_FREE = 0, RN_REQ_SEND, RN_REQ_RECV, RN_REQ_FLUSH };
 
@@ -69,7 +80,8 @@ struct rn_req {
 	/* send */
 	const void *data;
 	size_t size;
-	uint32_t lkey;
+	uint32_t lkey;                /* member 0's */
+	struct rn_mr *mr;             /* the other members' keys (vNIC) */
 	struct rn_send_slot *slot;
 	struct rn_req *next_free;
 };
@@ -85,12 +97,26 @@ struct rn_send_slot {
 
 struct rn_evdev; /* src/events.c */
 
+/* One NIC of a comm's device (the only one of a physical device). */
+struct rn_member {
+	struct rn_dev *dev;
+	struct rn_evdev *ev;
+	struct ibv_cq *cq;            /* its QPs' completions */
+	struct ibv_mr *ctrl_mr;       /* the control block on its PD */
+};
+
 struct rn_comm {
 	int role;                     /* enum rn_role */
 	struct rn_engine *eng;
-	struct rn_dev *dev;
+	struct rn_dev *dev;           /* member 0's: dev, ev, cq, ctrl_mr below */
 	struct rn_evdev *ev;
 	struct ibv_cq *cq;
+	int nmem;                     /* our member NICs */
+	struct rn_member mem[RN_VNIC_MAX];
+	int rmem;                     /* the peer's */
+	struct rn_peer_facts rpeer[RN_VNIC_MAX]; /* the peer's members; peer == rpeer[0] */
+	uint8_t qp_mem[RN_MAX_QPS];   /* QP q's member here (q % nmem) */
+	uint8_t qp_rmem[RN_MAX_QPS];  /* and at the peer (q % rmem) */
 	int nqps;
 	struct ibv_qp *qps[RN_MAX_QPS];
 	int sq_used[RN_MAX_QPS];
@@ -126,7 +152,7 @@ struct rn_send_comm {
 	struct rn_cts (*fifo)[RN_MAX_RECVS];  /* [RN_SLOTS]; remote-writable */
 	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; staged multi-recv sizes */
 	uint64_t rsizes_addr;
-	uint32_t rsizes_rkey;
+	uint32_t rsizes_rkey[RN_VNIC_MAX];     /* per peer member */
 	uint32_t head;                         /* next FIFO sequence to serve, minus 1 */
 	struct rn_send_slot slots[RN_SLOTS];
 	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
@@ -139,11 +165,11 @@ struct rn_recv_comm {
 	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; the sender writes here */
 	uint8_t *flush_buf;
 	uint64_t rfifo_addr;
-	uint32_t rfifo_rkey;
+	uint32_t rfifo_rkey[RN_VNIC_MAX];      /* per peer member */
 	uint32_t tail;                         /* next slot sequence to post, minus 1 */
 	uint32_t qp_next[RN_MAX_QPS];          /* slot expected next on each QP */
 	struct rn_req reqs[RN_SLOTS];
-	struct ibv_qp *flush_qp;
+	struct ibv_qp *flush_qp[RN_VNIC_MAX];  /* per member, connected to itself */
 	int flush_used;
 	struct rn_req flush_reqs[RN_SLOTS];
 };

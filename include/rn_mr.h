@@ -22,7 +22,33 @@ struct rn_mr {
 	int dmabuf;
 	int refs;
 	struct rn_mr *next;
+	/*
+	 * A vNIC comm's handle (rn_vmr_get): not in any cache, dev = member 0's,
+	 * ibmr = member 0's, one cached registration per member. 0 in a plain MR.
+	 */
+	int nmem;
+	struct rn_mr *mem[RN_VNIC_MAX];
 };
+
+/* The keys of @mr on member @k (0 for a plain MR). */
+static inline uint32_t rn_mr_lkey(const struct rn_mr *mr, int k)
+{
+	return k ? mr->mem[k]->ibmr->lkey : mr->ibmr->lkey;
+}
+
+static inline uint32_t rn_mr_rkey(const struct rn_mr *mr, int k)
+{
+	return k ? mr->mem[k]->ibmr->rkey : mr->ibmr->rkey;
+}
+
+/*
+ * Register @data..@data+@size on each of @n devices (a vNIC's members) and return one
+ * handle holding them all. 0 or -errno (nothing kept). rn_vmr_put() over the same
+ * members releases all: 0, or -EINVAL for a handle they do not hold.
+ */
+int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type,
+	       int dmabuf_fd, uint64_t offset, struct rn_mr **out);
+int rn_vmr_put(struct rn_dev *const *devs, int n, struct rn_mr *v);
 
 /* Register @data..@data+@size on @dev (cache hit or new). 0 or -errno. */
 int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd,

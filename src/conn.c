@@ -92,6 +92,9 @@ struct rn_hs {
 	struct sockaddr_storage peer_addr;
 	struct sockaddr_storage local_addr;
 	char peer_str[80];
+	/* the path checks (hs_check): the next QP whose member pair is to be checked */
+	int chk_q;
+	int refused_q;               /* the QP whose pair we refused (its members name it) */
 	/* QP state changes (hs_connect_qps): how many are done, and the retry of the next */
 	int qp_step;
 	int mqp_tries;
@@ -101,6 +104,7 @@ struct rn_hs {
 struct rn_listen_comm {
 	struct rn_engine *eng;
 	int devidx;
+	struct rn_dev *dev;          /* the device's (first) NIC, for the logs */
 	int fd;
 	struct sockaddr_storage addr;
 	uint64_t nonce;
@@ -125,59 +129,65 @@ static uint64_t rn_nonce(void)
 	return v ^ rn_now_ns() ^ ((uint64_t)getpid() << 32);
 }
 
+/* The device's first NIC (a vNIC's member 0), NULL for no device. */
 static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
 {
-	if (!eng || devidx < 0 || devidx >= eng->ndevs || !eng->devs[devidx])
-		return NULL;
-	return eng->devs[devidx];
+	struct rn_dev *m[RN_VNIC_MAX];
+
+	return rn_engine_members(eng, devidx, m) > 0 ? m[0] : NULL;
 }
 
 /* ---- QPs -------------------------------------------------------------------- */
 
-/* QPs are created in RESET; the handshake moves them on (hs_connect_qps). */
-static struct ibv_qp *qp_create(struct rn_comm *c, int send_wr, int recv_wr)
+/* QPs are created in RESET on member @k; the handshake moves them on (hs_connect_qps). */
+static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr)
 {
 	struct ibv_qp_init_attr ia = { 0 };
 
 	ia.qp_context = c;
-	ia.send_cq = c->cq;
-	ia.recv_cq = c->cq;
+	ia.send_cq = c->mem[k].cq;
+	ia.recv_cq = c->mem[k].cq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = (uint32_t)send_wr;
 	ia.cap.max_recv_wr = (uint32_t)recv_wr;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	errno = 0;
-	return rn_verbs.create_qp(c->dev->pd, &ia);
+	return rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
 }
 
-static int retry_cnt_for(const struct rn_comm *c)
+static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
 {
 	static int told;
 	int r = c->eng->cfg.retry_cnt;
 
 	/* rxe takes 7 as "retry forever": a broken path would hang instead of failing. */
-	if (c->dev->is_rxe && r > 6) {
+	if (dev->is_rxe && r > 6) {
 		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
 			rn_info(RN_SUB_NET,
 				RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
-				"(rxe retries 7 forever)", c->dev->nic.ibdev, r);
+				"(rxe retries 7 forever)", dev->nic.ibdev, r);
 		r = 6;
 	}
 	return r;
 }
 
-static int qp_attr_init(const struct rn_comm *c, unsigned int access, struct ibv_qp_attr *a)
+static int retry_cnt_for(const struct rn_comm *c)
+{
+	return retry_cnt_dev(c, c->dev);
+}
+
+static int qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->qp_state = IBV_QPS_INIT;
 	a->pkey_index = 0;
-	a->port_num = (uint8_t)c->dev->nic.port;
+	a->port_num = (uint8_t)dev->nic.port;
 	a->qp_access_flags = access;
 	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 }
 
-static int qp_attr_rtr(const struct rn_comm *c, uint32_t remote_qpn, const union ibv_gid *dgid,
+static int qp_attr_rtr(const struct rn_dev *dev, uint32_t remote_qpn, const union ibv_gid *dgid,
 		       enum ibv_mtu mtu, int tc, int sl, struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -189,23 +199,23 @@ static int qp_attr_rtr(const struct rn_comm *c, uint32_t remote_qpn, const union
 	a->min_rnr_timer = 12;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = *dgid;
-	a->ah_attr.grh.sgid_index = (uint8_t)c->dev->nic.gid_index;
+	a->ah_attr.grh.sgid_index = (uint8_t)dev->nic.gid_index;
 	a->ah_attr.grh.hop_limit = 255;
 	a->ah_attr.grh.flow_label = 0;
 	a->ah_attr.grh.traffic_class = (uint8_t)tc;
 	a->ah_attr.sl = (uint8_t)sl;
 	a->ah_attr.src_path_bits = 0;
-	a->ah_attr.port_num = (uint8_t)c->dev->nic.port;
+	a->ah_attr.port_num = (uint8_t)dev->nic.port;
 	return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }
 
-static int qp_attr_rts(const struct rn_comm *c, struct ibv_qp_attr *a)
+static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->qp_state = IBV_QPS_RTS;
 	a->timeout = (uint8_t)c->eng->cfg.timeout;
-	a->retry_cnt = (uint8_t)retry_cnt_for(c);
+	a->retry_cnt = (uint8_t)retry_cnt_dev(c, dev);
 	a->rnr_retry = 7;
 	a->sq_psn = 0;
 	a->max_rd_atomic = 1;
@@ -219,11 +229,11 @@ int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn
 	struct ibv_qp_attr a;
 	int mask, ret;
 
-	mask = qp_attr_rtr(c, remote_qpn, dgid, mtu, tc, sl, &a);
+	mask = qp_attr_rtr(c->dev, remote_qpn, dgid, mtu, tc, sl, &a);
 	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 	if (ret)
 		return ret;
-	mask = qp_attr_rts(c, &a);
+	mask = qp_attr_rts(c, c->dev, &a);
 	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 }
 
@@ -238,19 +248,23 @@ static void comm_free(struct rn_comm *c)
 	if (c->role == RN_ROLE_RECV) {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
-		if (rc->flush_qp)
-			rn_verbs.destroy_qp(rc->flush_qp);
+		for (i = 0; i < c->nmem; i++)
+			if (rc->flush_qp[i])
+				rn_verbs.destroy_qp(rc->flush_qp[i]);
 	}
 	for (i = 0; i < c->nqps; i++)
 		if (c->qps[i])
 			rn_verbs.destroy_qp(c->qps[i]);
-	if (c->ctrl_mr)
-		rn_verbs.dereg_mr(c->ctrl_mr);
-	if (c->cq)
-		rn_verbs.destroy_cq(c->cq);
+	for (i = 0; i < c->nmem; i++) {
+		if (c->mem[i].ctrl_mr)
+			rn_verbs.dereg_mr(c->mem[i].ctrl_mr);
+		if (c->mem[i].cq)
+			rn_verbs.destroy_cq(c->mem[i].cq);
+	}
 	if (c->ctrl)
 		munmap(c->ctrl, c->ctrl_len);
-	rn_events_put(c->ev);
+	for (i = 0; i < c->nmem; i++)
+		rn_events_put(c->mem[i].ev);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
@@ -272,17 +286,24 @@ static uint64_t stall_bound_ns(const struct rn_comm *c)
 	return retry_budget_ns(c) * 2 + 1000000000ull;
 }
 
-static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps)
+/*
+ * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
+ * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
+ */
+static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps,
+				   int rmem)
 {
-	struct rn_dev *dev = dev_of(eng, devidx);
+	struct rn_dev *m[RN_VNIC_MAX];
+	int nmem = rn_engine_members(eng, devidx, m);
+	struct rn_dev *dev = nmem > 0 ? m[0] : NULL;
 	size_t sz = role == RN_ROLE_SEND ? sizeof(struct rn_send_comm) :
 					   sizeof(struct rn_recv_comm);
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	struct rn_comm *c;
-	int i, cqe, sq, rq, err;
+	int i, k, cqe, sq, rq, err;
 
-	if (!dev) {
-		errno = ENODEV;
+	if (!dev || rmem < 1 || rmem > RN_VNIC_MAX || nqps < RN_MAX(nmem, rmem)) {
+		errno = dev ? EPROTO : ENODEV;
 		return NULL;
 	}
 	c = calloc(1, sz);
@@ -292,32 +313,51 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	c->role = role;
 	c->eng = eng;
 	c->dev = dev;
+	c->nmem = nmem;
+	c->rmem = rmem;
 	c->nqps = nqps;
-	c->split = eng->cfg.split_data_on_qps;
-	c->max_msg = dev->max_msg_size ? dev->max_msg_size : (1u << 30);
-	c->ev = rn_events_get(dev);
-	/*
-	 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
-	 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need far
-	 * less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
-	 */
+	/* a vNIC connection splits every message over all its NICs (see rn_conn.h) */
+	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
+	c->max_msg = 1u << 30;
 	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
 	rq = role == RN_ROLE_SEND ? 1 : RN_RECV_WRS;
-	if (dev->attr.max_qp_wr > 0 && dev->attr.max_qp_wr < sq)
-		sq = dev->attr.max_qp_wr;
+	for (k = 0; k < nmem; k++) {
+		c->mem[k].dev = m[k];
+		c->mem[k].ev = rn_events_get(m[k]);
+		if (m[k]->max_msg_size)
+			c->max_msg = RN_MIN(c->max_msg, m[k]->max_msg_size);
+		/*
+		 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
+		 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need
+		 * far less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
+		 */
+		if (m[k]->attr.max_qp_wr > 0 && m[k]->attr.max_qp_wr < sq)
+			sq = m[k]->attr.max_qp_wr;
+	}
+	c->dev = dev;
+	c->ev = c->mem[0].ev;
 	c->sq_cap = sq;
-	/*
-	 * Every WR that can complete at once (a QP in error flushes unsignalled ones
-	 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
-	 */
-	cqe = nqps * (sq + rq) + (role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
-	if (dev->attr.max_cqe > 0 && cqe > dev->attr.max_cqe)
-		cqe = dev->attr.max_cqe;
-	errno = 0;
-	c->cq = rn_verbs.create_cq(dev->ctx, cqe, c, NULL, 0);
-	if (!c->cq)
-		goto err;
-	/* FIFO or staging (8 KiB) + sizes (1 KiB) + flush target, in one registration. */
+	for (i = 0; i < nqps; i++) {
+		c->qp_mem[i] = (uint8_t)(i % nmem);
+		c->qp_rmem[i] = (uint8_t)(i % rmem);
+	}
+	for (k = 0; k < nmem; k++) {
+		int kq = (nqps - k + nmem - 1) / nmem; /* this member's QPs */
+
+		/*
+		 * Every WR that can complete at once (a QP in error flushes unsignalled ones
+		 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
+		 */
+		cqe = kq * (sq + rq) + (role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
+		if (m[k]->attr.max_cqe > 0 && cqe > m[k]->attr.max_cqe)
+			cqe = m[k]->attr.max_cqe;
+		errno = 0;
+		c->mem[k].cq = rn_verbs.create_cq(m[k]->ctx, cqe, c, NULL, 0);
+		if (!c->mem[k].cq)
+			goto err;
+	}
+	c->cq = c->mem[0].cq;
+	/* FIFO or staging (16 KiB) + sizes (1 KiB) + flush target, in one registration. */
 	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
 		       pg - 1) & ~(pg - 1);
 	/*
@@ -333,12 +373,17 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	}
 	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
 		goto err;
-	c->ctrl_mr = rn_verbs.reg_mr_iova2(dev->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
-					   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!c->ctrl_mr)
-		goto err;
+	for (k = 0; k < nmem; k++) {
+		c->mem[k].ctrl_mr = rn_verbs.reg_mr_iova2(m[k]->pd, c->ctrl, c->ctrl_len,
+							  (uintptr_t)c->ctrl,
+							  IBV_ACCESS_LOCAL_WRITE |
+							  IBV_ACCESS_REMOTE_WRITE);
+		if (!c->mem[k].ctrl_mr)
+			goto err;
+	}
+	c->ctrl_mr = c->mem[0].ctrl_mr;
 	for (i = 0; i < nqps; i++) {
-		c->qps[i] = qp_create(c, sq, rq);
+		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq);
 		if (!c->qps[i])
 			goto err;
 	}
@@ -357,11 +402,13 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 				     sizeof(struct rn_cts));
 		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
 		/* as NCCL: only a device that can take GPU memory needs the flush QP */
-		c->flush_enabled = !eng->cfg.gdr_flush_disable &&
-				   (dev->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
-		if (c->flush_enabled) {
-			rc->flush_qp = qp_create(c, RN_SLOTS + 1, 1);
-			if (!rc->flush_qp)
+		c->flush_enabled = !eng->cfg.gdr_flush_disable;
+		for (k = 0; k < nmem; k++)
+			c->flush_enabled &= !!(m[k]->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
+		/* every NIC that wrote into the GPU buffer gets its read (as net_ib) */
+		for (k = 0; k < nmem && c->flush_enabled; k++) {
+			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1);
+			if (!rc->flush_qp[k])
 				goto err;
 		}
 	}
@@ -396,10 +443,8 @@ static void hs_free(struct rn_hs *hs)
 	free(hs);
 }
 
-static void local_facts(struct rn_hs *hs, struct rn_peer_facts *f)
+static void local_facts(struct rn_hs *hs, const struct rn_dev *dev, struct rn_peer_facts *f)
 {
-	struct rn_dev *dev = hs->comm->dev;
-
 	memset(f, 0, sizeof(*f));
 	rn_peer_facts_from_nic(&dev->nic, f);
 	if (!f->host[0])
@@ -417,17 +462,24 @@ static void hs_hello(struct rn_hs *hs, int tc, int sl)
 	m.nqps = c->nqps;
 	m.tc = tc;
 	m.sl = sl;
-	local_facts(hs, &m.facts);
+	m.members = c->nmem;
+	local_facts(hs, c->mem[0].dev, &m.facts);
+	for (i = 1; i < c->nmem; i++)
+		local_facts(hs, c->mem[i].dev, &m.more[i - 1].facts);
 	if (hs->role == RN_ROLE_SEND) {
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		m.fifo_addr = (uintptr_t)sc->fifo;
 		m.fifo_rkey = c->ctrl_mr->rkey;
+		for (i = 1; i < c->nmem; i++)
+			m.more[i - 1].fifo_rkey = c->mem[i].ctrl_mr->rkey;
 	} else {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
 		m.sizes_addr = (uintptr_t)rc->sizes;
 		m.sizes_rkey = c->ctrl_mr->rkey;
+		for (i = 1; i < c->nmem; i++)
+			m.more[i - 1].sizes_rkey = c->mem[i].ctrl_mr->rkey;
 	}
 	for (i = 0; i < c->nqps; i++)
 		m.qpn[i] = c->qps[i]->qp_num;
@@ -454,10 +506,49 @@ static int sl_of(const struct rn_config *cfg, int traffic_class)
 	return traffic_class >= 0 && traffic_class <= 15 ? traffic_class : 0;
 }
 
-/* Run our side of the verdict; fills hs->mine. -EAGAIN while undecided. */
+static int hs_check_pair(struct rn_hs *hs, int q);
+
+/* 1 when QP @q joins the same pair of members as an earlier QP (checked already). */
+static int pair_seen(const struct rn_comm *c, int q)
+{
+	int i;
+
+	for (i = 0; i < q; i++)
+		if (c->qp_mem[i] == c->qp_mem[q] && c->qp_rmem[i] == c->qp_rmem[q])
+			return 1;
+	return 0;
+}
+
+/*
+ * Run our side of the verdict; fills hs->mine. -EAGAIN while undecided. A vNIC's
+ * every pair of members that shares a QP is checked, one after the other; the first
+ * refused pair refuses the connection with its own diagnosis.
+ */
 static int hs_check(struct rn_hs *hs)
 {
+	int ret;
+
+	while (hs->chk_q < hs->comm->nqps) {
+		if (!pair_seen(hs->comm, hs->chk_q)) {
+			ret = hs_check_pair(hs, hs->chk_q);
+			if (ret)
+				return ret;
+			if (hs->mine.refused) {
+				hs->refused_q = hs->chk_q;
+				return 0;
+			}
+		}
+		hs->chk_q++;
+	}
+	return 0;
+}
+
+/* The verdict on QP @q's pair of members (the only pair of a physical device). */
+static int hs_check_pair(struct rn_hs *hs, int q)
+{
 	struct rn_comm *c = hs->comm;
+	const struct rn_nic *nic = &c->mem[c->qp_mem[q]].dev->nic;
+	const struct rn_peer_facts *peer = &c->rpeer[c->qp_rmem[q]];
 	const struct rn_config *cfg = &hs->eng->cfg;
 	struct rn_finding f = { 0 };
 	char pfx[512];
@@ -466,10 +557,10 @@ static int hs_check(struct rn_hs *hs)
 	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
 		return 0;
 	if (!hs->chk) {
-		ret = rn_conn_check_start(&c->dev->nic, &c->peer, cfg->neigh_timeout_ms, &hs->chk);
+		ret = rn_conn_check_start(nic, peer, cfg->neigh_timeout_ms, &hs->chk);
 		if (ret) {
 			rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
-				"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
+				"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
 			return 0;
 		}
 		hs->check_deadline_ns = rn_now_ns() +
@@ -489,15 +580,15 @@ static int hs_check(struct rn_hs *hs)
 		if (!hs->mine.refused) {
 			snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s) is asymmetric "
 				 "(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)", hs->peer_str,
-				 c->peer.host);
+				 peer->host);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &hs->mine.finding);
 		}
 	} else if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
-			"connecting unchecked", hs->peer_str, c->peer.host, strerror(-ret));
+			"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
 	} else if (f.cause != RN_CAUSE_NONE) {
 		/* a symmetric path with a warning (MTU): say it once, and go on */
-		snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s)", hs->peer_str, c->peer.host);
+		snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s)", hs->peer_str, peer->host);
 		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 	}
 	rn_finding_clear(&f);
@@ -508,6 +599,8 @@ static int hs_check(struct rn_hs *hs)
 static int hs_decide(struct rn_hs *hs)
 {
 	struct rn_comm *c = hs->comm;
+	const struct rn_dev *dev = c->mem[c->qp_mem[hs->refused_q]].dev;
+	const struct rn_peer_facts *peer = &c->rpeer[c->qp_rmem[hs->refused_q]];
 	const struct rn_finding *f;
 	const char *who;
 	char pfx[512];
@@ -523,9 +616,8 @@ static int hs_decide(struct rn_hs *hs)
 	}
 	/* the finding speaks from the refusing side: say where its fix is to be run */
 	snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d -> %s (%s, %s): connection %s",
-		 c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, c->peer.host, c->peer.netdev,
-		 who);
-	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, hs->mine.refused ? NULL : c->peer.host, f);
+		 dev->nic.ibdev, dev->nic.port, hs->peer_str, peer->host, peer->netdev, who);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, hs->mine.refused ? NULL : peer->host, f);
 	return -EHOSTUNREACH;
 }
 
@@ -576,10 +668,9 @@ static int hs_connect_qps(struct rn_hs *hs)
 	struct rn_comm *c = hs->comm;
 	struct rn_recv_comm *rc = hs->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
 	const struct rn_config *cfg = &hs->eng->cfg;
-	enum ibv_mtu mtu = RN_MIN(c->dev->nic.active_mtu, c->peer.active_mtu);
-	int nsteps = 3 * c->nqps + (rc && rc->flush_qp ? 3 : 0);
+	int nsteps = 3 * c->nqps + (rc && rc->flush_qp[0] ? 3 * c->nmem : 0);
 	struct ibv_qp_attr a;
-	int tc, sl, ret = 0;
+	int k, tc, sl, ret = 0;
 
 	if (hs->role == RN_ROLE_SEND) {
 		tc = tc_of(cfg, hs->traffic_class);
@@ -591,20 +682,25 @@ static int hs_connect_qps(struct rn_hs *hs)
 	}
 	while (hs->qp_step < nsteps) {
 		int q = hs->qp_step / 3, flush = q >= c->nqps, mask;
-		struct ibv_qp *qp = flush ? rc->flush_qp : c->qps[q];
+		/* data QP q: its member and the peer's; flush QP: its member, to itself */
+		const struct rn_dev *dev = c->mem[flush ? q - c->nqps : c->qp_mem[q]].dev;
+		const struct rn_peer_facts *peer = &c->rpeer[flush ? 0 : c->qp_rmem[q]];
+		struct ibv_qp *qp = flush ? rc->flush_qp[q - c->nqps] : c->qps[q];
 
 		switch (hs->qp_step % 3) {
 		case 0:
-			mask = qp_attr_init(c, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-						       IBV_ACCESS_REMOTE_WRITE, &a);
+			mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+							 IBV_ACCESS_REMOTE_WRITE, &a);
 			break;
 		case 1:
-			mask = flush ? qp_attr_rtr(c, qp->qp_num, &c->dev->nic.gid,
-						   c->dev->nic.active_mtu, tc, sl, &a) :
-				       qp_attr_rtr(c, hs->peer.qpn[q], &c->peer.gid, mtu, tc, sl, &a);
+			mask = flush ? qp_attr_rtr(dev, qp->qp_num, &dev->nic.gid,
+						   dev->nic.active_mtu, tc, sl, &a) :
+				       qp_attr_rtr(dev, hs->peer.qpn[q], &peer->gid,
+						   RN_MIN(dev->nic.active_mtu, peer->active_mtu),
+						   tc, sl, &a);
 			break;
 		default:
-			mask = qp_attr_rts(c, &a);
+			mask = qp_attr_rts(c, dev, &a);
 			break;
 		}
 		ret = hs_modify_qp(hs, qp, &a, mask);
@@ -616,7 +712,8 @@ static int hs_connect_qps(struct rn_hs *hs)
 	}
 	if (rc) {
 		rc->rfifo_addr = hs->peer.fifo_addr;
-		rc->rfifo_rkey = hs->peer.fifo_rkey;
+		for (k = 0; k < c->rmem; k++)
+			rc->rfifo_rkey[k] = k ? hs->peer.more[k - 1].fifo_rkey : hs->peer.fifo_rkey;
 		/* no WRITE_WITH_IMM comes before our first CTS, which needs READY first */
 		ret = rn_xfer_recv_init(rc);
 		if (ret)
@@ -625,7 +722,8 @@ static int hs_connect_qps(struct rn_hs *hs)
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		sc->rsizes_addr = hs->peer.sizes_addr;
-		sc->rsizes_rkey = hs->peer.sizes_rkey;
+		for (k = 0; k < c->rmem; k++)
+			sc->rsizes_rkey[k] = k ? hs->peer.more[k - 1].sizes_rkey : hs->peer.sizes_rkey;
 	}
 	return 0;
 fail:
@@ -647,22 +745,35 @@ static int hs_take_hello(struct rn_hs *hs)
 		return ret;
 	if (hs->peer.role == hs->role)
 		return -EBADMSG;
-	if (hs->comm && hs->peer.nqps != hs->comm->nqps)
+	/* the sender sized its QPs by the member count our handle gave */
+	if (hs->comm && (hs->peer.nqps != hs->comm->nqps || hs->peer.members != hs->comm->rmem))
 		return -EBADMSG;
 	return 0;
 }
 
+/* The peer's members, as its HELLO describes them. */
+static void comm_take_peer(struct rn_comm *c, const struct rn_hello *h)
+{
+	int k;
+
+	c->peer = h->facts;
+	c->rpeer[0] = h->facts;
+	for (k = 1; k < h->members; k++)
+		c->rpeer[k] = h->more[k - 1].facts;
+}
+
 static int hs_build_recv_comm(struct rn_hs *hs)
 {
-	struct rn_comm *c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps);
+	struct rn_comm *c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps,
+					hs->peer.members);
 
-	if (!c)
-		return errno ? -errno : -EIO;
+	if (!c) /* EPROTO: fewer QPs than our members (a peer that ignored our handle) */
+		return errno == EPROTO ? -EBADMSG : errno ? -errno : -EIO;
 	hs->comm = c;
 	c->fd = hs->fd;
 	c->peer_addr = hs->peer_addr;
 	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
-	c->peer = hs->peer.facts;
+	comm_take_peer(c, &hs->peer);
 	hs_hello(hs, 0, 0);
 	return 0;
 }
@@ -728,7 +839,7 @@ static int hs_progress(struct rn_hs *hs)
 					return ret;
 				hs->state = HS_SEND_HELLO;
 			} else {
-				hs->comm->peer = hs->peer.facts;
+				comm_take_peer(hs->comm, &hs->peer);
 				hs->state = HS_CHECK;
 			}
 			break;
@@ -797,10 +908,15 @@ static int hs_progress(struct rn_hs *hs)
 
 static void comm_ready_log(struct rn_comm *c)
 {
-	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d <-> %s (%s) up: %d QP%s, %s", c->role ==
+	char more[16] = "";
+
+	if (c->nmem > 1 || c->rmem > 1)
+		snprintf(more, sizeof(more), " (vNIC %d:%d)", c->nmem, c->rmem);
+	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s", c->role ==
 		RN_ROLE_SEND ? "send" : "recv", c->dev->nic.ibdev, c->dev->nic.port,
+		c->nmem > 1 ? "+" : "", c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "",
 		c->peer_str, c->peer.host, c->nqps, c->nqps > 1 ? "s" : "",
-		c->split ? "split" : "round-robin");
+		c->split ? "split" : "round-robin", more);
 	c->last_progress_ns = rn_now_ns();
 	c->last_check_ns = c->last_progress_ns;
 }
@@ -846,6 +962,7 @@ int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_
 		return -ENOMEM;
 	lc->eng = eng;
 	lc->devidx = devidx;
+	lc->dev = dev;
 	lc->fd = -1;
 	ret = rn_oob_local_addr(dev, &eng->cfg, &lc->addr);
 	if (ret)
@@ -862,6 +979,7 @@ int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_
 	memset(&hi, 0, sizeof(hi));
 	hi.addr = lc->addr;
 	hi.nonce = lc->nonce;
+	hi.members = rn_engine_members(eng, devidx, (struct rn_dev *[RN_VNIC_MAX]){ 0 });
 	ret = rn_handle_encode(&hi, handle, RN_HANDLE_SIZE);
 	if (ret)
 		goto err;
@@ -945,10 +1063,12 @@ static void reg_del(struct rn_hs *hs)
 static int connect_start(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
 			 struct rn_hs **out)
 {
-	struct rn_dev *dev = dev_of(eng, devidx);
+	struct rn_dev *m[RN_VNIC_MAX];
+	int nmem = rn_engine_members(eng, devidx, m);
+	struct rn_dev *dev = nmem > 0 ? m[0] : NULL;
 	struct rn_handle_info hi;
 	struct rn_hs *hs;
-	int nqps, ret;
+	int k, nqps, ret;
 
 	if (!dev)
 		return -EINVAL;
@@ -957,11 +1077,12 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		rn_warn(RN_SUB_NET, RN_PFX "connect: the handle is not ours (%s)", strerror(-ret));
 		return ret == -EPROTO ? -EPROTO : -EINVAL;
 	}
-	if (dev->nic.gid_index < 0) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", dev->nic.ibdev,
-			dev->nic.port);
-		return -ENODEV;
-	}
+	for (k = 0; k < nmem; k++)
+		if (m[k]->nic.gid_index < 0) {
+			rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no usable GID", m[k]->nic.ibdev,
+				m[k]->nic.port);
+			return -ENODEV;
+		}
 	hs = calloc(1, sizeof(*hs));
 	if (!hs)
 		return -ENOMEM;
@@ -974,15 +1095,17 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	hs->peer_addr = hi.addr;
 	rn_sockaddr_str(&hi.addr, hs->peer_str, sizeof(hs->peer_str));
 	hs->deadline_ns = rn_now_ns() + (uint64_t)eng->cfg.connect_timeout_ms * 1000000ull;
-	nqps = eng->cfg.qps_per_conn;
+	/* as net_ib: QPs per connection for each member of the larger end */
+	nqps = RN_MAX(eng->cfg.qps_per_conn, 1) * RN_MAX(nmem, hi.members);
 	if (nqps > RN_MAX_QPS) {
-		rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d: using %d", nqps,
-			RN_MAX_QPS);
-		nqps = RN_MAX_QPS;
+		int per = RN_MAX_QPS / RN_MAX(nmem, hi.members);
+
+		rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d over %d NIC%s: using %d "
+			"(at most %d QPs)", eng->cfg.qps_per_conn, RN_MAX(nmem, hi.members),
+			RN_MAX(nmem, hi.members) > 1 ? "s" : "", per, RN_MAX_QPS);
+		nqps = per * RN_MAX(nmem, hi.members);
 	}
-	if (nqps < 1)
-		nqps = 1;
-	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps);
+	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
 	if (!hs->comm) {
 		ret = errno ? -errno : -EIO;
 		goto err;
@@ -1065,11 +1188,11 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 	if (rn_ratelimit_peer(&hs->peer_addr, rn_now_ns(), RN_DROP_WARN_NS, &held))
 		rn_warn(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before a "
 			"valid handshake: %s (%u more from this address in the last minute; those "
-			"within a minute go to INFO)", lc->eng->devs[lc->devidx]->nic.ibdev, me,
+			"within a minute go to INFO)", lc->dev->nic.ibdev, me,
 			hs->peer_str, why, held);
 	else
 		rn_info(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before "
-			"a valid handshake: %s", lc->eng->devs[lc->devidx]->nic.ibdev, me,
+			"a valid handshake: %s", lc->dev->nic.ibdev, me,
 			hs->peer_str, why);
 	hs_free(hs);
 	lc->pend[i] = NULL;

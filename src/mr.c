@@ -18,6 +18,7 @@
 struct rn_mr_cache {
 	struct rn_mr *head;
 	int count;
+	struct rn_mr *vhead;  /* vNIC handles whose member 0 is this device (rn_vmr_get) */
 };
 
 unsigned int rn_mr_access(const struct rn_dev *dev)
@@ -148,7 +149,95 @@ int rn_mr_cache_destroy(struct rn_dev *dev)
 		rn_verbs.dereg_mr(m->ibmr);
 		free(m);
 	}
+	/* their member registrations were counted (and released) in each member's cache */
+	for (m = c->vhead; m; m = n) {
+		n = m->next;
+		free(m);
+	}
 	free(c);
 	dev->mrs = NULL;
 	return left;
+}
+
+/*
+ * A vNIC comm registers on every member's PD (each through its device's cache) and
+ * hands NCCL one handle; a WR on member k's QP uses member k's keys. The handle's
+ * range is what every member covers.
+ */
+int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type,
+	       int dmabuf_fd, uint64_t offset, struct rn_mr **out)
+{
+	struct rn_mr *v;
+	uintptr_t base = 0, end = UINTPTR_MAX;
+	int k, ret;
+
+	*out = NULL;
+	if (n < 1 || n > RN_VNIC_MAX)
+		return -EINVAL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (k = 0; k < n; k++) {
+		ret = rn_mr_get(devs[k], data, size, type, dmabuf_fd, offset, &v->mem[k]);
+		if (ret)
+			goto err;
+		base = RN_MAX(base, v->mem[k]->base);
+		end = RN_MIN(end, v->mem[k]->base + v->mem[k]->len);
+	}
+	v->nmem = n;
+	v->dev = devs[0];
+	v->ibmr = v->mem[0]->ibmr;
+	v->type = type;
+	v->dmabuf = dmabuf_fd >= 0;
+	v->base = base;
+	v->len = end - base;
+	v->refs = 1;
+	pthread_mutex_lock(&devs[0]->lock);
+	if (!cache_of(devs[0])) {
+		pthread_mutex_unlock(&devs[0]->lock);
+		ret = -ENOMEM;
+		goto err;
+	}
+	v->next = devs[0]->mrs->vhead;
+	devs[0]->mrs->vhead = v;
+	pthread_mutex_unlock(&devs[0]->lock);
+	*out = v;
+	return 0;
+err:
+	while (k-- > 0)
+		rn_mr_put(devs[k], v->mem[k]);
+	free(v);
+	return ret;
+}
+
+int rn_vmr_put(struct rn_dev *const *devs, int n, struct rn_mr *v)
+{
+	struct rn_mr **pp;
+	int k, ret = -EINVAL;
+
+	/* as rn_mr_put: @v is only compared until found, a stale handle gets -EINVAL */
+	if (!v)
+		return -EINVAL;
+	pthread_mutex_lock(&devs[0]->lock);
+	for (pp = devs[0]->mrs ? &devs[0]->mrs->vhead : NULL; pp && *pp; pp = &(*pp)->next) {
+		if (*pp != v)
+			continue;
+		ret = 0;
+		/* another comm's vNIC with the same first NIC: not this one's to release */
+		for (k = 0; k < n && v->nmem == n; k++)
+			if (v->mem[k]->dev != devs[k])
+				ret = -EINVAL;
+		if (v->nmem != n)
+			ret = -EINVAL;
+		if (!ret)
+			*pp = v->next;
+		break;
+	}
+	pthread_mutex_unlock(&devs[0]->lock);
+	if (ret)
+		return ret;
+	for (k = 0; k < v->nmem; k++)
+		ret = rn_mr_put(v->mem[k]->dev, v->mem[k]) ?: ret;
+	free(v);
+	return ret;
 }

@@ -14,6 +14,11 @@
  * imm = RN_IMM_ERR tells the receiver its buffer was too small (no data is
  * written: an error, never a truncation).
  *
+ * On a vNIC connection (rn_conn.h) QP q belongs to a member NIC at each end: its
+ * WRs use that member's local keys and the peer member's rkeys (each CTS entry
+ * carries the buffer's rkey on every receiver member), and every message is split
+ * over all the QPs, so each NIC carries its share of every message.
+ *
  * Receives are pre-posted per QP; an IMM completion on QP q belongs to the slot
  * expected next on q (slots are served in order and a QP delivers in order), so
  * no slot number has to travel in the immediate.
@@ -168,25 +173,35 @@ static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding
  * peer that closed its side channel explains any completion error, so that comes
  * first. A diagnosis too long for one log line follows on lines of its own.
  */
+static int qp_index(const struct rn_comm *c, uint32_t qp_num);
+
 static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 {
 	char lg[48], rg[48], pfx[256], pip[512];
 	struct rn_finding f = { 0 }, path = { 0 };
 	struct rn_vars v = RN_VARS_INIT;
+	const struct rn_dev *dev = c->dev;
+	const struct rn_peer_facts *peer = &c->peer;
 	char *line = NULL;
-	int ret, gone, n, found = 0;
+	int ret, gone, n, q, found = 0;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
 	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
+	/* a vNIC's failing QP names its own pair of NICs */
+	q = qp_index(c, wc->qp_num);
+	if (q >= 0) {
+		dev = c->mem[c->qp_mem[q]].dev;
+		peer = &c->rpeer[c->qp_rmem[q]];
+	}
 	gone = peer_gone(c);
-	ret = rn_diagnose_peer(&c->dev->nic, &c->peer, &path);
+	ret = rn_diagnose_peer(&dev->nic, peer, &path);
 	rn_vars_set(&v, "diag", "%s", "diagnosis");
 	if (gone) {
 		struct rn_vars pv = RN_VARS_INIT;
 
-		rn_conn_vars(&c->dev->nic, &c->peer, &pv);
+		rn_conn_vars(&dev->nic, peer, &pv);
 		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &pv);
 		rn_vars_free(&pv);
 		diag_add(&v, " ", &f);
@@ -197,14 +212,14 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		 * reports second finds the other already gone: name the drop too. */
 		else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR)
 			rn_vars_append(&v, "diag", "; ", "if it failed first with this same status, "
-				       "%s", healthy_path_drop(&c->peer.ip, pip, sizeof(pip)));
+				       "%s", healthy_path_drop(&peer->ip, pip, sizeof(pip)));
 		found = 1;
 	} else if (ret == 0) {
 		diag_add(&v, " ", &path);
 		found = 1;
 	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		rn_vars_set(&v, "diag", "diagnosis: the peer process may have died, or %s",
-			    healthy_path_drop(&c->peer.ip, pip, sizeof(pip)));
+			    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
 	} else if (ret == -ENOENT) {
 		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
 			    "healthy now");
@@ -214,10 +229,10 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
 	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
 		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s",
-		     c->peer_str, c->peer.host[0] ? c->peer.host : "unknown host",
+		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
-		     wc->vendor_err, wc->qp_num, rn_gid_str(&c->dev->nic.gid, lg, sizeof(lg)),
-		     rn_gid_str(&c->peer.gid, rg, sizeof(rg)), c->dev->nic.ibdev, c->dev->nic.port,
+		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
+		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
 		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable");
 	if (n < 0) {
 		line = NULL;
@@ -229,10 +244,10 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 		/* the findings on lines of their own: whole, whatever their length */
 		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
 			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
-			c->peer.host[0] ? c->peer.host : "unknown host",
+			peer->host[0] ? peer->host : "unknown host",
 			rn_wc_status_str(wc->status), wc->status,
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-			c->dev->nic.ibdev, c->dev->nic.port);
+			dev->nic.ibdev, dev->nic.port);
 		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
 		if (gone)
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
@@ -330,10 +345,11 @@ static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
 	case RN_WR_FLUSH: {
 		struct rn_req *r = RN_WR_PTR(wc->wr_id);
 
-		((struct rn_recv_comm *)c)->flush_used--;
 		c->outstanding--;
-		if (--r->pending == 0)
+		if (--r->pending == 0) { /* a read per member */
+			((struct rn_recv_comm *)c)->flush_used--;
 			r->done = 1;
+		}
 		break;
 	}
 	case RN_WR_RECV:
@@ -373,13 +389,21 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 {
 	int ret;
 
-	c->last_check_ns = now;
-	if (c->ev) {
-		uint64_t down = rn_events_port_down_ns(c->ev, c->dev->nic.port, now);
+	int k;
 
-		if (rn_events_dev_fatal(c->ev) && !c->err) {
+	c->last_check_ns = now;
+	/* every member NIC: one that is down or dead fails the vNIC's comm */
+	for (k = 0; k < c->nmem; k++) {
+		const struct rn_dev *dev = c->mem[k].dev;
+		struct rn_evdev *ev = c->mem[k].ev;
+		uint64_t down;
+
+		if (!ev)
+			continue;
+		down = rn_events_port_down_ns(ev, dev->nic.port, now);
+		if (rn_events_dev_fatal(ev) && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
-				"fails", c->dev->nic.ibdev, c->dev->nic.port, c->peer_str,
+				"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
 				c->peer.host);
 			comm_fail(c, -EIO);
 		} else if (down > c->port_grace_ns && !c->err) {
@@ -388,12 +412,12 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			char pfx[160];
 
 			/* a busy comm would have failed through its completions by now */
-			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_conn_vars(&dev->nic, &c->rpeer[k % c->rmem], &v);
 			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
 				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
 				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
-				c->dev->nic.ibdev, c->dev->nic.port,
+				dev->nic.ibdev, dev->nic.port,
 				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
 				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host);
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
@@ -457,6 +481,21 @@ int rn_comm_progress(struct rn_comm *c)
 	}
 	for (i = 0; i < n; i++)
 		handle_wc(c, &wc[i]);
+	if (rn_unlikely(c->nmem > 1)) {
+		int k, m;
+
+		for (k = 1; k < c->nmem; k++) {
+			m = rn_verbs.poll_cq(c->mem[k].cq, RN_POLL_BATCH, wc);
+			if (m < 0) {
+				rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed",
+					c->mem[k].dev->nic.ibdev);
+				return comm_fail(c, -EIO);
+			}
+			for (i = 0; i < m; i++)
+				handle_wc(c, &wc[i]);
+			n += m;
+		}
+	}
 	if (n > 0) {
 		c->idle = 0;
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
@@ -472,6 +511,26 @@ int rn_comm_progress(struct rn_comm *c)
 			slow_checks(c, now);
 	}
 	return comm_check(c);
+}
+
+/*
+ * 1 when @mr was registered for @c's NICs (a vNIC comm takes only a handle from
+ * rn_vmr_get over the same members) and covers @size bytes at @a.
+ */
+static int mr_fits(const struct rn_comm *c, const struct rn_mr *mr, uintptr_t a, size_t size)
+{
+	int k;
+
+	if (!mr || mr->dev != c->dev || a < mr->base || a + size > mr->base + mr->len)
+		return 0;
+	if (c->nmem == 1)
+		return !mr->nmem;
+	if (mr->nmem != c->nmem)
+		return 0;
+	for (k = 1; k < c->nmem; k++)
+		if (mr->mem[k]->dev != c->mem[k].dev)
+			return 0;
+	return 1;
 }
 
 /* ---- send ------------------------------------------------------------------- */
@@ -552,26 +611,27 @@ static void build_qp(struct rn_send_comm *sc, struct rn_send_slot *s, int q, int
 	struct rn_comm *c = &sc->c;
 	uint32_t k = s->seq - 1;
 	struct rn_cts *e = sc->fifo[k % RN_SLOTS];
-	int r;
+	int r, lm = c->qp_mem[q], rm = c->qp_rmem[q];
 
 	if (imm != RN_IMM_ERR) {
 		for (r = 0; r < s->n; r++) {
 			struct rn_req *req = s->reqs[r];
+			uint32_t lkey = lm && req->mr ? rn_mr_lkey(req->mr, lm) : req->lkey;
 			size_t off, len, done;
 
 			qp_share(c, q, req->size, &off, &len);
 			for (done = 0; done < len;) {
 				size_t l = RN_MIN(len - done, c->max_msg);
 
-				wb_add(b, (uintptr_t)req->data + off + done, req->lkey,
-				       e[r].addr + off + done, e[r].rkey, (uint32_t)l);
+				wb_add(b, (uintptr_t)req->data + off + done, lkey,
+				       e[r].addr + off + done, e[r].rkey[rm], (uint32_t)l);
 				done += l;
 			}
 		}
 		if (s->n > 1 && first)
-			wb_add(b, (uintptr_t)sc->sizes[k % RN_SLOTS], c->ctrl_mr->lkey,
+			wb_add(b, (uintptr_t)sc->sizes[k % RN_SLOTS], c->mem[lm].ctrl_mr->lkey,
 			       sc->rsizes_addr + (k % RN_SLOTS) * sizeof(sc->sizes[0]),
-			       sc->rsizes_rkey, (uint32_t)(s->n * sizeof(int32_t)));
+			       sc->rsizes_rkey[rm], (uint32_t)(s->n * sizeof(int32_t)));
 	}
 	if (!b->count)
 		wb_add(b, 0, 0, 0, 0, 0);
@@ -675,9 +735,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	ret = comm_check(c);
 	if (ret)
 		return ret;
-	if (rn_unlikely(size > INT_MAX ||
-			(size && (!mr || !data || mr->dev != c->dev || (uintptr_t)data < mr->base ||
-				  (uintptr_t)data + size > mr->base + mr->len)))) {
+	if (rn_unlikely(size > INT_MAX || (size && (!data || !mr_fits(c, mr, (uintptr_t)data,
+								       size))))) {
 		rn_warn(RN_SUB_NET, RN_PFX "isend of %zu bytes at %p: %s", size, data,
 			size > INT_MAX ? "larger than 2 GiB" : "outside its registration");
 		return -EINVAL;
@@ -731,6 +790,7 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	req->data = data;
 	req->size = size;
 	req->lkey = mr ? mr->ibmr->lkey : 0;
+	req->mr = mr;
 	req->slot = s;
 	req->sizes[0] = (int)size;
 	s->reqs[r] = req;
@@ -763,7 +823,7 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	struct rn_cts *e;
 	struct rn_req *req;
 	uint32_t k;
-	int i, q, ret;
+	int i, j, q, ret;
 
 	*out = NULL;
 	if (!rc)
@@ -786,10 +846,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
-		if (rn_unlikely(sizes[i] && (!mrs || !mrs[i] || mrs[i]->dev != c->dev ||
-					     (uintptr_t)data[i] < mrs[i]->base ||
-					     (uintptr_t)data[i] + sizes[i] >
-					     mrs[i]->base + mrs[i]->len))) {
+		if (rn_unlikely(sizes[i] && (!mrs || !mr_fits(c, mrs[i], (uintptr_t)data[i],
+							      sizes[i])))) {
 			rn_warn(RN_SUB_NET,
 				RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
 				"registration", i, sizes[i], data[i]);
@@ -797,7 +855,9 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 		}
 		e[i].addr = (uintptr_t)data[i];
 		e[i].size = sizes[i];
-		e[i].rkey = sizes[i] ? mrs[i]->ibmr->rkey : 0;
+		e[i].rkey[0] = sizes[i] ? mrs[i]->ibmr->rkey : 0;
+		for (j = 1; j < c->nmem; j++) /* the sender writes through each of our NICs */
+			e[i].rkey[j] = sizes[i] ? rn_mr_rkey(mrs[i], j) : 0;
 		e[i].tag = tags[i];
 		e[i].nreqs = (uint16_t)n;
 		e[i].rsvd = 0;
@@ -817,14 +877,14 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	memset(&wr, 0, sizeof(wr));
 	sge.addr = (uintptr_t)e;
 	sge.length = (uint32_t)(n * sizeof(*e));
-	sge.lkey = c->ctrl_mr->lkey;
+	sge.lkey = c->mem[c->qp_mem[q]].ctrl_mr->lkey;
 	wr.wr_id = (uintptr_t)req | RN_WR_CTS;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]);
-	wr.wr.rdma.rkey = rc->rfifo_rkey;
+	wr.wr.rdma.rkey = rc->rfifo_rkey[c->qp_rmem[q]];
 	ret = rn_verbs_err(rn_verbs.post_send(c->qps[q], &wr, &bad));
 	if (ret) {
 		req->type = RN_REQ_FREE;
@@ -847,7 +907,7 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
 	struct rn_req *req = NULL;
-	int i, last = -1, ret;
+	int i, k, last = -1, ret;
 
 	*out = NULL;
 	if (!rc)
@@ -856,7 +916,7 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	ret = comm_check(c);
 	if (ret)
 		return ret;
-	if (!c->flush_enabled || !rc->flush_qp)
+	if (!c->flush_enabled || !rc->flush_qp[0])
 		return 0;
 	for (i = 0; i < n; i++)
 		if (sizes[i] > 0 && mrs && mrs[i])
@@ -864,6 +924,8 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	/* host memory is coherent: only a GPU buffer needs its PCIe writes pushed */
 	if (last < 0 || !(mrs[last]->type & RN_PTR_CUDA))
 		return 0;
+	if (!mr_fits(c, mrs[last], (uintptr_t)data[last], 1))
+		return -EINVAL;
 	for (i = 0; i < RN_SLOTS; i++)
 		if (rc->flush_reqs[i].type == RN_REQ_FREE) {
 			req = &rc->flush_reqs[i];
@@ -874,26 +936,32 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	memset(req, 0, sizeof(*req));
 	req->type = RN_REQ_FLUSH;
 	req->comm = c;
-	req->pending = 1;
-	sge.addr = (uintptr_t)rc->flush_buf;
-	sge.length = 1;
-	sge.lkey = c->ctrl_mr->lkey;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)req | RN_WR_FLUSH;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uintptr_t)data[last];
-	wr.wr.rdma.rkey = mrs[last]->ibmr->rkey;
-	ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp, &wr, &bad));
-	if (ret) {
-		req->type = RN_REQ_FREE;
-		return comm_fail(c, ret);
+	req->pending = c->nmem;
+	/* a read through every member NIC: each pushes its own earlier writes ahead */
+	for (k = 0; k < c->nmem; k++) {
+		sge.addr = (uintptr_t)rc->flush_buf;
+		sge.length = 1;
+		sge.lkey = c->mem[k].ctrl_mr->lkey;
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uintptr_t)req | RN_WR_FLUSH;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)data[last];
+		wr.wr.rdma.rkey = rn_mr_rkey(mrs[last], k);
+		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[k], &wr, &bad));
+		if (ret) {
+			/* the reads already posted complete into a request nobody waits for */
+			req->pending = k;
+			if (!k)
+				req->type = RN_REQ_FREE;
+			return comm_fail(c, ret);
+		}
+		if (c->outstanding++ == 0)
+			c->last_progress_ns = 0;
 	}
 	rc->flush_used++;
-	if (c->outstanding++ == 0)
-		c->last_progress_ns = 0;
 	*out = req;
 	return 0;
 }
@@ -941,12 +1009,26 @@ int rn_test(struct rn_req *req, int *done, int *sizes)
 
 /* ---- registration: the API face of src/mr.c -------------------------------- */
 
+/* A vNIC comm registers on every member (one handle holds them all). */
+static int comm_reg(struct rn_comm *c, void *data, size_t size, int type, int fd,
+		    uint64_t offset, struct rn_mr **out)
+{
+	struct rn_dev *devs[RN_VNIC_MAX];
+	int k;
+
+	if (c->nmem == 1)
+		return rn_mr_get(c->dev, data, size, type, fd, offset, out);
+	for (k = 0; k < c->nmem; k++)
+		devs[k] = c->mem[k].dev;
+	return rn_vmr_get(devs, c->nmem, data, size, type, fd, offset, out);
+}
+
 int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
 {
 	*out = NULL;
 	if (!comm)
 		return -EINVAL;
-	return rn_mr_get(((struct rn_comm *)comm)->dev, data, size, type, -1, 0, out);
+	return comm_reg(comm, data, size, type, -1, 0, out);
 }
 
 int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
@@ -955,16 +1037,26 @@ int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off
 	*out = NULL;
 	if (!comm || fd < 0)
 		return -EINVAL;
-	return rn_mr_get(((struct rn_comm *)comm)->dev, data, size, type, fd, offset, out);
+	return comm_reg(comm, data, size, type, fd, offset, out);
 }
 
 int rn_dereg_mr(void *comm, struct rn_mr *mr)
 {
+	struct rn_comm *c = comm;
+
 	if (!mr)
 		return 0; /* as net_ib: nothing registered, nothing to undo */
 	if (!comm)
 		return -EINVAL;
-	return rn_mr_put(((struct rn_comm *)comm)->dev, mr);
+	if (c->nmem > 1) {
+		struct rn_dev *devs[RN_VNIC_MAX];
+		int k;
+
+		for (k = 0; k < c->nmem; k++)
+			devs[k] = c->mem[k].dev;
+		return rn_vmr_put(devs, c->nmem, mr);
+	}
+	return rn_mr_put(c->dev, mr);
 }
 
 int rn_send_wc_status(const struct rn_send_comm *sc)

@@ -76,8 +76,8 @@ static void qp_attributes(void **state)
 	assert_int_equal(a.rtr.dest_qp_num, sc->c.qps[0]->qp_num);
 
 	/* the flush QP is connected to itself */
-	fake_wire_qp_attrs(rc->flush_qp, &a);
-	assert_int_equal(a.rtr.dest_qp_num, rc->flush_qp->qp_num);
+	fake_wire_qp_attrs(rc->flush_qp[0], &a);
+	assert_int_equal(a.rtr.dest_qp_num, rc->flush_qp[0]->qp_num);
 	assert_true(a.access & IBV_ACCESS_REMOTE_READ);
 	rn_close_send(sc);
 	rn_close_recv(rc);

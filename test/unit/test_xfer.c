@@ -479,14 +479,14 @@ static void flush_only_for_gpu_buffers(void **state)
 	assert_int_equal(rn_iflush(t->rc, 2, data, sizes, mrs, &req), 0);
 	assert_non_null(req);
 	assert_int_equal(fx_wait(req, NULL), 0);
-	fake_wire_stats(t->rc->flush_qp, &st);
+	fake_wire_stats(t->rc->flush_qp[0], &st);
 	assert_int_equal(st.reads, 1);
 	assert_int_equal(st.max_wr_len, 1);
 	/* the last non-empty buffer is host memory: nothing to do */
 	sizes[1] = 0;
 	assert_int_equal(rn_iflush(t->rc, 2, data, sizes, mrs, &req), 0);
 	assert_null(req);
-	fake_wire_stats(t->rc->flush_qp, &st);
+	fake_wire_stats(t->rc->flush_qp[0], &st);
 	assert_int_equal(st.reads, 1);
 	rn_dereg_mr(t->rc, hmr);
 	rn_dereg_mr(t->rc, gmr);
@@ -507,7 +507,7 @@ static void flush_disabled(void **state)
 	fake_path_set(NULL, NULL);
 	f.eng.cfg.gdr_flush_disable = 1;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
-	assert_null(rc->flush_qp);
+	assert_null(rc->flush_qp[0]);
 	assert_int_equal(rn_reg_mr(rc, gpu, sizeof(gpu), RN_PTR_CUDA, &gmr), 0);
 	assert_int_equal(rn_iflush(rc, 1, &data, &size, &gmr, &req), 0);
 	assert_null(req);
@@ -518,7 +518,7 @@ static void flush_disabled(void **state)
 	f.eng.cfg.gdr_flush_disable = 0;
 	f.devs[1].ptr_support = RN_PTR_HOST;
 	assert_int_equal(fx_connect(&f, 0, 1, 0, &sc, &rc), 0);
-	assert_null(rc->flush_qp);
+	assert_null(rc->flush_qp[0]);
 	rn_close_send(sc);
 	rn_close_recv(rc);
 	assert_int_equal(fx_teardown(&f), 0);
