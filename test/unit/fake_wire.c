@@ -216,8 +216,12 @@ static int f_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
 	return 0;
 }
 
-/* Check and resolve [addr, addr+len) inside the MR of @key; NULL when out of bounds. */
-static void *mr_range(uint32_t key, uint64_t addr, uint32_t len, int remote)
+/*
+ * Check and resolve [addr, addr+len) inside the MR of @key; NULL when out of bounds or
+ * when the MR is not on @pd (the QP's own for a local key, the target QP's for an rkey:
+ * a key of another NIC is refused as a real HCA would).
+ */
+static void *mr_range(uint32_t key, uint64_t addr, uint32_t len, int remote, struct ibv_pd *pd)
 {
 	struct ibv_mr *mr = fake_verbs_mr_find(key);
 
@@ -225,7 +229,7 @@ static void *mr_range(uint32_t key, uint64_t addr, uint32_t len, int remote)
 
 	if (!len)
 		return &nothing; /* a 0-byte access touches no memory: any key will do */
-	if (!mr || (remote ? mr->rkey : mr->lkey) != key)
+	if (!mr || (remote ? mr->rkey : mr->lkey) != key || mr->pd != pd)
 		return NULL;
 	if (addr < (uintptr_t)mr->addr || addr + len > (uintptr_t)mr->addr + mr->length)
 		return NULL;
@@ -278,7 +282,7 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 	}
 	if (wr->num_sge == 1) {
 		len = wr->sg_list[0].length;
-		l = mr_range(wr->sg_list[0].lkey, wr->sg_list[0].addr, len, 0);
+		l = mr_range(wr->sg_list[0].lkey, wr->sg_list[0].addr, len, 0, q->qp.pd);
 		if (len > max_msg) {
 			complete(q, wr, IBV_WC_LOC_LEN_ERR, 0, 0, 0);
 			to_error(q);
@@ -300,7 +304,7 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 		to_error(q);
 		return;
 	}
-	r = mr_range(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len, 1);
+	r = mr_range(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len, 1, d->qp.pd);
 	if (!r) {
 		complete(q, wr, IBV_WC_REM_ACCESS_ERR, 0, 0, 0);
 		to_error(q);

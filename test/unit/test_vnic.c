@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NIC fusion over the fake wire: a vNIC of the fixture's two NICs (rxe0+rxe1) talking
+ * to itself, to one NIC, and one NIC talking to it. Every message is split over a QP
+ * per member, each on its own NIC with that NIC's keys (the fake refuses a key of
+ * another PD); a member whose path is refused fails the connection with its diagnosis.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "double_conncheck.h"
+#include "fixture_xfer.h"
+#include "double_conncheck.c"
+#include "rn_verbs.h"
+
+struct t {
+	struct fx f;
+	int vdev;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+};
+
+static struct t t;
+
+static int setup(void **state)
+{
+	static const int members[] = { 0, 1 };
+
+	fx_setup(&t.f);
+	fake_path_set(NULL, NULL);
+	t.sc = NULL;
+	t.rc = NULL;
+	assert_int_equal(rn_vdev_make(&t.f.eng, members, 2, &t.vdev), 0);
+	assert_int_equal(t.vdev, 2);
+	*state = &t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fake_wire_stats st;
+
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.cq_overflows, 0);
+	assert_int_equal(st.rnr, 0);
+	rn_close_send(t.sc);
+	rn_close_recv(t.rc);
+	assert_int_equal(fx_teardown(&t.f), 0);
+	return 0;
+}
+
+static void *buf(size_t n, int seed)
+{
+	unsigned char *p = malloc(n ? n : 1);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
+	return p;
+}
+
+/* @nmsg checked messages of @size each; returns 0 or the first error. */
+static int xfer(size_t size, int nmsg)
+{
+	void *s = buf(size, 1), *r = buf(size, 99);
+	struct rn_mr *smr = NULL, *rmr = NULL;
+	struct rn_req *sreq, *rreq;
+	int i, tag = 5, got = -1, ret = 0;
+
+	assert_int_equal(rn_reg_mr(t.sc, s, size, RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t.rc, r, size, RN_PTR_HOST, &rmr), 0);
+	for (i = 0; i < nmsg && !ret; i++) {
+		memset(r, 0, size);
+		((unsigned char *)s)[i % size] ^= 0x5a;
+		sreq = rreq = NULL;
+		assert_int_equal(rn_irecv(t.rc, 1, &r, &size, &tag, &rmr, &rreq), 0);
+		assert_non_null(rreq);
+		ret = fx_isend(t.sc, s, size, tag, smr, &sreq);
+		if (ret)
+			break;
+		assert_non_null(sreq);
+		ret = fx_wait(sreq, NULL);
+		if (!ret)
+			ret = fx_wait(rreq, &got);
+		if (!ret) {
+			assert_int_equal(got, (int)size);
+			assert_memory_equal(r, s, size);
+		}
+	}
+	assert_int_equal(rn_dereg_mr(t.sc, smr), 0);
+	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
+	free(s);
+	free(r);
+	return ret;
+}
+
+/* The bytes each QP of @c wrote (RDMA writes, with or without imm). */
+static int qp_writes(struct rn_comm *c, int q)
+{
+	struct fake_wire_stats st;
+
+	fake_wire_stats(c->qps[q], &st);
+	return st.writes + st.writes_imm;
+}
+
+/* vNIC to vNIC: a QP per member, on its own NIC, each carrying a part of every message. */
+static void vnic_to_vnic(void **state)
+{
+	struct fake_wire_qp_attrs a;
+	int q;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(t.sc->c.nmem, 2);
+	assert_int_equal(t.sc->c.rmem, 2);
+	assert_int_equal(t.sc->c.nqps, 2);
+	assert_int_equal(t.rc->c.nqps, 2);
+	assert_true(t.sc->c.split);
+	/* QP q is on member q at both ends: its own NIC's context, the peer member's GID */
+	for (q = 0; q < 2; q++) {
+		assert_ptr_equal(t.sc->c.qps[q]->context, t.f.devs[q].ctx);
+		assert_ptr_equal(t.rc->c.qps[q]->context, t.f.devs[q].ctx);
+		fake_wire_qp_attrs(t.sc->c.qps[q], &a);
+		assert_int_equal(a.state, IBV_QPS_RTS);
+		assert_memory_equal(&a.rtr.ah_attr.grh.dgid, &t.f.devs[q].nic.gid, 16);
+		assert_int_equal(a.rtr.dest_qp_num, t.rc->c.qps[q]->qp_num);
+	}
+	/* both pairs were checked, on each side */
+	assert_int_equal(fake_path_checks(), 4);
+	assert_true(fx_info_seen("(vNIC 2:2)"));
+
+	assert_int_equal(xfer(1 << 20, 3), 0);
+	assert_int_equal(xfer(1000, 2), 0); /* smaller than 2 chunks of 128 B alignment */
+	assert_int_equal(xfer(1, 1), 0);    /* one byte: the second QP sends only its imm */
+	for (q = 0; q < 2; q++) {
+		assert_int_equal(qp_writes(&t.sc->c, q), 3 + 2 + 1); /* one WR per QP per message */
+		assert_true(qp_writes(&t.rc->c, q) > 0);             /* CTS entries, through both */
+	}
+	assert_int_equal(fx_nwarn, 0);
+}
+
+/* Two members against one: both of ours talk to the peer's one, both ways round. */
+static void two_members_to_one(void **state)
+{
+	int q;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, 1, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(t.sc->c.nqps, 2);
+	assert_int_equal(t.rc->c.nqps, 2);
+	assert_int_equal(t.rc->c.nmem, 1);
+	assert_int_equal(t.rc->c.rmem, 2);
+	assert_true(t.rc->c.split); /* both ends agree the messages are split */
+	assert_ptr_equal(t.sc->c.qps[0]->context, t.f.devs[0].ctx);
+	assert_ptr_equal(t.sc->c.qps[1]->context, t.f.devs[1].ctx);
+	assert_ptr_equal(t.rc->c.qps[0]->context, t.f.devs[1].ctx);
+	assert_ptr_equal(t.rc->c.qps[1]->context, t.f.devs[1].ctx);
+	assert_int_equal(xfer(300000, 4), 0);
+	for (q = 0; q < 2; q++)
+		assert_int_equal(qp_writes(&t.sc->c, q), 4);
+	rn_close_send(t.sc);
+	rn_close_recv(t.rc);
+	t.sc = NULL;
+	t.rc = NULL;
+
+	assert_int_equal(fx_connect(&t.f, 0, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(t.sc->c.nqps, 2); /* sized by the member count in the handle */
+	assert_int_equal(t.sc->c.nmem, 1);
+	assert_int_equal(t.rc->c.nmem, 2);
+	assert_ptr_equal(t.rc->c.qps[1]->context, t.f.devs[1].ctx);
+	assert_int_equal(xfer(65536, 3), 0);
+	for (q = 0; q < 2; q++)
+		assert_int_equal(qp_writes(&t.sc->c, q), 3);
+	assert_int_equal(fx_nwarn, 0);
+}
+
+/* NCCL_IB_QPS_PER_CONNECTION counts per member: 2 x 2 QPs, striped over the NICs. */
+static void qps_per_member(void **state)
+{
+	int q;
+
+	t.f.eng.cfg.qps_per_conn = 2;
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(t.sc->c.nqps, 4);
+	for (q = 0; q < 4; q++)
+		assert_ptr_equal(t.sc->c.qps[q]->context, t.f.devs[q % 2].ctx);
+	assert_int_equal(xfer(1 << 16, 2), 0);
+	for (q = 0; q < 4; q++)
+		assert_int_equal(qp_writes(&t.sc->c, q), 2);
+	/* each pair of NICs is checked once, not once per QP */
+	assert_int_equal(fake_path_checks(), 4);
+}
+
+/* A member whose path is refused fails the whole connection with that member's finding. */
+static void member_refused(void **state)
+{
+	struct fake_path_script s = { 0 };
+	struct fake_wire_stats st;
+
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = RN_CAUSE_NO_RULE;
+	s.finding.sev = RN_SEV_FATAL;
+	s.finding.msg = (char *)"no rule for 198.18.0.2"; /* the fake copies it */
+	s.finding.fix = (char *)"ip rule add from 198.18.0.2 lookup 102";
+	fake_path_set("rxe1", &s);
+	/* the vNIC sends to rxe0 alone: its pair rxe1 -> rxe0 is the refused one */
+	assert_int_equal(fx_connect(&t.f, t.vdev, 0, 0, &t.sc, &t.rc), -EHOSTUNREACH);
+	assert_null(t.sc);
+	assert_null(t.rc);
+	assert_int_equal(fake_path_checks(), 4); /* 2 pairs, each seen from both ends */
+	/* the refusing side names its member NIC, not the vNIC's first */
+	assert_true(fx_warn_seen("rxe1:1 -> "));
+	assert_true(fx_warn_seen("connection refused here [no-rule]"));
+	assert_true(fx_warn_seen("connection refused by the peer [no-rule]"));
+	assert_true(fx_warn_seen("lookup 102"));
+	assert_int_equal(fx_nwarn, 2); /* one per side */
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
+}
+
+/* Registration on a vNIC comm holds one MR per member; deregistration releases them all. */
+static void mr_per_member(void **state)
+{
+	size_t size = 8192;
+	void *p = buf(size, 3);
+	struct rn_mr *mr = NULL, *plain = NULL;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, 0, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(rn_reg_mr(t.sc, p, size, RN_PTR_HOST, &mr), 0);
+	assert_int_equal(mr->nmem, 2);
+	assert_ptr_equal(mr->mem[0]->ibmr->pd, t.f.devs[0].pd);
+	assert_ptr_equal(mr->mem[1]->ibmr->pd, t.f.devs[1].pd);
+	assert_int_not_equal(rn_mr_lkey(mr, 0), rn_mr_lkey(mr, 1));
+	/* a handle of the one-NIC comm is not this comm's: refused, nothing lost */
+	assert_int_equal(rn_reg_mr(t.rc, p, size, RN_PTR_HOST, &plain), 0);
+	assert_int_equal(rn_dereg_mr(t.sc, plain), -EINVAL);
+	assert_int_equal(rn_dereg_mr(t.rc, mr), -EINVAL);
+	{
+		struct rn_req *req = NULL;
+
+		assert_int_equal(rn_isend(t.sc, p, size, 0, plain, &req), -EINVAL);
+		assert_null(req);
+	}
+	assert_int_equal(rn_dereg_mr(t.rc, plain), 0);
+	assert_int_equal(rn_dereg_mr(t.sc, mr), 0);
+	assert_int_equal(rn_dereg_mr(t.sc, mr), -EINVAL); /* released once */
+	free(p);
+}
+
+/* A GPU receive on a vNIC is flushed through every member NIC. */
+static void flush_every_member(void **state)
+{
+	size_t size = 4096;
+	void *r = buf(size, 5);
+	struct rn_mr *mr = NULL;
+	struct rn_req *req = NULL;
+	struct fake_wire_stats st;
+	int sz = (int)size, k;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_non_null(t.rc->flush_qp[0]);
+	assert_non_null(t.rc->flush_qp[1]);
+	assert_int_equal(rn_reg_mr(t.rc, r, size, RN_PTR_CUDA, &mr), 0);
+	assert_int_equal(rn_iflush(t.rc, 1, &r, &sz, &mr, &req), 0);
+	assert_non_null(req);
+	assert_int_equal(fx_wait(req, NULL), 0);
+	for (k = 0; k < 2; k++) {
+		fake_wire_stats(t.rc->flush_qp[k], &st);
+		assert_int_equal(st.reads, 1);
+	}
+	assert_int_equal(rn_dereg_mr(t.rc, mr), 0);
+	free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(vnic_to_vnic, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_members_to_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(qps_per_member, setup, teardown),
+		cmocka_unit_test_setup_teardown(member_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(mr_per_member, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_every_member, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
