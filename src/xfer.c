@@ -173,9 +173,10 @@ static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding
  * peer that closed its side channel explains any completion error, so that comes
  * first. A diagnosis too long for one log line follows on lines of its own.
  */
-static int qp_index(const struct rn_comm *c, uint32_t qp_num);
+static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num);
 
-static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
+/* @wc came from member @k's CQ. */
+static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
 	char lg[48], rg[48], pfx[256], pip[512];
 	struct rn_finding f = { 0 }, path = { 0 };
@@ -190,11 +191,10 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
 	/* a vNIC's failing QP names its own pair of NICs */
-	q = qp_index(c, wc->qp_num);
-	if (q >= 0) {
-		dev = c->mem[c->qp_mem[q]].dev;
+	dev = c->mem[k].dev;
+	q = qp_index(c, k, wc->qp_num);
+	if (q >= 0)
 		peer = &c->rpeer[c->qp_rmem[q]];
-	}
 	gone = peer_gone(c);
 	ret = rn_diagnose_peer(&dev->nic, peer, &path);
 	rn_vars_set(&v, "diag", "%s", "diagnosis");
@@ -260,11 +260,15 @@ static void wc_error(struct rn_comm *c, const struct ibv_wc *wc)
 	rn_finding_clear(&path);
 }
 
-static int qp_index(const struct rn_comm *c, uint32_t qp_num)
+/*
+ * The data QP of member @k numbered @qp_num (-1: none, e.g. the flush QP). QP numbers
+ * are per device: two members' QPs may share one, so the CQ's member tells them apart.
+ */
+static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num)
 {
 	int q;
 
-	for (q = 0; q < c->nqps; q++)
+	for (q = k; q < c->nqps; q += c->nmem)
 		if (c->qps[q]->qp_num == qp_num)
 			return q;
 	return -1;
@@ -308,13 +312,14 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 		comm_fail(c, -EIO);
 }
 
-static void handle_wc(struct rn_comm *c, const struct ibv_wc *wc)
+/* A completion from member @k's CQ. */
+static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
 	int kind = RN_WR_KIND(wc->wr_id);
-	int q = qp_index(c, wc->qp_num);
+	int q = qp_index(c, k, wc->qp_num);
 
 	if (wc->status != IBV_WC_SUCCESS) {
-		wc_error(c, wc);
+		wc_error(c, k, wc);
 		return;
 	}
 	switch (kind) {
@@ -480,7 +485,7 @@ int rn_comm_progress(struct rn_comm *c)
 		return comm_fail(c, -EIO);
 	}
 	for (i = 0; i < n; i++)
-		handle_wc(c, &wc[i]);
+		handle_wc(c, 0, &wc[i]);
 	if (rn_unlikely(c->nmem > 1)) {
 		int k, m;
 
@@ -492,7 +497,7 @@ int rn_comm_progress(struct rn_comm *c)
 				return comm_fail(c, -EIO);
 			}
 			for (i = 0; i < m; i++)
-				handle_wc(c, &wc[i]);
+				handle_wc(c, k, &wc[i]);
 			n += m;
 		}
 	}

@@ -10,6 +10,9 @@
  *   client  fetch the handles and settings, connect, send the messages
  *   loopback both ends in one process on one device (NCCL's GDR probe connects to itself)
  *
+ * --merge A,B,... fuses those devices into a vNIC with makeVDevice, as NCCL's NIC fusion
+ * (NCCL_IB_MERGE_NICS) does, and uses it instead of --dev.
+ *
  * Exit codes (rn_cli.h): 0 done; 1 the plugin failed (load, ABI call, transfer, data
  * check); 2 usage; 3 no RoCE device (probe only with --require-devices, others always).
  */
@@ -32,6 +35,7 @@
 #define MAX_SIZES 16
 #define MAX_CONNS 8
 #define MAX_TAGS 8
+#define MAX_MERGE 8      /* NCCL_NET_MAX_DEVS_PER_NIC (v12) */
 #define BUF_CAP ((size_t)64 << 20) /* buffer bytes per connection and side, at most */
 
 struct driver {
@@ -40,6 +44,8 @@ struct driver {
 	int ncomms;
 	int require_devices;
 	int dev;
+	int merge[MAX_MERGE];  /* --merge: devices to fuse into the vNIC used */
+	int nmerge;
 	size_t sizes[MAX_SIZES];
 	int nsizes;
 	size_t recv_size; /* 0: each receive as large as the send */
@@ -78,16 +84,20 @@ static const char *ptr_str(int p, char *buf, size_t len)
 
 static void print_props(int dev, const ncclNetProperties_v12_t *p)
 {
-	char ptr[32];
+	char ptr[32], vdevs[64] = "";
+	int i;
 
+	for (i = 0; i < p->vProps.ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V12; i++)
+		snprintf(vdevs + strlen(vdevs), sizeof(vdevs) - strlen(vdevs), "%s%d", i ? "," : "",
+			 p->vProps.devs[i]);
 	say("dev %d: name=%s pciPath=%s guid=%#llx speed=%d port=%d latency=%.1f maxComms=%d "
 	    "maxRecvs=%d ptrSupport=%s regIsGlobal=%d forceFlush=%d netDeviceType=%d "
-	    "netDeviceVersion=%d vProps={%d,[%d]} maxP2pBytes=%zu maxCollBytes=%zu "
+	    "netDeviceVersion=%d vProps={%d,[%s]} maxP2pBytes=%zu maxCollBytes=%zu "
 	    "maxMultiRequestSize=%d railId=%d planeId=%d",
 	    dev, p->name ? p->name : "(null)", p->pciPath ? p->pciPath : "(null)",
 	    (unsigned long long)p->guid, p->speed, p->port, p->latency, p->maxComms, p->maxRecvs,
 	    ptr_str(p->ptrSupport, ptr, sizeof(ptr)), p->regIsGlobal, p->forceFlush,
-	    p->netDeviceType, p->netDeviceVersion, p->vProps.ndevs, p->vProps.devs[0],
+	    p->netDeviceType, p->netDeviceVersion, p->vProps.ndevs, vdevs,
 	    p->maxP2pBytes, p->maxCollBytes, p->maxMultiRequestSize, p->railId, p->planeId);
 }
 
@@ -442,16 +452,41 @@ static int run_transfers(struct driver *d, struct xfer *xs, int n)
 	return 0;
 }
 
+/* --merge: fuse the devices as NCCL does (makeVDevice) and use the vNIC. */
+static int merge_devs(struct driver *d, int *ndev)
+{
+	ncclResult_t res;
+	int vdev = -1;
+
+	res = netplug_make_vdevice(&d->np, &vdev, d->nmerge, d->merge);
+	if (res != ncclSuccess) {
+		say_plugin_error("makeVDevice", res);
+		return EXIT_FAILED;
+	}
+	res = netplug_devices(&d->np, ndev);
+	if (res != ncclSuccess || vdev < 0 || vdev >= *ndev) {
+		say("makeVDevice gave dev %d; devices() now says %d", vdev, *ndev);
+		return EXIT_FAILED;
+	}
+	say("fused %d devices into dev %d (makeVDevice); devices: %d", d->nmerge, vdev, *ndev);
+	d->dev = vdev;
+	return 0;
+}
+
 static int pick_dev(struct driver *d, int ndev)
 {
 	ncclNetProperties_v12_t p;
+	int rc;
 
+	if (d->nmerge && (rc = merge_devs(d, &ndev)))
+		return rc;
 	if (d->dev >= ndev) {
 		say("no device %d (%d devices)", d->dev, ndev);
 		return EXIT_USAGE;
 	}
 	if (netplug_get_properties(&d->np, d->dev, &p) == ncclSuccess)
-		say("using dev %d (%s)", d->dev, p.name ? p.name : "?");
+		say("using dev %d (%s, %d Mbps, %d NIC%s)", d->dev, p.name ? p.name : "?", p.speed,
+		    p.vProps.ndevs, p.vProps.ndevs > 1 ? "s" : "");
 	return 0;
 }
 
@@ -755,6 +790,29 @@ static int parse_sizes(const char *arg, int single, struct driver *d)
 	return 0;
 }
 
+/* "0,1": 2..MAX_MERGE distinct device indices. */
+static int parse_merge(const char *arg, struct driver *d)
+{
+	char buf[128], *tok, *save = NULL;
+	int n = 0, i, v;
+
+	if (strlen(arg) >= sizeof(buf) || !*arg || arg[strlen(arg) - 1] == ',' || strstr(arg, ",,"))
+		return -1;
+	strcpy(buf, arg);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_MERGE || rn_cli_int(tok, 0, 1023, &v))
+			return -1;
+		for (i = 0; i < n; i++)
+			if (d->merge[i] == v)
+				return -1;
+		d->merge[n++] = v;
+	}
+	if (n < 2)
+		return -1;
+	d->nmerge = n;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	size_t i;
@@ -768,6 +826,8 @@ static void usage(FILE *f)
 		"  --comms N          communicators to init and finalize, 1..%d (probe; default 2)\n"
 		"  --require-devices  probe exits 3 when the plugin offers no device\n"
 		"  --dev N            device index (server/client/loopback; default 0)\n"
+		"  --merge A,B,...    fuse these devices into a vNIC (makeVDevice, as NCCL's\n"
+		"                     NCCL_IB_MERGE_NICS) and use it instead of --dev; 2..%d\n"
 		"  --size BYTES       message size, 1..1G, K/M/G suffixes (server; default 1M)\n"
 		"  --sizes A,B,...    several sizes in turn, --iters each (server; up to %d; 0 ok)\n"
 		"  --iters N          messages per size, >= 1 (server; default 100)\n"
@@ -786,8 +846,8 @@ static void usage(FILE *f)
 		"Options may come before or after the command. The client takes sizes, iterations,\n"
 		"tags and connections from the server.\n"
 		"commands:\n",
-		MAX_COMMS, MAX_SIZES, NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS, MAX_TAGS,
-		MAX_CONNS);
+		MAX_COMMS, MAX_MERGE, MAX_SIZES, NCCL_NET_MAX_REQUESTS, NCCL_NET_MAX_REQUESTS,
+		MAX_TAGS, MAX_CONNS);
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
 	fputs(RN_CLI_EXIT_HELP, f);
@@ -808,6 +868,7 @@ int main(int argc, char **argv)
 		{ "comms", required_argument, NULL, 'c' },
 		{ "require-devices", no_argument, NULL, 'r' },
 		{ "dev", required_argument, NULL, 'd' },
+		{ "merge", required_argument, NULL, 'M' },
 		{ "size", required_argument, NULL, 's' },
 		{ "iters", required_argument, NULL, 'n' },
 		{ "window", required_argument, NULL, 'w' },
@@ -861,6 +922,10 @@ int main(int argc, char **argv)
 		case 'd':
 			if (rn_cli_int(optarg, 0, 1023, &d.dev))
 				return bad_value("dev", optarg);
+			break;
+		case 'M':
+			if (parse_merge(optarg, &d))
+				return bad_value("merge", optarg);
 			break;
 		case 's':
 		case 'S':

@@ -148,6 +148,32 @@ ncclResult_t netplug_devices(struct netplug *np, int *ndev)
 	CALL_ANY(devices, ndev);
 }
 
+ncclResult_t netplug_make_vdevice(struct netplug *np, int *d, int n, const int *devs)
+{
+	int i;
+
+	if (np->version >= 12 && V(12)->makeVDevice) {
+		ncclNetVDeviceProps_v12_t p = { .ndevs = n };
+
+		if (n < 0 || n > NCCL_NET_MAX_DEVS_PER_NIC_V12)
+			return ncclInvalidArgument;
+		for (i = 0; i < n; i++)
+			p.devs[i] = devs[i];
+		return V(12)->makeVDevice(d, &p);
+	}
+	/* v9, v10 and v11 share the 4-device props and the field's place */
+	if (np->version >= 9 && V(9)->makeVDevice) {
+		ncclNetVDeviceProps_v9_t p = { .ndevs = n };
+
+		if (n < 0 || n > NCCL_NET_MAX_DEVS_PER_NIC_V9)
+			return ncclInvalidArgument;
+		for (i = 0; i < n; i++)
+			p.devs[i] = devs[i];
+		return V(9)->makeVDevice(d, &p);
+	}
+	return ncclInvalidUsage; /* no makeVDevice before v9, or a plugin without one */
+}
+
 ncclResult_t netplug_get_properties(struct netplug *np, int dev, ncclNetProperties_v12_t *p)
 {
 	ncclResult_t res;

@@ -37,6 +37,8 @@ ncclResult_t netplug_init(struct netplug *np, void **ctx, uint64_t comm_id, int 
 ncclResult_t netplug_finalize(struct netplug *np, void *ctx);
 
 ncclResult_t netplug_devices(struct netplug *np, int *ndev);
+/* makeVDevice (v9+; ncclInvalidUsage before v9 or when the plugin has none). */
+ncclResult_t netplug_make_vdevice(struct netplug *np, int *d, int n, const int *devs);
 ncclResult_t netplug_get_properties(struct netplug *np, int dev, ncclNetProperties_v12_t *props);
 
 ncclResult_t netplug_listen(struct netplug *np, void *ctx, int dev, void *handle, void **lc);

@@ -4,6 +4,7 @@
  * post_send: by the time it returns, the remote memory holds the data and the
  * completions are queued.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -57,14 +58,73 @@ static void cq_push(struct fw_cq *cq, const struct ibv_wc *wc)
 	cq->count++;
 }
 
-static struct fw_qp *qp_by_num(uint32_t n)
+/* 1 when device @fd holds GID @g (in any port's table). */
+static int dev_has_gid(const struct fake_dev *fd, const union ibv_gid *g)
+{
+	union ibv_gid x;
+	int p, i;
+
+	for (p = 0; fd && p < fd->nports; p++)
+		for (i = 0; i < FAKE_MAX_GIDS; i++) {
+			const char *a = fd->ports[p].gids[i].addr;
+
+			if (!a)
+				continue;
+			memset(&x, 0, sizeof(x));
+			if (strchr(a, ':')) {
+				if (inet_pton(AF_INET6, a, x.raw) != 1)
+					continue;
+			} else {
+				x.raw[10] = x.raw[11] = 0xff;
+				if (inet_pton(AF_INET, a, &x.raw[12]) != 1)
+					continue;
+			}
+			if (!memcmp(&x, g, sizeof(x)))
+				return 1;
+		}
+	return 0;
+}
+
+/*
+ * The QP numbered @n on the device that holds @dgid, as a real fabric routes: QP numbers
+ * are per device (two NICs may both have a QP 0x11). A @dgid no device holds falls back
+ * to the first QP of that number (tests that wire QPs by hand).
+ */
+static struct fw_qp *qp_by_num(uint32_t n, const union ibv_gid *dgid)
+{
+	struct fw_qp *any = NULL;
+	int i;
+
+	for (i = 0; i < FW_MAX_QPS; i++) {
+		if (!qps[i] || qps[i]->qp.qp_num != n)
+			continue;
+		if (dev_has_gid(fake_verbs_dev_of(qps[i]->qp.context), dgid))
+			return qps[i];
+		if (!any)
+			any = qps[i];
+	}
+	return any;
+}
+
+/* QP numbers per device, as an HCA allocates them (so they collide across devices). */
+static struct {
+	struct ibv_context *ctx;
+	uint32_t next;
+} qpn_tab[16];
+
+static uint32_t qpn_next(struct ibv_context *ctx)
 {
 	int i;
 
-	for (i = 0; i < FW_MAX_QPS; i++)
-		if (qps[i] && qps[i]->qp.qp_num == n)
-			return qps[i];
-	return NULL;
+	for (i = 0; i < 16 && qpn_tab[i].ctx && qpn_tab[i].ctx != ctx; i++)
+		;
+	if (i == 16)
+		return next_qpn++;
+	if (!qpn_tab[i].ctx) {
+		qpn_tab[i].ctx = ctx;
+		qpn_tab[i].next = 0x11;
+	}
+	return qpn_tab[i].next++;
 }
 
 static struct ibv_cq *f_create_cq(struct ibv_context *ctx, int cqe, void *cq_ctx,
@@ -118,7 +178,7 @@ static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia
 	q->qp.recv_cq = ia->recv_cq;
 	q->qp.qp_type = IBV_QPT_RC;
 	q->qp.state = IBV_QPS_RESET;
-	q->qp.qp_num = next_qpn++;
+	q->qp.qp_num = qpn_next(pd->context);
 	q->scq = (struct fw_cq *)ia->send_cq;
 	q->rcq = (struct fw_cq *)ia->recv_cq;
 	q->sig_all = ia->sq_sig_all;
@@ -298,7 +358,7 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 		q->st.max_wr_len = (int)len;
 	if ((int)len > total.max_wr_len)
 		total.max_wr_len = (int)len;
-	d = qp_by_num(q->a.rtr.dest_qp_num);
+	d = qp_by_num(q->a.rtr.dest_qp_num, &q->a.rtr.ah_attr.grh.dgid);
 	if (!d || (d->a.state != IBV_QPS_RTR && d->a.state != IBV_QPS_RTS)) {
 		complete(q, wr, IBV_WC_RETRY_EXC_ERR, 0, 0, 0x81);
 		to_error(q);
@@ -432,6 +492,7 @@ static const struct rn_verbs_ops wire_ops = {
 
 void fake_wire_install(void)
 {
+	memset(qpn_tab, 0, sizeof(qpn_tab));
 	memset(&total, 0, sizeof(total));
 	max_msg = 1u << 31;
 	stall = 0;

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# NIC fusion (makeVDevice, NCCL_IB_MERGE_NICS) on real kernel Soft-RoCE: 2 guests x 2 NICs with
+# per-NIC policy routing (scenario fixed). build/nccl-net-driver --merge 0,1 fuses rxe0+rxe1 into
+# one vNIC, as NCCL does for NICs close to one GPU, and runs a checked transfer over it: every
+# message is split over a QP per NIC, so BOTH NICs must carry data. Each NIC's traffic counters
+# (netdev bytes, rxe sent/received packets) are read before and after, and each must have grown
+# by at least a quarter of the payload. Then a vNIC against one plain NIC (2 members vs 1). The
+# MB/s of the vNIC and of one NIC are printed (figures, never asserted).
+set -u
+. "$(dirname "$0")/lib/test.sh"
+. "$(dirname "$0")/lib/plugin.sh"
+plugin_prereq
+
+# "tx0 tx1 rx0 rx1 sent0 sent1 rcvd0 rcvd1" of host <h>: netdev bytes and rxe packets per NIC
+# (-1 where this kernel's rxe has no hw_counters).
+counters() { # h
+	B run "$1" -- sh -c 'for i in 0 1; do cat /sys/class/net/eth$i/statistics/tx_bytes; done
+		for i in 0 1; do cat /sys/class/net/eth$i/statistics/rx_bytes; done
+		for c in sent_pkts rcvd_pkts; do for i in 0 1; do
+			cat /sys/class/infiniband/rxe$i/ports/1/hw_counters/$c 2>/dev/null || echo -1
+		done; done' | tr '\n' ' '
+}
+
+# grew <before> <after> <index> <min> <what>: fail unless field <index> grew by >= <min>
+grew() {
+	local b a d
+	b=$(awk -v i="$3" '{print $i}' <<<"$1")
+	a=$(awk -v i="$3" '{print $i}' <<<"$2")
+	if [ "$b" = -1 ] || [ "$a" = -1 ]; then
+		echo "  ($5: no rxe hw_counters on this kernel)"
+		return 0
+	fi
+	d=$((a - b))
+	echo "  $5: +$d (want >= $4)"
+	[ "$d" -ge "$4" ] || t_fail "$5 grew by $d, less than $4: that NIC did not carry its share"
+}
+
+mbs() { grep -o '[0-9.]* MB/s' <<<"$1" | tail -n1; }
+
+body() {
+	local c0 c1 h0a h0b h1a h1b bytes one fused
+	B up --hosts 2 --nics 2 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	echo "bed: 2 hosts x 2 NICs, scenario fixed (per-NIC policy routing)"
+
+	t_step "a vNIC of rxe0+rxe1 at both ends: a checked transfer moves data over both NICs"
+	# 3 x 1 MiB+3 + 3 x 8 MiB: every message split into a part per NIC
+	bytes=$((3 * 1048579 + 3 * 8388608))
+	h0a=$(counters 0); h1a=$(counters 1)
+	drv_start c0 1 -- --merge 0,1 --sizes 1048579,8388608 --iters 3 -v server "$(bed_ip 1 0):18701"
+	cli_out=$(drv_run 0 -- --merge 0,1 -v client "$(bed_ip 1 0):18701"); cli_rc=$?
+	srv_out=$(B wait "$c0" 2>&1); srv_rc=$?
+	h0b=$(counters 0); h1b=$(counters 1)
+	grep -q "using dev 2 (rxe0+rxe1" <<<"$cli_out" && grep -q "using dev 2 (rxe0+rxe1" <<<"$srv_out" ||
+		{ show_pair; t_fail "the driver did not fuse rxe0+rxe1 into dev 2 on both ends"; }
+	grep -q "vNIC 2:2" <<<"$cli_out" || { show_pair; t_fail "the send comm is not a 2:2 vNIC comm"; }
+	expect_ok "vNIC rxe0+rxe1 -> vNIC rxe0+rxe1: every byte and the checksum match"
+	fused=$(mbs "$cli_out")
+	echo "h0 (sender) $h0a -> $h0b"
+	echo "h1 (receiver) $h1a -> $h1b"
+	grew "$h0a" "$h0b" 1 $((bytes / 4)) "h0 eth0 tx_bytes"
+	grew "$h0a" "$h0b" 2 $((bytes / 4)) "h0 eth1 tx_bytes"
+	grew "$h1a" "$h1b" 3 $((bytes / 4)) "h1 eth0 rx_bytes"
+	grew "$h1a" "$h1b" 4 $((bytes / 4)) "h1 eth1 rx_bytes"
+	# rxe's MTU-sized packets (1024 B payload with the bed's path MTU): a quarter of the bytes
+	grew "$h0a" "$h0b" 5 $((bytes / 4 / 4096)) "h0 rxe0 sent_pkts"
+	grew "$h0a" "$h0b" 6 $((bytes / 4 / 4096)) "h0 rxe1 sent_pkts"
+	grew "$h1a" "$h1b" 7 $((bytes / 4 / 4096)) "h1 rxe0 rcvd_pkts"
+	grew "$h1a" "$h1b" 8 $((bytes / 4 / 4096)) "h1 rxe1 rcvd_pkts"
+	t_ok "both NICs of the vNIC carried at least a quarter of the payload each, both ways counted"
+
+	t_step "a vNIC (h0 rxe0+rxe1) to one NIC (h1 rxe0): both of h0's NICs send to h1 eth0"
+	bytes=$((4 * 4194304))
+	h0a=$(counters 0); h1a=$(counters 1)
+	drv_start c1 1 -- --dev 0 --size 4194304 --iters 4 server "$(bed_ip 1 0):18702"
+	cli_out=$(drv_run 0 -- --merge 0,1 client "$(bed_ip 1 0):18702"); cli_rc=$?
+	srv_out=$(B wait "$c1" 2>&1); srv_rc=$?
+	h0b=$(counters 0); h1b=$(counters 1)
+	expect_ok "vNIC rxe0+rxe1 -> rxe0: every byte and the checksum match"
+	grew "$h0a" "$h0b" 1 $((bytes / 4)) "h0 eth0 tx_bytes"
+	grew "$h0a" "$h0b" 2 $((bytes / 4)) "h0 eth1 tx_bytes"
+	grew "$h1a" "$h1b" 3 $((bytes * 3 / 4)) "h1 eth0 rx_bytes"
+	t_ok "2 members against 1: both sending NICs carried data"
+
+	t_step "figures: the same transfer over one NIC (printed, never asserted)"
+	drv_pair 18703 0 "--sizes 1048579,8388608 --iters 3"
+	expect_ok "one NIC rxe0 -> rxe0"
+	one=$(mbs "$cli_out")
+	echo "figures: vNIC rxe0+rxe1 ${fused:-?}, one NIC ${one:-?} (Soft-RoCE under TCG: CPU-bound)"
+}
+
+bed_attempt body
