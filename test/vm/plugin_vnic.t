@@ -46,13 +46,18 @@ body() {
 	# 3 x 1 MiB+3 + 3 x 8 MiB: every message split into a part per NIC
 	bytes=$((3 * 1048579 + 3 * 8388608))
 	h0a=$(counters 0); h1a=$(counters 1)
-	drv_start c0 1 -- --merge 0,1 --sizes 1048579,8388608 --iters 3 -v server "$(bed_ip 1 0):18701"
-	cli_out=$(drv_run 0 -- --merge 0,1 -v client "$(bed_ip 1 0):18701"); cli_rc=$?
+	# NET lines too: the comm's "up" line says how many NICs each end has
+	drv_start c0 1 NCCL_DEBUG_SUBSYS=INIT,NET -- --merge 0,1 --sizes 1048579,8388608 --iters 3 -v \
+		server "$(bed_ip 1 0):18701"
+	cli_out=$(drv_run 0 NCCL_DEBUG_SUBSYS=INIT,NET -- --merge 0,1 -v client "$(bed_ip 1 0):18701")
+	cli_rc=$?
 	srv_out=$(B wait "$c0" 2>&1); srv_rc=$?
 	h0b=$(counters 0); h1b=$(counters 1)
 	grep -q "using dev 2 (rxe0+rxe1" <<<"$cli_out" && grep -q "using dev 2 (rxe0+rxe1" <<<"$srv_out" ||
 		{ show_pair; t_fail "the driver did not fuse rxe0+rxe1 into dev 2 on both ends"; }
-	grep -q "vNIC 2:2" <<<"$cli_out" || { show_pair; t_fail "the send comm is not a 2:2 vNIC comm"; }
+	grep -q "send comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$cli_out" &&
+		grep -q "recv comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$srv_out" ||
+		{ show_pair; t_fail "the comms are not 2:2 vNIC comms with a QP per NIC"; }
 	expect_ok "vNIC rxe0+rxe1 -> vNIC rxe0+rxe1: every byte and the checksum match"
 	fused=$(mbs "$cli_out")
 	echo "h0 (sender) $h0a -> $h0b"
