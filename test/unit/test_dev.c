@@ -228,6 +228,27 @@ static void test_dual_port_numbering(void **state)
 	assert_int_equal(devs[2]->rail, -1);
 }
 
+/*
+ * One device with two ports: each is a device for NCCL, numbered as net_ib does (the
+ * port plus the devices found before on the same PCI path): 1, then 2 + 1 = 3.
+ */
+static void test_two_port_device_numbering(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx4_0", .nports = 2 },
+	};
+
+	fixture_sysfs_pci("mlx4_0", "0000:3b:00.0");
+	fake_verbs_install(fd, 1);
+	discover();
+	assert_int_equal(ndevs, 2);
+	assert_int_equal(devs[0]->nic.port, 1);
+	assert_int_equal(devs[1]->nic.port, 2);
+	assert_string_equal(devs[1]->nccl_pci_path, devs[0]->nccl_pci_path);
+	assert_int_equal(devs[0]->nccl_port, 1);
+	assert_int_equal(devs[1]->nccl_port, 3);
+}
+
 /* NCCL_IB_MERGE_VFS (default 1): VFs of a NIC are numbered as its further ports. */
 static void test_vf_numbering(void **state)
 {
@@ -399,6 +420,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_rxe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dual_port_numbering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_port_device_numbering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vf_numbering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vf_numbering_unmerged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_renamed_rxe_by_parent, setup, teardown),
