@@ -132,6 +132,80 @@ static void hello_roundtrip(void **state)
 	assert_int_equal(out.qpn[3], 0x103);
 }
 
+/* A vNIC end: a block per further member (its facts and rkeys), then the QPs. */
+static void hello_vnic_roundtrip(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	struct rn_hello m, out;
+	size_t len;
+
+	fill_hello(&m, 4);
+	m.members = 3;
+	m.more[0].facts = m.facts;
+	strcpy(m.more[0].facts.netdev, "eth2");
+	m.more[0].fifo_rkey = 0x1111;
+	m.more[0].sizes_rkey = 0x2222;
+	m.more[1].facts = m.facts;
+	m.more[1].facts.gid.raw[15] = 10;
+	m.more[1].fifo_rkey = 0x3333;
+	len = rn_msg_encode_hello(buf, 5, &m);
+	assert_int_equal(len, RN_WIRE_HDR_LEN + RN_HELLO_FIXED_LEN + 2 * RN_HELLO_MEMBER_LEN + 16);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.members, 3);
+	assert_string_equal(out.more[0].facts.netdev, "eth2");
+	assert_int_equal(out.more[0].fifo_rkey, 0x1111);
+	assert_int_equal(out.more[0].sizes_rkey, 0x2222);
+	assert_int_equal(out.more[1].facts.gid.raw[15], 10);
+	assert_int_equal(out.more[1].fifo_rkey, 0x3333);
+	assert_int_equal(out.fifo_rkey, m.fifo_rkey);
+	assert_int_equal(out.qpn[3], 0x103);
+	/* fewer QPs than members: some member would carry nothing */
+	m.nqps = 2;
+	len = rn_msg_encode_hello(buf, 5, &m);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	/* a member count that does not fit the length */
+	m.nqps = 4;
+	len = rn_msg_encode_hello(buf, 5, &m);
+	buf[RN_WIRE_HDR_LEN + 156] = 2;
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 156] = 0;
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+}
+
+/* The listener's member count travels in the handle; a version-2 peer is told apart. */
+static void handle_members_and_old_peer(void **state)
+{
+	uint8_t buf[RN_HANDLE_SIZE];
+	struct rn_handle_info in, out;
+	struct sockaddr_in *a = (void *)&in.addr;
+	struct rn_msg_hdr h;
+	uint8_t msg[RN_WIRE_MAX_MSG];
+	size_t len;
+
+	memset(&in, 0, sizeof(in));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(7);
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), 0);
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), 0);
+	assert_int_equal(out.members, 1); /* 0 encodes as 1 */
+	in.members = 2;
+	assert_int_equal(rn_handle_encode(&in, buf, sizeof(buf)), 0);
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), 0);
+	assert_int_equal(out.members, 2);
+	buf[36] = RN_VNIC_MAX + 1;
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), -EBADMSG);
+	/* a peer from before NIC fusion (version 2): -EPROTO, the connect's clean error */
+	buf[36] = 1;
+	buf[5] = 2;
+	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), -EPROTO);
+	len = rn_msg_encode_ready(msg, 1);
+	msg[5] = 2;
+	assert_int_equal(rn_msg_decode_hdr(msg, len, &h), -EPROTO);
+}
+
 static void hello_rejects(void **state)
 {
 	uint8_t buf[RN_WIRE_MAX_MSG], p[RN_WIRE_MAX_MSG];
@@ -274,6 +348,8 @@ int main(void)
 		cmocka_unit_test(handle_roundtrip),
 		cmocka_unit_test(handle_rejects),
 		cmocka_unit_test(hello_roundtrip),
+		cmocka_unit_test(hello_vnic_roundtrip),
+		cmocka_unit_test(handle_members_and_old_peer),
 		cmocka_unit_test(hello_rejects),
 		cmocka_unit_test(verdict_roundtrip_and_rejects),
 		cmocka_unit_test(verdict_long_texts),
