@@ -949,6 +949,7 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 
 int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_comm **out)
 {
+	struct rn_dev *m[RN_VNIC_MAX];
 	struct rn_dev *dev = dev_of(eng, devidx);
 	struct rn_listen_comm *lc;
 	struct rn_handle_info hi;
@@ -979,7 +980,7 @@ int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_
 	memset(&hi, 0, sizeof(hi));
 	hi.addr = lc->addr;
 	hi.nonce = lc->nonce;
-	hi.members = rn_engine_members(eng, devidx, (struct rn_dev *[RN_VNIC_MAX]){ 0 });
+	hi.members = rn_engine_members(eng, devidx, m); /* the connector sizes its QPs by it */
 	ret = rn_handle_encode(&hi, handle, RN_HANDLE_SIZE);
 	if (ret)
 		goto err;
