@@ -77,6 +77,8 @@ struct bench {
 	int wait_ms;          /* the server's wait for a client, -1 forever */
 	int json, csv;
 	FILE *mout;           /* --json/--csv: the real stdout; the rest goes to stderr */
+	int merge;            /* --merge: fuse what -d selects into one vNIC */
+	int dev;              /* the device used: 0, or the vNIC */
 	char dev_name[64];
 	char plugin_name[64]; /* copied: the table's string goes away with dlclose */
 	struct wire_row rows[MAX_SIZES + 2];
@@ -190,10 +192,28 @@ static int bench_start(struct bench *b)
 		err("the plugin offers no device");
 		return EXIT_NODEV;
 	}
-	if (netplug_get_properties(&b->np, 0, &p) == ncclSuccess) {
+	if (b->merge) {
+		/* NIC fusion as NCCL does it: every device selected, one vNIC */
+		int devs[NCCL_NET_MAX_DEVS_PER_NIC_V12], i, n = ndev;
+
+		if (n < 2 || n > NCCL_NET_MAX_DEVS_PER_NIC_V12) {
+			err("--merge: -d selects %d device(s); a vNIC fuses 2 to %d", n,
+			    NCCL_NET_MAX_DEVS_PER_NIC_V12);
+			return EXIT_USAGE;
+		}
+		for (i = 0; i < n; i++)
+			devs[i] = i;
+		res = netplug_make_vdevice(&b->np, &b->dev, n, devs);
+		if (res != ncclSuccess) {
+			plugin_error("makeVDevice", res);
+			return EXIT_FAILED;
+		}
+		ndev = b->dev + 1;
+	}
+	if (netplug_get_properties(&b->np, b->dev, &p) == ncclSuccess) {
 		snprintf(b->dev_name, sizeof(b->dev_name), "%s", p.name ? p.name : "?");
-		say("plugin %s (v%d), device 0 of %d: %s port %d, %d Mb/s", b->np.name,
-		    b->np.version, ndev, b->dev_name, p.port, p.speed);
+		say("plugin %s (v%d), device %d of %d: %s port %d, %d Mb/s", b->np.name,
+		    b->np.version, b->dev, ndev, b->dev_name, p.port, p.speed);
 	}
 	return 0;
 }
@@ -227,7 +247,7 @@ static int connect_both(struct bench *b, void *send_handle, void **sc, void *lc,
 
 	while ((send_handle && !*sc) || (lc && !*rc)) {
 		if (send_handle && !*sc) {
-			res = netplug_connect(&b->np, b->ctx, 0, -1, send_handle, sc);
+			res = netplug_connect(&b->np, b->ctx, b->dev, -1, send_handle, sc);
 			if (res != ncclSuccess)
 				goto refused;
 		}
@@ -880,7 +900,8 @@ static int run_conn(struct bench *b, int client)
 		goto out;
 	}
 	for (k = 0; !client && k < n; k++) {
-		res = netplug_listen(&b->np, b->ctx, 0, handles + k * NCCL_NET_HANDLE_MAXSIZE, &lcs[k]);
+		res = netplug_listen(&b->np, b->ctx, b->dev, handles + k * NCCL_NET_HANDLE_MAXSIZE,
+				     &lcs[k]);
 		if (res != ncclSuccess || !lcs[k]) {
 			plugin_error("listen", res);
 			goto close;
@@ -945,7 +966,7 @@ static int run_roles(struct bench *b, int client)
 	if (b->test == TEST_CONN)
 		return run_conn(b, client);
 	if (need_listen) {
-		res = netplug_listen(&b->np, b->ctx, 0, h_mine, &lc);
+		res = netplug_listen(&b->np, b->ctx, b->dev, h_mine, &lc);
 		if (res != ncclSuccess || !lc) {
 			plugin_error("listen", res);
 			return EXIT_FAILED;
@@ -1076,6 +1097,8 @@ static void usage(FILE *f)
 		"       nccl-net-bench [options] SERVER_ADDR  (client)\n"
 		"  -d, --ib-dev DEV     device, NCCL_IB_HCA syntax (e.g. rxe0, =mlx5_1:1); device 0 of\n"
 		"                       what it selects is used (default: the plugin's first)\n"
+		"      --merge          fuse every device -d selects into one vNIC (makeVDevice, as\n"
+		"                       NCCL's NIC fusion) and use it (e.g. -d rxe0,rxe1 --merge)\n"
 		"  -s, --size BYTES     message size, 0..1G, K/M/G suffixes (default 64K; lat: 8)\n"
 		"  -a, --all            all sizes 4K..64M, powers of two\n"
 		"  -n, --iters N        messages per size (default: bw 128M/size within 100..5000;\n"
@@ -1119,6 +1142,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "csv", no_argument, NULL, 'C' },
+		{ "merge", no_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'Z' },
@@ -1198,6 +1222,7 @@ int main(int argc, char **argv)
 			break;
 		case 'J': b.json = 1; break;
 		case 'C': b.csv = 1; break;
+		case 'M': b.merge = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'Z': return rn_cli_version(PROG);

@@ -4,8 +4,8 @@
 # one vNIC, as NCCL does for NICs close to one GPU, and runs a checked transfer over it: every
 # message is split over a QP per NIC, so BOTH NICs must carry data. Each NIC's traffic counters
 # (netdev bytes, rxe sent/received packets) are read before and after, and each must have grown
-# by at least a quarter of the payload. Then a vNIC against one plain NIC (2 members vs 1). The
-# MB/s of the vNIC and of one NIC are printed (figures, never asserted).
+# by at least a quarter of the payload. Then a vNIC against one plain NIC (2 members vs 1), and
+# nccl-net-bench --check over the vNIC and over one NIC (figures printed, never asserted).
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
@@ -59,7 +59,7 @@ body() {
 		grep -q "recv comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$srv_out" ||
 		{ show_pair; t_fail "the comms are not 2:2 vNIC comms with a QP per NIC"; }
 	expect_ok "vNIC rxe0+rxe1 -> vNIC rxe0+rxe1: every byte and the checksum match"
-	fused=$(mbs "$cli_out")
+	echo "figures: driver over the vNIC: $(mbs "$cli_out")"
 	echo "h0 (sender) $h0a -> $h0b"
 	echo "h1 (receiver) $h1a -> $h1b"
 	grew "$h0a" "$h0b" 1 $((bytes / 4)) "h0 eth0 tx_bytes"
@@ -86,11 +86,28 @@ body() {
 	grew "$h1a" "$h1b" 3 $((bytes * 3 / 4)) "h1 eth0 rx_bytes"
 	t_ok "2 members against 1: both sending NICs carried data"
 
-	t_step "figures: the same transfer over one NIC (printed, never asserted)"
-	drv_pair 18703 0 "--sizes 1048579,8388608 --iters 3"
-	expect_ok "one NIC rxe0 -> rxe0"
-	one=$(mbs "$cli_out")
-	echo "figures: vNIC rxe0+rxe1 ${fused:-?}, one NIC ${one:-?} (Soft-RoCE under TCG: CPU-bound)"
+	t_step "figures: nccl-net-bench bw --check, vNIC rxe0+rxe1 vs one NIC (printed, never asserted)"
+	local j out rc o r what port=18704 line
+	for what in "rxe0,rxe1 --merge" "rxe0"; do
+		# shellcheck disable=SC2086
+		j=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
+			-d $what -p $port --timeout 30000)
+		# shellcheck disable=SC2086
+		out=$(bench_run 0 -- -d $what -p $port --timeout 30 -s 1M -n 16 --check --csv \
+			"$(bed_ip 1 0)")
+		rc=$?
+		o=$(B wait "$j" 2>&1); r=$?
+		echo "$out" | sed 's/^/  bench| /'
+		[ $rc -eq 0 ] && [ $r -eq 0 ] ||
+			{ echo "$o" | sed 's/^/  server| /'; t_fail "bench -d $what: client $rc server $r"; }
+		line=$(grep "^client,bw,1048576,16,.*,1$" <<<"$out") || t_fail "bench -d $what: no checked result"
+		[ "$what" = rxe0 ] || grep -q "device 2 of 3: rxe0+rxe1" <<<"$out" ||
+			t_fail "bench --merge did not use the vNIC rxe0+rxe1"
+		[ "$what" = rxe0 ] && one=$line || fused=$line
+		port=$((port + 1))
+	done
+	echo "figures (client,bw,bytes,iters,Gb/s,Mpps,...): vNIC $fused; one NIC $one"
+	echo "(Soft-RoCE under TCG is CPU-bound: these compare, they do not measure NICs)"
 }
 
 bed_attempt body
