@@ -222,6 +222,40 @@ static void member_refused(void **state)
 	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
 }
 
+/* A completion error on the second NIC's QP names that NIC and its peer NIC. */
+static void member_completion_error(void **state)
+{
+	size_t size = 65536;
+	void *sb = buf(size, 1), *rb = buf(size, 2);
+	struct rn_mr *smr = NULL, *rmr = NULL;
+	struct rn_req *sreq = NULL, *rreq = NULL;
+	char lg[48], rg[48];
+	int i, ret, done, got, tag = 1;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	/* QP numbers collide across the two NICs: the CQ's member must tell which failed */
+	assert_int_equal(t.sc->c.qps[0]->qp_num, t.sc->c.qps[1]->qp_num);
+	assert_int_equal(rn_reg_mr(t.sc, sb, size, RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t.rc, rb, size, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t.rc, 1, &rb, &size, &tag, &rmr, &rreq), 0);
+	fake_wire_fail_qp(t.sc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x81);
+	fx_log_reset();
+	assert_int_equal(fx_isend(t.sc, sb, size, tag, smr, &sreq), 0);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "status=RETRY_EXC_ERR(12)"));
+	assert_non_null(strstr(fx_last_warn, "hca rxe1:1"));
+	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t.f.devs[1].nic.gid, lg, sizeof(lg))));
+	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t.f.devs[1].nic.gid, rg, sizeof(rg))));
+	assert_int_equal(rn_dereg_mr(t.sc, smr), 0);
+	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
+	free(sb);
+	free(rb);
+}
+
 /* Registration on a vNIC comm holds one MR per member; deregistration releases them all. */
 static void mr_per_member(void **state)
 {
@@ -283,6 +317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(two_members_to_one, setup, teardown),
 		cmocka_unit_test_setup_teardown(qps_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(member_completion_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(mr_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_every_member, setup, teardown),
 	};
