@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "double_conncheck.h"
@@ -256,6 +257,38 @@ static void member_completion_error(void **state)
 	free(rb);
 }
 
+/* The second NIC's port down past the QPs' retry budget fails the vNIC's comm, naming it. */
+static void member_port_stays_down(void **state)
+{
+	char r[64];
+	struct rn_mr *rmr = NULL;
+	struct rn_req *req = NULL;
+	struct ibv_async_event ev;
+	size_t sz = sizeof(r);
+	void *p = r;
+	int i, done, ret = 0, tag = 0;
+
+	t.f.eng.cfg.timeout = 1; /* a budget of microseconds: the grace is its 1 s of slack */
+	t.f.eng.cfg.retry_cnt = 1;
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(rn_reg_mr(t.rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t.rc, 1, &p, &sz, &tag, &rmr, &req), 0);
+	fx_log_reset();
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = IBV_EVENT_PORT_ERR;
+	ev.element.port_num = 1;
+	fake_wire_push_async(t.f.devs[1].ctx, &ev);
+	for (i = 0; i < 5000 && !ret; i++) {
+		ret = rn_test(req, &done, NULL);
+		if (!ret)
+			usleep(1000);
+	}
+	assert_int_equal(ret, -ENETDOWN);
+	assert_true(fx_warn_seen("rxe1:1: the port has been down"));
+	assert_true(fx_warn_seen("[link-down]"));
+	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
+}
+
 /* Registration on a vNIC comm holds one MR per member; deregistration releases them all. */
 static void mr_per_member(void **state)
 {
@@ -318,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(qps_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_completion_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(member_port_stays_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(mr_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_every_member, setup, teardown),
 	};
