@@ -1075,7 +1075,13 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		return -EINVAL;
 	ret = rn_handle_decode(handle, RN_HANDLE_SIZE, &hi);
 	if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "connect: the handle is not ours (%s)", strerror(-ret));
+		if (ret == -EPROTO) /* every rank must load the same plugin version */
+			rn_warn(RN_SUB_NET, RN_PFX "connect: the listener runs another version of "
+				"nccl-net-roce (handshake version %u expected): load the same plugin "
+				"on every host", RN_WIRE_VERSION);
+		else
+			rn_warn(RN_SUB_NET, RN_PFX "connect: the handle is not ours (%s)",
+				strerror(-ret));
 		return ret == -EPROTO ? -EPROTO : -EINVAL;
 	}
 	for (k = 0; k < nmem; k++)

@@ -289,6 +289,26 @@ static void member_port_stays_down(void **state)
 	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
 }
 
+/*
+ * A listener from before NIC fusion (handshake version 2) hands out a version-2 handle:
+ * connect fails at once with a WARN saying so, not with a handshake that times out.
+ */
+static void old_listener_clean_error(void **state)
+{
+	unsigned char handle[RN_HANDLE_SIZE];
+	struct rn_listen_comm *lc;
+	struct rn_send_comm *sc = (void *)1;
+
+	assert_int_equal(rn_listen(&t.f.eng, 0, handle, &lc), 0);
+	handle[5] = 2; /* be16 version at 4 */
+	fx_log_reset();
+	assert_int_equal(rn_connect(&t.f.eng, t.vdev, handle, 0, &sc), -EPROTO);
+	assert_null(sc);
+	assert_int_equal(fx_nwarn, 1);
+	assert_true(fx_warn_seen("another version of nccl-net-roce"));
+	rn_close_listen(lc);
+}
+
 /* Registration on a vNIC comm holds one MR per member; deregistration releases them all. */
 static void mr_per_member(void **state)
 {
@@ -352,6 +372,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(member_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_completion_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_port_stays_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(old_listener_clean_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(mr_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_every_member, setup, teardown),
 	};
