@@ -485,7 +485,7 @@ static int pick_dev(struct driver *d, int ndev)
 		return EXIT_USAGE;
 	}
 	if (netplug_get_properties(&d->np, d->dev, &p) == ncclSuccess)
-		say("using dev %d (%s, %d Mbps, %d NIC%s)", d->dev, p.name ? p.name : "?", p.speed,
+		say("using dev %d (%s): %d Mbps, %d NIC%s", d->dev, p.name ? p.name : "?", p.speed,
 		    p.vProps.ndevs, p.vProps.ndevs > 1 ? "s" : "");
 	return 0;
 }
