@@ -114,6 +114,17 @@ void rn_gid_from_ip(const struct rn_ip *ip, union ibv_gid *gid);
 /* The templates behind rn_finding_render (never NULL). */
 const char *rn_cause_msg_template(enum rn_cause cause);
 const char *rn_cause_fix_template(enum rn_cause cause);
+enum rn_tpl {
+	RN_TPL_MSG,
+	RN_TPL_FIX,
+	RN_TPL_FIX_ON,  /* the host the fix runs on ("": the finding's own) */
+	RN_TPL_PRE,     /* commands to run first, elsewhere */
+	RN_TPL_PRE_ON,
+	RN_TPL_ADVICE,
+	RN_TPL__MAX
+};
+/* Any template of @cause, "" when it has none. */
+const char *rn_cause_template(enum rn_cause cause, enum rn_tpl which);
 /* RN_CAUSE_NONE when @id names no cause. */
 enum rn_cause rn_cause_from_id(const char *id);
 /* "ok", "warn", "refused". */
@@ -176,7 +187,7 @@ int rn_neigh_valid(uint16_t state);
  */
 int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v,
 		  struct rn_ip *nexthop, int *nh_is_peer, struct rn_finding *f);
-/* 1 when the two ends' MTUs disagree (vars "what", "fix_dev", "fix_mtu" set). */
+/* 1 when the two ends' MTUs disagree (vars "what", "mtu_fix", "fix_host" set). */
 int rn_mtu_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v);
 
 /* Bytes of an ibv_mtu (0 for an unknown value) and the RoCE MTU of a netdev MTU. */

@@ -1071,8 +1071,9 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_vars_set(&v, "what",
 			    "port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
 			    rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
-		rn_vars_set(&v, "fix_dev", "%s", nic->netdev);
-		rn_vars_set(&v, "fix_mtu", "%d", rn_ibv_mtu_bytes(nic->active_mtu) + 96);
+		rn_vars_set(&v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev,
+			    rn_ibv_mtu_bytes(nic->active_mtu) + 96);
+		rn_vars_set(&v, "fix_host", "%s", "");
 		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
 	}
 	if (!nic->ip.family)

@@ -143,6 +143,7 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		}
 	}
 	ret = n;
+	rn_doctor_peer_fix(remote, c);
 out:
 	for (i = 0; i < n; i++)
 		close(q[i].fd);

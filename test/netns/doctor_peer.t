@@ -56,9 +56,12 @@ echo "neigh-wrong-mac on: $wrong"
 # As root the doctor also asks by raw ARP who has each address: both B NICs answer for both.
 [ "$(jq_py "$T/defaults.json" "d['summary']['arp_probed']")" -gt 0 ] || rn_fail "no ARP uniqueness probe as root"
 [ "$wrong" = "nic0>nic0 nic0>nic1 nic1>nic0 nic1>nic1" ] || rn_fail "ARP uniqueness: flux named on '$wrong', want every pair"
-fix=$(jq_py "$T/defaults.json" "[f['fix'] for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
+# Two parts, each for one host by name: B's own ARP sysctls (as B's doctor names them), then
+# A's stale entry.
+fix=$(jq_py "$T/defaults.json" "[(f['pre_host'], f['pre_fix'], f['fix_host'], f['fix']) for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
 echo "fix: $fix"
-[[ $fix == "on $bhost: "*arp_ignore=1* ]] || rn_fail "neigh-wrong-mac fix does not target host B"
+[[ $fix == "$bhost sysctl -w "*arp_ignore=1*" hosta ip neigh flush dev nic"[01]" to 198.18.0.2"[12]" nud all" ]] ||
+	rn_fail "neigh-wrong-mac: the first part is not for host B, or the second not for A"
 # The MAC A held is really B's other NIC's (the neighbour may flip later as B talks).
 p=${wrong%% *}
 other=nic1
