@@ -140,6 +140,13 @@ unsigned int rn_finding_bugs(void);
 void rn_finding_log(int level, unsigned long sub, const char *prefix, const char *fix_host,
 		    const struct rn_finding *f);
 
+/*
+ * Append @f to @v's @key after @sep as one text: "[id]: message Fix (on gpu7): ...; then
+ * Fix: ... What to do: ..." (@maker as for rn_finding_log).
+ */
+void rn_finding_append(struct rn_vars *v, const char *key, const char *sep,
+		       const struct rn_finding *f, const char *maker);
+
 /* The catalogue's stable id for @cause ("arp-flux", "no-rule", ...); "unknown" beyond it. */
 const char *rn_cause_id(enum rn_cause cause);
 /* The id, or "unknown cause N" for a cause this build does not know (a newer peer's). */

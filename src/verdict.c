@@ -647,6 +647,45 @@ static void log_long(int level, unsigned long sub, const char *head, const char 
 	} while (off < len);
 }
 
+/* " Fix (on gpu7): cmds" (@then: "; then Fix ..."): one part of a fix, in running text. */
+static void sb_fix(struct sbuf *b, const char *then, const char *host, const char *cmds)
+{
+	if (!cmds[0])
+		return;
+	sb_adds(b, then);
+	if (host[0]) {
+		sb_adds(b, " (on ");
+		sb_adds(b, host);
+		sb_adds(b, ")");
+	}
+	sb_adds(b, ": ");
+	sb_adds(b, cmds);
+}
+
+void rn_finding_append(struct rn_vars *v, const char *key, const char *sep,
+		       const struct rn_finding *f, const char *maker)
+{
+	const char *pre = rn_finding_pre_fix(f);
+	struct sbuf b = { 0 };
+	char lb[32];
+
+	sb_adds(&b, "[");
+	sb_adds(&b, rn_cause_label(f->cause, lb, sizeof(lb)));
+	sb_adds(&b, "]: ");
+	sb_adds(&b, rn_finding_msg(f));
+	sb_fix(&b, " Fix", rn_finding_where(f, 1, maker), pre);
+	sb_fix(&b, pre[0] ? "; then Fix" : " Fix", rn_finding_where(f, 0, maker), rn_finding_fix(f));
+	if (rn_finding_advice(f)[0]) {
+		sb_adds(&b, " What to do: ");
+		sb_adds(&b, rn_finding_advice(f));
+	}
+	if (b.err)
+		v->err = b.err;
+	else
+		rn_vars_append(v, key, sep, "%s", b.s);
+	free(b.s);
+}
+
 /* "fix", "fix (on gpu7)", "then fix (on gpu7)": where a part of the fix runs. */
 static void fix_label(char *buf, size_t len, const char *then, const char *host)
 {
