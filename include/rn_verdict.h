@@ -42,6 +42,15 @@ enum rn_severity {
 	RN_SEV_FATAL = 2, /* refuses the NIC or the connection under strict */
 };
 
+/* A NIC's verdict, from its findings' severities. */
+enum rn_verdict_kind {
+	RN_VERDICT_OK = 0,      /* symmetric: offered to NCCL */
+	RN_VERDICT_WARN = 1,    /* usable, with warnings */
+	RN_VERDICT_REFUSED = 2, /* would fail with error 12 (or never resolve) */
+};
+/* "ok", "warn", "refused". */
+const char *rn_verdict_str(enum rn_verdict_kind v);
+
 /*
  * One problem found. The message and fix are rendered when the finding is made,
  * from the catalogue's templates and the facts at hand (NIC, IPs, table, MACs).
@@ -157,5 +166,22 @@ const char *rn_cause_label(enum rn_cause cause, char *buf, size_t len);
  */
 const char *rn_cause_keys(enum rn_cause cause);
 enum rn_severity rn_cause_severity(enum rn_cause cause);
+/* RN_CAUSE_NONE when @id names no cause. */
+enum rn_cause rn_cause_from_id(const char *id);
+
+/* The templates behind rn_finding_render (never NULL). */
+const char *rn_cause_msg_template(enum rn_cause cause);
+const char *rn_cause_fix_template(enum rn_cause cause);
+enum rn_tpl {
+	RN_TPL_MSG,
+	RN_TPL_FIX,
+	RN_TPL_FIX_ON,  /* the host the fix runs on ("": the finding's own) */
+	RN_TPL_PRE,     /* commands to run first, elsewhere */
+	RN_TPL_PRE_ON,
+	RN_TPL_ADVICE,
+	RN_TPL__MAX
+};
+/* Any template of @cause, "" when it has none. */
+const char *rn_cause_template(enum rn_cause cause, enum rn_tpl which);
 
 #endif /* RN_VERDICT_H */

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_verdict.h"
 

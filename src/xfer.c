@@ -32,7 +32,7 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
-#include "rn_host.h"
+#include "rn_conncheck.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"

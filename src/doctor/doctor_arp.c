@@ -23,6 +23,7 @@
 
 #include "doctor.h"
 #include "rn_arp.h"
+#include "rn_conncheck.h"
 
 #define ARP_WAIT_MS 300
 #define ARP_SENDS 2

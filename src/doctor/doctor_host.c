@@ -15,6 +15,9 @@
 #include <linux/rtnetlink.h>
 
 #include "doctor.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
 #include "rn_wire.h"
 
 /* ---- gathering -------------------------------------------------------------------- */

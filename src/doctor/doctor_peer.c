@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_conncheck.h"
 #include "rn_net.h"
 #include "rn_wire.h"
 

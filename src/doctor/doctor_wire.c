@@ -41,6 +41,7 @@
 
 #include "doctor.h"
 #include "rn_net.h"
+#include "rn_nic.h"
 
 
 struct wbuf {

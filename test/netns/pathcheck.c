@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 
 #include "rn_host.h"
+#include "rn_nic.h"
 #include "rn_log.h"
 #include "rn_param.h"
 

@@ -17,6 +17,7 @@
 #include "fake_nl.h"
 #include "plugin.h"
 #include "rn_log.h"
+#include "rn_nic.h"
 
 #define NNICS 8
 #define NCCL_LINE 1024 /* NCCL's debug logger formats into a buffer this size */

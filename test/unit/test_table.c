@@ -14,6 +14,7 @@
 #include <linux/rtnetlink.h>
 
 #include "fake_nl.h"
+#include "rn_policy.h"
 
 static struct fake_nl_host H;
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "rn_host.h"
+#include "rn_conncheck.h"
 
 static void test_every_cause_has_unique_id_and_text(void **state)
 {

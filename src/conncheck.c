@@ -20,7 +20,11 @@
 #include <linux/rtnetlink.h>
 
 #include "rn_clock.h"
+#include "rn_conncheck.h"
 #include "rn_host.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
 
 #define MAX_CONN_FINDINGS 4
 /* Re-ask the kernel this often while the entry stays absent or FAILED. */
