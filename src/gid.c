@@ -175,7 +175,7 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 	}
 	/* No command fits: the address is the site's to choose. Say what to do instead. */
 	rn_vars_set(v, "fix", "%s", "");
-	rn_vars_set(v, "todo", "; give %s an %s address of the RoCE fabric (ip addr add "
+	rn_vars_set(v, "todo", "give %s an %s address of the RoCE fabric (ip addr add "
 		    "<address>/<prefix> dev %s), then run again", nic->netdev,
 		    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
 }

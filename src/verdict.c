@@ -111,9 +111,11 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NO_GID] = {
 		"no-gid", RN_SEV_FATAL,
-		"{nic} ({dev}): no usable GID: wanted {want}; found {have}{todo}",
+		"{nic} ({dev}): no usable GID: wanted {want}; found {have}",
 		"{fix}",
 		"nic dev want have todo fix",
+		/* the address is the site's to choose: no command can, only what to do */
+		.advice = "{todo}",
 	},
 	[RN_CAUSE_GID_FORCED_MISMATCH] = {
 		"gid-forced-mismatch", RN_SEV_WARN,
