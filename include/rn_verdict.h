@@ -33,6 +33,7 @@ enum rn_cause {
 	RN_CAUSE_RULE_SHADOWED,       /* our rule exists but a rule ahead of it decides */
 	RN_CAUSE_TABLE_NO_ROUTE,      /* our rule's table lacks our subnet (link bounced) */
 	RN_CAUSE_NO_GATEWAY,          /* L3 NIC: off-subnet peers assumed on-link (no default) */
+	RN_CAUSE_STALE_RULE,          /* a 'from <old address>' rule into our table (renumbered) */
 	RN_CAUSE__MAX
 };
 

@@ -760,6 +760,64 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 }
 
+/* 1 when @nic is the only link with an address in its subnet that no rule routes. */
+static int only_unruled(const struct rn_host *host, const struct rn_nic *nic,
+			const struct rn_ip *net)
+{
+	int i;
+
+	for (i = 0; i < host->naddrs; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		const struct rn_nl_rule *r;
+
+		if (a->ifindex == nic->ifindex || a->ip.family != nic->ip.family ||
+		    !rn_addr_usable(a) || !rn_ip_in_prefix(&a->ip, net, nic->prefixlen))
+			continue;
+		r = rn_rule_for_src(host, &a->ip);
+		if (!r || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A plain 'from A lookup T' host rule whose A no interface has any more (the NIC was
+ * renumbered from A), T being this NIC's: T's route for our address leaves through us;
+ * or T is empty (the kernel deletes the routes whose src was A) while our address has no
+ * rule and A was in our subnet, and T bears our number (100 + ifindex, as our tools
+ * number it) or no other link in the subnet lacks a rule of its own. One finding per
+ * such rule, each with the command that deletes exactly it.
+ */
+static void check_stale_rules(const struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN];
+	struct rn_ip net;
+	int i, k;
+
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+		int full = r->family == AF_INET6 ? 128 : 32, empty = 1;
+
+		if (r->family != nic->ip.family || r->action != FR_ACT_TO_TBL ||
+		    r->src_len != full || r->dst_len || r->iif[0] || r->oif[0] || r->fwmark ||
+		    r->invert || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL ||
+		    rn_host_addr_find(host, 0, &r->src))
+			continue;
+		for (k = 0; k < host->nroutes && empty; k++)
+			empty = host->routes[k].table != r->table;
+		if (!table_has(host, r->table, &nic->ip, nic->ifindex) &&
+		    !(empty && nic->table == RN_TABLE_MAIN &&
+		      rn_ip_in_prefix(&r->src, &net, nic->prefixlen) &&
+		      (r->table == 100 + (uint32_t)nic->ifindex || only_unruled(host, nic, &net))))
+			continue;
+		rn_vars_set(v, "stale_ip", "%s", rn_ip_str(&r->src, b, sizeof(b)));
+		rn_vars_set(v, "stale_table", "%u", r->table);
+		rn_vars_set(v, "stale_prio", "%u", r->priority);
+		rn_nic_add_finding(nic, RN_CAUSE_STALE_RULE, v);
+	}
+}
+
 static int has_route_fix(const struct rn_nic *nic)
 {
 	int i;
@@ -908,6 +966,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
 		}
 	}
+	check_stale_rules(host, nic, &v);
 out:
 	rn_vars_free(&v);
 	return 0;

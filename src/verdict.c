@@ -200,6 +200,14 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{gw_fix}",
 		"nic dev ip dst subnet gw gw_hint gw_fix",
 	},
+	[RN_CAUSE_STALE_RULE] = {
+		"stale-rule", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): rule 'from {stale_ip} lookup {stale_table}' (priority "
+		"{stale_prio}) is left from an address no interface has any more (renumbered?): "
+		"{dev}'s table {stale_table} would carry whatever gets {stale_ip} next",
+		"{ipf} rule del from {stale_ip} lookup {stale_table} pref {stale_prio}",
+		"nic dev ip stale_ip stale_table stale_prio ipf",
+	},
 };
 
 static int known(enum rn_cause cause)
