@@ -190,7 +190,8 @@ int rn_mtu_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, stru
 		rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d",
 			    nic->mtu < peer->mtu ? nic->netdev : peer->netdev,
 			    RN_MAX(nic->mtu, peer->mtu));
-		rn_vars_set(v, "fix_host", "%s", nic->mtu < peer->mtu ? "" : rn_vars_get(v, "peer_host"));
+		rn_vars_set(v, "fix_host", "%s",
+			    nic->mtu < peer->mtu ? "" : rn_vars_get(v, "peer_host"));
 		return 1;
 	}
 	if (peer->active_mtu && nic->active_mtu && peer->active_mtu != nic->active_mtu) {

@@ -270,4 +270,3 @@ void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, 
 	*table = table_of(host, ifindex, claims, n);
 	*prio = rn_rule_prio_for(host, ifindex, *table);
 }
-

@@ -683,7 +683,8 @@ void rn_finding_append(struct rn_vars *v, const char *key, const char *sep,
 	sb_adds(&b, "]: ");
 	sb_adds(&b, rn_finding_msg(f));
 	sb_fix(&b, " Fix", rn_finding_where(f, 1, maker), pre);
-	sb_fix(&b, pre[0] ? "; then Fix" : " Fix", rn_finding_where(f, 0, maker), rn_finding_fix(f));
+	sb_fix(&b, pre[0] ? "; then Fix" : " Fix", rn_finding_where(f, 0, maker),
+	       rn_finding_fix(f));
 	if (rn_finding_advice(f)[0]) {
 		sb_adds(&b, " What to do: ");
 		sb_adds(&b, rn_finding_advice(f));

@@ -704,11 +704,12 @@ static void infer_drops(struct session *s)
 
 	for (i = 0; i < s->remote.nnics; i++)
 		if (all_timed_out(s, i, 1)) {
+			struct rn_finding *f = &s->drops_remote[i];
+
 			rn_vars_set(&v, "dev", "%s", s->remote.nics[i].netdev);
 			/* made here, about the remote's NIC: its fix runs there */
-			if (!rn_finding_render(&s->drops_remote[i], RN_CAUSE_FIREWALL, &v))
-				rn_finding_set_where(&s->drops_remote[i], s->remote.host, NULL, NULL,
-						     NULL);
+			if (!rn_finding_render(f, RN_CAUSE_FIREWALL, &v))
+				rn_finding_set_where(f, s->remote.host, NULL, NULL, NULL);
 		}
 	for (i = 0; i < s->local.nnics; i++)
 		if (all_timed_out(s, i, 0)) {

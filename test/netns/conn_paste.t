@@ -21,6 +21,7 @@ rn_nic "$P" p1 "$SW" q1 198.18.0.11/24
 rn_nic "$P" p0 "$SW" q0 198.18.0.10/24
 MAC0=$(rn_mac "$P" p0)
 MAC1=$(rn_mac "$P" p1)
+TO_P1=(eth0 198.18.0.11 "$MAC1" 1000 peerhost p1) # the connection eth0 -> p1, as HELLO says
 
 fail() { echo "FAIL [$1] $2"; RN_FAILS=$((RN_FAILS + 1)); }
 mtu() { ip -n "$1" -o link show dev "$2" | sed -n 's/.* mtu \([0-9]*\).*/\1/p'; }
@@ -36,7 +37,8 @@ paste_fixes() {
 		*) fail "$name" "a fix for an unknown host '$host': $line"; continue ;;
 		esac
 		echo "    ($host)\$ $cmds"
-		ip netns exec "$ns" bash -ec "$cmds" >/dev/null || fail "$name" "pasted on $host, failed: $cmds"
+		ip netns exec "$ns" bash -ec "$cmds" >/dev/null ||
+			fail "$name" "pasted on $host, failed: $cmds"
 		n=$((n + 1))
 	done < <(printf '%s\n' "$out" | grep '^paste ')
 	[ "$n" -gt 0 ] || fail "$name" "no command printed"
@@ -54,7 +56,8 @@ check() {
 
 # advice_only NAME OUTPUT HOST: no command, and the advice says what to do on HOST
 advice_only() {
-	printf '%s\n' "$2" | grep -q '^paste ' && fail "$1" "a command printed: $(grep '^paste ' <<<"$2")"
+	printf '%s\n' "$2" | grep -q '^paste ' &&
+		fail "$1" "a command printed: $(grep '^paste ' <<<"$2")"
 	printf '%s\n' "$2" | grep -q "^advice .*$3" || fail "$1" "no advice naming $3"
 	printf '%s\n' "$2" | grep -q '^finding .* fix=$' || fail "$1" "the finding has a fix"
 	echo "ok   [$1] no command; $(grep '^advice ' <<<"$2" | cut -d' ' -f4-)"
@@ -64,19 +67,21 @@ advice_only() {
 # sysctls on peerhost, then the stale entry here.
 for i in $(seq 10); do
 	ip -n "$H" neigh flush dev eth0
-	out=$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1)
+	out=$(rn_pc "$H" conn "${TO_P1[@]}")
 	printf '%s\n' "$out" | grep -q 'result=refused cause=neigh-wrong-mac ' && break
 done
 if printf '%s\n' "$out" | grep -q 'result=refused cause=neigh-wrong-mac '; then
 	echo "ok   [flux] neigh-wrong-mac after $i tries"
 	[ "$(grep -c '^paste ' <<<"$out")" = 2 ] || fail flux "want two parts: $out"
-	grep '^paste ' <<<"$out" | head -1 | grep -q '^paste eth0 neigh-wrong-mac peerhost sysctl -w .*arp_ignore=1' ||
+	grep '^paste ' <<<"$out" | head -1 |
+		grep -q '^paste eth0 neigh-wrong-mac peerhost sysctl -w .*arp_ignore=1' ||
 		fail flux "the first part is not the peer's sysctls: $out"
-	grep '^paste ' <<<"$out" | tail -1 | grep -q '^paste eth0 neigh-wrong-mac here ip neigh flush dev eth0 to 198.18.0.11' ||
+	grep '^paste ' <<<"$out" | tail -1 |
+		grep -q '^paste eth0 neigh-wrong-mac here ip neigh flush dev eth0 to 198.18.0.11' ||
 		fail flux "the second part is not our flush: $out"
 	paste_fixes flux "$out"
 	for i in 1 2 3; do
-		check "flux fixed $i" "result=ok cause=none" "$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1)"
+		check "flux fixed $i" "result=ok cause=none" "$(rn_pc "$H" conn "${TO_P1[@]}")"
 	done
 else
 	echo "skip [flux] ARP flux did not show in 10 tries (route_conn.t asserts it does)"
@@ -86,39 +91,43 @@ fi
 # 2. neigh-wrong-mac from a static entry here (the peer is fixed by now): the flush
 # must take a permanent entry too.
 ip -n "$H" neigh replace 198.18.0.11 lladdr "$MAC0" dev eth0 nud permanent
-out=$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1)
+out=$(rn_pc "$H" conn "${TO_P1[@]}")
 check static "result=refused cause=neigh-wrong-mac" "$out"
 paste_fixes static "$out"
-check "static fixed" "result=ok cause=none" "$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1)"
-ip -n "$H" neigh show 198.18.0.11 dev eth0 | grep -q PERMANENT && fail static "the permanent entry stayed"
+check "static fixed" "result=ok cause=none" "$(rn_pc "$H" conn "${TO_P1[@]}")"
+ip -n "$H" neigh show 198.18.0.11 dev eth0 | grep -q PERMANENT &&
+	fail static "the permanent entry stayed"
 
 # 3. mtu-mismatch, ours the smaller: the command runs here.
 ip -n "$P" link set dev p1 mtu 9000
-out=$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1 "$(mtu "$P" p1)")
+out=$(rn_pc "$H" conn "${TO_P1[@]}" "$(mtu "$P" p1)")
 check "mtu here" "result=ok cause=mtu-mismatch" "$out"
-grep -q '^paste eth0 mtu-mismatch here ip link set dev eth0 mtu 9000$' <<<"$out" || fail "mtu here" "$out"
+grep -q '^paste eth0 mtu-mismatch here ip link set dev eth0 mtu 9000$' <<<"$out" ||
+	fail "mtu here" "$out"
 paste_fixes "mtu here" "$out"
-check "mtu here fixed" "result=ok cause=none" "$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1 "$(mtu "$P" p1)")"
+check "mtu here fixed" "result=ok cause=none" "$(rn_pc "$H" conn "${TO_P1[@]}" "$(mtu "$P" p1)")"
 
 # 4. mtu-mismatch, the peer's the smaller: the command runs on the peer.
-out=$(rn_pc "$H" conn eth0 198.18.0.10 "$MAC0" 1000 peerhost p0 "$(mtu "$P" p0)")
+TO_P0=(eth0 198.18.0.10 "$MAC0" 1000 peerhost p0)
+out=$(rn_pc "$H" conn "${TO_P0[@]}" "$(mtu "$P" p0)")
 check "mtu peer" "result=ok cause=mtu-mismatch" "$out"
-grep -q '^paste eth0 mtu-mismatch peerhost ip link set dev p0 mtu 9000$' <<<"$out" || fail "mtu peer" "$out"
+grep -q '^paste eth0 mtu-mismatch peerhost ip link set dev p0 mtu 9000$' <<<"$out" ||
+	fail "mtu peer" "$out"
 paste_fixes "mtu peer" "$out"
-check "mtu peer fixed" "result=ok cause=none" "$(rn_pc "$H" conn eth0 198.18.0.10 "$MAC0" 1000 peerhost p0 "$(mtu "$P" p0)")"
+check "mtu peer fixed" "result=ok cause=none" "$(rn_pc "$H" conn "${TO_P0[@]}" "$(mtu "$P" p0)")"
 
 # 5. route-wrong-nic: eth0's table sends the subnet out of eth1.
 ip -n "$H" route replace 198.18.0.0/24 dev eth1 table 101
-out=$(rn_pc "$H" -c warn conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1 "$(mtu "$P" p1)")
+out=$(rn_pc "$H" -c warn conn "${TO_P1[@]}" "$(mtu "$P" p1)")
 check route "result=refused cause=route-wrong-nic" "$out"
 paste_fixes route "$out"
-check "route fixed" "result=ok cause=none" "$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1 "$(mtu "$P" p1)")"
+check "route fixed" "result=ok cause=none" "$(rn_pc "$H" conn "${TO_P1[@]}" "$(mtu "$P" p1)")"
 
 # 6. Causes no command here can fix: what to do, and no command.
 out=$(rn_pc "$H" conn eth0 198.18.0.99 02:00:00:00:00:99 300 nohost)
 check unresolved "result=refused cause=neigh-unresolved" "$out"
 advice_only unresolved "$out" nohost
-out=$(rn_pc "$H" conn eth0 198.18.0.11 "$MAC1" 1000 peerhost p1 0 arp-flux)
+out=$(rn_pc "$H" conn "${TO_P1[@]}" 0 arp-flux)
 check "peer refused" "result=refused cause=peer-refused" "$out"
 advice_only "peer refused" "$out" peerhost
 
