@@ -83,6 +83,11 @@ rc=$?
 cat "$T/human.txt"
 [ $rc -eq 1 ] || rn_fail "human format: exit $rc, want 1"
 grep -q '^nic0 198.18.0.11 .*neigh-wrong-mac' "$T/human.txt" || rn_fail "matrix row nic0 does not show neigh-wrong-mac"
+# each part of its fix on the host it names: B's sysctls, then A's flush (here)
+grep -q "^    fix.* (on $bhost): sysctl -w .*arp_ignore=1" "$T/human.txt" ||
+	rn_fail "human format: the sysctl part is not named for host B"
+grep -q '^    then fix[^(]*: ip neigh flush dev nic[01] to ' "$T/human.txt" ||
+	rn_fail "human format: the flush is not the part run here"
 
 echo "== garbage to serve"
 printf 'junk\n' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515' ||
