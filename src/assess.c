@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rn_gid.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_nic.h"
 #include "rn_route.h"

@@ -17,6 +17,7 @@
 #include <linux/rtnetlink.h>
 
 #include "rn_gid.h"
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_policy.h"
 #include "rn_verbs.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_host.h"
 #include "rn_nic.h"
 
 int rn_ibv_mtu_bytes(enum ibv_mtu m)

@@ -13,6 +13,7 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_host.h"
 #include "rn_policy.h"
 
 const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struct rn_ip *ip)

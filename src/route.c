@@ -15,6 +15,7 @@
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_nic.h"
 #include "rn_policy.h"
