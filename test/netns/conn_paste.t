@@ -8,19 +8,7 @@ set -u
 . "$(dirname "$0")/route_lib.sh"
 rn_require
 
-SW=$(rn_ns sw)
-rn_switch "$SW"
-H=$(rn_ns host)
-rn_nic "$H" eth0 "$SW" h0 198.18.0.1/24
-rn_nic "$H" eth1 "$SW" h1 198.18.0.2/24
-rn_policy "$H" 198.18.0.0/24 eth0:198.18.0.1 eth1:198.18.0.2
-rn_sysctl "$H" net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
-P=$(rn_ns peer)
-# p0 joins the bridge last so that its (wrong) answer for p1's IP tends to come first
-rn_nic "$P" p1 "$SW" q1 198.18.0.11/24
-rn_nic "$P" p0 "$SW" q0 198.18.0.10/24
-MAC0=$(rn_mac "$P" p0)
-MAC1=$(rn_mac "$P" p1)
+rn_conn_pair
 TO_P1=(eth0 198.18.0.11 "$MAC1" 1000 peerhost p1) # the connection eth0 -> p1, as HELLO says
 
 fail() { echo "FAIL [$1] $2"; RN_FAILS=$((RN_FAILS + 1)); }
