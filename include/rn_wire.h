@@ -21,15 +21,21 @@
  * Message = 24-byte header + payload:
  *   0 be32 magic "RNHS"  4 be16 version  6 be16 type  8 be32 payload length
  *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
- * HELLO   (160 + 136 * (members - 1) + 4 * nqps bytes): role, nqps, tc, sl, the
- *         facts of member 0, FIFO and sizes addresses + member 0's rkeys, the member
- *         count; then per further member its facts and its two rkeys (the control
- *         block is registered on every member's PD); then nqps QP numbers. QP q
- *         belongs to member q % members on each side (see src/conn.c).
- * VERDICT (12 + m + f bytes): be16 cause, u8 severity, u8 refused, be32 m, be32 f,
- *         then the message (m bytes) and the fix (f bytes), whole, without NULs;
- *         m, f <= RN_VERDICT_TEXT_MAX. A cause this build does not know (a newer
- *         peer's) is kept as a number and shown as "unknown cause N".
+ * HELLO   (160 + 136 * (members - 1) + 4 * nqps bytes, version 4): role, nqps, tc, sl,
+ *         the facts of member 0, FIFO and sizes addresses + member 0's rkeys, the
+ *         member count; then per further member its facts and its two rkeys (the
+ *         control block is registered on every member's PD); then nqps QP numbers. QP q
+ *         belongs to member q % members on each side (see src/conn.c). Before version 4
+ *         HELLO had no members and CTS entries were 32 bytes: a HELLO or a handle older
+ *         than RN_WIRE_HELLO_MIN is refused (-EPROTO), so mixed versions fail at connect.
+ * VERDICT (12 + m + f bytes in version 2; 28 + the six texts' bytes from 3): be16 cause,
+ *         u8 severity, u8 flags (bit 0 refused, bit 1 extended), be32 m, be32 f, and
+ *         when extended be32 h, be32 p, be32 ph, be32 a; then the message (m bytes),
+ *         the fix (f), and when extended the host the fix runs on (h, "" = the
+ *         sender), the part to run first (p) and its host (ph), the advice (a): whole,
+ *         without NULs; m, f <= RN_VERDICT_TEXT_MAX, the others <= RN_VERDICT_AUX_MAX.
+ *         A cause this build does not know
+ *         (a newer peer's) is kept as a number and shown as "unknown cause N".
  * READY   (0 bytes): the connector's QPs are in RTS.
  */
 #ifndef RN_WIRE_H
@@ -43,7 +49,10 @@
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
-#define RN_WIRE_VERSION 3          /* 2: VERDICT carries whole texts; 3: vNIC members */
+/* 2: VERDICT carries whole texts; 3: and where fixes run; 4: vNIC members, 64-byte CTS */
+#define RN_WIRE_VERSION 4
+#define RN_WIRE_VERSION_MIN 2      /* the oldest a header decoder accepts (a VERDICT without hosts) */
+#define RN_WIRE_HELLO_MIN 4        /* the oldest handle and HELLO: the data path changed in 4 */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 16               /* data QPs per connection */
@@ -61,9 +70,17 @@ enum rn_msg_type {
 #define RN_HELLO_MAX_LEN (RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (RN_VNIC_MAX - 1) + \
 			  4 * RN_MAX_QPS)
 #define RN_VERDICT_FIXED_LEN 12
+#define RN_VERDICT_EXT_LEN 16       /* version 3: four more text lengths */
+#define RN_VERDICT_NTEXTS 6
+#define RN_VERDICT_REFUSED 0x01     /* flags byte */
+#define RN_VERDICT_EXT 0x02
 /* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
 #define RN_VERDICT_TEXT_MAX 8192
-#define RN_WIRE_MAX_PAYLOAD (RN_VERDICT_FIXED_LEN + 2 * RN_VERDICT_TEXT_MAX) /* the longest */
+/* A host name, a line of sysctls, a sentence: far beyond this is a bug too. */
+#define RN_VERDICT_AUX_MAX 1024
+#define RN_WIRE_MAX_PAYLOAD                                                           \
+	(RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2 * RN_VERDICT_TEXT_MAX +       \
+	 (RN_VERDICT_NTEXTS - 2) * RN_VERDICT_AUX_MAX) /* the longest */
 #define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
 
 enum rn_role {

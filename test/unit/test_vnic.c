@@ -300,7 +300,7 @@ static void old_listener_clean_error(void **state)
 	struct rn_send_comm *sc = (void *)1;
 
 	assert_int_equal(rn_listen(&t.f.eng, 0, handle, &lc), 0);
-	handle[5] = 2; /* be16 version at 4 */
+	handle[5] = 3; /* be16 version at 4: a build from before NIC fusion */
 	fx_log_reset();
 	assert_int_equal(rn_connect(&t.f.eng, t.vdev, handle, 0, &sc), -EPROTO);
 	assert_null(sc);

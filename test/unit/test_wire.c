@@ -64,6 +64,10 @@ static void handle_rejects(void **state)
 	memcpy(bad, buf, sizeof(bad));
 	bad[5] = 9;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
+	bad[5] = 3; /* a listener from before NIC fusion: its data path differs (CTS entries) */
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
+	bad[5] = RN_WIRE_HELLO_MIN;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), 0);
 	memcpy(bad, buf, sizeof(bad));
 	bad[6] = 5;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
@@ -197,13 +201,23 @@ static void handle_members_and_old_peer(void **state)
 	assert_int_equal(out.members, 2);
 	buf[36] = RN_VNIC_MAX + 1;
 	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), -EBADMSG);
-	/* a peer from before NIC fusion (version 2): -EPROTO, the connect's clean error */
+	/* a peer from before NIC fusion (version 3): -EPROTO, the connect's clean error */
 	buf[36] = 1;
-	buf[5] = 2;
+	buf[5] = 3;
 	assert_int_equal(rn_handle_decode(buf, sizeof(buf), &out), -EPROTO);
-	len = rn_msg_encode_ready(msg, 1);
-	msg[5] = 2;
-	assert_int_equal(rn_msg_decode_hdr(msg, len, &h), -EPROTO);
+	{
+		struct rn_hello m;
+
+		memset(&m, 0, sizeof(m));
+		m.role = RN_ROLE_SEND;
+		m.nqps = 1;
+		m.qpn[0] = 0x11;
+		m.facts.active_mtu = IBV_MTU_1024;
+		len = rn_msg_encode_hello(msg, 1, &m);
+		assert_int_equal(rn_msg_decode_hdr(msg, len, &h), 0);
+		msg[5] = 3; /* its HELLO has another layout */
+		assert_int_equal(rn_msg_decode_hdr(msg, len, &h), -EPROTO);
+	}
 }
 
 static void hello_rejects(void **state)
@@ -279,6 +293,8 @@ static void verdict_roundtrip_and_rejects(void **state)
 	assert_int_equal(out.finding.cause, RN_CAUSE_NO_RULE);
 	assert_string_equal(out.finding.msg, m.finding.msg);
 	assert_string_equal(out.finding.fix, m.finding.fix);
+	assert_string_equal(out.finding.fix_host, "");
+	assert_string_equal(out.finding.advice, "");
 	/* a newer peer's cause: kept, shown as "unknown cause N", not a protocol error */
 	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE__MAX + 3;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
@@ -291,9 +307,12 @@ static void verdict_roundtrip_and_rejects(void **state)
 	buf[RN_WIRE_HDR_LEN + 4] = 0x7f;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
 	buf[RN_WIRE_HDR_LEN + 4] = 0;
-	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = '\0';
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2] = '\0';
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
-	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = ' ';
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2] = ' ';
+	buf[RN_WIRE_HDR_LEN + 3] |= 0x80; /* a flag this build does not know */
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 3] &= 0x7f;
 	buf[RN_WIRE_HDR_LEN + 2] = 7;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
 	assert_null(out.finding.msg); /* a rejected message leaves nothing behind */
@@ -302,6 +321,64 @@ static void verdict_roundtrip_and_rejects(void **state)
 	assert_int_equal(h.type, RN_MSG_READY);
 	buf[11] = 1; /* READY carries nothing */
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	rn_verdict_msg_clear(&out);
+}
+
+/* Where each part of a fix runs, and the advice, cross whole (version 3). */
+static void verdict_hosts_and_advice(void **state)
+{
+	static uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_verdict_msg m = { 0 }, out = { 0 };
+	struct rn_msg_hdr h;
+	size_t len;
+
+	m.refused = 1;
+	assert_int_equal(rn_finding_set(&m.finding, RN_CAUSE_NEIGH_WRONG_MAC, RN_SEV_FATAL, "wrong",
+					"ip neigh flush dev eth0 to 198.18.0.11 nud all"), 0);
+	assert_int_equal(rn_finding_set_where(&m.finding, "", "sysctl -w net.ipv4.conf.all.arp_ignore=1",
+					      "gpu7", "first the peer"), 0);
+	len = rn_msg_encode_verdict(buf, 5, &m);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.refused, 1);
+	assert_string_equal(out.finding.fix, m.finding.fix);
+	assert_string_equal(out.finding.fix_host, "");
+	assert_string_equal(out.finding.pre_fix, m.finding.pre_fix);
+	assert_string_equal(out.finding.pre_host, "gpu7");
+	assert_string_equal(out.finding.advice, "first the peer");
+	/* a host name over its (short) limit is a broken message */
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN] = 0x7f;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	rn_verdict_msg_clear(&m);
+	rn_verdict_msg_clear(&out);
+}
+
+/* A version 2 peer: its header, handle and VERDICT (no hosts, no advice) still decode. */
+static void verdict_from_older_peer(void **state)
+{
+	static const uint8_t v2[] = {
+		'R', 'N', 'H', 'S', 0, 2, 0, RN_MSG_VERDICT, 0, 0, 0, 12 + 3 + 2, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 5,
+		0, RN_CAUSE_NO_RULE, RN_SEV_FATAL, 1, 0, 0, 0, 3, 0, 0, 0, 2, 'm', 's', 'g', 'i', 'p',
+	};
+	uint8_t old[sizeof(v2)];
+	struct rn_verdict_msg out = { 0 };
+	struct rn_msg_hdr h;
+
+	assert_int_equal(rn_msg_decode_hdr(v2, sizeof(v2), &h), 0);
+	assert_int_equal(h.len, 17);
+	assert_int_equal(rn_msg_decode_verdict(v2 + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.refused, 1);
+	assert_string_equal(out.finding.msg, "msg");
+	assert_string_equal(out.finding.fix, "ip");
+	assert_string_equal(rn_finding_fix_host(&out.finding), "");
+	assert_string_equal(rn_finding_pre_fix(&out.finding), "");
+	/* versions 1 and 4: not ours */
+	memcpy(old, v2, sizeof(v2));
+	old[5] = 1;
+	assert_int_equal(rn_msg_decode_hdr(old, sizeof(old), &h), -EPROTO);
+	old[5] = RN_WIRE_VERSION + 1;
+	assert_int_equal(rn_msg_decode_hdr(old, sizeof(old), &h), -EPROTO);
 	rn_verdict_msg_clear(&out);
 }
 
@@ -352,6 +429,8 @@ int main(void)
 		cmocka_unit_test(handle_members_and_old_peer),
 		cmocka_unit_test(hello_rejects),
 		cmocka_unit_test(verdict_roundtrip_and_rejects),
+		cmocka_unit_test(verdict_hosts_and_advice),
+		cmocka_unit_test(verdict_from_older_peer),
 		cmocka_unit_test(verdict_long_texts),
 	};
 
