@@ -9,7 +9,8 @@
 #    same /24, so ARP flux between the bond and the plain NIC is real.
 # Each, on kernel defaults: `roce-doctor --json` names the causes per NIC and the plugin
 # refuses every NIC at init; then on h0 the fixes the doctor printed are pasted as printed
-# (each through `sh -c`), on h1 `roce-policy-routing` is run for those netdevs; the doctor
+# (each through `sh -c`), on h1 `roce-policy-routing` is run (vlan: without names, it finds
+# the VLANs through the ports' GID tables; bond: for bond0 and eth2); the doctor
 # says good on both, and a checked nccl-net-driver transfer runs over the VLAN (bond).
 set -u
 . "$(dirname "$0")/lib/test.sh"
@@ -150,9 +151,14 @@ body() {
 	fixes "$tmp/b0.json" | grep -q 'net/ipv4/conf/eth[12]\.100/rp_filter' ||
 		{ fixes "$tmp/b0.json"; t_fail "no rp_filter fix in sysctl's slash form for the dotted netdevs"; }
 	paste_fixes 0 "$tmp/b0.json"
-	B run --timeout 60 1 -- scripts/roce-policy-routing eth0.100 eth1.100 eth2.100 >"$tmp/prr" 2>&1 ||
-		{ cat "$tmp/prr"; t_fail "h1: roce-policy-routing eth0.100 eth1.100 eth2.100 failed"; }
-	echo "  h1\$ scripts/roce-policy-routing eth0.100 eth1.100 eth2.100"
+	# without names: it finds the VLANs through the ports' GID tables
+	B run --timeout 60 1 -- scripts/roce-policy-routing >"$tmp/prr" 2>&1 ||
+		{ cat "$tmp/prr"; t_fail "h1: roce-policy-routing (auto-detect) failed"; }
+	echo "  h1\$ scripts/roce-policy-routing"
+	for d in eth0.100 eth1.100 eth2.100; do
+		grep -q "^# $d: ip " "$tmp/prr" || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing did not find $d"; }
+	done
+	grep -E '^# eth[0-9]: ' "$tmp/prr" && t_fail "h1: roce-policy-routing took a VLAN's port netdev"
 	good 0 eth0.100 eth1.100 eth2.100
 	good 1 eth0.100 eth1.100 eth2.100
 	xfer rxe1 1 5601
