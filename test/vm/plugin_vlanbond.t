@@ -12,6 +12,11 @@
 # (each through `sh -c`), on h1 `roce-policy-routing` is run (vlan: without names, it finds
 # the VLANs through the ports' GID tables; bond: for bond0 and eth2); the doctor
 # says good on both, and a checked nccl-net-driver transfer runs over the VLAN (bond).
+# Not here: a transfer across an active-backup failover. On the bed (rxe, kernel 6.1) an RC
+# connection does not survive it: after the failover the responder counts the requester's
+# retries as duplicate_request and the requester ends in RETRY_EXC_ERR, though ping and a
+# new connection over the bond work at once (rxe's retransmission, not the route check;
+# not analysed further).
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
@@ -87,14 +92,13 @@ refused() {
 	grep -q "refused by the route check" <<<"$out" || { echo "$out" | sed 's/^/  | /'; t_fail "plugin: no refusal summary"; }
 }
 
-# paste H FILE: every fix of the report, as printed, through sh -c in guest H
+# paste H FILE: every fix of the report, as printed, each through sh -c in guest H (one job)
 paste_fixes() {
-	local fix
-	while IFS= read -r fix; do
-		echo "  h$1\$ $fix"
-		B run --timeout 60 "$1" -- sh -c "$fix" >"$tmp/paste.out" 2>&1 ||
-			{ cat "$tmp/paste.out"; t_fail "h$1: the pasted fix failed: $fix"; }
-	done < <(fixes "$2")
+	local fixes=()
+	mapfile -t fixes < <(fixes "$2")
+	printf "  h$1\$ %s\n" "${fixes[@]}"
+	B run --timeout 60 "$1" -- bash -c 'for f; do sh -c "$f" || { echo "failed: $f"; exit 1; }; done' \
+		_ "${fixes[@]}" >"$tmp/paste.out" 2>&1 || { cat "$tmp/paste.out"; t_fail "h$1: a pasted fix failed"; }
 }
 
 # good H NETDEV...: the doctor says all good on H (exit 0, no cause on any NIC)
@@ -122,15 +126,19 @@ xfer() {
 	expect_ok "transfer over $1: 10 x 1 MiB, every byte checked ($(grep -Eo '[0-9.]+ [MG]B/s' <<<"$cli_out" | tail -n1))"
 }
 
-# gidnd H IBDEV NETDEV: the RoCE v2 IPv4 GID of IBDEV is bound to NETDEV
+# gidnd H IBDEV NETDEV: the RoCE v2 IPv4 GID of IBDEV is bound to NETDEV (shell builtins
+# only: rxe's table has 1024 slots, and a fork costs ~40 ms in a TCG guest)
 gidnd() {
-	B run "$1" -- bash -c "p=/sys/class/infiniband/$2/ports/1
-		for g in \$p/gids/*; do
-			n=\${g##*/}
-			case \$(cat \$g) in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
-			[ \"\$(cat \$p/gid_attrs/types/\$n)\" = 'RoCE v2' ] || continue
-			echo \"$2 gid[\$n] \$(cat \$g) \$(cat \$p/gid_attrs/ndevs/\$n)\"
-		done" | tee "$tmp/gid" | sed 's/^/  /'
+	B run "$1" -- bash -c 'p=/sys/class/infiniband/$1/ports/1
+		for g in $p/gids/*; do
+			v="" && read -r v <$g 2>/dev/null
+			case $v in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
+			n=${g##*/} t="" d=""
+			read -r t <$p/gid_attrs/types/$n
+			[ "$t" = "RoCE v2" ] || continue
+			read -r d <$p/gid_attrs/ndevs/$n
+			echo "$1 gid[$n] $v $d"
+		done' _ "$2" | tee "$tmp/gid" | sed 's/^/  /'
 	grep -q " $3\$" "$tmp/gid" || t_fail "$2: no RoCE v2 IPv4 GID bound to $3"
 }
 
