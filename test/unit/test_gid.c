@@ -286,6 +286,27 @@ static void test_vlan_with_policy_source_wins(void **state)
 	assert_int_equal(nic.gid_why, RN_GID_WHY_POLICY);
 }
 
+/* The port's own address outside NCCL_IB_ADDR_RANGE, its VLAN's inside: the VLAN. */
+static void test_addr_range_selects_the_vlan(void **state)
+{
+	static const struct fake_gid g[] = {
+		{ "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 },
+		{ "fe80::10", V2, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+	};
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_link(&H, 3, "eth0.100", 0x10, 1);
+	fake_addr(&H, 3, "198.19.0.1/24", 0);
+	gids(g, 4);
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0"); /* untagged first while it has a GID */
+	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.19.0.0/16");
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0.100");
+	assert_int_equal(nic.gid_index, 3);
+	assert_false(has(&nic, RN_CAUSE_NO_GID));
+}
+
 /* A VLAN's GID forced with NCCL_IB_GID_INDEX: the NIC is judged where its packets go. */
 static void test_forced_vlan_gid_judges_the_vlan(void **state)
 {
@@ -430,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup(test_gid_on_other_netdev_skipped, setup),
 		cmocka_unit_test_setup(test_vlan_gid_makes_the_vlan_the_nic, setup),
 		cmocka_unit_test_setup(test_vlan_with_policy_source_wins, setup),
+		cmocka_unit_test_setup(test_addr_range_selects_the_vlan, setup),
 		cmocka_unit_test_setup(test_forced_vlan_gid_judges_the_vlan, setup),
 		cmocka_unit_test_setup(test_forced_index_mismatch_warns, setup),
 		cmocka_unit_test_setup(test_forced_index_agreeing_is_silent, setup),
