@@ -11,7 +11,8 @@
 # refuses every NIC at init; then on h0 the fixes the doctor printed are pasted as printed
 # (each through `sh -c`), on h1 `roce-policy-routing` is run (vlan: without names, it finds
 # the VLANs through the ports' GID tables; bond: for bond0 and eth2); the doctor
-# says good on both, and a checked nccl-net-driver transfer runs over the VLAN (bond).
+# says good on both (vlan: `roce-doctor peer` too, an RDMA RC ping per NIC pair), and a
+# checked nccl-net-driver transfer runs over the VLAN (bond).
 # Not here: a transfer across an active-backup failover. On the bed (rxe, kernel 6.1) an RC
 # connection does not survive it: after the failover the responder counts the requester's
 # retries as duplicate_request and the requester ends in RETRY_EXC_ERR, though ping and a
@@ -26,10 +27,16 @@ DOC=build/roce-doctor
 tmp=$(mktemp -d /tmp/rnvlanbond.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# doctor H FILE: the --json host report of guest H into FILE; RC its exit status
-doctor() {
-	B run --timeout 60 "$1" -- $DOC --json >"$2"
-	RC=$?
+# doctors PREFIX: `roce-doctor --json` on h0 and h1 at once into PREFIX0.json, PREFIX1.json;
+# their exit statuses in RC0, RC1 (read as ${!rc} by broken and good)
+# shellcheck disable=SC2034
+doctors() {
+	local j
+	j=$(bg --timeout 60 1 -- $DOC --json) || t_fail "cannot start the doctor on h1"
+	B run --timeout 60 0 -- $DOC --json >"${1}0.json"
+	RC0=$?
+	B wait "$j" >"${1}1.json"
+	RC1=$?
 }
 
 # causes FILE NETDEV: that NIC's cause ids, sorted, space separated ("-" if absent)
@@ -64,12 +71,13 @@ print("%d NICs, %.1f ms to the verdicts (snapshot %.1f ms, verdicts %.2f ms)" % 
       (s["snapshot_us"] + s["verdict_us"]) / 1000.0, s["snapshot_us"] / 1000.0, s["verdict_us"] / 1000.0))' "$1"
 }
 
-# broken H "NETDEV=IDS..." : the doctor names exactly these causes (exit 1)
+# broken H "NETDEV=IDS..." : after `doctors $tmp/b`, H's report names exactly these causes
+# (exit 1)
 broken() {
-	local h=$1 kv got
+	local h=$1 kv got rc
 	shift
-	doctor "$h" "$tmp/b$h.json"
-	[ "$RC" = 1 ] || { B run "$h" -- $DOC; t_fail "h$h broken: doctor exit $RC, want 1"; }
+	rc=RC$h
+	[ "${!rc}" = 1 ] || { B run "$h" -- $DOC; t_fail "h$h broken: doctor exit ${!rc}, want 1"; }
 	for kv in "$@"; do
 		got=$(causes "$tmp/b$h.json" "${kv%%=*}")
 		[ "$got" = "${kv#*=}" ] || { B run "$h" -- $DOC; t_fail "h$h ${kv%%=*}: causes '$got', want '${kv#*=}'"; }
@@ -101,12 +109,12 @@ paste_fixes() {
 		_ "${fixes[@]}" >"$tmp/paste.out" 2>&1 || { cat "$tmp/paste.out"; t_fail "h$1: a pasted fix failed"; }
 }
 
-# good H NETDEV...: the doctor says all good on H (exit 0, no cause on any NIC)
+# good H NETDEV...: after `doctors $tmp/g`, all good on H (exit 0, no cause on any NIC)
 good() {
-	local h=$1 d
+	local h=$1 d rc
 	shift
-	doctor "$h" "$tmp/g$h.json"
-	[ "$RC" = 0 ] || { B run "$h" -- $DOC; t_fail "h$h fixed: doctor exit $RC, want 0"; }
+	rc=RC$h
+	[ "${!rc}" = 0 ] || { B run "$h" -- $DOC; t_fail "h$h fixed: doctor exit ${!rc}, want 0"; }
 	for d in "$@"; do
 		[ -z "$(causes "$tmp/g$h.json" "$d")" ] || t_fail "h$h $d: causes left: $(causes "$tmp/g$h.json" "$d")"
 	done
@@ -142,7 +150,27 @@ gidnd() {
 	grep -q " $3\$" "$tmp/gid" || t_fail "$2: no RoCE v2 IPv4 GID bound to $3"
 }
 
+# peer_ok NETDEV...: `roce-doctor peer` h0 -> h1: every pair of these NICs ok, each with an
+# RDMA RC ping that went through
+peer_ok() {
+	local job cells want l r
+	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || t_fail "cannot start serve on h1"
+	wait_listen 1 18515 || t_fail "roce-doctor serve did not listen on h1"
+	B run --timeout 90 0 -- $DOC peer "$(bed_ip 1 0)" --json >"$tmp/peer.json"
+	RC=$?
+	B wait --timeout 30 "$job" >/dev/null
+	cells=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join("%s>%s=%s/%s" % (p["local"], p["remote"], p["result"], p["rdma"]["status"]) for p in d["pairs"]))' "$tmp/peer.json")
+	echo "  peer: $cells"
+	want=
+	for l in "$@"; do for r in "$@"; do want+="${want:+ }$l>$r=ok/ok"; done; done
+	[ "$RC" = 0 ] && [ "$cells" = "$want" ] ||
+		{ cat "$tmp/peer.json"; t_fail "peer over the VLANs: exit $RC, pairs $cells"; }
+}
+
 body() {
+	local j
 	B up --hosts 2 --nics 3 --scenario broken --owner "$BED_OWNER" >/dev/null
 	echo "bed: 2 hosts x 3 NICs on one bridge, kernel-default ARP sysctls"
 
@@ -151,6 +179,7 @@ body() {
 	gidnd 0 rxe0 eth0.100
 	gidnd 0 rxe1 eth1.100
 	B run 0 -- sysctl -qw net.ipv4.conf.all.rp_filter=1 || t_fail "rp_filter=1 on h0"
+	doctors "$tmp/b"
 	broken 0 eth0.100="arp-flux no-rule" eth1.100="arp-flux route-wrong-nic rp-filter" \
 		eth2.100="arp-flux route-wrong-nic rp-filter"
 	broken 1 eth0.100="arp-flux no-rule" eth1.100="arp-flux route-wrong-nic" \
@@ -158,30 +187,34 @@ body() {
 	refused rxe0 rxe1 rxe2
 	fixes "$tmp/b0.json" | grep -q 'net/ipv4/conf/eth[12]\.100/rp_filter' ||
 		{ fixes "$tmp/b0.json"; t_fail "no rp_filter fix in sysctl's slash form for the dotted netdevs"; }
+	# h1 without names: it finds the VLANs through the ports' GID tables
+	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing) || t_fail "cannot start a job on h1"
 	paste_fixes 0 "$tmp/b0.json"
-	# without names: it finds the VLANs through the ports' GID tables
-	B run --timeout 60 1 -- scripts/roce-policy-routing >"$tmp/prr" 2>&1 ||
-		{ cat "$tmp/prr"; t_fail "h1: roce-policy-routing (auto-detect) failed"; }
+	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing (auto-detect) failed"; }
 	echo "  h1\$ scripts/roce-policy-routing"
 	for d in eth0.100 eth1.100 eth2.100; do
 		grep -q "^# $d: ip " "$tmp/prr" || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing did not find $d"; }
 	done
 	grep -E '^# eth[0-9]: ' "$tmp/prr" && t_fail "h1: roce-policy-routing took a VLAN's port netdev"
+	doctors "$tmp/g"
 	good 0 eth0.100 eth1.100 eth2.100
 	good 1 eth0.100 eth1.100 eth2.100
+	peer_ok eth0.100 eth1.100 eth2.100
 	xfer rxe1 1 5601
 	t_ok "vlan: judged as the VLAN netdevs, named and refused, the pasted fixes and roce-policy-routing make them good, data over eth1.100"
 
 	t_step "bond: bond0 (active-backup, eth0+eth1) with rxeb0, beside eth2 (rxe2) in the /24"
 	B layout bond >/dev/null || t_fail "layout bond"
 	gidnd 0 rxeb0 bond0
+	doctors "$tmp/b"
 	broken 0 bond0="arp-flux no-rule" eth2="arp-flux route-wrong-nic"
 	broken 1 bond0="arp-flux no-rule" eth2="arp-flux route-wrong-nic"
 	refused rxeb0 rxe2
+	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing bond0 eth2) || t_fail "cannot start a job on h1"
 	paste_fixes 0 "$tmp/b0.json"
-	B run --timeout 60 1 -- scripts/roce-policy-routing bond0 eth2 >"$tmp/prr" 2>&1 ||
-		{ cat "$tmp/prr"; t_fail "h1: roce-policy-routing bond0 eth2 failed"; }
+	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing bond0 eth2 failed"; }
 	echo "  h1\$ scripts/roce-policy-routing bond0 eth2"
+	doctors "$tmp/g"
 	good 0 bond0 eth2
 	good 1 bond0 eth2
 	xfer rxeb0 0 5602
