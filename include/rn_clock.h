@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The one clock: CLOCK_MONOTONIC, for deadlines, watchdogs and timings. Its own
- * header so that files sharing nothing else (conn.c, xfer.c, neigh.c, host.c) do
+ * header so that files sharing nothing else (conn.c, xfer.c, conncheck.c, host.c) do
  * not include each other's headers for it.
  */
 #ifndef RN_CLOCK_H

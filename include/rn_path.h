@@ -34,12 +34,6 @@ const char *rn_ip_str(const struct rn_ip *ip, char *buf, size_t len);
 /* The address a RoCE GID carries (IPv4-mapped or IPv6); -EINVAL for link-local/zero. */
 int rn_ip_from_gid(const union ibv_gid *gid, struct rn_ip *ip);
 
-enum rn_verdict_kind {
-	RN_VERDICT_OK = 0,      /* symmetric: offered to NCCL */
-	RN_VERDICT_WARN = 1,    /* usable, with warnings */
-	RN_VERDICT_REFUSED = 2, /* would fail with error 12 (or never resolve) */
-};
-
 /* Why a NIC's GID (its source IP) was chosen. */
 enum rn_gid_why {
 	RN_GID_WHY_NONE = 0, /* no usable GID */

@@ -33,6 +33,7 @@ enum rn_cause {
 	RN_CAUSE_RULE_SHADOWED,       /* our rule exists but a rule ahead of it decides */
 	RN_CAUSE_TABLE_NO_ROUTE,      /* our rule's table lacks our subnet (link bounced) */
 	RN_CAUSE_NO_GATEWAY,          /* L3 NIC: off-subnet peers assumed on-link (no default) */
+	RN_CAUSE_STALE_RULE,          /* a 'from <old address>' rule into our table (renumbered) */
 	RN_CAUSE__MAX
 };
 
@@ -42,19 +43,39 @@ enum rn_severity {
 	RN_SEV_FATAL = 2, /* refuses the NIC or the connection under strict */
 };
 
+/* A NIC's verdict, from its findings' severities. */
+enum rn_verdict_kind {
+	RN_VERDICT_OK = 0,      /* symmetric: offered to NCCL */
+	RN_VERDICT_WARN = 1,    /* usable, with warnings */
+	RN_VERDICT_REFUSED = 2, /* would fail with error 12 (or never resolve) */
+};
+/* "ok", "warn", "refused". */
+const char *rn_verdict_str(enum rn_verdict_kind v);
+
 /*
  * One problem found. The message and fix are rendered when the finding is made,
  * from the catalogue's templates and the facts at hand (NIC, IPs, table, MACs).
  * A finding owns its text (heap, no length cap): release it with rn_finding_clear(),
  * copy it with rn_finding_copy(), never with '=' (two owners, one free too many).
- * A zeroed finding is empty and valid (msg and fix NULL: print rn_finding_msg()).
+ * A zeroed finding is empty and valid (texts NULL: print rn_finding_msg() etc.).
  * @cause may be beyond RN_CAUSE__MAX when a newer peer sent it (rn_cause_label()).
+ *
+ * A fix is only shell commands that run as printed when pasted on ONE host: @fix on
+ * @fix_host. A cause that needs commands on two hosts (neigh-wrong-mac: the peer's
+ * sysctls, then our stale entry) has a second part, @pre_fix on @pre_host, to be run
+ * first. A host "" (or NULL) is the host that made the finding. What no command can
+ * say (look at a log, check a cable) is @advice, plain text, never pasted; a cause
+ * with no command has @fix "" and its advice.
  */
 struct rn_finding {
 	enum rn_cause cause;
 	enum rn_severity sev;
 	char *msg;
-	char *fix; /* "" when no command fixes it */
+	char *fix;      /* "" when no command fixes it */
+	char *fix_host; /* where @fix runs: "" = the host that made the finding */
+	char *pre_fix;  /* commands to run before @fix, on @pre_host; "" none */
+	char *pre_host;
+	char *advice;   /* what to do, as text; "" none */
 };
 
 /*
@@ -91,6 +112,12 @@ int rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn
 /* Replace @f by a finding with the given text (a peer's, already rendered). 0 or -ENOMEM. */
 int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev,
 		   const char *msg, const char *fix);
+/*
+ * Set where @f's fix runs and its other parts (each NULL: left as it is, "": none).
+ * 0 or -ENOMEM (@f keeps its message and fix).
+ */
+int rn_finding_set_where(struct rn_finding *f, const char *fix_host, const char *pre_fix,
+			 const char *pre_host, const char *advice);
 /* Deep copy into @dst (released first). 0 or -ENOMEM. */
 int rn_finding_copy(struct rn_finding *dst, const struct rn_finding *src);
 /* Hand @src's text to @dst (released first); @src is left empty. */
@@ -99,6 +126,15 @@ void rn_finding_clear(struct rn_finding *f);
 /* The text, "" for an empty finding; never NULL. */
 const char *rn_finding_msg(const struct rn_finding *f);
 const char *rn_finding_fix(const struct rn_finding *f);
+const char *rn_finding_fix_host(const struct rn_finding *f);
+const char *rn_finding_pre_fix(const struct rn_finding *f);
+const char *rn_finding_pre_host(const struct rn_finding *f);
+const char *rn_finding_advice(const struct rn_finding *f);
+/*
+ * The host @f's fix (@pre: its first part) runs on, by name: its own when the finding
+ * names one, else @maker (the host that made the finding; NULL: "" for this host).
+ */
+const char *rn_finding_where(const struct rn_finding *f, int pre, const char *maker);
 /* How many templates were rendered with a missing key since start (tests assert 0). */
 unsigned int rn_finding_bugs(void);
 
@@ -106,11 +142,20 @@ unsigned int rn_finding_bugs(void);
  * Log @f completely, as @level: "<prefix> [id]: message; fix: commands" on one line
  * when it fits, else the message and then one "<prefix> [id] fix: command" line per
  * command, long text split on spaces into "(cont.)" lines: NCCL's logger cuts a
- * line at about 1 KiB, we never do. @fix_host names where the fix is to be run
- * ("fix (on gpu7)"), NULL for here.
+ * line at about 1 KiB, we never do. @fix_host names the host that made @f, NULL for
+ * here: a fix that runs elsewhere is shown as "fix (on gpu7): ..."; a first part on
+ * another host comes before ("fix first (on gpu7): ...; then fix: ..."), advice as
+ * "; what to do: ...".
  */
 void rn_finding_log(int level, unsigned long sub, const char *prefix, const char *fix_host,
 		    const struct rn_finding *f);
+
+/*
+ * Append @f to @v's @key after @sep as one text: "[id]: message Fix (on gpu7): ...; then
+ * Fix: ... What to do: ..." (@maker as for rn_finding_log).
+ */
+void rn_finding_append(struct rn_vars *v, const char *key, const char *sep,
+		       const struct rn_finding *f, const char *maker);
 
 /* The catalogue's stable id for @cause ("arp-flux", "no-rule", ...); "unknown" beyond it. */
 const char *rn_cause_id(enum rn_cause cause);
@@ -122,5 +167,22 @@ const char *rn_cause_label(enum rn_cause cause, char *buf, size_t len);
  */
 const char *rn_cause_keys(enum rn_cause cause);
 enum rn_severity rn_cause_severity(enum rn_cause cause);
+/* RN_CAUSE_NONE when @id names no cause. */
+enum rn_cause rn_cause_from_id(const char *id);
+
+/* The templates behind rn_finding_render (never NULL). */
+const char *rn_cause_msg_template(enum rn_cause cause);
+const char *rn_cause_fix_template(enum rn_cause cause);
+enum rn_tpl {
+	RN_TPL_MSG,
+	RN_TPL_FIX,
+	RN_TPL_FIX_ON,  /* the host the fix runs on ("": the finding's own) */
+	RN_TPL_PRE,     /* commands to run first, elsewhere */
+	RN_TPL_PRE_ON,
+	RN_TPL_ADVICE,
+	RN_TPL__MAX
+};
+/* Any template of @cause, "" when it has none. */
+const char *rn_cause_template(enum rn_cause cause, enum rn_tpl which);
 
 #endif /* RN_VERDICT_H */

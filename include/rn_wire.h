@@ -22,10 +22,14 @@
  *   12 be32 0            16 be64 nonce (the handle's; a stray connection fails here)
  * HELLO   (156 + 4 * nqps bytes): role, nqps, tc, sl, the peer facts, FIFO and
  *         sizes addresses + rkeys, nqps QP numbers.
- * VERDICT (12 + m + f bytes): be16 cause, u8 severity, u8 refused, be32 m, be32 f,
- *         then the message (m bytes) and the fix (f bytes), whole, without NULs;
- *         m, f <= RN_VERDICT_TEXT_MAX. A cause this build does not know (a newer
- *         peer's) is kept as a number and shown as "unknown cause N".
+ * VERDICT (12 + m + f bytes in version 2; 28 + the six texts' bytes in 3): be16 cause,
+ *         u8 severity, u8 flags (bit 0 refused, bit 1 extended), be32 m, be32 f, and
+ *         when extended be32 h, be32 p, be32 ph, be32 a; then the message (m bytes),
+ *         the fix (f), and when extended the host the fix runs on (h, "" = the
+ *         sender), the part to run first (p) and its host (ph), the advice (a): whole,
+ *         without NULs; m, f <= RN_VERDICT_TEXT_MAX, the others <= RN_VERDICT_AUX_MAX.
+ *         A cause this build does not know
+ *         (a newer peer's) is kept as a number and shown as "unknown cause N".
  * READY   (0 bytes): the connector's QPs are in RTS.
  */
 #ifndef RN_WIRE_H
@@ -39,7 +43,8 @@
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
-#define RN_WIRE_VERSION 2          /* 2: VERDICT carries whole texts */
+#define RN_WIRE_VERSION 3          /* 2: VERDICT carries whole texts; 3: and where fixes run */
+#define RN_WIRE_VERSION_MIN 2      /* the oldest a decoder accepts (a VERDICT without hosts) */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 16               /* data QPs per connection */
@@ -53,9 +58,17 @@ enum rn_msg_type {
 #define RN_WIRE_HDR_LEN 24
 #define RN_HELLO_FIXED_LEN 156
 #define RN_VERDICT_FIXED_LEN 12
+#define RN_VERDICT_EXT_LEN 16       /* version 3: four more text lengths */
+#define RN_VERDICT_NTEXTS 6
+#define RN_VERDICT_REFUSED 0x01     /* flags byte */
+#define RN_VERDICT_EXT 0x02
 /* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
 #define RN_VERDICT_TEXT_MAX 8192
-#define RN_WIRE_MAX_PAYLOAD (RN_VERDICT_FIXED_LEN + 2 * RN_VERDICT_TEXT_MAX) /* the longest */
+/* A host name, a line of sysctls, a sentence: far beyond this is a bug too. */
+#define RN_VERDICT_AUX_MAX 1024
+#define RN_WIRE_MAX_PAYLOAD                                                           \
+	(RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2 * RN_VERDICT_TEXT_MAX +       \
+	 (RN_VERDICT_NTEXTS - 2) * RN_VERDICT_AUX_MAX) /* the longest */
 #define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
 
 enum rn_role {

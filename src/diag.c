@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "rn_conncheck.h"
 #include "rn_host.h"
 
 static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,

@@ -4,7 +4,8 @@
  * netdev, of the wanted family, range and RoCE version, the one whose address
  * policy routing makes this NIC's source wins; without policy routing the
  * netdev's primary address. Never a link-local or zero GID, never a hard-coded
- * index (mlx5 puts the first IPv4 v2 GID at 3, rxe at 1).
+ * index (mlx5 puts the first IPv4 v2 GID at 3, rxe at 1). What is wrong with the
+ * choice is returned (a cause and its facts); the verdict (assess.c) makes the finding.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,8 +16,10 @@
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 
+#include "rn_gid.h"
 #include "rn_host.h"
 #include "rn_log.h"
+#include "rn_policy.h"
 #include "rn_verbs.h"
 
 #define GID_SCAN_MAX 256
@@ -29,75 +32,6 @@ struct cand {
 	int type;            /* enum ibv_gid_type; -1 unknown */
 	int ifindex;
 };
-
-const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struct rn_ip *ip)
-{
-	int i;
-
-	for (i = 0; i < host->nrules; i++) {
-		const struct rn_nl_rule *r = &host->rules[i];
-
-		/* Only plain 'from <prefix> lookup <table>' rules decide a source's table. */
-		if (r->family != ip->family || r->action != FR_ACT_TO_TBL || r->src_len == 0 ||
-		    r->dst_len || r->iif[0] || r->oif[0] || r->fwmark || r->invert)
-			continue;
-		if (rn_ip_in_prefix(ip, &r->src, r->src_len))
-			return r;
-	}
-	return NULL;
-}
-
-/* Does @table route @ip's subnet (@len) out of @ifindex (with src @ip where named)? */
-static int table_routes_out(const struct rn_host *host, uint32_t table, const struct rn_ip *ip,
-			    int len, int ifindex)
-{
-	int i;
-
-	for (i = 0; i < host->nroutes; i++) {
-		const struct rn_nl_route *r = &host->routes[i];
-
-		if (r->table != table || r->type != RTN_UNICAST || r->dst.family != ip->family ||
-		    r->dst_len > len || !rn_ip_in_prefix(ip, &r->dst, r->dst_len))
-			continue;
-		if (r->oif == ifindex && (!r->prefsrc.family || rn_ip_equal(&r->prefsrc, ip)))
-			return 1;
-	}
-	return 0;
-}
-
-static int addr_usable(const struct rn_nl_addr *a)
-{
-	/* Link-scoped IPv6 (fe80::) never carries RoCE v2 between subnets. */
-	return a->scope < RT_SCOPE_LINK && !(a->flags & IFA_F_TENTATIVE);
-}
-
-int rn_policy_source(const struct rn_host *host, int ifindex, int family, struct rn_ip *ip,
-		     uint32_t *prio)
-{
-	uint32_t best_prio = UINT32_MAX, best_table = 0;
-	int i;
-
-	for (i = 0; i < host->naddrs; i++) {
-		const struct rn_nl_addr *a = &host->addrs[i];
-		const struct rn_nl_rule *r;
-
-		if (a->ifindex != ifindex || a->ip.family != family || !addr_usable(a))
-			continue;
-		r = rn_rule_for_src(host, &a->ip);
-		if (!r || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL)
-			continue;
-		if (!table_routes_out(host, r->table, &a->ip, a->prefixlen, ifindex))
-			continue;
-		if (r->priority < best_prio) {
-			best_prio = r->priority;
-			best_table = r->table;
-			*ip = a->ip;
-		}
-	}
-	if (prio)
-		*prio = best_prio;
-	return (int)best_table;
-}
 
 static const char *fam_str(int family)
 {
@@ -154,7 +88,7 @@ static int netdev_cands(const struct rn_host *host, int ifindex, struct cand *c,
 	for (i = 0; i < host->naddrs && n < max; i++) {
 		const struct rn_nl_addr *a = &host->addrs[i];
 
-		if (a->ifindex != ifindex || !addr_usable(a))
+		if (a->ifindex != ifindex || !rn_addr_usable(a))
 			continue;
 		c[n].index = -1;
 		c[n].ip = a->ip;
@@ -293,7 +227,7 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 	}
 	/* No command fits: the address is the site's to choose. Say what to do instead. */
 	rn_vars_set(v, "fix", "%s", "");
-	rn_vars_set(v, "todo", "; give %s an %s address of the RoCE fabric (ip addr add "
+	rn_vars_set(v, "todo", "give %s an %s address of the RoCE fabric (ip addr add "
 		    "<address>/<prefix> dev %s), then run again", nic->netdev,
 		    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
 }
@@ -321,7 +255,7 @@ static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct ca
 }
 
 static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
-		      const struct rn_config *cfg, struct rn_vars *v)
+		      const struct rn_config *cfg, struct rn_vars *v, enum rn_cause *cause)
 {
 	struct cand c[MAX_CANDS];
 	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
@@ -340,7 +274,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			rn_vars_set(v, "have", "-");
 			rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or set a %s CIDR",
 				    fam_str(w.family));
-			rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
+			*cause = RN_CAUSE_NO_GID;
 			nic->gid_index = -1;
 			return 0;
 		}
@@ -375,7 +309,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		int k;
 
 		if (a->ifindex != nic->ifindex || a->ip.family != w.family ||
-		    (a->flags & IFA_F_SECONDARY) || !addr_usable(a))
+		    (a->flags & IFA_F_SECONDARY) || !rn_addr_usable(a))
 			continue;
 		for (k = 0; k < n && pick < 0; k++)
 			if (cand_ok(&c[k], nic, &w) && rn_ip_equal(&c[k].ip, &a->ip))
@@ -411,7 +345,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 				    c[pick].index);
 		else
 			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
-		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
+		*cause = RN_CAUSE_NO_GID;
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));
 		return 0;
@@ -434,7 +368,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 				rn_vars_set(v, "ip", "no address");
 				rn_vars_set(v, "auto", "none");
 			}
-			rn_nic_add_finding(nic, RN_CAUSE_GID_FORCED_MISMATCH, v);
+			*cause = RN_CAUSE_GID_FORCED_MISMATCH;
 		}
 		return 0;
 	}
@@ -444,7 +378,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			    w.has_range ? " in " : "", w.has_range ? cfg->addr_range : "",
 			    w.type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2, nic->netdev);
 		no_gid_fix(c, n, nic, &w, v);
-		rn_nic_add_finding(nic, RN_CAUSE_NO_GID, v);
+		*cause = RN_CAUSE_NO_GID;
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));
 		return 0;
@@ -455,16 +389,22 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 }
 
 int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
-		  const struct rn_config *cfg)
+		  const struct rn_config *cfg, struct rn_gid_result *res)
 {
-	struct rn_vars v = RN_VARS_INIT;
 	int ret;
 
-	rn_vars_set(&v, "todo", "%s", ""); /* what to do where no command can fix it */
-	ret = gid_choose(host, ctx, nic, cfg, &v);
-
-	rn_vars_free(&v);
+	memset(res, 0, sizeof(*res));
+	rn_vars_set(&res->vars, "todo", "%s", ""); /* what to do where no command can fix it */
+	ret = gid_choose(host, ctx, nic, cfg, &res->vars, &res->cause);
+	if (ret < 0)
+		rn_gid_result_free(res);
 	return ret;
+}
+
+void rn_gid_result_free(struct rn_gid_result *res)
+{
+	rn_vars_free(&res->vars);
+	res->cause = RN_CAUSE_NONE;
 }
 
 const char *rn_gid_why_str(enum rn_gid_why why)

@@ -456,19 +456,8 @@ void rn_host_free(struct rn_host *host)
 	free(host);
 }
 
-int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *nic)
+int rn_addr_usable(const struct rn_nl_addr *a)
 {
-	struct rn_host_link *l = rn_host_link_by_name(host, netdev);
-
-	if (!l)
-		return -ENODEV;
-	memset(nic, 0, sizeof(*nic)); /* an output: release a filled one first */
-	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
-	nic->ifindex = l->link.ifindex;
-	memcpy(nic->mac, l->link.mac, 6);
-	nic->mtu = l->link.mtu;
-	nic->link_up = l->link.oper_up;
-	nic->gid_index = -1;
-	nic->table = RN_TABLE_MAIN;
-	return 0;
+	/* Link-scoped IPv6 (fe80::) never carries RoCE v2 between subnets. */
+	return a->scope < RT_SCOPE_LINK && !(a->flags & IFA_F_TENTATIVE);
 }

@@ -17,287 +17,11 @@
 
 #include "rn_host.h"
 #include "rn_log.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
 
 #define MAX_SHARE 32
-
-int rn_ibv_mtu_bytes(enum ibv_mtu m)
-{
-	switch (m) {
-	case IBV_MTU_256: return 256;
-	case IBV_MTU_512: return 512;
-	case IBV_MTU_1024: return 1024;
-	case IBV_MTU_2048: return 2048;
-	case IBV_MTU_4096: return 4096;
-	}
-	return 0;
-}
-
-/* iboe_get_mtu(): the netdev MTU less 96 bytes of RoCE headers, rounded down. */
-int rn_roce_mtu_of(int netdev_mtu)
-{
-	int m = netdev_mtu - 96, b;
-
-	for (b = 4096; b >= 256; b /= 2)
-		if (m >= b)
-			return b;
-	return 0;
-}
-
-int rn_nic_add_finding(struct rn_nic *nic, enum rn_cause cause, const struct rn_vars *v)
-{
-	int ret;
-
-	if (nic->nfindings == nic->findings_cap) {
-		int cap = nic->findings_cap ? 2 * nic->findings_cap : 8;
-		struct rn_finding *f = realloc(nic->findings, (size_t)cap * sizeof(*f));
-
-		if (!f)
-			return -ENOMEM;
-		memset(f + nic->findings_cap, 0, (size_t)(cap - nic->findings_cap) * sizeof(*f));
-		nic->findings = f;
-		nic->findings_cap = cap;
-	}
-	ret = rn_finding_render(&nic->findings[nic->nfindings], cause, v);
-	/* A finding with a template bug still names its cause; only ENOMEM loses it. */
-	if (ret != -ENOMEM)
-		nic->nfindings++;
-	return ret;
-}
-
-static void nic_findings_clear(struct rn_nic *nic)
-{
-	int i;
-
-	for (i = 0; i < nic->nfindings; i++)
-		rn_finding_clear(&nic->findings[i]);
-	nic->nfindings = 0;
-}
-
-void rn_nic_cleanup(struct rn_nic *nic)
-{
-	if (!nic)
-		return;
-	nic_findings_clear(nic);
-	free(nic->findings);
-	nic->findings = NULL;
-	nic->findings_cap = 0;
-}
-
-int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src)
-{
-	int i, n = src->nfindings;
-
-	if (dst == src)
-		return 0;
-	rn_nic_cleanup(dst);
-	*dst = *src;
-	dst->findings = NULL;
-	dst->findings_cap = 0;
-	dst->nfindings = 0;
-	if (!n)
-		return 0;
-	dst->findings = calloc((size_t)n, sizeof(*dst->findings));
-	if (!dst->findings)
-		return -ENOMEM;
-	dst->findings_cap = n;
-	for (i = 0; i < n; i++, dst->nfindings++)
-		if (rn_finding_copy(&dst->findings[i], &src->findings[i]))
-			return -ENOMEM;
-	return 0;
-}
-
-/*
- * One definition of a NIC's table, rule priority and of the management NIC, shared with
- * scripts/roce-policy-routing (its --help and man page say the same), so the doctor's
- * fix and the script name the same numbers:
- *   table    100 + ifindex; when taken (a rule looks it up or has it as priority, a route
- *            of either family lives in it, it is 0 or 253-255, or it is 100 + the ifindex
- *            of another link; rules from the link's own addresses and routes out of it do
- *            not count) the next number that is not, links with a lower ifindex whose
- *            own number is taken claiming theirs first.
- *   priority the table number when free and ahead of the first shadowing rule, else the
- *            highest free priority ahead of it (rn_rule_prio_for).
- *   shadow   a rule of either family, priority > 0, 'from all' without 'to', that matches
- *            unmarked locally generated traffic (no fwmark, iif empty or lo, no oif; 'not'
- *            inverts that) and ends the lookup (looks up a table other than local, or
- *            blackhole/unreachable/prohibit): main at 32766, wg-quick's rules, Tailscale's
- *            'lookup 52' at 5270. A per-NIC rule behind one is moved ahead of it.
- *   mgmt     the device of main's best (lowest metric) default route of a family.
- */
-static int table_reserved(uint32_t t)
-{
-	return t == 0 || t == 253 || t == RN_TABLE_MAIN || t == RN_TABLE_LOCAL;
-}
-
-/* A 'from <address of @ifindex>' rule: the link's own, which never blocks its numbers. */
-static int rule_is_own(const struct rn_host *host, const struct rn_nl_rule *r, int ifindex)
-{
-	int full = r->src.family == AF_INET ? 32 : 128;
-
-	return ifindex > 0 && r->src.family && r->src_len == full &&
-	       rn_host_addr_find(host, ifindex, &r->src);
-}
-
-static int prio_used(const struct rn_host *host, int ifindex, uint32_t p)
-{
-	int i;
-
-	for (i = 0; i < host->nrules; i++)
-		if (host->rules[i].priority == p && !rule_is_own(host, &host->rules[i], ifindex))
-			return 1;
-	return 0;
-}
-
-/*
- * Is number @t taken for @ifindex? Rules from the link's own addresses and routes out of
- * the link do not take it: the other family's half of its policy routing, or a leftover
- * of its own, keeps the same table.
- */
-static int table_used(const struct rn_host *host, int ifindex, uint32_t t)
-{
-	int i;
-
-	if (table_reserved(t) || prio_used(host, ifindex, t))
-		return 1;
-	for (i = 0; i < host->nrules; i++)
-		if (host->rules[i].action == FR_ACT_TO_TBL && host->rules[i].table == t &&
-		    !rule_is_own(host, &host->rules[i], ifindex))
-			return 1;
-	for (i = 0; i < host->nroutes; i++)
-		if (host->routes[i].table == t && host->routes[i].oif != ifindex)
-			return 1;
-	/* 100 + ifindex belongs to that link: never hand it to another NIC */
-	for (i = 0; i < host->nlinks; i++)
-		if (host->links[i].link.ifindex != ifindex &&
-		    100 + (uint32_t)host->links[i].link.ifindex == t)
-			return 1;
-	return 0;
-}
-
-int rn_rule_shadows(const struct rn_nl_rule *r)
-{
-	int match;
-
-	if (r->priority == 0 || r->src_len || r->dst_len)
-		return 0;
-	switch (r->action) {
-	case FR_ACT_TO_TBL:
-		if (r->table == 0 || r->table == RN_TABLE_LOCAL)
-			return 0;
-		break;
-	case FR_ACT_BLACKHOLE:
-	case FR_ACT_UNREACHABLE:
-	case FR_ACT_PROHIBIT:
-		break;
-	default:
-		return 0;
-	}
-	match = !r->fwmark && (!r->iif[0] || !strcmp(r->iif, "lo")) && !r->oif[0];
-	return r->invert ? !match : match;
-}
-
-uint32_t rn_rule_first_shadow(const struct rn_host *host)
-{
-	uint32_t first = 32766;
-	int i, any = 0;
-
-	for (i = 0; i < host->nrules; i++)
-		if (rn_rule_shadows(&host->rules[i]) && (!any || host->rules[i].priority < first)) {
-			first = host->rules[i].priority;
-			any = 1;
-		}
-	return first;
-}
-
-uint32_t rn_rule_prio_for(const struct rn_host *host, int ifindex, uint32_t table)
-{
-	uint32_t s = rn_rule_first_shadow(host), p;
-
-	if (table < s && !prio_used(host, ifindex, table))
-		return table;
-	for (p = s - 1; p >= 1; p--)
-		if (!prio_used(host, ifindex, p))
-			return p;
-	return 0;
-}
-
-int rn_host_mgmt_ifindex(const struct rn_host *host, int family)
-{
-	const struct rn_nl_route *best = NULL;
-	int i;
-
-	for (i = 0; i < host->nroutes; i++) {
-		const struct rn_nl_route *r = &host->routes[i];
-
-		if (r->table != RN_TABLE_MAIN || r->dst_len || r->type != RTN_UNICAST ||
-		    r->dst.family != family)
-			continue;
-		if (!best || r->metric < best->metric)
-			best = r;
-	}
-	return best ? best->oif : 0;
-}
-
-#define MAX_CLAIMS 256
-
-static int claimed(const uint32_t *c, int n, uint32_t t)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (c[i] == t)
-			return 1;
-	return 0;
-}
-
-/* @ifindex's number: 100 + ifindex, else the next free one nobody claimed before it. */
-static uint32_t table_of(const struct rn_host *host, int ifindex, const uint32_t *c, int n)
-{
-	uint32_t t = 100 + (uint32_t)ifindex;
-
-	while (table_used(host, ifindex, t) || claimed(c, n, t))
-		t++;
-	return t;
-}
-
-void rn_propose_table(const struct rn_host *host, int ifindex, uint32_t *table, uint32_t *prio)
-{
-	uint32_t claims[MAX_CLAIMS];
-	int n = 0, prev = 0;
-
-	if (ifindex < 0)
-		ifindex = 0;
-	/* Without a snapshot (connection time) the first guess is as good as any. */
-	if (!host) {
-		*table = *prio = 100 + (uint32_t)ifindex;
-		return;
-	}
-	/*
-	 * Links with a lower ifindex whose own number is taken claim the next free numbers
-	 * first, in ifindex order: so every NIC's number is the same whether it is
-	 * proposed alone (doctor) or with the others (the script), and no two collide.
-	 */
-	for (;;) {
-		int i, next = 0;
-
-		for (i = 0; i < host->nlinks; i++) {
-			int x = host->links[i].link.ifindex;
-
-			if (x > prev && x < ifindex && (!next || x < next))
-				next = x;
-		}
-		if (!next || n == MAX_CLAIMS)
-			break;
-		if (table_used(host, next, 100 + (uint32_t)next)) {
-			uint32_t t = table_of(host, next, claims, n);
-
-			claims[n++] = t;
-		}
-		prev = next;
-	}
-	*table = table_of(host, ifindex, claims, n);
-	*prio = rn_rule_prio_for(host, ifindex, *table);
-}
 
 static const char *link_name(struct rn_host *host, int ifindex)
 {
@@ -1037,6 +761,64 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 }
 
+/* 1 when @nic is the only link with an address in its subnet that no rule routes. */
+static int only_unruled(const struct rn_host *host, const struct rn_nic *nic,
+			const struct rn_ip *net)
+{
+	int i;
+
+	for (i = 0; i < host->naddrs; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		const struct rn_nl_rule *r;
+
+		if (a->ifindex == nic->ifindex || a->ip.family != nic->ip.family ||
+		    !rn_addr_usable(a) || !rn_ip_in_prefix(&a->ip, net, nic->prefixlen))
+			continue;
+		r = rn_rule_for_src(host, &a->ip);
+		if (!r || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * A plain 'from A lookup T' host rule whose A no interface has any more (the NIC was
+ * renumbered from A), T being this NIC's: T's route for our address leaves through us;
+ * or T is empty (the kernel deletes the routes whose src was A) while our address has no
+ * rule and A was in our subnet, and T bears our number (100 + ifindex, as our tools
+ * number it) or no other link in the subnet lacks a rule of its own. One finding per
+ * such rule, each with the command that deletes exactly it.
+ */
+static void check_stale_rules(const struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN];
+	struct rn_ip net;
+	int i, k;
+
+	rn_ip_mask(&nic->ip, nic->prefixlen, &net);
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+		int full = r->family == AF_INET6 ? 128 : 32, empty = 1;
+
+		if (r->family != nic->ip.family || r->action != FR_ACT_TO_TBL ||
+		    r->src_len != full || r->dst_len || r->iif[0] || r->oif[0] || r->fwmark ||
+		    r->invert || r->table == RN_TABLE_MAIN || r->table == RN_TABLE_LOCAL ||
+		    rn_host_addr_find(host, 0, &r->src))
+			continue;
+		for (k = 0; k < host->nroutes && empty; k++)
+			empty = host->routes[k].table != r->table;
+		if (!table_has(host, r->table, &nic->ip, nic->ifindex) &&
+		    !(empty && nic->table == RN_TABLE_MAIN &&
+		      rn_ip_in_prefix(&r->src, &net, nic->prefixlen) &&
+		      (r->table == 100 + (uint32_t)nic->ifindex || only_unruled(host, nic, &net))))
+			continue;
+		rn_vars_set(v, "stale_ip", "%s", rn_ip_str(&r->src, b, sizeof(b)));
+		rn_vars_set(v, "stale_table", "%u", r->table);
+		rn_vars_set(v, "stale_prio", "%u", r->priority);
+		rn_nic_add_finding(nic, RN_CAUSE_STALE_RULE, v);
+	}
+}
+
 static int has_route_fix(const struct rn_nic *nic)
 {
 	int i;
@@ -1071,8 +853,9 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_vars_set(&v, "what",
 			    "port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
 			    rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
-		rn_vars_set(&v, "fix_dev", "%s", nic->netdev);
-		rn_vars_set(&v, "fix_mtu", "%d", rn_ibv_mtu_bytes(nic->active_mtu) + 96);
+		rn_vars_set(&v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev,
+			    rn_ibv_mtu_bytes(nic->active_mtu) + 96);
+		rn_vars_set(&v, "fix_host", "%s", "");
 		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
 	}
 	if (!nic->ip.family)
@@ -1184,82 +967,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
 		}
 	}
+	check_stale_rules(host, nic, &v);
 out:
 	rn_vars_free(&v);
 	return 0;
-}
-
-static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_config *cfg)
-{
-	enum rn_verdict_kind k = RN_VERDICT_OK;
-	int i;
-
-	for (i = 0; i < nic->nfindings; i++) {
-		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
-			return RN_VERDICT_REFUSED; /* nothing to run RoCE on, whatever the mode */
-		if (nic->findings[i].sev == RN_SEV_FATAL)
-			k = cfg->route_check == RN_ROUTE_CHECK_STRICT ? RN_VERDICT_REFUSED
-								       : RN_MAX(k, RN_VERDICT_WARN);
-		else if (nic->findings[i].sev == RN_SEV_WARN)
-			k = RN_MAX(k, RN_VERDICT_WARN);
-	}
-	return k;
-}
-
-int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
-		  const struct rn_config *cfg)
-{
-	int ret, i, no_gid = 0;
-
-	if (!host || !nic || !cfg)
-		return -EINVAL;
-	nic->gid_index = -1;
-	nic->gid_why = RN_GID_WHY_NONE;
-	memset(&nic->gid, 0, sizeof(nic->gid));
-	memset(&nic->ip, 0, sizeof(nic->ip));
-	nic->prefixlen = 0;
-	nic->table = RN_TABLE_MAIN;
-	nic_findings_clear(nic);
-	nic->verdict = RN_VERDICT_OK;
-	if (!rn_host_link_by_index(host, nic->ifindex)) {
-		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
-							: NULL;
-
-		if (!l)
-			return -ENODEV;
-		nic->ifindex = l->link.ifindex;
-	}
-	ret = rn_gid_choose(host, ctx, nic, cfg);
-	if (ret < 0)
-		return ret;
-	for (i = 0; i < nic->nfindings; i++)
-		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
-			no_gid = 1;
-	if (cfg->route_check != RN_ROUTE_CHECK_OFF && !no_gid)
-		rn_route_assess(host, nic, cfg);
-	nic->verdict = judge(nic, cfg);
-	return 0;
-}
-
-void rn_nic_log(const struct rn_nic *nic)
-{
-	char ip[INET6_ADDRSTRLEN], name[96], label[32];
-	struct rn_vars v = RN_VARS_INIT;
-	int i;
-
-	snprintf(name, sizeof(name), "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
-	rn_vars_set(&v, "causes", "%s", "");
-	for (i = 0; i < nic->nfindings; i++)
-		rn_vars_append(&v, "causes", ",", "%s",
-			       rn_cause_label(nic->findings[i].cause, label, sizeof(label)));
-	rn_info(RN_SUB_INIT | RN_SUB_NET,
-		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name, nic->netdev,
-		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
-		rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
-		rn_vars_get(&v, "causes") ? rn_vars_get(&v, "causes") : "");
-	rn_vars_free(&v);
-	snprintf(name, sizeof(name), RN_PFX "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
-		 nic->port);
-	for (i = 0; i < nic->nfindings; i++)
-		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL, &nic->findings[i]);
 }

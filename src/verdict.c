@@ -12,15 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rn_host.h"
 #include "rn_log.h"
 #include "rn_verdict.h"
 
 /*
- * A fix is what an operator pastes into a shell: commands joined by "; ", and an
- * alternative only as a trailing "# or ..." comment, so that the paste runs as
- * printed. @keys documents every {key} the two templates name (test_verdict checks
- * that each row renders from exactly these).
+ * A fix is what an operator pastes into a shell on one host: commands joined by
+ * "; ", and an alternative only as a trailing "# or ..." comment, so that the paste
+ * runs as printed. @on names that host ("" or absent: the host that makes the
+ * finding); @pre is a first part for another host (@pre_on), run before @fix;
+ * @advice is what no command can say, plain text. @keys documents every {key} the
+ * templates name (test_verdict checks that each row renders from exactly these).
  */
 struct cause_row {
 	const char *id;
@@ -28,6 +29,10 @@ struct cause_row {
 	const char *msg;
 	const char *fix;
 	const char *keys;
+	const char *on;
+	const char *pre;
+	const char *pre_on;
+	const char *advice;
 };
 
 static const struct cause_row catalogue[RN_CAUSE__MAX] = {
@@ -72,24 +77,31 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"peer {peer_ip} is reached at the wrong NIC (MAC {got_mac} instead of "
 		"{peer_mac}): ARP flux on host {peer_host} (its arp_ignore/arp_announce) "
 		"or a stale or static neighbour entry here",
-		"on {peer_host}: sysctl -w net.ipv4.conf.all.arp_ignore=1 "
-		"net.ipv4.conf.all.arp_announce=2; then here: ip neigh flush dev {dev} to {peer_ip}",
-		"peer_ip got_mac peer_mac peer_host dev",
+		/* 'nud all': a static (permanent) entry too, which a plain flush keeps */
+		"ip neigh flush dev {dev} to {peer_ip} nud all",
+		"peer_ip got_mac peer_mac peer_host dev peer_fix",
+		/* the peer first: flushed before it stops answering for other NICs, the
+		 * entry would learn the wrong MAC again */
+		.pre = "{peer_fix}", .pre_on = "{peer_host}",
 	},
 	[RN_CAUSE_NEIGH_UNRESOLVED] = {
 		"neigh-unresolved", RN_SEV_FATAL,
 		"{dev} ({ip}) got no ARP answer for peer {peer_ip} ({peer_host} {peer_dev}) "
 		"within {timeout_ms} ms",
-		"check that {peer_host} {peer_dev} is up with {peer_ip} and that its arp_filter/"
-		"rp_filter allow the answer (roce-doctor on {peer_host}); "
-		"cross-rail fabrics: NCCL_CROSS_NIC=0",
+		"",
 		"dev ip peer_ip peer_host peer_dev timeout_ms",
+		.advice = "check that {peer_host} {peer_dev} is up with {peer_ip} and that its "
+		"arp_filter/rp_filter allow the answer (roce-doctor on {peer_host} names the "
+		"commands); on a fabric where each rail is its own subnet, set NCCL_CROSS_NIC=0",
 	},
 	[RN_CAUSE_MTU_MISMATCH] = {
 		"mtu-mismatch", RN_SEV_WARN,
 		"{nic} ({dev}): {what}",
-		"ip link set dev {fix_dev} mtu {fix_mtu}  # the same on every RoCE netdev of every host",
-		"nic dev what fix_dev fix_mtu",
+		"{mtu_fix}",
+		"nic dev what mtu_fix fix_host",
+		.on = "{fix_host}",
+		.advice = "use the same MTU on every RoCE netdev of every host (a port's active "
+		"MTU follows its netdev's, up to what the NIC supports)",
 	},
 	[RN_CAUSE_LINK_DOWN] = {
 		"link-down", RN_SEV_FATAL,
@@ -99,9 +111,11 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NO_GID] = {
 		"no-gid", RN_SEV_FATAL,
-		"{nic} ({dev}): no usable GID: wanted {want}; found {have}{todo}",
+		"{nic} ({dev}): no usable GID: wanted {want}; found {have}",
 		"{fix}",
 		"nic dev want have todo fix",
+		/* the address is the site's to choose: no command can, only what to do */
+		.advice = "{todo}",
 	},
 	[RN_CAUSE_GID_FORCED_MISMATCH] = {
 		"gid-forced-mismatch", RN_SEV_WARN,
@@ -113,8 +127,10 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	[RN_CAUSE_PEER_REFUSED] = {
 		"peer-refused", RN_SEV_FATAL,
 		"peer {peer_host} ({peer_dev} {peer_ip}) refused its own path: {peer_cause}",
-		"run roce-doctor on {peer_host} and apply the fix it names for {peer_dev}",
+		"",
 		"peer_host peer_dev peer_ip peer_cause",
+		.advice = "run roce-doctor on {peer_host} and apply there the fix it names for "
+		"{peer_dev} (the peer's own log has it too)",
 	},
 	[RN_CAUSE_NO_ROUTE] = {
 		"no-route", RN_SEV_FATAL,
@@ -132,8 +148,10 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"peer-died", RN_SEV_FATAL,
 		"peer {peer_host} ({peer_ip}) closed its connection: the peer process exited or "
 		"crashed",
-		"look at the log of the process on {peer_host}; its first error is the cause",
+		"",
 		"peer_host peer_ip",
+		.advice = "look at the log of the process on {peer_host}: its first error is the "
+		"cause",
 	},
 	[RN_CAUSE_SHARED_L2] = {
 		"shared-l2", RN_SEV_FATAL,
@@ -182,6 +200,14 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{gw_fix}",
 		"nic dev ip dst subnet gw gw_hint gw_fix",
 	},
+	[RN_CAUSE_STALE_RULE] = {
+		"stale-rule", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): rule 'from {stale_ip} lookup {stale_table}' (priority "
+		"{stale_prio}) is left from an address no interface has any more (renumbered?): "
+		"{dev}'s table {stale_table} would carry whatever gets {stale_ip} next",
+		"{ipf} rule del from {stale_ip} lookup {stale_table} pref {stale_prio}",
+		"nic dev ip stale_ip stale_table stale_prio ipf",
+	},
 };
 
 static int known(enum rn_cause cause)
@@ -220,6 +246,26 @@ const char *rn_cause_msg_template(enum rn_cause cause)
 const char *rn_cause_fix_template(enum rn_cause cause)
 {
 	return known(cause) ? catalogue[cause].fix : "";
+}
+
+const char *rn_cause_template(enum rn_cause cause, enum rn_tpl which)
+{
+	const struct cause_row *r;
+	const char *t = NULL;
+
+	if (!known(cause))
+		return which == RN_TPL_MSG ? "unknown cause" : "";
+	r = &catalogue[cause];
+	switch (which) {
+	case RN_TPL_MSG: t = r->msg; break;
+	case RN_TPL_FIX: t = r->fix; break;
+	case RN_TPL_FIX_ON: t = r->on; break;
+	case RN_TPL_PRE: t = r->pre; break;
+	case RN_TPL_PRE_ON: t = r->pre_on; break;
+	case RN_TPL_ADVICE: t = r->advice; break;
+	case RN_TPL__MAX: break;
+	}
+	return t ? t : "";
 }
 
 enum rn_cause rn_cause_from_id(const char *id)
@@ -382,6 +428,11 @@ static void sb_add(struct sbuf *b, const char *p, size_t n)
 	b->s[b->len] = '\0';
 }
 
+static void sb_adds(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
 /*
  * {key} -> value. A key without a value is a bug in the code that made the
  * finding: say so loudly and leave {key} in the text rather than guess.
@@ -439,18 +490,31 @@ static int render(char **out, enum rn_cause cause, const char *tpl, const struct
 
 int rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn_vars *v)
 {
-	int r1, r2;
+	char **out[RN_TPL__MAX];
+	int t, r, ret = 0;
 
 	rn_finding_clear(f);
 	f->cause = cause;
 	f->sev = rn_cause_severity(cause);
 	if (v && v->err)
 		return v->err;
-	r1 = render(&f->msg, cause, rn_cause_msg_template(cause), v);
-	r2 = render(&f->fix, cause, rn_cause_fix_template(cause), v);
-	if (r1 == -ENOMEM || r2 == -ENOMEM)
-		return -ENOMEM;
-	return r1 ? r1 : r2;
+	out[RN_TPL_MSG] = &f->msg;
+	out[RN_TPL_FIX] = &f->fix;
+	out[RN_TPL_FIX_ON] = &f->fix_host;
+	out[RN_TPL_PRE] = &f->pre_fix;
+	out[RN_TPL_PRE_ON] = &f->pre_host;
+	out[RN_TPL_ADVICE] = &f->advice;
+	for (t = 0; t < RN_TPL__MAX; t++) {
+		r = render(out[t], cause, rn_cause_template(cause, (enum rn_tpl)t), v);
+		if (r == -ENOMEM)
+			return -ENOMEM;
+		if (!ret)
+			ret = r;
+	}
+	/* no command to run first: nowhere to run it either */
+	if (f->pre_fix && !f->pre_fix[0] && f->pre_host)
+		f->pre_host[0] = '\0';
+	return ret;
 }
 
 int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev,
@@ -470,11 +534,39 @@ int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity s
 	return 0;
 }
 
+static int set_text(char **dst, const char *src)
+{
+	char *s;
+
+	if (!src)
+		return 0;
+	s = strdup(src);
+	if (!s)
+		return -ENOMEM;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+int rn_finding_set_where(struct rn_finding *f, const char *fix_host, const char *pre_fix,
+			 const char *pre_host, const char *advice)
+{
+	if (set_text(&f->fix_host, fix_host) || set_text(&f->pre_fix, pre_fix) ||
+	    set_text(&f->pre_host, pre_host) || set_text(&f->advice, advice))
+		return -ENOMEM;
+	return 0;
+}
+
 int rn_finding_copy(struct rn_finding *dst, const struct rn_finding *src)
 {
 	if (dst == src)
 		return 0;
-	return rn_finding_set(dst, src->cause, src->sev, src->msg, src->fix);
+	if (rn_finding_set(dst, src->cause, src->sev, src->msg, src->fix) ||
+	    rn_finding_set_where(dst, src->fix_host, src->pre_fix, src->pre_host, src->advice)) {
+		rn_finding_clear(dst);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void rn_finding_move(struct rn_finding *dst, struct rn_finding *src)
@@ -492,6 +584,10 @@ void rn_finding_clear(struct rn_finding *f)
 		return;
 	free(f->msg);
 	free(f->fix);
+	free(f->fix_host);
+	free(f->pre_fix);
+	free(f->pre_host);
+	free(f->advice);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -503,6 +599,33 @@ const char *rn_finding_msg(const struct rn_finding *f)
 const char *rn_finding_fix(const struct rn_finding *f)
 {
 	return f && f->fix ? f->fix : "";
+}
+
+const char *rn_finding_fix_host(const struct rn_finding *f)
+{
+	return f && f->fix_host ? f->fix_host : "";
+}
+
+const char *rn_finding_pre_fix(const struct rn_finding *f)
+{
+	return f && f->pre_fix ? f->pre_fix : "";
+}
+
+const char *rn_finding_pre_host(const struct rn_finding *f)
+{
+	return f && f->pre_host ? f->pre_host : "";
+}
+
+const char *rn_finding_advice(const struct rn_finding *f)
+{
+	return f && f->advice ? f->advice : "";
+}
+
+const char *rn_finding_where(const struct rn_finding *f, int pre, const char *maker)
+{
+	const char *h = pre ? rn_finding_pre_host(f) : rn_finding_fix_host(f);
+
+	return h[0] ? h : maker ? maker : "";
 }
 
 /* NCCL's logger formats into about 1 KiB; stay well inside it, prefix included. */
@@ -533,50 +656,125 @@ static void log_long(int level, unsigned long sub, const char *head, const char 
 	} while (off < len);
 }
 
+/* " Fix (on gpu7): cmds" (@then: "; then Fix ..."): one part of a fix, in running text. */
+static void sb_fix(struct sbuf *b, const char *then, const char *host, const char *cmds)
+{
+	if (!cmds[0])
+		return;
+	sb_adds(b, then);
+	if (host[0]) {
+		sb_adds(b, " (on ");
+		sb_adds(b, host);
+		sb_adds(b, ")");
+	}
+	sb_adds(b, ": ");
+	sb_adds(b, cmds);
+}
+
+void rn_finding_append(struct rn_vars *v, const char *key, const char *sep,
+		       const struct rn_finding *f, const char *maker)
+{
+	const char *pre = rn_finding_pre_fix(f);
+	struct sbuf b = { 0 };
+	char lb[32];
+
+	sb_adds(&b, "[");
+	sb_adds(&b, rn_cause_label(f->cause, lb, sizeof(lb)));
+	sb_adds(&b, "]: ");
+	sb_adds(&b, rn_finding_msg(f));
+	sb_fix(&b, " Fix", rn_finding_where(f, 1, maker), pre);
+	sb_fix(&b, pre[0] ? "; then Fix" : " Fix", rn_finding_where(f, 0, maker),
+	       rn_finding_fix(f));
+	if (rn_finding_advice(f)[0]) {
+		sb_adds(&b, " What to do: ");
+		sb_adds(&b, rn_finding_advice(f));
+	}
+	if (b.err)
+		v->err = b.err;
+	else
+		rn_vars_append(v, key, sep, "%s", b.s);
+	free(b.s);
+}
+
+/* "fix", "fix (on gpu7)", "then fix (on gpu7)": where a part of the fix runs. */
+static void fix_label(char *buf, size_t len, const char *then, const char *host)
+{
+	if (host && host[0])
+		snprintf(buf, len, "%sfix (on %s)", then, host);
+	else
+		snprintf(buf, len, "%sfix", then);
+}
+
 void rn_finding_log(int level, unsigned long sub, const char *prefix, const char *fix_host,
 		    const struct rn_finding *f)
 {
-	char lb[32], fixw[96], *head = NULL, *line = NULL;
-	const char *fix = rn_finding_fix(f), *p, *label;
-	int n;
+	char lb[32], labels[2][112], *head = NULL;
+	const char *cmds[2], *advice = rn_finding_advice(f), *p, *label;
+	struct sbuf b = { 0 };
+	int k, nparts = 0;
 
 	if (!rn_log_enabled((enum rn_log_level)level))
 		return;
 	label = rn_cause_label(f->cause, lb, sizeof(lb));
-	if (fix_host)
-		snprintf(fixw, sizeof(fixw), "fix (on %s)", fix_host);
-	else
-		snprintf(fixw, sizeof(fixw), "fix");
-	/* The usual case: one line, the fix after "fix: " ready to paste. */
-	n = fix[0] ? asprintf(&line, "%s [%s]: %s; %s: %s", prefix, label, rn_finding_msg(f), fixw,
-			      fix)
-		   : asprintf(&line, "%s [%s]: %s", prefix, label, rn_finding_msg(f));
-	if (n >= 0 && n <= LOG_CHUNK) {
-		rn_log((enum rn_log_level)level, sub, __FILE__, __LINE__, "%s", line);
-		free(line);
+	/* the peer's share first (neigh-wrong-mac), then the rest: each on its own host */
+	if (rn_finding_pre_fix(f)[0]) {
+		fix_label(labels[nparts], sizeof(labels[0]), "", rn_finding_where(f, 1, fix_host));
+		cmds[nparts++] = rn_finding_pre_fix(f);
+	}
+	if (rn_finding_fix(f)[0]) {
+		fix_label(labels[nparts], sizeof(labels[0]), nparts ? "then " : "",
+			  rn_finding_where(f, 0, fix_host));
+		cmds[nparts++] = rn_finding_fix(f);
+	}
+	/* The usual case: one line, each fix after its "fix: " ready to paste. */
+	sb_adds(&b, prefix);
+	sb_adds(&b, " [");
+	sb_adds(&b, label);
+	sb_adds(&b, "]: ");
+	sb_adds(&b, rn_finding_msg(f));
+	for (k = 0; k < nparts; k++) {
+		sb_adds(&b, "; ");
+		sb_adds(&b, labels[k]);
+		sb_adds(&b, ": ");
+		sb_adds(&b, cmds[k]);
+	}
+	if (advice[0]) {
+		sb_adds(&b, "; what to do: ");
+		sb_adds(&b, advice);
+	}
+	if (!b.err && b.len <= LOG_CHUNK) {
+		rn_log((enum rn_log_level)level, sub, __FILE__, __LINE__, "%s", b.s);
+		free(b.s);
 		return;
 	}
-	if (n >= 0)
-		free(line);
+	free(b.s);
 	/* Too long for one: the message, then one command a line, each whole. */
 	if (asprintf(&head, "%s [%s]: ", prefix, label) < 0)
 		head = NULL;
 	log_long(level, sub, head ? head : "", rn_finding_msg(f));
 	free(head);
-	if (asprintf(&head, "%s [%s] %s: ", prefix, label, fixw) < 0)
-		head = NULL;
-	for (p = fix; *p;) {
-		const char *end = strstr(p, "; ");
-		size_t k = end ? (size_t)(end - p) : strlen(p);
-		char *cmd = strndup(p, k);
+	for (k = 0; k < nparts; k++) {
+		if (asprintf(&head, "%s [%s] %s: ", prefix, label, labels[k]) < 0)
+			head = NULL;
+		for (p = cmds[k]; *p;) {
+			const char *end = strstr(p, "; ");
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+			char *cmd = strndup(p, len);
 
-		if (cmd) {
-			log_long(level, sub, head ? head : "", cmd);
-			free(cmd);
+			if (cmd) {
+				log_long(level, sub, head ? head : "", cmd);
+				free(cmd);
+			}
+			p += len;
+			if (end)
+				p += 2;
 		}
-		p += k;
-		if (end)
-			p += 2;
+		free(head);
 	}
-	free(head);
+	if (advice[0]) {
+		if (asprintf(&head, "%s [%s] what to do: ", prefix, label) < 0)
+			head = NULL;
+		log_long(level, sub, head ? head : "", advice);
+		free(head);
+	}
 }

@@ -107,7 +107,7 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
 		return -EINVAL;
 	if (get32(p) != RN_HANDLE_MAGIC)
 		return -EBADMSG;
-	if (get16(p + 4) != RN_WIRE_VERSION)
+	if (get16(p + 4) < RN_WIRE_VERSION_MIN || get16(p + 4) > RN_WIRE_VERSION)
 		return -EPROTO;
 	port = get16(p + 8);
 	if (!port)
@@ -178,35 +178,52 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	return RN_WIRE_HDR_LEN + len;
 }
 
+/* The limit of the @i-th text: the message and the fix are long, the rest short. */
+static uint32_t text_max(int i)
+{
+	return i < 2 ? RN_VERDICT_TEXT_MAX : RN_VERDICT_AUX_MAX;
+}
+
 /* @text, or a note in its place when it is over the limit: whole, or not at all. */
-static const char *verdict_text(const char *text, char *note, size_t len)
+static const char *verdict_text(const char *text, uint32_t max, char *note, size_t len)
 {
 	size_t n = strlen(text ? text : "");
 
-	if (n <= RN_VERDICT_TEXT_MAX)
+	if (n <= max)
 		return text ? text : "";
-	snprintf(note, len, "(%zu bytes, over the handshake's limit of %d: the sender's log "
-		 "has the whole text)", n, RN_VERDICT_TEXT_MAX);
+	snprintf(note, len, "(%zu bytes, over the handshake's limit of %u: the sender's log "
+		 "has the whole text)", n, max);
 	return note;
 }
 
 size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m)
 {
 	uint8_t *p = buf + RN_WIRE_HDR_LEN;
-	char note_m[128], note_f[128];
-	const char *msg = verdict_text(m->finding.msg, note_m, sizeof(note_m));
-	const char *fix = verdict_text(m->finding.fix, note_f, sizeof(note_f));
-	uint32_t lm = (uint32_t)strlen(msg), lf = (uint32_t)strlen(fix);
-	uint32_t len = RN_VERDICT_FIXED_LEN + lm + lf;
+	const struct rn_finding *f = &m->finding;
+	char notes[RN_VERDICT_NTEXTS][128];
+	const char *t[RN_VERDICT_NTEXTS] = { f->msg, f->fix, f->fix_host, f->pre_fix, f->pre_host,
+					     f->advice };
+	uint32_t l[RN_VERDICT_NTEXTS], len = RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN, off;
+	int i;
 
+	for (i = 0; i < RN_VERDICT_NTEXTS; i++) {
+		t[i] = verdict_text(t[i], text_max(i), notes[i], sizeof(notes[i]));
+		l[i] = (uint32_t)strlen(t[i]);
+		len += l[i];
+	}
 	put_hdr(buf, RN_MSG_VERDICT, len, nonce);
-	put16(p, (uint16_t)m->finding.cause);
-	p[2] = (uint8_t)m->finding.sev;
-	p[3] = m->refused ? 1 : 0;
-	put32(p + 4, lm);
-	put32(p + 8, lf);
-	memcpy(p + RN_VERDICT_FIXED_LEN, msg, lm);
-	memcpy(p + RN_VERDICT_FIXED_LEN + lm, fix, lf);
+	put16(p, (uint16_t)f->cause);
+	p[2] = (uint8_t)f->sev;
+	p[3] = (m->refused ? RN_VERDICT_REFUSED : 0) | RN_VERDICT_EXT;
+	put32(p + 4, l[0]);
+	put32(p + 8, l[1]);
+	for (i = 2; i < RN_VERDICT_NTEXTS; i++)
+		put32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2), l[i]);
+	off = RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN;
+	for (i = 0; i < RN_VERDICT_NTEXTS; i++) {
+		memcpy(p + off, t[i], l[i]);
+		off += l[i];
+	}
 	return RN_WIRE_HDR_LEN + len;
 }
 
@@ -222,7 +239,7 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 
 	if (len < RN_WIRE_HDR_LEN || get32(buf) != RN_WIRE_MAGIC)
 		return -EBADMSG;
-	if (get16(buf + 4) != RN_WIRE_VERSION)
+	if (get16(buf + 4) < RN_WIRE_VERSION_MIN || get16(buf + 4) > RN_WIRE_VERSION)
 		return -EPROTO;
 	if (get32(buf + 12) != 0)
 		return -EBADMSG;
@@ -306,39 +323,66 @@ void rn_verdict_msg_clear(struct rn_verdict_msg *m)
 	m->refused = 0;
 }
 
-/* A text field: bounded, and no NUL inside (it would hide the rest). */
+/* A text field: no NUL inside (it would hide the rest). */
 static int text_ok(const uint8_t *p, uint32_t n)
 {
-	return n <= RN_VERDICT_TEXT_MAX && !memchr(p, 0, n);
+	return !memchr(p, 0, n);
 }
 
 int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m)
 {
-	uint32_t lm, lf;
-	char *msg, *fix;
+	uint32_t l[RN_VERDICT_NTEXTS] = { 0 };
+	char *t[RN_VERDICT_NTEXTS] = { 0 };
+	size_t off = RN_VERDICT_FIXED_LEN, want;
+	int i, n = 2, ret = -EBADMSG;
 
 	rn_verdict_msg_clear(m);
-	if (len < RN_VERDICT_FIXED_LEN || p[2] > RN_SEV_FATAL || p[3] > 1)
+	if (len < RN_VERDICT_FIXED_LEN || p[2] > RN_SEV_FATAL ||
+	    (p[3] & ~(RN_VERDICT_REFUSED | RN_VERDICT_EXT)))
 		return -EBADMSG;
-	lm = get32(p + 4);
-	lf = get32(p + 8);
-	if (lm > RN_VERDICT_TEXT_MAX || lf > RN_VERDICT_TEXT_MAX ||
-	    len != RN_VERDICT_FIXED_LEN + (size_t)lm + lf ||
-	    !text_ok(p + RN_VERDICT_FIXED_LEN, lm) || !text_ok(p + RN_VERDICT_FIXED_LEN + lm, lf))
+	/* version 2 sends the message and the fix only; 3 says where and what else */
+	if (p[3] & RN_VERDICT_EXT) {
+		if (len < RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN)
+			return -EBADMSG;
+		n = RN_VERDICT_NTEXTS;
+		for (i = 2; i < n; i++)
+			l[i] = get32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2));
+		off += RN_VERDICT_EXT_LEN;
+	}
+	l[0] = get32(p + 4);
+	l[1] = get32(p + 8);
+	want = off;
+	for (i = 0; i < n; i++) {
+		if (l[i] > text_max(i))
+			return -EBADMSG;
+		want += l[i];
+	}
+	if (len != want)
 		return -EBADMSG;
-	msg = strndup((const char *)p + RN_VERDICT_FIXED_LEN, lm);
-	fix = strndup((const char *)p + RN_VERDICT_FIXED_LEN + lm, lf);
-	if (!msg || !fix) {
-		free(msg);
-		free(fix);
-		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (!text_ok(p + off, l[i]))
+			goto out;
+		t[i] = strndup((const char *)p + off, l[i]);
+		if (!t[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		off += l[i];
 	}
 	m->finding.cause = (enum rn_cause)get16(p);
 	m->finding.sev = (enum rn_severity)p[2];
-	m->finding.msg = msg;
-	m->finding.fix = fix;
-	m->refused = p[3];
+	m->finding.msg = t[0];
+	m->finding.fix = t[1];
+	m->finding.fix_host = t[2];
+	m->finding.pre_fix = t[3];
+	m->finding.pre_host = t[4];
+	m->finding.advice = t[5];
+	m->refused = p[3] & RN_VERDICT_REFUSED;
 	return 0;
+out:
+	for (i = 0; i < n; i++)
+		free(t[i]);
+	return ret;
 }
 
 const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len)

@@ -32,7 +32,7 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
-#include "rn_host.h"
+#include "rn_conncheck.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -153,14 +153,10 @@ static const char *healthy_path_drop(const struct rn_ip *peer, char *buf, size_t
 	return buf;
 }
 
-/* "[id]: message Fix: fix" of @f, appended to @v's "diag" after @sep. */
+/* "[id]: message Fix: fix" of @f (each part where it runs), appended to @v's "diag". */
 static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding *f)
 {
-	char lb[32];
-	const char *fix = rn_finding_fix(f);
-
-	rn_vars_append(v, "diag", sep, "[%s]: %s%s%s", rn_cause_label(f->cause, lb, sizeof(lb)),
-		       rn_finding_msg(f), fix[0] ? " Fix: " : "", fix);
+	rn_finding_append(v, "diag", sep, f, NULL);
 }
 
 /*

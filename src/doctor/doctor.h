@@ -94,11 +94,20 @@ void rn_doctor_release(struct rn_doctor *d);
 /* 1 when anything on this host needs fixing. */
 int rn_doctor_host_problems(const struct rn_doctor *d);
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
-/* Human-readable findings, one "name cause: msg" + "fix:" pair per finding. */
-void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd);
+/*
+ * Human-readable findings, one "name cause: msg" line, then where each part of the
+ * fix runs ("fix (on hostb): ...", "then fix: ...") and "what to do: ..." for advice.
+ * @maker: the host that made the finding (its "" hosts), NULL for this one.
+ */
+void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd,
+			     const char *maker);
+/* The fix lines of @fd alone, each after @indent; "fix" + @label names the finding. */
+void rn_doctor_print_fix(FILE *f, const char *indent, const char *label,
+			 const struct rn_finding *fd, const char *maker);
 struct rn_doctor_item {
 	const char *who;
 	const struct rn_finding *f;
+	const char *host; /* the host that made @f, NULL: this one */
 };
 /*
  * Findings grouped by cause, each distinct fix once (one screen for 8 NICs): more
@@ -133,12 +142,19 @@ void rn_json_str(struct rn_json *j, const char *key, const char *val);
 void rn_json_int(struct rn_json *j, const char *key, long long val);
 void rn_json_bool(struct rn_json *j, const char *key, int val);
 void rn_json_null(struct rn_json *j, const char *key);
-void rn_json_finding(struct rn_json *j, const struct rn_finding *f);
+/*
+ * A finding as an object: cause, severity, message, fix (commands, "" none), fix_host
+ * (where they run: the finding's own host or @maker, the host that made it), pre_fix
+ * and pre_host (commands to run first, "" none), advice (text, "" none).
+ */
+void rn_json_finding(struct rn_json *j, const struct rn_finding *f, const char *maker);
 void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls *s);
 
 /* doctor_wire.c: the peer protocol (see the top of that file). */
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
-#define RN_DW_VERSION 2              /* 2: findings carry whole, length-prefixed texts */
+#define RN_DW_VERSION 3              /* 2: findings carry whole, length-prefixed texts */
+					  /* 3: and where their fixes run, and advice */
+#define RN_DW_VERSION_MIN 2          /* a receiver still reads version 2 */
 #define RN_DW_HDR_LEN 16
 #define RN_DW_MAX_PAYLOAD (1u << 24)
 /* Bounds a receiver enforces: a NIC has at most one finding or two per cause. */
@@ -273,6 +289,12 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
 /* "roce-doctor serve: ..." on stderr. */
 void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
+/*
+ * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
+ * ARP sysctls of the remote's own arp-flux findings (its inventory), none when it
+ * reports no flux (the stale entry is ours alone).
+ */
+void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c);
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);
 

@@ -23,6 +23,7 @@
 
 #include "doctor.h"
 #include "rn_arp.h"
+#include "rn_conncheck.h"
 
 #define ARP_WAIT_MS 300
 #define ARP_SENDS 2
@@ -143,6 +144,7 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		}
 	}
 	ret = n;
+	rn_doctor_peer_fix(remote, c);
 out:
 	for (i = 0; i < n; i++)
 		close(q[i].fd);

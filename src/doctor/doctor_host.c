@@ -15,6 +15,9 @@
 #include <linux/rtnetlink.h>
 
 #include "doctor.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
 #include "rn_wire.h"
 
 /* ---- gathering -------------------------------------------------------------------- */
@@ -239,14 +242,37 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 	return buf;
 }
 
-void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd)
+/* " (on gpu7)" when @host names one: where a part of a fix runs. */
+static void print_fix_line(FILE *f, const char *indent, const char *then, const char *label,
+			   const char *host, const char *cmds)
+{
+	fprintf(f, "%s%sfix%s%s%s%s: %s\n", indent, then, label, host[0] ? " (on " : "", host,
+		host[0] ? ")" : "", cmds);
+}
+
+void rn_doctor_print_fix(FILE *f, const char *indent, const char *label,
+			 const struct rn_finding *fd, const char *maker)
+{
+	int pre = rn_finding_pre_fix(fd)[0] != '\0';
+
+	if (pre)
+		print_fix_line(f, indent, "", label, rn_finding_where(fd, 1, maker),
+			       rn_finding_pre_fix(fd));
+	if (rn_finding_fix(fd)[0])
+		print_fix_line(f, indent, pre ? "then " : "", label, rn_finding_where(fd, 0, maker),
+			       rn_finding_fix(fd));
+	if (rn_finding_advice(fd)[0])
+		fprintf(f, "%swhat to do%s: %s\n", indent, label, rn_finding_advice(fd));
+}
+
+void rn_doctor_print_finding(FILE *f, const char *who, const struct rn_finding *fd,
+			     const char *maker)
 {
 	char lb[32];
 
 	fprintf(f, "  %s %s [%s]: %s\n", who, rn_cause_label(fd->cause, lb, sizeof(lb)),
 		rn_doctor_sev_str(fd->sev), rn_finding_msg(fd));
-	if (rn_finding_fix(fd)[0])
-		fprintf(f, "      fix: %s\n", rn_finding_fix(fd));
+	rn_doctor_print_fix(f, "      ", "", fd, maker);
 }
 
 static void print_sysctls(struct rn_doctor *d, FILE *f)
@@ -401,10 +427,20 @@ out:
  * first one's message (the others read the same with their own names), and each
  * distinct fix once.
  */
+/* The same commands on the same hosts (and the same advice): printed once. */
+static int same_fixes(const struct rn_doctor_item *a, const struct rn_doctor_item *b)
+{
+	return same_fix(rn_finding_fix(a->f), rn_finding_fix(b->f)) &&
+	       same_fix(rn_finding_pre_fix(a->f), rn_finding_pre_fix(b->f)) &&
+	       !strcmp(rn_finding_where(a->f, 0, a->host), rn_finding_where(b->f, 0, b->host)) &&
+	       !strcmp(rn_finding_where(a->f, 1, a->host), rn_finding_where(b->f, 1, b->host)) &&
+	       !strcmp(rn_finding_advice(a->f), rn_finding_advice(b->f));
+}
+
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all)
 {
 	const char **fix_who;
-	const struct rn_finding **fixes;
+	const struct rn_doctor_item **fixes;
 	int c, i, m, k, nprinted = 0;
 
 	if (!n)
@@ -414,7 +450,7 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 	fix_who = calloc((size_t)n, sizeof(*fix_who));
 	if (!fixes || !fix_who) {
 		for (i = 0; i < n; i++)
-			rn_doctor_print_finding(f, it[i].who, it[i].f);
+			rn_doctor_print_finding(f, it[i].who, it[i].f, it[i].host);
 		goto out;
 	}
 	fprintf(f, "findings (%d):\n", n);
@@ -431,14 +467,13 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 					rn_doctor_sev_str(it[i].f->sev));
 			}
 			fprintf(f, " %s", it[i].who);
-			for (m = 0; m < nprinted && !same_fix(rn_finding_fix(fixes[m]),
-							      rn_finding_fix(it[i].f)); m++)
+			for (m = 0; m < nprinted && !same_fixes(fixes[m], &it[i]); m++)
 				;
 			if (m < start)
 				nsame++;
 			else if (m == nprinted) {
 				fix_who[nprinted] = it[i].who;
-				fixes[nprinted++] = it[i].f;
+				fixes[nprinted++] = &it[i];
 			}
 		}
 		if (!first)
@@ -448,10 +483,13 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 		/* Eight NICs' worth of commands would push the rest off the screen. */
 		if (!all && shown > 4)
 			shown = 2;
-		for (k = start; k < start + shown; k++)
-			if (rn_finding_fix(fixes[k])[0])
-				fprintf(f, "    fix%s%s: %s\n", nprinted - start > 1 ? " " : "",
-					nprinted - start > 1 ? fix_who[k] : "", rn_finding_fix(fixes[k]));
+		for (k = start; k < start + shown; k++) {
+			char label[200] = "";
+
+			if (nprinted - start > 1)
+				snprintf(label, sizeof(label), " %s", fix_who[k]);
+			rn_doctor_print_fix(f, "    ", label, fixes[k]->f, fixes[k]->host);
+		}
 		if (shown < nprinted - start)
 			fprintf(f, "    ... and %d more fixes like these (-v lists each)\n",
 				nprinted - start - shown);
@@ -468,8 +506,7 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 			rn_cause_label(it[i].f->cause, lb, sizeof(lb)),
 			rn_doctor_sev_str(it[i].f->sev), it[i].who, it[i].who,
 			rn_finding_msg(it[i].f));
-		if (rn_finding_fix(it[i].f)[0])
-			fprintf(f, "    fix: %s\n", rn_finding_fix(it[i].f));
+		rn_doctor_print_fix(f, "    ", "", it[i].f, it[i].host);
 	}
 out:
 	free(fixes);
@@ -726,7 +763,7 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 	rn_json_str(j, "error", dn->err ? strerror(-dn->err) : NULL);
 	rn_json_arr(j, "findings");
 	for (k = 0; k < nic->nfindings; k++)
-		rn_json_finding(j, &nic->findings[k]);
+		rn_json_finding(j, &nic->findings[k], d->hostname);
 	rn_json_close(j, ']');
 	rn_json_close(j, '}');
 }

@@ -129,15 +129,20 @@ void rn_json_null(struct rn_json *j, const char *key)
 	fputs("null", j->f);
 }
 
-void rn_json_finding(struct rn_json *j, const struct rn_finding *f)
+void rn_json_finding(struct rn_json *j, const struct rn_finding *f, const char *maker)
 {
 	char lb[32];
+	int pre = rn_finding_pre_fix(f)[0] != '\0';
 
 	rn_json_obj(j, NULL);
 	rn_json_str(j, "cause", rn_cause_label(f->cause, lb, sizeof(lb)));
 	rn_json_str(j, "severity", rn_doctor_sev_str(f->sev));
 	rn_json_str(j, "message", rn_finding_msg(f));
 	rn_json_str(j, "fix", rn_finding_fix(f));
+	rn_json_str(j, "fix_host", rn_finding_fix(f)[0] ? rn_finding_where(f, 0, maker) : "");
+	rn_json_str(j, "pre_fix", rn_finding_pre_fix(f));
+	rn_json_str(j, "pre_host", pre ? rn_finding_where(f, 1, maker) : "");
+	rn_json_str(j, "advice", rn_finding_advice(f));
 	rn_json_close(j, '}');
 }
 

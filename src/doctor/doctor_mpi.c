@@ -319,11 +319,13 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 			     peer_ret ? res.why : "") < 0)
 			msg = NULL;
 		{
-			char *fix = strdup(rn_finding_fix(&f)); /* set releases f's own copy */
+			/* the diagnosis keeps its fixes and advice: only the message changes */
+			char *m = strdup(msg ? msg : "probe failed");
 
-			rn_finding_set(&f, f.cause, f.sev, msg ? msg : "probe failed",
-				       fix ? fix : "");
-			free(fix);
+			if (m) {
+				free(f.msg);
+				f.msg = m;
+			}
 		}
 		free(msg);
 	}
@@ -588,20 +590,38 @@ out:
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
 /* A finding of a pair on the wire: its place, then the finding's texts whole. */
+/* Then the texts: message, fix, fix host, first part, its host, advice. */
+#define FIND_TEXTS 6
 struct find_wire {
 	int16_t i, j, by, pad;
 	int32_t cause, sev;
-	uint32_t lm, lf;
+	uint32_t l[FIND_TEXTS];
 };
+
+static void find_texts(const struct rn_finding *f, const char *t[FIND_TEXTS])
+{
+	t[0] = rn_finding_msg(f);
+	t[1] = rn_finding_fix(f);
+	t[2] = rn_finding_fix_host(f);
+	t[3] = rn_finding_pre_fix(f);
+	t[4] = rn_finding_pre_host(f);
+	t[5] = rn_finding_advice(f);
+}
 
 static size_t finds_size(const struct rn_sweep_pair *p)
 {
 	size_t n = 0;
 	int k;
 
-	for (k = 0; k < p->nfind; k++)
-		n += sizeof(struct find_wire) + strlen(rn_finding_msg(&p->finds[k].f)) +
-		     strlen(rn_finding_fix(&p->finds[k].f));
+	for (k = 0; k < p->nfind; k++) {
+		const char *t[FIND_TEXTS];
+		int i;
+
+		find_texts(&p->finds[k].f, t);
+		n += sizeof(struct find_wire);
+		for (i = 0; i < FIND_TEXTS; i++)
+			n += strlen(t[i]);
+	}
 	return n;
 }
 
@@ -631,17 +651,20 @@ static char *pack_pairs(struct ctx *x, int *len)
 		off += (size_t)(p->na * p->nb) * sizeof(*p->cells);
 		for (q = 0; q < p->nfind; q++) {
 			const struct rn_sweep_find *f = &p->finds[q];
-			const char *msg = rn_finding_msg(&f->f), *fix = rn_finding_fix(&f->f);
 			struct find_wire fw = { f->i, f->j, f->by, 0, (int32_t)f->f.cause,
-						(int32_t)f->f.sev, (uint32_t)strlen(msg),
-						(uint32_t)strlen(fix) };
+						(int32_t)f->f.sev, { 0 } };
+			const char *t[FIND_TEXTS];
+			int i;
 
+			find_texts(&f->f, t);
+			for (i = 0; i < FIND_TEXTS; i++)
+				fw.l[i] = (uint32_t)strlen(t[i]);
 			memcpy(buf + off, &fw, sizeof(fw));
 			off += sizeof(fw);
-			memcpy(buf + off, msg, fw.lm);
-			off += fw.lm;
-			memcpy(buf + off, fix, fw.lf);
-			off += fw.lf;
+			for (i = 0; i < FIND_TEXTS; i++) {
+				memcpy(buf + off, t[i], fw.l[i]);
+				off += fw.l[i];
+			}
 		}
 	}
 	*len = (int)n;
@@ -690,25 +713,34 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 		for (; p->nfind < (int)nf; p->nfind++) {
 			struct rn_sweep_find *f = &p->finds[p->nfind];
 			struct find_wire fw;
-			char *msg, *fix;
+			char *t[FIND_TEXTS] = { 0 };
+			size_t all = 0;
+			int i;
 
 			if (off + sizeof(fw) > (size_t)len)
 				goto bad;
 			memcpy(&fw, buf + off, sizeof(fw));
 			off += sizeof(fw);
-			if (fw.lm > RN_DW_TEXT_MAX || fw.lf > RN_DW_TEXT_MAX ||
-			    off + fw.lm + fw.lf > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
+			for (i = 0; i < FIND_TEXTS; i++) {
+				if (fw.l[i] > RN_DW_TEXT_MAX)
+					goto bad;
+				all += fw.l[i];
+			}
+			if (off + all > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
 				goto bad;
-			msg = strndup(buf + off, fw.lm);
-			fix = strndup(buf + off + fw.lm, fw.lf);
-			off += fw.lm + fw.lf;
+			for (i = 0; i < FIND_TEXTS; i++) {
+				t[i] = strndup(buf + off, fw.l[i]);
+				off += fw.l[i];
+			}
 			f->i = fw.i;
 			f->j = fw.j;
 			f->by = fw.by;
 			rn_finding_set(&f->f, (enum rn_cause)fw.cause, (enum rn_severity)fw.sev,
-				       msg ? msg : "", fix ? fix : "");
-			free(msg);
-			free(fix);
+				       t[0] ? t[0] : "", t[1] ? t[1] : "");
+			rn_finding_set_where(&f->f, t[2] ? t[2] : "", t[3] ? t[3] : "",
+					     t[4] ? t[4] : "", t[5] ? t[5] : "");
+			for (i = 0; i < FIND_TEXTS; i++)
+				free(t[i]);
 		}
 		k = rn_sweep_pair_index(s->n, p->a, p->b);
 		rn_sweep_pair_free(s->pairs[k]);

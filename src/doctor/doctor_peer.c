@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_conncheck.h"
 #include "rn_net.h"
 #include "rn_wire.h"
 
@@ -112,6 +113,69 @@ static int pair_problem(const struct rn_dw_pair *p)
 	return p->status == 1;
 }
 
+/* @w is one of the space-separated words of @list. */
+static int has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The sysctls the remote's own verdict names against ARP flux (its arp-flux fixes:
+ * "sysctl -w KEY=V ...  # or ..."), each key once, into @v's "keys"; "" when the
+ * remote reports no flux.
+ */
+static void remote_flux_keys(const struct rn_dw_inv *remote, struct rn_vars *v)
+{
+	static const char head[] = "sysctl -w ";
+	int i, k;
+
+	rn_vars_set(v, "keys", "%s", "");
+	for (i = 0; i < remote->nnics; i++)
+		for (k = 0; k < remote->nics[i].nfindings; k++) {
+			const struct rn_finding *f = &remote->nics[i].findings[k];
+			char *cmd, *save = NULL, *w;
+
+			if (f->cause != RN_CAUSE_ARP_FLUX ||
+			    strncmp(rn_finding_fix(f), head, sizeof(head) - 1))
+				continue;
+			cmd = strdup(rn_finding_fix(f) + sizeof(head) - 1);
+			/* KEY=V words up to the first that is not one ("#", ";", a command) */
+			for (w = cmd ? strtok_r(cmd, " ", &save) : NULL; w && strchr(w, '=');
+			     w = strtok_r(NULL, " ", &save))
+				if (!has_word(rn_vars_get(v, "keys"), w))
+					rn_vars_append(v, "keys", " ", "%s", w);
+			free(cmd);
+		}
+}
+
+void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	char *pre = NULL;
+	int n, k;
+
+	remote_flux_keys(remote, &v);
+	if (v.err)
+		goto out; /* the library's default stands */
+	if (rn_vars_get(&v, "keys")[0] &&
+	    asprintf(&pre, "sysctl -w %s", rn_vars_get(&v, "keys")) < 0)
+		goto out;
+	for (n = 0; n < c->npairs; n++)
+		for (k = 0; k < c->pairs[n].nfindings; k++)
+			if (c->pairs[n].findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC)
+				rn_finding_set_where(&c->pairs[n].findings[k], NULL, pre ? pre : "",
+						     pre ? NULL : "", NULL);
+out:
+	free(pre);
+	rn_vars_free(&v);
+}
+
 /* Every local NIC against every remote NIC, all checks in flight at once. */
 static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		       struct rn_dw_checks *out, double *ms)
@@ -174,6 +238,7 @@ static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			pending--;
 		}
 	}
+	rn_doctor_peer_fix(remote, out);
 	*ms = rn_doctor_now_ms() - t0;
 }
 
@@ -269,6 +334,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 		for (k = 0; k < s->remote.nics[i].nfindings; k++, n++) {
 			snprintf(who[n], sizeof(who[n]), "%s:%s", s->remote.host, s->remote.nics[i].netdev);
 			it[n].who = who[n];
+			it[n].host = s->remote.host;
 			it[n].f = &s->remote.nics[i].findings[k];
 		}
 	for (i = 0; i < s->local.nnics; i++) {
@@ -287,6 +353,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 				snprintf(who[n], sizeof(who[n]), "%s:%s->%s", s->remote.host,
 					 s->remote.nics[j].netdev, s->local.nics[i].netdev);
 				it[n].who = who[n];
+				it[n].host = s->remote.host;
 				it[n].f = &pb->findings[k];
 			}
 			if (p->tried && p->diag.cause && n < max) {
@@ -377,7 +444,8 @@ static void print_session(struct rn_doctor *d, const struct session *s, const ch
 	fprintf(f, " (pair checks %.1f ms)\n", s->check_ms);
 }
 
-static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pair *p)
+static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pair *p,
+		      const char *maker)
 {
 	int k;
 
@@ -389,7 +457,7 @@ static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pai
 	rn_json_str(j, "status", p->status == 0 ? "ok" : p->status == 1 ? "problem" : "not-checked");
 	rn_json_arr(j, "findings");
 	for (k = 0; k < p->nfindings; k++)
-		rn_json_finding(j, &p->findings[k]);
+		rn_json_finding(j, &p->findings[k], maker);
 	rn_json_close(j, ']');
 	rn_json_close(j, '}');
 }
@@ -425,7 +493,7 @@ static void json_inv(struct rn_json *j, const char *key, const struct rn_dw_inv 
 		rn_json_str(j, "verdict", rn_verdict_str((enum rn_verdict_kind)n->verdict));
 		rn_json_arr(j, "findings");
 		for (k = 0; k < n->nfindings; k++)
-			rn_json_finding(j, &n->findings[k]);
+			rn_json_finding(j, &n->findings[k], inv->host);
 		rn_json_close(j, ']');
 		rn_json_close(j, '}');
 	}
@@ -455,8 +523,8 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 			rn_json_str(&j, "local", s->local.nics[i].netdev);
 			rn_json_str(&j, "remote", s->remote.nics[k].netdev);
 			rn_json_str(&j, "result", cell(s, i, k, c, sizeof(c)));
-			json_pair(&j, "local_check", pair_of(&s->ours, i, k));
-			json_pair(&j, "remote_check", pair_of(&s->theirs, k, i));
+			json_pair(&j, "local_check", pair_of(&s->ours, i, k), s->local.host);
+			json_pair(&j, "remote_check", pair_of(&s->theirs, k, i), s->remote.host);
 			rn_json_obj(&j, "rdma");
 			rn_json_str(&j, "status", !p->tried ? "skipped" :
 				    !p->ret && !p->peer_ret ? "ok" :
@@ -467,7 +535,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 				rn_json_int(&j, "elapsed_us", (long long)(p->ms * 1000));
 			if (p->diag.cause) {
 				rn_json_arr(&j, "diagnosis");
-				rn_json_finding(&j, &p->diag);
+				rn_json_finding(&j, &p->diag, s->local.host);
 				rn_json_close(&j, ']');
 			}
 			rn_json_close(&j, '}');
@@ -484,7 +552,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 		rn_json_str(&j, "host", s->local.host);
 		rn_json_str(&j, "netdev", s->local.nics[i].netdev);
 		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_local[i]);
+		rn_json_finding(&j, &s->drops_local[i], s->local.host);
 		rn_json_close(&j, ']');
 		rn_json_close(&j, '}');
 	}
@@ -495,7 +563,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 		rn_json_str(&j, "host", s->remote.host);
 		rn_json_str(&j, "netdev", s->remote.nics[k].netdev);
 		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_remote[k]);
+		rn_json_finding(&j, &s->drops_remote[k], s->local.host);
 		rn_json_close(&j, ']');
 		rn_json_close(&j, '}');
 	}
@@ -636,8 +704,12 @@ static void infer_drops(struct session *s)
 
 	for (i = 0; i < s->remote.nnics; i++)
 		if (all_timed_out(s, i, 1)) {
+			struct rn_finding *f = &s->drops_remote[i];
+
 			rn_vars_set(&v, "dev", "%s", s->remote.nics[i].netdev);
-			rn_finding_render(&s->drops_remote[i], RN_CAUSE_FIREWALL, &v);
+			/* made here, about the remote's NIC: its fix runs there */
+			if (!rn_finding_render(f, RN_CAUSE_FIREWALL, &v))
+				rn_finding_set_where(f, s->remote.host, NULL, NULL, NULL);
 		}
 	for (i = 0; i < s->local.nnics; i++)
 		if (all_timed_out(s, i, 0)) {

@@ -383,11 +383,13 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 					continue;
 				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name, nic->netdev);
 				it[n].who = who[n];
+				it[n].host = s->hosts[h].name;
 				it[n++].f = &nic->findings[f];
 			}
 			if (s->hosts[h].drops && s->hosts[h].drops[i].cause) {
 				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name, nic->netdev);
 				it[n].who = who[n];
+				it[n].host = s->hosts[h].name;
 				it[n++].f = &s->hosts[h].drops[i];
 			}
 		}
@@ -405,6 +407,7 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 				 nic_name(s, from, fi), s->hosts[to].name, nic_name(s, to, ti),
 				 x->by == RN_SW_BY_RDMA ? "(rdma)" : "");
 			it[n].who = who[n];
+			it[n].host = s->hosts[from].name;
 			it[n++].f = &x->f;
 		}
 	}
@@ -548,9 +551,9 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 			rn_json_str(&j, "verdict", rn_verdict_str((enum rn_verdict_kind)n->verdict));
 			rn_json_arr(&j, "findings");
 			for (q = 0; q < n->nfindings; q++)
-				rn_json_finding(&j, &n->findings[q]);
+				rn_json_finding(&j, &n->findings[q], s->hosts[h].name);
 			if (s->hosts[h].drops && s->hosts[h].drops[i].cause)
-				rn_json_finding(&j, &s->hosts[h].drops[i]);
+				rn_json_finding(&j, &s->hosts[h].drops[i], s->hosts[h].name);
 			rn_json_close(&j, ']');
 			rn_json_close(&j, '}');
 		}
@@ -599,16 +602,25 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 				rn_json_arr(&j, "findings");
 				for (q = 0; q < p->nfind; q++) {
 					const struct rn_sweep_find *fd = &p->finds[q];
+					const struct rn_finding *fi = &fd->f;
+					const char *by = s->hosts[fd->by == RN_SW_BY_B ? p->b : p->a].name;
+					int pre = rn_finding_pre_fix(fi)[0] != '\0';
 
-					if (fd->i != i || fd->j != x || !fd->f.cause)
+					if (fd->i != i || fd->j != x || !fi->cause)
 						continue;
 					rn_json_obj(&j, NULL);
-					rn_json_str(&j, "found_by", fd->by == RN_SW_BY_RDMA ? "rdma" :
-						    s->hosts[fd->by == RN_SW_BY_B ? p->b : p->a].name);
-					rn_json_str(&j, "cause", rn_cause_id(fd->f.cause));
-					rn_json_str(&j, "severity", rn_doctor_sev_str(fd->f.sev));
-					rn_json_str(&j, "message", fd->f.msg);
-					rn_json_str(&j, "fix", fd->f.fix);
+					rn_json_str(&j, "found_by",
+						    fd->by == RN_SW_BY_RDMA ? "rdma" : by);
+					rn_json_str(&j, "cause", rn_cause_id(fi->cause));
+					rn_json_str(&j, "severity", rn_doctor_sev_str(fi->sev));
+					rn_json_str(&j, "message", fi->msg);
+					rn_json_str(&j, "fix", rn_finding_fix(fi));
+					rn_json_str(&j, "fix_host", rn_finding_fix(fi)[0] ?
+						    rn_finding_where(fi, 0, by) : "");
+					rn_json_str(&j, "pre_fix", rn_finding_pre_fix(fi));
+					rn_json_str(&j, "pre_host",
+						    pre ? rn_finding_where(fi, 1, by) : "");
+					rn_json_str(&j, "advice", rn_finding_advice(fi));
 					rn_json_close(&j, '}');
 				}
 				rn_json_close(&j, ']');

@@ -14,9 +14,12 @@
  *         mac[6], u8 link_up, u8 verdict, gid[16], be32 gid_index (signed),
  *         be32 mtu, be32 active_mtu (bytes), be16 nfindings, be16 0,
  *         then nfindings x FINDING (nfindings <= RN_DW_MAX_FINDINGS)
- * FINDING: be16 cause, u8 severity, u8 0, be32 m, be32 f, then the message (m bytes)
- *         and the fix (f bytes), whole and without NULs, m, f <= RN_DW_TEXT_MAX. A
- *         cause the receiver does not know is kept as a number ("unknown cause N").
+ * FINDING: be16 cause, u8 severity, u8 x (0 in version 2, 4 from 3), be32 m, be32 f,
+ *         x more be32 lengths (h, p, ph, a), then the message (m bytes), the fix (f)
+ *         and the x texts: the host the fix runs on ("" = the sender), the part to
+ *         run first and its host, the advice; whole and without NULs, each <=
+ *         RN_DW_TEXT_MAX. A cause the receiver does not know is kept as a number
+ *         ("unknown cause N"). A receiver reads version 2 (x = 0) and 3.
  * CHECKS: be16 npairs, be16 0, then per pair: u8 local, u8 remote, u8 status,
  *         u8 nfindings (<= RN_DW_PAIR_FINDINGS), then nfindings x FINDING
  * PROBE_REQ: u8 server NIC, u8 client NIC, be16 0
@@ -38,6 +41,7 @@
 
 #include "doctor.h"
 #include "rn_net.h"
+#include "rn_nic.h"
 
 
 struct wbuf {
@@ -254,26 +258,30 @@ void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts
 	out->verdict_cause = RN_CAUSE_NONE;
 }
 
+#define FINDING_TEXTS 6
+
 static void put_finding(struct wbuf *b, const struct rn_finding *f)
 {
-	const char *msg = rn_finding_msg(f), *fix = rn_finding_fix(f);
+	const char *t[FINDING_TEXTS] = { rn_finding_msg(f), rn_finding_fix(f),
+					 rn_finding_fix_host(f), rn_finding_pre_fix(f),
+					 rn_finding_pre_host(f), rn_finding_advice(f) };
 	static const char over[] = "(text over the peer protocol's limit: see the sender's output)";
-	uint32_t lm, lf;
+	uint32_t l[FINDING_TEXTS];
+	int i;
 
 	/* whole, or a note that it was not sent: never a cut text */
-	if (strlen(msg) > RN_DW_TEXT_MAX)
-		msg = over;
-	if (strlen(fix) > RN_DW_TEXT_MAX)
-		fix = over;
-	lm = (uint32_t)strlen(msg);
-	lf = (uint32_t)strlen(fix);
+	for (i = 0; i < FINDING_TEXTS; i++) {
+		if (strlen(t[i]) > RN_DW_TEXT_MAX)
+			t[i] = over;
+		l[i] = (uint32_t)strlen(t[i]);
+	}
 	put16(b, (unsigned int)f->cause);
 	put8(b, (unsigned int)f->sev);
-	put8(b, 0);
-	put32(b, lm);
-	put32(b, lf);
-	put(b, msg, lm);
-	put(b, fix, lf);
+	put8(b, FINDING_TEXTS - 2);
+	for (i = 0; i < FINDING_TEXTS; i++)
+		put32(b, l[i]);
+	for (i = 0; i < FINDING_TEXTS; i++)
+		put(b, t[i], l[i]);
 }
 
 static char *get_text(struct rbuf *b, uint32_t n)
@@ -300,15 +308,22 @@ static char *get_text(struct rbuf *b, uint32_t n)
 
 static void get_finding(struct rbuf *b, struct rn_finding *f)
 {
-	unsigned int c = get16(b), s = get8(b);
-	uint32_t lm, lf;
+	unsigned int c = get16(b), s = get8(b), x = get8(b);
+	uint32_t l[FINDING_TEXTS] = { 0 };
+	char **t[FINDING_TEXTS] = { &f->msg, &f->fix, &f->fix_host, &f->pre_fix, &f->pre_host,
+				    &f->advice };
+	unsigned int i;
 
-	get8(b);
-	lm = get32(b);
-	lf = get32(b);
 	rn_finding_clear(f);
-	f->msg = get_text(b, lm);
-	f->fix = get_text(b, lf);
+	/* version 2 has no extra texts; a later version may send more than we know */
+	if (x != 0 && x != FINDING_TEXTS - 2) {
+		b->err = -EBADMSG;
+		return;
+	}
+	for (i = 0; i < 2 + x; i++)
+		l[i] = get32(b);
+	for (i = 0; i < 2 + x; i++)
+		*t[i] = get_text(b, l[i]);
 	if (s > RN_SEV_FATAL)
 		b->err = -EBADMSG;
 	/* a newer peer's cause: kept as its number, shown as "unknown cause N" */
@@ -598,9 +613,9 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
 		return -EBADMSG;
 	}
-	if (version != RN_DW_VERSION) {
-		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %d", version,
-			 RN_DW_VERSION);
+	if (version < RN_DW_VERSION_MIN || version > RN_DW_VERSION) {
+		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %d to %d",
+			 version, RN_DW_VERSION_MIN, RN_DW_VERSION);
 		return -EPROTO;
 	}
 	if (type < RN_DW_INV || type > RN_DW_DONE || get32(&b)) {

@@ -38,16 +38,22 @@ static void check_message(const uint8_t *data, size_t size)
 			abort();
 	} else if (h.type == RN_MSG_VERDICT) {
 		struct rn_verdict_msg m = { 0 }, m2 = { 0 };
+		size_t n;
 
 		if (rn_msg_decode_verdict(p, h.len, &m)) {
 			rn_verdict_msg_clear(&m);
 			return;
 		}
-		rn_msg_encode_verdict(out, h.nonce, &m);
-		if (rn_msg_decode_verdict(out + RN_WIRE_HDR_LEN, h.len, &m2) ||
+		/* a version 2 verdict comes back in version 3's layout: its own length */
+		n = rn_msg_encode_verdict(out, h.nonce, &m);
+		if (rn_msg_decode_verdict(out + RN_WIRE_HDR_LEN, n - RN_WIRE_HDR_LEN, &m2) ||
 		    m.refused != m2.refused || m.finding.cause != m2.finding.cause ||
 		    m.finding.sev != m2.finding.sev || strcmp(m.finding.msg, m2.finding.msg) ||
-		    strcmp(m.finding.fix, m2.finding.fix))
+		    strcmp(m.finding.fix, m2.finding.fix) ||
+		    strcmp(rn_finding_fix_host(&m.finding), rn_finding_fix_host(&m2.finding)) ||
+		    strcmp(rn_finding_pre_fix(&m.finding), rn_finding_pre_fix(&m2.finding)) ||
+		    strcmp(rn_finding_pre_host(&m.finding), rn_finding_pre_host(&m2.finding)) ||
+		    strcmp(rn_finding_advice(&m.finding), rn_finding_advice(&m2.finding)))
 			abort();
 		rn_verdict_msg_clear(&m);
 		rn_verdict_msg_clear(&m2);

@@ -56,9 +56,12 @@ echo "neigh-wrong-mac on: $wrong"
 # As root the doctor also asks by raw ARP who has each address: both B NICs answer for both.
 [ "$(jq_py "$T/defaults.json" "d['summary']['arp_probed']")" -gt 0 ] || rn_fail "no ARP uniqueness probe as root"
 [ "$wrong" = "nic0>nic0 nic0>nic1 nic1>nic0 nic1>nic1" ] || rn_fail "ARP uniqueness: flux named on '$wrong', want every pair"
-fix=$(jq_py "$T/defaults.json" "[f['fix'] for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
+# Two parts, each for one host by name: B's own ARP sysctls (as B's doctor names them), then
+# A's stale entry.
+fix=$(jq_py "$T/defaults.json" "[(f['pre_host'], f['pre_fix'], f['fix_host'], f['fix']) for p in d['pairs'] for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'][0]")
 echo "fix: $fix"
-[[ $fix == "on $bhost: "*arp_ignore=1* ]] || rn_fail "neigh-wrong-mac fix does not target host B"
+[[ $fix == "$bhost sysctl -w "*arp_ignore=1*" hosta ip neigh flush dev nic"[01]" to 198.18.0.2"[12]" nud all" ]] ||
+	rn_fail "neigh-wrong-mac: the first part is not for host B, or the second not for A"
 # The MAC A held is really B's other NIC's (the neighbour may flip later as B talks).
 p=${wrong%% *}
 other=nic1
@@ -80,6 +83,11 @@ rc=$?
 cat "$T/human.txt"
 [ $rc -eq 1 ] || rn_fail "human format: exit $rc, want 1"
 grep -q '^nic0 198.18.0.11 .*neigh-wrong-mac' "$T/human.txt" || rn_fail "matrix row nic0 does not show neigh-wrong-mac"
+# each part of its fix on the host it names: B's sysctls, then A's flush (here)
+grep -q "^    fix.* (on $bhost): sysctl -w .*arp_ignore=1" "$T/human.txt" ||
+	rn_fail "human format: the sysctl part is not named for host B"
+grep -q '^    then fix[^(]*: ip neigh flush dev nic[01] to ' "$T/human.txt" ||
+	rn_fail "human format: the flush is not the part run here"
 
 echo "== garbage to serve"
 printf 'junk\n' | ip netns exec "$A" bash -c 'cat >/dev/tcp/198.18.0.21/18515' ||

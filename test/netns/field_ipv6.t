@@ -29,7 +29,7 @@ echo "    $out"
 grep -q "result=ok" <<<"$out" || rn_fail "IPv6 connection check from nic1 refused: $out"
 
 # A NIC with no address at all: no command can choose its address, so none is printed and
-# the message says what to do.
+# the advice says what to do.
 fl_host
 fl_seg s0
 fl_nic nic0 s0 198.18.0.11/24
@@ -42,8 +42,8 @@ fl_expect nic0 ""
 fl_expect nic1 no-gid
 [ -z "$(jq_py "$J" "[f['fix'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]")" ] ||
 	rn_fail "a command is printed where none can fix it"
-jq_py "$J" "[f['message'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]" |
-	grep -q "give nic1 an IPv4 address" || rn_fail "the message does not say what to do"
+jq_py "$J" "[f['advice'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]" |
+	grep -q "give nic1 an IPv4 address" || rn_fail "the advice does not say what to do"
 FL_REPORT+=("$FL_NAME nic1: no-gid (no command; the message says to give it an address)")
 
 dual() {

@@ -2,7 +2,8 @@
 # Field layouts, policy rules that exist but do not decide, and NICs that changed under
 # them: the seed's rules shadowed by wg-quick's suppress_prefixlength rule, by Tailscale's
 # table 52, or placed after main; a NIC bounced down/up (its table routes vanish); a
-# renumbered NIC with a stale rule; a NIC with a secondary IP.
+# renumbered NIC with a stale rule (named stale-rule where its table is still the NIC's);
+# a NIC with a secondary IP.
 . "$(dirname "$0")/field_lib.sh"
 
 ips=(198.18.0.11 198.18.0.12 198.18.0.13)
@@ -62,13 +63,43 @@ ip -n "$H" link set nic1 down
 ip -n "$H" link set nic1 up
 fl_layout "nic1 bounced down/up" nic0,nic1,nic2 nic0= nic1=table-no-route nic2=
 
-# Renumbered: nic1 moved from .12 to .22; its old rule stays, its table lost the route.
+# Renumbered: nic1 moved from .12 to .22; its old rule stays, its table lost the route
+# (the kernel deletes routes whose src goes): the rule is stale, and nic1 the only NIC of
+# the subnet without a rule, so it is nic1's.
 flat
 seed 101
 ip -n "$H" addr del 198.18.0.12/24 dev nic1
 ip -n "$H" addr add 198.18.0.22/24 dev nic1
 fl_layout "nic1 renumbered .12 -> .22, stale rule" nic0,nic1,nic2 nic0= \
-	nic1=route-wrong-nic nic2=
+	nic1=route-wrong-nic,stale-rule nic2=
+grep -qx 'ip rule del from 198.18.0.12 lookup 102 pref 102' "$FL_PASTE_LAST" ||
+	rn_fail "stale-rule: the fix is not the rule's own deletion"
+ip -n "$H" rule show | grep -q 'from 198.18.0.12 ' && rn_fail "stale-rule: the old rule stayed"
+
+# Renumbered the same way, its table still routing the subnet out of nic1 (a route without
+# src survives the address): the old rule is named stale-rule, deleted by the pasted fix.
+flat
+seed 101
+ip -n "$H" addr del 198.18.0.12/24 dev nic1
+ip -n "$H" addr add 198.18.0.22/24 dev nic1
+ip -n "$H" route add 198.18.0.0/24 dev nic1 table 102
+fl_layout "nic1 renumbered .12 -> .22, its table still routing out of it" nic0,nic1,nic2 nic0= \
+	nic1=route-wrong-nic,stale-rule nic2=
+ip -n "$H" rule show | grep -q 'from 198.18.0.12 ' && rn_fail "stale-rule: the old rule stayed"
+
+# Set up by roce-policy-routing (table 100 + ifindex), then renumbered: the kernel empties
+# nic1's table with the address; the empty table still bears nic1's number.
+flat
+rn_in "$H" "$RN_TOP/scripts/roce-policy-routing" --state-dir "$FL_T/st" nic0 nic1 nic2 \
+	>/dev/null || rn_fail "roce-policy-routing"
+fl_layout "seed of roce-policy-routing" nic0,nic1,nic2 nic0= nic1= nic2=
+ip -n "$H" addr del 198.18.0.12/24 dev nic1
+ip -n "$H" addr add 198.18.0.22/24 dev nic1
+t1=$((100 + $(ip -n "$H" -o link show dev nic1 | cut -d: -f1)))
+fl_layout "roce-policy-routing's nic1 renumbered .12 -> .22" nic0,nic1,nic2 nic0= \
+	nic1=route-wrong-nic,stale-rule nic2=
+grep -q "^ip rule del from 198.18.0.12 lookup $t1 pref " "$FL_PASTE_LAST" ||
+	rn_fail "stale-rule: no deletion of the rule into table $t1"
 
 # A secondary IP on nic1: the primary is the source; a rule for the secondary makes it so.
 flat

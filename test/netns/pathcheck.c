@@ -4,15 +4,19 @@
  * device needed) for the netns tests, and prints machine-readable lines.
  *
  *   rn-pathcheck nic DEV...                 NIC verdicts (GID choice from addresses)
- *   rn-pathcheck conn DEV PEER_IP PEER_MAC [TIMEOUT_MS] [PEER_HOST]
- *                                           per-connection check, polled every 1 ms
+ *   rn-pathcheck conn DEV PEER_IP PEER_MAC [TIMEOUT_MS [PEER_HOST [PEER_DEV [PEER_MTU
+ *                [PEER_CAUSE]]]]]          per-connection check, polled every 1 ms
+ *                                           (PEER_MTU 0: ours; PEER_CAUSE: the peer
+ *                                           refused its own path with that cause id)
  *   rn-pathcheck diag DEV PEER_IP PEER_MAC  diagnosis (no ARP sent)
  *   rn-pathcheck bench N DEV...             time snapshot + assess, N rounds
  *
  * Options before the command: -c strict|warn|off (NCCL_ROCE_ROUTE_CHECK), -v (log).
  * Output: "nic DEV ip=IP/LEN table=T verdict=V causes=ID,ID" then one
- * "finding DEV ID SEV msg=... fix=..." per finding; "conn DEV PEER result=ok|refused
- * cause=ID polls=N max_poll_us=U elapsed_ms=M".
+ * "finding DEV ID SEV msg=... fix=..." per finding, followed by one
+ * "paste DEV ID HOST COMMANDS" per part of its fix in the order to run them (HOST
+ * "here" or the host named) and "advice DEV ID TEXT" when it has advice;
+ * "conn DEV PEER result=ok|refused cause=ID polls=N max_poll_us=U elapsed_ms=M".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include <sys/socket.h>
 
 #include "rn_host.h"
+#include "rn_nic.h"
 #include "rn_log.h"
 #include "rn_param.h"
 
@@ -37,6 +42,26 @@ static double now_ms(void)
 static const char *sev_str(enum rn_severity s)
 {
 	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";
+}
+
+static void print_finding(const char *dev, const struct rn_finding *f)
+{
+	const char *id = rn_cause_id(f->cause);
+
+	printf("finding %s %s %s msg=%s fix=%s\n", dev, id, sev_str(f->sev), rn_finding_msg(f),
+	       rn_finding_fix(f));
+	if (rn_finding_pre_fix(f)[0]) {
+		const char *h = rn_finding_where(f, 1, NULL);
+
+		printf("paste %s %s %s %s\n", dev, id, h[0] ? h : "here", rn_finding_pre_fix(f));
+	}
+	if (rn_finding_fix(f)[0]) {
+		const char *h = rn_finding_where(f, 0, NULL);
+
+		printf("paste %s %s %s %s\n", dev, id, h[0] ? h : "here", rn_finding_fix(f));
+	}
+	if (rn_finding_advice(f)[0])
+		printf("advice %s %s %s\n", dev, id, rn_finding_advice(f));
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -82,9 +107,7 @@ static void print_nic(const struct rn_nic *nic)
 	       rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
 	       rn_verdict_str(nic->verdict), o ? causes : "none");
 	for (i = 0; i < nic->nfindings; i++)
-		printf("finding %s %s %s msg=%s fix=%s\n", nic->netdev,
-		       rn_cause_id(nic->findings[i].cause), sev_str(nic->findings[i].sev),
-		       rn_finding_msg(&nic->findings[i]), rn_finding_fix(&nic->findings[i]));
+		print_finding(nic->netdev, &nic->findings[i]);
 }
 
 static int cmd_nic(int argc, char **argv, const struct rn_config *cfg, int bench)
@@ -140,6 +163,15 @@ static int peer_from_args(char **argv, int argc, struct rn_peer_facts *peer)
 	}
 	snprintf(peer->host, sizeof(peer->host), "%s", argc > 3 ? argv[3] : "peer");
 	snprintf(peer->netdev, sizeof(peer->netdev), "%s", argc > 4 ? argv[4] : "?");
+	/* what the peer's HELLO would say: its MTU, its own verdict's cause */
+	peer->mtu = argc > 5 ? atoi(argv[5]) : 0;
+	if (argc > 6) {
+		peer->verdict_cause = (uint16_t)rn_cause_from_id(argv[6]);
+		if (!peer->verdict_cause) {
+			fprintf(stderr, "rn-pathcheck: no cause '%s'\n", argv[6]);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -165,15 +197,15 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 	rn_host_free(h);
 	if (ret)
 		return 1;
-	peer.mtu = nic.mtu;
+	if (!peer.mtu)
+		peer.mtu = nic.mtu;
 	if (diag) {
 		ret = rn_diagnose_peer(&nic, &peer, &f);
 		printf("diag %s %s result=%s cause=%s\n", argv[0], argv[1],
 		       ret == 0 ? "found" : ret == -ENOENT ? "healthy" : strerror(-ret),
 		       ret == 0 ? rn_cause_id(f.cause) : "none");
 		if (ret == 0)
-			printf("finding %s %s %s msg=%s fix=%s\n", argv[0], rn_cause_id(f.cause),
-			       sev_str(f.sev), rn_finding_msg(&f), rn_finding_fix(&f));
+			print_finding(argv[0], &f);
 		return ret == 0 || ret == -ENOENT ? 0 : 1;
 	}
 	t0 = now_ms();
@@ -200,8 +232,7 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 	       argv[0], argv[1], ret == 0 ? "ok" : ret == -EHOSTUNREACH ? "refused" : "error",
 	       rn_cause_id(f.cause), polls, maxp * 1000, now_ms() - t0);
 	if (f.cause)
-		printf("finding %s %s %s msg=%s fix=%s\n", argv[0], rn_cause_id(f.cause),
-		       sev_str(f.sev), rn_finding_msg(&f), rn_finding_fix(&f));
+		print_finding(argv[0], &f);
 	rn_conn_check_free(chk);
 	return ret == 0 || ret == -EHOSTUNREACH ? 0 : 1;
 }
@@ -234,7 +265,7 @@ int main(int argc, char **argv)
 	argv += optind;
 	if (argc < 2) {
 		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-v] [-6] "
-				"nic DEV...|conn DEV IP MAC [MS [HOST [PEERDEV]]]|"
+				"nic DEV...|conn DEV IP MAC [MS [HOST [PEERDEV [MTU [CAUSE]]]]]|"
 				"diag DEV IP MAC|bench N DEV...\n");
 		return 2;
 	}

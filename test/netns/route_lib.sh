@@ -88,6 +88,26 @@ rn_unpolicy() {
 	done
 }
 
+# rn_conn_pair: the per-connection layout. Our host $H (eth0/eth1 with policy routing
+# and fixed sysctls) and a peer $P whose two NICs p0/p1 share the subnet with kernel
+# defaults (ARP flux), on one switch $SW. p0 joins the bridge last, so the bridge floods
+# to it first: its (wrong) answer for p1's IP tends to arrive first, which is how flux
+# shows up on real switches. Sets SW H P MAC0 MAC1.
+rn_conn_pair() {
+	SW=$(rn_ns sw)
+	rn_switch "$SW"
+	H=$(rn_ns host)
+	rn_nic "$H" eth0 "$SW" h0 198.18.0.1/24
+	rn_nic "$H" eth1 "$SW" h1 198.18.0.2/24
+	rn_policy "$H" 198.18.0.0/24 eth0:198.18.0.1 eth1:198.18.0.2
+	rn_sysctl "$H" net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
+	P=$(rn_ns peer)
+	rn_nic "$P" p1 "$SW" q1 198.18.0.11/24
+	rn_nic "$P" p0 "$SW" q0 198.18.0.10/24
+	MAC0=$(rn_mac "$P" p0)
+	MAC1=$(rn_mac "$P" p1)
+}
+
 # rn_pc NS ARGS...: run rn-pathcheck inside NS.
 rn_pc() {
 	local ns=$1

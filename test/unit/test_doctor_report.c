@@ -141,6 +141,7 @@ static void pair_finding(struct rn_dw_pair *p, int i, int j, const char *peer_ho
 	rn_vars_set(&v, "peer_mac", "02:00:00:00:01:%02x", j);
 	rn_vars_set(&v, "peer_host", "%s", peer_host);
 	rn_vars_set(&v, "dev", "ens%df0np0", i + 1);
+	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.ens%df0np0.arp_ignore=1", j + 1);
 	assert_int_equal(rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC,
 					   &v), 0);
 	p->status = 1;
@@ -243,6 +244,30 @@ static void matrix_and_findings_whole(void **state)
 			assert_non_null(strstr(h, s->ours.pairs[i].findings[k].fix));
 		}
 	assert_non_null(strstr(j, "\"cause\": \"unknown cause 999\""));
+	/*
+	 * Where each part runs, by name: our pair's wrong MAC is the remote's sysctls first,
+	 * then our flush; the remote's pair finding flushes there, after our sysctls.
+	 */
+	assert_non_null(strstr(h, "\n    fix ens2f0np0->gpu-node-b.rack17.example:ens1f0np0 (on "
+				  "gpu-node-b.rack17.example): sysctl -w "
+				  "net.ipv4.conf.ens1f0np0.arp_ignore=1\n    then fix ens2f0np0->"
+				  "gpu-node-b.rack17.example:ens1f0np0: ip neigh flush dev ens2f0np0 "
+				  "to 198.18.0.21 nud all\n"));
+	assert_non_null(strstr(h, "\n    fix gpu-node-b.rack17.example:ens8f0np0->ens1f0np0 (on "
+				  "gpu-node-a.rack17.example): sysctl -w "));
+	assert_non_null(strstr(h, "\n    then fix gpu-node-b.rack17.example:ens8f0np0->ens1f0np0 "
+				  "(on gpu-node-b.rack17.example): ip neigh flush dev ens8f0np0 to "));
+	assert_non_null(strstr(j, "\"pre_fix\": \"sysctl -w net.ipv4.conf.ens1f0np0.arp_ignore=1\",\n"));
+	assert_non_null(strstr(j, "\"pre_host\": \"gpu-node-b.rack17.example\""));
+	{
+		const char *fx = strstr(j, "\"fix\": \"ip neigh flush dev ens2f0np0 to 198.18.0.21 nud all\",");
+
+		assert_non_null(fx);
+		fx = strchr(fx, '\n');
+		assert_non_null(fx);
+		fx += strspn(fx, " \n");
+		assert_memory_equal(fx, "\"fix_host\": \"gpu-node-a.rack17.example\"", 38);
+	}
 	free(h);
 	free(j);
 	session_clear(s);

@@ -130,6 +130,7 @@ static void checks_roundtrip(void **state)
 	rn_vars_set(&v, "got_mac", "52:54:00:18:01:01");
 	rn_vars_set(&v, "peer_mac", "52:54:00:18:01:00");
 	rn_vars_set(&v, "dev", "eth1");
+	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1");
 	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	rn_vars_free(&v);
 	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
@@ -138,6 +139,11 @@ static void checks_roundtrip(void **state)
 	assert_int_equal(out->npairs, 2);
 	assert_int_equal(out->pairs[1].status, 1);
 	assert_int_equal(out->pairs[1].findings[0].cause, RN_CAUSE_NEIGH_WRONG_MAC);
+	/* where each part runs crosses too (protocol 3) */
+	assert_string_equal(out->pairs[1].findings[0].pre_fix, "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	assert_string_equal(out->pairs[1].findings[0].pre_host, "hostb");
+	assert_string_equal(out->pairs[1].findings[0].fix, "ip neigh flush dev eth1 to 198.18.0.20 nud all");
+	assert_string_equal(out->pairs[1].findings[0].fix_host, "");
 	assert_string_equal(out->pairs[1].findings[0].msg, in->pairs[1].findings[0].msg);
 	rn_dw_msg_free(&m);
 
@@ -226,7 +232,7 @@ static void finding_text_bounds(void **state)
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
 	m.payload[off + 4] = 0;
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
-	m.payload[off + 12] = '\0'; /* a NUL inside the message */
+	m.payload[off + 4 + 4 * 6] = '\0'; /* a NUL inside the message (after 6 lengths) */
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
 	rn_dw_msg_free(&m);
 	rn_dw_inv_clear(&in);
@@ -268,6 +274,43 @@ static void other_version(void **state)
 	char why[256];
 
 	assert_int_equal(recv_raw("RNDR\0\11\0\1\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EPROTO);
+}
+
+/* A version 2 sender (findings without hosts or advice) is still read. */
+static void older_peer(void **state)
+{
+	static const uint8_t v2[] = {
+		0, 1, 0, 0,             /* one pair */
+		0, 1, 1, 1,             /* local 0, remote 1, problem, one finding */
+		0, RN_CAUSE_MTU_MISMATCH, RN_SEV_WARN, 0, /* x = 0: version 2's finding */
+		0, 0, 0, 3, 0, 0, 0, 2, 'm', 's', 'g', 'i', 'p',
+	};
+	struct rn_dw_inv a = { 0 }, b = { 0 };
+	struct rn_dw_checks *out = calloc(1, sizeof(*out));
+	struct rn_dw_msg m = { .type = RN_DW_CHECKS, .len = sizeof(v2) };
+	char why[256];
+
+	assert_non_null(out);
+	m.payload = malloc(sizeof(v2));
+	assert_non_null(m.payload);
+	memcpy(m.payload, v2, sizeof(v2));
+	sample_inv(&a);
+	sample_inv(&b);
+	assert_int_equal(recv_raw("RNDR\0\2\0\6\0\0\0\0\0\0\0\0", 16, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), 0);
+	assert_int_equal(out->pairs[0].findings[0].cause, RN_CAUSE_MTU_MISMATCH);
+	assert_string_equal(out->pairs[0].findings[0].msg, "msg");
+	assert_string_equal(out->pairs[0].findings[0].fix, "ip");
+	assert_string_equal(rn_finding_fix_host(&out->pairs[0].findings[0]), "");
+	assert_string_equal(rn_finding_advice(&out->pairs[0].findings[0]), "");
+	/* a count of extra texts this build does not know: rejected, not guessed */
+	m.payload[11] = 3;
+	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), -EBADMSG);
+	rn_dw_msg_free(&m);
+	rn_dw_checks_clear(out);
+	free(out);
+	rn_dw_inv_clear(&a);
+	rn_dw_inv_clear(&b);
 }
 
 static void unknown_type(void **state)
@@ -415,6 +458,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_magic, setup, teardown),
 		cmocka_unit_test_setup_teardown(other_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(older_peer, setup, teardown),
 		cmocka_unit_test_setup_teardown(unknown_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(cut_short, setup, teardown),

@@ -17,6 +17,7 @@
 #include "fake_nl.h"
 #include "plugin.h"
 #include "rn_log.h"
+#include "rn_nic.h"
 
 #define NNICS 8
 #define NCCL_LINE 1024 /* NCCL's debug logger formats into a buffer this size */
@@ -228,12 +229,68 @@ static void nccl_log_splits_never_cuts(void **state)
 	rn_finding_clear(&f);
 }
 
+/*
+ * Where each part of a fix runs, in the WARN: the peer's share by its name first, then
+ * ours; a finding the peer made (its refusal) runs there; advice is not a fix.
+ */
+static void nccl_log_names_where_fixes_run(void **state)
+{
+	struct rn_finding f = { 0 }, g = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
+	char *text, *big;
+
+	rn_vars_set(&v, "peer_ip", "198.18.0.11");
+	rn_vars_set(&v, "got_mac", "02:00:00:00:00:01");
+	rn_vars_set(&v, "peer_mac", "02:00:00:00:00:02");
+	rn_vars_set(&v, "peer_host", "gpu7");
+	rn_vars_set(&v, "dev", "ens1f0np0");
+	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
+		    "net.ipv4.conf.all.arp_announce=2");
+	rn_vars_set(&v, "ip", "198.18.0.1");
+	rn_vars_set(&v, "peer_dev", "ens2f0np0");
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
+	assert_int_equal(rn_finding_render(&g, RN_CAUSE_PEER_DIED, &v), 0);
+	rn_plugin_log_attach(nccl_logger);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "conn", NULL, &f);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "theirs", "gpu7", &f);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "died", NULL, &g);
+	assert_int_equal(logged.n, 3);
+	assert_non_null(strstr(logged.lines[0], "; fix (on gpu7): sysctl -w net.ipv4.conf.all."
+				"arp_ignore=1 net.ipv4.conf.all.arp_announce=2; then fix: ip neigh "
+				"flush dev ens1f0np0 to 198.18.0.11 nud all"));
+	/* the peer's own finding: its flush runs there, our name is not in it */
+	assert_non_null(strstr(logged.lines[1], "; then fix (on gpu7): ip neigh flush"));
+	assert_non_null(strstr(logged.lines[2], "[peer-died]: "));
+	assert_non_null(strstr(logged.lines[2], "; what to do: look at the log of the process on gpu7"));
+	assert_null(strstr(logged.lines[2], "fix"));
+	/* too long for one line: each part on lines of its own, labelled the same */
+	log_reset();
+	big = calloc(1, 1200);
+	assert_non_null(big);
+	memset(big, 'x', 1100);
+	rn_vars_set(&v, "got_mac", "%s", big);
+	free(big);
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "conn", NULL, &f);
+	assert_int_equal(logged.cut, 0);
+	text = log_text();
+	assert_non_null(strstr(text, "[neigh-wrong-mac] fix (on gpu7): sysctl -w net.ipv4.conf.all."
+			       "arp_ignore=1 net.ipv4.conf.all.arp_announce=2\n"));
+	assert_non_null(strstr(text, "[neigh-wrong-mac] then fix: ip neigh flush dev ens1f0np0 to "
+			       "198.18.0.11 nud all\n"));
+	free(text);
+	rn_vars_free(&v);
+	rn_finding_clear(&f);
+	rn_finding_clear(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(every_cause_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(nccl_log_keeps_every_text_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(nccl_log_splits_never_cuts, setup, teardown),
+		cmocka_unit_test_setup_teardown(nccl_log_names_where_fixes_run, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

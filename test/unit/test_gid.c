@@ -12,6 +12,7 @@
 #include "fake_verbs.h"
 #include "rn_log.h"
 #include "rn_verbs.h"
+#include "rn_nic.h"
 
 /* the findings a test's NIC holds are released when it goes out of scope */
 #define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
@@ -430,11 +431,17 @@ static void test_link_local_only_never_chosen(void **state)
 	static const struct fake_gid g[] = { { "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
 					     { "::", V2, 2 } };
 	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
 
 	gids(g, 3);
 	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
-	assert_true(has(&nic, RN_CAUSE_NO_GID));
+	i = has(&nic, RN_CAUSE_NO_GID);
+	assert_true(i);
+	/* no knob helps, the address is the site's to choose: no command, what to do */
+	assert_string_equal(nic.findings[i - 1].fix, "");
+	assert_non_null(strstr(nic.findings[i - 1].advice, "ip addr add <address>/<prefix> dev "));
+	assert_null(strstr(nic.findings[i - 1].msg, "ip addr add"));
 }
 
 int main(void)

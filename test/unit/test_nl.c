@@ -25,6 +25,7 @@
 
 #include "rn_host.h"
 #include "rn_nl.h"
+#include "rn_nic.h"
 
 /* the findings a test's NIC holds are released when it goes out of scope */
 #define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))

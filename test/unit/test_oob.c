@@ -76,7 +76,7 @@ static void framing_byte_by_byte(void **state)
 	}
 	assert_int_equal(ret, 0);
 	assert_int_equal(in.hdr.type, RN_MSG_VERDICT);
-	assert_int_equal(i + 1, RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 1);
+	assert_int_equal(i + 1, RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 1);
 	rn_oob_recv_reset(&in);
 	for (i++; i < (int)out.len; i++)
 		assert_int_equal(write(sv[1], out.data + i, 1), 1);

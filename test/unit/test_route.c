@@ -11,6 +11,7 @@
 
 #include "fake_nl.h"
 #include "rn_log.h"
+#include "rn_nic.h"
 
 /* the findings a test's NIC holds are released when it goes out of scope */
 #define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
@@ -123,6 +124,32 @@ static void test_seed_fix_accepts_all(void **state)
 	assert_int_equal(n1.nfindings, 0);
 	assert_int_equal(n1.table, 102);
 	assert_string_equal(rn_ip_str(&n1.ip, b, sizeof(b)), "198.18.0.2");
+}
+
+/*
+ * A rule left from an address no interface has (a NIC renumbered from .9) into eth1's
+ * table: stale-rule on eth1 only, a warning, fixed by deleting exactly that rule. One
+ * into an empty table while every NIC has its rule belongs to no NIC.
+ */
+static void test_stale_rule_of_a_renumbered_nic(void **state)
+{
+	const struct rn_finding *f;
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_rule(&H, 110, "198.18.0.9/32", 102);
+	fake_rule(&H, 111, "198.18.0.8/32", 150);
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
+	assert_null(find(&n0, RN_CAUSE_STALE_RULE));
+	assert_int_equal(n0.verdict, RN_VERDICT_OK);
+	f = find(&n1, RN_CAUSE_STALE_RULE);
+	assert_non_null(f);
+	assert_int_equal(f->sev, RN_SEV_WARN);
+	assert_int_equal(n1.verdict, RN_VERDICT_WARN);
+	assert_string_equal(f->fix, "ip rule del from 198.18.0.9 lookup 102 pref 110");
+	assert_non_null(strstr(f->msg, "198.18.0.9"));
+	assert_int_equal(n1.nfindings, 1); /* the empty table's rule is nobody's */
 }
 
 static void test_rule_table_routes_wrong_nic(void **state)
@@ -435,6 +462,7 @@ int main(void)
 		cmocka_unit_test_setup(test_warn_mode_does_not_refuse, setup_shared),
 		cmocka_unit_test_setup(test_off_mode_skips_checks, setup_shared),
 		cmocka_unit_test_setup(test_seed_fix_accepts_all, setup_shared),
+		cmocka_unit_test_setup(test_stale_rule_of_a_renumbered_nic, setup_shared),
 		cmocka_unit_test_setup(test_rule_table_routes_wrong_nic, setup_shared),
 		cmocka_unit_test_setup(test_rule_shares_another_nics_table, setup_shared),
 		cmocka_unit_test_setup(test_strict_rp_filter_with_asymmetry, setup_shared),

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The one definition of a NIC's table, rule priority and management NIC (route.c,
+ * The one definition of a NIC's table, rule priority and management NIC (policy.c,
  * shared with scripts/roce-policy-routing): 100 + ifindex, taken numbers skipped in
  * ifindex order, the priority ahead of every shadowing rule, main's best default route.
  */
@@ -14,6 +14,7 @@
 #include <linux/rtnetlink.h>
 
 #include "fake_nl.h"
+#include "rn_policy.h"
 
 static struct fake_nl_host H;
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "rn_host.h"
+#include "rn_conncheck.h"
 
 static void test_every_cause_has_unique_id_and_text(void **state)
 {
@@ -77,11 +78,76 @@ static void test_render_wrong_mac_names_peer(void **state)
 	rn_vars_set(&v, "peer_mac", "02:00:00:00:00:00");
 	rn_vars_set(&v, "peer_host", "gpu7");
 	rn_vars_set(&v, "dev", "eth0");
+	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1");
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	assert_non_null(strstr(f.msg, "198.18.0.10"));
 	assert_non_null(strstr(f.msg, "02:00:00:00:00:01"));
 	assert_non_null(strstr(f.msg, "gpu7"));
-	assert_non_null(strstr(f.fix, "net.ipv4.conf.all.arp_ignore=1"));
+	/* two parts, each pasteable on one host: the peer's sysctls first, then our entry */
+	assert_string_equal(f.pre_fix, "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	assert_string_equal(f.pre_host, "gpu7");
+	assert_string_equal(f.fix, "ip neigh flush dev eth0 to 198.18.0.10 nud all");
+	assert_string_equal(f.fix_host, "");
+	assert_null(strstr(f.fix, "on gpu7"));
+	assert_string_equal(rn_finding_where(&f, 1, NULL), "gpu7");
+	assert_string_equal(rn_finding_where(&f, 0, NULL), "");
+	assert_string_equal(rn_finding_where(&f, 0, "gpu3"), "gpu3");
+}
+
+/*
+ * A connection-level cause's fix is commands for one host, never advice: what no
+ * command can do is advice, and such a cause offers no command at all.
+ */
+static void test_fix_is_commands_advice_is_text(void **state)
+{
+	static const enum rn_cause advice_only[] = { RN_CAUSE_NEIGH_UNRESOLVED,
+						     RN_CAUSE_PEER_REFUSED, RN_CAUSE_PEER_DIED };
+	static const char *const not_commands[] = { "on {", "then here", "check that", "look at",
+						    "run roce-doctor", "# the same" };
+	int c, i, k;
+
+	for (i = 0; i < (int)RN_ARRAY_SIZE(advice_only); i++) {
+		assert_string_equal(rn_cause_fix_template(advice_only[i]), "");
+		assert_true(strlen(rn_cause_template(advice_only[i], RN_TPL_ADVICE)) > 20);
+	}
+	for (c = 1; c < RN_CAUSE__MAX; c++)
+		for (k = 0; k < (int)RN_ARRAY_SIZE(not_commands); k++) {
+			assert_null(strstr(rn_cause_fix_template(c), not_commands[k]));
+			assert_null(strstr(rn_cause_template(c, RN_TPL_PRE), not_commands[k]));
+		}
+}
+
+/* mtu-mismatch: the smaller side is raised, on the host that has it. */
+static void test_mtu_fix_runs_where_the_smaller_mtu_is(void **state)
+{
+	struct rn_vars v AUTO_VARS = RN_VARS_INIT;
+	struct rn_finding f AUTO_FINDING = { 0 };
+	struct rn_nic nic = { .netdev = "eth0", .mtu = 9000 };
+	struct rn_peer_facts peer = { .host = "gpu7", .netdev = "p1", .mtu = 1500 };
+
+	rn_vars_set(&v, "peer_host", "gpu7");
+	rn_vars_set(&v, "peer_dev", "p1");
+	rn_vars_set(&v, "nic", "eth0");
+	rn_vars_set(&v, "dev", "eth0");
+	assert_int_equal(rn_mtu_vars(&nic, &peer, &v), 1);
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_MTU_MISMATCH, &v), 0);
+	assert_string_equal(f.fix, "ip link set dev p1 mtu 9000");
+	assert_string_equal(f.fix_host, "gpu7");
+	assert_non_null(strstr(f.advice, "same MTU"));
+	nic.mtu = 1500;
+	peer.mtu = 9000;
+	assert_int_equal(rn_mtu_vars(&nic, &peer, &v), 1);
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_MTU_MISMATCH, &v), 0);
+	assert_string_equal(f.fix, "ip link set dev eth0 mtu 9000");
+	assert_string_equal(f.fix_host, "");
+	/* the netdevs agree, the ports do not: nothing to type, only what to do */
+	peer.mtu = 1500;
+	nic.active_mtu = IBV_MTU_1024;
+	peer.active_mtu = IBV_MTU_4096;
+	assert_int_equal(rn_mtu_vars(&nic, &peer, &v), 1);
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_MTU_MISMATCH, &v), 0);
+	assert_string_equal(f.fix, "");
+	assert_true(f.advice[0]);
 }
 
 /* A key the template names but nobody set is a bug: an error, never a guess like '?'. */
@@ -108,8 +174,8 @@ static void test_every_row_renders_from_its_documented_keys(void **state)
 		struct rn_vars v AUTO_VARS = RN_VARS_INIT;
 		struct rn_finding f AUTO_FINDING = { 0 };
 		char *keys = strdup(rn_cause_keys(c)), *save = NULL, *k;
-		const char *tpl[2] = { rn_cause_msg_template(c), rn_cause_fix_template(c) };
-		int t;
+		const char *out[RN_TPL__MAX];
+		int t, used;
 
 		assert_non_null(keys);
 		for (k = strtok_r(keys, " ", &save); k; k = strtok_r(NULL, " ", &save)) {
@@ -118,13 +184,25 @@ static void test_every_row_renders_from_its_documented_keys(void **state)
 			rn_vars_set(&v, k, "<%s>", k);
 			/* each documented key is used by one of the templates */
 			snprintf(ref, sizeof(ref), "{%s}", k);
-			assert_true(strstr(tpl[0], ref) || strstr(tpl[1], ref));
+			for (t = used = 0; t < RN_TPL__MAX; t++)
+				used |= strstr(rn_cause_template(c, (enum rn_tpl)t), ref) != NULL;
+			assert_true(used);
 		}
 		free(keys);
 		if (rn_finding_render(&f, c, &v))
 			fail_msg("cause %s: a template names an undocumented key", rn_cause_id(c));
-		for (t = 0; t < 2; t++)
-			assert_null(strchr(t ? f.fix : f.msg, '{'));
+		out[RN_TPL_MSG] = f.msg;
+		out[RN_TPL_FIX] = f.fix;
+		out[RN_TPL_FIX_ON] = f.fix_host;
+		out[RN_TPL_PRE] = f.pre_fix;
+		out[RN_TPL_PRE_ON] = f.pre_host;
+		out[RN_TPL_ADVICE] = f.advice;
+		for (t = 0; t < RN_TPL__MAX; t++)
+			assert_null(strchr(out[t], '{'));
+		/* a part to run first says where; advice only beside a fix or in its place */
+		assert_int_equal(!rn_cause_template(c, RN_TPL_PRE)[0],
+				 !rn_cause_template(c, RN_TPL_PRE_ON)[0]);
+		assert_true(rn_cause_template(c, RN_TPL_FIX)[0] || rn_cause_template(c, RN_TPL_ADVICE)[0]);
 	}
 }
 
@@ -175,6 +253,8 @@ int main(void)
 		cmocka_unit_test(test_severities),
 		cmocka_unit_test(test_render_fix_names_dev_ip_table),
 		cmocka_unit_test(test_render_wrong_mac_names_peer),
+		cmocka_unit_test(test_fix_is_commands_advice_is_text),
+		cmocka_unit_test(test_mtu_fix_runs_where_the_smaller_mtu_is),
 		cmocka_unit_test(test_render_missing_key_is_an_error),
 		cmocka_unit_test(test_every_row_renders_from_its_documented_keys),
 		cmocka_unit_test(test_no_caps),

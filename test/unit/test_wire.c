@@ -64,6 +64,8 @@ static void handle_rejects(void **state)
 	memcpy(bad, buf, sizeof(bad));
 	bad[5] = 9;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
+	bad[5] = 2; /* a version 2 listener's handle */
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), 0);
 	memcpy(bad, buf, sizeof(bad));
 	bad[6] = 5;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
@@ -205,6 +207,8 @@ static void verdict_roundtrip_and_rejects(void **state)
 	assert_int_equal(out.finding.cause, RN_CAUSE_NO_RULE);
 	assert_string_equal(out.finding.msg, m.finding.msg);
 	assert_string_equal(out.finding.fix, m.finding.fix);
+	assert_string_equal(out.finding.fix_host, "");
+	assert_string_equal(out.finding.advice, "");
 	/* a newer peer's cause: kept, shown as "unknown cause N", not a protocol error */
 	buf[RN_WIRE_HDR_LEN + 1] = RN_CAUSE__MAX + 3;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
@@ -217,9 +221,12 @@ static void verdict_roundtrip_and_rejects(void **state)
 	buf[RN_WIRE_HDR_LEN + 4] = 0x7f;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
 	buf[RN_WIRE_HDR_LEN + 4] = 0;
-	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = '\0';
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2] = '\0';
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
-	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + 2] = ' ';
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2] = ' ';
+	buf[RN_WIRE_HDR_LEN + 3] |= 0x80; /* a flag this build does not know */
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 3] &= 0x7f;
 	buf[RN_WIRE_HDR_LEN + 2] = 7;
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
 	assert_null(out.finding.msg); /* a rejected message leaves nothing behind */
@@ -228,6 +235,64 @@ static void verdict_roundtrip_and_rejects(void **state)
 	assert_int_equal(h.type, RN_MSG_READY);
 	buf[11] = 1; /* READY carries nothing */
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
+	rn_verdict_msg_clear(&out);
+}
+
+/* Where each part of a fix runs, and the advice, cross whole (version 3). */
+static void verdict_hosts_and_advice(void **state)
+{
+	static uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_verdict_msg m = { 0 }, out = { 0 };
+	struct rn_msg_hdr h;
+	size_t len;
+
+	m.refused = 1;
+	assert_int_equal(rn_finding_set(&m.finding, RN_CAUSE_NEIGH_WRONG_MAC, RN_SEV_FATAL, "wrong",
+					"ip neigh flush dev eth0 to 198.18.0.11 nud all"), 0);
+	assert_int_equal(rn_finding_set_where(&m.finding, "", "sysctl -w net.ipv4.conf.all.arp_ignore=1",
+					      "gpu7", "first the peer"), 0);
+	len = rn_msg_encode_verdict(buf, 5, &m);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.refused, 1);
+	assert_string_equal(out.finding.fix, m.finding.fix);
+	assert_string_equal(out.finding.fix_host, "");
+	assert_string_equal(out.finding.pre_fix, m.finding.pre_fix);
+	assert_string_equal(out.finding.pre_host, "gpu7");
+	assert_string_equal(out.finding.advice, "first the peer");
+	/* a host name over its (short) limit is a broken message */
+	buf[RN_WIRE_HDR_LEN + RN_VERDICT_FIXED_LEN] = 0x7f;
+	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	rn_verdict_msg_clear(&m);
+	rn_verdict_msg_clear(&out);
+}
+
+/* A version 2 peer: its header, handle and VERDICT (no hosts, no advice) still decode. */
+static void verdict_from_older_peer(void **state)
+{
+	static const uint8_t v2[] = {
+		'R', 'N', 'H', 'S', 0, 2, 0, RN_MSG_VERDICT, 0, 0, 0, 12 + 3 + 2, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 5,
+		0, RN_CAUSE_NO_RULE, RN_SEV_FATAL, 1, 0, 0, 0, 3, 0, 0, 0, 2, 'm', 's', 'g', 'i', 'p',
+	};
+	uint8_t old[sizeof(v2)];
+	struct rn_verdict_msg out = { 0 };
+	struct rn_msg_hdr h;
+
+	assert_int_equal(rn_msg_decode_hdr(v2, sizeof(v2), &h), 0);
+	assert_int_equal(h.len, 17);
+	assert_int_equal(rn_msg_decode_verdict(v2 + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.refused, 1);
+	assert_string_equal(out.finding.msg, "msg");
+	assert_string_equal(out.finding.fix, "ip");
+	assert_string_equal(rn_finding_fix_host(&out.finding), "");
+	assert_string_equal(rn_finding_pre_fix(&out.finding), "");
+	/* versions 1 and 4: not ours */
+	memcpy(old, v2, sizeof(v2));
+	old[5] = 1;
+	assert_int_equal(rn_msg_decode_hdr(old, sizeof(old), &h), -EPROTO);
+	old[5] = RN_WIRE_VERSION + 1;
+	assert_int_equal(rn_msg_decode_hdr(old, sizeof(old), &h), -EPROTO);
 	rn_verdict_msg_clear(&out);
 }
 
@@ -276,6 +341,8 @@ int main(void)
 		cmocka_unit_test(hello_roundtrip),
 		cmocka_unit_test(hello_rejects),
 		cmocka_unit_test(verdict_roundtrip_and_rejects),
+		cmocka_unit_test(verdict_hosts_and_advice),
+		cmocka_unit_test(verdict_from_older_peer),
 		cmocka_unit_test(verdict_long_texts),
 	};
 

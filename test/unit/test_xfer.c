@@ -779,6 +779,9 @@ static void peer_died_named_on_completion_error(void **state)
 	assert_non_null(strstr(w, "[peer-died]"));
 	assert_non_null(strstr(w, "testhost"));
 	assert_null(strstr(w, "look healthy"));
+	/* no command can bring a process back: what to do, never a "Fix:" */
+	assert_non_null(strstr(w, "What to do: look at the log of the process on testhost"));
+	assert_null(strstr(w, "Fix"));
 }
 
 /*

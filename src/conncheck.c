@@ -20,7 +20,11 @@
 #include <linux/rtnetlink.h>
 
 #include "rn_clock.h"
+#include "rn_conncheck.h"
 #include "rn_host.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
 
 #define MAX_CONN_FINDINGS 4
 /* Re-ask the kernel this often while the entry stays absent or FAILED. */
@@ -78,6 +82,14 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	rn_vars_set(v, "peer_host", "%s", peer->host[0] ? peer->host : "the peer");
 	rn_vars_set(v, "peer_dev", "%s", peer->netdev[0] ? peer->netdev : "its RoCE netdev");
 	rn_vars_set(v, "peer_mac", "%s", rn_mac_str(peer->mac, b, sizeof(b)));
+	/*
+	 * What stops ARP flux on the peer, run there. From here only the peer's name is
+	 * known, not its other NICs' own values: 'all' covers every NIC whose own
+	 * arp_ignore is not above 2 (max(all, dev)); the doctor, which has the peer's
+	 * inventory, names the peer's own keys instead (rn_doctor_peer_sysctls).
+	 */
+	rn_vars_set(v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
+		    "net.ipv4.conf.all.arp_announce=2");
 	if (nic->table == RN_TABLE_MAIN) {
 		uint32_t t, prio;
 
@@ -174,16 +186,22 @@ int rn_mtu_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, stru
 	if (peer->mtu > 0 && nic->mtu > 0 && peer->mtu != nic->mtu) {
 		rn_vars_set(v, "what", "netdev MTU %d here but %d on %s %s", nic->mtu, peer->mtu,
 			    rn_vars_get(v, "peer_host"), rn_vars_get(v, "peer_dev"));
-		rn_vars_set(v, "fix_dev", "%s", nic->mtu < peer->mtu ? nic->netdev : peer->netdev);
-		rn_vars_set(v, "fix_mtu", "%d", RN_MAX(nic->mtu, peer->mtu));
+		/* the smaller MTU is raised: ours here, or the peer's on the peer */
+		rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d",
+			    nic->mtu < peer->mtu ? nic->netdev : peer->netdev,
+			    RN_MAX(nic->mtu, peer->mtu));
+		rn_vars_set(v, "fix_host", "%s",
+			    nic->mtu < peer->mtu ? "" : rn_vars_get(v, "peer_host"));
 		return 1;
 	}
 	if (peer->active_mtu && nic->active_mtu && peer->active_mtu != nic->active_mtu) {
 		rn_vars_set(v, "what", "port active_mtu %d here but %d on %s %s",
 			    rn_ibv_mtu_bytes(nic->active_mtu), rn_ibv_mtu_bytes(peer->active_mtu),
 			    rn_vars_get(v, "peer_host"), rn_vars_get(v, "peer_dev"));
-		rn_vars_set(v, "fix_dev", "%s", nic->netdev);
-		rn_vars_set(v, "fix_mtu", "%d", RN_MAX(nic->mtu, peer->mtu));
+		/* the netdevs agree (else the branch above): one NIC supports less, no
+		 * command here changes that */
+		rn_vars_set(v, "mtu_fix", "%s", "");
+		rn_vars_set(v, "fix_host", "%s", "");
 		return 1;
 	}
 	return 0;

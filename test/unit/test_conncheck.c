@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "fake_nl.h"
+#include "rn_nic.h"
 
 /* a finding a test holds is released when it goes out of scope */
 #define AUTO_FINDING __attribute__((cleanup(rn_finding_clear)))

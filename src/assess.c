@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The NIC verdict: choose the GID (gid.c), turn what the choice found into a finding,
+ * run the route checks (route.c) unless there is nothing to route, then judge the
+ * findings under NCCL_ROCE_ROUTE_CHECK; and log the result as NCCL would show it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rn_gid.h"
+#include "rn_host.h"
+#include "rn_log.h"
+#include "rn_nic.h"
+#include "rn_route.h"
+
+static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_config *cfg)
+{
+	enum rn_verdict_kind k = RN_VERDICT_OK;
+	int i;
+
+	for (i = 0; i < nic->nfindings; i++) {
+		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
+			return RN_VERDICT_REFUSED; /* nothing to run RoCE on, whatever the mode */
+		if (nic->findings[i].sev == RN_SEV_FATAL)
+			k = cfg->route_check == RN_ROUTE_CHECK_STRICT ? RN_VERDICT_REFUSED
+								       : RN_MAX(k, RN_VERDICT_WARN);
+		else if (nic->findings[i].sev == RN_SEV_WARN)
+			k = RN_MAX(k, RN_VERDICT_WARN);
+	}
+	return k;
+}
+
+int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		  const struct rn_config *cfg)
+{
+	struct rn_gid_result res;
+	int ret;
+
+	if (!host || !nic || !cfg)
+		return -EINVAL;
+	nic->gid_index = -1;
+	nic->gid_why = RN_GID_WHY_NONE;
+	memset(&nic->gid, 0, sizeof(nic->gid));
+	memset(&nic->ip, 0, sizeof(nic->ip));
+	nic->prefixlen = 0;
+	nic->table = RN_TABLE_MAIN;
+	rn_nic_findings_clear(nic);
+	nic->verdict = RN_VERDICT_OK;
+	if (!rn_host_link_by_index(host, nic->ifindex)) {
+		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
+							: NULL;
+
+		if (!l)
+			return -ENODEV;
+		nic->ifindex = l->link.ifindex;
+	}
+	ret = rn_gid_choose(host, ctx, nic, cfg, &res);
+	if (ret < 0)
+		return ret;
+	if (res.cause != RN_CAUSE_NONE)
+		rn_nic_add_finding(nic, res.cause, &res.vars);
+	/* no GID: no source address to route from */
+	if (cfg->route_check != RN_ROUTE_CHECK_OFF && res.cause != RN_CAUSE_NO_GID)
+		rn_route_assess(host, nic, cfg);
+	rn_gid_result_free(&res);
+	nic->verdict = judge(nic, cfg);
+	return 0;
+}
+
+void rn_nic_log(const struct rn_nic *nic)
+{
+	char ip[INET6_ADDRSTRLEN], name[96], label[32];
+	struct rn_vars v = RN_VARS_INIT;
+	int i;
+
+	snprintf(name, sizeof(name), "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(&v, "causes", "%s", "");
+	for (i = 0; i < nic->nfindings; i++)
+		rn_vars_append(&v, "causes", ",", "%s",
+			       rn_cause_label(nic->findings[i].cause, label, sizeof(label)));
+	rn_info(RN_SUB_INIT | RN_SUB_NET,
+		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name, nic->netdev,
+		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
+		rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
+		rn_vars_get(&v, "causes") ? rn_vars_get(&v, "causes") : "");
+	rn_vars_free(&v);
+	snprintf(name, sizeof(name), RN_PFX "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
+		 nic->port);
+	for (i = 0; i < nic->nfindings; i++)
+		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL, &nic->findings[i]);
+}
