@@ -53,7 +53,7 @@ struct rn_nic {
 	/* identity */
 	char ibdev[64];
 	int port;
-	char netdev[IF_NAMESIZE];
+	char netdev[IF_NAMESIZE]; /* the port's, or the VLAN on it whose GID it uses */
 	int ifindex;
 	uint8_t mac[6];
 	int link_up;

@@ -108,10 +108,61 @@ struct want {
 	int len;
 };
 
+static int cand_fits(const struct cand *c, const struct want *w)
+{
+	return c->ip.family == w->family && c->type == w->type &&
+	       (!w->has_range || rn_ip_in_prefix(&c->ip, &w->net, w->len));
+}
+
 static int cand_ok(const struct cand *c, const struct rn_nic *nic, const struct want *w)
 {
-	return c->ifindex == nic->ifindex && c->ip.family == w->family && c->type == w->type &&
-	       (!w->has_range || rn_ip_in_prefix(&c->ip, &w->net, w->len));
+	return c->ifindex == nic->ifindex && cand_fits(c, w);
+}
+
+/*
+ * A VLAN's GIDs sit in the table of the port under it, bound to the VLAN netdev (mlx5 and
+ * rxe alike: rxe refuses a VLAN as its own netdev). Where the port's netdev has no GID we
+ * could use and a VLAN on it has, the NIC is that VLAN: its address, routes and sysctls
+ * are the ones RoCE uses, so the checks and their fixes must name it. The VLAN whose
+ * address policy routing makes a source wins, else the first in table order. Returns the
+ * ifindex, or 0 when the port's own netdev has a usable GID or no VLAN has one.
+ */
+static int vlan_of_port(struct rn_host *host, const struct cand *c, int n,
+			const struct rn_nic *nic, const struct want *w)
+{
+	struct rn_ip ip;
+	int i, first = 0;
+
+	for (i = 0; i < n; i++)
+		if (cand_ok(&c[i], nic, w))
+			return 0;
+	for (i = 0; i < n; i++) {
+		if (c[i].ifindex == nic->ifindex || !cand_fits(&c[i], w) ||
+		    !rn_host_link_by_index(host, c[i].ifindex))
+			continue;
+		if (rn_policy_source(host, c[i].ifindex, w->family, &ip, NULL))
+			return c[i].ifindex;
+		if (!first)
+			first = c[i].ifindex;
+	}
+	return first;
+}
+
+/* Judge @nic on netdev @ifindex from now on (a VLAN of its port). */
+static void repoint(struct rn_host *host, struct rn_nic *nic, int ifindex)
+{
+	const struct rn_host_link *l = rn_host_link_by_index(host, ifindex);
+
+	if (!l || ifindex == nic->ifindex)
+		return;
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the VLAN whose GID it "
+		"uses (its port's netdev %s has none of the wanted kind)", nic->ibdev, nic->port,
+		l->link.name, nic->netdev);
+	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
+	nic->ifindex = ifindex;
+	memcpy(nic->mac, l->link.mac, 6);
+	nic->mtu = l->link.mtu;
+	nic->link_up = nic->link_up && l->link.oper_up;
 }
 
 /* Every candidate into "have" (a growable value: a full GID table stays whole). */
@@ -233,6 +284,16 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 									MAX_CANDS);
 	if (n < 0)
 		return n;
+	if (ctx && cfg->gid_index >= 0) {
+		for (i = 0; i < n; i++)
+			if (c[i].index == cfg->gid_index)
+				forced = i;
+	}
+	/* a VLAN's GID, forced or the only usable one: the VLAN is the NIC */
+	if (forced >= 0 && c[forced].ip.family)
+		repoint(host, nic, c[forced].ifindex);
+	else if (ctx)
+		repoint(host, nic, vlan_of_port(host, c, n, nic, &w));
 
 	if (rn_policy_source(host, nic->ifindex, w.family, &psrc, NULL)) {
 		for (i = 0; i < n && pick < 0; i++)
@@ -259,12 +320,6 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	for (i = 0; i < n && pick < 0; i++)
 		if (cand_ok(&c[i], nic, &w))
 			pick = i;
-
-	if (ctx && cfg->gid_index >= 0) {
-		for (i = 0; i < n; i++)
-			if (c[i].index == cfg->gid_index)
-				forced = i;
-	}
 
 	rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(v, "dev", "%s", nic->netdev);

@@ -230,6 +230,104 @@ static void test_gid_on_other_netdev_skipped(void **state)
 	ip_is(&nic, "198.18.0.1");
 }
 
+/*
+ * The mlx5 (and rxe) way to RoCE over a VLAN: the port's netdev eth0 has no address, its
+ * VLAN eth0.100 has, and the VLAN's GIDs sit in the port's table bound to eth0.100. The
+ * NIC is judged as eth0.100 (its address, MAC, MTU): not refused for lack of a GID on eth0.
+ */
+static void vlan_host(void)
+{
+	fake_nl_init(&H);
+	fake_link(&H, 2, "eth0", 0x10, 1);
+	fake_link(&H, 3, "eth0.100", 0x10, 1);
+	fake_link(&H, 4, "eth0.200", 0x10, 1);
+}
+
+static const struct fake_gid vlans[] = {
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+	{ "fe80::10", V1, 3 }, { "fe80::10", V2, 3 },
+	{ "198.18.0.1", V1, 3 }, { "198.18.0.1", V2, 3 },   /* eth0.100 */
+	{ "198.18.1.1", V1, 4 }, { "198.18.1.1", V2, 4 },   /* eth0.200 */
+};
+
+static void test_vlan_gid_makes_the_vlan_the_nic(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	vlan_host();
+	fake_addr(&H, 3, "198.18.0.1/24", 0);
+	gids(vlans, 6);
+	renew(&nic, assess());
+	assert_false(has(&nic, RN_CAUSE_NO_GID));
+	assert_string_equal(nic.netdev, "eth0.100");
+	assert_int_equal(nic.ifindex, 3);
+	assert_int_equal(nic.gid_index, 5);
+	ip_is(&nic, "198.18.0.1");
+	assert_int_equal(nic.prefixlen, 24);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+}
+
+/* Two VLANs with addresses on one port: the one policy routing makes a source wins. */
+static void test_vlan_with_policy_source_wins(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	vlan_host();
+	fake_addr(&H, 3, "198.18.0.1/24", 0);
+	fake_addr(&H, 4, "198.18.1.1/24", 0);
+	gids(vlans, 8);
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0.100"); /* no rules: the first in table order */
+	fake_rule(&H, 104, "198.18.1.1/32", 104);
+	fake_route(&H, 104, "198.18.1.0/24", 4, "198.18.1.1", NULL);
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0.200");
+	assert_int_equal(nic.gid_index, 7);
+	assert_int_equal(nic.table, 104);
+	assert_int_equal(nic.gid_why, RN_GID_WHY_POLICY);
+}
+
+/* The port's own address outside NCCL_IB_ADDR_RANGE, its VLAN's inside: the VLAN. */
+static void test_addr_range_selects_the_vlan(void **state)
+{
+	static const struct fake_gid g[] = {
+		{ "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 },
+		{ "fe80::10", V2, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+	};
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_link(&H, 3, "eth0.100", 0x10, 1);
+	fake_addr(&H, 3, "198.19.0.1/24", 0);
+	gids(g, 4);
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0"); /* untagged first while it has a GID */
+	snprintf(cfg.addr_range, sizeof(cfg.addr_range), "198.19.0.0/16");
+	renew(&nic, assess());
+	assert_string_equal(nic.netdev, "eth0.100");
+	assert_int_equal(nic.gid_index, 3);
+	assert_false(has(&nic, RN_CAUSE_NO_GID));
+}
+
+/* A VLAN's GID forced with NCCL_IB_GID_INDEX: the NIC is judged where its packets go. */
+static void test_forced_vlan_gid_judges_the_vlan(void **state)
+{
+	static const struct fake_gid g[] = {
+		{ "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 },
+		{ "fe80::10", V2, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+	};
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_link(&H, 3, "eth0.100", 0x10, 1);
+	fake_addr(&H, 3, "198.19.0.1/24", 0);
+	gids(g, 4);
+	cfg.gid_index = 3;
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, 3);
+	assert_string_equal(nic.netdev, "eth0.100");
+	ip_is(&nic, "198.19.0.1");
+	assert_false(has(&nic, RN_CAUSE_NO_GID));
+}
+
 static void test_forced_index_mismatch_warns(void **state)
 {
 	struct rn_nic nic AUTO_NIC = { 0 };
@@ -358,6 +456,10 @@ int main(void)
 		cmocka_unit_test_setup(test_several_ips_policy_source_wins, setup),
 		cmocka_unit_test_setup(test_policy_rule_to_table_of_other_nic_is_not_a_source, setup),
 		cmocka_unit_test_setup(test_gid_on_other_netdev_skipped, setup),
+		cmocka_unit_test_setup(test_vlan_gid_makes_the_vlan_the_nic, setup),
+		cmocka_unit_test_setup(test_vlan_with_policy_source_wins, setup),
+		cmocka_unit_test_setup(test_addr_range_selects_the_vlan, setup),
+		cmocka_unit_test_setup(test_forced_vlan_gid_judges_the_vlan, setup),
 		cmocka_unit_test_setup(test_forced_index_mismatch_warns, setup),
 		cmocka_unit_test_setup(test_forced_index_agreeing_is_silent, setup),
 		cmocka_unit_test_setup(test_forced_bad_index_defaults_to_auto, setup),
