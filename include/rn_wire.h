@@ -72,8 +72,8 @@ enum rn_msg_type {
 #define RN_VERDICT_FIXED_LEN 12
 #define RN_VERDICT_EXT_LEN 16       /* version 3: four more text lengths */
 #define RN_VERDICT_NTEXTS 6
-#define RN_VERDICT_REFUSED 0x01     /* flags byte */
-#define RN_VERDICT_EXT 0x02
+#define RN_VERDICT_FLAG_REFUSED 0x01 /* flags byte (not enum rn_verdict_kind's RN_VERDICT_REFUSED) */
+#define RN_VERDICT_FLAG_EXT 0x02
 /* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
 #define RN_VERDICT_TEXT_MAX 8192
 /* A host name, a line of sysctls, a sentence: far beyond this is a bug too. */

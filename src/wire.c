@@ -267,7 +267,7 @@ size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdi
 	put_hdr(buf, RN_MSG_VERDICT, len, nonce);
 	put16(p, (uint16_t)f->cause);
 	p[2] = (uint8_t)f->sev;
-	p[3] = (m->refused ? RN_VERDICT_REFUSED : 0) | RN_VERDICT_EXT;
+	p[3] = (m->refused ? RN_VERDICT_FLAG_REFUSED : 0) | RN_VERDICT_FLAG_EXT;
 	put32(p + 4, l[0]);
 	put32(p + 8, l[1]);
 	for (i = 2; i < RN_VERDICT_NTEXTS; i++)
@@ -381,10 +381,10 @@ int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m
 
 	rn_verdict_msg_clear(m);
 	if (len < RN_VERDICT_FIXED_LEN || p[2] > RN_SEV_FATAL ||
-	    (p[3] & ~(RN_VERDICT_REFUSED | RN_VERDICT_EXT)))
+	    (p[3] & ~(RN_VERDICT_FLAG_REFUSED | RN_VERDICT_FLAG_EXT)))
 		return -EBADMSG;
 	/* version 2 sends the message and the fix only; 3 says where and what else */
-	if (p[3] & RN_VERDICT_EXT) {
+	if (p[3] & RN_VERDICT_FLAG_EXT) {
 		if (len < RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN)
 			return -EBADMSG;
 		n = RN_VERDICT_NTEXTS;
@@ -420,7 +420,7 @@ int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m
 	m->finding.pre_fix = t[3];
 	m->finding.pre_host = t[4];
 	m->finding.advice = t[5];
-	m->refused = p[3] & RN_VERDICT_REFUSED;
+	m->refused = p[3] & RN_VERDICT_FLAG_REFUSED;
 	return 0;
 out:
 	for (i = 0; i < n; i++)
