@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 /* The transport test bed (see fixture_xfer.h). */
 #include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cmocka.h>
 
 #include "fixture_xfer.h"
 #include "rn_log.h"
@@ -210,4 +214,26 @@ int fx_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 			return ret;
 	}
 	return ret;
+}
+
+void *fx_pattern(size_t n, int seed)
+{
+	unsigned char *p = malloc(n ? n : 1);
+
+	assert_non_null(p);
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
+	return p;
+}
+
+int fx_close(struct fx *f, struct rn_send_comm *sc, struct rn_recv_comm *rc)
+{
+	struct fake_wire_stats st;
+
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.cq_overflows, 0);
+	assert_int_equal(st.rnr, 0);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	return fx_teardown(f);
 }

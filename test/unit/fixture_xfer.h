@@ -37,6 +37,14 @@ int fx_wait(struct rn_req *req, int *sizes);
 int fx_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
 	     struct rn_req **req);
 
+/* A malloc'd buffer of @n bytes (1 when @n is 0) holding a pattern that @seed varies. */
+void *fx_pattern(size_t n, int seed);
+/*
+ * Close @sc and @rc and tear @f down, asserting that the fake wire saw no CQ overflow
+ * and no RNR; returns fx_teardown's leak count.
+ */
+int fx_close(struct fx *f, struct rn_send_comm *sc, struct rn_recv_comm *rc);
+
 /* Log capture: the last WARN, the number of WARNs and INFOs. */
 extern char fx_last_warn[2048];
 extern int fx_nwarn, fx_ninfo;

@@ -45,31 +45,14 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct fake_wire_stats st;
-
-	fake_wire_stats(NULL, &st);
-	assert_int_equal(st.cq_overflows, 0);
-	assert_int_equal(st.rnr, 0);
-	rn_close_send(t.sc);
-	rn_close_recv(t.rc);
-	assert_int_equal(fx_teardown(&t.f), 0);
+	assert_int_equal(fx_close(&t.f, t.sc, t.rc), 0);
 	return 0;
-}
-
-static void *buf(size_t n, int seed)
-{
-	unsigned char *p = malloc(n ? n : 1);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
-	return p;
 }
 
 /* @nmsg checked messages of @size each; returns 0 or the first error. */
 static int xfer(size_t size, int nmsg)
 {
-	void *s = buf(size, 1), *r = buf(size, 99);
+	void *s = fx_pattern(size, 1), *r = fx_pattern(size, 99);
 	struct rn_mr *smr = NULL, *rmr = NULL;
 	struct rn_req *sreq, *rreq;
 	int i, tag = 5, got = -1, ret = 0;
@@ -227,7 +210,7 @@ static void member_refused(void **state)
 static void member_completion_error(void **state)
 {
 	size_t size = 65536;
-	void *sb = buf(size, 1), *rb = buf(size, 2);
+	void *sb = fx_pattern(size, 1), *rb = fx_pattern(size, 2);
 	struct rn_mr *smr = NULL, *rmr = NULL;
 	struct rn_req *sreq = NULL, *rreq = NULL;
 	char lg[48], rg[48];
@@ -313,7 +296,7 @@ static void old_listener_clean_error(void **state)
 static void mr_per_member(void **state)
 {
 	size_t size = 8192;
-	void *p = buf(size, 3);
+	void *p = fx_pattern(size, 3);
 	struct rn_mr *mr = NULL, *plain = NULL;
 
 	assert_int_equal(fx_connect(&t.f, t.vdev, 0, 0, &t.sc, &t.rc), 0);
@@ -342,7 +325,7 @@ static void mr_per_member(void **state)
 static void flush_every_member(void **state)
 {
 	size_t size = 4096;
-	void *r = buf(size, 5);
+	void *r = fx_pattern(size, 5);
 	struct rn_mr *mr = NULL;
 	struct rn_req *req = NULL;
 	struct fake_wire_stats st;

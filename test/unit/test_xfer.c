@@ -58,31 +58,14 @@ static int setup_rr4(void **state)
 static int teardown(void **state)
 {
 	struct t *t = *state;
-	struct fake_wire_stats st;
-
-	fake_wire_stats(NULL, &st);
-	assert_int_equal(st.cq_overflows, 0);
-	assert_int_equal(st.rnr, 0);
-	rn_close_send(t->sc);
-	rn_close_recv(t->rc);
-	assert_int_equal(fx_teardown(&t->f), 0);
+	assert_int_equal(fx_close(&t->f, t->sc, t->rc), 0);
 	return 0;
-}
-
-static void *buf(size_t n, int seed)
-{
-	unsigned char *p = malloc(n ? n : 1);
-
-	assert_non_null(p);
-	for (size_t i = 0; i < n; i++)
-		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
-	return p;
 }
 
 /* One message of @ssize into a receive of @rsize; returns what test() said. */
 static int xfer1(struct t *t, size_t ssize, size_t rsize, int *got)
 {
-	void *s = buf(ssize, 1), *r = buf(rsize, 99);
+	void *s = fx_pattern(ssize, 1), *r = fx_pattern(rsize, 99);
 	struct rn_mr *smr = NULL, *rmr = NULL;
 	struct rn_req *sreq = NULL, *rreq = NULL;
 	int tag = 3, ret, sizes[1] = { -1 };
@@ -222,8 +205,8 @@ static void multi_recv_tag_matching(void **state)
 	void *rp[N];
 
 	for (i = 0; i < N; i++) {
-		r[i] = buf(rs[i], 50);
-		s[i] = buf(ss[i] + 1, 10 * i + 1);
+		r[i] = fx_pattern(rs[i], 50);
+		s[i] = fx_pattern(ss[i] + 1, 10 * i + 1);
 		rp[i] = r[i];
 		assert_int_equal(rn_reg_mr(t->rc, r[i], rs[i], RN_PTR_HOST, &rmr[i]), 0);
 		assert_int_equal(rn_reg_mr(t->sc, s[i], ss[i] + 1, RN_PTR_HOST, &smr[i]), 0);
@@ -273,7 +256,7 @@ static void thirty_two_in_flight(void **state)
 {
 	struct t *t = *state;
 	enum { M = RN_MAX_REQUESTS, SZ = 512 };
-	char *r = buf(M * SZ, 0), *s = buf(M * SZ, 77);
+	char *r = fx_pattern(M * SZ, 0), *s = fx_pattern(M * SZ, 77);
 	struct rn_mr *rmr, *smr;
 	struct rn_req *rreq[M + 1], *sreq[M], *x;
 	int i, round, got;
@@ -926,8 +909,8 @@ static void many_comms_many_devices(void **state)
 		int sd = i == 1 ? 1 : 0, rd = i == 3 ? 0 : (i == 1 ? 0 : 1);
 
 		assert_int_equal(fx_connect(&f, sd, rd, 0, &sc[i], &rc[i]), 0);
-		s[i] = buf(SZ, i);
-		r[i] = buf(SZ, 100);
+		s[i] = fx_pattern(SZ, i);
+		r[i] = fx_pattern(SZ, 100);
 		assert_int_equal(rn_reg_mr(sc[i], s[i], SZ, RN_PTR_HOST, &smr[i]), 0);
 		assert_int_equal(rn_reg_mr(rc[i], r[i], SZ, RN_PTR_HOST, &rmr[i]), 0);
 	}
