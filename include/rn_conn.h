@@ -174,10 +174,6 @@ struct rn_recv_comm {
 	struct rn_req flush_reqs[RN_SLOTS];
 };
 
-/* src/conn.c: QP helpers shared with tests. */
-int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl);
-
 /* src/xfer.c */
 void rn_xfer_send_init(struct rn_send_comm *sc);
 /* Pre-post the receives that WRITE_WITH_IMM consumes. */

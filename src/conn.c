@@ -223,20 +223,6 @@ static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct
 	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 }
 
-int rn_comm_qp_rtr_rts(struct rn_comm *c, struct ibv_qp *qp, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl)
-{
-	struct ibv_qp_attr a;
-	int mask, ret;
-
-	mask = qp_attr_rtr(c->dev, remote_qpn, dgid, mtu, tc, sl, &a);
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
-	if (ret)
-		return ret;
-	mask = qp_attr_rts(c, c->dev, &a);
-	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
-}
-
 /* ---- comms ------------------------------------------------------------------ */
 
 static void comm_free(struct rn_comm *c)
