@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* The transport test bed (see fixture_xfer.h). */
 #include <arpa/inet.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
 
 #include "fixture_xfer.h"
 #include "rn_log.h"
@@ -220,7 +216,8 @@ void *fx_pattern(size_t n, int seed)
 {
 	unsigned char *p = malloc(n ? n : 1);
 
-	assert_non_null(p);
+	if (!p)
+		abort(); /* a test bed out of memory has nothing to report */
 	for (size_t i = 0; i < n; i++)
 		p[i] = (unsigned char)(seed + i * 7 + (i >> 12));
 	return p;
@@ -230,10 +227,14 @@ int fx_close(struct fx *f, struct rn_send_comm *sc, struct rn_recv_comm *rc)
 {
 	struct fake_wire_stats st;
 
+	int bad;
+
 	fake_wire_stats(NULL, &st);
-	assert_int_equal(st.cq_overflows, 0);
-	assert_int_equal(st.rnr, 0);
+	bad = st.cq_overflows || st.rnr;
+	if (bad)
+		fprintf(stderr, "fx_close: %d CQ overflows, %d RNR\n", st.cq_overflows,
+			st.rnr);
 	rn_close_send(sc);
 	rn_close_recv(rc);
-	return fx_teardown(f);
+	return fx_teardown(f) + bad;
 }
