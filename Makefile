@@ -2,7 +2,7 @@
 # Plain make. `make help` lists the targets.
 
 # The project's version: the one place it is set (plugin, tools, package, man pages).
-VERSION := 0.2.0
+VERSION := 0.3.0
 
 PREFIX ?= /usr/local
 # Debian's multiarch directory: the dynamic loader searches $(PREFIX)/lib/<triplet> for
@@ -88,18 +88,26 @@ DOCTOR_MPI := $(if $(MPI_LIBS),$(if $(wildcard $(DOCTOR_MPI_SRC)),$(BUILD)/roce-
 TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/driver.c),$(DRIVER)) \
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
-.PHONY: all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
+.PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
 	deps demo bench install uninstall deb clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
 
-$(BUILD)/obj/%.o: %.c
+FORCE:
+
+# Objects are built with -DRN_VERSION: a changed VERSION rebuilds them (the stamp changes only
+# when VERSION does, so ordinary builds stay incremental).
+$(BUILD)/version: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/version
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/san/%.o: %.c
+$(BUILD)/san/%.o: %.c $(BUILD)/version
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC SAN  $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -c -o $@ $<

@@ -65,7 +65,7 @@ if command -v setpriv >/dev/null; then # not root: refused before looking any fu
 fi
 rn_in "$H" "$TOOL" --version >"$T/out" 2>&1 || rn_fail "--version failed"
 ver=$(sed -n 's/^VERSION[[:space:]]*[:?]*=[[:space:]]*//p' "$RN_TOP/Makefile" | head -n1)
-[ "$(cat "$T/out")" = "roce-policy-routing ${ver:-0.2.0}" ] || rn_fail "--version says '$(cat "$T/out")', want roce-policy-routing ${ver:-0.2.0}"
+[ "$(cat "$T/out")" = "roce-policy-routing ${ver:-0.3.0}" ] || rn_fail "--version says '$(cat "$T/out")', want roce-policy-routing ${ver:-0.3.0}"
 rn_in "$H" "$TOOL" --help >"$T/out" 2>&1 || rn_fail "--help failed"
 grep -q '^Usage: roce-policy-routing \[options\] \[NETDEV...\]' "$T/out" || rn_fail "--help has no usage line"
 # every option --help lists is in the man page, which renders
