@@ -14,6 +14,9 @@
 #define RN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RN_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+#define rn_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
 #define rn_unlikely(x) __builtin_expect(!!(x), 0)
 
 /*

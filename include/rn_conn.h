@@ -97,6 +97,14 @@ struct rn_send_slot {
 
 struct rn_evdev; /* src/events.c */
 
+/* What the engine owns (src/conn.c): a listener or a comm handed out to NCCL. */
+enum rn_own_kind { RN_OWN_LISTEN = 1, RN_OWN_COMM };
+struct rn_own {
+	struct rn_own *next;          /* its bucket in the owner set */
+	struct rn_engine *eng;
+	int kind;
+};
+
 /* One NIC of a comm's device (the only one of a physical device). */
 struct rn_member {
 	struct rn_dev *dev;
@@ -106,6 +114,7 @@ struct rn_member {
 };
 
 struct rn_comm {
+	struct rn_own own;            /* set while NCCL holds it (between hand-out and close) */
 	int role;                     /* enum rn_role */
 	struct rn_engine *eng;
 	struct rn_dev *dev;           /* member 0's: dev, ev, cq, ctrl_mr below */
@@ -192,6 +201,18 @@ int rn_events_dev_err(const struct rn_evdev *ev, int port);
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
 uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
+
+/*
+ * What NCCL never closed on @eng: listeners (with the handshakes they hold), connects
+ * in progress, and send/recv comms. rn_conn_close_all() frees them all, verbs objects,
+ * sockets and memory; for the last finalize, when no call of NCCL's can still come.
+ */
+struct rn_conn_counts {
+	int listeners, accepting, connecting, comms;
+};
+void rn_conn_close_all(struct rn_engine *eng, struct rn_conn_counts *n);
+/* Counts only, nothing freed. */
+void rn_conn_count(struct rn_engine *eng, struct rn_conn_counts *n);
 
 /* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
 uint64_t rn_comm_stall_bound(const struct rn_comm *c);

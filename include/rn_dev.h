@@ -81,6 +81,12 @@ struct rn_engine {
 int rn_engine_get(struct rn_engine **out);
 void rn_engine_put(void);
 
+/*
+ * Close what NCCL left open on @eng (listeners, handshakes, comms, registrations), with
+ * one INFO line saying what; rn_engine_put() runs it at the last reference.
+ */
+void rn_engine_close_leftovers(struct rn_engine *eng);
+
 /* The engine while at least one reference is held, else NULL. */
 struct rn_engine *rn_engine_current(void);
 

@@ -64,5 +64,7 @@ unsigned int rn_mr_access(const struct rn_dev *dev);
  * WARN naming how many registrations NCCL never released. Returns that count.
  */
 int rn_mr_cache_destroy(struct rn_dev *dev);
+/* The same without the WARN (the last finalize says what it closed); returns the count. */
+int rn_mr_cache_release(struct rn_dev *dev);
 
 #endif /* RN_MR_H */

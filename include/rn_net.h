@@ -13,7 +13,8 @@
  * What the transport returns besides (each with a WARN):
  *   -EMSGSIZE     a send larger than the receive posted for it; both sides fail,
  *                 nothing is written (NCCL calls this a user collective mismatch)
- *   -ETIMEDOUT    handshake past NCCL_ROCE_CONNECT_TIMEOUT_MS, or a posted WR with
+ *   -ETIMEDOUT    handshake past NCCL_ROCE_CONNECT_TIMEOUT_MS from the peer's first
+ *                 byte, the peer's host silent to TCP (SYN, keepalive), or a posted WR with
  *                 no completion for twice the QP's retry time (stalled QP)
  *   -ENETDOWN     the port went down and stayed down past the QPs' retry budget (a
  *                 shorter flap fails nothing); -EIO: QP/CQ/device fatal event

@@ -14,6 +14,21 @@
 #include "rn_dev.h"
 #include "rn_wire.h"
 
+/*
+ * How TCP tells a vanished peer host, since the handshake has no deadline of its own
+ * until the peer's first byte (src/conn.c): a connect that no SYN-ACK answers fails
+ * after RN_OOB_SYN_RETRIES retries (1+2+4+8+16 s: ~31 s); on a connected socket a
+ * keepalive probe goes out after RN_OOB_KEEPIDLE_S idle seconds, then every
+ * RN_OOB_KEEPINTVL_S, and the connection fails RN_OOB_USER_TIMEOUT_MS after the last
+ * thing the peer acknowledged (unacknowledged data included): 25 s. A dead process on
+ * a live host is told at once (refused, reset).
+ */
+#define RN_OOB_SYN_RETRIES 4
+#define RN_OOB_KEEPIDLE_S 10
+#define RN_OOB_KEEPINTVL_S 5
+#define RN_OOB_KEEPCNT 3
+#define RN_OOB_USER_TIMEOUT_MS 25000
+
 struct rn_oob_buf {
 	uint8_t data[RN_WIRE_MAX_MSG];
 	size_t len;  /* bytes to send, or bytes expected so far when receiving */

@@ -24,15 +24,32 @@
  * from another rank: they are only ever compared, never followed as a pointer, so
  * forged or stale bytes find nothing and a fresh connect starts.
  *
+ * No deadline NCCL does not have: NCCL calls connect and accept until they return
+ * a comm and has no connection timeout of its own, and a rank may start its accept
+ * minutes after its peer's connect (it waits for a third rank first). So the wait
+ * for the peer to start its side is unbounded, as net_ib's; what ends it is the
+ * peer's death, told by its kernel (refused, reset) or, for a host that vanished,
+ * by TCP (rn_oob.h: SYN retries, keepalive, user timeout). The handshake deadline,
+ * NCCL_ROCE_CONNECT_TIMEOUT_MS, counts on both sides from the peer's first byte.
+ * NCCL polls connect with no pause (~17k calls/s): a call with nothing to do is a
+ * lookup and one recv().
+ *
  * A listener serves up to RN_MAX_PENDING handshakes at once. Before a valid HELLO
- * a connection is a stranger (a port scanner, a stuck or hostile peer): it gets
- * RN_HS_IDLE_MS to send its first byte and RN_HS_HELLO_MS from that byte to
- * complete its HELLO, and when the table is full the oldest stranger makes room
- * for the newest connection (a real peer sends its HELLO at once, so it is never
- * the oldest stranger for long). Each drop is logged with the peer's address, at
- * WARN once per address per minute (src/ratelimit.c) and at INFO otherwise. After
- * a valid HELLO the whole handshake gets NCCL_ROCE_CONNECT_TIMEOUT_MS from the
- * first byte, and its errors belong to that connection: rn_accept returns them.
+ * a connection is a stranger (a port scanner, a stuck or hostile peer, or a real
+ * peer whose proxy thread has not sent its HELLO yet). A silent stranger keeps its
+ * slot until another connection needs it; one that speaks gets RN_HS_HELLO_MS from
+ * its first byte to complete its HELLO (a real peer sends it in one write). Each
+ * accepted socket is read at once, before the next accept, so a real peer whose
+ * HELLO is queued is never a stranger that newer sockets evict; when the table is
+ * full the oldest silent stranger (else the oldest stranger) makes room. At most
+ * RN_MAX_PENDING accepts per call: a flood cannot keep the caller in accept. Each
+ * drop is logged with the peer's address, at WARN once per address per minute
+ * (src/ratelimit.c) and at INFO otherwise. After a valid HELLO the handshake's
+ * errors belong to that connection: rn_accept returns them.
+ *
+ * The engine owns all it made: listeners, connects in progress and the comms handed
+ * to NCCL are on lists here, and rn_conn_close_all() frees what NCCL never closed
+ * (an abort frees only connected comms and no listener) at the last finalize.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +70,6 @@
 #include "rn_verbs.h"
 
 #define RN_MAX_PENDING 64            /* handshakes in progress per listener */
-#define RN_HS_IDLE_MS 5000           /* accept -> first byte */
 #define RN_HS_HELLO_MS 2000          /* first byte -> a complete HELLO (~200 bytes) */
 #define RN_DROP_WARN_NS (60ull * 1000000000ull) /* one WARN per peer address per minute */
 #define RN_CONN_COOKIE 0x524e4353434f4e4eull /* "RNCSCONN" */
@@ -76,11 +92,12 @@ struct rn_hs {
 	enum hs_state state;
 	int fd;
 	uint64_t nonce;
-	uint64_t deadline_ns;
+	uint64_t deadline_ns;         /* 0: none yet (the peer has sent nothing) */
 	uint64_t check_deadline_ns;
 	uint64_t accept_ns;          /* listener: when accepted (eviction order) */
-	uint64_t first_byte_ns;      /* listener: when the peer's first byte came (0: none) */
+	uint64_t first_byte_ns;      /* when the peer's first byte came (0: none) */
 	int hello_ok;                /* a valid HELLO came: errors are no longer "stray" */
+	int timed_out;               /* our deadline fired (said already) */
 	struct rn_engine *eng;
 	int devidx;
 	int traffic_class;
@@ -109,6 +126,7 @@ struct rn_listen_comm {
 	struct sockaddr_storage addr;
 	uint64_t nonce;
 	struct rn_hs *pend[RN_MAX_PENDING];
+	struct rn_own own;
 };
 
 static uint64_t ms_ns(int ms)
@@ -221,6 +239,60 @@ static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct
 	a->max_rd_atomic = 1;
 	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+/* ---- what the engine owns --------------------------------------------------- */
+
+/*
+ * Every listener and every comm NCCL holds, in a set hashed by address: a close finds
+ * its object by comparing addresses only, so a pointer NCCL closes twice, or after
+ * the last finalize freed it, gets -EINVAL and is never followed.
+ */
+#define OWN_BUCKETS 1024
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rn_own *own_set[OWN_BUCKETS];
+
+static unsigned int own_bucket(const void *p)
+{
+	uintptr_t v = (uintptr_t)p;
+
+	return (unsigned int)((v >> 6) ^ (v >> 16)) % OWN_BUCKETS;
+}
+
+static void own_add(struct rn_own *o, struct rn_engine *eng, int kind)
+{
+	unsigned int b = own_bucket(o);
+
+	o->eng = eng;
+	o->kind = kind;
+	pthread_mutex_lock(&own_lock);
+	o->next = own_set[b];
+	own_set[b] = o;
+	pthread_mutex_unlock(&own_lock);
+}
+
+/* 0 when @o was in the set (now out of it), -EINVAL when it is no object of ours. */
+static int own_del(struct rn_own *o, int kind)
+{
+	struct rn_own **pp;
+	int ret = -EINVAL;
+
+	pthread_mutex_lock(&own_lock);
+	for (pp = &own_set[own_bucket(o)]; *pp; pp = &(*pp)->next)
+		if (*pp == o) {
+			if (o->kind == kind) {
+				*pp = o->next;
+				ret = 0;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&own_lock);
+	return ret;
+}
+
+static void own_add_comm(struct rn_comm *c)
+{
+	own_add(&c->own, c->eng, RN_OWN_COMM);
 }
 
 /* ---- comms ------------------------------------------------------------------ */
@@ -773,13 +845,14 @@ static int hs_progress(struct rn_hs *hs)
 	int ret;
 
 	for (;;) {
-		if (rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
+		if (hs->deadline_ns && rn_now_ns() > hs->deadline_ns && hs->state != HS_DONE) {
 			/* a stray on the listener goes quietly; a real peer's silence is news */
 			if (hs->hello_ok || hs->role == RN_ROLE_SEND)
 				rn_warn(RN_SUB_NET,
-					RN_PFX "handshake with %s timed out after %d ms "
-					"(NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
+					RN_PFX "handshake with %s timed out after %d ms from its "
+					"first byte (NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
 					hs->eng->cfg.connect_timeout_ms);
+			hs->timed_out = 1;
 			return -ETIMEDOUT;
 		}
 		switch (hs->state) {
@@ -802,11 +875,17 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_RECV_HELLO:
 			ret = rn_oob_recv(hs->fd, &hs->in);
-			if (hs->role == RN_ROLE_RECV && !hs->first_byte_ns && hs->in.off) {
-				/* a stranger that speaks gets a short while to finish its HELLO */
+			if (!hs->first_byte_ns && hs->in.off) {
+				/*
+				 * The peer has started its side: from now on the handshake is
+				 * bounded. A stranger on the listener gets a short while to
+				 * finish its HELLO, a connector the whole timeout.
+				 */
 				hs->first_byte_ns = rn_now_ns();
 				hs->deadline_ns = hs->first_byte_ns +
-					ms_ns(RN_MIN(hs->eng->cfg.connect_timeout_ms,
+					ms_ns(hs->role == RN_ROLE_SEND ?
+					      hs->eng->cfg.connect_timeout_ms :
+					      RN_MIN(hs->eng->cfg.connect_timeout_ms,
 						     RN_HS_HELLO_MS));
 			}
 			if (ret)
@@ -915,7 +994,12 @@ static void comm_ready_log(struct rn_comm *c)
 static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm **out)
 {
 	if (ret) {
-		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+		if (ret == -ETIMEDOUT && !hs->timed_out)
+			/* TCP's own bound (rn_oob.h): the peer's host stopped answering */
+			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s (its host stopped "
+				"answering: no reply to TCP keepalive or SYN; host down or "
+				"unreachable)", what, hs->peer_str, strerror(-ret));
+		else if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
 			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s", what, hs->peer_str,
 				strerror(-ret));
 		if (ret == -EBADMSG)
@@ -924,6 +1008,7 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 		return ret;
 	}
 	comm_ready_log(hs->comm);
+	own_add_comm(hs->comm);
 	*out = hs->comm;
 	hs->comm = NULL;
 	hs->fd = -1;
@@ -970,6 +1055,7 @@ int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_
 	ret = rn_handle_encode(&hi, handle, RN_HANDLE_SIZE);
 	if (ret)
 		goto err;
+	own_add(&lc->own, eng, RN_OWN_LISTEN);
 	*out = lc;
 	return 0;
 err:
@@ -982,7 +1068,10 @@ err:
 /*
  * Connect states in progress (see the top of the file). An entry is found by the
  * handle's address, the random key in its private area and the listener's nonce in
- * its public part; the address is compared as a number, never dereferenced.
+ * its public part; the address is compared as a number, never dereferenced. NCCL
+ * keeps one handle's memory for one connect until it returns a comm, so another
+ * entry at the same address is a connect NCCL gave up (an abort, or the memory
+ * reused for a new handle): it is freed there and then.
  */
 struct hs_reg {
 	uintptr_t handle;
@@ -992,26 +1081,47 @@ struct hs_reg {
 	struct hs_reg *next;
 };
 
+#define REG_BUCKETS 256
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hs_reg *reg_head;
+static struct hs_reg *reg_set[REG_BUCKETS];
 
 struct hs_slot { /* the handle's private area, read and written with memcpy */
 	uint64_t cookie;
 	uint64_t key;
 };
 
-static struct rn_hs *reg_find(const void *handle, const struct hs_slot *slot, uint64_t nonce)
+static unsigned int reg_bucket(uintptr_t h)
+{
+	return (unsigned int)((h >> 7) ^ (h >> 17)) % REG_BUCKETS;
+}
+
+/*
+ * The connect in progress for @handle (NULL: none, start one). @slot is NULL when the
+ * private area is not ours. Entries at the same address that do not match are moved
+ * to *@stale for the caller to free.
+ */
+static struct rn_hs *reg_find(const void *handle, const struct hs_slot *slot, uint64_t nonce,
+			      struct hs_reg **stale)
 {
 	struct rn_hs *hs = NULL;
-	struct hs_reg *r;
+	struct hs_reg **pp, *r;
 
+	*stale = NULL;
 	pthread_mutex_lock(&reg_lock);
-	for (r = reg_head; r; r = r->next)
-		if (r->handle == (uintptr_t)handle && r->key == slot->key &&
-		    r->listener_nonce == nonce) {
-			hs = r->hs;
-			break;
+	for (pp = &reg_set[reg_bucket((uintptr_t)handle)]; (r = *pp);) {
+		if (r->handle != (uintptr_t)handle) {
+			pp = &r->next;
+			continue;
 		}
+		if (slot && r->key == slot->key && r->listener_nonce == nonce) {
+			hs = r->hs;
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		r->next = *stale;
+		*stale = r;
+	}
 	pthread_mutex_unlock(&reg_lock);
 	return hs;
 }
@@ -1019,6 +1129,7 @@ static struct rn_hs *reg_find(const void *handle, const struct hs_slot *slot, ui
 static int reg_add(const void *handle, uint64_t key, struct rn_hs *hs)
 {
 	struct hs_reg *r = calloc(1, sizeof(*r));
+	unsigned int b = reg_bucket((uintptr_t)handle);
 
 	if (!r)
 		return -ENOMEM;
@@ -1027,24 +1138,39 @@ static int reg_add(const void *handle, uint64_t key, struct rn_hs *hs)
 	r->listener_nonce = hs->nonce;
 	r->hs = hs;
 	pthread_mutex_lock(&reg_lock);
-	r->next = reg_head;
-	reg_head = r;
+	r->next = reg_set[b];
+	reg_set[b] = r;
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
 
-static void reg_del(struct rn_hs *hs)
+static void reg_del(const void *handle, struct rn_hs *hs)
 {
 	struct hs_reg **pp, *r;
 
 	pthread_mutex_lock(&reg_lock);
-	for (pp = &reg_head; (r = *pp); pp = &r->next)
+	for (pp = &reg_set[reg_bucket((uintptr_t)handle)]; (r = *pp); pp = &r->next)
 		if (r->hs == hs) {
 			*pp = r->next;
 			free(r);
 			break;
 		}
 	pthread_mutex_unlock(&reg_lock);
+}
+
+/* Free connects NCCL gave up (reg_find's stale list), saying so at INFO. */
+static void reg_free_list(struct hs_reg *r, const char *why)
+{
+	struct hs_reg *n;
+
+	for (; r; r = n) {
+		n = r->next;
+		if (why)
+			rn_info(RN_SUB_NET, RN_PFX "connect to %s abandoned (%s): freed",
+				r->hs->peer_str, why);
+		hs_free(r->hs);
+		free(r);
+	}
 }
 
 static int connect_start(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
@@ -1087,7 +1213,7 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	hs->nonce = hi.nonce;
 	hs->peer_addr = hi.addr;
 	rn_sockaddr_str(&hi.addr, hs->peer_str, sizeof(hs->peer_str));
-	hs->deadline_ns = rn_now_ns() + (uint64_t)eng->cfg.connect_timeout_ms * 1000000ull;
+	/* no deadline until the peer's first byte: its accept may come any time later */
 	/* as net_ib: QPs per connection for each member of the larger end */
 	nqps = RN_MAX(eng->cfg.qps_per_conn, 1) * RN_MAX(nmem, hi.members);
 	if (nqps > RN_MAX_QPS) {
@@ -1128,6 +1254,7 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 {
 	struct rn_handle_info hi;
 	struct hs_slot slot;
+	struct hs_reg *stale;
 	struct rn_hs *hs = NULL;
 	int ret;
 
@@ -1136,7 +1263,11 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 		return -EINVAL;
 	memcpy(&slot, (char *)handle + RN_HANDLE_PUBLIC, sizeof(slot));
 	if (slot.cookie == RN_CONN_COOKIE && !rn_handle_decode(handle, RN_HANDLE_SIZE, &hi))
-		hs = reg_find(handle, &slot, hi.nonce);
+		hs = reg_find(handle, &slot, hi.nonce, &stale);
+	else
+		hs = reg_find(handle, NULL, 0, &stale);
+	if (stale)
+		reg_free_list(stale, "its handle memory now holds another handle");
 	if (!hs) {
 		/* a fresh handle, or private bytes that are not ours: start afresh */
 		ret = connect_start(eng, devidx, handle, traffic_class, &hs);
@@ -1154,15 +1285,14 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 	ret = hs_progress(hs);
 	if (ret == -EAGAIN)
 		return 0;
-	reg_del(hs);
+	reg_del(handle, hs);
 	memset((char *)handle + RN_HANDLE_PUBLIC, 0, sizeof(slot));
 	return hs_finish(hs, ret, "connect to", (struct rn_comm **)out);
 }
 
-/* Drop the stranger in slot @i: @ret says why (0: evicted to make room). */
-static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
+/* Drop the stranger @hs: @ret says why (0: evicted to make room). */
+static void hs_drop(struct rn_listen_comm *lc, struct rn_hs *hs, int ret)
 {
-	struct rn_hs *hs = lc->pend[i];
 	int tmo = lc->eng->cfg.connect_timeout_ms;
 	unsigned int held = 0;
 	char why[128], me[80];
@@ -1170,8 +1300,6 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 	if (!ret)
 		snprintf(why, sizeof(why), "%d handshakes in progress; the oldest without a "
 			 "valid HELLO makes room", RN_MAX_PENDING);
-	else if (ret == -ETIMEDOUT && !hs->first_byte_ns)
-		snprintf(why, sizeof(why), "sent nothing within %d ms", RN_MIN(tmo, RN_HS_IDLE_MS));
 	else if (ret == -ETIMEDOUT)
 		snprintf(why, sizeof(why), "no complete HELLO within %d ms of its first byte",
 			 RN_MIN(tmo, RN_HS_HELLO_MS));
@@ -1188,20 +1316,32 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 			"a valid handshake: %s", lc->dev->nic.ibdev, me,
 			hs->peer_str, why);
 	hs_free(hs);
+}
+
+static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
+{
+	hs_drop(lc, lc->pend[i], ret);
 	lc->pend[i] = NULL;
 }
 
-/* A free slot, or the oldest stranger's (dropped); -1 when every slot is a real peer's. */
+/*
+ * A free slot, or the one whose stranger is to make room: the oldest silent one, else
+ * the oldest that spoke (dropped when @evict); -1 when every slot is a real peer's.
+ */
 static int pend_slot(struct rn_listen_comm *lc, int evict)
 {
 	int i, old = -1;
 
 	for (i = 0; i < RN_MAX_PENDING; i++) {
-		struct rn_hs *hs = lc->pend[i];
+		struct rn_hs *hs = lc->pend[i], *o = old >= 0 ? lc->pend[old] : NULL;
 
 		if (!hs)
 			return i;
-		if (!hs->hello_ok && (old < 0 || hs->accept_ns < lc->pend[old]->accept_ns))
+		if (hs->hello_ok)
+			continue;
+		/* silent before talkative, then by age */
+		if (!o || (!hs->first_byte_ns && o->first_byte_ns) ||
+		    (!hs->first_byte_ns == !o->first_byte_ns && hs->accept_ns < o->accept_ns))
 			old = i;
 	}
 	if (old >= 0 && evict)
@@ -1209,42 +1349,65 @@ static int pend_slot(struct rn_listen_comm *lc, int evict)
 	return old;
 }
 
+static struct rn_hs *pend_new(struct rn_listen_comm *lc, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct rn_hs *hs = calloc(1, sizeof(*hs));
+
+	if (!hs)
+		return NULL;
+	hs->role = RN_ROLE_RECV;
+	hs->fd = fd;
+	hs->eng = lc->eng;
+	hs->devidx = lc->devidx;
+	hs->nonce = lc->nonce;
+	hs->state = HS_RECV_HELLO;
+	hs->accept_ns = rn_now_ns();
+	/* no deadline while it is silent: it keeps its slot until another needs it */
+	memset(&ss, 0, sizeof(ss));
+	if (!getpeername(fd, (struct sockaddr *)&ss, &len))
+		hs->peer_addr = ss;
+	rn_sockaddr_str(&hs->peer_addr, hs->peer_str, sizeof(hs->peer_str));
+	rn_oob_recv_reset(&hs->in);
+	return hs;
+}
+
 int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 {
-	int i, fd, ret;
+	int i, n, fd, ret;
 
 	*out = NULL;
 	if (!lc)
 		return -EINVAL;
 	/*
-	 * Take every waiting socket, each with its own state machine. While every slot
-	 * holds a real peer's handshake, new sockets wait in the kernel's queue instead.
+	 * Take waiting sockets, at most RN_MAX_PENDING a call, and read each one before
+	 * the next accept: a real peer's queued HELLO makes it a real handshake before
+	 * any newer socket could take its slot, and a flood of connect+close is dropped
+	 * at once. While every slot holds a real peer's handshake, new sockets wait in
+	 * the kernel's queue instead.
 	 */
-	while (pend_slot(lc, 0) >= 0 && rn_oob_accept(lc->fd, &fd) == 0) {
-		struct sockaddr_storage ss;
-		socklen_t len = sizeof(ss);
-		struct rn_hs *hs = calloc(1, sizeof(*hs));
+	for (n = 0; n < RN_MAX_PENDING && pend_slot(lc, 0) >= 0; n++) {
+		struct rn_hs *hs;
 
+		if (rn_oob_accept(lc->fd, &fd))
+			break;
+		hs = pend_new(lc, fd);
 		if (!hs) {
 			close(fd); /* as if the peer had gone: a real one fails its connect */
 			break;
 		}
-		i = pend_slot(lc, 1);
-		hs->role = RN_ROLE_RECV;
-		hs->fd = fd;
-		hs->eng = lc->eng;
-		hs->devidx = lc->devidx;
-		hs->nonce = lc->nonce;
-		hs->state = HS_RECV_HELLO;
-		hs->accept_ns = rn_now_ns();
-		hs->deadline_ns = hs->accept_ns +
-				  ms_ns(RN_MIN(lc->eng->cfg.connect_timeout_ms, RN_HS_IDLE_MS));
-		memset(&ss, 0, sizeof(ss));
-		if (!getpeername(fd, (struct sockaddr *)&ss, &len))
-			hs->peer_addr = ss;
-		rn_sockaddr_str(&hs->peer_addr, hs->peer_str, sizeof(hs->peer_str));
-		rn_oob_recv_reset(&hs->in);
-		lc->pend[i] = hs;
+		ret = hs_progress(hs);
+		if (ret == -EAGAIN) {
+			i = pend_slot(lc, 1);
+			lc->pend[i] = hs;
+			continue;
+		}
+		if (ret && !hs->hello_ok) {
+			hs_drop(lc, hs, ret);
+			continue;
+		}
+		return hs_finish(hs, ret, "accept from", (struct rn_comm **)out);
 	}
 	for (i = 0; i < RN_MAX_PENDING; i++) {
 		struct rn_hs *hs = lc->pend[i];
@@ -1264,28 +1427,128 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 	return 0;
 }
 
-int rn_close_listen(struct rn_listen_comm *lc)
+static int listen_free(struct rn_listen_comm *lc)
 {
-	int i;
+	int i, n = 0;
 
-	if (!lc)
-		return 0;
-	for (i = 0; i < RN_MAX_PENDING; i++)
+	for (i = 0; i < RN_MAX_PENDING; i++) {
+		n += !!lc->pend[i];
 		hs_free(lc->pend[i]);
+	}
 	if (lc->fd >= 0)
 		close(lc->fd);
 	free(lc);
+	return n;
+}
+
+int rn_close_listen(struct rn_listen_comm *lc)
+{
+	if (!lc)
+		return 0;
+	if (own_del(&lc->own, RN_OWN_LISTEN)) {
+		rn_warn(RN_SUB_NET, RN_PFX "closeListen: %p is no open listener of ours (closed "
+			"twice, or after the last finalize closed it)", (void *)lc);
+		return -EINVAL;
+	}
+	listen_free(lc);
+	return 0;
+}
+
+static int close_comm(struct rn_comm *c, const char *what)
+{
+	if (!c)
+		return 0;
+	if (own_del(&c->own, RN_OWN_COMM)) {
+		rn_warn(RN_SUB_NET, RN_PFX "%s: %p is no open comm of ours (closed twice, or "
+			"after the last finalize closed it)", what, (void *)c);
+		return -EINVAL;
+	}
+	comm_free(c);
 	return 0;
 }
 
 int rn_close_send(struct rn_send_comm *sc)
 {
-	comm_free(sc ? &sc->c : NULL);
-	return 0;
+	return close_comm(sc ? &sc->c : NULL, "closeSend");
 }
 
 int rn_close_recv(struct rn_recv_comm *rc)
 {
-	comm_free(rc ? &rc->c : NULL);
-	return 0;
+	return close_comm(rc ? &rc->c : NULL, "closeRecv");
+}
+
+/* Count (and with @take, unlink into @out) what @eng owns. */
+static void own_collect(struct rn_engine *eng, int take, struct rn_own **out,
+			struct hs_reg **hs_out, struct rn_conn_counts *n)
+{
+	struct rn_own **pp, *o;
+	struct hs_reg **rp, *r;
+	int b, i;
+
+	memset(n, 0, sizeof(*n));
+	pthread_mutex_lock(&own_lock);
+	for (b = 0; b < OWN_BUCKETS; b++)
+		for (pp = &own_set[b]; (o = *pp);) {
+			if (o->eng != eng) {
+				pp = &o->next;
+				continue;
+			}
+			if (o->kind == RN_OWN_LISTEN) {
+				struct rn_listen_comm *lc = rn_container_of(o, struct rn_listen_comm,
+									    own);
+
+				n->listeners++;
+				for (i = 0; i < RN_MAX_PENDING; i++)
+					n->accepting += !!lc->pend[i];
+			} else {
+				n->comms++;
+			}
+			if (!take) {
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			o->next = *out;
+			*out = o;
+		}
+	pthread_mutex_unlock(&own_lock);
+	pthread_mutex_lock(&reg_lock);
+	for (b = 0; b < REG_BUCKETS; b++)
+		for (rp = &reg_set[b]; (r = *rp);) {
+			if (r->hs->eng != eng) {
+				rp = &r->next;
+				continue;
+			}
+			n->connecting++;
+			if (!take) {
+				rp = &r->next;
+				continue;
+			}
+			*rp = r->next;
+			r->next = *hs_out;
+			*hs_out = r;
+		}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void rn_conn_count(struct rn_engine *eng, struct rn_conn_counts *n)
+{
+	own_collect(eng, 0, NULL, NULL, n);
+}
+
+void rn_conn_close_all(struct rn_engine *eng, struct rn_conn_counts *n)
+{
+	struct rn_own *list = NULL, *o, *next;
+	struct hs_reg *hs = NULL;
+
+	own_collect(eng, 1, &list, &hs, n);
+	/* connects first: their comms hold event references, as the handed-out ones do */
+	reg_free_list(hs, NULL);
+	for (o = list; o; o = next) {
+		next = o->next;
+		if (o->kind == RN_OWN_LISTEN)
+			listen_free(rn_container_of(o, struct rn_listen_comm, own));
+		else
+			comm_free(rn_container_of(o, struct rn_comm, own));
+	}
 }

@@ -13,7 +13,9 @@
 
 #include "rn_compiler.h"
 #include "rn_dev.h"
+#include "rn_conn.h"
 #include "rn_log.h"
+#include "rn_mr.h"
 #include "rn_nl.h"
 #include "rn_path.h"
 #include "rn_verbs.h"
@@ -179,10 +181,35 @@ int rn_engine_get(struct rn_engine **out)
 	return ret;
 }
 
+/*
+ * The last finalize: NCCL frees only the connections that completed and never closes
+ * a listener whose connection did not come (an abort mid-connect). Everything of ours
+ * still open goes now, before the devices it lives on: connects and handshakes in
+ * progress, listeners, comms (their event threads are joined with the last one), and
+ * the registrations nobody deregistered. Nothing of ours is open or runs afterwards.
+ */
+void rn_engine_close_leftovers(struct rn_engine *eng)
+{
+	struct rn_conn_counts n;
+	int i, mrs = 0;
+
+	rn_conn_close_all(eng, &n);
+	for (i = 0; i < eng->ndevs; i++)
+		mrs += rn_mr_cache_release(eng->devs[i]);
+	if (n.listeners || n.connecting || n.comms || mrs)
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "last finalize: closed what NCCL left "
+			"open (an abort during connection setup leaves these): %d listener%s "
+			"(%d handshake%s in them), %d connect%s in progress, %d comm%s, %d memory "
+			"registration%s", n.listeners, n.listeners == 1 ? "" : "s", n.accepting,
+			n.accepting == 1 ? "" : "s", n.connecting, n.connecting == 1 ? "" : "s",
+			n.comms, n.comms == 1 ? "" : "s", mrs, mrs == 1 ? "" : "s");
+}
+
 void rn_engine_put(void)
 {
 	pthread_mutex_lock(&engine_lock);
 	if (engine_refs > 0 && --engine_refs == 0) {
+		rn_engine_close_leftovers(&engine);
 		engine_free_devs(engine.devs, engine.ndevs);
 		memset(&engine, 0, sizeof(engine));
 		rn_nl_close(); /* the engine's route socket goes with it */

@@ -134,6 +134,14 @@ int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr)
 
 int rn_mr_cache_destroy(struct rn_dev *dev)
 {
+	if (dev->mrs && dev->mrs->count)
+		rn_warn(RN_SUB_NET, RN_PFX "%s: %d memory registrations were never released",
+			dev->nic.ibdev, dev->mrs->count);
+	return rn_mr_cache_release(dev);
+}
+
+int rn_mr_cache_release(struct rn_dev *dev)
+{
 	struct rn_mr_cache *c = dev->mrs;
 	struct rn_mr *m, *n;
 	int left;
@@ -141,9 +149,6 @@ int rn_mr_cache_destroy(struct rn_dev *dev)
 	if (!c)
 		return 0;
 	left = c->count;
-	if (left)
-		rn_warn(RN_SUB_NET, RN_PFX "%s: %d memory registrations were never released",
-			dev->nic.ibdev, left);
 	for (m = c->head; m; m = n) {
 		n = m->next;
 		rn_verbs.dereg_mr(m->ibmr);

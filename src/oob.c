@@ -93,15 +93,18 @@ static socklen_t ss_len(const struct sockaddr_storage *ss)
 	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
+/* The bounds of rn_oob.h: a vanished host fails the socket in ~25 s, whatever it waits for. */
 static void sock_tune(int fd)
 {
-	int one = 1, idle = 10, intvl = 5, cnt = 3;
+	int one = 1, idle = RN_OOB_KEEPIDLE_S, intvl = RN_OOB_KEEPINTVL_S, cnt = RN_OOB_KEEPCNT;
+	unsigned int user = RN_OOB_USER_TIMEOUT_MS;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
 }
 
 int rn_oob_listen(struct sockaddr_storage *addr, int *fd)
@@ -145,7 +148,7 @@ int rn_oob_accept(int lfd, int *fd)
 int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_storage *src,
 		   int *fd)
 {
-	int s, ret;
+	int s, ret, syn = RN_OOB_SYN_RETRIES;
 
 	s = socket(peer->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -163,6 +166,7 @@ int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_st
 				 strerror(errno));
 	}
 	sock_tune(s);
+	setsockopt(s, IPPROTO_TCP, TCP_SYNCNT, &syn, sizeof(syn));
 	if (connect(s, (const struct sockaddr *)peer, ss_len(peer)) && errno != EINPROGRESS) {
 		ret = -errno;
 		close(s);

@@ -140,15 +140,22 @@ void fx_setup(struct fx *f)
 
 int fx_teardown(struct fx *f)
 {
+	struct rn_conn_counts n;
 	int i, leaks;
 
+	/* what a test left open is a leak; closed as the last finalize would, and counted */
+	rn_conn_close_all(&f->eng, &n);
+	leaks = n.listeners + n.connecting + n.comms;
+	if (leaks)
+		fprintf(stderr, "fx_teardown: left open: %d listeners, %d connects, %d comms\n",
+			n.listeners, n.connecting, n.comms);
 	for (i = 0; i < f->eng.ndevs; i++) {
 		rn_mr_cache_destroy(&f->devs[i]);
 		rn_verbs.dealloc_pd(f->devs[i].pd);
 		rn_verbs.close_device(f->devs[i].ctx);
 		pthread_mutex_destroy(&f->devs[i].lock);
 	}
-	leaks = fake_wire_live();
+	leaks += fake_wire_live();
 	leaks += fake_verbs_uninstall();
 	rn_log_set_sink(NULL);
 	return leaks;
