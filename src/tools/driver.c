@@ -10,12 +10,25 @@
  *   client  fetch the handles and settings, connect, send the messages
  *   loopback both ends in one process on one device (NCCL's GDR probe connects to itself)
  *
+ * NCCL's own call patterns (../shared/docs/nccl-calls.md), so the plugin meets them here
+ * before it meets NCCL:
+ *   server --late-accept-ms N   the peer's first accept comes N ms after it handed out
+ *           its handles (a rank that waits for a third one before its accept loop)
+ *   service  one thread (NCCL's proxy service thread) brings up --conns loopback pairs:
+ *           listens, connects, accepts and regMr interleaved, closeListen right after
+ *           each accept; then a checked transfer on every pair
+ *   abort-reload  listeners, connects and accepts in flight, then NCCL's abort (nothing
+ *           closed), finalize, dlclose, dlopen, a new communicator with a checked
+ *           loopback transfer; the process's threads, fds and sockets must be back to
+ *           their count before the first init
+ *
  * --merge A,B,... fuses those devices into a vNIC with makeVDevice, as NCCL's NIC fusion
  * (NCCL_IB_MERGE_NICS) does, and uses it instead of --dev.
  *
  * Exit codes (rn_cli.h): 0 done; 1 the plugin failed (load, ABI call, transfer, data
  * check); 2 usage; 3 no RoCE device (probe only with --require-devices, others always).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <getopt.h>
@@ -54,6 +67,7 @@ struct driver {
 	int tags;         /* buffers per irecv (multi-receive), each with its own tag */
 	int conns;        /* connections between server and client */
 	int nap_us;       /* sleep after a poll round without progress (0: busy poll) */
+	int late_accept_ms; /* server: hold the first accept this long */
 	int timeout_ms;
 	const char *addr; /* side channel */
 	struct netplug np;
@@ -510,6 +524,16 @@ static int hello_ok(const struct wire_hello *h)
 	       h->iters >= 1;
 }
 
+/* --late-accept-ms: the peer has our handles and connects; our first accept comes late. */
+static void late_accept(const struct driver *d)
+{
+	if (d->late_accept_ms <= 0)
+		return;
+	say("holding the first accept %d ms (the peer connects meanwhile)", d->late_accept_ms);
+	usleep((useconds_t)d->late_accept_ms * 1000u);
+	say("first accept now");
+}
+
 static int cmd_server(struct driver *d)
 {
 	struct wire_hello hello = { .magic = HELLO_MAGIC, .conns = (uint32_t)d->conns,
@@ -545,6 +569,7 @@ static int cmd_server(struct driver *d)
 		say("side channel: no client within %d ms", d->timeout_ms);
 		goto close;
 	}
+	late_accept(d);
 	deadline = tool_now() + d->timeout_ms / 1000.0;
 	do {
 		left = 0;
@@ -624,7 +649,7 @@ static int cmd_client(struct driver *d)
 	struct xfer xs[MAX_CONNS];
 	struct wire_ack ack;
 	int ndev, fd, rc = EXIT_FAILED, i, nx = 0, left;
-	double deadline;
+	double deadline, t0;
 	ncclResult_t res;
 
 	fd = side_connect(d->addr, d->timeout_ms);
@@ -639,7 +664,8 @@ static int cmd_client(struct driver *d)
 	if (rc || (rc = pick_dev(d, ndev)))
 		goto out;
 	rc = EXIT_FAILED;
-	deadline = tool_now() + d->timeout_ms / 1000.0;
+	t0 = tool_now();
+	deadline = t0 + d->timeout_ms / 1000.0;
 	do {
 		left = 0;
 		for (i = 0; i < d->conns; i++) {
@@ -648,6 +674,7 @@ static int cmd_client(struct driver *d)
 			res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, hello.handle[i], &scs[i]);
 			if (res != ncclSuccess) {
 				say_plugin_error("connect", res);
+				say("connect failed after %.1f s", tool_now() - t0);
 				goto close;
 			}
 			left += !scs[i];
@@ -657,7 +684,7 @@ static int cmd_client(struct driver *d)
 			goto close;
 		}
 	} while (left);
-	say("connected %d connection(s)", d->conns);
+	say("connected %d connection(s) in %.1f s", d->conns, tool_now() - t0);
 	for (nx = 0; nx < d->conns; nx++)
 		if (xfer_setup(&xs[nx], d, scs[nx], 1, nx))
 			goto teardown;
@@ -755,6 +782,259 @@ out:
 	return rc;
 }
 
+/* ---- NCCL's call patterns ---- */
+
+/* What this process holds: to tell what a plugin left behind after its unload. */
+struct proc_counts {
+	int threads, fds, sockets;
+};
+
+static int count_dir(const char *path)
+{
+	DIR *dir = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!dir)
+		return -1;
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+static void proc_count(struct proc_counts *c)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], link[64];
+	ssize_t n;
+
+	memset(c, 0, sizeof(*c));
+	c->threads = count_dir("/proc/self/task");
+	if (!dir)
+		return;
+	while ((e = readdir(dir))) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(dir))
+			continue;
+		c->fds++;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n > 0) {
+			link[n] = 0;
+			c->sockets += !strncmp(link, "socket:", 7);
+		}
+	}
+	closedir(dir);
+}
+
+static void say_counts(const char *when, const struct proc_counts *c)
+{
+	say("%s: %d threads, %d fds, %d sockets", when, c->threads, c->fds, c->sockets);
+}
+
+/*
+ * NCCL's proxy service thread: every local rank's ops back to back on one thread. Here
+ * --conns loopback pairs: each round makes one call per pair, listen first, then its
+ * connect and accept, regMr on each comm as soon as it is up (while the others still
+ * connect), closeListen right after the accept. Then a checked transfer on every pair.
+ */
+static int cmd_service(struct driver *d)
+{
+	static char h[MAX_CONNS][NCCL_NET_HANDLE_MAXSIZE];
+	void *lc[MAX_CONNS] = { NULL }, *sc[MAX_CONNS] = { NULL }, *rcm[MAX_CONNS] = { NULL };
+	struct xfer xs[2 * MAX_CONNS];
+	int ready[2 * MAX_CONNS] = { 0 };
+	int ndev, rc = driver_start(d, 1, &ndev), n = d->conns, i, up = 0, calls = 0, regs = 0;
+	double t0, deadline;
+	ncclResult_t res;
+
+	if (rc || (rc = pick_dev(d, ndev)))
+		goto out;
+	rc = EXIT_FAILED;
+	t0 = tool_now();
+	deadline = t0 + d->timeout_ms / 1000.0;
+	while (up < 2 * n) {
+		for (i = 0; i < n; i++) {
+			if (!lc[i] && !rcm[i]) {
+				res = netplug_listen(&d->np, d->ctx[0], d->dev, h[i], &lc[i]);
+				calls++;
+				if (res != ncclSuccess || !lc[i]) {
+					say_plugin_error("listen", res);
+					goto close;
+				}
+				continue; /* its connect comes in a later op */
+			}
+			if (!sc[i]) {
+				res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, h[i], &sc[i]);
+				calls++;
+				if (res != ncclSuccess) {
+					say_plugin_error("connect", res);
+					goto close;
+				}
+			} else if (!ready[2 * i + 1]) {
+				if (xfer_setup(&xs[2 * i + 1], d, sc[i], 1, i))
+					goto close;
+				ready[2 * i + 1] = 1;
+				regs++;
+				up++;
+			}
+			if (!rcm[i]) {
+				res = netplug_accept(&d->np, lc[i], &rcm[i]);
+				calls++;
+				if (res != ncclSuccess) {
+					say_plugin_error("accept", res);
+					goto close;
+				}
+				if (rcm[i]) { /* as NCCL: the listener goes right after its accept */
+					res = netplug_close_listen(&d->np, lc[i]);
+					lc[i] = NULL;
+					if (res != ncclSuccess) {
+						say_plugin_error("closeListen", res);
+						goto close;
+					}
+				}
+			} else if (!ready[2 * i]) {
+				if (xfer_setup(&xs[2 * i], d, rcm[i], 0, i))
+					goto close;
+				ready[2 * i] = 1;
+				regs++;
+				up++;
+			}
+		}
+		if (up < 2 * n && expired(deadline)) {
+			say("service: %d of %d comms up after %d ms", up, 2 * n, d->timeout_ms);
+			goto close;
+		}
+	}
+	say("service thread: %d pairs up in %.3f s (%d listen/connect/accept calls, %d regMr "
+	    "interleaved)", n, tool_now() - t0, calls, regs);
+	rc = run_transfers(d, xs, 2 * n) ? EXIT_FAILED : 0;
+	for (i = 0; !rc && i < n; i++)
+		if (xs[2 * i].sum != xs[2 * i + 1].sum) {
+			say("pair %d: checksum sent %#llx, received %#llx", i,
+			    (unsigned long long)xs[2 * i + 1].sum, (unsigned long long)xs[2 * i].sum);
+			rc = EXIT_FAILED;
+		}
+	if (!rc)
+		say("checksums match (%d pairs)", n);
+close:
+	for (i = 0; i < 2 * n; i++)
+		if (ready[i] && xfer_teardown(&xs[i]) && !rc)
+			rc = EXIT_FAILED;
+	for (i = 0; i < n; i++) {
+		if (sc[i] && netplug_close_send(&d->np, sc[i]) != ncclSuccess && !rc)
+			rc = EXIT_FAILED;
+		if (rcm[i] && netplug_close_recv(&d->np, rcm[i]) != ncclSuccess && !rc)
+			rc = EXIT_FAILED;
+		if (lc[i] && netplug_close_listen(&d->np, lc[i]) != ncclSuccess && !rc)
+			rc = EXIT_FAILED;
+	}
+out:
+	if (driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	return rc;
+}
+
+/*
+ * ncclCommAbort during connection setup, then a restart in place: --conns listeners,
+ * a connect to each, accepts begun on half of them, one pair connected with a
+ * registration; NCCL then closes nothing (it frees only what completed, and this one
+ * never did), finalizes and unloads the plugin. Then it loads it again for a new
+ * communicator, which must work (a checked loopback transfer). Threads, fds and sockets
+ * must be back to their count before the first init, after the unload and at the end.
+ */
+static int cmd_abort_reload(struct driver *d)
+{
+	static char h[MAX_CONNS][NCCL_NET_HANDLE_MAXSIZE], hc[MAX_CONNS][NCCL_NET_HANDLE_MAXSIZE];
+	void *lc[MAX_CONNS] = { NULL }, *sc, *rcm, *pl = NULL, *ps = NULL, *pr = NULL, *mh = NULL;
+	char ph[NCCL_NET_HANDLE_MAXSIZE];
+	struct proc_counts before, held, unloaded, end;
+	int ndev, rc, n = d->conns, i, k, nconn = 0, nacc = 0;
+	static char buf[1 << 20];
+	double deadline;
+	ncclResult_t res;
+
+	proc_count(&before);
+	say_counts("before the first init", &before);
+	rc = driver_start(d, 1, &ndev);
+	if (rc || (rc = pick_dev(d, ndev)))
+		goto stop;
+	rc = EXIT_FAILED;
+	/* a connection that completed, with a registration: NCCL would close it */
+	if (netplug_listen(&d->np, d->ctx[0], d->dev, ph, &pl) != ncclSuccess || !pl)
+		goto stop;
+	deadline = tool_now() + d->timeout_ms / 1000.0;
+	while ((!ps || !pr) && !expired(deadline)) {
+		if (!ps && netplug_connect(&d->np, d->ctx[0], d->dev, -1, ph, &ps) != ncclSuccess)
+			goto stop;
+		if (!pr && netplug_accept(&d->np, pl, &pr) != ncclSuccess)
+			goto stop;
+	}
+	if (!ps || !pr || netplug_reg_mr(&d->np, ps, buf, sizeof(buf), NCCL_PTR_HOST, &mh) !=
+	    ncclSuccess) {
+		say("abort-reload: the first connection did not come up");
+		goto stop;
+	}
+	for (i = 0; i < n; i++) {
+		res = netplug_listen(&d->np, d->ctx[0], d->dev, h[i], &lc[i]);
+		if (res != ncclSuccess || !lc[i]) {
+			say_plugin_error("listen", res);
+			goto stop;
+		}
+		memcpy(hc[i], h[i], sizeof(hc[i]));
+	}
+	/* connects in flight, and accepts begun on half the listeners: never to complete */
+	for (k = 0; k < 100; k++) {
+		for (i = 0; i < n; i++) {
+			sc = NULL;
+			if (netplug_connect(&d->np, d->ctx[0], d->dev, -1, hc[i], &sc) != ncclSuccess ||
+			    sc) {
+				say("abort-reload: connect %d %s", i, sc ? "completed" : "failed");
+				goto stop;
+			}
+			nconn += !k;
+		}
+		if (k == 50)
+			for (i = 0; i < n / 2; i++) {
+				rcm = NULL;
+				if (netplug_accept(&d->np, lc[i], &rcm) != ncclSuccess || rcm) {
+					say("abort-reload: accept %d %s", i, rcm ? "completed" :
+					    "failed");
+					goto stop;
+				}
+				nacc++;
+			}
+		usleep(1000);
+	}
+	proc_count(&held);
+	say("aborting with 1 connected pair (1 registration), %d listeners, %d connects in "
+	    "flight, %d accepts begun: nothing closed, as ncclCommAbort", n, nconn, nacc);
+	say_counts("at the abort", &held);
+	rc = 0;
+stop:
+	if (driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	if (rc)
+		return rc;
+	proc_count(&unloaded);
+	say_counts("after finalize + dlclose", &unloaded);
+	/* the restart in place: load it again, a new communicator, checked data */
+	memset(&d->np, 0, sizeof(d->np));
+	rc = cmd_loopback(d);
+	proc_count(&end);
+	say_counts("after the new communicator's finalize + dlclose", &end);
+	if (unloaded.threads != before.threads || unloaded.fds != before.fds ||
+	    unloaded.sockets != before.sockets || end.threads != before.threads ||
+	    end.fds != before.fds || end.sockets != before.sockets) {
+		say("abort-reload: the plugin left threads, fds or sockets behind");
+		return EXIT_FAILED;
+	}
+	if (!rc)
+		say("abort-reload: nothing left behind; the new communicator works");
+	return rc;
+}
+
 /* ---- command line ---- */
 
 static const struct {
@@ -766,6 +1046,9 @@ static const struct {
 	{ "server", cmd_server, "listen on --dev; hand the handle out on ADDR:PORT; receive" },
 	{ "client", cmd_client, "fetch the handle from ADDR:PORT; connect; send" },
 	{ "loopback", cmd_loopback, "connect --dev to itself in one process; send and receive" },
+	{ "service", cmd_service, "--conns loopback pairs from one thread, NCCL's proxy way" },
+	{ "abort-reload", cmd_abort_reload, "abort mid-connect, unload, reload, transfer; "
+	  "nothing may be left" },
 };
 
 /* "0,1,4095,64K": sizes in turn; a plain --size replaces the list with one size. */
@@ -819,7 +1102,7 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT |\n"
-		"                                           loopback] [options]\n"
+		"                                           loopback | service | abort-reload] [options]\n"
 		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
 		"  --max-version N    newest ncclNetPlugin_vN to try, 6..12 (12 as NCCL 2.30, 11 as 2.28)\n"
@@ -836,7 +1119,9 @@ static void usage(FILE *f)
 		"  --tags N           buffers per irecv, 1..%d, tags 100..; the sender sends them in\n"
 		"                     another order, each tag with its own size (server)\n"
 		"  --recv-size BYTES  post receives of this size instead of the send's (server)\n"
-		"  --conns N          connections, 1..%d (server; default 1)\n"
+		"  --conns N          connections, 1..%d (server, service, abort-reload; default 1)\n"
+		"  --late-accept-ms N server: hold the first accept N ms after the client has the\n"
+		"                     handles (it connects meanwhile), 0..86400000\n"
 		"  --nap-us N         sleep N us after a poll round without progress, 0..1000000\n"
 		"                     (default 0: busy poll, as NCCL's proxy thread)\n"
 		"  --timeout-ms N     bound on every wait, 1..86400000 (default 30000)\n"
@@ -878,6 +1163,7 @@ int main(int argc, char **argv)
 		{ "recv-size", required_argument, NULL, 'R' },
 		{ "conns", required_argument, NULL, 'C' },
 		{ "nap-us", required_argument, NULL, 'N' },
+		{ "late-accept-ms", required_argument, NULL, 'L' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'Z' },
@@ -947,6 +1233,10 @@ int main(int argc, char **argv)
 		case 'N':
 			if (rn_cli_int(optarg, 0, 1000000, &d.nap_us))
 				return bad_value("nap-us", optarg);
+			break;
+		case 'L':
+			if (rn_cli_int(optarg, 0, 86400000, &d.late_accept_ms))
+				return bad_value("late-accept-ms", optarg);
 			break;
 		case 'n':
 			if (rn_cli_long(optarg, 1, 1000000000L, &d.iters))
