@@ -3,10 +3,13 @@
 """Flood a TCP listener the way a port scanner or a stuck peer does, for the flood tests.
 
 flood.py HOST PORT [--idle N] [--slow N] [--prefix HEX] [--seconds S] [--ready FILE]
+flood.py HOST PORT --churn RATE [--seconds S] [--ready FILE]
 
 Opens N idle connections (they send nothing), then N slow-loris ones that send one
 byte per second (the bytes of --prefix, a plausible start of a real message, over and
 over), keeps them for S seconds and reports how many the server closed and when.
+With --churn: connects and closes at up to RATE per second for S seconds (a scanner, or
+any local process: no handle needed), and reports how many it made.
 Exit 0 always once the connections were attempted; the test reads the report.
 """
 import argparse
@@ -26,7 +29,10 @@ def main():
     ap.add_argument("--prefix", default="00")
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--ready")
+    ap.add_argument("--churn", type=float, default=0)
     a = ap.parse_args()
+    if a.churn:
+        return churn(a)
     prefix = bytes.fromhex(a.prefix) or b"\0"
     t0 = time.monotonic()
     conns = []  # [sock, kind, opened, closed_at, bytes_sent]
@@ -88,6 +94,34 @@ def main():
             " (after %.1f..%.1f s)" % (min(closed), max(closed)) if closed else "", sent))
     for c in conns:
         c[0].close()
+    return 0
+
+
+def churn(a):
+    """connect + close, paced to a.churn per second, for a.seconds"""
+    if a.ready:
+        with open(a.ready, "w") as f:
+            f.write("churn\n")
+    print("flood ready: churn at up to %.0f/s" % a.churn, flush=True)
+    t0 = time.monotonic()
+    made = failed = 0
+    while True:
+        now = time.monotonic()
+        if now - t0 >= a.seconds:
+            break
+        if made + failed > (now - t0) * a.churn:
+            time.sleep(0.0005)
+            continue
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.connect((a.host, a.port))
+            made += 1
+        except OSError:
+            failed += 1
+        s.close()
+    secs = time.monotonic() - t0
+    print("flood churn: %d connect+close in %.1f s (%.0f/s), %d connects failed" % (
+        made, secs, made / secs if secs else 0, failed))
     return 0
 
 
