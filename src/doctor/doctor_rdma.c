@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_conn.h"
 #include "rn_net.h"
 
 #define PROBE_MSG 64
@@ -59,7 +60,12 @@ static int engine(struct rn_doctor *d, struct rn_engine **out)
 
 void rn_probe_release(void)
 {
-	/* the devices are the doctor's: nothing to free, only forget them */
+	struct rn_conn_counts n;
+
+	/* a probe that gave up left its connect or listener: they go before the devices */
+	if (probe_eng_state == 1)
+		rn_conn_close_all(&probe_eng, &n);
+	/* the devices are the doctor's: nothing else to free, only forget them */
 	memset(&probe_eng, 0, sizeof(probe_eng));
 	probe_eng_state = 0;
 }
