@@ -74,12 +74,20 @@ struct rn_engine {
 };
 
 /*
- * Take a reference on the engine, initialising it on the first one (config,
- * devices, route verdicts). -ENODEV when no usable RoCE device is left; the reason
- * has been logged once. rn_engine_put() drops the reference (safe after a failed get).
+ * Take a reference on the engine, initialising it on the first one of the library's
+ * life (config, devices, route verdicts). -ENODEV when no usable RoCE device is left;
+ * the reason has been logged once, and the next get tries again. rn_engine_put()
+ * drops the reference (safe after a failed get); the last one releases what belongs
+ * to communicators, never the devices or the vNICs: NCCL keeps their indices for as
+ * long as the library stays loaded.
  */
 int rn_engine_get(struct rn_engine **out);
 void rn_engine_put(void);
+/*
+ * Free the devices and vNICs (the library's destructor; tests). 0, or -EBUSY while a
+ * reference is held (nothing freed). The next get discovers again.
+ */
+int rn_engine_unload(void);
 
 /* The engine while at least one reference is held, else NULL. */
 struct rn_engine *rn_engine_current(void);
