@@ -31,7 +31,12 @@ struct rn_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
-	char pci_path[PATH_MAX];    /* "" for virtual devices (rxe has no PCI parent) */
+	/*
+	 * The RDMA device's PCI function or, where it has none (rxe, siw), its netdev's
+	 * (pci_from_netdev); "" when neither has one (rxe over veth).
+	 */
+	char pci_path[PATH_MAX];
+	int pci_from_netdev;
 	/*
 	 * What NCCL is told, numbered as net_ib does: the PCI path with the function
 	 * made 0, so the functions of one multi-port NIC are one device, and the port
