@@ -31,7 +31,12 @@ struct rn_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
-	char pci_path[PATH_MAX];    /* "" for virtual devices (rxe has no PCI parent) */
+	/*
+	 * The RDMA device's PCI function or, where it has none (rxe, siw), its netdev's
+	 * (pci_from_netdev); "" when neither has one (rxe over veth).
+	 */
+	char pci_path[PATH_MAX];
+	int pci_from_netdev;
 	/*
 	 * What NCCL is told, numbered as net_ib does: the PCI path with the function
 	 * made 0, so the functions of one multi-port NIC are one device, and the port
@@ -74,12 +79,20 @@ struct rn_engine {
 };
 
 /*
- * Take a reference on the engine, initialising it on the first one (config,
- * devices, route verdicts). -ENODEV when no usable RoCE device is left; the reason
- * has been logged once. rn_engine_put() drops the reference (safe after a failed get).
+ * Take a reference on the engine, initialising it on the first one of the library's
+ * life (config, devices, route verdicts). -ENODEV when no usable RoCE device is left;
+ * the reason has been logged once, and the next get tries again. rn_engine_put()
+ * drops the reference (safe after a failed get); the last one releases what belongs
+ * to communicators, never the devices or the vNICs: NCCL keeps their indices for as
+ * long as the library stays loaded.
  */
 int rn_engine_get(struct rn_engine **out);
 void rn_engine_put(void);
+/*
+ * Free the devices and vNICs (the library's destructor; tests). 0, or -EBUSY while a
+ * reference is held (nothing freed). The next get discovers again.
+ */
+int rn_engine_unload(void);
 
 /*
  * Close what NCCL left open on @eng (listeners, handshakes, comms, registrations), with

@@ -37,12 +37,29 @@ struct rn_oob_buf {
 };
 
 /*
- * The address the listener binds to: the first IPv4 address of NCCL_SOCKET_IFNAME
- * when set (comma list of interface names, exact or prefix), else the NIC's own
- * source IP so that the handshake follows the same path as the RDMA traffic.
+ * The address the listener binds to (and a connect's source): with NCCL_SOCKET_IFNAME
+ * set, the first address of the first running interface it selects (rn_oob_pick_ifaddr),
+ * else the NIC's own source IP so that the handshake follows the same path as the RDMA
+ * traffic. A setting that selects nothing is one WARN per process, not one per call.
  */
 int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 		      struct sockaddr_storage *out);
+
+/*
+ * NCCL_SOCKET_IFNAME's syntax, as NCCL: "[^][=]name[:port],...": '^' excludes, '=' asks
+ * for exact names, else each entry is a prefix. 1 when @name is selected by @list.
+ */
+int rn_oob_ifname_match(const char *list, const char *name);
+
+struct ifaddrs;
+/*
+ * The first entry of @ifa (getifaddrs order: IPv4 before IPv6) on a running interface
+ * selected by @list, IPv4 or IPv6 but neither loopback ::1 nor link-local (a handle
+ * carries no scope). 0 with its address in @out (port 0) and its interface in @name
+ * (may be NULL), or -EADDRNOTAVAIL.
+ */
+int rn_oob_pick_ifaddr(const char *list, const struct ifaddrs *ifa, struct sockaddr_storage *out,
+		       char *name, size_t name_len);
 
 /* A non-blocking listening socket on @addr (port 0 = ephemeral); @addr gets the port. */
 int rn_oob_listen(struct sockaddr_storage *addr, int *fd);

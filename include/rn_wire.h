@@ -55,7 +55,7 @@
 #define RN_WIRE_HELLO_MIN 4        /* the oldest handle and HELLO: the data path changed in 4 */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
-#define RN_MAX_QPS 16               /* data QPs per connection */
+#define RN_MAX_QPS 128              /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */
 #define RN_VNIC_MAX 8               /* NICs fused in one vNIC (NCCL_NET_MAX_DEVS_PER_NIC v12) */
 
 enum rn_msg_type {

@@ -417,24 +417,30 @@ ncclResult_t rn_plugin_test(void *request, int *done, int *sizes)
 	return rn_plugin_result(rn_test(request, done, sizes));
 }
 
+/*
+ * NULL is no comm, not a misuse: after a failed connect or accept NCCL closes what it
+ * holds, NULL included (transport/net.cc, sendProxyFree), as net_ib answers success to
+ * it, and as deregMr(NULL). A WARN here would add a second, misleading line to the
+ * failure already reported.
+ */
 ncclResult_t rn_plugin_close_send(void *send_comm)
 {
 	if (!send_comm)
-		return misuse("sendComm is NULL");
+		return ncclSuccess; /* see below */
 	return rn_plugin_result(rn_close_send(send_comm));
 }
 
 ncclResult_t rn_plugin_close_recv(void *recv_comm)
 {
 	if (!recv_comm)
-		return misuse("recvComm is NULL");
+		return ncclSuccess; /* see below */
 	return rn_plugin_result(rn_close_recv(recv_comm));
 }
 
 ncclResult_t rn_plugin_close_listen(void *listen_comm)
 {
 	if (!listen_comm)
-		return misuse("listenComm is NULL");
+		return ncclSuccess; /* see below */
 	return rn_plugin_result(rn_close_listen(listen_comm));
 }
 

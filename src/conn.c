@@ -52,6 +52,7 @@
  * (an abort frees only connected comms and no listener) at the last finalize.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -1217,11 +1218,14 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	/* as net_ib: QPs per connection for each member of the larger end */
 	nqps = RN_MAX(eng->cfg.qps_per_conn, 1) * RN_MAX(nmem, hi.members);
 	if (nqps > RN_MAX_QPS) {
+		static atomic_int warned; /* once per process: the same for every connection */
 		int per = RN_MAX_QPS / RN_MAX(nmem, hi.members);
 
-		rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d over %d NIC%s: using %d "
-			"(at most %d QPs)", eng->cfg.qps_per_conn, RN_MAX(nmem, hi.members),
-			RN_MAX(nmem, hi.members) > 1 ? "s" : "", per, RN_MAX_QPS);
+		if (!atomic_exchange(&warned, 1))
+			rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d over %d NIC%s: "
+				"using %d (at most %d QPs a connection)", eng->cfg.qps_per_conn,
+				RN_MAX(nmem, hi.members), RN_MAX(nmem, hi.members) > 1 ? "s" : "",
+				per, RN_MAX_QPS);
 		nqps = per * RN_MAX(nmem, hi.members);
 	}
 	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);

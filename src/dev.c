@@ -4,6 +4,7 @@
  * speed, PD, DMA-BUF and GPUDirect probes), filtered by NCCL_IB_HCA exactly as NCCL.
  */
 #include <errno.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +281,75 @@ static int is_rxe(const char *ibdev, const char *pci_path)
 	       !rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/parent", ibdev);
 }
 
+struct lower_scan {
+	char *name; /* IFNAMSIZ + 8 bytes */
+	int n;
+};
+
+/* "lower_eth1" entries of a stacked netdev: the count, and the name of the first. */
+static int lower_entry(const char *name, void *arg)
+{
+	struct lower_scan *ls = arg;
+
+	if (strncmp(name, "lower_", 6))
+		return 0;
+	if (!ls->n++)
+		snprintf(ls->name, IFNAMSIZ + 8, "%s", name + 6);
+	return 0;
+}
+
+/* The last component of a sysfs path, "" for none. */
+static const char *path_base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * The PCI function under @netdev, for an RDMA device that has none of its own (rxe,
+ * siw): NCCL places a NIC by its pciPath, and with NULL every such NIC lands in one
+ * <nic> under the first CPU, where NCCL fuses them into a vNIC it then cannot place
+ * ("Could not find any local path from gpu 0 to net"). Walk up from the netdev's
+ * device to the first node whose subsystem is pci: for virtio-net the netdev's device
+ * is a virtio node under the PCI function. A VLAN or other stacked netdev with a single
+ * lower one takes that one's. 0, or -ENOENT when there is no PCI device (veth, lo).
+ */
+static int netdev_pci_path(const char *netdev, char *out, size_t len, int depth)
+{
+	char path[PATH_MAX], sub[PATH_MAX + 16], node[PATH_MAX], lower[IFNAMSIZ + 8] = "";
+	struct lower_scan ls = { lower, 0 };
+	int i;
+
+	if (!netdev[0] || strchr(netdev, '/') || depth > 4)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", netdev);
+	if (!rn_sys.realpath(path, node, sizeof(node))) {
+		/* bounded: a sysfs device path is a few levels deep */
+		for (i = 0; i < 16 && !strncmp(node, "/sys/devices/", 13); i++) {
+			char *slash;
+
+			snprintf(sub, sizeof(sub), "%s/subsystem", node);
+			if (!rn_sys.realpath(sub, path, sizeof(path)) &&
+			    !strcmp(path_base(path), "pci")) {
+				if (strlen(node) >= len)
+					return -ENAMETOOLONG;
+				strcpy(out, node);
+				return 0;
+			}
+			slash = strrchr(node, '/');
+			if (!slash)
+				break;
+			*slash = '\0';
+		}
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s", netdev);
+	if (rn_sys.list(path, lower_entry, &ls) || ls.n != 1)
+		return -ENOENT;
+	return netdev_pci_path(lower, out, len, depth + 1);
+}
+
 /* ---- discovery ---- */
 
 void rn_dev_free(struct rn_dev *dev)
@@ -368,6 +438,9 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	d->is_rxe = is_rxe(name, d->pci_path);
 	if (!find_netdev(ctx, name, port, pa->gid_tbl_len, d->nic.netdev, sizeof(d->nic.netdev)))
 		fill_netdev(&d->nic);
+	if (!d->pci_path[0] &&
+	    !netdev_pci_path(d->nic.netdev, d->pci_path, sizeof(d->pci_path), 0))
+		d->pci_from_netdev = 1;
 	d->pd = rn_verbs.alloc_pd(ctx);
 	if (!d->pd) {
 		int err = errno ? errno : ENOMEM;
@@ -394,8 +467,10 @@ static void dev_log(const struct rn_dev *d)
 	rn_info(RN_SUB_INIT | RN_SUB_NET,
 		RN_PFX "found %s:%d netdev %s (ifindex %d, mtu %d, %s) %s%s speed %d Mbps ptrSupport %s%s%s",
 		nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?", nic->ifindex, nic->mtu,
-		nic->link_up ? "up" : "down", d->is_rxe ? "Soft-RoCE" : "pci ",
-		d->is_rxe ? "" : d->pci_path[0] ? d->pci_path : "-", d->speed_mbps,
+		nic->link_up ? "up" : "down",
+		d->pci_from_netdev ? "pci (the netdev's) " : d->is_rxe ? "Soft-RoCE" : "pci ",
+		d->is_rxe && !d->pci_from_netdev ? "" : d->pci_path[0] ? d->pci_path : "-",
+		d->speed_mbps,
 		d->ptr_support & RN_PTR_HOST ? "HOST" : "",
 		d->ptr_support & RN_PTR_CUDA ? "|CUDA" : "",
 		d->ptr_support & RN_PTR_DMABUF ? "|DMABUF" : "");

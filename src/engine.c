@@ -2,7 +2,14 @@
 /*
  * The engine: process-wide state behind every communicator. The first reference
  * reads the configuration, discovers the NICs, judges each one's routing and keeps
- * those the route check lets through; the last reference frees it all.
+ * those the route check lets through.
+ *
+ * Discovery and the vNIC table then live as long as the library: NCCL reads the
+ * device count once per load and makes its vNICs once (makeVDevice), so a
+ * communicator made after the last one was finalized, with the library kept loaded
+ * (NCCL_NET_PLUGIN_REF_COUNT >= 1, or the v10 table), still uses those indices. Only
+ * per-communicator resources go when the last reference does; the devices go when
+ * the library is unloaded (dlclose, exit) with no reference held.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +30,7 @@
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine engine;
 static int engine_refs;
+static int engine_ready; /* discovery done and kept (under engine_lock) */
 
 static void engine_free_devs(struct rn_dev **devs, int n)
 {
@@ -169,8 +177,11 @@ int rn_engine_get(struct rn_engine **out)
 	int ret = 0;
 
 	pthread_mutex_lock(&engine_lock);
-	if (!engine_refs)
+	/* a failed discovery keeps nothing: the next communicator tries again */
+	if (!engine_ready) {
 		ret = engine_init(&engine);
+		engine_ready = !ret;
+	}
 	if (!ret) {
 		engine_refs++;
 		*out = &engine;
@@ -209,12 +220,37 @@ void rn_engine_put(void)
 {
 	pthread_mutex_lock(&engine_lock);
 	if (engine_refs > 0 && --engine_refs == 0) {
+		/* what NCCL never closed goes now; the devices stay for the library's life */
 		rn_engine_close_leftovers(&engine);
-		engine_free_devs(engine.devs, engine.ndevs);
-		memset(&engine, 0, sizeof(engine));
-		rn_nl_close(); /* the engine's route socket goes with it */
+		rn_nl_close(); /* per-communicator: the next live route query reopens it */
 	}
 	pthread_mutex_unlock(&engine_lock);
+}
+
+int rn_engine_unload(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&engine_lock);
+	if (engine_refs) {
+		ret = -EBUSY;
+	} else if (engine_ready) {
+		engine_free_devs(engine.devs, engine.ndevs);
+		memset(&engine, 0, sizeof(engine));
+		engine_ready = 0;
+	}
+	pthread_mutex_unlock(&engine_lock);
+	return ret;
+}
+
+/*
+ * dlclose() or exit: the devices go with the library. With a reference still held
+ * (a v10 NCCL never finalizes; an exit with communicators alive) other threads may
+ * still use them, and the process is ending anyway: left to the kernel.
+ */
+__attribute__((destructor)) static void engine_unload_at_exit(void)
+{
+	rn_engine_unload();
 }
 
 int rn_engine_init_with(struct rn_engine *eng, const struct rn_config *cfg, const char *hostname,

@@ -8,7 +8,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,22 +21,95 @@
 #include "rn_log.h"
 #include "rn_oob.h"
 
-static int ifname_match(const char *list, const char *name)
+/*
+ * NCCL_SOCKET_IFNAME as NCCL reads it (misc/socket.cc, findInterfaces): a leading '^'
+ * excludes, then a leading '=' asks for exact names (else each entry is a prefix); entries
+ * are comma separated, "name[:port]" with the port ignored here. An empty list matches
+ * every interface.
+ */
+static int ifname_listed(const char *list, const char *name)
 {
-	char buf[RN_CFG_STR_MAX], *tok, *save = NULL;
-	int exact = 0;
+	int exact = 0, hit = 0, any = 0;
+	const char *e;
 
-	snprintf(buf, sizeof(buf), "%s", list);
-	tok = buf;
-	if (*tok == '=') {
+	if (*list == '^')
+		list++;
+	if (*list == '=') {
 		exact = 1;
-		tok++;
+		list++;
 	}
-	for (tok = strtok_r(tok, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (exact ? !strcmp(tok, name) : !strncmp(tok, name, strlen(tok)))
-			return 1;
+	for (e = list; *e && !hit;) {
+		size_t len = strcspn(e, ","), nl = strcspn(e, ":,");
+
+		if (nl) {
+			any = 1;
+			hit = exact ? strlen(name) == nl && !strncmp(e, name, nl) :
+				      !strncmp(e, name, nl);
+		}
+		e += len;
+		if (*e == ',')
+			e++;
 	}
-	return 0;
+	return hit || !any;
+}
+
+int rn_oob_ifname_match(const char *list, const char *name)
+{
+	int exclude = *list == '^';
+
+	if (exclude && !list[1 + (list[1] == '=')])
+		return 1; /* excluding nothing */
+	return ifname_listed(list, name) ^ exclude;
+}
+
+int rn_oob_pick_ifaddr(const char *list, const struct ifaddrs *ifa, struct sockaddr_storage *out,
+		       char *name, size_t name_len)
+{
+	const struct ifaddrs *i;
+
+	for (i = ifa; i; i = i->ifa_next) {
+		int family = i->ifa_addr ? i->ifa_addr->sa_family : AF_UNSPEC;
+
+		if ((family != AF_INET && family != AF_INET6) || !(i->ifa_flags & IFF_RUNNING) ||
+		    !i->ifa_name || !rn_oob_ifname_match(list, i->ifa_name))
+			continue;
+		if (family == AF_INET6) {
+			const struct in6_addr *a = &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+
+			/*
+			 * NOTE: NCCL would take a link-local address too; the handle carries no
+			 * scope, and the peer's would differ anyway, so it could not connect.
+			 */
+			if (IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_LINKLOCAL(a))
+				continue;
+		}
+		memset(out, 0, sizeof(*out));
+		/* getifaddrs lists IPv4 before IPv6: NCCL's order, an interface's IPv4 first */
+		memcpy(out, i->ifa_addr, family == AF_INET ? sizeof(struct sockaddr_in) :
+							     sizeof(struct sockaddr_in6));
+		if (name)
+			snprintf(name, name_len, "%s", i->ifa_name);
+		return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+/*
+ * Once per process and value, not per listen or connect: the same setting gives the
+ * same answer every time, and NCCL calls listen and connect thousands of times.
+ */
+static int first_time_for(const char *value, int found)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char said[2][RN_CFG_STR_MAX];
+	int first;
+
+	pthread_mutex_lock(&lock);
+	first = strcmp(said[!!found], value) != 0;
+	if (first)
+		snprintf(said[!!found], sizeof(said[0]), "%s", value);
+	pthread_mutex_unlock(&lock);
+	return first;
 }
 
 int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
@@ -42,33 +117,30 @@ int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 {
 	memset(out, 0, sizeof(*out));
 	if (cfg->socket_ifname[0]) {
-		struct ifaddrs *ifa, *i;
-		int found = 0;
+		struct ifaddrs *ifa;
+		char name[IFNAMSIZ + 1], a[INET6_ADDRSTRLEN + 8];
+		int ret;
 
-		if (cfg->socket_ifname[0] == '^') {
-			rn_warn(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s: exclusion lists are not "
-				"supported for the OOB address; using the NIC's IP",
-				cfg->socket_ifname);
-			goto nic;
-		}
 		if (getifaddrs(&ifa))
 			return -errno;
-		for (i = ifa; i && !found; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
-			    !ifname_match(cfg->socket_ifname, i->ifa_name))
-				continue;
-			memcpy(out, i->ifa_addr, sizeof(struct sockaddr_in));
-			found = 1;
-		}
+		ret = rn_oob_pick_ifaddr(cfg->socket_ifname, ifa, out, name, sizeof(name));
 		freeifaddrs(ifa);
-		if (found)
+		if (!ret) {
+			if (first_time_for(cfg->socket_ifname, 1))
+				rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s: the "
+					"handshake uses %s %s", cfg->socket_ifname, name,
+					rn_sockaddr_str(out, a, sizeof(a)));
 			return 0;
-		rn_warn(RN_SUB_NET,
-			RN_PFX "NCCL_SOCKET_IFNAME=%s matches no interface with an IPv4 address",
-			cfg->socket_ifname);
+		}
+		if (first_time_for(cfg->socket_ifname, 0))
+			rn_warn(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s matches no running "
+				"interface with an IPv4 or a global IPv6 address: no handshake can "
+				"start (ip -br addr shows the interfaces)", cfg->socket_ifname);
+		else
+			rn_info(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s matches no interface",
+				cfg->socket_ifname);
 		return -EADDRNOTAVAIL;
 	}
-nic:
 	if (dev->nic.ip.family == AF_INET) {
 		struct sockaddr_in *in = (void *)out;
 

@@ -65,31 +65,129 @@ static int all_digits(const char *s, size_t n)
 	return n > 0 && n < 6;
 }
 
-/* [^][=]name[:port[:rail[:plane]]],... with every field but the name optional or empty. */
-static int check_hca(const char *v)
+/*
+ * One NCCL_IB_HCA entry, name[:port[:rail[:plane]]] (@len bytes at @v, no ','): the name
+ * given and under 64 characters, at most three fields, each empty or a number.
+ */
+static int hca_entry_ok(const char *v, size_t len)
 {
-	if (*v == '^')
-		v++;
-	if (*v == '=')
-		v++;
-	for (;;) {
-		size_t len = strcspn(v, ","), nl = strcspn(v, ":,");
-		const char *f = v + nl;
-		int nfield = 0;
+	size_t nl = RN_MIN(strcspn(v, ":"), len);
+	const char *f = v + nl;
+	int nfield = 0;
 
-		if (nl >= 64 || (!nl && len))
-			return -EINVAL; /* an impossible device name, or fields without one */
-		while (f < v + len) { /* at ':' */
-			size_t fl = strcspn(f + 1, ":,");
+	if (!nl || nl >= 64)
+		return 0; /* fields without a name, or an impossible device name */
+	while (f < v + len) { /* at ':' */
+		size_t fl = RN_MIN(strcspn(f + 1, ":"), (size_t)(v + len - f - 1));
 
-			if (++nfield > 3 || (fl && !all_digits(f + 1, fl)))
-				return -EINVAL;
-			f += 1 + fl;
-		}
-		if (!v[len])
+		if (++nfield > 3 || (fl && !all_digits(f + 1, fl)))
 			return 0;
-		v += len + 1;
+		f += 1 + fl;
 	}
+	return 1;
+}
+
+/* The filter that matches no device: what a list that cannot be read stands for. */
+#define HCA_NONE "(none)"
+
+/* Up to this many bad entries are named in the WARN, each cut at 64 characters. */
+#define HCA_BAD_NAMED 4
+
+/*
+ * NCCL_IB_HCA, read entry by entry as NCCL does: an entry that does not parse is left
+ * out alone (one WARN naming it) and the others apply. Where that could select a NIC
+ * the user did not ask for, nothing is selected instead: an exclusion list with an
+ * entry that cannot be read (it might have named a NIC to keep out), one longer than
+ * the field (its tail would be lost), or an inclusion list with no good entry left.
+ * Never every NIC by accident. 0, or -EINVAL after the WARN (the entries kept in @out).
+ */
+static int load_hca(char *out, size_t size, const char *v)
+{
+	const char *list = v, *e;
+	char bad[HCA_BAD_NAMED * 72] = "";
+	size_t used, total = strlen(v);
+	int exclude = 0, nbad = 0, ngood = 0, cut = 0;
+
+	if (*list == '^')
+		exclude = 1, list++;
+	if (*list == '=')
+		list++;
+	used = (size_t)(list - v);
+	if (total < size)
+		memcpy(out, v, used);
+	for (e = list; total < size && *e;) {
+		size_t len = strcspn(e, ",");
+
+		if (!len) {
+			/* an empty entry (",,", a trailing ','): nothing to match, as NCCL */
+		} else if (hca_entry_ok(e, len)) {
+			memcpy(out + used, e, len);
+			used += len;
+			out[used++] = ',';
+			ngood++;
+		} else if (nbad++ < HCA_BAD_NAMED) {
+			snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s'%.*s%s'",
+				 nbad > 1 ? ", " : "", (int)RN_MIN(len, (size_t)64), e,
+				 len > 64 ? "..." : "");
+		}
+		e += len;
+		if (*e == ',')
+			e++;
+	}
+	if (total >= size) {
+		/* too long to hold: an inclusion list keeps the whole entries that fit */
+		cut = 1;
+		if (!exclude) {
+			memcpy(out, v, used);
+			for (e = list; *e;) {
+				size_t len = strcspn(e, ",");
+
+				if (used + len + 1 >= size)
+					break;
+				if (len && hca_entry_ok(e, len)) {
+					memcpy(out + used, e, len);
+					used += len;
+					out[used++] = ',';
+					ngood++;
+				}
+				e += len;
+				if (*e == ',')
+					e++;
+			}
+		}
+	}
+	if (!nbad && !cut) {
+		strcpy(out, v); /* as given, every entry good */
+		return 0;
+	}
+	if (used && out[used - 1] == ',')
+		used--;
+	out[used] = '\0';
+	if (exclude || !ngood) {
+		snprintf(out, size, "%s", HCA_NONE);
+		if (cut)
+			rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA is longer than %zu "
+				"characters%s: it cannot be read whole, so no NIC is selected (set "
+				"a shorter list: a prefix such as %smlx5_1 covers mlx5_1, mlx5_10...)",
+				size - 1, exclude ? " (an exclusion list)" : "", exclude ? "^" : "");
+		else
+			rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA: %s %s%s %s not valid "
+				"(it takes [^][=]name[:port[:rail[:plane]]],... with numeric port, rail "
+				"and plane); %s, so no NIC is selected", nbad == 1 ? "entry" : "entries",
+				bad, nbad > HCA_BAD_NAMED ? " and more" : "", nbad == 1 ? "is" : "are",
+				exclude ? "an exclusion list that cannot be read might let an excluded "
+					  "NIC in" : "no valid entry is left");
+		return -EINVAL;
+	}
+	if (cut)
+		rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA is longer than %zu characters: "
+			"using the %d entries that fit, ignoring the rest", size - 1, ngood);
+	else
+		rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA: ignoring %s %s%s (not "
+			"name[:port[:rail[:plane]]] with numeric port, rail and plane); using the "
+			"other %d", nbad == 1 ? "entry" : "entries", bad,
+			nbad > HCA_BAD_NAMED ? " and more" : "", ngood);
+	return -EINVAL;
 }
 
 static int check_cidr(const char *v)
@@ -101,10 +199,10 @@ static int check_cidr(const char *v)
 }
 
 static const struct param params[] = {
+	/* read entry by entry: load_hca */
 	P_STR("NCCL_IB_HCA", ib_hca,
 	      "devices to use: [^][=]name[:port[:rail[:plane]]],... (prefix match unless '=', "
-	      "'^' excludes)", check_hca,
-	      "a list [^][=]name[:port[:rail[:plane]]],... with numeric port, rail and plane"),
+	      "'^' excludes)", NULL, NULL),
 	P_INT("NCCL_IB_GID_INDEX", gid_index, -1, -1, 65535,
 	      "force a GID index (-1: choose from the policy routing)"),
 	P_ENUM("NCCL_IB_ADDR_FAMILY", addr_family, AF_INET, "AF_INET", family_names,
@@ -198,6 +296,8 @@ static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
 
 	switch (p->kind) {
 	case K_STR:
+		if (p->off == offsetof(struct rn_config, ib_hca))
+			return load_hca(str_field(cfg, p), p->size, v);
 		if (strlen(v) >= p->size) {
 			rn_warn(RN_SUB_ENV, RN_PFX "%s is longer than %zu characters: it takes %s; "
 				"using the default (unset)", p->d.name, p->size - 1,

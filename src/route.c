@@ -619,16 +619,28 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_
 			rn_vars_set(v, "routed", "the default route (via %s)",
 				    rn_ip_str(&r->gw, g, sizeof(g)));
 		gw_vars(host, nic, v);
-		if (rn_vars_get(v, "gw_fix")[0]) {
-			if (r->dst_len)
-				rn_vars_set(v, "rule_fix", "%s route replace %s/%d via %s dev %s table %d",
-					    ipf(nic), b, r->dst_len, rn_vars_get(v, "gw"), nic->netdev,
-					    nic->table);
-			else
-				rn_vars_set(v, "rule_fix", "%s", rn_vars_get(v, "gw_fix"));
-		} else {
+		/*
+		 * Through our NIC's own gateway; when no route names one, through this route's
+		 * gateway where it is on our subnet (a copy of the other NIC's line, "default
+		 * via GW dev nic0" in nic1's table, with the device left unchanged). The same
+		 * metric, or 'replace' would add a second route and leave this one in place.
+		 */
+		if (rn_vars_get(v, "gw_fix")[0])
+			snprintf(g, sizeof(g), "%s", rn_vars_get(v, "gw"));
+		else if (rn_ip_in_prefix(&r->gw, &nic->ip, nic->prefixlen))
+			rn_ip_str(&r->gw, g, sizeof(g));
+		else
+			g[0] = '\0';
+		if (!g[0])
 			rn_vars_set(v, "rule_fix", "%s", "");
-		}
+		else if (r->dst_len)
+			rn_vars_set(v, "rule_fix", "%s route replace %s/%d via %s dev %s table %d",
+				    ipf(nic), b, r->dst_len, g, nic->netdev, nic->table);
+		else
+			rn_vars_set(v, "rule_fix", "%s route replace default via %s dev %s table %d",
+				    ipf(nic), g, nic->netdev, nic->table);
+		if (g[0] && r->metric)
+			rn_vars_append(v, "rule_fix", "", " metric %u", r->metric);
 		rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, v);
 		return 1;
 	}

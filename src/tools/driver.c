@@ -9,6 +9,8 @@
  *           (optionally several connections, multi-receives with tags, larger receives)
  *   client  fetch the handles and settings, connect, send the messages
  *   loopback both ends in one process on one device (NCCL's GDR probe connects to itself)
+ *   reinit  init/finalize cycles with the library kept loaded, devices and vNICs from the
+ *           first init only, a checked loopback on the cached index each cycle
  *
  * NCCL's own call patterns (../shared/docs/nccl-calls.md), so the plugin meets them here
  * before it meets NCCL:
@@ -55,6 +57,7 @@ struct driver {
 	const char *plugin;
 	int max_version;
 	int ncomms;
+	int cycles;       /* reinit: communicators made one after another */
 	int require_devices;
 	int dev;
 	int merge[MAX_MERGE];  /* --merge: devices to fuse into the vNIC used */
@@ -716,28 +719,25 @@ out:
 	return rc;
 }
 
-/* Both ends in this process on one device, as NCCL's GDR probe connects to itself. */
-static int cmd_loopback(struct driver *d)
+/* Listen, connect and accept on d->dev in this process, transfer and check, close all. */
+static int loopback_xfer(struct driver *d, void *ctx)
 {
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	void *lc = NULL, *sc = NULL, *rcomm = NULL;
 	struct xfer xs[2];
-	int ndev, rc = driver_start(d, 1, &ndev), nx = 0, i;
+	int rc = EXIT_FAILED, nx = 0, i;
 	double deadline;
 	ncclResult_t res;
 
 	d->conns = 1;
-	if (rc || (rc = pick_dev(d, ndev)))
-		goto out;
-	rc = EXIT_FAILED;
-	res = netplug_listen(&d->np, d->ctx[0], d->dev, handle, &lc);
+	res = netplug_listen(&d->np, ctx, d->dev, handle, &lc);
 	if (res != ncclSuccess || !lc) {
 		say_plugin_error("listen", res);
-		goto out;
+		return EXIT_FAILED;
 	}
 	deadline = tool_now() + d->timeout_ms / 1000.0;
 	while (!sc || !rcomm) {
-		if (!sc && (res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, handle, &sc))) {
+		if (!sc && (res = netplug_connect(&d->np, ctx, d->dev, -1, handle, &sc))) {
 			say_plugin_error("connect", res);
 			goto close;
 		}
@@ -776,7 +776,81 @@ close:
 		rc = EXIT_FAILED;
 	if (netplug_close_listen(&d->np, lc) != ncclSuccess && !rc)
 		rc = EXIT_FAILED;
-out:
+	return rc;
+}
+
+/* Both ends in this process on one device, as NCCL's GDR probe connects to itself. */
+static int cmd_loopback(struct driver *d)
+{
+	int ndev, rc = driver_start(d, 1, &ndev);
+
+	if (!rc && !(rc = pick_dev(d, ndev)))
+		rc = loopback_xfer(d, d->ctx[0]);
+	if (driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	return rc;
+}
+
+/*
+ * NCCL with the library kept loaded (NCCL_NET_PLUGIN_REF_COUNT >= 1, 2.27's default):
+ * init, devices and makeVDevice at the first communicator only, then finalize; each
+ * later communicator inits and goes straight to the device index NCCL cached (a vNIC's
+ * included), here with a checked loopback transfer on it, then finalizes. With a v10
+ * table (--max-version 10) init comes again each cycle, as 2.28's v10 shim calls it
+ * when its count comes back from 0; finalize never reaches the plugin.
+ */
+static int cmd_reinit(struct driver *d)
+{
+	ncclNetProperties_v12_t p;
+	char first[256] = "";
+	int ndev, cyc, rc = driver_start(d, 1, &ndev);
+	ncclResult_t res;
+
+	if (!rc)
+		rc = pick_dev(d, ndev);
+	for (cyc = 0; !rc && cyc < d->cycles; cyc++) {
+		if (cyc) {
+			if (d->np.version < 11)
+				d->np.legacy_inited = 0; /* the v10 shim's count went back to 0 */
+			res = netplug_init(&d->np, &d->ctx[0], 0x5eed0000ull + (uint64_t)cyc, -1,
+					   tool_logger);
+			d->ninit = 1;
+			if (res != ncclSuccess) {
+				say("cycle %d: init failed: %s", cyc, netplug_result_str(res));
+				rc = EXIT_FAILED;
+				break;
+			}
+		}
+		/* no devices(), no makeVDevice: NCCL cached them at the first init */
+		res = netplug_get_properties(&d->np, d->dev, &p);
+		if (res != ncclSuccess) {
+			say("cycle %d: getProperties(%d) failed: %s (NCCL's cached index is gone)",
+			    cyc, d->dev, netplug_result_str(res));
+			rc = EXIT_FAILED;
+			break;
+		}
+		if (!cyc)
+			snprintf(first, sizeof(first), "%s", p.name ? p.name : "?");
+		if (strcmp(first, p.name ? p.name : "?")) {
+			say("cycle %d: dev %d is %s now, %s at the first init", cyc, d->dev,
+			    p.name ? p.name : "?", first);
+			rc = EXIT_FAILED;
+			break;
+		}
+		rc = loopback_xfer(d, d->ctx[0]);
+		res = netplug_finalize(&d->np, d->ctx[0]);
+		d->ninit = 0;
+		if (res != ncclSuccess) {
+			say("cycle %d: finalize failed: %s", cyc, netplug_result_str(res));
+			rc = EXIT_FAILED;
+		}
+		if (!rc)
+			say("cycle %d: init, dev %d (%s), checked loopback, finalize: ok", cyc, d->dev,
+			    first);
+	}
+	if (!rc)
+		say("%d init/finalize cycles with the library kept loaded (v%d): ok", d->cycles,
+		    d->np.version);
 	if (driver_stop(d) && !rc)
 		rc = EXIT_FAILED;
 	return rc;
@@ -1055,6 +1129,7 @@ static const struct {
 	{ "service", cmd_service, "--conns loopback pairs from one thread, NCCL's proxy way" },
 	{ "abort-reload", cmd_abort_reload, "abort mid-connect, unload, reload, transfer; "
 	  "nothing may be left" },
+	{ "reinit", cmd_reinit, "--cycles init/finalize with the library kept loaded; loopback each" },
 };
 
 /* "0,1,4095,64K": sizes in turn; a plain --size replaces the list with one size. */
@@ -1108,11 +1183,13 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT |\n"
-		"                                           loopback | service | abort-reload] [options]\n"
+		"                                           loopback | service | abort-reload | reinit]\n"
+		"                                           [options]\n"
 		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
 		"  --max-version N    newest ncclNetPlugin_vN to try, 6..12 (12 as NCCL 2.30, 11 as 2.28)\n"
 		"  --comms N          communicators to init and finalize, 1..%d (probe; default 2)\n"
+		"  --cycles N         reinit: communicators one after another, 1..1000 (default 3)\n"
 		"  --require-devices  probe exits 3 when the plugin offers no device\n"
 		"  --dev N            device index (server/client/loopback; default 0)\n"
 		"  --merge A,B,...    fuse these devices into a vNIC (makeVDevice, as NCCL's\n"
@@ -1157,6 +1234,7 @@ int main(int argc, char **argv)
 		{ "plugin", required_argument, NULL, 'p' },
 		{ "max-version", required_argument, NULL, 'V' },
 		{ "comms", required_argument, NULL, 'c' },
+		{ "cycles", required_argument, NULL, 'Y' },
 		{ "require-devices", no_argument, NULL, 'r' },
 		{ "dev", required_argument, NULL, 'd' },
 		{ "merge", required_argument, NULL, 'M' },
@@ -1180,6 +1258,7 @@ int main(int argc, char **argv)
 			  getenv("NCCL_NET_PLUGIN") : "roce",
 		.max_version = 12,
 		.ncomms = 2,
+		.cycles = 3,
 		.sizes = { 1 << 20 },
 		.nsizes = 1,
 		.iters = 100,
@@ -1209,6 +1288,10 @@ int main(int argc, char **argv)
 		case 'c':
 			if (rn_cli_int(optarg, 1, MAX_COMMS, &d.ncomms))
 				return bad_value("comms", optarg);
+			break;
+		case 'Y':
+			if (rn_cli_int(optarg, 1, 1000, &d.cycles))
+				return bad_value("cycles", optarg);
 			break;
 		case 'r': d.require_devices = 1; break;
 		case 'd':

@@ -74,6 +74,16 @@ run_pair corrupt 1K 10 FAKE_NET_CORRUPT=1
 [ $src -eq 1 ] && [ $crc -eq 1 ] || fail "corrupt: server $src client $crc, want 1 1"
 grep -q "first bad byte 512" "$tmp/corrupt.server.out" || fail "corrupt: not located"
 
+# 3b. reinit: communicators one after another with the library kept loaded, each a checked
+#     loopback on the device index of the first init
+"$drv" --plugin fake --timeout-ms 10000 --size 4K --iters 2 --cycles 4 reinit >"$tmp/reinit.out" 2>&1 ||
+	fail "reinit: exit $?"
+[ "$(grep -c 'checked loopback, finalize: ok' "$tmp/reinit.out")" = 4 ] || fail "reinit: not 4 cycles"
+[ "$(grep -c '^nccl-net-driver: devices:' "$tmp/reinit.out")" = 1 ] ||
+	fail "reinit: devices() called again after the first init (NCCL caches the count)"
+grep -q "4 init/finalize cycles with the library kept loaded (v12): ok" "$tmp/reinit.out" ||
+	fail "reinit: no summary"
+
 # 4. no server: the client gives up within its timeout
 "$drv" --plugin fake --timeout-ms 500 client "unix:$tmp/nobody.sock" >"$tmp/alone.out" 2>&1
 rc=$?

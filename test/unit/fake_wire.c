@@ -14,7 +14,7 @@
 #include "fake_wire.h"
 #include "rn_verbs.h"
 
-#define FW_MAX_QPS 256
+#define FW_MAX_QPS 512 /* two ends of 128 data QPs (NCCL's most), flush QPs, a few comms */
 #define FW_RQ 1024
 #define FW_MAX_ASYNC 16
 

@@ -117,3 +117,29 @@ void fixture_sysfs_pci(const char *ibdev, const char *bdf)
 	snprintf(target, sizeof(target), "../../../devices/pci0000:00/%s", bdf);
 	fixture_sysfs_symlink(path, target);
 }
+
+void fixture_sysfs_virtio_netdev(const char *name, const char *bdf, int virtio)
+{
+	char path[256], target[256];
+
+	fixture_sysfs_write("/sys/bus/pci/drivers_probe", "");
+	fixture_sysfs_write("/sys/bus/virtio/drivers_probe", "");
+	snprintf(path, sizeof(path), "/sys/devices/pci0000:00/%s/vendor", bdf);
+	fixture_sysfs_write(path, "0x1af4");
+	snprintf(path, sizeof(path), "/sys/devices/pci0000:00/%s/subsystem", bdf);
+	fixture_sysfs_symlink(path, "../../../bus/pci");
+	snprintf(path, sizeof(path), "/sys/devices/pci0000:00/%s/virtio%d/subsystem", bdf, virtio);
+	fixture_sysfs_symlink(path, "../../../../bus/virtio");
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device", name);
+	snprintf(target, sizeof(target), "../../../devices/pci0000:00/%s/virtio%d", bdf, virtio);
+	fixture_sysfs_symlink(path, target);
+}
+
+void fixture_sysfs_lower(const char *upper, const char *lower)
+{
+	char path[256], target[64];
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/lower_%s", upper, lower);
+	snprintf(target, sizeof(target), "../%s", lower);
+	fixture_sysfs_symlink(path, target);
+}

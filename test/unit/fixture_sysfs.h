@@ -24,4 +24,12 @@ void fixture_sysfs_gid_ndev(const char *ibdev, int port, int index, const char *
 /* /sys/class/infiniband/<ibdev>/device -> /sys/devices/pci0000:00/<bdf> */
 void fixture_sysfs_pci(const char *ibdev, const char *bdf);
 
+/*
+ * A virtio-net netdev, as sysfs shows one in a guest: /sys/class/net/<name>/device ->
+ * the virtio<N> node under the PCI function <bdf>, each with its subsystem link.
+ */
+void fixture_sysfs_virtio_netdev(const char *name, const char *bdf, int virtio);
+/* /sys/class/net/<upper>/lower_<lower>, as a VLAN or bond shows its lower netdev. */
+void fixture_sysfs_lower(const char *upper, const char *lower);
+
 #endif /* FIXTURE_SYSFS_H */

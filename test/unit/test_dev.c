@@ -163,6 +163,23 @@ static void test_hca_excludes_everything(void **state)
 	assert_non_null(strstr(why, "not selected by NCCL_IB_HCA=^rxe"));
 }
 
+/* An exclusion list with an entry that cannot be read: no NIC, never all of them (#21). */
+static void test_hca_unreadable_exclusion_offers_none(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "mlx5_0", .nports = 1 },
+		{ .name = "mlx5_1", .nports = 1 },
+	};
+
+	fake_verbs_install(fd, 2);
+	setenv("NCCL_IB_HCA", "^mlx5_1,mlx5_0:x", 1);
+	rn_config_load(&cfg);
+	unsetenv("NCCL_IB_HCA");
+	discover();
+	assert_int_equal(ndevs, 0);
+	assert_non_null(strstr(why, "NCCL_IB_HCA"));
+}
+
 static void test_identity_pci_device(void **state)
 {
 	static struct fake_dev fd[] = {
@@ -303,6 +320,49 @@ static void test_identity_rxe(void **state)
 	assert_int_equal(devs[0]->nic.link_up, 0);
 }
 
+/*
+ * rxe has no PCI device of its own: the pciPath NCCL places it by is the netdev's PCI
+ * function (virtio-net: the netdev's device is a virtio node under it; a VLAN takes
+ * its lower netdev's), and stays "" where there is none (veth).
+ */
+static void test_rxe_pci_path_from_netdev(void **state)
+{
+	static struct fake_dev fd[] = {
+		{ .name = "rxe0", .nports = 1,
+		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
+		{ .name = "rxe1", .nports = 1,
+		  .ports = { { .gids = { [1] = { "198.18.1.2", IBV_GID_TYPE_ROCE_V2, 5 } } } } },
+		{ .name = "rxe2", .nports = 1,
+		  .ports = { { .gids = { [1] = { "198.18.2.2", IBV_GID_TYPE_ROCE_V2, 6 } } } } },
+	};
+
+	fixture_sysfs_netdev("eth1", 3, "52:54:00:12:34:56", 1500, "up");
+	fixture_sysfs_virtio_netdev("eth1", "0000:00:04.0", 1);
+	fixture_sysfs_netdev("eth2", 4, "52:54:00:12:34:57", 1500, "up");
+	fixture_sysfs_virtio_netdev("eth2", "0000:00:05.0", 2);
+	fixture_sysfs_netdev("eth2.100", 5, "52:54:00:12:34:57", 1500, "up");
+	fixture_sysfs_lower("eth2.100", "eth2");
+	fixture_sysfs_netdev("veth0", 6, "52:54:00:12:34:58", 1500, "up");
+	fake_verbs_install(fd, 3);
+	discover();
+	assert_int_equal(ndevs, 3);
+	assert_string_equal(devs[0]->nic.netdev, "eth1");
+	assert_string_equal(devs[0]->pci_path, "/sys/devices/pci0000:00/0000:00:04.0");
+	assert_true(devs[0]->pci_from_netdev);
+	assert_true(devs[0]->is_rxe); /* still Soft-RoCE: retry_cnt and the rest follow */
+	assert_string_equal(devs[1]->nic.netdev, "eth2.100");
+	assert_string_equal(devs[1]->pci_path, "/sys/devices/pci0000:00/0000:00:05.0");
+	/* numbered as net_ib numbers PCI NICs (NCCL_IB_MERGE_VFS: device and function 0) */
+	assert_string_equal(devs[0]->nccl_pci_path, "/sys/devices/pci0000:00/0000:00:00.0");
+	assert_string_equal(devs[1]->nccl_pci_path, devs[0]->nccl_pci_path);
+	assert_int_equal(devs[0]->nccl_port, 1);
+	assert_int_equal(devs[1]->nccl_port, 2);
+	assert_string_equal(devs[2]->nic.netdev, "veth0");
+	assert_string_equal(devs[2]->pci_path, "");
+	assert_false(devs[2]->pci_from_netdev);
+	assert_string_equal(devs[2]->nccl_pci_path, "");
+}
+
 static void test_free_releases_leftover_mrs(void **state)
 {
 	static struct fake_dev fd[] = {
@@ -417,8 +477,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_skipped_ports_never_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_filter_applies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_excludes_everything, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_unreadable_exclusion_offers_none, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_identity_pci_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_identity_rxe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rxe_pci_path_from_netdev, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dual_port_numbering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_port_device_numbering, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vf_numbering, setup, teardown),

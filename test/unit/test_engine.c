@@ -47,6 +47,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	assert_null(rn_engine_current());
+	/* the library's unload: what the engine kept goes, and nothing else is left */
+	assert_int_equal(rn_engine_unload(), 0);
 	assert_int_equal(fake_verbs_uninstall(), 0);
 	assert_int_equal(double_path_snapshots, double_path_frees + !!double_path_snapshot_ret);
 	fixture_sysfs_destroy();
@@ -85,15 +87,66 @@ static void test_refcount(void **state)
 	assert_int_equal(double_path_logged, 2);
 	rn_engine_put();
 	assert_ptr_equal(rn_engine_current(), a);
-	assert_int_not_equal(fake_verbs_live_objects(), 0);
 	rn_engine_put();
 	assert_null(rn_engine_current());
+	/* unloading while a reference is held frees nothing */
+	assert_int_equal(rn_engine_get(&a), 0);
+	assert_int_equal(rn_engine_unload(), -EBUSY);
+	assert_int_not_equal(fake_verbs_live_objects(), 0);
+	rn_engine_put();
+	/* the library's unload frees the devices; the next first reference starts over */
+	assert_int_equal(rn_engine_unload(), 0);
 	assert_int_equal(fake_verbs_live_objects(), 0);
-	/* a new first reference starts over */
 	assert_int_equal(rn_engine_get(&a), 0);
 	assert_int_equal(double_path_snapshots, 2);
 	rn_engine_put();
 	assert_int_equal(nwarn, 0);
+}
+
+/*
+ * NCCL caches the device count and makes its vNICs once per load of the library: with
+ * the library kept loaded (NCCL_NET_PLUGIN_REF_COUNT=1) the communicator made after
+ * the last one was finalized still finds the same devices and the same vNIC index.
+ */
+static void test_discovery_outlives_last_reference(void **state)
+{
+	const int members[2] = { 0, 1 };
+	struct rn_engine *eng;
+	struct rn_dev *dev0;
+	int vdev = -1;
+
+	fake_verbs_install(two, 2);
+	assert_int_equal(rn_engine_get(&eng), 0);
+	dev0 = eng->devs[0];
+	assert_int_equal(rn_vdev_make(eng, members, 2, &vdev), 0);
+	assert_int_equal(vdev, 2);
+	rn_engine_put();
+	assert_null(rn_engine_current());
+	/* still open: NCCL may make the next communicator on these indices at any time */
+	assert_int_not_equal(fake_verbs_live_objects(), 0);
+	assert_int_equal(rn_engine_get(&eng), 0);
+	assert_int_equal(double_path_snapshots, 1); /* no second discovery */
+	assert_int_equal(rn_engine_ndevs_all(eng), 3);
+	assert_ptr_equal(eng->devs[0], dev0);
+	assert_non_null(rn_engine_vdev(eng, 2));
+	assert_string_equal(rn_engine_vdev(eng, 2)->name, "rxe0+rxe1");
+	rn_engine_put();
+	assert_int_equal(nwarn, 0);
+}
+
+/* A discovery that failed keeps nothing: the next communicator discovers again. */
+static void test_failed_discovery_retried(void **state)
+{
+	struct rn_engine *eng;
+
+	fake_verbs_install(NULL, 0);
+	assert_int_equal(rn_engine_get(&eng), -ENODEV);
+	rn_engine_put();
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	fake_verbs_install(two, 2);
+	assert_int_equal(rn_engine_get(&eng), 0);
+	assert_int_equal(eng->ndevs, 2);
+	rn_engine_put();
 }
 
 static void test_strict_drops_refused(void **state)
@@ -296,6 +349,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_no_device_clean_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refcount, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_discovery_outlives_last_reference, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_failed_discovery_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strict_drops_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_strict_all_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_warn_keeps_refused, setup, teardown),

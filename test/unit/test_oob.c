@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,6 +50,111 @@ static void local_addr_choice(void **state)
 	assert_int_equal(rn_oob_local_addr(&dev, &cfg, &ss), 0);
 	strcpy(cfg.socket_ifname, "nosuchif");
 	assert_int_equal(rn_oob_local_addr(&dev, &cfg, &ss), -EADDRNOTAVAIL);
+	rn_log_set_sink(NULL);
+}
+
+/* getifaddrs' shape, by hand: every IPv4 entry before the IPv6 ones, as the kernel dumps them. */
+static struct ifaddrs ifs[8];
+static struct sockaddr_storage ifsa[8];
+
+static void ifs_build(void)
+{
+	static const struct {
+		const char *name, *addr;
+		int running;
+	} t[] = {
+		{ "lo", "127.0.0.1", 1 },           { "eth0", "198.18.0.1", 1 },
+		{ "eth1", "198.18.1.1", 0 },        { "ens1f0np0.100", "198.18.2.1", 1 },
+		{ "lo", "::1", 1 },                 { "ens1f0np0", "fe80::1", 1 },
+		{ "ens1f0np0", "fd00::1", 1 },      { "eth0", "fd00::10", 1 },
+	};
+	size_t i;
+
+	memset(ifs, 0, sizeof(ifs));
+	memset(ifsa, 0, sizeof(ifsa));
+	for (i = 0; i < 8; i++) {
+		if (strchr(t[i].addr, ':')) {
+			struct sockaddr_in6 *a = (void *)&ifsa[i];
+
+			a->sin6_family = AF_INET6;
+			inet_pton(AF_INET6, t[i].addr, &a->sin6_addr);
+		} else {
+			struct sockaddr_in *a = (void *)&ifsa[i];
+
+			a->sin_family = AF_INET;
+			inet_pton(AF_INET, t[i].addr, &a->sin_addr);
+		}
+		ifs[i].ifa_name = (char *)t[i].name;
+		ifs[i].ifa_flags = IFF_UP | (t[i].running ? IFF_RUNNING : 0);
+		ifs[i].ifa_addr = (struct sockaddr *)&ifsa[i];
+		ifs[i].ifa_next = i < 7 ? &ifs[i + 1] : NULL;
+	}
+}
+
+static const char *pick(const char *list)
+{
+	static char out[96];
+	struct sockaddr_storage ss;
+	char name[IFNAMSIZ + 1], a[80];
+
+	if (rn_oob_pick_ifaddr(list, ifs, &ss, name, sizeof(name)))
+		return "none";
+	snprintf(out, sizeof(out), "%s %s", name, rn_sockaddr_str(&ss, a, sizeof(a)));
+	return out;
+}
+
+/* NCCL_SOCKET_IFNAME as NCCL reads it: '^' excludes, '=' is exact, IPv4 or IPv6. */
+static void socket_ifname_syntax(void **state)
+{
+	ifs_build();
+	assert_string_equal(pick("eth"), "eth0 198.18.0.1:0");
+	assert_string_equal(pick("eth0:5555"), "eth0 198.18.0.1:0"); /* the port is ignored */
+	assert_string_equal(pick("eth1"), "none");                   /* not running */
+	/* prefix: the VLAN's IPv4 comes first; exact: the parent's global IPv6 */
+	assert_string_equal(pick("ens1f0np0"), "ens1f0np0.100 198.18.2.1:0");
+	assert_string_equal(pick("=ens1f0np0"), "ens1f0np0 [fd00::1]:0");
+	assert_string_equal(pick("=nosuch,ens1f0np0.100"), "ens1f0np0.100 198.18.2.1:0");
+	/* exclusion lists */
+	assert_string_equal(pick("^lo,eth"), "ens1f0np0.100 198.18.2.1:0");
+	assert_string_equal(pick("^=lo"), "eth0 198.18.0.1:0");
+	assert_string_equal(pick("^lo,eth,ens1f0np0."), "ens1f0np0 [fd00::1]:0");
+	assert_string_equal(pick("^lo,eth,ens"), "none"); /* ::1 and fe80:: are never used */
+	assert_string_equal(pick("^"), "lo 127.0.0.1:0");
+	assert_true(rn_oob_ifname_match("^docker,lo", "eth0"));
+	assert_false(rn_oob_ifname_match("^docker,lo", "docker0"));
+	assert_false(rn_oob_ifname_match("=eth", "eth0"));
+	assert_true(rn_oob_ifname_match("=eth,eth0", "eth0"));
+}
+
+static int nwarns;
+
+static void count_warns(enum rn_log_level level, unsigned long sub, const char *file, int line,
+			const char *msg)
+{
+	nwarns += level == RN_LOG_WARN;
+}
+
+/* A setting that selects nothing: one WARN per process, not one per listen or connect. */
+static void socket_ifname_warns_once(void **state)
+{
+	struct rn_dev dev;
+	struct rn_config cfg;
+	struct sockaddr_storage ss;
+	int i;
+
+	rn_log_set_sink(count_warns);
+	nwarns = 0;
+	memset(&dev, 0, sizeof(dev));
+	rn_config_defaults(&cfg);
+	strcpy(cfg.socket_ifname, "=nosuch_once,lo"); /* found: no WARN */
+	assert_int_equal(rn_oob_local_addr(&dev, &cfg, &ss), 0);
+	strcpy(cfg.socket_ifname, "=nosuch_once0");
+	for (i = 0; i < 100; i++)
+		assert_int_equal(rn_oob_local_addr(&dev, &cfg, &ss), -EADDRNOTAVAIL);
+	assert_int_equal(nwarns, 1);
+	strcpy(cfg.socket_ifname, "=nosuch_once1");
+	assert_int_equal(rn_oob_local_addr(&dev, &cfg, &ss), -EADDRNOTAVAIL);
+	assert_int_equal(nwarns, 2);
 	rn_log_set_sink(NULL);
 }
 
@@ -142,6 +250,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(local_addr_choice),
+		cmocka_unit_test(socket_ifname_syntax),
+		cmocka_unit_test(socket_ifname_warns_once),
 		cmocka_unit_test(framing_byte_by_byte),
 		cmocka_unit_test(bad_header_stops_reading),
 		cmocka_unit_test(listen_connect_accept),

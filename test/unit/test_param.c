@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "rn_dev.h"
 #include "rn_log.h"
 #include "rn_param.h"
 
@@ -125,7 +126,7 @@ static void test_addr_range_checked(void **state)
 	assert_int_equal(nwarn, 0);
 }
 
-/* NCCL_IB_HCA: a list far past 256 characters is kept whole; a malformed one defaulted. */
+/* NCCL_IB_HCA: a list far past 256 characters is kept whole; a list of bad entries selects none. */
 static void test_hca_long_and_malformed(void **state)
 {
 	struct rn_config c;
@@ -142,12 +143,92 @@ static void test_hca_long_and_malformed(void **state)
 	setenv("NCCL_IB_HCA", "mlx5_0::3:1,mlx5_1:1", 1); /* NCCL 2.30 rail/plane */
 	assert_int_equal(rn_config_load(&c), 0);
 	assert_int_equal(nwarn, 0);
+	/* its only entry bad: nothing selected, never every NIC */
 	setenv("NCCL_IB_HCA", "mlx5_0:one", 1);
 	assert_int_equal(rn_config_load(&c), 1);
-	assert_string_equal(c.ib_hca, "");
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_0", 1));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_1", 1));
 	assert_int_equal(nwarn, 1);
 	assert_non_null(strstr(last_warn, "NCCL_IB_HCA"));
+	assert_non_null(strstr(last_warn, "'mlx5_0:one'"));
 	assert_non_null(strstr(last_warn, "name[:port[:rail[:plane]]]"));
+	assert_non_null(strstr(last_warn, "no NIC is selected"));
+}
+
+/* As NCCL: a bad entry of an inclusion list is left out alone, one WARN naming it. */
+static void test_hca_bad_entry_alone(void **state)
+{
+	struct rn_config c;
+
+	setenv("NCCL_IB_HCA", "mlx5_0,mlx5_1:x,mlx5_2:1,:3", 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_string_equal(c.ib_hca, "mlx5_0,mlx5_2:1");
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(last_warn, "'mlx5_1:x', ':3'"));
+	assert_non_null(strstr(last_warn, "using the other 2"));
+	assert_true(rn_hca_match(c.ib_hca, "mlx5_0", 1));
+	assert_true(rn_hca_match(c.ib_hca, "mlx5_2", 1));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_2", 2));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_1", 1));
+	/* the exact-match marker stays with the entries kept */
+	nwarn = 0;
+	setenv("NCCL_IB_HCA", "=mlx5_0,mlx5_1:1:2:3:4", 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_string_equal(c.ib_hca, "=mlx5_0");
+	assert_int_equal(nwarn, 1);
+}
+
+/*
+ * An exclusion list that cannot be read whole (a bad entry, or longer than the field)
+ * selects no NIC: the entry lost might be the one NIC the user keeps out (issue #21).
+ */
+static void test_hca_unreadable_exclusion_selects_none(void **state)
+{
+	static char spec[6000];
+	struct rn_config c;
+	int i;
+
+	setenv("NCCL_IB_HCA", "^mlx5_0,mlx5_1:bad", 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(last_warn, "'mlx5_1:bad'"));
+	assert_non_null(strstr(last_warn, "no NIC is selected"));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_0", 1));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_2", 1));
+	strcpy(spec, "^");
+	for (i = 0; strlen(spec) < RN_HCA_STR_MAX + 100; i++)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%smlx5_%d:1",
+			 i ? "," : "", i);
+	nwarn = 0;
+	setenv("NCCL_IB_HCA", spec, 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(last_warn, "longer than 4095 characters"));
+	assert_false(rn_hca_match(c.ib_hca, "mlx5_0", 1));
+	assert_false(rn_hca_match(c.ib_hca, "other0", 1));
+	/* an inclusion list that long keeps the whole entries that fit */
+	spec[0] = ',';
+	nwarn = 0;
+	setenv("NCCL_IB_HCA", spec + 1, 1);
+	assert_int_equal(rn_config_load(&c), 1);
+	assert_int_equal(nwarn, 1);
+	assert_non_null(strstr(last_warn, "entries that fit"));
+	assert_true(strlen(c.ib_hca) < RN_HCA_STR_MAX);
+	assert_true(rn_hca_match(c.ib_hca, "mlx5_0", 1));
+	assert_true(rn_hca_match(c.ib_hca, "mlx5_300", 1));
+	assert_false(rn_hca_match(c.ib_hca, "other0", 1));
+	assert_int_not_equal(c.ib_hca[strlen(c.ib_hca) - 1], ',');
+	/* what came out loads again as it is, without a WARN */
+	{
+		struct rn_config c2;
+		char *copy = strdup(c.ib_hca);
+
+		setenv("NCCL_IB_HCA", copy, 1);
+		nwarn = 0;
+		assert_int_equal(rn_config_load(&c2), 0);
+		assert_string_equal(c2.ib_hca, copy);
+		free(copy);
+	}
 }
 
 /* The knobs net_ib has that we honour, at NCCL's defaults. */
@@ -190,6 +271,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_format_lists_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_addr_range_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hca_long_and_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_bad_entry_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hca_unreadable_exclusion_selects_none, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_net_ib_knobs, setup, teardown),
 	};
 

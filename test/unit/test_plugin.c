@@ -61,6 +61,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	assert_null(rn_engine_current());
+	assert_int_equal(rn_engine_unload(), 0); /* as dlclose */
 	assert_int_equal(fake_verbs_uninstall(), 0);
 	fixture_sysfs_destroy();
 	rn_plugin_log_attach(NULL);
@@ -213,6 +214,40 @@ static void test_make_vdevice(void **state)
 	assert_int_equal(p11.vProps.devs[0], 1);
 	assert_int_equal(logged.warns, 0);
 	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+}
+
+/*
+ * NCCL with the library kept loaded (NCCL_NET_PLUGIN_REF_COUNT=1): devices() and
+ * makeVDevice come only at the first init of the load; the communicator made after the
+ * last was finalized uses the cached count and the vNIC index straight away.
+ */
+static void test_vdevice_survives_last_finalize(void **state)
+{
+	ncclNetVDeviceProps_v12_t vp = { .ndevs = 2, .devs = { 0, 1 } };
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	ncclNetProperties_v12_t p;
+	void *ctx, *lc = NULL;
+	int d = -1, n = 0, cycle;
+
+	unsetenv("NCCL_IB_MERGE_NICS");
+	assert_int_equal(ncclNetPlugin_v12.init(&ctx, 1, NULL, logger, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.devices(&n), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.makeVDevice(&d, &vp), ncclSuccess);
+	assert_int_equal(d, 2);
+	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+	for (cycle = 0; cycle < 3; cycle++) {
+		assert_int_equal(ncclNetPlugin_v12.init(&ctx, 2 + cycle, NULL, logger, NULL),
+				 ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v12.getProperties(d, &p), ncclSuccess);
+		assert_string_equal(p.name, "mlx5_0+rxe0");
+		assert_int_equal(p.vProps.ndevs, 2);
+		assert_int_equal(ncclNetPlugin_v12.listen(ctx, d, handle, &lc), ncclSuccess);
+		assert_int_equal(double_net_last.dev, d);
+		assert_int_equal(ncclNetPlugin_v12.closeListen(lc), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
+	}
+	assert_int_equal(double_path_snapshots, 1); /* discovered once per load */
+	assert_int_equal(logged.warns, 0);
 }
 
 /* Bad member lists are refused with a WARN and change nothing. */
@@ -403,8 +438,20 @@ static void test_data_path_checks(void **state)
 	assert_int_equal(ncclNetPlugin_v12.isend(NULL, buf, 8, 0, buf, NULL, &req),
 			 ncclInternalError);
 	assert_int_equal(ncclNetPlugin_v12.test(NULL, &done, NULL), ncclInternalError);
-	assert_int_equal(ncclNetPlugin_v12.closeRecv(NULL), ncclInternalError);
-	assert_int_equal(ncclNetPlugin_v12.closeListen(NULL), ncclInternalError);
+	/* as net_ib: closing a NULL comm (NCCL does, after a failed connect) is a success, no WARN */
+	{
+		int warns;
+
+		rn_plugin_log_attach(logger);
+		warns = logged.warns;
+		assert_int_equal(ncclNetPlugin_v12.closeSend(NULL), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v12.closeRecv(NULL), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v12.closeListen(NULL), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v11.closeSend(NULL), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v10.closeRecv(NULL), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v6.closeListen(NULL), ncclSuccess);
+		assert_int_equal(logged.warns, warns);
+	}
 	/* as net_ib: deregMr of a NULL handle is a success, whatever the comm */
 	assert_int_equal(ncclNetPlugin_v12.deregMr(buf, NULL), ncclSuccess);
 	assert_int_equal(ncclNetPlugin_v12.deregMr(NULL, NULL), ncclSuccess);
@@ -513,6 +560,7 @@ int main(void)
 		T(test_properties_v12),
 		T(test_properties_old_layouts),
 		T(test_make_vdevice),
+		T(test_vdevice_survives_last_finalize),
 		T(test_make_vdevice_invalid),
 		T(test_make_vdevice_merge_off),
 		T(test_connect_carries_traffic_class),

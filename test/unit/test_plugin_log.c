@@ -102,6 +102,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	assert_null(rn_engine_current());
+	assert_int_equal(rn_engine_unload(), 0); /* as dlclose */
 	assert_int_equal(fake_verbs_uninstall(), 0);
 	fixture_sysfs_destroy();
 	rn_plugin_log_attach(NULL);

@@ -368,6 +368,32 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
 }
 
+/*
+ * From the field: nic1's table holds a copy of nic0's default, "default via GW dev eth0"
+ * (the device left unchanged). The fix routes that default through eth1, with the same
+ * metric so that 'replace' replaces it instead of adding one beside it.
+ */
+static void test_table_default_names_other_nic(void **state)
+{
+	struct rn_nic n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
+	fake_route(&H, 102, "default", 2, NULL, "198.18.0.254");
+	renew(&n1, assess("eth1"));
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "default route (via 198.18.0.254)"));
+	assert_string_equal(f->fix, "ip route replace default via 198.18.0.254 dev eth1 table 102");
+	H.routes[H.nroutes - 1].metric = 100;
+	renew(&n1, assess("eth1"));
+	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
+	assert_non_null(f);
+	assert_string_equal(f->fix,
+			    "ip route replace default via 198.18.0.254 dev eth1 table 102 metric 100");
+}
+
 /* L3 /31 per NIC: main's default via eth0 only, then per-NIC tables, then ECMP in main. */
 static void test_l3_gateway_per_nic(void **state)
 {
@@ -476,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
 		cmocka_unit_test_setup(test_gateway_of_table_must_egress_nic, setup_shared),
+		cmocka_unit_test_setup(test_table_default_names_other_nic, setup_shared),
 		cmocka_unit_test_setup(test_log_one_info_and_one_warn_per_finding, setup_shared),
 		cmocka_unit_test_setup(test_ipv6_shared_subnet, setup_shared),
 	};

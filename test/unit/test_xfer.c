@@ -55,6 +55,17 @@ static int setup_rr4(void **state)
 	return setup_cfg(state, 4, 0);
 }
 
+/* NCCL allows NCCL_IB_QPS_PER_CONNECTION up to 128 */
+static int setup_split128(void **state)
+{
+	return setup_cfg(state, 128, 1);
+}
+
+static int setup_rr128(void **state)
+{
+	return setup_cfg(state, 128, 0);
+}
+
 static int teardown(void **state)
 {
 	struct t *t = *state;
@@ -332,6 +343,17 @@ static void thirty_two_in_flight(void **state)
 	rn_dereg_mr(t->sc, smr);
 	free(r);
 	free(s);
+}
+
+/* 128 QPs a connection, as NCCL allows, each carrying data both ways of splitting. */
+static void qps_per_connection_128(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(t->sc->c.nqps, 128);
+	assert_int_equal(t->rc->c.nqps, 128);
+	basic_sizes(state);
+	thirty_two_in_flight(state);
 }
 
 static void split_over_four_qps(void **state)
@@ -991,6 +1013,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(size_mismatch_is_an_error, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(basic_sizes, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(basic_sizes, setup_rr4, teardown),
+		cmocka_unit_test_setup_teardown(qps_per_connection_128, setup_split128, teardown),
+		cmocka_unit_test_setup_teardown(qps_per_connection_128, setup_rr128, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup, teardown),

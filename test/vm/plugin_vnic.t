@@ -5,7 +5,8 @@
 # message is split over a QP per NIC, so BOTH NICs must carry data. Each NIC's traffic counters
 # (netdev bytes, rxe sent/received packets) are read before and after, and each must have grown
 # by at least a quarter of the payload. Then a vNIC against one plain NIC (2 members vs 1), and
-# nccl-net-bench --check over the vNIC and over one NIC (figures printed, never asserted).
+# nccl-net-bench --check over the vNIC and over one NIC (figures printed, never asserted), and
+# init/finalize cycles with the library kept loaded on the vNIC of the first init (v12, v10).
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
@@ -86,8 +87,22 @@ body() {
 	grew "$h1a" "$h1b" 3 $((bytes * 3 / 4)) "h1 eth0 rx_bytes"
 	t_ok "2 members against 1: both sending NICs carried data"
 
+	# NCCL_NET_PLUGIN_REF_COUNT=1: the vNIC made at the first init is used by the next
+	# communicators, after the last one was finalized, without devices() or makeVDevice
+	local maxv out rc
+	for maxv in 12 10; do
+		t_step "library kept loaded (v$maxv): init/finalize x3, the first init's vNIC each time"
+		out=$(drv_run 0 -- --max-version $maxv --merge 0,1 --cycles 3 --sizes 1,1048579 \
+			--iters 2 reinit)
+		rc=$?
+		[ $rc -eq 0 ] && grep -q "3 init/finalize cycles with the library kept loaded (v$maxv): ok" \
+			<<<"$out" && grep -q "cycle 2: init, dev 2 (rxe0+rxe1), checked loopback" <<<"$out" ||
+			{ echo "$out" | sed 's/^/  | /'; t_fail "reinit v$maxv over the vNIC: exit $rc"; }
+		t_ok "v$maxv: 3 communicators one after another on vNIC 2, each a checked loopback"
+	done
+
 	t_step "figures: nccl-net-bench bw --check, vNIC rxe0+rxe1 vs one NIC (printed, never asserted)"
-	local j out rc o r what port=18704 line
+	local j o r what port=18704 line
 	for what in "rxe0,rxe1 --merge" "rxe0"; do
 		# shellcheck disable=SC2086
 		j=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
