@@ -171,7 +171,8 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 # fakes too, and one named fuzz_doctor_* the doctor's wire code.
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
 	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) src/doctor/doctor_wire.c
+$(BUILD)/fuzz/%: test/fuzz/%.c $(wildcard test/fuzz/*.h) $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) \
+		src/doctor/doctor_wire.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \

@@ -207,6 +207,17 @@ struct wire_hello {
 	char handle[MAX_CONNS][NCCL_NET_HANDLE_MAXSIZE];
 };
 
+/* The client speaks first, so that the server tells its client from a stray connection (a
+ * port scanner, a health check, garbage) and keeps waiting for the real one. The hello's
+ * size is in it: a client of another build is not taken for the peer. */
+#define REQ_MAGIC 0x726e6371u /* "rncq" */
+
+struct wire_req {
+	uint32_t magic, hello_size;
+};
+
+static const struct wire_req req_mine = { REQ_MAGIC, sizeof(struct wire_hello) };
+
 /* The receiver's verdict, sent back to the sender over the side channel. */
 struct wire_ack {
 	uint32_t ok;
@@ -567,7 +578,7 @@ static int cmd_server(struct driver *d)
 		goto close;
 	}
 	say("listening; side channel on %s", d->addr);
-	fd = side_accept(lfd, d->timeout_ms);
+	fd = side_accept_greeted(lfd, &req_mine, sizeof(req_mine), d->timeout_ms);
 	if (fd < 0 || side_send(fd, &hello, sizeof(hello), d->timeout_ms)) {
 		say("side channel: no client within %d ms", d->timeout_ms);
 		goto close;
@@ -656,7 +667,8 @@ static int cmd_client(struct driver *d)
 	ncclResult_t res;
 
 	fd = side_connect(d->addr, d->timeout_ms);
-	if (fd < 0 || side_recv(fd, &hello, sizeof(hello), d->timeout_ms) || !hello_ok(&hello)) {
+	if (fd < 0 || side_send(fd, &req_mine, sizeof(req_mine), d->timeout_ms) ||
+	    side_recv(fd, &hello, sizeof(hello), d->timeout_ms) || !hello_ok(&hello)) {
 		say("side channel %s: no server", d->addr);
 		if (fd >= 0)
 			close(fd);

@@ -179,7 +179,7 @@ int side_listen(const char *addr)
 		return ret;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 1)) {
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SIDE_MAX_PENDING)) {
 		ret = -errno;
 		if (fd >= 0)
 			close(fd);
@@ -207,6 +207,93 @@ int side_accept(int lfd, int timeout_ms)
 		return ret;
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* A connection accepted but not yet known to be the peer: what it sent so far. */
+struct side_cand {
+	int fd;
+	size_t got;
+};
+
+static void cand_drop(struct side_cand *c)
+{
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Read what candidate @c has: 1 when it sent the whole @greeting, 0 for more to come, -1
+ * when it is a stray (closed, an error, or a byte that does not match). */
+static int cand_read(struct side_cand *c, const unsigned char *greeting, size_t len)
+{
+	unsigned char buf[64];
+	ssize_t n;
+
+	n = recv(c->fd, buf, len - c->got < sizeof(buf) ? len - c->got : sizeof(buf),
+		 MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (n <= 0 || memcmp(buf, greeting + c->got, (size_t)n))
+		return -1;
+	c->got += (size_t)n;
+	return c->got == len;
+}
+
+int side_accept_greeted(int lfd, const void *greeting, size_t len, int timeout_ms)
+{
+	struct side_cand cand[SIDE_MAX_PENDING];
+	struct pollfd p[SIDE_MAX_PENDING + 1];
+	double deadline = tool_now() + timeout_ms / 1000.0;
+	int i, n, ret = -ETIMEDOUT, oldest = 0;
+
+	for (i = 0; i < SIDE_MAX_PENDING; i++)
+		cand[i].fd = -1;
+	for (;;) {
+		double left = deadline - tool_now();
+
+		if (left <= 0)
+			break;
+		p[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
+		for (i = 0; i < SIDE_MAX_PENDING; i++)
+			p[i + 1] = (struct pollfd){ .fd = cand[i].fd, .events = POLLIN };
+		n = poll(p, SIDE_MAX_PENDING + 1, (int)(left * 1000) + 1);
+		if (n < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+		for (i = 0; n > 0 && i < SIDE_MAX_PENDING; i++) {
+			if (cand[i].fd < 0 || !p[i + 1].revents)
+				continue;
+			switch (cand_read(&cand[i], greeting, len)) {
+			case 1:
+				ret = cand[i].fd;
+				cand[i].fd = -1;
+				goto out;
+			case -1:
+				cand_drop(&cand[i]);
+				break;
+			}
+		}
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+			if (fd < 0)
+				continue; /* gone again (a reset in the backlog): not our error */
+			for (i = 0; i < SIDE_MAX_PENDING && cand[i].fd >= 0; i++)
+				;
+			if (i == SIDE_MAX_PENDING) {
+				/* all slots held by silent connections: the oldest goes */
+				i = oldest;
+				oldest = (oldest + 1) % SIDE_MAX_PENDING;
+				cand_drop(&cand[i]);
+			}
+			cand[i] = (struct side_cand){ .fd = fd, .got = 0 };
+		}
+	}
+out:
+	for (i = 0; i < SIDE_MAX_PENDING; i++)
+		if (cand[i].fd >= 0)
+			cand_drop(&cand[i]);
+	return ret;
 }
 
 int side_connect(const char *addr, int timeout_ms)

@@ -39,6 +39,15 @@ int side_listen(const char *addr);
  * a command line is checked before any work. */
 int side_addr_check(const char *addr);
 int side_accept(int lfd, int timeout_ms);
+/*
+ * Wait up to @timeout_ms for the peer: the first connection whose first bytes are the @len
+ * bytes of @greeting (the peer's hello). Any other connection (a port scanner's connect and
+ * close, garbage, an idle one) is closed and the wait goes on; at most SIDE_MAX_PENDING wait
+ * for their greeting at once, the oldest making room. Returns the peer's fd or -errno
+ * (-ETIMEDOUT when no peer came).
+ */
+#define SIDE_MAX_PENDING 8
+int side_accept_greeted(int lfd, const void *greeting, size_t len, int timeout_ms);
 int side_connect(const char *addr, int timeout_ms);
 /* Exactly @len bytes within @timeout_ms. 0 or -errno (-ETIMEDOUT, -ECONNRESET). */
 int side_send(int fd, const void *buf, size_t len, int timeout_ms);

@@ -89,4 +89,42 @@ grep -q "4 init/finalize cycles with the library kept loaded (v12): ok" "$tmp/re
 rc=$?
 [ $rc -eq 1 ] || fail "client without server exited $rc, want 1"
 grep -q "no server" "$tmp/alone.out" || fail "client without server: no reason"
+# 5. stray connections on the server's side channel before the client (a connect and close,
+#    garbage bytes, one that stays open and silent, one that sends a truncated greeting and
+#    stays): the server drops them, keeps waiting, and serves the real client
+"$drv" --plugin fake --timeout-ms 20000 --size 4K --iters 20 server "unix:$tmp/stray.sock" \
+	>"$tmp/stray.server.out" 2>&1 &
+sp=$!
+pids+=($sp)
+python3 - "$tmp/stray.sock" >"$tmp/stray.strays.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+path = sys.argv[1]
+for _ in range(200):
+    if os.path.exists(path):
+        break
+    time.sleep(0.05)
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+conn().close()                                   # connect and close
+s = conn(); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); s.close()  # garbage, then close
+g = conn(); g.sendall(os.urandom(64))            # garbage, kept open
+idle = conn()                                    # silent, kept open
+half = conn(); half.sendall(b"qcnr")             # the greeting's magic only ("rncq" LE)
+print("strays in", flush=True)
+time.sleep(30)
+PY
+strays=$!
+pids+=($strays)
+for _ in $(seq 100); do grep -q "strays in" "$tmp/stray.strays.out" 2>/dev/null && break; sleep 0.1; done
+grep -q "strays in" "$tmp/stray.strays.out" || fail "strays: could not connect: $(cat "$tmp/stray.strays.out")"
+"$drv" --plugin fake --timeout-ms 20000 client "unix:$tmp/stray.sock" >"$tmp/stray.client.out" 2>&1
+crc=$?
+wait $sp
+src=$?
+kill $strays 2>/dev/null
+[ $src -eq 0 ] && [ $crc -eq 0 ] || fail "strays: server $src client $crc, want 0 0"
+grep -q "received 20 messages of 4096 bytes" "$tmp/stray.server.out" || fail "strays: count"
+grep -q "checksums match" "$tmp/stray.client.out" || fail "strays: client"
 echo ok

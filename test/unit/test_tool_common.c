@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -89,6 +90,61 @@ static void test_unix_round_trip(void **state)
 	unlink(path);
 }
 
+/* A client process: strays first (connect+close, garbage, a wrong greeting, more silent
+ * connections than the server keeps waiting), then the real peer, which must get "ok". */
+static int greeted_client(const char *addr)
+{
+	int silent[SIDE_MAX_PENDING + 2], i, fd;
+	char buf[3] = "";
+
+	fd = side_connect(addr, 2000);
+	close(fd);
+	fd = side_connect(addr, 2000);
+	side_send(fd, "GET / HTTP/1.0\r\n\r\n", 18, 1000);
+	close(fd);
+	fd = side_connect(addr, 2000);
+	side_send(fd, "hellp", 5, 1000); /* one byte off */
+	for (i = 0; i < SIDE_MAX_PENDING + 2; i++)
+		silent[i] = side_connect(addr, 2000);
+	fd = side_connect(addr, 2000);
+	if (fd < 0 || side_send(fd, "hello", 5, 1000) || side_recv(fd, buf, 2, 5000))
+		return 1;
+	for (i = 0; i < SIDE_MAX_PENDING + 2; i++)
+		close(silent[i]);
+	return strcmp(buf, "ok") ? 1 : 0;
+}
+
+/* The server waits for the connection that greets it and drops every other one. */
+static void test_accept_greeted(void **state)
+{
+	char path[64], addr[80];
+	int lfd, fd, status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/tmp/rn-tool-greet.%d.sock", getpid());
+	snprintf(addr, sizeof(addr), "unix:%s", path);
+	unlink(path);
+	lfd = side_listen(addr);
+	assert_true(lfd >= 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(greeted_client(addr));
+	fd = side_accept_greeted(lfd, "hello", 5, 10000);
+	assert_true(fd >= 0);
+	assert_int_equal(side_send(fd, "ok", 2, 1000), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(fd);
+	/* nobody greets: a timeout, not a stray taken for the peer */
+	fd = side_connect(addr, 1000);
+	assert_int_equal(side_accept_greeted(lfd, "hello", 5, 200), -ETIMEDOUT);
+	close(fd);
+	close(lfd);
+	unlink(path);
+}
+
 static void test_cli_numbers(void **state)
 {
 	long v = 0;
@@ -159,6 +215,7 @@ int main(void)
 		cmocka_unit_test(test_addr_check),
 		cmocka_unit_test(test_tcp_listen_frees),
 		cmocka_unit_test(test_unix_round_trip),
+		cmocka_unit_test(test_accept_greeted),
 		cmocka_unit_test(test_cli_numbers),
 		cmocka_unit_test(test_cli_json_error),
 		cmocka_unit_test(test_cli_wants_json),

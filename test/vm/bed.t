@@ -7,9 +7,24 @@ set -u
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq
 
+ns_listed() { ip netns list | awk '{print $1}' | grep -qxF -- "$1"; }
+
 body() {
 	local j1 out rc pids st ns=$BED_NAME
-	B up --hosts 2 --nics 1 --scenario broken --owner "$BED_OWNER" >/dev/null
+	# The name check is exact: a namespace of the bed's name refuses `up` (before any boot),
+	# an unrelated one that merely starts with it ("$ns-other") does not.
+	ip netns add "$ns" || t_fail "ip netns add $ns"
+	out=$("$bed" up --name "$ns" --hosts 2 --nics 1 2>&1)
+	rc=$?
+	ip netns del "$ns"
+	[ $rc -eq 2 ] && [[ $out == *"namespace $ns exists"* ]] ||
+		t_fail "up with namespace $ns present: exit $rc, '$out' (want 2, namespace $ns exists)"
+	ip netns add "$ns-other" || t_fail "ip netns add $ns-other"
+	trap 'ip netns del "$ns-other" 2>/dev/null' EXIT
+	B up --hosts 2 --nics 1 --scenario broken --owner "$BED_OWNER" >/dev/null ||
+		t_fail "up refused with an unrelated namespace $ns-other present"
+	ns_listed "$ns-other" || t_fail "up or its cleanup touched the unrelated namespace $ns-other"
+	t_ok "up refuses a namespace of its own name only, not $ns-other"
 	st=$t_top/build/vm-runs/$BED_NAME
 	pids="$(cat "$st/h0.pid") $(cat "$st/h1.pid")"
 
@@ -51,7 +66,7 @@ body() {
 	for p in $pids; do
 		! kill -0 "$p" 2>/dev/null || t_fail "qemu $p survived bed down"
 	done
-	! ip netns list | grep -q "^$ns\b" || t_fail "namespace $ns survived bed down"
+	! ns_listed "$ns" || t_fail "namespace $ns survived bed down"
 	[ ! -e "$st" ] || t_fail "$st survived bed down"
 	t_ok "bed down leaves no qemu, namespace or run folder"
 }
