@@ -89,7 +89,7 @@ TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
-	deps demo bench install uninstall deb clean help
+	deps demo bench install uninstall deb rpm clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -260,9 +260,14 @@ uninstall:
 deb:
 	$(Q)scripts/mkdeb $(VERSION)
 
+# The RPM build/nccl-net-roce-<version>-1.<arch>.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec).
+rpm:
+	$(Q)scripts/mkrpm $(VERSION)
+
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
-		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
+		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb) \
+		$(BUILD)/rpm $(wildcard $(BUILD)/nccl-net-roce-*.rpm)
 
 help:
 	@echo "Targets:"
@@ -279,6 +284,7 @@ help:
 	@echo "                 unless DESTDIR is set"
 	@echo "  uninstall      removes exactly what install put there (same variables)"
 	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"
+	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild; checked by rpmlint)"
 	@echo "  deps           install the Debian packages the build and tests need"
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
