@@ -228,7 +228,8 @@ DOCS := README.md $(wildcard CHANGELOG.md LICENSE doc/*.md)
 INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver) \
 	$(if $(DOCTOR_MPI),$(BINDIR)/roce-doctor-mpi) \
 	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
-	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor) $(SBINDIR)/roce-policy-routing
+	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor $(SBINDIR)/roce-health-check) \
+	$(SBINDIR)/roce-policy-routing
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
@@ -241,6 +242,7 @@ install: all
 	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
 	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(SBINDIR)/roce-doctor)
 	install -m 0755 scripts/roce-policy-routing $(DESTDIR)$(SBINDIR)/roce-policy-routing
+	$(if $(wildcard $(DOCTOR)),install -m 0755 scripts/roce-health-check $(DESTDIR)$(SBINDIR)/roce-health-check)
 	$(Q)set -e; for m in $(MANS); do \
 		sec=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$sec; \
 		echo "gzip -9n < $$m > $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz"; \
