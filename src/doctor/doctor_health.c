@@ -7,7 +7,9 @@
  *     this node with that reason, "roce: <cause> <nics>; ... fix: <command>" (under
  *     slurmdbd's 255 bytes), and exits 1;
  *   - when the host is clean again resumes the node only if the reason is one of ours
- *     (prefix "roce:"), never a node an admin drained, and exits 0.
+ *     (prefix "roce:"), never a node an admin drained, and exits 0;
+ *   - leaves a node that is drained, down or failed with another reason as it is (its
+ *     reason says more than ours would), also while the host is broken: exit 1.
  * Exit 2: the check itself could not run (usage, facts unreadable, scontrol failed or
  * timed out): the node is left as it is, a broken tool must not drain a cluster.
  * The node is --node, else $SLURMD_NODENAME (slurmd sets it for the health check and the
@@ -76,7 +78,7 @@ static int scontrol(const struct rn_health *h, const char *const *args, char *ou
 	size_t len = 0;
 	pid_t pid;
 
-	for (i = 0; args[i] && i < 14; i++)
+	for (i = 0; i < 14 && args[i]; i++)
 		argv[i + 1] = args[i];
 	out[0] = '\0';
 	if (pipe2(fds, O_CLOEXEC))
@@ -286,6 +288,10 @@ static void reason_build(const struct rn_doctor *d, char *buf, size_t len, int s
 		add(buf, len, "%s ports-left-out", ncauses++ ? ";" : "");
 		script = 0;
 	}
+	if (!ncauses) { /* a verdict without a finding to name */
+		add(buf, len, " problem");
+		script = 0;
+	}
 	if (!script) {
 		add(buf, len, " see: roce-doctor%s%s", d->netdevs ? " --netdev " : "",
 		    d->netdevs ? d->netdevs : "");
@@ -321,6 +327,12 @@ static int drained(const char *state)
 	return strstr(state, "DRAIN") != NULL;
 }
 
+/* Out of service for some reason: drained, down or failed (a reason not ours stays). */
+static int out_of_service(const char *state)
+{
+	return drained(state) || strstr(state, "DOWN") || strstr(state, "FAIL");
+}
+
 static int act(const struct rn_health *h, int problems, const char *why)
 {
 	char state[128], cur[1024], out[2048], arg_node[300], arg_reason[400];
@@ -336,8 +348,9 @@ static int act(const struct rn_health *h, int problems, const char *why)
 	args[0] = "update";
 	args[1] = arg_node;
 	if (problems) {
-		if (drained(state) && !ours(cur)) {
-			printf(PROG ": node %s stays drained as it was (Reason=%s)\n", h->node, cur);
+		if (out_of_service(state) && !ours(cur)) {
+			printf(PROG ": node %s stays %s as it was (Reason=%s)\n", h->node,
+			       drained(state) ? "drained" : "out of service", cur);
 			return RN_DOCTOR_PROBLEMS;
 		}
 		if (drained(state) && !strcmp(cur, why))
