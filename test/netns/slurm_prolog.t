@@ -57,6 +57,8 @@ rn_scontrol update nodename="$NODE" state=resume || rn_fail "resume"
 rn_slurm_wait "$NODE" State '^IDLE$' "resumed"
 job /bin/touch "$T/ran-2" || { cat "$T/srun.log" "$T/prolog.log"; rn_fail "srun failed on the fixed host"; }
 [ -e "$T/ran-2" ] || rn_fail "the job did not run on the fixed host"
-[ "$(rn_slurm_node "$NODE" State)" = IDLE ] || rn_fail "fixed host: State $(rn_slurm_node "$NODE" State)"
+# (COMPLETING for a moment after the job)
+rn_slurm_wait "$NODE" State '^IDLE$' "fixed host after the job"
+[ -z "$(rn_slurm_node "$NODE" Reason)" ] || rn_fail "fixed host: a reason after the job"
 echo "fixed host: the Prolog passed, the job ran, State=IDLE"
 echo "PASS"
