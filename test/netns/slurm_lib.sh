@@ -11,17 +11,37 @@
 #   rn_slurm_wait NODE FIELD ERE WHAT [S]   until FIELD matches ERE (default 60 s), or fail
 # Everything lives under one temporary directory: munge's key and socket, slurm.conf,
 # state, spool and logs; the daemons listen only in NS (its own ports, nothing on the
-# host's network) and are stopped by pid at exit. A munged, slurmctld or slurmd the
-# packages started on this machine is neither used nor touched.
+# host's network) and are stopped by pid at exit, after this test's jobs are cancelled
+# and its slurmstepds (found by this test's SLURM_CONF in their environment) are gone.
+# A munged, slurmctld or slurmd the packages started on this machine is neither used nor
+# touched.
 # The daemons enter NS with nsenter --net, not ip netns exec: slurmd needs the host's
 # /sys/fs/cgroup, which ip netns exec hides under a fresh /sys. A program they run that
 # must see NS's netdevs in /sys enters it with ip netns exec itself.
 
 _rn_slurm_pids=()
 
+# Our slurmstepds: those that carry this test's SLURM_CONF (a step whose tasks died in
+# MPI_Init can outlive slurmd).
+_rn_slurm_stepds() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "$(cat "$p/comm" 2>/dev/null)" = slurmstepd ] || continue
+		{ tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF" &&
+			echo "${p#/proc/}"
+	done
+}
+
 # shellcheck disable=SC2317 # called by the trap
 _rn_slurm_stop() {
-	local rc=$? p
+	local rc=$? p jobs
+	if [ -n "${SLURM_CONF-}" ] && [ ${#_rn_slurm_pids[@]} -gt 1 ]; then
+		jobs=$(nsenter --net="/run/netns/$RN_SLURM_NS" squeue -h -o %i 2>/dev/null)
+		# shellcheck disable=SC2086
+		[ -z "$jobs" ] || nsenter --net="/run/netns/$RN_SLURM_NS" scancel $jobs 2>/dev/null
+		for _ in $(seq 20); do [ -z "$(_rn_slurm_stepds)" ] && break; sleep 0.25; done
+		for p in $(_rn_slurm_stepds); do kill -9 "$p" 2>/dev/null; done
+	fi
 	for ((p = ${#_rn_slurm_pids[@]} - 1; p >= 0; p--)); do
 		kill "${_rn_slurm_pids[p]}" 2>/dev/null
 	done
