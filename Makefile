@@ -89,7 +89,7 @@ TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
-	deps demo bench install uninstall deb clean help
+	deps demo bench install uninstall deb rpm clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -229,7 +229,8 @@ DOCS := README.md $(wildcard CHANGELOG.md LICENSE doc/*.md)
 INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver) \
 	$(if $(DOCTOR_MPI),$(BINDIR)/roce-doctor-mpi) \
 	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
-	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor) $(SBINDIR)/roce-policy-routing
+	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor $(SBINDIR)/roce-health-check) \
+	$(SBINDIR)/roce-policy-routing
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
@@ -242,6 +243,7 @@ install: all
 	$(if $(wildcard $(BENCH)),install -m 0755 $(BENCH) $(DESTDIR)$(BINDIR)/nccl-net-bench)
 	$(if $(wildcard $(DOCTOR)),install -m 0755 $(DOCTOR) $(DESTDIR)$(SBINDIR)/roce-doctor)
 	install -m 0755 scripts/roce-policy-routing $(DESTDIR)$(SBINDIR)/roce-policy-routing
+	$(if $(wildcard $(DOCTOR)),install -m 0755 scripts/roce-health-check $(DESTDIR)$(SBINDIR)/roce-health-check)
 	$(Q)set -e; for m in $(MANS); do \
 		sec=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$sec; \
 		echo "gzip -9n < $$m > $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz"; \
@@ -261,9 +263,14 @@ uninstall:
 deb:
 	$(Q)scripts/mkdeb $(VERSION)
 
+# The RPM build/nccl-net-roce-<version>-1.<arch>.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec).
+rpm:
+	$(Q)scripts/mkrpm $(VERSION)
+
 clean:
 	rm -rf $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fuzz $(PLUGIN) $(CORE_LIB) $(TOOLS) \
-		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb)
+		$(BUILD)/roce-doctor-mpi $(BUILD)/deb $(wildcard $(BUILD)/nccl-net-roce_*.deb) \
+		$(BUILD)/rpm $(wildcard $(BUILD)/nccl-net-roce-*.rpm)
 
 help:
 	@echo "Targets:"
@@ -280,6 +287,7 @@ help:
 	@echo "                 unless DESTDIR is set"
 	@echo "  uninstall      removes exactly what install put there (same variables)"
 	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"
+	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild; checked by rpmlint)"
 	@echo "  deps           install the Debian packages the build and tests need"
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"

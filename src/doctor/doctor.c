@@ -53,6 +53,8 @@ static void usage(FILE *f)
 		"Usage: roce-doctor [options] [host]\n"
 		"       roce-doctor [options] peer <ip|name> [--port N] [--timeout S] [--no-rdma]\n"
 		"       roce-doctor [options] serve [--port N] [--once] [--timeout S]\n"
+		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
+		"                          [--scontrol PATH]\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
 		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"
@@ -67,6 +69,9 @@ static void usage(FILE *f)
 		"                answers ARP (ARP flux), route symmetry, MTU, and an RDMA RC ping\n"
 		"                where both ends have RDMA ports\n"
 		"  serve         answer `peer` (run it on the other host first; TCP port %d)\n"
+		"  health        for Slurm's HealthCheckProgram and Prolog: drain this node on a\n"
+		"                problem, resume it when clean if roce-doctor drained it (the first\n"
+		"                word; roce-doctor health --help)\n"
 		"\n"
 		"Options:\n"
 		"  -n, --netdev LIST   check these netdevs (comma list), also without an RDMA device\n"
@@ -214,6 +219,8 @@ int main(int argc, char **argv)
 	int c, rc = RN_DOCTOR_ERROR, once_set = 0, port_set = 0, rdma_set = 0, first;
 	size_t i;
 
+	if (argc > 1 && !strcmp(argv[1], "health")) /* parses its own options */
+		return rn_doctor_health(argc - 1, argv + 1);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "out of memory");

@@ -117,6 +117,10 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
 
+/* doctor_health.c: `roce-doctor health ...` (its own options), for Slurm's HealthCheckProgram
+ * and Prolog: drains this node on a problem, resumes it when it drained it itself. */
+int rn_doctor_health(int argc, char **argv);
+
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
 /*

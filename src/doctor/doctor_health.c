@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: MIT
+/*
+ * "health": the host check as a Slurm HealthCheckProgram or Prolog (NHC's contract).
+ * It judges this host's NICs with the library's verdicts as the host command does, in
+ * bounded time (an alarm ends it; each scontrol call has its own deadline), and
+ *   - on a problem prints "ERROR: roce-doctor: Health check failed: <reason>", drains
+ *     this node with that reason, "roce: <cause> <nics>; ... fix: <command>" (under
+ *     slurmdbd's 255 bytes), and exits 1;
+ *   - when the host is clean again resumes the node only if the reason is one of ours
+ *     (prefix "roce:"), never a node an admin drained, and exits 0;
+ *   - leaves a node that is drained, down or failed with another reason as it is (its
+ *     reason says more than ours would), also while the host is broken: exit 1.
+ * Exit 2: the check itself could not run (usage, facts unreadable, scontrol failed or
+ * timed out): the node is left as it is, a broken tool must not drain a cluster.
+ * The node is --node, else $SLURMD_NODENAME (slurmd sets it for the health check and the
+ * Prolog), else the short host name. Slurm runs the program with no arguments and an
+ * empty environment: scripts/roce-health-check is what slurm.conf names.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "doctor.h"
+
+#define PROG "roce-doctor health"
+/* Every reason we set starts so; a reason without it is someone else's (an admin's). */
+#define RN_HEALTH_PREFIX "roce:"
+/*
+ * slurmctld keeps any length, but slurmdbd records a node's reason in its event table as
+ * TINYTEXT: more than 255 bytes is cut there (sacctmgr show event).
+ */
+#define RN_HEALTH_REASON_MAX 255
+
+struct rn_health {
+	const char *node;
+	const char *scontrol;
+	int drain;
+	int timeout_s;
+	int verbose;
+};
+
+static volatile pid_t child_pid;
+
+/* The time bound: whatever hangs (a netlink answer, scontrol), the check ends here. */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "ERROR: roce-doctor: Health check failed: timed out "
+				  "(the node is left as it is)\n";
+	ssize_t w;
+
+	(void)sig;
+	if (child_pid > 0)
+		kill(child_pid, SIGKILL);
+	w = write(STDOUT_FILENO, msg, sizeof(msg) - 1);
+	(void)w;
+	_exit(RN_DOCTOR_ERROR);
+}
+
+/*
+ * Run scontrol with @args (NULL-terminated, after the program name); its stdout and
+ * stderr into @out. The exit status, or -errno (-ETIMEDOUT after @timeout_ms).
+ */
+static int scontrol(const struct rn_health *h, const char *const *args, char *out,
+		    size_t outlen, int timeout_ms)
+{
+	const char *argv[16] = { h->scontrol };
+	double end = rn_doctor_now_ms() + timeout_ms;
+	int fds[2], st = 0, i;
+	size_t len = 0;
+	pid_t pid;
+
+	for (i = 0; i < 14 && args[i]; i++)
+		argv[i + 1] = args[i];
+	out[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (!pid) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		/* Slurm gives the health check no PATH: execvp then searches /bin:/usr/bin */
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	child_pid = pid;
+	close(fds[1]);
+	for (;;) {
+		struct pollfd p = { .fd = fds[0], .events = POLLIN };
+		int left = (int)(end - rn_doctor_now_ms()), n;
+		char buf[512];
+		ssize_t r;
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			child_pid = 0;
+			close(fds[0]);
+			return -ETIMEDOUT;
+		}
+		n = poll(&p, 1, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			continue;
+		r = read(fds[0], buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (len + 1 < outlen) {
+			size_t take = RN_MIN((size_t)r, outlen - 1 - len);
+
+			memcpy(out + len, buf, take);
+			len += take;
+			out[len] = '\0';
+		}
+	}
+	close(fds[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	child_pid = 0;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return -ECHILD;
+}
+
+/* What a failed scontrol call said: its first line, or why it gave none. */
+static const char *scontrol_err(int ret, char *out, int timeout_ms, char *buf, size_t len)
+{
+	out[strcspn(out, "\n")] = '\0';
+	if (ret == -ETIMEDOUT)
+		snprintf(buf, len, "timed out (no answer in %.1f s)", timeout_ms / 1000.0);
+	else if (ret < 0)
+		snprintf(buf, len, "%s", strerror(-ret));
+	else
+		snprintf(buf, len, "exit %d: %s", ret, out);
+	return buf;
+}
+
+/* The node's state word (IDLE+DRAIN, DOWN+DRAIN, ...) and reason from `scontrol show node -o`. */
+static int node_state(const struct rn_health *h, char *state, size_t slen, char *reason,
+		      size_t rlen, int timeout_ms)
+{
+	const char *args[] = { "show", "node", h->node, "--oneliner", NULL };
+	char out[8192], err[256], *s, *r, *e;
+	int ret;
+
+	ret = scontrol(h, args, out, sizeof(out), timeout_ms);
+	if (ret) {
+		fprintf(stderr, PROG ": scontrol show node %s: %s\n", h->node,
+			scontrol_err(ret, out, timeout_ms, err, sizeof(err)));
+		return ret < 0 ? ret : -EIO;
+	}
+	s = strstr(out, " State=");
+	if (!s) {
+		fprintf(stderr, PROG ": scontrol show node %s: no State= in '%.200s'\n", h->node,
+			out);
+		return -EPROTO;
+	}
+	s += strlen(" State=");
+	snprintf(state, slen, "%.*s", (int)strcspn(s, " \n"), s);
+	reason[0] = '\0';
+	/* Reason=<text> [<user>@<time>] comes last: the text is what lies before " [" */
+	r = strstr(out, " Reason=");
+	if (r) {
+		r += strlen(" Reason=");
+		e = strstr(r, " [");
+		if (!e)
+			e = r + strcspn(r, "\n");
+		snprintf(reason, rlen, "%.*s", (int)(e - r), r);
+	}
+	return 0;
+}
+
+/* Causes that roce-policy-routing's tables, rules and ARP sysctls take away.
+ * NOTE: the same list as doctor_host.c's script_fixes(); one of them goes when the
+ * doctor's model (issue 19) shares it. */
+static int script_fixes(enum rn_cause c)
+{
+	switch (c) {
+	case RN_CAUSE_ARP_FLUX:
+	case RN_CAUSE_SHARED_L2:
+	case RN_CAUSE_ARP_SILENT:
+	case RN_CAUSE_NO_RULE:
+	case RN_CAUSE_ROUTE_WRONG_NIC:
+	case RN_CAUSE_RULE_WRONG_NIC:
+	case RN_CAUSE_TABLE_NO_ROUTE:
+	case RN_CAUSE_RP_FILTER:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int finding_counts(const struct rn_finding *f)
+{
+	return f->sev >= RN_SEV_WARN;
+}
+
+/* Append to @buf (always terminated; a cut tail is dropped, the caller checks the length). */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(buf);
+	va_list ap;
+
+	if (n + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The drain reason: "roce: <cause> <nic>,<nic>; <cause> <nic> fix: <command>", causes
+ * in catalogue order. @short_lists: a cause on every NIC says "all", a longer list names
+ * its first NIC and a count; @names: the fix names the NICs (roce-policy-routing finds
+ * the RoCE netdevs itself, but not netdevs named with --netdev).
+ */
+static void reason_build(const struct rn_doctor *d, char *buf, size_t len, int short_lists,
+			 int names)
+{
+	int c, i, k, script = 1, ncauses = 0;
+
+	snprintf(buf, len, RN_HEALTH_PREFIX);
+	if (!d->nnics) {
+		add(buf, len, " no RoCE NIC found see: rdma link show");
+		return;
+	}
+	for (c = 1; c < RN_CAUSE__MAX; c++) {
+		int n = 0, first = -1;
+
+		for (i = 0; i < d->nnics; i++)
+			for (k = 0; k < d->nics[i].nic.nfindings; k++)
+				if (d->nics[i].nic.findings[k].cause == (enum rn_cause)c &&
+				    finding_counts(&d->nics[i].nic.findings[k])) {
+					if (first < 0)
+						first = i;
+					n++;
+					break;
+				}
+		if (!n)
+			continue;
+		add(buf, len, "%s %s ", ncauses++ ? ";" : "", rn_cause_id((enum rn_cause)c));
+		if (!script_fixes((enum rn_cause)c))
+			script = 0;
+		if (short_lists && n == d->nnics && n > 1) {
+			add(buf, len, "all");
+			continue;
+		}
+		if (short_lists && n > 2) {
+			add(buf, len, "%s,+%d", d->nics[first].nic.netdev, n - 1);
+			continue;
+		}
+		for (i = 0, n = 0; i < d->nnics; i++)
+			for (k = 0; k < d->nics[i].nic.nfindings; k++)
+				if (d->nics[i].nic.findings[k].cause == (enum rn_cause)c &&
+				    finding_counts(&d->nics[i].nic.findings[k])) {
+					add(buf, len, "%s%s", n++ ? "," : "", d->nics[i].nic.netdev);
+					break;
+				}
+	}
+	for (i = 0; i < d->nnics; i++) {
+		if (d->nics[i].err) {
+			add(buf, len, "%s error %s", ncauses++ ? ";" : "", d->nics[i].nic.netdev);
+			script = 0;
+		} else if (d->nics[i].nic.nfindings && d->nics[i].nic.ip.family != AF_INET) {
+			script = 0; /* the script configures IPv4 NICs only */
+		}
+	}
+	if (d->skipped_problem) {
+		add(buf, len, "%s ports-left-out", ncauses++ ? ";" : "");
+		script = 0;
+	}
+	if (!ncauses) { /* a verdict without a finding to name */
+		add(buf, len, " problem");
+		script = 0;
+	}
+	if (!script) {
+		add(buf, len, " see: roce-doctor%s%s", d->netdevs ? " --netdev " : "",
+		    d->netdevs ? d->netdevs : "");
+		return;
+	}
+	add(buf, len, " fix: roce-policy-routing --persist");
+	for (i = 0; names && i < d->nnics; i++)
+		add(buf, len, " %s", d->nics[i].nic.netdev);
+}
+
+/* The shortest form that fits: full lists, then short lists, then (RDMA NICs) no names. */
+static void reason_fit(const struct rn_doctor *d, char *buf, size_t len)
+{
+	char full[1024];
+
+	reason_build(d, full, sizeof(full), 0, 1);
+	if (strlen(full) > RN_HEALTH_REASON_MAX)
+		reason_build(d, full, sizeof(full), 1, 1);
+	if (strlen(full) > RN_HEALTH_REASON_MAX && !d->netdevs)
+		reason_build(d, full, sizeof(full), 1, 0);
+	if (strlen(full) > RN_HEALTH_REASON_MAX)
+		snprintf(full + RN_HEALTH_REASON_MAX - 3, 4, "...");
+	snprintf(buf, len, "%s", full);
+}
+
+static int ours(const char *reason)
+{
+	return !strncmp(reason, RN_HEALTH_PREFIX, strlen(RN_HEALTH_PREFIX));
+}
+
+static int drained(const char *state)
+{
+	return strstr(state, "DRAIN") != NULL;
+}
+
+/* Out of service for some reason: drained, down or failed (a reason not ours stays). */
+static int out_of_service(const char *state)
+{
+	return drained(state) || strstr(state, "DOWN") || strstr(state, "FAIL");
+}
+
+static int act(const struct rn_health *h, int problems, const char *why)
+{
+	char state[128], cur[1024], out[2048], arg_node[300], arg_reason[400];
+	const char *args[6];
+	int ret, tmo = h->timeout_s * 1000 / 3;
+
+	ret = node_state(h, state, sizeof(state), cur, sizeof(cur), tmo);
+	if (ret)
+		return RN_DOCTOR_ERROR;
+	if (h->verbose)
+		printf(PROG ": node %s State=%s Reason=%s\n", h->node, state, cur);
+	snprintf(arg_node, sizeof(arg_node), "nodename=%s", h->node);
+	args[0] = "update";
+	args[1] = arg_node;
+	if (problems) {
+		if (out_of_service(state) && !ours(cur)) {
+			printf(PROG ": node %s stays %s as it was (Reason=%s)\n", h->node,
+			       drained(state) ? "drained" : "out of service", cur);
+			return RN_DOCTOR_PROBLEMS;
+		}
+		if (drained(state) && !strcmp(cur, why))
+			return RN_DOCTOR_PROBLEMS;
+		snprintf(arg_reason, sizeof(arg_reason), "reason=%s", why);
+		args[2] = "state=drain";
+		args[3] = arg_reason;
+		args[4] = NULL;
+	} else {
+		if (!drained(state) || !ours(cur))
+			return RN_DOCTOR_OK;
+		args[2] = "state=resume";
+		args[3] = NULL;
+	}
+	ret = scontrol(h, args, out, sizeof(out), tmo);
+	if (ret) {
+		char err[256];
+
+		fprintf(stderr, PROG ": scontrol update %s %s: %s\n", arg_node, args[2],
+			scontrol_err(ret, out, tmo, err, sizeof(err)));
+		return RN_DOCTOR_ERROR;
+	}
+	printf(PROG ": node %s %s\n", h->node,
+	       problems ? "drained" : "resumed (roce-doctor had drained it)");
+	return problems ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
+		"                          [--scontrol PATH] [-v]\n"
+		"\n"
+		"The host check for Slurm's HealthCheckProgram and Prolog (LBNL NHC's contract):\n"
+		"on a problem it prints 'ERROR: roce-doctor: Health check failed: <reason>', drains\n"
+		"this node with the reason 'roce: <cause> <nics>; ... fix: <command>' and exits 1;\n"
+		"when the host is clean it resumes the node only if roce-doctor drained it (the\n"
+		"reason starts 'roce:'), never a node drained for another reason, and exits 0.\n"
+		"\n"
+		"Options:\n"
+		"  -n, --netdev LIST   check these netdevs (comma list) instead of the RDMA ports\n"
+		"  -N, --node NAME     the Slurm node (default $SLURMD_NODENAME, else the host name)\n"
+		"      --no-drain      check and print only; leave the node as it is\n"
+		"  -t, --timeout S     give up after S seconds, node untouched (default 20;\n"
+		"                      slurmd kills a health check after 60)\n"
+		"      --scontrol PATH the scontrol to run (default: scontrol on PATH, /usr/bin)\n"
+		"  -v, --verbose       say what was checked and found, and how long it took\n"
+		"\n"
+		"Exit status: 0 healthy, 1 problems found (node drained), 2 the check could not\n"
+		"run (usage, facts unreadable, scontrol failed or timed out; node untouched).\n");
+}
+
+int rn_doctor_health(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "netdev", required_argument, NULL, 'n' },
+		{ "node", required_argument, NULL, 'N' },
+		{ "no-drain", no_argument, NULL, 'D' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "scontrol", required_argument, NULL, 'S' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20 };
+	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE], why[RN_HEALTH_REASON_MAX + 1], host[64];
+	struct rn_doctor *d;
+	int c, rc = RN_DOCTOR_ERROR, problems;
+	double t0 = rn_doctor_now_ms();
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "out of memory");
+	d->out = stdout;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:N:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			d->netdevs = optarg;
+			if (rn_doctor_netdev_list(d, optarg, names, RN_DOCTOR_MAX_NICS) < 0)
+				goto out;
+			break;
+		case 'N':
+			if (!*optarg || strchr(optarg, ' ')) {
+				rn_cli_error(PROG, NULL, rc, "--node: bad node name '%s'", optarg);
+				goto out;
+			}
+			h.node = optarg;
+			break;
+		case 'D':
+			h.drain = 0;
+			break;
+		case 't':
+			if (rn_cli_int(optarg, 1, 3600, &h.timeout_s)) {
+				rn_cli_error(PROG, NULL, rc, "--timeout: '%s' is not a number in 1..3600",
+					     optarg);
+				goto out;
+			}
+			break;
+		case 'S':
+			h.scontrol = optarg;
+			break;
+		case 'v':
+			h.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = RN_DOCTOR_OK;
+			goto out;
+		default:
+			rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		rn_cli_error(PROG, NULL, rc, "unexpected argument '%s' (health takes none)",
+			     argv[optind]);
+		goto out;
+	}
+	if (gethostname(host, sizeof(host) - 1))
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(d->hostname, sizeof(d->hostname), "%s", host);
+	if (!h.node)
+		h.node = getenv("SLURMD_NODENAME");
+	if (!h.node || !*h.node) {
+		host[strcspn(host, ".")] = '\0';
+		h.node = host;
+	}
+	signal(SIGALRM, on_alarm);
+	alarm((unsigned int)h.timeout_s);
+
+	d->bad_env = rn_config_load(&d->cfg);
+	rn_doctor_log_init(h.verbose > 1);
+	if (rn_doctor_gather(d)) {
+		printf("ERROR: roce-doctor: Health check failed: cannot read this host's facts "
+		       "(%s); the node is left as it is\n", d->err[0] ? d->err : "see stderr");
+		goto out;
+	}
+	problems = rn_doctor_host_problems(d);
+	if (h.verbose)
+		printf(PROG ": %d NIC%s checked in %.1f ms on node %s: %s\n", d->nnics,
+		       d->nnics == 1 ? "" : "s", d->gather_ms, h.node,
+		       problems ? "problems" : "all good");
+	if (problems) {
+		reason_fit(d, why, sizeof(why));
+		printf("ERROR: roce-doctor: Health check failed: %s\n", why);
+	}
+	if (!h.drain)
+		rc = problems ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	else
+		rc = act(&h, problems, problems ? why : "");
+	if (h.verbose)
+		printf(PROG ": done in %.1f ms, exit %d\n", rn_doctor_now_ms() - t0, rc);
+	alarm(0);
+out:
+	rn_doctor_release(d);
+	free(d);
+	fflush(stdout);
+	return rc;
+}
