@@ -131,16 +131,9 @@ $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
 
-# The doctor's objects without its main (doctor.c again, with RN_DOCTOR_NO_MAIN: its
-# command table and option helpers are then unused).
+# The doctor's objects without its main: doctor.c is main and the command table only.
 DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
-	$(BUILD)/obj/mpi/doctor.o $(BUILD)/obj/mpi/doctor_mpi.o
-
-$(BUILD)/obj/mpi/doctor.o: src/doctor/doctor.c
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC      $< (no main)")
-	$(Q)$(CC) $(ALL_CFLAGS) -DRN_DOCTOR_NO_MAIN -Wno-unused-function -Wno-unused-const-variable \
-		-c -o $@ $<
+	$(BUILD)/obj/mpi/doctor_mpi.o
 
 $(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
 	@mkdir -p $(dir $@)
@@ -170,8 +163,9 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 # that includes the transport test bed (fuzz_fx.h, fixture_xfer.h: fake verbs, loopback OOB) gets the
 # fakes too, and one named fuzz_doctor_* the doctor's wire code.
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
-	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) src/doctor/doctor_wire.c
+	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c src/doctor/doctor_util.c)
+$(BUILD)/fuzz/%: test/fuzz/%.c $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) src/doctor/doctor_wire.c \
+	src/doctor/doctor_util.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \

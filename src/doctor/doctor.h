@@ -19,6 +19,9 @@
 #define RN_DOCTOR_VERSION RN_VERSION
 #define RN_DOCTOR_PORT 18515
 #define RN_DOCTOR_MAX_NICS 32
+/* peer/serve: each message's bound, and one RDMA probe's */
+#define RN_DOCTOR_IO_TIMEOUT_S 10
+#define RN_DOCTOR_PROBE_TIMEOUT_MS 8000
 /* Exit codes, the tools' table (rn_cli.h): no problem found, problems found, usage or
  * system error, no RDMA device (nothing to check). */
 #define RN_DOCTOR_OK RN_EXIT_OK
@@ -52,6 +55,8 @@ struct rn_doctor {
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE]; /* ... split once (rn_doctor_set_netdevs) */
+	int nnames;
 	int prom;                    /* --prometheus: the host check as metrics on stdout */
 	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
 	char hostname[64];
@@ -69,7 +74,7 @@ struct rn_doctor {
 	char err[512];               /* the first error (exit 2): --json reports it */
 };
 
-/* doctor.c */
+/* doctor_util.c (doctor.c is main and the command table only) */
 double rn_doctor_now_ms(void);
 const char *rn_doctor_sev_str(enum rn_severity s);
 /* "rxe0:1" or the netdev for a netdev-only NIC. */
@@ -83,16 +88,27 @@ void rn_doctor_clear_warn(void);
  * kept for --json's error object (main prints it). Returns RN_DOCTOR_ERROR.
  */
 int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "roce-doctor serve: ..." on stderr. */
+void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
+/* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */
+int rn_doctor_set_netdevs(struct rn_doctor *d, const char *list);
+/*
+ * Write @path whole or not at all (for collectors that may read it any time):
+ * @fill writes into a temporary beside it, which is synced and renamed over @path.
+ * 0 or -errno; the temporary never stays behind.
+ */
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
+			 const void *arg);
 
-/* doctor_host.c */
-/* Split --netdev's comma list; -EINVAL (message kept, see rn_doctor_err) on a bad name. */
-int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
-			  int max);
+/* doctor_model.c: gathered once, then rendered */
 /* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
 int rn_doctor_gather(struct rn_doctor *d);
 void rn_doctor_release(struct rn_doctor *d);
-/* 1 when anything on this host needs fixing. */
+/* 1 when anything on this host needs fixing; one NIC's part of it. */
 int rn_doctor_host_problems(const struct rn_doctor *d);
+int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
+
+/* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
 /*
  * Human-readable findings, one "name cause: msg" line, then where each part of the
@@ -119,13 +135,6 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
-/*
- * Write @path whole or not at all (for collectors that may read it any time):
- * @fill writes into a temporary beside it, which is synced and renamed over @path.
- * 0 or -errno; the temporary never stays behind.
- */
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg);
 
 /* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
 struct rn_json {
@@ -280,23 +289,22 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
-/* One client's session after its inventory @inv came: 0/1 its verdict, -1 rejected. */
-int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
-			    const struct rn_dw_msg *inv);
 
 /* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
-/* "roce-doctor serve: ..." on stderr. */
-void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
-/* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
+
+/* doctor_pair.c: the pair checks of peer, serve and the sweep */
 /*
  * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
  * ARP sysctls of the remote's own arp-flux findings (its inventory), none when it
  * reports no flux (the stale entry is ours alone).
  */
 void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c);
+/* Every local NIC against every @remote NIC, all checks in flight at once. */
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);
+/* 1 when @p's checks found something to fix. */
+int rn_doctor_pair_problem(const struct rn_dw_pair *p);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);

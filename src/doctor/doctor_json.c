@@ -2,11 +2,9 @@
 /*
  * A streaming JSON writer for --json: two-space indentation, keys in the order
  * the caller writes them (the schema in README's roce-doctor section), strings
- * escaped per RFC 8259; and the whole-or-nothing file writer every report file uses.
+ * escaped per RFC 8259.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "doctor.h"
 
@@ -155,29 +153,4 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 	rn_json_int(j, "rp_filter", s->rp_filter);
 	rn_json_int(j, "accept_local", s->accept_local);
 	rn_json_close(j, '}');
-}
-
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg)
-{
-	char tmp[4096];
-	FILE *f;
-	int ret = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fill(f, arg);
-	errno = 0;
-	if (fflush(f) || ferror(f) || fsync(fileno(f)))
-		ret = -(errno ? errno : EIO);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
 }

@@ -959,7 +959,9 @@ int main(int argc, char **argv)
 	}
 
 	test_hang(x.rank, "facts");
-	gather_err = rn_doctor_gather(d);
+	gather_err = d->netdevs ? rn_doctor_set_netdevs(d, d->netdevs) : 0;
+	if (!gather_err)
+		gather_err = rn_doctor_gather(d);
 	if (gather_err)
 		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n", d->hostname);
 	if (exchange_facts(&x, x.rank ? NULL : &s, gather_err, d->gather_ms)) {

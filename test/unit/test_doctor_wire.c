@@ -19,18 +19,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../../src/doctor/doctor_util.c"
 #include "../../src/doctor/doctor_wire.c"
 
 static int sp[2];
-
-/* doctor.c's clock (the doctor's main is not linked here) */
-double rn_doctor_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int setup(void **state)
 {
