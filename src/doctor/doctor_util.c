@@ -121,27 +121,52 @@ void rn_doctor_clear_warn(void)
 	last_warn[0] = '\0';
 }
 
+/*
+ * The report file's directory may be writable by others (a textfile collector's): the
+ * temporary is made by mkstemp beside @path (O_EXCL: a link planted at its name is never
+ * followed), given its mode by fchmod (not the umask), synced and renamed over @path
+ * (rename replaces a link at @path, it never writes through it), then the directory
+ * is synced so the new name survives a crash.
+ */
 int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
 			 const void *arg)
 {
-	char tmp[4096];
+	char tmp[4096], dir[4096];
 	FILE *f;
-	int ret = 0;
+	int fd, dfd, ret = 0;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "w");
+	if (!f || fchmod(fd, 0644)) {
+		ret = -errno;
+		if (f)
+			fclose(f);
+		else
+			close(fd);
+		unlink(tmp);
+		return ret;
+	}
 	fill(f, arg);
 	errno = 0;
-	if (fflush(f) || ferror(f) || fsync(fileno(f)))
+	if (fflush(f) || ferror(f) || fsync(fd))
 		ret = -(errno ? errno : EIO);
 	if (fclose(f) && !ret)
 		ret = -errno;
 	if (!ret && rename(tmp, path))
 		ret = -errno;
-	if (ret)
+	if (ret) {
 		unlink(tmp);
-	return ret;
+		return ret;
+	}
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
 }
