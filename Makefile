@@ -182,10 +182,16 @@ fuzz: $(FUZZ_BINS)
 
 # The README's test command: installs what a fresh Debian 12 lacks, builds, runs
 # every layer (unit, ABI, fuzz, netns, Soft-RoCE VMs) and prints one summary.
+# make test T=doctor_peer: that one test (any layer, by its name), after building what it needs.
 test:
+ifdef T
+	$(Q)$(MAKE) --no-print-directory tests $(if $(filter fuzz_%,$(T)),fuzz)
+	$(Q)test/run-tests $(T)
+else
 	$(Q)scripts/install-deps --test
 	$(Q)$(MAKE) --no-print-directory tests fuzz
 	$(Q)test/run-tests all
+endif
 
 check: tests
 	$(Q)test/run-tests unit abi
@@ -263,6 +269,7 @@ help:
 	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench;"
 	@echo "                 roce-doctor-mpi too where Open MPI's mpicc is installed)"
 	@echo "  test           install missing packages, then every test layer with one summary"
+	@echo "  test T=NAME    one test of any layer by its name (make test T=doctor_peer)"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
 	@echo "  fuzz-long      every fuzzer for FUZZ_SECONDS each (default 600)"
