@@ -273,6 +273,12 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
 			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
 			size_t len);
+/* One FINDING (above) at a cursor of the byte codec (rn_codec.h): every finding on any
+ * wire of the doctor (TCP, MPI) goes through these. */
+struct rn_wbuf;
+struct rn_rbuf;
+void rn_dw_put_finding(struct rn_wbuf *b, const struct rn_finding *f);
+void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f);
 /* Blocking socket helpers with a timeout in seconds. */
 int rn_dw_set_timeout(int fd, int secs);
 int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len);

@@ -33,6 +33,7 @@
 #include <mpi.h>
 
 #include "doctor_sweep.h"
+#include "rn_codec.h"
 #include "rn_net.h"
 
 #define TAG_READY 1
@@ -44,32 +45,17 @@
 
 enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
 
-struct facts_hdr {
-	int32_t gather_err;
-	int32_t pad;
-	double gather_ms;
-};
-
-struct probe_req {
-	int32_t i, j;               /* a's NIC, b's NIC; i < 0: done */
-};
-
-struct probe_handle {
-	int32_t err;
-	uint8_t handle[RN_HANDLE_SIZE];
-};
-
-struct probe_result {
-	int32_t err;
-	char why[WHY_LEN];
-};
-
-/* The pair record as it travels to rank 0 (then cells, then finds). */
-struct pair_wire {
-	int32_t a, b, status, na, nb, nfind;
-	double ms;
-	char err[160];
-};
+/*
+ * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
+ * may be different builds or machines. Fixed ones (be32 each, signed as two's
+ * complement): GO "1"; PROBE_REQ i, j (a's NIC, b's NIC; i < 0: done); PROBE_HANDLE err,
+ * handle[RN_HANDLE_SIZE]; PROBE_RESULT err, why[WHY_LEN]. FACTS: be32 gather_err,
+ * be64 gather_us, then the peer protocol's INV payload. Pair results (PAIRS) below.
+ */
+#define REQ_LEN 8
+#define HANDLE_LEN (4 + RN_HANDLE_SIZE)
+#define RESULT_LEN (4 + WHY_LEN)
+#define FACTS_HDR 12
 
 struct ctx {
 	struct rn_doctor *d;
@@ -254,17 +240,17 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 {
 	struct rn_doctor *d = x->d;
 	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
-	struct probe_req rq = { i, j };
-	struct probe_handle hd;
-	struct probe_result res;
+	uint8_t rq[REQ_LEN], hd[HANDLE_LEN], res[RESULT_LEN];
 	struct rn_finding f = { 0 };
-	char why[WHY_LEN] = "";
+	char why[WHY_LEN] = "", peer_why[WHY_LEN] = "";
 	double t0 = rn_doctor_now_ms();
 	int ret, peer_ret = 0, tmo;
 
 	c->rdma = RN_SW_RDMA_ERROR;
-	if (send_by(&rq, sizeof(rq), b, tag_of(round, STEP_REQ), deadline) ||
-	    recv_by(&hd, sizeof(hd), b, tag_of(round, STEP_HANDLE), deadline)) {
+	rn_put_be32(rq, (uint32_t)i);
+	rn_put_be32(rq + 4, (uint32_t)j);
+	if (send_by(rq, REQ_LEN, b, tag_of(round, STEP_REQ), deadline) ||
+	    recv_by(hd, HANDLE_LEN, b, tag_of(round, STEP_HANDLE), deadline)) {
 		char *msg = NULL;
 
 		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
@@ -277,22 +263,23 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		p->status = -ETIMEDOUT;
 		return;
 	}
-	if (hd.err) {
+	if (rn_get_be32(hd)) {
 		ret = 0;
-		peer_ret = -hd.err;
+		peer_ret = -(int32_t)rn_get_be32(hd);
 		snprintf(why, sizeof(why), "no handle");
 	} else {
 		tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
-		ret = rn_probe_client(d, i, hd.handle, RN_MAX(tmo, 100), why, sizeof(why));
+		ret = rn_probe_client(d, i, hd + 4, RN_MAX(tmo, 100), why, sizeof(why));
 	}
-	if (recv_by(&res, sizeof(res), b, tag_of(round, STEP_RESULT), deadline)) {
-		res.err = ETIMEDOUT;
-		snprintf(res.why, sizeof(res.why), "no result from %s", x->names[b]);
+	if (recv_by(res, RESULT_LEN, b, tag_of(round, STEP_RESULT), deadline)) {
+		rn_put_be32(res, ETIMEDOUT);
+		snprintf(peer_why, sizeof(peer_why), "no result from %s", x->names[b]);
 		p->status = -ETIMEDOUT;
+	} else if (rn_get_field(res + 4, WHY_LEN, peer_why)) {
+		snprintf(peer_why, sizeof(peer_why), "malformed probe result");
 	}
-	res.why[sizeof(res.why) - 1] = '\0';
 	if (!peer_ret)
-		peer_ret = -res.err;
+		peer_ret = -(int32_t)rn_get_be32(res);
 	c->rdma_us = (uint32_t)((rn_doctor_now_ms() - t0) * 1000);
 	if (!ret && !peer_ret) {
 		c->rdma = RN_SW_RDMA_OK;
@@ -316,7 +303,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		/* the message is the probe's error, whole; the fix the diagnosis's */
 		if (asprintf(&msg, "%s%s%s", ret ? why : "",
 			     ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "",
-			     peer_ret ? res.why : "") < 0)
+			     peer_ret ? peer_why : "") < 0)
 			msg = NULL;
 		{
 			/* the diagnosis keeps its fixes and advice: only the message changes */
@@ -343,7 +330,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	struct rn_dw_checks *tc = calloc(1, sizeof(*tc));
 	const struct rn_dw_inv *rb = x->inv[b];
 	void *theirs = NULL;
-	int go = 1, len = 0, i, j;
+	uint8_t go[4];
+	int len = 0, i, j;
 
 	if (!p || !ours || !tc || !rb || !x->inv[x->rank]) {
 		free(ours);
@@ -364,7 +352,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		return NULL;
 	}
 	rn_doctor_pair_checks(d, rb, ours, &ms);
-	if (send_by(&go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
+	rn_put_be32(go, 1);
+	if (send_by(go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
 	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
 		p->status = -ETIMEDOUT;
 		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
@@ -392,9 +381,11 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
 	else {
-		struct probe_req done = { -1, -1 };
+		uint8_t done[REQ_LEN];
 
-		send_by(&done, sizeof(done), b, tag_of(round, STEP_REQ), deadline);
+		rn_put_be32(done, (uint32_t)-1);
+		rn_put_be32(done + 4, (uint32_t)-1);
+		send_by(done, REQ_LEN, b, tag_of(round, STEP_REQ), deadline);
 	}
 out:
 	p->ms = rn_doctor_now_ms() - t0;
@@ -415,9 +406,10 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	const struct rn_dw_inv *ra = x->inv[a];
 	uint8_t *enc = NULL;
 	size_t elen = 0;
-	int go, n;
+	uint8_t go[4];
+	int n;
 
-	if (!ours || !ra || recv_by(&go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
+	if (!ours || !ra || recv_by(go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
 		if (ra)
 			fprintf(stderr, "roce-doctor-mpi: %s: %s did not start round %d in time\n",
 				d->hostname, x->names[a], round + 1);
@@ -438,35 +430,35 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	rn_dw_checks_clear(ours);
 	free(ours);
 	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
-		struct probe_req rq;
-		struct probe_handle hd = { 0 };
-		struct probe_result res = { 0 };
+		uint8_t rq[REQ_LEN], hd[HANDLE_LEN] = { 0 }, res[RESULT_LEN];
 		struct rn_probe_srv srv;
 		char why[WHY_LEN];
-		int ret;
+		int ret, rj;
 
-		if (recv_by(&rq, sizeof(rq), a, tag_of(round, STEP_REQ), deadline) || rq.i < 0)
+		if (recv_by(rq, REQ_LEN, a, tag_of(round, STEP_REQ), deadline) ||
+		    (int32_t)rn_get_be32(rq) < 0)
 			return;
-		if (rq.j < 0 || rq.j >= d->nnics || !rn_probe_available(d, rq.j)) {
-			hd.err = ENODEV;
-			send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline);
-			res.err = ENODEV;
-			snprintf(res.why, sizeof(res.why), "no usable RDMA port here");
-			send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline);
+		rj = (int32_t)rn_get_be32(rq + 4);
+		if (rj < 0 || rj >= d->nnics || !rn_probe_available(d, rj)) {
+			rn_put_be32(hd, ENODEV);
+			send_by(hd, HANDLE_LEN, a, tag_of(round, STEP_HANDLE), deadline);
+			rn_put_be32(res, ENODEV);
+			rn_put_field(res + 4, WHY_LEN, "no usable RDMA port here");
+			send_by(res, RESULT_LEN, a, tag_of(round, STEP_RESULT), deadline);
 			continue;
 		}
-		ret = rn_probe_listen(d, rq.j, hd.handle, &srv, why, sizeof(why));
-		hd.err = -ret;
-		if (send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline)) {
+		ret = rn_probe_listen(d, rj, hd + 4, &srv, why, sizeof(why));
+		rn_put_be32(hd, (uint32_t)-ret);
+		if (send_by(hd, HANDLE_LEN, a, tag_of(round, STEP_HANDLE), deadline)) {
 			rn_probe_srv_close(&srv);
 			return;
 		}
 		if (!ret)
 			ret = rn_probe_accept_ping(&srv, (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
 							deadline - rn_doctor_now_ms())), why, sizeof(why));
-		res.err = -ret;
-		snprintf(res.why, sizeof(res.why), "%s", ret ? why : "");
-		if (send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline))
+		rn_put_be32(res, (uint32_t)-ret);
+		rn_put_field(res + 4, WHY_LEN, ret ? why : "");
+		if (send_by(res, RESULT_LEN, a, tag_of(round, STEP_RESULT), deadline))
 			return;
 	}
 }
@@ -481,7 +473,7 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
 {
 	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
-	struct facts_hdr hdr = { gather_err, 0, gather_ms };
+	uint64_t ms_bits;
 	MPI_Request req, *ready = NULL;
 	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
 	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
@@ -498,12 +490,14 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	/* the peer protocol's own encoding: findings travel whole, never as pointers */
 	if (rn_dw_encode_inv(inv, &enc, &elen))
 		goto out;
-	len = (int)(sizeof(hdr) + elen);
+	len = (int)(FACTS_HDR + elen);
 	mine = malloc((size_t)len);
 	if (!mine)
 		goto out;
-	memcpy(mine, &hdr, sizeof(hdr));
-	memcpy(mine + sizeof(hdr), enc, elen);
+	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
+	rn_put_be32((uint8_t *)mine, (uint32_t)gather_err);
+	rn_put_be64((uint8_t *)mine + 4, ms_bits);
+	memcpy(mine + FACTS_HDR, enc, elen);
 	if (x->rank) {
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
 	} else {
@@ -544,18 +538,18 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
 		goto out;
 	for (h = 0; h < x->n; h++) {
-		struct facts_hdr fh;
+		const uint8_t *fh = (const uint8_t *)all + displs[h];
 		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
 		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
 		char why[128];
+		double fms;
 
-		if (!hv || lens[h] < (int)sizeof(fh)) {
+		if (!hv || lens[h] < FACTS_HDR) {
 			free(hv);
 			continue;
 		}
-		memcpy(&fh, all + displs[h], sizeof(fh));
-		m.len = (uint32_t)((size_t)lens[h] - sizeof(fh));
-		m.payload = (uint8_t *)all + displs[h] + sizeof(fh);
+		m.len = (uint32_t)(lens[h] - FACTS_HDR);
+		m.payload = (uint8_t *)all + displs[h] + FACTS_HDR;
 		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
 			rn_dw_inv_clear(hv);
 			free(hv);
@@ -564,8 +558,10 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 		x->inv[h] = hv;
 		if (s) {
 			s->hosts[h].facts = 1;
-			s->hosts[h].gather_err = fh.gather_err;
-			s->hosts[h].gather_ms = fh.gather_ms;
+			ms_bits = rn_get_be64(fh + 4);
+			memcpy(&fms, &ms_bits, sizeof(fms));
+			s->hosts[h].gather_err = (int32_t)rn_get_be32(fh);
+			s->hosts[h].gather_ms = fms;
 		}
 	}
 	ret = 0;
@@ -589,159 +585,109 @@ out:
 
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
-/* A finding of a pair on the wire: its place, then the finding's texts whole. */
-/* Then the texts: message, fix, fix host, first part, its host, advice. */
-#define FIND_TEXTS 6
-struct find_wire {
-	int16_t i, j, by, pad;
-	int32_t cause, sev;
-	uint32_t l[FIND_TEXTS];
-};
-
-static void find_texts(const struct rn_finding *f, const char *t[FIND_TEXTS])
-{
-	t[0] = rn_finding_msg(f);
-	t[1] = rn_finding_fix(f);
-	t[2] = rn_finding_fix_host(f);
-	t[3] = rn_finding_pre_fix(f);
-	t[4] = rn_finding_pre_host(f);
-	t[5] = rn_finding_advice(f);
-}
-
-static size_t finds_size(const struct rn_sweep_pair *p)
-{
-	size_t n = 0;
-	int k;
-
-	for (k = 0; k < p->nfind; k++) {
-		const char *t[FIND_TEXTS];
-		int i;
-
-		find_texts(&p->finds[k].f, t);
-		n += sizeof(struct find_wire);
-		for (i = 0; i < FIND_TEXTS; i++)
-			n += strlen(t[i]);
-	}
-	return n;
-}
-
+/*
+ * PAIRS, the pairs a rank led, to rank 0: per pair be32 a, b, status, na, nb, nfind,
+ * be64 ms (IEEE 754 bits), err[160]; na * nb cells (u8 a_cause, a_sev, b_cause, b_sev,
+ * a_checked, b_checked, rdma, diag, be32 rdma_us); nfind x (be16 i, j, by, then the
+ * peer protocol's FINDING, texts whole).
+ */
 static char *pack_pairs(struct ctx *x, int *len)
 {
-	size_t n = 0, off = 0;
-	char *buf;
-	int k, q;
+	struct rn_wbuf b = { 0 };
+	uint64_t bits;
+	int k, q, c;
 
 	for (k = 0; k < x->nmine; k++) {
 		const struct rn_sweep_pair *p = x->mine[k];
 
-		n += sizeof(struct pair_wire) + (size_t)(p->na * p->nb) * sizeof(*p->cells) +
-		     finds_size(p);
-	}
-	buf = malloc(n ? n : 1);
-	if (!buf)
-		return NULL;
-	for (k = 0; k < x->nmine; k++) {
-		const struct rn_sweep_pair *p = x->mine[k];
-		struct pair_wire w = { p->a, p->b, p->status, p->na, p->nb, p->nfind, p->ms, "" };
+		rn_wb_u32(&b, (uint32_t)p->a);
+		rn_wb_u32(&b, (uint32_t)p->b);
+		rn_wb_u32(&b, (uint32_t)p->status);
+		rn_wb_u32(&b, (uint32_t)p->na);
+		rn_wb_u32(&b, (uint32_t)p->nb);
+		rn_wb_u32(&b, (uint32_t)p->nfind);
+		memcpy(&bits, &p->ms, sizeof(bits));
+		rn_wb_u64(&b, bits);
+		rn_wb_field(&b, p->err, sizeof(p->err));
+		for (c = 0; c < p->na * p->nb; c++) {
+			const struct rn_sweep_cell *e = &p->cells[c];
+			const uint8_t u[8] = { e->a_cause, e->a_sev, e->b_cause, e->b_sev,
+					       e->a_checked, e->b_checked, e->rdma, e->diag };
 
-		snprintf(w.err, sizeof(w.err), "%s", p->err);
-		memcpy(buf + off, &w, sizeof(w));
-		off += sizeof(w);
-		memcpy(buf + off, p->cells, (size_t)(p->na * p->nb) * sizeof(*p->cells));
-		off += (size_t)(p->na * p->nb) * sizeof(*p->cells);
+			rn_wb_put(&b, u, sizeof(u));
+			rn_wb_u32(&b, e->rdma_us);
+		}
 		for (q = 0; q < p->nfind; q++) {
-			const struct rn_sweep_find *f = &p->finds[q];
-			struct find_wire fw = { f->i, f->j, f->by, 0, (int32_t)f->f.cause,
-						(int32_t)f->f.sev, { 0 } };
-			const char *t[FIND_TEXTS];
-			int i;
-
-			find_texts(&f->f, t);
-			for (i = 0; i < FIND_TEXTS; i++)
-				fw.l[i] = (uint32_t)strlen(t[i]);
-			memcpy(buf + off, &fw, sizeof(fw));
-			off += sizeof(fw);
-			for (i = 0; i < FIND_TEXTS; i++) {
-				memcpy(buf + off, t[i], fw.l[i]);
-				off += fw.l[i];
-			}
+			rn_wb_u16(&b, (uint16_t)p->finds[q].i);
+			rn_wb_u16(&b, (uint16_t)p->finds[q].j);
+			rn_wb_u16(&b, (uint16_t)p->finds[q].by);
+			rn_dw_put_finding(&b, &p->finds[q].f);
 		}
 	}
-	*len = (int)n;
-	return buf;
+	if (b.err || b.len > INT_MAX) {
+		free(b.p);
+		return NULL;
+	}
+	*len = (int)b.len;
+	return b.p ? (char *)b.p : calloc(1, 1);
 }
 
 static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 {
-	size_t off = 0;
+	struct rn_rbuf b = { (const uint8_t *)buf, (size_t)len, 0, 0 };
 
-	while (off + sizeof(struct pair_wire) <= (size_t)len) {
-		struct pair_wire w;
-		struct rn_sweep_pair *p;
-		size_t nc, nf;
+	while (b.off < b.len && !b.err) {
+		struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+		uint64_t bits;
+		int c;
 		long k;
 
-		memcpy(&w, buf + off, sizeof(w));
-		off += sizeof(w);
-		if (w.a != from || w.b <= w.a || w.b >= s->n || w.na < 0 || w.nb < 0 ||
-		    w.na > RN_DOCTOR_MAX_NICS || w.nb > RN_DOCTOR_MAX_NICS || w.nfind < 0 ||
-		    w.nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
-			return -EBADMSG;
-		nc = (size_t)(w.na * w.nb);
-		nf = (size_t)w.nfind;
-		if (off + nc * sizeof(struct rn_sweep_cell) > (size_t)len)
-			return -EBADMSG;
-		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
-		p->a = w.a;
-		p->b = w.b;
-		p->status = w.status;
-		p->na = w.na;
-		p->nb = w.nb;
-		p->ms = w.ms;
-		memcpy(p->err, w.err, sizeof(p->err));
-		p->err[sizeof(p->err) - 1] = '\0';
-		p->cells = calloc(nc ? nc : 1, sizeof(*p->cells));
-		p->finds = calloc(nf ? nf : 1, sizeof(*p->finds));
+		p->a = (int32_t)rn_rb_u32(&b);
+		p->b = (int32_t)rn_rb_u32(&b);
+		p->status = (int32_t)rn_rb_u32(&b);
+		p->na = (int32_t)rn_rb_u32(&b);
+		p->nb = (int32_t)rn_rb_u32(&b);
+		p->nfind = (int32_t)rn_rb_u32(&b);
+		bits = rn_rb_u64(&b);
+		memcpy(&p->ms, &bits, sizeof(p->ms));
+		rn_rb_field(&b, p->err, sizeof(p->err));
+		if (b.err || p->a != from || p->b <= p->a || p->b >= s->n || p->na < 0 ||
+		    p->nb < 0 || p->na > RN_DOCTOR_MAX_NICS || p->nb > RN_DOCTOR_MAX_NICS ||
+		    p->nfind < 0 ||
+		    p->nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
+			goto bad;
+		p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
+		p->finds = calloc((size_t)RN_MAX(p->nfind, 1), sizeof(*p->finds));
 		if (!p->cells || !p->finds) {
 			rn_sweep_pair_free(p);
 			return -ENOMEM;
 		}
-		memcpy(p->cells, buf + off, nc * sizeof(*p->cells));
-		off += nc * sizeof(*p->cells);
-		for (; p->nfind < (int)nf; p->nfind++) {
-			struct rn_sweep_find *f = &p->finds[p->nfind];
-			struct find_wire fw;
-			char *t[FIND_TEXTS] = { 0 };
-			size_t all = 0;
-			int i;
+		for (c = 0; c < p->na * p->nb; c++) {
+			struct rn_sweep_cell *e = &p->cells[c];
+			const uint8_t *u = rn_rb_take(&b, 8);
 
-			if (off + sizeof(fw) > (size_t)len)
+			if (!u)
 				goto bad;
-			memcpy(&fw, buf + off, sizeof(fw));
-			off += sizeof(fw);
-			for (i = 0; i < FIND_TEXTS; i++) {
-				if (fw.l[i] > RN_DW_TEXT_MAX)
-					goto bad;
-				all += fw.l[i];
-			}
-			if (off + all > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
-				goto bad;
-			for (i = 0; i < FIND_TEXTS; i++) {
-				t[i] = strndup(buf + off, fw.l[i]);
-				off += fw.l[i];
-			}
-			f->i = fw.i;
-			f->j = fw.j;
-			f->by = fw.by;
-			rn_finding_set(&f->f, (enum rn_cause)fw.cause, (enum rn_severity)fw.sev,
-				       t[0] ? t[0] : "", t[1] ? t[1] : "");
-			rn_finding_set_where(&f->f, t[2] ? t[2] : "", t[3] ? t[3] : "",
-					     t[4] ? t[4] : "", t[5] ? t[5] : "");
-			for (i = 0; i < FIND_TEXTS; i++)
-				free(t[i]);
+			e->a_cause = u[0];
+			e->a_sev = u[1];
+			e->b_cause = u[2];
+			e->b_sev = u[3];
+			e->a_checked = u[4];
+			e->b_checked = u[5];
+			e->rdma = u[6];
+			e->diag = u[7];
+			e->rdma_us = rn_rb_u32(&b);
 		}
+		for (c = 0; c < p->nfind && !b.err; c++) {
+			p->finds[c].i = (int16_t)rn_rb_u16(&b);
+			p->finds[c].j = (int16_t)rn_rb_u16(&b);
+			p->finds[c].by = (int16_t)rn_rb_u16(&b);
+			rn_dw_get_finding(&b, &p->finds[c].f);
+		}
+		if (b.err)
+			goto bad;
 		k = rn_sweep_pair_index(s->n, p->a, p->b);
 		rn_sweep_pair_free(s->pairs[k]);
 		s->pairs[k] = p;

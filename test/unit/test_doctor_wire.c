@@ -350,11 +350,11 @@ static void inv_lengths(void **state)
 	/* more NICs than a doctor handles */
 	in.nnics = RN_DOCTOR_MAX_NICS + 1;
 	{
-		struct wbuf b = { 0 };
+		struct rn_wbuf b = { 0 };
 
-		putstr(&b, "h", 64);
-		put16(&b, (unsigned int)in.nnics);
-		put16(&b, 0);
+		rn_wb_field(&b, "h", 64);
+		rn_wb_u16(&b, (unsigned int)in.nnics);
+		rn_wb_u16(&b, 0);
 		m.type = RN_DW_INV;
 		m.payload = b.p;
 		m.len = (uint32_t)b.len;
