@@ -15,6 +15,7 @@
 #include "rn_dev.h"
 #include "rn_host.h"
 #include "rn_param.h"
+#include "rn_route.h"
 
 #define RN_DOCTOR_VERSION RN_VERSION
 #define RN_DOCTOR_PORT 18515
@@ -40,9 +41,7 @@ struct rn_doctor_nic {
 	int rule_prio;               /* the 'from <ip>' rule in force, -1 none */
 	uint32_t rule_table;
 	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
-	struct rn_ip route_dst;      /* family 0: not asked (no IP or no room in the subnet) */
-	int route_err, route_oif_err;
-	struct rn_nl_route route, route_oif;
+	struct rn_route_answer rt;
 };
 
 struct rn_doctor {

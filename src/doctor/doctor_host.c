@@ -50,14 +50,14 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 {
 	char dev[IF_NAMESIZE + 8], t[16];
 
-	if (!dn->route_dst.family)
+	if (!dn->rt.dst.family)
 		snprintf(buf, len, "-");
-	else if (dn->route_err)
-		snprintf(buf, len, "%s", strerror(-dn->route_err));
+	else if (dn->rt.err)
+		snprintf(buf, len, "%s", strerror(-dn->rt.err));
 	else
-		snprintf(buf, len, "%s%s (%s)", dn->route.oif == dn->nic.ifindex ? "" : "-> ",
-			 link_name(d, dn->route.oif, dev, sizeof(dev)),
-			 table_str(dn->route.table, t, sizeof(t)));
+		snprintf(buf, len, "%s%s (%s)", dn->rt.route.oif == dn->nic.ifindex ? "" : "-> ",
+			 link_name(d, dn->rt.route.oif, dev, sizeof(dev)),
+			 table_str(dn->rt.route.table, t, sizeof(t)));
 	return buf;
 }
 
@@ -457,18 +457,18 @@ static void print_host(struct rn_doctor *d)
 		const struct rn_doctor_nic *dn = &d->nics[i];
 		char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
 
-		if (!dn->route_dst.family)
+		if (!dn->rt.dst.family)
 			continue;
 		if (!i)
 			fprintf(f, "route get (the kernel's answer for a peer in the subnet):\n");
-		fprintf(f, "  %s from %s:", rn_ip_str(&dn->route_dst, a, sizeof(a)),
+		fprintf(f, "  %s from %s:", rn_ip_str(&dn->rt.dst, a, sizeof(a)),
 			rn_ip_str(&dn->nic.ip, b, sizeof(b)));
 		fprintf(f, " %s", route_str(d, dn, rt, sizeof(rt)));
-		if (dn->route_oif_err)
-			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->route_oif_err));
+		if (dn->rt.oif_err)
+			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->rt.oif_err));
 		else
 			fprintf(f, "; oif %s: table %s\n", dn->nic.netdev,
-				table_str(dn->route_oif.table, tb, sizeof(tb)));
+				table_str(dn->rt.route_oif.table, tb, sizeof(tb)));
 	}
 
 	fprintf(f, "\n");
@@ -569,11 +569,11 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 	rn_json_sysctls(j, "dev", &dn->sys_dev);
 	rn_json_sysctls(j, "effective", &dn->sys_eff);
 	rn_json_close(j, '}');
-	if (dn->route_dst.family) {
+	if (dn->rt.dst.family) {
 		rn_json_obj(j, "route");
-		rn_json_str(j, "dst", rn_ip_str(&dn->route_dst, b, sizeof(b)));
-		json_route(d, j, "lookup", dn->route_err, &dn->route);
-		json_route(d, j, "lookup_oif", dn->route_oif_err, &dn->route_oif);
+		rn_json_str(j, "dst", rn_ip_str(&dn->rt.dst, b, sizeof(b)));
+		json_route(d, j, "lookup", dn->rt.err, &dn->rt.route);
+		json_route(d, j, "lookup_oif", dn->rt.oif_err, &dn->rt.route_oif);
 		rn_json_close(j, '}');
 	} else {
 		rn_json_null(j, "route");

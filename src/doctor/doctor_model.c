@@ -34,16 +34,8 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 		dn->rule_prio = (int)r->priority;
 		dn->rule_table = r->table;
 	}
-	if (rn_route_probe_dst(d->host, &dn->nic, &dn->route_dst)) {
-		memset(&dn->route_dst, 0, sizeof(dn->route_dst));
-		return;
-	}
-	/* The lookup the verdict judges: IPv4 as TCP/ARP see it, IPv6 as the QP's (oif) */
-	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip,
-					dn->nic.ip.family == AF_INET6 ? dn->nic.ifindex : 0,
-					&dn->route);
-	dn->route_oif_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, dn->nic.ifindex,
-					    &dn->route_oif);
+	/* the lookups the verdict judges, asked by the library (the doctor has no netlink) */
+	rn_route_answer(d->host, &dn->nic, &dn->rt);
 }
 
 int rn_doctor_gather(struct rn_doctor *d)
