@@ -129,27 +129,12 @@ struct rn_doctor_item {
  * than four distinct fixes for one cause show two unless @all.
  */
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
-struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
 
-/* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
-struct rn_json {
-	FILE *f;
-	int depth;
-	int first[32];
-};
-void rn_json_begin(struct rn_json *j, FILE *f);
-void rn_json_end(struct rn_json *j);
-void rn_json_obj(struct rn_json *j, const char *key);
-void rn_json_arr(struct rn_json *j, const char *key);
-void rn_json_close(struct rn_json *j, char c);
-void rn_json_str(struct rn_json *j, const char *key, const char *val);
-void rn_json_int(struct rn_json *j, const char *key, long long val);
-void rn_json_bool(struct rn_json *j, const char *key, int val);
-void rn_json_null(struct rn_json *j, const char *key);
+/* doctor_json.c: shared objects over the one JSON writer (rn_json.h) */
 /*
  * A finding as an object: cause, severity, message, fix (commands, "" none), fix_host
  * (where they run: the finding's own host or @maker, the host that made it), pre_fix

@@ -440,11 +440,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
 		/* the tools' error object (rn_cli.h), beside the report that explains it */
-		rn_json_obj(&j, "error");
-		rn_json_int(&j, "code", rc);
-		rn_json_str(&j, "kind", rn_exit_kind(rc));
-		rn_json_str(&j, "message", "no NIC to check on one end (name netdevs with --netdev there)");
-		rn_json_close(&j, '}');
+		rn_cli_json_error_obj(&j, rc, NULL, "no NIC to check on one end (name netdevs with --netdev there)");
 	}
 	rn_json_end(&j);
 }
