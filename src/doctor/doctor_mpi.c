@@ -47,14 +47,11 @@ enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
 
 /*
  * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
- * may be different builds or machines. Fixed ones (be32 each, signed as two's
- * complement): GO "1"; PROBE_REQ i, j (a's NIC, b's NIC; i < 0: done); PROBE_HANDLE err,
- * handle[RN_HANDLE_SIZE]; PROBE_RESULT err, why[WHY_LEN]. FACTS: be32 gather_err,
- * be64 gather_us, then the peer protocol's INV payload. Pair results (PAIRS) below.
+ * may be different builds or machines. GO is be32 1; a pair's probes are the peer
+ * protocol's messages (doctor_pair.c's engine over mpi_io below: be16 type, then the
+ * payload). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), then the peer
+ * protocol's INV payload. Pair results (PAIRS) below.
  */
-#define REQ_LEN 8
-#define HANDLE_LEN (4 + RN_HANDLE_SIZE)
-#define RESULT_LEN (4 + WHY_LEN)
 #define FACTS_HDR 12
 
 struct ctx {
@@ -165,6 +162,70 @@ static int tag_of(int round, int step)
 	return TAG_PAIR + round * 8 + step;
 }
 
+/*
+ * The pair engine's transport between two ranks (rn_pair_io): a tag per step of the
+ * round, the message's type in front (DONE travels on the request's tag, in order).
+ */
+struct mpi_io {
+	struct rn_pair_io io;       /* first: the engine's view */
+	int peer, round;
+	double deadline;
+	const char *name;           /* the peer's host */
+};
+
+static int step_of(uint16_t type)
+{
+	switch (type) {
+	case RN_DW_CHECKS: return STEP_CHECKS;
+	case RN_DW_PROBE_HANDLE: return STEP_HANDLE;
+	case RN_DW_PROBE_RESULT: return STEP_RESULT;
+	default: return STEP_REQ; /* PROBE_REQ, DONE */
+	}
+}
+
+static int mio_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	struct mpi_io *x = (struct mpi_io *)io;
+	uint8_t *m = malloc(len + 2);
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	rn_put_be16(m, type);
+	if (len)
+		memcpy(m + 2, buf, len);
+	ret = send_by(m, (int)len + 2, x->peer, tag_of(x->round, step_of(type)), x->deadline);
+	free(m);
+	return ret;
+}
+
+static int mio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		    size_t len)
+{
+	struct mpi_io *x = (struct mpi_io *)io;
+	void *buf = NULL;
+	int n = 0, ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = recv_any_by(&buf, &n, x->peer, tag_of(x->round, step_of(type)), x->deadline, NULL);
+	if (ret) {
+		snprintf(why, len, "%s did not answer in time", x->name);
+		return ret;
+	}
+	if (n < 2 || n - 2 > (int)RN_DW_MAX_PAYLOAD) {
+		free(buf);
+		snprintf(why, len, "malformed message from %s", x->name);
+		return -EBADMSG;
+	}
+	m->type = rn_get_be16(buf);
+	m->len = (uint32_t)(n - 2);
+	m->payload = malloc(m->len ? m->len : 1);
+	if (m->payload)
+		memcpy(m->payload, (uint8_t *)buf + 2, m->len);
+	free(buf);
+	return m->payload ? 0 : -ENOMEM;
+}
+
 /* ---- one host pair --------------------------------------------------------------------- */
 
 static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
@@ -238,21 +299,15 @@ static int remote_rdma(const struct rn_dw_nic *n)
 static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j, int round,
 		      double deadline)
 {
-	struct rn_doctor *d = x->d;
+	struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
 	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
-	uint8_t rq[REQ_LEN], hd[HANDLE_LEN], res[RESULT_LEN];
+	struct rn_pair_probe pr = { 0 };
 	struct rn_finding f = { 0 };
-	char why[WHY_LEN] = "", peer_why[WHY_LEN] = "";
-	double t0 = rn_doctor_now_ms();
-	int ret, peer_ret = 0, tmo;
+	char why[RN_DW_WHY_MAX], *msg = NULL, *m;
+	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
 
 	c->rdma = RN_SW_RDMA_ERROR;
-	rn_put_be32(rq, (uint32_t)i);
-	rn_put_be32(rq + 4, (uint32_t)j);
-	if (send_by(rq, REQ_LEN, b, tag_of(round, STEP_REQ), deadline) ||
-	    recv_by(hd, HANDLE_LEN, b, tag_of(round, STEP_HANDLE), deadline)) {
-		char *msg = NULL;
-
+	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
 		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
 			msg = NULL;
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
@@ -260,62 +315,33 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		c->rdma = RN_SW_RDMA_TIMEOUT;
 		add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
+		rn_finding_clear(&pr.diag);
 		p->status = -ETIMEDOUT;
 		return;
 	}
-	if (rn_get_be32(hd)) {
-		ret = 0;
-		peer_ret = -(int32_t)rn_get_be32(hd);
-		snprintf(why, sizeof(why), "no handle");
-	} else {
-		tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
-		ret = rn_probe_client(d, i, hd + 4, RN_MAX(tmo, 100), why, sizeof(why));
-	}
-	if (recv_by(res, RESULT_LEN, b, tag_of(round, STEP_RESULT), deadline)) {
-		rn_put_be32(res, ETIMEDOUT);
-		snprintf(peer_why, sizeof(peer_why), "no result from %s", x->names[b]);
-		p->status = -ETIMEDOUT;
-	} else if (rn_get_field(res + 4, WHY_LEN, peer_why)) {
-		snprintf(peer_why, sizeof(peer_why), "malformed probe result");
-	}
-	if (!peer_ret)
-		peer_ret = -(int32_t)rn_get_be32(res);
-	c->rdma_us = (uint32_t)((rn_doctor_now_ms() - t0) * 1000);
-	if (!ret && !peer_ret) {
+	c->rdma_us = (uint32_t)(pr.ms * 1000);
+	if (!pr.ret && !pr.peer_ret) {
 		c->rdma = RN_SW_RDMA_OK;
 		return;
 	}
-	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
-	c->rdma = ret == -ETIMEDOUT || peer_ret == -ETIMEDOUT ? RN_SW_RDMA_TIMEOUT
-							      : RN_SW_RDMA_ERROR;
-	{
-		struct rn_peer_facts pf;
-		struct rn_finding diag = { 0 };
-		char *msg = NULL;
-
-		/* The plugin's own diagnosis after a failed connection. */
-		rn_dw_peer_facts(x->inv[b], j, &pf);
-		if (!rn_diagnose_peer(&d->nics[i].nic, &pf, &diag) && diag.cause) {
-			c->diag = (uint8_t)diag.cause;
-			rn_finding_move(&f, &diag);
-		}
-		rn_finding_clear(&diag);
-		/* the message is the probe's error, whole; the fix the diagnosis's */
-		if (asprintf(&msg, "%s%s%s", ret ? why : "",
-			     ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "",
-			     peer_ret ? peer_why : "") < 0)
-			msg = NULL;
-		{
-			/* the diagnosis keeps its fixes and advice: only the message changes */
-			char *m = strdup(msg ? msg : "probe failed");
-
-			if (m) {
-				free(f.msg);
-				f.msg = m;
-			}
-		}
-		free(msg);
+	c->rdma = pr.timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
+	if (pr.diag.cause) {
+		c->diag = (uint8_t)pr.diag.cause;
+		rn_finding_move(&f, &pr.diag);
 	}
+	rn_finding_clear(&pr.diag);
+	/* the message is the probe's error, whole; the fix the diagnosis's */
+	if (asprintf(&msg, "%s%s%s", pr.ret ? pr.why : "",
+		     pr.ret && pr.peer_ret ? "; peer: " : pr.peer_ret ? "peer: " : "",
+		     pr.peer_ret ? pr.peer_why : "") < 0)
+		msg = NULL;
+	/* the diagnosis keeps its fixes and advice: only the message changes */
+	m = strdup(msg ? msg : "probe failed");
+	if (m) {
+		free(f.msg);
+		f.msg = m;
+	}
+	free(msg);
 	add_find(p, i, j, RN_SW_BY_RDMA, &f);
 	rn_finding_clear(&f);
 }
@@ -381,11 +407,9 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
 	else {
-		uint8_t done[REQ_LEN];
+		struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
 
-		rn_put_be32(done, (uint32_t)-1);
-		rn_put_be32(done + 4, (uint32_t)-1);
-		send_by(done, REQ_LEN, b, tag_of(round, STEP_REQ), deadline);
+		io.io.send(&io.io, RN_DW_DONE, NULL, 0);
 	}
 out:
 	p->ms = rn_doctor_now_ms() - t0;
@@ -430,35 +454,22 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	rn_dw_checks_clear(ours);
 	free(ours);
 	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
-		uint8_t rq[REQ_LEN], hd[HANDLE_LEN] = { 0 }, res[RESULT_LEN];
-		struct rn_probe_srv srv;
-		char why[WHY_LEN];
-		int ret, rj;
+		struct mpi_io io = { { mio_send, mio_recv }, a, round, deadline, x->names[a] };
+		struct rn_dw_msg m;
+		char why[128];
+		int io_err, tmo;
 
-		if (recv_by(rq, REQ_LEN, a, tag_of(round, STEP_REQ), deadline) ||
-		    (int32_t)rn_get_be32(rq) < 0)
+		if (io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why)))
 			return;
-		rj = (int32_t)rn_get_be32(rq + 4);
-		if (rj < 0 || rj >= d->nnics || !rn_probe_available(d, rj)) {
-			rn_put_be32(hd, ENODEV);
-			send_by(hd, HANDLE_LEN, a, tag_of(round, STEP_HANDLE), deadline);
-			rn_put_be32(res, ENODEV);
-			rn_put_field(res + 4, WHY_LEN, "no usable RDMA port here");
-			send_by(res, RESULT_LEN, a, tag_of(round, STEP_RESULT), deadline);
-			continue;
-		}
-		ret = rn_probe_listen(d, rj, hd + 4, &srv, why, sizeof(why));
-		rn_put_be32(hd, (uint32_t)-ret);
-		if (send_by(hd, HANDLE_LEN, a, tag_of(round, STEP_HANDLE), deadline)) {
-			rn_probe_srv_close(&srv);
+		if (m.type != RN_DW_PROBE_REQ || m.len != 4) {
+			rn_dw_msg_free(&m); /* DONE, or not ours: the round is over */
 			return;
 		}
-		if (!ret)
-			ret = rn_probe_accept_ping(&srv, (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
-							deadline - rn_doctor_now_ms())), why, sizeof(why));
-		rn_put_be32(res, (uint32_t)-ret);
-		rn_put_field(res + 4, WHY_LEN, ret ? why : "");
-		if (send_by(res, RESULT_LEN, a, tag_of(round, STEP_RESULT), deadline))
+		tmo = (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
+						deadline - rn_doctor_now_ms()));
+		rn_pair_probe_answer(d, &io.io, &m, tmo, &io_err);
+		rn_dw_msg_free(&m);
+		if (io_err)
 			return;
 	}
 }

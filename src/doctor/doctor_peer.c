@@ -39,20 +39,10 @@
 #include "rn_net.h"
 #include "rn_wire.h"
 
-struct probe {
-	int tried;
-	int ret;                    /* ours */
-	int peer_ret;               /* the server's side */
-	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
-	double ms;
-	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
-	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
-};
-
 struct session {
 	struct rn_dw_inv local, remote;
 	struct rn_dw_checks ours, theirs;
-	struct probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	double check_ms;
@@ -126,7 +116,7 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 {
 	const struct rn_dw_pair *a = pair_of(&s->ours, i, j), *b = pair_of(&s->theirs, j, i);
 	const struct rn_finding *wa = worst(a), *wb = worst(b);
-	const struct probe *p = &s->probes[i][j];
+	const struct rn_pair_probe *p = &s->probes[i][j];
 
 	char lb[32];
 
@@ -197,7 +187,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 		for (j = 0; j < s->remote.nnics; j++) {
 			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
 			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
-			const struct probe *p = &s->probes[i][j];
+			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			for (k = 0; pa && k < pa->nfindings; k++, n++) {
 				snprintf(who[n], sizeof(who[n]), "%s->%s:%s", s->local.nics[i].netdev,
@@ -237,7 +227,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 	rn_doctor_print_grouped(f, it, n, verbose);
 	for (i = 0; i < s->local.nnics; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
-			const struct probe *p = &s->probes[i][j];
+			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			if (!p->tried || (!p->ret && !p->peer_ret))
 				continue;
@@ -373,7 +363,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_arr(&j, "pairs");
 	for (i = 0; i < s->local.nnics; i++) {
 		for (k = 0; k < s->remote.nnics; k++) {
-			const struct probe *p = &s->probes[i][k];
+			const struct rn_pair_probe *p = &s->probes[i][k];
 
 			rn_json_obj(&j, NULL);
 			rn_json_str(&j, "local", s->local.nics[i].netdev);
@@ -459,64 +449,6 @@ static int recv_type(int fd, uint16_t type, struct rn_dw_msg *m, char *why, size
 	return ret;
 }
 
-static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int j, char *why,
-		      size_t len)
-{
-	struct probe *p = &s->probes[i][j];
-	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
-	struct rn_dw_msg m;
-	double t0 = rn_doctor_now_ms();
-	uint32_t be;
-	int ret;
-
-	p->tried = 1;
-	ret = rn_dw_send(fd, RN_DW_PROBE_REQ, req, sizeof(req));
-	if (!ret)
-		ret = recv_type(fd, RN_DW_PROBE_HANDLE, &m, why, len);
-	if (ret)
-		return ret;
-	if (m.len != 4 + RN_HANDLE_SIZE) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe handle");
-		return -EBADMSG;
-	}
-	memcpy(&be, m.payload, 4);
-	if (ntohl(be)) {
-		p->peer_ret = -(int)ntohl(be);
-		p->ret = 0;
-		snprintf(p->why, sizeof(p->why), "no handle");
-	} else {
-		p->ret = rn_probe_client(d, i, m.payload + 4, RN_DOCTOR_PROBE_TIMEOUT_MS, p->why, sizeof(p->why));
-	}
-	rn_dw_msg_free(&m);
-	ret = recv_type(fd, RN_DW_PROBE_RESULT, &m, why, len);
-	if (ret)
-		return ret;
-	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) || memchr(m.payload + 4, '\0', m.len - 4)) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe result");
-		return -EBADMSG;
-	}
-	memcpy(&be, m.payload, 4);
-	if (!p->peer_ret)
-		p->peer_ret = -(int)ntohl(be);
-	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
-	p->peer_why[m.len - 4] = '\0';
-	rn_dw_msg_free(&m);
-	p->ms = rn_doctor_now_ms() - t0;
-	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
-	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
-	if (p->ret || p->peer_ret) {
-		struct rn_peer_facts pf;
-
-		/* The plugin's own diagnosis after a failed connection. */
-		rn_dw_peer_facts(&s->remote, j, &pf);
-		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
-			memset(&p->diag, 0, sizeof(p->diag));
-	}
-	return 0;
-}
-
 /*
  * Every probe to one remote NIC (or from one local NIC) timed out while the others
  * passed and the live route and neighbours look right: the packets die at that NIC,
@@ -534,14 +466,14 @@ static int all_timed_out(const struct session *s, int x, int by_remote)
 	int tried = 0, bad = 0, others_ok = 0, y, k;
 
 	for (y = 0; y < n; y++) {
-		const struct probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
+		const struct rn_pair_probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
 
 		if (!p->tried)
 			continue;
 		tried++;
 		bad += p->timeout && !p->diag.cause;
 		for (k = 0; k < own; k++) {
-			const struct probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
+			const struct rn_pair_probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
 
 			others_ok |= k != x && q->tried && !q->ret && !q->peer_ret;
 		}
@@ -581,6 +513,7 @@ static int remote_rdma(const struct rn_dw_nic *n)
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
+	struct rn_dw_io io;
 	struct rn_dw_msg m;
 	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
@@ -610,6 +543,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	}
 	/* Room for the server's pair checks (its neighbour timeout) and a probe. */
 	rn_dw_set_timeout(fd, tmo + d->cfg.neigh_timeout_ms / 1000 + RN_DOCTOR_PROBE_TIMEOUT_MS / 1000 + 2);
+	rn_dw_io_init(&io, fd, 0);
 	ret = rn_dw_send_inv(fd, &s->local);
 	if (!ret)
 		ret = recv_type(fd, RN_DW_INV, &m, why, sizeof(why));
@@ -655,7 +589,9 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 			if (!remote_rdma(&s->remote.nics[j]))
 				continue;
 			remote_any = 1;
-			ret = probe_pair(d, fd, s, i, j, why, sizeof(why));
+			ret = rn_pair_probe(d, &io.io, &s->remote, i, j,
+					    RN_DOCTOR_PROBE_TIMEOUT_MS, &s->probes[i][j], why,
+					    sizeof(why));
 			if (ret) {
 				rn_doctor_err(d, "%s: RDMA probe: %s", argv[0], why);
 				goto out;

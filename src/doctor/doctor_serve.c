@@ -20,7 +20,6 @@
  * their deadlines are judged, and each gets a second's grace after a session.
  * Simpler than a thread pool, and nothing here needs locks.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -112,10 +111,12 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 		     const struct rn_dw_msg *inv)
 {
 	struct rn_dw_msg m;
+	struct rn_dw_io io;
 	char why[RN_DW_WHY_MAX];
 	int ret, n, problems = 0, probes = 0;
 
 	rn_dw_set_timeout(fd, RN_DOCTOR_IO_TIMEOUT_S);
+	rn_dw_io_init(&io, fd, RN_DOCTOR_IO_TIMEOUT_S * 1000.0 + RN_DOCTOR_PROBE_TIMEOUT_MS);
 	ret = rn_dw_decode_inv(inv, &s->remote, why, sizeof(why));
 	if (ret) {
 		rn_doctor_slog("rejected %s: %s", who, why);
@@ -150,8 +151,7 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 	for (n = 0; n < s->ours.npairs; n++)
 		problems += rn_doctor_pair_problem(&s->ours.pairs[n]);
 	for (;;) {
-		ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + RN_DOCTOR_IO_TIMEOUT_S * 1000.0 +
-				    RN_DOCTOR_PROBE_TIMEOUT_MS, why, sizeof(why));
+		ret = io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why));
 		if (ret) {
 			rn_doctor_slog("%s: %s before DONE", who, why);
 			break;
@@ -162,30 +162,13 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 		}
 		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
 		    m.payload[1] < s->remote.nnics) {
-			uint8_t res[4 + RN_DW_WHY_MAX] = { 0 };
-			int nic = m.payload[0];
-			uint32_t be;
+			int io_err;
 
-			rn_dw_msg_free(&m);
 			probes++;
-			if (!rn_probe_available(d, nic)) {
-				snprintf(why, sizeof(why), "%s has no usable RDMA port here",
-					 d->nics[nic].nic.netdev);
-				uint8_t h[4 + RN_HANDLE_SIZE] = { 0 };
-
-				ret = -ENODEV;
-				be = htonl(ENODEV);
-				memcpy(h, &be, 4);
-				rn_dw_send(fd, RN_DW_PROBE_HANDLE, h, sizeof(h));
-			} else {
-				ret = rn_probe_serve(d, fd, nic, RN_DOCTOR_PROBE_TIMEOUT_MS, why, sizeof(why));
-			}
-			problems += ret != 0;
-			be = htonl((uint32_t)-ret);
-			memcpy(res, &be, 4);
-			n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
-			memcpy(res + 4, why, (size_t)n);
-			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, 4 + (size_t)n))
+			problems += rn_pair_probe_answer(d, &io.io, &m, RN_DOCTOR_PROBE_TIMEOUT_MS,
+							 &io_err) != 0;
+			rn_dw_msg_free(&m);
+			if (io_err)
 				break;
 			continue;
 		}

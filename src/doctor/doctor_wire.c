@@ -792,3 +792,28 @@ int rn_dw_listen(int port, int *fd)
 	*fd = s;
 	return 0;
 }
+
+/* ---- the pair engine's transport over one connection (rn_pair_io) ------------------- */
+
+static int io_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	return rn_dw_send(((struct rn_dw_io *)io)->fd, type, buf, len);
+}
+
+static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		   size_t len)
+{
+	struct rn_dw_io *t = (struct rn_dw_io *)io;
+
+	if (t->budget_ms > 0)
+		return rn_dw_recv_by(t->fd, m, rn_doctor_now_ms() + t->budget_ms, why, len);
+	return rn_dw_recv(t->fd, m, why, len);
+}
+
+void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms)
+{
+	t->io.send = io_send;
+	t->io.recv = io_recv;
+	t->fd = fd;
+	t->budget_ms = budget_ms;
+}

@@ -35,9 +35,19 @@ int rn_probe_available(const struct rn_doctor *d, int nic)
 	return 0;
 }
 
-int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
+		    char *why, size_t len)
 {
 	return -ENODEV;
+}
+
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len)
+{
+	return -ENODEV;
+}
+
+void rn_probe_srv_close(struct rn_probe_srv *srv)
+{
 }
 
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
