@@ -28,7 +28,7 @@ void rn_put_field(uint8_t *p, size_t size, const char *s);
 int rn_get_field(const uint8_t *p, size_t size, char *out);
 
 struct rn_wbuf {
-	uint8_t *p;                 /* malloc'ed: the caller frees it */
+	uint8_t *p; /* malloc'ed: the caller frees it */
 	size_t len, cap;
 	int err;
 };

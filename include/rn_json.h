@@ -15,7 +15,7 @@
 struct rn_json {
 	FILE *f;
 	int depth;
-	int line;                   /* one line: ", " between members, no indentation */
+	int line; /* one line: ", " between members, no indentation */
 	int first[32];
 };
 

@@ -78,7 +78,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 					return ret;
 				dn->dev = d->devs[k];
 			} else if (rn_nic_from_netdev(d->host, d->names[i], &dn->nic)) {
-				rn_doctor_err(d, "--netdev: no netdev '%s' on this host", d->names[i]);
+				rn_doctor_err(d, "--netdev: no netdev '%s' on this host",
+					      d->names[i]);
 				return -ENODEV;
 			}
 			d->nnics++;
@@ -152,4 +153,3 @@ int rn_doctor_host_problems(const struct rn_doctor *d)
 			return 1;
 	return 0;
 }
-

@@ -92,7 +92,7 @@ out:
 }
 
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
-		       struct rn_dw_checks *out, double *ms)
+			   struct rn_dw_checks *out, double *ms)
 {
 	struct rn_conn_check *chk[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS] = { 0 };
 	double t0 = rn_doctor_now_ms();
@@ -115,7 +115,8 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 				struct rn_vars v = RN_VARS_INIT;
 
 				rn_conn_vars(nic, &pf, &v);
-				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN, &v);
+				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN,
+						  &v);
 				rn_vars_free(&v);
 				p->status = 1;
 			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
@@ -156,12 +157,11 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 	*ms = rn_doctor_now_ms() - t0;
 }
 
-
 /* ---- the RDMA probe of one NIC pair, over any transport (TCP, MPI) ----------------- */
 
 /* The next message, which must be @type. */
 static int io_recv_type(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-		     size_t len)
+			size_t len)
 {
 	int ret = io->recv(io, type, m, why, len);
 
@@ -173,8 +173,8 @@ static int io_recv_type(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *
 	return ret;
 }
 
-int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote,
-		  int i, int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
+int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote, int i,
+		  int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
 {
 	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
 	struct rn_dw_msg m;
@@ -205,7 +205,8 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 	ret = io_recv_type(io, RN_DW_PROBE_RESULT, &m, why, len);
 	if (ret)
 		return ret;
-	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) || memchr(m.payload + 4, '\0', m.len - 4)) {
+	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) ||
+	    memchr(m.payload + 4, '\0', m.len - 4)) {
 		rn_dw_msg_free(&m);
 		snprintf(why, len, "malformed probe result");
 		return -EBADMSG;

@@ -128,8 +128,7 @@ void rn_doctor_clear_warn(void)
  * (rename replaces a link at @path, it never writes through it), then the directory
  * is synced so the new name survives a crash.
  */
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg)
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg)
 {
 	char tmp[4096], dir[4096];
 	FILE *f;
