@@ -131,16 +131,9 @@ $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
 
-# The doctor's objects without its main (doctor.c again, with RN_DOCTOR_NO_MAIN: its
-# command table and option helpers are then unused).
+# The doctor's objects without its main: doctor.c is main and the command table only.
 DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
-	$(BUILD)/obj/mpi/doctor.o $(BUILD)/obj/mpi/doctor_mpi.o
-
-$(BUILD)/obj/mpi/doctor.o: src/doctor/doctor.c
-	@mkdir -p $(dir $@)
-	@$(if $(Q),echo "  CC      $< (no main)")
-	$(Q)$(CC) $(ALL_CFLAGS) -DRN_DOCTOR_NO_MAIN -Wno-unused-function -Wno-unused-const-variable \
-		-c -o $@ $<
+	$(BUILD)/obj/mpi/doctor_mpi.o
 
 $(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
 	@mkdir -p $(dir $@)
@@ -170,9 +163,9 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 # that includes the transport test bed (fuzz_fx.h, fixture_xfer.h: fake verbs, loopback OOB) gets the
 # fakes too, and one named fuzz_doctor_* the doctor's wire code.
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
-	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c)
+	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c src/doctor/doctor_util.c)
 $(BUILD)/fuzz/%: test/fuzz/%.c $(wildcard test/fuzz/*.h) $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) \
-		src/doctor/doctor_wire.c
+		src/doctor/doctor_wire.c src/doctor/doctor_util.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
@@ -189,10 +182,16 @@ fuzz: $(FUZZ_BINS)
 
 # The README's test command: installs what a fresh Debian 12 lacks, builds, runs
 # every layer (unit, ABI, fuzz, netns, Soft-RoCE VMs) and prints one summary.
+# make test T=doctor_peer: that one test (any layer, by its name), after building what it needs.
 test:
+ifdef T
+	$(Q)$(MAKE) --no-print-directory tests $(if $(filter fuzz_%,$(T)),fuzz)
+	$(Q)test/run-tests $(T)
+else
 	$(Q)scripts/install-deps --test
 	$(Q)$(MAKE) --no-print-directory tests fuzz
 	$(Q)test/run-tests all
+endif
 
 check: tests
 	$(Q)test/run-tests unit abi
@@ -277,6 +276,7 @@ help:
 	@echo "  all (default)  build/libnccl-net-roce.so and the tools (roce-doctor, nccl-net-driver, nccl-net-bench;"
 	@echo "                 roce-doctor-mpi too where Open MPI's mpicc is installed)"
 	@echo "  test           install missing packages, then every test layer with one summary"
+	@echo "  test T=NAME    one test of any layer by its name (make test T=doctor_peer)"
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
 	@echo "  fuzz-long      every fuzzer for FUZZ_SECONDS each (default 600)"

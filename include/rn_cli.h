@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_json.h"
 #include "rn_version.h"
 
 /* Exit codes of every tool (documented in each man page and the README). */
@@ -41,44 +42,29 @@ static inline const char *rn_exit_kind(int code)
 	return "error";
 }
 
-/* @s as a JSON string, quotes included. */
-static inline void rn_cli_json_string(FILE *f, const char *s)
+/*
+ * The "error" member {code, kind, message} into @j (rn_json.h), for a caller that
+ * embeds it in its own document. @kind NULL: the code's (rn_exit_kind); the doctor's
+ * exit 2 may also be "system".
+ */
+static inline void rn_cli_json_error_obj(struct rn_json *j, int code, const char *kind,
+					 const char *msg)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-/* The members of the error object, for a caller that embeds it in its own document.
- * @kind NULL: the code's (rn_exit_kind); the doctor's exit 2 may also be "system". */
-static inline void rn_cli_json_error_body(FILE *f, int code, const char *kind, const char *msg)
-{
-	fprintf(f, "{\"code\": %d, \"kind\": \"%s\", \"message\": ", code,
-		kind ? kind : rn_exit_kind(code));
-	rn_cli_json_string(f, msg);
-	fputc('}', f);
+	rn_json_obj(j, "error");
+	rn_json_int(j, "code", code);
+	rn_json_str(j, "kind", kind ? kind : rn_exit_kind(code));
+	rn_json_str(j, "message", msg ? msg : "");
+	rn_json_close(j, '}');
 }
 
 /* {"error": {"code": 2, "kind": "usage", "message": "..."}} and a newline. */
 static inline void rn_cli_json_error_kind(FILE *f, int code, const char *kind, const char *msg)
 {
-	fputs("{\"error\": ", f);
-	rn_cli_json_error_body(f, code, kind, msg);
-	fputs("}\n", f);
-	fflush(f);
+	struct rn_json j;
+
+	rn_json_begin_line(&j, f);
+	rn_cli_json_error_obj(&j, code, kind, msg);
+	rn_json_end(&j);
 }
 
 static inline void rn_cli_json_error(FILE *f, int code, const char *msg)

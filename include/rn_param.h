@@ -17,6 +17,9 @@ enum rn_route_check {
 };
 
 #define RN_CFG_STR_MAX 256
+/* NICs fused in one vNIC (NCCL_NET_MAX_DEVS_PER_NIC v12): the device table's and the
+ * handshake's bound, here so that rn_dev.h needs no handshake header. */
+#define RN_VNIC_MAX 8
 /* NCCL_IB_HCA: an exclusion list on a big host easily passes 256 characters */
 #define RN_HCA_STR_MAX 4096
 

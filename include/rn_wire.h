@@ -56,7 +56,6 @@
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 128              /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */
-#define RN_VNIC_MAX 8               /* NICs fused in one vNIC (NCCL_NET_MAX_DEVS_PER_NIC v12) */
 
 enum rn_msg_type {
 	RN_MSG_HELLO = 1,

@@ -246,16 +246,14 @@ ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 	props->planeId = (int16_t)(d->nccl_port ? d->plane : -1);
 	v = rn_engine_vdev(eng, dev);
 	if (v) {
-		/* the first member's identity (PCI path, guid, port), the members' sum */
+		/* the first member's identity (PCI path, guid, port); the rest vdev.c made */
 		props->name = (char *)v->name;
 		props->speed = v->speed_mbps;
+		props->maxComms = v->max_qp;
+		props->ptrSupport = v->ptr_support;
 		props->vProps.ndevs = v->n;
-		for (i = 0; i < v->n; i++) {
+		for (i = 0; i < v->n; i++)
 			props->vProps.devs[i] = v->devs[i];
-			/* a QP per member: the fewest any member allows */
-			props->maxComms = RN_MIN(props->maxComms, eng->devs[v->devs[i]]->attr.max_qp);
-			props->ptrSupport &= eng->devs[v->devs[i]]->ptr_support;
-		}
 	}
 	return ncclSuccess;
 }

@@ -61,6 +61,19 @@ int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, str
 	return -ENOENT;
 }
 
+void rn_route_answer(const struct rn_host *host, const struct rn_nic *nic,
+		     struct rn_route_answer *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!nic->ip.family || rn_route_probe_dst(host, nic, &out->dst)) {
+		memset(&out->dst, 0, sizeof(out->dst));
+		return;
+	}
+	out->err = rn_nl.route_get(&out->dst, &nic->ip,
+				   nic->ip.family == AF_INET6 ? nic->ifindex : 0, &out->route);
+	out->oif_err = rn_nl.route_get(&out->dst, &nic->ip, nic->ifindex, &out->route_oif);
+}
+
 struct share {
 	struct rn_host_link *l[MAX_SHARE];
 	int n;       /* l[0] is this NIC */

@@ -2,7 +2,8 @@
 /*
  * NIC fusion: the vNICs NCCL asks for with makeVDevice (NCCL_IB_MERGE_NICS). A vNIC
  * is a list of physical devices; NCCL numbers it after them. Its properties are the
- * members' (names joined with '+', speeds summed, the first member's identity), and
+ * members' (names joined with '+', speeds summed, the fewest QPs and the pointer types
+ * all support, the first member's identity; made here alone), and
  * a connection on it carries a QP per member (src/conn.c), every message split over
  * them (src/xfer.c).
  *
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rn_compiler.h"
 #include "rn_dev.h"
 #include "rn_log.h"
 
@@ -108,12 +110,16 @@ int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out)
 	v = &eng->vdevs[eng->nvdevs];
 	memset(v, 0, sizeof(*v));
 	v->n = n;
+	v->max_qp = eng->devs[devs[0]]->attr.max_qp;
+	v->ptr_support = eng->devs[devs[0]]->ptr_support;
 	for (i = 0; i < n; i++) {
 		const struct rn_dev *d = eng->devs[devs[i]];
 		size_t len = strlen(v->name);
 
 		v->devs[i] = devs[i];
 		v->speed_mbps += d->speed_mbps;
+		v->max_qp = RN_MIN(v->max_qp, d->attr.max_qp);
+		v->ptr_support &= d->ptr_support;
 		snprintf(v->name + len, sizeof(v->name) - len, "%s%s", i ? "+" : "", d->nic.ibdev);
 	}
 	*out = eng->ndevs + eng->nvdevs;

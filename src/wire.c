@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Handle and handshake encoding (layout in rn_wire.h). Written with explicit
- * byte offsets rather than packed structs so that the format does not depend
- * on the compiler or the host's endianness.
+ * byte offsets (the byte codec, rn_codec.h) rather than packed structs so that the
+ * format does not depend on the compiler or the host's endianness.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -10,65 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_codec.h"
 #include "rn_compiler.h"
 #include "rn_net.h"
 #include "rn_wire.h"
 
 _Static_assert(RN_HELLO_MAX_LEN <= RN_WIRE_MAX_PAYLOAD, "hello fits");
 _Static_assert(RN_HANDLE_PUBLIC + 16 <= RN_HANDLE_SIZE, "handle private area fits");
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, v >> 16);
-	put16(p + 2, v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, v >> 32);
-	put32(p + 4, v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
-/* A fixed-size string field: copied with a terminator, the rest zero. */
-static void put_str(uint8_t *p, size_t size, const char *s)
-{
-	size_t n = strnlen(s, size - 1);
-
-	memset(p, 0, size);
-	memcpy(p, s, n);
-}
-
-static int get_str(const uint8_t *p, size_t size, char *out)
-{
-	size_t n = strnlen((const char *)p, size);
-
-	if (n == size)
-		return -EBADMSG; /* no terminator inside the field */
-	memcpy(out, p, n);
-	out[n] = 0;
-	return 0;
-}
 
 int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len)
 {
@@ -77,8 +25,8 @@ int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len)
 	if (len < RN_HANDLE_SIZE)
 		return -EINVAL;
 	memset(p, 0, RN_HANDLE_SIZE);
-	put32(p, RN_HANDLE_MAGIC);
-	put16(p + 4, RN_WIRE_VERSION);
+	rn_put_be32(p, RN_HANDLE_MAGIC);
+	rn_put_be16(p + 4, RN_WIRE_VERSION);
 	if (h->addr.ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const void *)&h->addr;
 
@@ -94,7 +42,7 @@ int rn_handle_encode(const struct rn_handle_info *h, void *buf, size_t len)
 	} else {
 		return -EINVAL;
 	}
-	put64(p + 28, h->nonce);
+	rn_put_be64(p + 28, h->nonce);
 	p[36] = (uint8_t)(h->members > 0 ? h->members : 1);
 	return 0;
 }
@@ -106,12 +54,12 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
 
 	if (len < RN_HANDLE_PUBLIC)
 		return -EINVAL;
-	if (get32(p) != RN_HANDLE_MAGIC)
+	if (rn_get_be32(p) != RN_HANDLE_MAGIC)
 		return -EBADMSG;
 	/* an older listener's data path cannot talk to ours (see RN_WIRE_HELLO_MIN) */
-	if (get16(p + 4) < RN_WIRE_HELLO_MIN || get16(p + 4) > RN_WIRE_VERSION)
+	if (rn_get_be16(p + 4) < RN_WIRE_HELLO_MIN || rn_get_be16(p + 4) > RN_WIRE_VERSION)
 		return -EPROTO;
-	port = get16(p + 8);
+	port = rn_get_be16(p + 8);
 	if (!port)
 		return -EBADMSG;
 	memset(h, 0, sizeof(*h));
@@ -130,7 +78,7 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
 	} else {
 		return -EBADMSG;
 	}
-	h->nonce = get64(p + 28);
+	h->nonce = rn_get_be64(p + 28);
 	h->members = p[36];
 	if (h->members < 1 || h->members > RN_VNIC_MAX)
 		return -EBADMSG;
@@ -139,19 +87,19 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h)
 
 static void put_hdr(uint8_t *buf, uint16_t type, uint32_t len, uint64_t nonce)
 {
-	put32(buf, RN_WIRE_MAGIC);
-	put16(buf + 4, RN_WIRE_VERSION);
-	put16(buf + 6, type);
-	put32(buf + 8, len);
-	put32(buf + 12, 0);
-	put64(buf + 16, nonce);
+	rn_put_be32(buf, RN_WIRE_MAGIC);
+	rn_put_be16(buf + 4, RN_WIRE_VERSION);
+	rn_put_be16(buf + 6, type);
+	rn_put_be32(buf + 8, len);
+	rn_put_be32(buf + 12, 0);
+	rn_put_be64(buf + 16, nonce);
 }
 
 /* A member's facts: 128 bytes at @p (host, netdev, MAC, GID, IP, MTUs, verdict). */
 static void put_facts(uint8_t *p, const struct rn_peer_facts *f)
 {
-	put_str(p, 64, f->host);
-	put_str(p + 64, 16, f->netdev);
+	rn_put_field(p, 64, f->host);
+	rn_put_field(p + 64, 16, f->netdev);
 	memcpy(p + 80, f->mac, 6);
 	memcpy(p + 88, f->gid.raw, 16);
 	if (f->ip.family == AF_INET) {
@@ -162,13 +110,13 @@ static void put_facts(uint8_t *p, const struct rn_peer_facts *f)
 		memcpy(p + 108, &f->ip.v6, 16);
 	}
 	p[105] = (uint8_t)f->active_mtu;
-	put16(p + 106, f->verdict_cause);
-	put32(p + 124, (uint32_t)f->mtu);
+	rn_put_be16(p + 106, f->verdict_cause);
+	rn_put_be32(p + 124, (uint32_t)f->mtu);
 }
 
 static int get_facts(const uint8_t *p, struct rn_peer_facts *f)
 {
-	if (get_str(p, 64, f->host) || get_str(p + 64, 16, f->netdev))
+	if (rn_get_field(p, 64, f->host) || rn_get_field(p + 64, 16, f->netdev))
 		return -EBADMSG;
 	memcpy(f->mac, p + 80, 6);
 	memcpy(f->gid.raw, p + 88, 16);
@@ -190,8 +138,8 @@ static int get_facts(const uint8_t *p, struct rn_peer_facts *f)
 		return -EBADMSG;
 	f->active_mtu = (enum ibv_mtu)p[105];
 	/* any number: a newer peer's cause is shown as "unknown cause N" */
-	f->verdict_cause = get16(p + 106);
-	f->mtu = (int)get32(p + 124);
+	f->verdict_cause = rn_get_be16(p + 106);
+	f->mtu = (int)rn_get_be32(p + 124);
 	return f->mtu < 0 ? -EBADMSG : 0;
 }
 
@@ -214,20 +162,20 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	p[2] = (uint8_t)m->tc;
 	p[3] = (uint8_t)m->sl;
 	put_facts(p + 4, &m->facts);
-	put64(p + 132, m->fifo_addr);
-	put32(p + 140, m->fifo_rkey);
-	put64(p + 144, m->sizes_addr);
-	put32(p + 152, m->sizes_rkey);
+	rn_put_be64(p + 132, m->fifo_addr);
+	rn_put_be32(p + 140, m->fifo_rkey);
+	rn_put_be64(p + 144, m->sizes_addr);
+	rn_put_be32(p + 152, m->sizes_rkey);
 	p[156] = (uint8_t)members;
 	for (i = 1; i < members; i++) {
 		q = p + RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (i - 1);
 		put_facts(q, &m->more[i - 1].facts);
-		put32(q + 128, m->more[i - 1].fifo_rkey);
-		put32(q + 132, m->more[i - 1].sizes_rkey);
+		rn_put_be32(q + 128, m->more[i - 1].fifo_rkey);
+		rn_put_be32(q + 132, m->more[i - 1].sizes_rkey);
 	}
 	q = p + hello_len(members, 0);
 	for (i = 0; i < m->nqps; i++)
-		put32(q + 4 * i, m->qpn[i]);
+		rn_put_be32(q + 4 * i, m->qpn[i]);
 	return RN_WIRE_HDR_LEN + len;
 }
 
@@ -265,13 +213,13 @@ size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdi
 		len += l[i];
 	}
 	put_hdr(buf, RN_MSG_VERDICT, len, nonce);
-	put16(p, (uint16_t)f->cause);
+	rn_put_be16(p, (uint16_t)f->cause);
 	p[2] = (uint8_t)f->sev;
 	p[3] = (m->refused ? RN_VERDICT_FLAG_REFUSED : 0) | RN_VERDICT_FLAG_EXT;
-	put32(p + 4, l[0]);
-	put32(p + 8, l[1]);
+	rn_put_be32(p + 4, l[0]);
+	rn_put_be32(p + 8, l[1]);
 	for (i = 2; i < RN_VERDICT_NTEXTS; i++)
-		put32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2), l[i]);
+		rn_put_be32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2), l[i]);
 	off = RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN;
 	for (i = 0; i < RN_VERDICT_NTEXTS; i++) {
 		memcpy(p + off, t[i], l[i]);
@@ -290,21 +238,21 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 {
 	uint32_t plen;
 
-	if (len < RN_WIRE_HDR_LEN || get32(buf) != RN_WIRE_MAGIC)
+	if (len < RN_WIRE_HDR_LEN || rn_get_be32(buf) != RN_WIRE_MAGIC)
 		return -EBADMSG;
-	if (get16(buf + 4) < RN_WIRE_VERSION_MIN || get16(buf + 4) > RN_WIRE_VERSION)
+	if (rn_get_be16(buf + 4) < RN_WIRE_VERSION_MIN || rn_get_be16(buf + 4) > RN_WIRE_VERSION)
 		return -EPROTO;
-	if (get32(buf + 12) != 0)
+	if (rn_get_be32(buf + 12) != 0)
 		return -EBADMSG;
-	plen = get32(buf + 8);
+	plen = rn_get_be32(buf + 8);
 	if (plen > RN_WIRE_MAX_PAYLOAD)
 		return -EMSGSIZE;
-	h->type = get16(buf + 6);
+	h->type = rn_get_be16(buf + 6);
 	h->len = plen;
-	h->nonce = get64(buf + 16);
+	h->nonce = rn_get_be64(buf + 16);
 	switch (h->type) {
 	case RN_MSG_HELLO:
-		if (get16(buf + 4) < RN_WIRE_HELLO_MIN)
+		if (rn_get_be16(buf + 4) < RN_WIRE_HELLO_MIN)
 			return -EPROTO; /* another layout, and another data path after it */
 		/* the exact length needs the payload's counts: rn_msg_decode_hello checks it */
 		if (plen < RN_HELLO_FIXED_LEN + 4 || plen > RN_HELLO_MAX_LEN || plen % 4)
@@ -340,20 +288,20 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 		return -EBADMSG;
 	if (get_facts(p + 4, &m->facts))
 		return -EBADMSG;
-	m->fifo_addr = get64(p + 132);
-	m->fifo_rkey = get32(p + 140);
-	m->sizes_addr = get64(p + 144);
-	m->sizes_rkey = get32(p + 152);
+	m->fifo_addr = rn_get_be64(p + 132);
+	m->fifo_rkey = rn_get_be32(p + 140);
+	m->sizes_addr = rn_get_be64(p + 144);
+	m->sizes_rkey = rn_get_be32(p + 152);
 	for (i = 1; i < m->members; i++) {
 		q = p + RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (i - 1);
 		if (get_facts(q, &m->more[i - 1].facts))
 			return -EBADMSG;
-		m->more[i - 1].fifo_rkey = get32(q + 128);
-		m->more[i - 1].sizes_rkey = get32(q + 132);
+		m->more[i - 1].fifo_rkey = rn_get_be32(q + 128);
+		m->more[i - 1].sizes_rkey = rn_get_be32(q + 132);
 	}
 	q = p + hello_len(m->members, 0);
 	for (i = 0; i < m->nqps; i++) {
-		m->qpn[i] = get32(q + 4 * i);
+		m->qpn[i] = rn_get_be32(q + 4 * i);
 		if (!m->qpn[i] || m->qpn[i] > 0xffffff) /* QP numbers are 24 bits */
 			return -EBADMSG;
 	}
@@ -389,11 +337,11 @@ int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m
 			return -EBADMSG;
 		n = RN_VERDICT_NTEXTS;
 		for (i = 2; i < n; i++)
-			l[i] = get32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2));
+			l[i] = rn_get_be32(p + RN_VERDICT_FIXED_LEN + 4 * (i - 2));
 		off += RN_VERDICT_EXT_LEN;
 	}
-	l[0] = get32(p + 4);
-	l[1] = get32(p + 8);
+	l[0] = rn_get_be32(p + 4);
+	l[1] = rn_get_be32(p + 8);
 	want = off;
 	for (i = 0; i < n; i++) {
 		if (l[i] > text_max(i))
@@ -412,7 +360,7 @@ int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m
 		}
 		off += l[i];
 	}
-	m->finding.cause = (enum rn_cause)get16(p);
+	m->finding.cause = (enum rn_cause)rn_get_be16(p);
 	m->finding.sev = (enum rn_severity)p[2];
 	m->finding.msg = t[0];
 	m->finding.fix = t[1];

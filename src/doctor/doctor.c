@@ -25,28 +25,6 @@
 #include "doctor.h"
 #include "rn_log.h"
 
-double rn_doctor_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-const char *rn_doctor_sev_str(enum rn_severity s)
-{
-	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";
-}
-
-const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len)
-{
-	if (nic->ibdev[0])
-		snprintf(buf, len, "%s:%d", nic->ibdev, nic->port);
-	else
-		snprintf(buf, len, "%s", nic->netdev);
-	return buf;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -102,33 +80,41 @@ static void usage(FILE *f)
 		RN_DOCTOR_PORT, RN_DOCTOR_PORT);
 }
 
+#define PROG "roce-doctor"
+
+/* The options only some commands take (the others refuse them), in the order checked. */
+enum { OPT_ONCE = 1, OPT_NO_RDMA = 2, OPT_PORT = 4, OPT_TIMEOUT = 8, OPT_PROM = 16 };
+
 struct rn_doctor_cmd {
 	const char *name;
 	int (*fn)(struct rn_doctor *d, int argc, char **argv);
+	int nargs;                  /* words after the command */
+	const char *takes;          /* what they are, for the usage error */
+	const char *missing;        /* the error when they are missing */
+	int (*check)(FILE *jerr, char **args); /* before any work, NULL: nothing to check */
+	unsigned int opts;          /* OPT_*: the command's own options */
 };
 
-/* The default action first (rdma/link.c). */
-static const struct rn_doctor_cmd cmds[] = {
-	{ "host", rn_doctor_cmd_host },
-	{ "peer", rn_doctor_cmd_peer },
-	{ "serve", rn_doctor_cmd_serve },
-};
-
-#define PROG "roce-doctor"
-
-int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...)
+static int check_address(FILE *jerr, char **args)
 {
-	char msg[512];
-	va_list ap;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int g = getaddrinfo(args[0], NULL, &hints, &res);
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, PROG ": %s\n", msg);
-	if (!d->err[0])
-		snprintf(d->err, sizeof(d->err), "%s", msg);
-	return RN_DOCTOR_ERROR;
+	if (g)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "peer: cannot resolve '%s': %s",
+				    args[0], gai_strerror(g));
+	freeaddrinfo(res);
+	return 0;
 }
+
+/* The default action first (rdma/link.c); a new command is one entry and its own file. */
+static const struct rn_doctor_cmd cmds[] = {
+	{ "host", rn_doctor_cmd_host, 0, "no arguments", NULL, NULL, OPT_PROM },
+	{ "peer", rn_doctor_cmd_peer, 1, "one address", "peer needs the other host's address "
+	  "(where `roce-doctor serve` runs)", check_address, OPT_NO_RDMA | OPT_PORT | OPT_TIMEOUT },
+	{ "serve", rn_doctor_cmd_serve, 0, "no arguments", NULL, NULL,
+	  OPT_ONCE | OPT_PORT | OPT_TIMEOUT },
+};
 
 static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi, int *out)
 {
@@ -138,65 +124,28 @@ static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi,
 	return 0;
 }
 
-/* The words after the command: host and serve take none, peer one address (a command
- * added later checks its own). */
-static int check_args(FILE *jerr, const struct rn_doctor_cmd *cmd, int nargs, char **args)
+/* The options given that @cmd does not take, and the words after it: before any work. */
+static int check_cmd(FILE *jerr, const struct rn_doctor_cmd *cmd, unsigned int given, int json,
+		     int nargs, char **args)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
-	int want = cmd->fn == rn_doctor_cmd_peer, g;
+	static const char *const names[] = { "--once", "--no-rdma", "--port", "--timeout" };
+	unsigned int i;
 
-	if (cmd->fn != rn_doctor_cmd_host && cmd->fn != rn_doctor_cmd_peer &&
-	    cmd->fn != rn_doctor_cmd_serve)
-		return 0;
-
-	if (nargs < want)
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "peer needs the other host's "
-				    "address (where `roce-doctor serve` runs)");
-	if (nargs > want)
+	for (i = 0; i < RN_ARRAY_SIZE(names); i++)
+		if (given & ~cmd->opts & (1u << i))
+			return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s does not take %s",
+					    cmd->name, names[i]);
+	if ((given & OPT_PROM) && (!(cmd->opts & OPT_PROM) || json))
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "--prometheus and --textfile go "
+				    "with the host command, without --json");
+	if (nargs < cmd->nargs)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s", cmd->missing);
+	if (nargs > cmd->nargs)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "unexpected argument '%s' (%s "
-				    "takes %s)", args[want], cmd->name,
-				    want ? "one address" : "no arguments");
-	if (!want)
-		return 0;
-	g = getaddrinfo(args[0], NULL, &hints, &res);
-	if (g)
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "peer: cannot resolve '%s': %s",
-				    args[0], gai_strerror(g));
-	freeaddrinfo(res);
-	return 0;
+				    "takes %s)", args[cmd->nargs], cmd->name, cmd->takes);
+	return cmd->check ? cmd->check(jerr, args) : 0;
 }
 
-static int log_verbose;
-static char last_warn[1024]; /* the library formats a line into 1 KiB too */
-
-/* The doctor prints findings itself; the library's lines show with -v only. */
-static void log_sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
-		     const char *msg)
-{
-	if (level == RN_LOG_WARN)
-		snprintf(last_warn, sizeof(last_warn), "%s", msg);
-	if (log_verbose && (int)level <= (log_verbose > 1 ? RN_LOG_TRACE : RN_LOG_INFO))
-		fprintf(stderr, "%s%s\n", level == RN_LOG_WARN ? "WARN " : "", msg);
-}
-
-void rn_doctor_log_init(int verbose)
-{
-	log_verbose = verbose;
-	rn_log_set_sink(log_sink);
-}
-
-const char *rn_doctor_last_warn(void)
-{
-	return last_warn;
-}
-
-void rn_doctor_clear_warn(void)
-{
-	last_warn[0] = '\0';
-}
-
-/* roce-doctor-mpi links this file for the helpers above and has its own main. */
-#ifndef RN_DOCTOR_NO_MAIN
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -216,7 +165,9 @@ int main(int argc, char **argv)
 	FILE *jerr = rn_cli_wants_json(argc, argv, 1) ? stdout : NULL;
 	struct rn_doctor *d;
 	const struct rn_doctor_cmd *cmd = &cmds[0];
-	int c, rc = RN_DOCTOR_ERROR, once_set = 0, port_set = 0, rdma_set = 0, first;
+	const char *netdevs = NULL;
+	unsigned int given = 0;
+	int c, rc = RN_DOCTOR_ERROR, first;
 	size_t i;
 
 	if (argc > 1 && !strcmp(argv[1], "health")) /* parses its own options */
@@ -235,7 +186,7 @@ int main(int argc, char **argv)
 				rn_cli_error(PROG, jerr, rc, "--netdev: empty list");
 				goto out;
 			}
-			d->netdevs = optarg;
+			netdevs = optarg;
 			break;
 		case 'j':
 			d->json = 1;
@@ -243,28 +194,31 @@ int main(int argc, char **argv)
 		case 'p':
 			if (parse_int(jerr, "--port", optarg, 1, 65535, &d->port))
 				goto out;
-			port_set = 1;
+			given |= OPT_PORT;
 			break;
 		case 't':
 			if (parse_int(jerr, "--timeout", optarg, 1, 86400, &d->timeout_s))
 				goto out;
+			given |= OPT_TIMEOUT;
 			break;
 		case 'o':
 			d->once = 1;
-			once_set = 1;
+			given |= OPT_ONCE;
 			break;
 		case 'R':
 			d->no_rdma = 1;
-			rdma_set = 1;
+			given |= OPT_NO_RDMA;
 			break;
 		case 'v':
 			d->verbose++;
 			break;
 		case 'P':
 			d->prom = 1;
+			given |= OPT_PROM;
 			break;
 		case 'F':
 			d->textfile = optarg;
+			given |= OPT_PROM;
 			break;
 		case 'h':
 			usage(stdout);
@@ -291,30 +245,13 @@ int main(int argc, char **argv)
 		cmd = &cmds[i];
 		first++;
 	}
-	if ((once_set && cmd->fn != rn_doctor_cmd_serve) ||
-	    (rdma_set && cmd->fn != rn_doctor_cmd_peer) ||
-	    ((port_set || d->timeout_s > 0) && cmd->fn == rn_doctor_cmd_host)) {
-		rn_cli_error(PROG, jerr, rc, "%s does not take %s", cmd->name,
-			     once_set ? "--once" : rdma_set ? "--no-rdma" :
-			     port_set ? "--port" : "--timeout");
-		goto out;
-	}
-	if ((d->prom || d->textfile) && (cmd->fn != rn_doctor_cmd_host || d->json)) {
-		rn_cli_error(PROG, jerr, rc, "--prometheus and --textfile go with the host command, "
-			     "without --json");
-		goto out;
-	}
 	/* every word checked before any work (no netlink, no device, no socket) */
-	if (check_args(jerr, cmd, argc - first, argv + first))
+	if (check_cmd(jerr, cmd, given, d->json, argc - first, argv + first))
 		goto out;
-	if (d->netdevs) {
-		char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE];
-
-		if (rn_doctor_netdev_list(d, d->netdevs, names, RN_DOCTOR_MAX_NICS) < 0) {
-			if (jerr)
-				rn_cli_json_error(jerr, rc, d->err);
-			goto out;
-		}
+	if (netdevs && rn_doctor_set_netdevs(d, netdevs)) {
+		if (jerr)
+			rn_cli_json_error(jerr, rc, d->err);
+		goto out;
 	}
 
 	d->bad_env = rn_config_load(&d->cfg);
@@ -324,7 +261,7 @@ int main(int argc, char **argv)
 	if (d->bad_env)
 		fprintf(stderr, "roce-doctor: %d bad NCCL_* value%s in the environment (defaults used; -v shows which)\n",
 			d->bad_env, d->bad_env == 1 ? "" : "s");
-	rc = cmd->fn(d, argc - optind, argv + optind);
+	rc = cmd->fn(d, argc - first, argv + first);
 	/* a report was printed unless the command failed (2): then the error object */
 	if (rc == RN_DOCTOR_ERROR && d->json)
 		rn_cli_json_error_kind(d->out, rc, "system", d->err[0] ? d->err : "failed (see stderr)");
@@ -334,4 +271,3 @@ out:
 	free(d);
 	return rc;
 }
-#endif /* RN_DOCTOR_NO_MAIN */

@@ -15,10 +15,14 @@
 #include "rn_dev.h"
 #include "rn_host.h"
 #include "rn_param.h"
+#include "rn_route.h"
 
 #define RN_DOCTOR_VERSION RN_VERSION
 #define RN_DOCTOR_PORT 18515
 #define RN_DOCTOR_MAX_NICS 32
+/* peer/serve: each message's bound, and one RDMA probe's */
+#define RN_DOCTOR_IO_TIMEOUT_S 10
+#define RN_DOCTOR_PROBE_TIMEOUT_MS 8000
 /* Exit codes, the tools' table (rn_cli.h): no problem found, problems found, usage or
  * system error, no RDMA device (nothing to check). */
 #define RN_DOCTOR_OK RN_EXIT_OK
@@ -37,9 +41,7 @@ struct rn_doctor_nic {
 	int rule_prio;               /* the 'from <ip>' rule in force, -1 none */
 	uint32_t rule_table;
 	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
-	struct rn_ip route_dst;      /* family 0: not asked (no IP or no room in the subnet) */
-	int route_err, route_oif_err;
-	struct rn_nl_route route, route_oif;
+	struct rn_route_answer rt;
 };
 
 struct rn_doctor {
@@ -52,6 +54,8 @@ struct rn_doctor {
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE]; /* ... split once (rn_doctor_set_netdevs) */
+	int nnames;
 	int prom;                    /* --prometheus: the host check as metrics on stdout */
 	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
 	char hostname[64];
@@ -69,7 +73,7 @@ struct rn_doctor {
 	char err[512];               /* the first error (exit 2): --json reports it */
 };
 
-/* doctor.c */
+/* doctor_util.c (doctor.c is main and the command table only) */
 double rn_doctor_now_ms(void);
 const char *rn_doctor_sev_str(enum rn_severity s);
 /* "rxe0:1" or the netdev for a netdev-only NIC. */
@@ -83,16 +87,27 @@ void rn_doctor_clear_warn(void);
  * kept for --json's error object (main prints it). Returns RN_DOCTOR_ERROR.
  */
 int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "roce-doctor serve: ..." on stderr. */
+void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
+/* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */
+int rn_doctor_set_netdevs(struct rn_doctor *d, const char *list);
+/*
+ * Write @path whole or not at all (for collectors that may read it any time):
+ * @fill writes into a temporary beside it, which is synced and renamed over @path.
+ * 0 or -errno; the temporary never stays behind.
+ */
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
+			 const void *arg);
 
-/* doctor_host.c */
-/* Split --netdev's comma list; -EINVAL (message kept, see rn_doctor_err) on a bad name. */
-int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
-			  int max);
+/* doctor_model.c: gathered once, then rendered */
 /* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
 int rn_doctor_gather(struct rn_doctor *d);
 void rn_doctor_release(struct rn_doctor *d);
-/* 1 when anything on this host needs fixing. */
+/* 1 when anything on this host needs fixing; one NIC's part of it. */
 int rn_doctor_host_problems(const struct rn_doctor *d);
+int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
+
+/* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
 /*
  * Human-readable findings, one "name cause: msg" line, then where each part of the
@@ -114,7 +129,6 @@ struct rn_doctor_item {
  * than four distinct fixes for one cause show two unless @all.
  */
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all);
-struct rn_json;
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn);
 
 /* doctor_health.c: `roce-doctor health ...` (its own options), for Slurm's HealthCheckProgram
@@ -123,29 +137,8 @@ int rn_doctor_health(int argc, char **argv);
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
-/*
- * Write @path whole or not at all (for collectors that may read it any time):
- * @fill writes into a temporary beside it, which is synced and renamed over @path.
- * 0 or -errno; the temporary never stays behind.
- */
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg);
 
-/* doctor_json.c: a small streaming JSON writer (pretty, stable key order). */
-struct rn_json {
-	FILE *f;
-	int depth;
-	int first[32];
-};
-void rn_json_begin(struct rn_json *j, FILE *f);
-void rn_json_end(struct rn_json *j);
-void rn_json_obj(struct rn_json *j, const char *key);
-void rn_json_arr(struct rn_json *j, const char *key);
-void rn_json_close(struct rn_json *j, char c);
-void rn_json_str(struct rn_json *j, const char *key, const char *val);
-void rn_json_int(struct rn_json *j, const char *key, long long val);
-void rn_json_bool(struct rn_json *j, const char *key, int val);
-void rn_json_null(struct rn_json *j, const char *key);
+/* doctor_json.c: shared objects over the one JSON writer (rn_json.h) */
 /*
  * A finding as an object: cause, severity, message, fix (commands, "" none), fix_host
  * (where they run: the finding's own host or @maker, the host that made it), pre_fix
@@ -268,6 +261,12 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sender,
 			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
 			size_t len);
+/* One FINDING (above) at a cursor of the byte codec (rn_codec.h): every finding on any
+ * wire of the doctor (TCP, MPI) goes through these. */
+struct rn_wbuf;
+struct rn_rbuf;
+void rn_dw_put_finding(struct rn_wbuf *b, const struct rn_finding *f);
+void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f);
 /* Blocking socket helpers with a timeout in seconds. */
 int rn_dw_set_timeout(int fd, int secs);
 int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len);
@@ -284,28 +283,67 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
-/* One client's session after its inventory @inv came: 0/1 its verdict, -1 rejected. */
-int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
-			    const struct rn_dw_msg *inv);
 
 /* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
-/* "roce-doctor serve: ..." on stderr. */
-void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
-/* The pair checks of peer/serve (every local NIC against every @remote NIC, at once). */
+
+/* doctor_pair.c: the pair checks of peer, serve and the sweep */
 /*
  * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
  * ARP sysctls of the remote's own arp-flux findings (its inventory), none when it
  * reports no flux (the stale entry is ours alone).
  */
 void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c);
+/* Every local NIC against every @remote NIC, all checks in flight at once. */
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   struct rn_dw_checks *out, double *ms);
+/* 1 when @p's checks found something to fix. */
+int rn_doctor_pair_problem(const struct rn_dw_pair *p);
+/*
+ * The transport of one host pair: send a message, receive the next one (which the
+ * caller expects to be @type: MPI keeps a tag per step, TCP reads what comes). 0 or
+ * -errno, @why filled on a receive error.
+ */
+struct rn_pair_io {
+	int (*send)(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len);
+	int (*recv)(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		    size_t len);
+};
+/* One RDMA probe's outcome, as the client saw it. */
+struct rn_pair_probe {
+	int tried;
+	int ret;                    /* ours */
+	int peer_ret;               /* the server's side */
+	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
+	double ms;
+	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
+	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
+};
+/*
+ * Client end: ask the other side to listen on its NIC @j (PROBE_REQ, PROBE_HANDLE), ping
+ * from our NIC @i, take its side (PROBE_RESULT) and, after a failure, the plugin's
+ * diagnosis into @p. 0 (@p says how it went) or -errno when the transport failed (@why).
+ */
+int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote,
+		  int i, int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len);
+/*
+ * Server end of PROBE_REQ @m (4 bytes, its NIC checked by the caller): listen, answer
+ * the handle, accept the ping, send the result. Returns the probe's 0/-errno; *@io_err
+ * gets the transport's (nonzero: stop the session).
+ */
+int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,
+			 int timeout_ms, int *io_err);
+/* doctor_wire.c: the pair transport over a connected socket; each message whole within
+ * @budget_ms (0: the socket's own timeouts bound each read). */
+struct rn_dw_io {
+	struct rn_pair_io io;       /* first: the engine's view */
+	int fd;
+	double budget_ms;
+};
+void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);
-/* Server half: listen on NIC @nic, answer PROBE_HANDLE, accept, receive one ping. */
-int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len);
 /* Client half: connect NIC @nic to @handle, send one ping. */
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
 		    size_t len);

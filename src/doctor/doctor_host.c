@@ -20,187 +20,6 @@
 #include "rn_route.h"
 #include "rn_wire.h"
 
-/* ---- gathering -------------------------------------------------------------------- */
-
-static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
-{
-	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
-	const struct rn_nl_rule *r;
-
-	/* the library's own reason, not a guess made again here */
-	dn->gid_why = dn->nic.ip.family ? rn_gid_why_str(dn->nic.gid_why) : "none";
-	if (l) {
-		dn->sys_eff = *rn_host_sysctls(d->host, l);
-		dn->sys_dev = l->dev;
-	}
-	dn->rule_prio = -1;
-	if (!dn->nic.ip.family)
-		return;
-	r = rn_rule_for_src(d->host, &dn->nic.ip);
-	if (r) {
-		dn->rule_prio = (int)r->priority;
-		dn->rule_table = r->table;
-	}
-	if (rn_route_probe_dst(d->host, &dn->nic, &dn->route_dst)) {
-		memset(&dn->route_dst, 0, sizeof(dn->route_dst));
-		return;
-	}
-	/* The lookup the verdict judges: IPv4 as TCP/ARP see it, IPv6 as the QP's (oif) */
-	dn->route_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip,
-					dn->nic.ip.family == AF_INET6 ? dn->nic.ifindex : 0,
-					&dn->route);
-	dn->route_oif_err = rn_nl.route_get(&dn->route_dst, &dn->nic.ip, dn->nic.ifindex,
-					    &dn->route_oif);
-}
-
-/* Split --netdev's comma list; -EINVAL with a message on an empty or overlong name. */
-int rn_doctor_netdev_list(struct rn_doctor *d, const char *list, char names[][IF_NAMESIZE],
-			  int max)
-{
-	const char *p = list;
-	int n = 0;
-
-	for (;;) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-
-		if (!len || len >= IF_NAMESIZE) {
-			rn_doctor_err(d, "--netdev: bad netdev name '%.*s' in '%s'", (int)len, p,
-				      list);
-			return -EINVAL;
-		}
-		if (n == max) {
-			rn_doctor_err(d, "--netdev: more than %d netdevs", max);
-			return -EINVAL;
-		}
-		memcpy(names[n], p, len);
-		names[n][len] = '\0';
-		n++;
-		if (!end)
-			return n;
-		p = end + 1;
-	}
-}
-
-int rn_doctor_gather(struct rn_doctor *d)
-{
-	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE];
-	struct rn_config cfg = d->cfg;
-	double t0 = rn_doctor_now_ms();
-	int used[RN_MAX_DEVS] = { 0 };
-	int i, k, n, ret, nproblems = 0;
-
-	rn_doctor_release(d);
-	/* The doctor always runs the route checks, whatever the plugin was told. */
-	if (cfg.route_check == RN_ROUTE_CHECK_OFF)
-		cfg.route_check = RN_ROUTE_CHECK_WARN;
-	ret = rn_host_snapshot(&d->host);
-	if (ret) {
-		rn_doctor_err(d, "cannot read links, addresses, rules and routes: %s",
-			      strerror(-ret));
-		return ret;
-	}
-	d->snapshot_ms = rn_doctor_now_ms() - t0;
-	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped),
-			    &nproblems);
-	d->discover_ms = rn_doctor_now_ms() - t0 - d->snapshot_ms;
-	d->ndevs = n > 0 ? n : 0;
-	/* the library says which ports were left out for something to fix */
-	if (d->ndevs && d->skipped[0])
-		d->skipped_problem = nproblems > 0;
-
-	if (d->netdevs) {
-		n = rn_doctor_netdev_list(d, d->netdevs, names, RN_DOCTOR_MAX_NICS);
-		if (n < 0)
-			return n;
-		for (i = 0; i < n; i++) {
-			struct rn_doctor_nic *dn = &d->nics[d->nnics];
-
-			for (k = 0; k < d->ndevs; k++)
-				if (!used[k] && !strcmp(d->devs[k]->nic.netdev, names[i]))
-					break;
-			if (k < d->ndevs) {
-				used[k] = 1;
-				ret = rn_nic_copy(&dn->nic, &d->devs[k]->nic);
-				if (ret)
-					return ret;
-				dn->dev = d->devs[k];
-			} else if (rn_nic_from_netdev(d->host, names[i], &dn->nic)) {
-				rn_doctor_err(d, "--netdev: no netdev '%s' on this host", names[i]);
-				return -ENODEV;
-			}
-			d->nnics++;
-		}
-		/* RoCE ports the user did not name are not ours to judge. */
-		d->skipped_problem = 0;
-	} else {
-		for (k = 0; k < d->ndevs && d->nnics < RN_DOCTOR_MAX_NICS; k++) {
-			ret = rn_nic_copy(&d->nics[d->nnics].nic, &d->devs[k]->nic);
-			if (ret)
-				return ret;
-			d->nics[d->nnics].dev = d->devs[k];
-			d->nnics++;
-		}
-	}
-	for (i = 0; i < d->nnics; i++) {
-		struct rn_doctor_nic *dn = &d->nics[i];
-
-		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
-		/* the device carries its verdict too: the RDMA probe's engine runs on it */
-		if (dn->dev && !dn->err) {
-			ret = rn_nic_copy(&dn->dev->nic, &dn->nic);
-			if (ret)
-				return ret;
-		}
-		explain(d, dn);
-	}
-	d->gather_ms = rn_doctor_now_ms() - t0;
-	d->verdict_ms = d->gather_ms - d->snapshot_ms - d->discover_ms;
-	return 0;
-}
-
-void rn_doctor_release(struct rn_doctor *d)
-{
-	int i;
-
-	rn_probe_release(); /* its engine runs on the devices freed below */
-	for (i = 0; i < d->ndevs; i++)
-		rn_dev_free(d->devs[i]);
-	d->ndevs = 0;
-	rn_host_free(d->host);
-	d->host = NULL;
-	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++)
-		rn_nic_cleanup(&d->nics[i].nic);
-	memset(d->nics, 0, sizeof(d->nics));
-	d->nnics = 0;
-	d->skipped[0] = '\0';
-	d->skipped_problem = 0;
-}
-
-static int nic_problem(const struct rn_doctor_nic *dn)
-{
-	int i;
-
-	if (dn->err || dn->nic.verdict != RN_VERDICT_OK)
-		return 1;
-	for (i = 0; i < dn->nic.nfindings; i++)
-		if (dn->nic.findings[i].sev >= RN_SEV_WARN)
-			return 1;
-	return 0;
-}
-
-int rn_doctor_host_problems(const struct rn_doctor *d)
-{
-	int i;
-
-	if (!d->nnics || d->skipped_problem)
-		return 1;
-	for (i = 0; i < d->nnics; i++)
-		if (nic_problem(&d->nics[i]))
-			return 1;
-	return 0;
-}
-
 /* ---- human output ------------------------------------------------------------------ */
 
 static const char *link_name(struct rn_doctor *d, int ifindex, char *buf, size_t len)
@@ -231,14 +50,14 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 {
 	char dev[IF_NAMESIZE + 8], t[16];
 
-	if (!dn->route_dst.family)
+	if (!dn->rt.dst.family)
 		snprintf(buf, len, "-");
-	else if (dn->route_err)
-		snprintf(buf, len, "%s", strerror(-dn->route_err));
+	else if (dn->rt.err)
+		snprintf(buf, len, "%s", strerror(-dn->rt.err));
 	else
-		snprintf(buf, len, "%s%s (%s)", dn->route.oif == dn->nic.ifindex ? "" : "-> ",
-			 link_name(d, dn->route.oif, dev, sizeof(dev)),
-			 table_str(dn->route.table, t, sizeof(t)));
+		snprintf(buf, len, "%s%s (%s)", dn->rt.route.oif == dn->nic.ifindex ? "" : "-> ",
+			 link_name(d, dn->rt.route.oif, dev, sizeof(dev)),
+			 table_str(dn->rt.route.table, t, sizeof(t)));
 	return buf;
 }
 
@@ -629,7 +448,7 @@ static void print_host(struct rn_doctor *d)
 			fprintf(f, "%s%s", k ? "," : " ",
 				rn_cause_label(nic->findings[k].cause, lb, sizeof(lb)));
 		fprintf(f, "%s\n", dn->err ? strerror(-dn->err) : "");
-		nprob += nic_problem(dn);
+		nprob += rn_doctor_nic_problem(dn);
 		nfind += nic->nfindings;
 	}
 	print_sysctls(d, f);
@@ -638,18 +457,18 @@ static void print_host(struct rn_doctor *d)
 		const struct rn_doctor_nic *dn = &d->nics[i];
 		char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
 
-		if (!dn->route_dst.family)
+		if (!dn->rt.dst.family)
 			continue;
 		if (!i)
 			fprintf(f, "route get (the kernel's answer for a peer in the subnet):\n");
-		fprintf(f, "  %s from %s:", rn_ip_str(&dn->route_dst, a, sizeof(a)),
+		fprintf(f, "  %s from %s:", rn_ip_str(&dn->rt.dst, a, sizeof(a)),
 			rn_ip_str(&dn->nic.ip, b, sizeof(b)));
 		fprintf(f, " %s", route_str(d, dn, rt, sizeof(rt)));
-		if (dn->route_oif_err)
-			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->route_oif_err));
+		if (dn->rt.oif_err)
+			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->rt.oif_err));
 		else
 			fprintf(f, "; oif %s: table %s\n", dn->nic.netdev,
-				table_str(dn->route_oif.table, tb, sizeof(tb)));
+				table_str(dn->rt.route_oif.table, tb, sizeof(tb)));
 	}
 
 	fprintf(f, "\n");
@@ -750,11 +569,11 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 	rn_json_sysctls(j, "dev", &dn->sys_dev);
 	rn_json_sysctls(j, "effective", &dn->sys_eff);
 	rn_json_close(j, '}');
-	if (dn->route_dst.family) {
+	if (dn->rt.dst.family) {
 		rn_json_obj(j, "route");
-		rn_json_str(j, "dst", rn_ip_str(&dn->route_dst, b, sizeof(b)));
-		json_route(d, j, "lookup", dn->route_err, &dn->route);
-		json_route(d, j, "lookup_oif", dn->route_oif_err, &dn->route_oif);
+		rn_json_str(j, "dst", rn_ip_str(&dn->rt.dst, b, sizeof(b)));
+		json_route(d, j, "lookup", dn->rt.err, &dn->rt.route);
+		json_route(d, j, "lookup_oif", dn->rt.oif_err, &dn->rt.route_oif);
 		rn_json_close(j, '}');
 	} else {
 		rn_json_null(j, "route");
@@ -820,11 +639,7 @@ static void json_host(struct rn_doctor *d, int rc)
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
 		/* the tools' error object (rn_cli.h), beside the report that explains it */
-		rn_json_obj(&j, "error");
-		rn_json_int(&j, "code", rc);
-		rn_json_str(&j, "kind", rn_exit_kind(rc));
-		rn_json_str(&j, "message", "no RDMA device to check (name netdevs with --netdev)");
-		rn_json_close(&j, '}');
+		rn_cli_json_error_obj(&j, rc, NULL, "no RDMA device to check (name netdevs with --netdev)");
 	}
 	rn_json_end(&j);
 }
@@ -833,10 +648,6 @@ int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv)
 {
 	int rc;
 
-	if (argc > 1) {
-		return rn_doctor_err(d, "host takes no arguments (got '%s'); try 'roce-doctor --help'",
-				     argv[1]);
-	}
 	if (d->prom || d->textfile)
 		return rn_doctor_prom(d, d->textfile, rn_doctor_gather(d));
 	if (rn_doctor_gather(d))

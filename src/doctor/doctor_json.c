@@ -1,133 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * A streaming JSON writer for --json: two-space indentation, keys in the order
- * the caller writes them (the schema in README's roce-doctor section), strings
- * escaped per RFC 8259; and the whole-or-nothing file writer every report file uses.
+ * The doctor's JSON objects that more than one report writes (a finding, the sysctls),
+ * over the tools' one JSON writer (rn_json.h); keys in the schema's order (README).
  */
-#include <errno.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "doctor.h"
-
-static void indent(struct rn_json *j)
-{
-	int i;
-
-	fputc('\n', j->f);
-	for (i = 0; i < j->depth; i++)
-		fputs("  ", j->f);
-}
-
-static void put_string(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	fputc('"', f);
-	for (; *p; p++) {
-		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\r': fputs("\\r", f); break;
-		default:
-			if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-	}
-	fputc('"', f);
-}
-
-/* Separator, indentation and key of the next member or element. */
-static void member(struct rn_json *j, const char *key)
-{
-	if (j->depth > 0) {
-		if (!j->first[j->depth])
-			fputc(',', j->f);
-		j->first[j->depth] = 0;
-		indent(j);
-	}
-	if (key) {
-		put_string(j->f, key);
-		fputs(": ", j->f);
-	}
-}
-
-void rn_json_begin(struct rn_json *j, FILE *f)
-{
-	j->f = f;
-	j->depth = 0;
-	j->first[0] = 1;
-	rn_json_obj(j, NULL);
-}
-
-void rn_json_end(struct rn_json *j)
-{
-	while (j->depth > 0)
-		rn_json_close(j, '}');
-	fputc('\n', j->f);
-	fflush(j->f);
-}
-
-static void open_c(struct rn_json *j, const char *key, char c)
-{
-	member(j, key);
-	fputc(c, j->f);
-	if (j->depth + 1 < (int)(sizeof(j->first) / sizeof(j->first[0])))
-		j->depth++;
-	j->first[j->depth] = 1;
-}
-
-void rn_json_obj(struct rn_json *j, const char *key)
-{
-	open_c(j, key, '{');
-}
-
-void rn_json_arr(struct rn_json *j, const char *key)
-{
-	open_c(j, key, '[');
-}
-
-void rn_json_close(struct rn_json *j, char c)
-{
-	int empty = j->first[j->depth];
-
-	if (j->depth > 0)
-		j->depth--;
-	if (!empty)
-		indent(j);
-	fputc(c, j->f);
-}
-
-void rn_json_str(struct rn_json *j, const char *key, const char *val)
-{
-	member(j, key);
-	if (val)
-		put_string(j->f, val);
-	else
-		fputs("null", j->f);
-}
-
-void rn_json_int(struct rn_json *j, const char *key, long long val)
-{
-	member(j, key);
-	fprintf(j->f, "%lld", val);
-}
-
-void rn_json_bool(struct rn_json *j, const char *key, int val)
-{
-	member(j, key);
-	fputs(val ? "true" : "false", j->f);
-}
-
-void rn_json_null(struct rn_json *j, const char *key)
-{
-	member(j, key);
-	fputs("null", j->f);
-}
 
 void rn_json_finding(struct rn_json *j, const struct rn_finding *f, const char *maker)
 {
@@ -155,29 +33,4 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 	rn_json_int(j, "rp_filter", s->rp_filter);
 	rn_json_int(j, "accept_local", s->accept_local);
 	rn_json_close(j, '}');
-}
-
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg)
-{
-	char tmp[4096];
-	FILE *f;
-	int ret = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fill(f, arg);
-	errno = 0;
-	if (fflush(f) || ferror(f) || fsync(fileno(f)))
-		ret = -(errno ? errno : EIO);
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
 }

@@ -33,6 +33,7 @@
 #include <mpi.h>
 
 #include "doctor_sweep.h"
+#include "rn_codec.h"
 #include "rn_net.h"
 
 #define TAG_READY 1
@@ -44,32 +45,14 @@
 
 enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
 
-struct facts_hdr {
-	int32_t gather_err;
-	int32_t pad;
-	double gather_ms;
-};
-
-struct probe_req {
-	int32_t i, j;               /* a's NIC, b's NIC; i < 0: done */
-};
-
-struct probe_handle {
-	int32_t err;
-	uint8_t handle[RN_HANDLE_SIZE];
-};
-
-struct probe_result {
-	int32_t err;
-	char why[WHY_LEN];
-};
-
-/* The pair record as it travels to rank 0 (then cells, then finds). */
-struct pair_wire {
-	int32_t a, b, status, na, nb, nfind;
-	double ms;
-	char err[160];
-};
+/*
+ * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
+ * may be different builds or machines. GO is be32 1; a pair's probes are the peer
+ * protocol's messages (doctor_pair.c's engine over mpi_io below: be16 type, then the
+ * payload). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), then the peer
+ * protocol's INV payload. Pair results (PAIRS) below.
+ */
+#define FACTS_HDR 12
 
 struct ctx {
 	struct rn_doctor *d;
@@ -179,6 +162,70 @@ static int tag_of(int round, int step)
 	return TAG_PAIR + round * 8 + step;
 }
 
+/*
+ * The pair engine's transport between two ranks (rn_pair_io): a tag per step of the
+ * round, the message's type in front (DONE travels on the request's tag, in order).
+ */
+struct mpi_io {
+	struct rn_pair_io io;       /* first: the engine's view */
+	int peer, round;
+	double deadline;
+	const char *name;           /* the peer's host */
+};
+
+static int step_of(uint16_t type)
+{
+	switch (type) {
+	case RN_DW_CHECKS: return STEP_CHECKS;
+	case RN_DW_PROBE_HANDLE: return STEP_HANDLE;
+	case RN_DW_PROBE_RESULT: return STEP_RESULT;
+	default: return STEP_REQ; /* PROBE_REQ, DONE */
+	}
+}
+
+static int mio_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	struct mpi_io *x = (struct mpi_io *)io;
+	uint8_t *m = malloc(len + 2);
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	rn_put_be16(m, type);
+	if (len)
+		memcpy(m + 2, buf, len);
+	ret = send_by(m, (int)len + 2, x->peer, tag_of(x->round, step_of(type)), x->deadline);
+	free(m);
+	return ret;
+}
+
+static int mio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		    size_t len)
+{
+	struct mpi_io *x = (struct mpi_io *)io;
+	void *buf = NULL;
+	int n = 0, ret;
+
+	memset(m, 0, sizeof(*m));
+	ret = recv_any_by(&buf, &n, x->peer, tag_of(x->round, step_of(type)), x->deadline, NULL);
+	if (ret) {
+		snprintf(why, len, "%s did not answer in time", x->name);
+		return ret;
+	}
+	if (n < 2 || n - 2 > (int)RN_DW_MAX_PAYLOAD) {
+		free(buf);
+		snprintf(why, len, "malformed message from %s", x->name);
+		return -EBADMSG;
+	}
+	m->type = rn_get_be16(buf);
+	m->len = (uint32_t)(n - 2);
+	m->payload = malloc(m->len ? m->len : 1);
+	if (m->payload)
+		memcpy(m->payload, (uint8_t *)buf + 2, m->len);
+	free(buf);
+	return m->payload ? 0 : -ENOMEM;
+}
+
 /* ---- one host pair --------------------------------------------------------------------- */
 
 static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
@@ -252,21 +299,15 @@ static int remote_rdma(const struct rn_dw_nic *n)
 static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j, int round,
 		      double deadline)
 {
-	struct rn_doctor *d = x->d;
+	struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
 	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
-	struct probe_req rq = { i, j };
-	struct probe_handle hd;
-	struct probe_result res;
+	struct rn_pair_probe pr = { 0 };
 	struct rn_finding f = { 0 };
-	char why[WHY_LEN] = "";
-	double t0 = rn_doctor_now_ms();
-	int ret, peer_ret = 0, tmo;
+	char why[RN_DW_WHY_MAX], *msg = NULL, *m;
+	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
 
 	c->rdma = RN_SW_RDMA_ERROR;
-	if (send_by(&rq, sizeof(rq), b, tag_of(round, STEP_REQ), deadline) ||
-	    recv_by(&hd, sizeof(hd), b, tag_of(round, STEP_HANDLE), deadline)) {
-		char *msg = NULL;
-
+	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
 		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
 			msg = NULL;
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
@@ -274,61 +315,33 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		c->rdma = RN_SW_RDMA_TIMEOUT;
 		add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
+		rn_finding_clear(&pr.diag);
 		p->status = -ETIMEDOUT;
 		return;
 	}
-	if (hd.err) {
-		ret = 0;
-		peer_ret = -hd.err;
-		snprintf(why, sizeof(why), "no handle");
-	} else {
-		tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
-		ret = rn_probe_client(d, i, hd.handle, RN_MAX(tmo, 100), why, sizeof(why));
-	}
-	if (recv_by(&res, sizeof(res), b, tag_of(round, STEP_RESULT), deadline)) {
-		res.err = ETIMEDOUT;
-		snprintf(res.why, sizeof(res.why), "no result from %s", x->names[b]);
-		p->status = -ETIMEDOUT;
-	}
-	res.why[sizeof(res.why) - 1] = '\0';
-	if (!peer_ret)
-		peer_ret = -res.err;
-	c->rdma_us = (uint32_t)((rn_doctor_now_ms() - t0) * 1000);
-	if (!ret && !peer_ret) {
+	c->rdma_us = (uint32_t)(pr.ms * 1000);
+	if (!pr.ret && !pr.peer_ret) {
 		c->rdma = RN_SW_RDMA_OK;
 		return;
 	}
-	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
-	c->rdma = ret == -ETIMEDOUT || peer_ret == -ETIMEDOUT ? RN_SW_RDMA_TIMEOUT
-							      : RN_SW_RDMA_ERROR;
-	{
-		struct rn_peer_facts pf;
-		struct rn_finding diag = { 0 };
-		char *msg = NULL;
-
-		/* The plugin's own diagnosis after a failed connection. */
-		rn_dw_peer_facts(x->inv[b], j, &pf);
-		if (!rn_diagnose_peer(&d->nics[i].nic, &pf, &diag) && diag.cause) {
-			c->diag = (uint8_t)diag.cause;
-			rn_finding_move(&f, &diag);
-		}
-		rn_finding_clear(&diag);
-		/* the message is the probe's error, whole; the fix the diagnosis's */
-		if (asprintf(&msg, "%s%s%s", ret ? why : "",
-			     ret && peer_ret ? "; peer: " : peer_ret ? "peer: " : "",
-			     peer_ret ? res.why : "") < 0)
-			msg = NULL;
-		{
-			/* the diagnosis keeps its fixes and advice: only the message changes */
-			char *m = strdup(msg ? msg : "probe failed");
-
-			if (m) {
-				free(f.msg);
-				f.msg = m;
-			}
-		}
-		free(msg);
+	c->rdma = pr.timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
+	if (pr.diag.cause) {
+		c->diag = (uint8_t)pr.diag.cause;
+		rn_finding_move(&f, &pr.diag);
 	}
+	rn_finding_clear(&pr.diag);
+	/* the message is the probe's error, whole; the fix the diagnosis's */
+	if (asprintf(&msg, "%s%s%s", pr.ret ? pr.why : "",
+		     pr.ret && pr.peer_ret ? "; peer: " : pr.peer_ret ? "peer: " : "",
+		     pr.peer_ret ? pr.peer_why : "") < 0)
+		msg = NULL;
+	/* the diagnosis keeps its fixes and advice: only the message changes */
+	m = strdup(msg ? msg : "probe failed");
+	if (m) {
+		free(f.msg);
+		f.msg = m;
+	}
+	free(msg);
 	add_find(p, i, j, RN_SW_BY_RDMA, &f);
 	rn_finding_clear(&f);
 }
@@ -343,7 +356,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	struct rn_dw_checks *tc = calloc(1, sizeof(*tc));
 	const struct rn_dw_inv *rb = x->inv[b];
 	void *theirs = NULL;
-	int go = 1, len = 0, i, j;
+	uint8_t go[4];
+	int len = 0, i, j;
 
 	if (!p || !ours || !tc || !rb || !x->inv[x->rank]) {
 		free(ours);
@@ -364,7 +378,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		return NULL;
 	}
 	rn_doctor_pair_checks(d, rb, ours, &ms);
-	if (send_by(&go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
+	rn_put_be32(go, 1);
+	if (send_by(go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
 	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
 		p->status = -ETIMEDOUT;
 		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
@@ -392,9 +407,9 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
 	else {
-		struct probe_req done = { -1, -1 };
+		struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
 
-		send_by(&done, sizeof(done), b, tag_of(round, STEP_REQ), deadline);
+		io.io.send(&io.io, RN_DW_DONE, NULL, 0);
 	}
 out:
 	p->ms = rn_doctor_now_ms() - t0;
@@ -415,9 +430,10 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	const struct rn_dw_inv *ra = x->inv[a];
 	uint8_t *enc = NULL;
 	size_t elen = 0;
-	int go, n;
+	uint8_t go[4];
+	int n;
 
-	if (!ours || !ra || recv_by(&go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
+	if (!ours || !ra || recv_by(go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
 		if (ra)
 			fprintf(stderr, "roce-doctor-mpi: %s: %s did not start round %d in time\n",
 				d->hostname, x->names[a], round + 1);
@@ -438,35 +454,22 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	rn_dw_checks_clear(ours);
 	free(ours);
 	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
-		struct probe_req rq;
-		struct probe_handle hd = { 0 };
-		struct probe_result res = { 0 };
-		struct rn_probe_srv srv;
-		char why[WHY_LEN];
-		int ret;
+		struct mpi_io io = { { mio_send, mio_recv }, a, round, deadline, x->names[a] };
+		struct rn_dw_msg m;
+		char why[128];
+		int io_err, tmo;
 
-		if (recv_by(&rq, sizeof(rq), a, tag_of(round, STEP_REQ), deadline) || rq.i < 0)
+		if (io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why)))
 			return;
-		if (rq.j < 0 || rq.j >= d->nnics || !rn_probe_available(d, rq.j)) {
-			hd.err = ENODEV;
-			send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline);
-			res.err = ENODEV;
-			snprintf(res.why, sizeof(res.why), "no usable RDMA port here");
-			send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline);
-			continue;
-		}
-		ret = rn_probe_listen(d, rq.j, hd.handle, &srv, why, sizeof(why));
-		hd.err = -ret;
-		if (send_by(&hd, sizeof(hd), a, tag_of(round, STEP_HANDLE), deadline)) {
-			rn_probe_srv_close(&srv);
+		if (m.type != RN_DW_PROBE_REQ || m.len != 4) {
+			rn_dw_msg_free(&m); /* DONE, or not ours: the round is over */
 			return;
 		}
-		if (!ret)
-			ret = rn_probe_accept_ping(&srv, (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
-							deadline - rn_doctor_now_ms())), why, sizeof(why));
-		res.err = -ret;
-		snprintf(res.why, sizeof(res.why), "%s", ret ? why : "");
-		if (send_by(&res, sizeof(res), a, tag_of(round, STEP_RESULT), deadline))
+		tmo = (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
+						deadline - rn_doctor_now_ms()));
+		rn_pair_probe_answer(d, &io.io, &m, tmo, &io_err);
+		rn_dw_msg_free(&m);
+		if (io_err)
 			return;
 	}
 }
@@ -481,7 +484,7 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
 {
 	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
-	struct facts_hdr hdr = { gather_err, 0, gather_ms };
+	uint64_t ms_bits;
 	MPI_Request req, *ready = NULL;
 	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
 	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
@@ -498,12 +501,14 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	/* the peer protocol's own encoding: findings travel whole, never as pointers */
 	if (rn_dw_encode_inv(inv, &enc, &elen))
 		goto out;
-	len = (int)(sizeof(hdr) + elen);
+	len = (int)(FACTS_HDR + elen);
 	mine = malloc((size_t)len);
 	if (!mine)
 		goto out;
-	memcpy(mine, &hdr, sizeof(hdr));
-	memcpy(mine + sizeof(hdr), enc, elen);
+	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
+	rn_put_be32((uint8_t *)mine, (uint32_t)gather_err);
+	rn_put_be64((uint8_t *)mine + 4, ms_bits);
+	memcpy(mine + FACTS_HDR, enc, elen);
 	if (x->rank) {
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
 	} else {
@@ -544,18 +549,18 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
 		goto out;
 	for (h = 0; h < x->n; h++) {
-		struct facts_hdr fh;
+		const uint8_t *fh = (const uint8_t *)all + displs[h];
 		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
 		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
 		char why[128];
+		double fms;
 
-		if (!hv || lens[h] < (int)sizeof(fh)) {
+		if (!hv || lens[h] < FACTS_HDR) {
 			free(hv);
 			continue;
 		}
-		memcpy(&fh, all + displs[h], sizeof(fh));
-		m.len = (uint32_t)((size_t)lens[h] - sizeof(fh));
-		m.payload = (uint8_t *)all + displs[h] + sizeof(fh);
+		m.len = (uint32_t)(lens[h] - FACTS_HDR);
+		m.payload = (uint8_t *)all + displs[h] + FACTS_HDR;
 		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
 			rn_dw_inv_clear(hv);
 			free(hv);
@@ -564,8 +569,10 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 		x->inv[h] = hv;
 		if (s) {
 			s->hosts[h].facts = 1;
-			s->hosts[h].gather_err = fh.gather_err;
-			s->hosts[h].gather_ms = fh.gather_ms;
+			ms_bits = rn_get_be64(fh + 4);
+			memcpy(&fms, &ms_bits, sizeof(fms));
+			s->hosts[h].gather_err = (int32_t)rn_get_be32(fh);
+			s->hosts[h].gather_ms = fms;
 		}
 	}
 	ret = 0;
@@ -589,159 +596,109 @@ out:
 
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
-/* A finding of a pair on the wire: its place, then the finding's texts whole. */
-/* Then the texts: message, fix, fix host, first part, its host, advice. */
-#define FIND_TEXTS 6
-struct find_wire {
-	int16_t i, j, by, pad;
-	int32_t cause, sev;
-	uint32_t l[FIND_TEXTS];
-};
-
-static void find_texts(const struct rn_finding *f, const char *t[FIND_TEXTS])
-{
-	t[0] = rn_finding_msg(f);
-	t[1] = rn_finding_fix(f);
-	t[2] = rn_finding_fix_host(f);
-	t[3] = rn_finding_pre_fix(f);
-	t[4] = rn_finding_pre_host(f);
-	t[5] = rn_finding_advice(f);
-}
-
-static size_t finds_size(const struct rn_sweep_pair *p)
-{
-	size_t n = 0;
-	int k;
-
-	for (k = 0; k < p->nfind; k++) {
-		const char *t[FIND_TEXTS];
-		int i;
-
-		find_texts(&p->finds[k].f, t);
-		n += sizeof(struct find_wire);
-		for (i = 0; i < FIND_TEXTS; i++)
-			n += strlen(t[i]);
-	}
-	return n;
-}
-
+/*
+ * PAIRS, the pairs a rank led, to rank 0: per pair be32 a, b, status, na, nb, nfind,
+ * be64 ms (IEEE 754 bits), err[160]; na * nb cells (u8 a_cause, a_sev, b_cause, b_sev,
+ * a_checked, b_checked, rdma, diag, be32 rdma_us); nfind x (be16 i, j, by, then the
+ * peer protocol's FINDING, texts whole).
+ */
 static char *pack_pairs(struct ctx *x, int *len)
 {
-	size_t n = 0, off = 0;
-	char *buf;
-	int k, q;
+	struct rn_wbuf b = { 0 };
+	uint64_t bits;
+	int k, q, c;
 
 	for (k = 0; k < x->nmine; k++) {
 		const struct rn_sweep_pair *p = x->mine[k];
 
-		n += sizeof(struct pair_wire) + (size_t)(p->na * p->nb) * sizeof(*p->cells) +
-		     finds_size(p);
-	}
-	buf = malloc(n ? n : 1);
-	if (!buf)
-		return NULL;
-	for (k = 0; k < x->nmine; k++) {
-		const struct rn_sweep_pair *p = x->mine[k];
-		struct pair_wire w = { p->a, p->b, p->status, p->na, p->nb, p->nfind, p->ms, "" };
+		rn_wb_u32(&b, (uint32_t)p->a);
+		rn_wb_u32(&b, (uint32_t)p->b);
+		rn_wb_u32(&b, (uint32_t)p->status);
+		rn_wb_u32(&b, (uint32_t)p->na);
+		rn_wb_u32(&b, (uint32_t)p->nb);
+		rn_wb_u32(&b, (uint32_t)p->nfind);
+		memcpy(&bits, &p->ms, sizeof(bits));
+		rn_wb_u64(&b, bits);
+		rn_wb_field(&b, p->err, sizeof(p->err));
+		for (c = 0; c < p->na * p->nb; c++) {
+			const struct rn_sweep_cell *e = &p->cells[c];
+			const uint8_t u[8] = { e->a_cause, e->a_sev, e->b_cause, e->b_sev,
+					       e->a_checked, e->b_checked, e->rdma, e->diag };
 
-		snprintf(w.err, sizeof(w.err), "%s", p->err);
-		memcpy(buf + off, &w, sizeof(w));
-		off += sizeof(w);
-		memcpy(buf + off, p->cells, (size_t)(p->na * p->nb) * sizeof(*p->cells));
-		off += (size_t)(p->na * p->nb) * sizeof(*p->cells);
+			rn_wb_put(&b, u, sizeof(u));
+			rn_wb_u32(&b, e->rdma_us);
+		}
 		for (q = 0; q < p->nfind; q++) {
-			const struct rn_sweep_find *f = &p->finds[q];
-			struct find_wire fw = { f->i, f->j, f->by, 0, (int32_t)f->f.cause,
-						(int32_t)f->f.sev, { 0 } };
-			const char *t[FIND_TEXTS];
-			int i;
-
-			find_texts(&f->f, t);
-			for (i = 0; i < FIND_TEXTS; i++)
-				fw.l[i] = (uint32_t)strlen(t[i]);
-			memcpy(buf + off, &fw, sizeof(fw));
-			off += sizeof(fw);
-			for (i = 0; i < FIND_TEXTS; i++) {
-				memcpy(buf + off, t[i], fw.l[i]);
-				off += fw.l[i];
-			}
+			rn_wb_u16(&b, (uint16_t)p->finds[q].i);
+			rn_wb_u16(&b, (uint16_t)p->finds[q].j);
+			rn_wb_u16(&b, (uint16_t)p->finds[q].by);
+			rn_dw_put_finding(&b, &p->finds[q].f);
 		}
 	}
-	*len = (int)n;
-	return buf;
+	if (b.err || b.len > INT_MAX) {
+		free(b.p);
+		return NULL;
+	}
+	*len = (int)b.len;
+	return b.p ? (char *)b.p : calloc(1, 1);
 }
 
 static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 {
-	size_t off = 0;
+	struct rn_rbuf b = { (const uint8_t *)buf, (size_t)len, 0, 0 };
 
-	while (off + sizeof(struct pair_wire) <= (size_t)len) {
-		struct pair_wire w;
-		struct rn_sweep_pair *p;
-		size_t nc, nf;
+	while (b.off < b.len && !b.err) {
+		struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+		uint64_t bits;
+		int c;
 		long k;
 
-		memcpy(&w, buf + off, sizeof(w));
-		off += sizeof(w);
-		if (w.a != from || w.b <= w.a || w.b >= s->n || w.na < 0 || w.nb < 0 ||
-		    w.na > RN_DOCTOR_MAX_NICS || w.nb > RN_DOCTOR_MAX_NICS || w.nfind < 0 ||
-		    w.nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
-			return -EBADMSG;
-		nc = (size_t)(w.na * w.nb);
-		nf = (size_t)w.nfind;
-		if (off + nc * sizeof(struct rn_sweep_cell) > (size_t)len)
-			return -EBADMSG;
-		p = calloc(1, sizeof(*p));
 		if (!p)
 			return -ENOMEM;
-		p->a = w.a;
-		p->b = w.b;
-		p->status = w.status;
-		p->na = w.na;
-		p->nb = w.nb;
-		p->ms = w.ms;
-		memcpy(p->err, w.err, sizeof(p->err));
-		p->err[sizeof(p->err) - 1] = '\0';
-		p->cells = calloc(nc ? nc : 1, sizeof(*p->cells));
-		p->finds = calloc(nf ? nf : 1, sizeof(*p->finds));
+		p->a = (int32_t)rn_rb_u32(&b);
+		p->b = (int32_t)rn_rb_u32(&b);
+		p->status = (int32_t)rn_rb_u32(&b);
+		p->na = (int32_t)rn_rb_u32(&b);
+		p->nb = (int32_t)rn_rb_u32(&b);
+		p->nfind = (int32_t)rn_rb_u32(&b);
+		bits = rn_rb_u64(&b);
+		memcpy(&p->ms, &bits, sizeof(p->ms));
+		rn_rb_field(&b, p->err, sizeof(p->err));
+		if (b.err || p->a != from || p->b <= p->a || p->b >= s->n || p->na < 0 ||
+		    p->nb < 0 || p->na > RN_DOCTOR_MAX_NICS || p->nb > RN_DOCTOR_MAX_NICS ||
+		    p->nfind < 0 ||
+		    p->nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
+			goto bad;
+		p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
+		p->finds = calloc((size_t)RN_MAX(p->nfind, 1), sizeof(*p->finds));
 		if (!p->cells || !p->finds) {
 			rn_sweep_pair_free(p);
 			return -ENOMEM;
 		}
-		memcpy(p->cells, buf + off, nc * sizeof(*p->cells));
-		off += nc * sizeof(*p->cells);
-		for (; p->nfind < (int)nf; p->nfind++) {
-			struct rn_sweep_find *f = &p->finds[p->nfind];
-			struct find_wire fw;
-			char *t[FIND_TEXTS] = { 0 };
-			size_t all = 0;
-			int i;
+		for (c = 0; c < p->na * p->nb; c++) {
+			struct rn_sweep_cell *e = &p->cells[c];
+			const uint8_t *u = rn_rb_take(&b, 8);
 
-			if (off + sizeof(fw) > (size_t)len)
+			if (!u)
 				goto bad;
-			memcpy(&fw, buf + off, sizeof(fw));
-			off += sizeof(fw);
-			for (i = 0; i < FIND_TEXTS; i++) {
-				if (fw.l[i] > RN_DW_TEXT_MAX)
-					goto bad;
-				all += fw.l[i];
-			}
-			if (off + all > (size_t)len || fw.sev < 0 || fw.sev > RN_SEV_FATAL)
-				goto bad;
-			for (i = 0; i < FIND_TEXTS; i++) {
-				t[i] = strndup(buf + off, fw.l[i]);
-				off += fw.l[i];
-			}
-			f->i = fw.i;
-			f->j = fw.j;
-			f->by = fw.by;
-			rn_finding_set(&f->f, (enum rn_cause)fw.cause, (enum rn_severity)fw.sev,
-				       t[0] ? t[0] : "", t[1] ? t[1] : "");
-			rn_finding_set_where(&f->f, t[2] ? t[2] : "", t[3] ? t[3] : "",
-					     t[4] ? t[4] : "", t[5] ? t[5] : "");
-			for (i = 0; i < FIND_TEXTS; i++)
-				free(t[i]);
+			e->a_cause = u[0];
+			e->a_sev = u[1];
+			e->b_cause = u[2];
+			e->b_sev = u[3];
+			e->a_checked = u[4];
+			e->b_checked = u[5];
+			e->rdma = u[6];
+			e->diag = u[7];
+			e->rdma_us = rn_rb_u32(&b);
 		}
+		for (c = 0; c < p->nfind && !b.err; c++) {
+			p->finds[c].i = (int16_t)rn_rb_u16(&b);
+			p->finds[c].j = (int16_t)rn_rb_u16(&b);
+			p->finds[c].by = (int16_t)rn_rb_u16(&b);
+			rn_dw_get_finding(&b, &p->finds[c].f);
+		}
+		if (b.err)
+			goto bad;
 		k = rn_sweep_pair_index(s->n, p->a, p->b);
 		rn_sweep_pair_free(s->pairs[k]);
 		s->pairs[k] = p;
@@ -959,7 +916,9 @@ int main(int argc, char **argv)
 	}
 
 	test_hang(x.rank, "facts");
-	gather_err = rn_doctor_gather(d);
+	gather_err = d->netdevs ? rn_doctor_set_netdevs(d, d->netdevs) : 0;
+	if (!gather_err)
+		gather_err = rn_doctor_gather(d);
 	if (gather_err)
 		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n", d->hostname);
 	if (exchange_facts(&x, x.rank ? NULL : &s, gather_err, d->gather_ms)) {

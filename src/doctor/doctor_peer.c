@@ -39,23 +39,10 @@
 #include "rn_net.h"
 #include "rn_wire.h"
 
-#define IO_TIMEOUT_S 10
-#define PROBE_TIMEOUT_MS 8000
-
-struct probe {
-	int tried;
-	int ret;                    /* ours */
-	int peer_ret;               /* the server's side */
-	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
-	double ms;
-	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
-	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
-};
-
 struct session {
 	struct rn_dw_inv local, remote;
 	struct rn_dw_checks ours, theirs;
-	struct probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	double check_ms;
@@ -101,147 +88,6 @@ static void skip(struct session *s, const char *check, const char *fmt, ...)
 	s->nskips++;
 }
 
-/* ---- pair checks (both sides) ------------------------------------------------------- */
-
-static int pair_problem(const struct rn_dw_pair *p)
-{
-	int k;
-
-	for (k = 0; k < p->nfindings; k++)
-		if (p->findings[k].sev >= RN_SEV_WARN)
-			return 1;
-	return p->status == 1;
-}
-
-/* @w is one of the space-separated words of @list. */
-static int has_word(const char *list, const char *w)
-{
-	size_t n = strlen(w);
-	const char *p;
-
-	for (p = list; (p = strstr(p, w)); p += n)
-		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
-			return 1;
-	return 0;
-}
-
-/*
- * The sysctls the remote's own verdict names against ARP flux (its arp-flux fixes:
- * "sysctl -w KEY=V ...  # or ..."), each key once, into @v's "keys"; "" when the
- * remote reports no flux.
- */
-static void remote_flux_keys(const struct rn_dw_inv *remote, struct rn_vars *v)
-{
-	static const char head[] = "sysctl -w ";
-	int i, k;
-
-	rn_vars_set(v, "keys", "%s", "");
-	for (i = 0; i < remote->nnics; i++)
-		for (k = 0; k < remote->nics[i].nfindings; k++) {
-			const struct rn_finding *f = &remote->nics[i].findings[k];
-			char *cmd, *save = NULL, *w;
-
-			if (f->cause != RN_CAUSE_ARP_FLUX ||
-			    strncmp(rn_finding_fix(f), head, sizeof(head) - 1))
-				continue;
-			cmd = strdup(rn_finding_fix(f) + sizeof(head) - 1);
-			/* KEY=V words up to the first that is not one ("#", ";", a command) */
-			for (w = cmd ? strtok_r(cmd, " ", &save) : NULL; w && strchr(w, '=');
-			     w = strtok_r(NULL, " ", &save))
-				if (!has_word(rn_vars_get(v, "keys"), w))
-					rn_vars_append(v, "keys", " ", "%s", w);
-			free(cmd);
-		}
-}
-
-void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c)
-{
-	struct rn_vars v = RN_VARS_INIT;
-	char *pre = NULL;
-	int n, k;
-
-	remote_flux_keys(remote, &v);
-	if (v.err)
-		goto out; /* the library's default stands */
-	if (rn_vars_get(&v, "keys")[0] &&
-	    asprintf(&pre, "sysctl -w %s", rn_vars_get(&v, "keys")) < 0)
-		goto out;
-	for (n = 0; n < c->npairs; n++)
-		for (k = 0; k < c->pairs[n].nfindings; k++)
-			if (c->pairs[n].findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC)
-				rn_finding_set_where(&c->pairs[n].findings[k], NULL, pre ? pre : "",
-						     pre ? NULL : "", NULL);
-out:
-	free(pre);
-	rn_vars_free(&v);
-}
-
-/* Every local NIC against every remote NIC, all checks in flight at once. */
-static void run_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
-		       struct rn_dw_checks *out, double *ms)
-{
-	struct rn_conn_check *chk[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS] = { 0 };
-	double t0 = rn_doctor_now_ms();
-	int i, j, n, pending = 0;
-
-	rn_dw_checks_clear(out);
-	memset(out, 0, sizeof(*out));
-	for (i = 0; i < d->nnics; i++) {
-		for (j = 0; j < remote->nnics; j++) {
-			const struct rn_nic *nic = &d->nics[i].nic;
-			struct rn_dw_pair *p = &out->pairs[out->npairs];
-			struct rn_peer_facts pf;
-			int ret;
-
-			p->local = i;
-			p->remote = j;
-			p->status = 2;
-			rn_dw_peer_facts(remote, j, &pf);
-			if (!nic->link_up) {
-				struct rn_vars v = RN_VARS_INIT;
-
-				rn_conn_vars(nic, &pf, &v);
-				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN, &v);
-				rn_vars_free(&v);
-				p->status = 1;
-			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
-				   remote->nics[j].link_up) {
-				ret = rn_conn_check_start(nic, &pf, d->cfg.neigh_timeout_ms,
-							  &chk[out->npairs]);
-				if (!ret)
-					pending++;
-			}
-			out->npairs++;
-		}
-	}
-	while (pending) {
-		usleep(2000);
-		for (n = 0; n < out->npairs; n++) {
-			struct rn_dw_pair *p = &out->pairs[n];
-			const struct rn_finding *all;
-			int ret, k, nf;
-
-			if (!chk[n])
-				continue;
-			ret = rn_conn_check_poll(chk[n], NULL);
-			if (ret == -EAGAIN)
-				continue;
-			nf = rn_conn_check_findings(chk[n], &all);
-			for (k = 0; k < nf && p->nfindings < RN_DW_PAIR_FINDINGS; k++)
-				if (!rn_finding_copy(&p->findings[p->nfindings], &all[k]))
-					p->nfindings++;
-			p->status = ret == 0 || ret == -EHOSTUNREACH ? (ret ? 1 : 0) : 2;
-			if (!p->status && pair_problem(p))
-				p->status = 1;
-			rn_conn_check_free(chk[n]);
-			chk[n] = NULL;
-			pending--;
-		}
-	}
-	rn_doctor_peer_fix(remote, out);
-	*ms = rn_doctor_now_ms() - t0;
-}
-
 /* ---- the matrix ---------------------------------------------------------------------- */
 
 static const struct rn_dw_pair *pair_of(const struct rn_dw_checks *c, int local, int remote)
@@ -270,7 +116,7 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 {
 	const struct rn_dw_pair *a = pair_of(&s->ours, i, j), *b = pair_of(&s->theirs, j, i);
 	const struct rn_finding *wa = worst(a), *wb = worst(b);
-	const struct probe *p = &s->probes[i][j];
+	const struct rn_pair_probe *p = &s->probes[i][j];
 
 	char lb[32];
 
@@ -341,7 +187,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 		for (j = 0; j < s->remote.nnics; j++) {
 			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
 			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
-			const struct probe *p = &s->probes[i][j];
+			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			for (k = 0; pa && k < pa->nfindings; k++, n++) {
 				snprintf(who[n], sizeof(who[n]), "%s->%s:%s", s->local.nics[i].netdev,
@@ -381,7 +227,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 	rn_doctor_print_grouped(f, it, n, verbose);
 	for (i = 0; i < s->local.nnics; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
-			const struct probe *p = &s->probes[i][j];
+			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			if (!p->tried || (!p->ret && !p->peer_ret))
 				continue;
@@ -517,7 +363,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_arr(&j, "pairs");
 	for (i = 0; i < s->local.nnics; i++) {
 		for (k = 0; k < s->remote.nnics; k++) {
-			const struct probe *p = &s->probes[i][k];
+			const struct rn_pair_probe *p = &s->probes[i][k];
 
 			rn_json_obj(&j, NULL);
 			rn_json_str(&j, "local", s->local.nics[i].netdev);
@@ -584,11 +430,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
 		/* the tools' error object (rn_cli.h), beside the report that explains it */
-		rn_json_obj(&j, "error");
-		rn_json_int(&j, "code", rc);
-		rn_json_str(&j, "kind", rn_exit_kind(rc));
-		rn_json_str(&j, "message", "no NIC to check on one end (name netdevs with --netdev there)");
-		rn_json_close(&j, '}');
+		rn_cli_json_error_obj(&j, rc, NULL, "no NIC to check on one end (name netdevs with --netdev there)");
 	}
 	rn_json_end(&j);
 }
@@ -605,64 +447,6 @@ static int recv_type(int fd, uint16_t type, struct rn_dw_msg *m, char *why, size
 		ret = -EBADMSG;
 	}
 	return ret;
-}
-
-static int probe_pair(struct rn_doctor *d, int fd, struct session *s, int i, int j, char *why,
-		      size_t len)
-{
-	struct probe *p = &s->probes[i][j];
-	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
-	struct rn_dw_msg m;
-	double t0 = rn_doctor_now_ms();
-	uint32_t be;
-	int ret;
-
-	p->tried = 1;
-	ret = rn_dw_send(fd, RN_DW_PROBE_REQ, req, sizeof(req));
-	if (!ret)
-		ret = recv_type(fd, RN_DW_PROBE_HANDLE, &m, why, len);
-	if (ret)
-		return ret;
-	if (m.len != 4 + RN_HANDLE_SIZE) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe handle");
-		return -EBADMSG;
-	}
-	memcpy(&be, m.payload, 4);
-	if (ntohl(be)) {
-		p->peer_ret = -(int)ntohl(be);
-		p->ret = 0;
-		snprintf(p->why, sizeof(p->why), "no handle");
-	} else {
-		p->ret = rn_probe_client(d, i, m.payload + 4, PROBE_TIMEOUT_MS, p->why, sizeof(p->why));
-	}
-	rn_dw_msg_free(&m);
-	ret = recv_type(fd, RN_DW_PROBE_RESULT, &m, why, len);
-	if (ret)
-		return ret;
-	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) || memchr(m.payload + 4, '\0', m.len - 4)) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe result");
-		return -EBADMSG;
-	}
-	memcpy(&be, m.payload, 4);
-	if (!p->peer_ret)
-		p->peer_ret = -(int)ntohl(be);
-	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
-	p->peer_why[m.len - 4] = '\0';
-	rn_dw_msg_free(&m);
-	p->ms = rn_doctor_now_ms() - t0;
-	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
-	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
-	if (p->ret || p->peer_ret) {
-		struct rn_peer_facts pf;
-
-		/* The plugin's own diagnosis after a failed connection. */
-		rn_dw_peer_facts(&s->remote, j, &pf);
-		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
-			memset(&p->diag, 0, sizeof(p->diag));
-	}
-	return 0;
 }
 
 /*
@@ -682,14 +466,14 @@ static int all_timed_out(const struct session *s, int x, int by_remote)
 	int tried = 0, bad = 0, others_ok = 0, y, k;
 
 	for (y = 0; y < n; y++) {
-		const struct probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
+		const struct rn_pair_probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
 
 		if (!p->tried)
 			continue;
 		tried++;
 		bad += p->timeout && !p->diag.cause;
 		for (k = 0; k < own; k++) {
-			const struct probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
+			const struct rn_pair_probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
 
 			others_ok |= k != x && q->tried && !q->ret && !q->peer_ret;
 		}
@@ -729,14 +513,13 @@ static int remote_rdma(const struct rn_dw_nic *n)
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
+	struct rn_dw_io io;
 	struct rn_dw_msg m;
 	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
 	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0;
-	int tmo = d->timeout_s > 0 ? d->timeout_s : IO_TIMEOUT_S;
+	int tmo = d->timeout_s > 0 ? d->timeout_s : RN_DOCTOR_IO_TIMEOUT_S;
 
-	if (argc != 2)
-		return rn_doctor_err(d, "peer takes one address; try 'roce-doctor --help'");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return rn_doctor_err(d, "out of memory");
@@ -753,13 +536,14 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	}
 	rn_dw_inv_from_doctor(d, &s->local);
-	ret = rn_dw_connect(argv[1], d->port, tmo, &fd, why, sizeof(why));
+	ret = rn_dw_connect(argv[0], d->port, tmo, &fd, why, sizeof(why));
 	if (ret) {
 		rn_doctor_err(d, "%s", why);
 		goto out;
 	}
 	/* Room for the server's pair checks (its neighbour timeout) and a probe. */
-	rn_dw_set_timeout(fd, tmo + d->cfg.neigh_timeout_ms / 1000 + PROBE_TIMEOUT_MS / 1000 + 2);
+	rn_dw_set_timeout(fd, tmo + d->cfg.neigh_timeout_ms / 1000 + RN_DOCTOR_PROBE_TIMEOUT_MS / 1000 + 2);
+	rn_dw_io_init(&io, fd, 0);
 	ret = rn_dw_send_inv(fd, &s->local);
 	if (!ret)
 		ret = recv_type(fd, RN_DW_INV, &m, why, sizeof(why));
@@ -770,11 +554,11 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		rn_doctor_err(d, "%s: %s%s", argv[1], why,
+		rn_doctor_err(d, "%s: %s%s", argv[0], why,
 			      ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
 		goto out;
 	}
-	run_checks(d, &s->remote, &s->ours, &s->check_ms);
+	rn_doctor_pair_checks(d, &s->remote, &s->ours, &s->check_ms);
 	ret = rn_dw_send_checks(fd, &s->ours);
 	if (ret)
 		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
@@ -785,7 +569,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
-		rn_doctor_err(d, "%s: %s", argv[1], why);
+		rn_doctor_err(d, "%s: %s", argv[0], why);
 		goto out;
 	}
 	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
@@ -805,9 +589,11 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 			if (!remote_rdma(&s->remote.nics[j]))
 				continue;
 			remote_any = 1;
-			ret = probe_pair(d, fd, s, i, j, why, sizeof(why));
+			ret = rn_pair_probe(d, &io.io, &s->remote, i, j,
+					    RN_DOCTOR_PROBE_TIMEOUT_MS, &s->probes[i][j], why,
+					    sizeof(why));
 			if (ret) {
-				rn_doctor_err(d, "%s: RDMA probe: %s", argv[1], why);
+				rn_doctor_err(d, "%s: RDMA probe: %s", argv[0], why);
 				goto out;
 			}
 			probed++;
@@ -838,139 +624,13 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		if (s->remote.nics[i].nfindings)
 			rc = RN_DOCTOR_PROBLEMS;
 	if (d->json)
-		json_session(d, s, argv[1], rc);
+		json_session(d, s, argv[0], rc);
 	else
-		print_session(d, s, argv[1]);
+		print_session(d, s, argv[0]);
 out:
 	if (fd >= 0)
 		close(fd);
 	session_clear(s);
 	free(s);
 	return rc;
-}
-
-/* ---- serve ------------------------------------------------------------------------------ */
-
-/*
- * One client whose inventory @inv came whole (doctor_serve.c read it without blocking).
- * Every later message must come whole within its deadline (rn_dw_recv_by), so a client
- * that trickles bytes is cut off; sends are bounded by the socket's timeout.
- * Returns 0/1 (its verdict from our side) or -1 when it was rejected.
- */
-static int serve_one(struct rn_doctor *d, struct session *s, int fd, const char *who,
-		     const struct rn_dw_msg *inv)
-{
-	struct rn_dw_msg m;
-	char why[RN_DW_WHY_MAX];
-	int ret, n, problems = 0, probes = 0;
-
-	rn_dw_set_timeout(fd, IO_TIMEOUT_S);
-	ret = rn_dw_decode_inv(inv, &s->remote, why, sizeof(why));
-	if (ret) {
-		rn_doctor_slog("rejected %s: %s", who, why);
-		return -1;
-	}
-	if (rn_doctor_gather(d)) {
-		rn_doctor_slog("%s: cannot gather this host's facts", who);
-		return -1;
-	}
-	rn_dw_inv_from_doctor(d, &s->local);
-	ret = rn_dw_send_inv(fd, &s->local);
-	if (ret) {
-		rn_doctor_slog("%s: cannot send the inventory: %s", who, strerror(-ret));
-		return -1;
-	}
-	ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + IO_TIMEOUT_S * 1000.0, why, sizeof(why));
-	if (!ret) {
-		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
-		rn_dw_msg_free(&m);
-	}
-	if (ret) {
-		rn_doctor_slog("%s: %s", who, why);
-		return -1;
-	}
-	run_checks(d, &s->remote, &s->ours, &s->check_ms);
-	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
-	ret = rn_dw_send_checks(fd, &s->ours);
-	if (ret) {
-		rn_doctor_slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
-		return -1;
-	}
-	for (n = 0; n < s->ours.npairs; n++)
-		problems += pair_problem(&s->ours.pairs[n]);
-	for (;;) {
-		ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + IO_TIMEOUT_S * 1000.0 +
-				    PROBE_TIMEOUT_MS, why, sizeof(why));
-		if (ret) {
-			rn_doctor_slog("%s: %s before DONE", who, why);
-			break;
-		}
-		if (m.type == RN_DW_DONE) {
-			rn_dw_msg_free(&m);
-			break;
-		}
-		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
-		    m.payload[1] < s->remote.nnics) {
-			uint8_t res[4 + RN_DW_WHY_MAX] = { 0 };
-			int nic = m.payload[0];
-			uint32_t be;
-
-			rn_dw_msg_free(&m);
-			probes++;
-			if (!rn_probe_available(d, nic)) {
-				snprintf(why, sizeof(why), "%s has no usable RDMA port here",
-					 d->nics[nic].nic.netdev);
-				uint8_t h[4 + RN_HANDLE_SIZE] = { 0 };
-
-				ret = -ENODEV;
-				be = htonl(ENODEV);
-				memcpy(h, &be, 4);
-				rn_dw_send(fd, RN_DW_PROBE_HANDLE, h, sizeof(h));
-			} else {
-				ret = rn_probe_serve(d, fd, nic, PROBE_TIMEOUT_MS, why, sizeof(why));
-			}
-			problems += ret != 0;
-			be = htonl((uint32_t)-ret);
-			memcpy(res, &be, 4);
-			n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
-			memcpy(res + 4, why, (size_t)n);
-			if (rn_dw_send(fd, RN_DW_PROBE_RESULT, res, 4 + (size_t)n))
-				break;
-			continue;
-		}
-		rn_doctor_slog("%s: unexpected message type %u; closing", who, m.type);
-		rn_dw_msg_free(&m);
-		break;
-	}
-	/* The next client may come after a fix: a fresh transport sees the new routing. */
-	rn_probe_release();
-	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
-	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
-	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
-	     problems == 1 ? "" : "s",
-	     s->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "");
-	return problems || rn_doctor_host_problems(d) ? 1 : 0;
-}
-
-int rn_doctor_serve_session(struct rn_doctor *d, int fd, const char *who,
-			    const struct rn_dw_msg *inv)
-{
-	struct session *s = calloc(1, sizeof(*s));
-	int r;
-
-	if (!s) {
-		rn_doctor_slog("%s: out of memory", who);
-		return -1;
-	}
-	r = serve_one(d, s, fd, who, inv);
-	session_clear(s);
-	free(s);
-	return r;
-}
-
-/* For the fleet sweep (doctor_mpi.c): the same checks, one host pair at a time. */
-void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			   struct rn_dw_checks *out, double *ms)
-{
-	run_checks(d, remote, out, ms);
 }

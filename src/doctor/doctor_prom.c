@@ -3,7 +3,7 @@
  * `roce-doctor --prometheus` / `--textfile FILE`: the host check as Prometheus text
  * exposition (format 0.0.4), so a fleet's monitoring alerts on a host that drifted (a
  * reboot lost the rules, a NIC bounced). --textfile is for node-exporter's textfile
- * collector: written to FILE.tmp.<pid> in the same directory, flushed, then renamed,
+ * collector: written to a mkstemp FILE.tmp.XXXXXX in the same directory, synced, then renamed,
  * so the collector never reads half a file. A host whose facts cannot be read still
  * gets a file, with roce_doctor_up 0.
  *

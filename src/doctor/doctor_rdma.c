@@ -201,23 +201,6 @@ void rn_probe_srv_close(struct rn_probe_srv *srv)
 	srv->lc = NULL;
 }
 
-int rn_probe_serve(struct rn_doctor *d, int fd, int nic, int timeout_ms, char *why, size_t len)
-{
-	uint8_t hbuf[4 + RN_HANDLE_SIZE] = { 0 };
-	struct rn_probe_srv srv;
-	uint32_t be;
-	int ret;
-
-	ret = rn_probe_listen(d, nic, hbuf + 4, &srv, why, len);
-	be = htonl((uint32_t)-ret);
-	memcpy(hbuf, &be, 4);
-	if (rn_dw_send(fd, RN_DW_PROBE_HANDLE, hbuf, sizeof(hbuf)) || ret) {
-		rn_probe_srv_close(&srv);
-		return ret;
-	}
-	return rn_probe_accept_ping(&srv, timeout_ms, why, len);
-}
-
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int timeout_ms,
 		    char *why, size_t len)
 {

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_net.h"
 #include "rn_ratelimit.h"
 #include "rn_wire.h"
 
@@ -51,17 +52,6 @@ struct waiting {
 	char who[80];
 	struct rn_dw_reader rd;
 };
-
-void rn_doctor_slog(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "roce-doctor serve: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* "198.18.0.11:53956" also for a client that reached the dual-stack socket over IPv4 */
 static void peer_str(struct sockaddr_storage *ss, char *buf, size_t len)
@@ -103,6 +93,118 @@ static double w_deadline(const struct waiting *w)
 	return RN_MAX(t, w->grace_ms);
 }
 
+/* What the server keeps of one client's session. */
+struct serve_session {
+	struct rn_dw_inv local, remote;
+	struct rn_dw_checks ours, theirs;
+	double check_ms;
+	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
+};
+
+/*
+ * One client whose inventory @inv came whole (read without blocking).
+ * Every later message must come whole within its deadline (rn_dw_recv_by), so a client
+ * that trickles bytes is cut off; sends are bounded by the socket's timeout.
+ * Returns 0/1 (its verdict from our side) or -1 when it was rejected.
+ */
+static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const char *who,
+		     const struct rn_dw_msg *inv)
+{
+	struct rn_dw_msg m;
+	struct rn_dw_io io;
+	char why[RN_DW_WHY_MAX];
+	int ret, n, problems = 0, probes = 0;
+
+	rn_dw_set_timeout(fd, RN_DOCTOR_IO_TIMEOUT_S);
+	rn_dw_io_init(&io, fd, RN_DOCTOR_IO_TIMEOUT_S * 1000.0 + RN_DOCTOR_PROBE_TIMEOUT_MS);
+	ret = rn_dw_decode_inv(inv, &s->remote, why, sizeof(why));
+	if (ret) {
+		rn_doctor_slog("rejected %s: %s", who, why);
+		return -1;
+	}
+	if (rn_doctor_gather(d)) {
+		rn_doctor_slog("%s: cannot gather this host's facts", who);
+		return -1;
+	}
+	rn_dw_inv_from_doctor(d, &s->local);
+	ret = rn_dw_send_inv(fd, &s->local);
+	if (ret) {
+		rn_doctor_slog("%s: cannot send the inventory: %s", who, strerror(-ret));
+		return -1;
+	}
+	ret = rn_dw_recv_by(fd, &m, rn_doctor_now_ms() + RN_DOCTOR_IO_TIMEOUT_S * 1000.0, why, sizeof(why));
+	if (!ret) {
+		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
+		rn_dw_msg_free(&m);
+	}
+	if (ret) {
+		rn_doctor_slog("%s: %s", who, why);
+		return -1;
+	}
+	rn_doctor_pair_checks(d, &s->remote, &s->ours, &s->check_ms);
+	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
+	ret = rn_dw_send_checks(fd, &s->ours);
+	if (ret) {
+		rn_doctor_slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
+		return -1;
+	}
+	for (n = 0; n < s->ours.npairs; n++)
+		problems += rn_doctor_pair_problem(&s->ours.pairs[n]);
+	for (;;) {
+		ret = io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why));
+		if (ret) {
+			rn_doctor_slog("%s: %s before DONE", who, why);
+			break;
+		}
+		if (m.type == RN_DW_DONE) {
+			rn_dw_msg_free(&m);
+			break;
+		}
+		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
+		    m.payload[1] < s->remote.nnics) {
+			int io_err;
+
+			probes++;
+			problems += rn_pair_probe_answer(d, &io.io, &m, RN_DOCTOR_PROBE_TIMEOUT_MS,
+							 &io_err) != 0;
+			rn_dw_msg_free(&m);
+			if (io_err)
+				break;
+			continue;
+		}
+		rn_doctor_slog("%s: unexpected message type %u; closing", who, m.type);
+		rn_dw_msg_free(&m);
+		break;
+	}
+	/* The next client may come after a fix: a fresh transport sees the new routing. */
+	rn_probe_release();
+	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s",
+	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
+	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
+	     problems == 1 ? "" : "s",
+	     s->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "");
+	return problems || rn_doctor_host_problems(d) ? 1 : 0;
+}
+
+static int serve_session(struct rn_doctor *d, int fd, const char *who,
+			 const struct rn_dw_msg *inv)
+{
+	struct serve_session *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s) {
+		rn_doctor_slog("%s: out of memory", who);
+		return -1;
+	}
+	r = serve_one(d, s, fd, who, inv);
+	rn_dw_inv_clear(&s->local);
+	rn_dw_inv_clear(&s->remote);
+	rn_dw_checks_clear(&s->ours);
+	rn_dw_checks_clear(&s->theirs);
+	free(s);
+	return r;
+}
+
 /* Take every queued connection; a full table drops the one waiting longest. */
 static void take_all(int lfd, struct waiting *tab)
 {
@@ -142,11 +244,6 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 	double deadline = 0;
 	int lfd, ret, i, rc = RN_DOCTOR_OK, done = 0;
 
-	if (argc > 1) {
-		fprintf(stderr, "roce-doctor: serve takes no arguments (got '%s'); see --help\n",
-			argv[1]);
-		return RN_DOCTOR_ERROR;
-	}
 	tab = calloc(SERVE_MAX, sizeof(*tab));
 	if (!tab) {
 		fprintf(stderr, "roce-doctor: out of memory\n");
@@ -229,7 +326,7 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 				w_close(w);
 				continue;
 			}
-			r = rn_doctor_serve_session(d, w->fd, w->who, &m);
+			r = serve_session(d, w->fd, w->who, &m);
 			rn_dw_msg_free(&m);
 			w_close(w);
 			/*

@@ -40,131 +40,10 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"
 
-
-struct wbuf {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
-
-static void put(struct wbuf *b, const void *src, size_t n)
-{
-	if (b->err || !n)
-		return; /* nothing to add: b->p may still be NULL (memset(NULL, 0, 0) is UB) */
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		uint8_t *q;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
-	}
-	if (src)
-		memcpy(b->p + b->len, src, n);
-	else
-		memset(b->p + b->len, 0, n);
-	b->len += n;
-}
-
-static void put8(struct wbuf *b, unsigned int v)
-{
-	uint8_t x = (uint8_t)v;
-
-	put(b, &x, 1);
-}
-
-static void put16(struct wbuf *b, unsigned int v)
-{
-	uint16_t x = htons((uint16_t)v);
-
-	put(b, &x, 2);
-}
-
-static void put32(struct wbuf *b, uint32_t v)
-{
-	uint32_t x = htonl(v);
-
-	put(b, &x, 4);
-}
-
-static void putstr(struct wbuf *b, const char *s, size_t field)
-{
-	size_t n = strnlen(s, field - 1);
-
-	put(b, s, n);
-	put(b, NULL, field - n);
-}
-
-struct rbuf {
-	const uint8_t *p;
-	size_t len, off;
-	int err;
-};
-
-static const uint8_t *take(struct rbuf *b, size_t n)
-{
-	const uint8_t *q;
-
-	if (b->err || b->len - b->off < n) {
-		b->err = -EBADMSG;
-		return NULL;
-	}
-	q = b->p + b->off;
-	b->off += n;
-	return q;
-}
-
-static unsigned int get8(struct rbuf *b)
-{
-	const uint8_t *q = take(b, 1);
-
-	return q ? q[0] : 0;
-}
-
-static unsigned int get16(struct rbuf *b)
-{
-	const uint8_t *q = take(b, 2);
-
-	return q ? (unsigned int)(q[0] << 8 | q[1]) : 0;
-}
-
-static uint32_t get32(struct rbuf *b)
-{
-	const uint8_t *q = take(b, 4);
-
-	return q ? (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3] : 0;
-}
-
-static void getstr(struct rbuf *b, char *dst, size_t field)
-{
-	const uint8_t *q = take(b, field);
-
-	dst[0] = '\0';
-	if (!q)
-		return;
-	if (!memchr(q, '\0', field)) {
-		b->err = -EBADMSG;
-		return;
-	}
-	memcpy(dst, q, field);
-}
-
-static void getbytes(struct rbuf *b, void *dst, size_t n)
-{
-	const uint8_t *q = take(b, n);
-
-	if (q)
-		memcpy(dst, q, n);
-}
 
 /* ---- inventory ------------------------------------------------------------------- */
 
@@ -260,7 +139,7 @@ void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts
 
 #define FINDING_TEXTS 6
 
-static void put_finding(struct wbuf *b, const struct rn_finding *f)
+void rn_dw_put_finding(struct rn_wbuf *b, const struct rn_finding *f)
 {
 	const char *t[FINDING_TEXTS] = { rn_finding_msg(f), rn_finding_fix(f),
 					 rn_finding_fix_host(f), rn_finding_pre_fix(f),
@@ -275,16 +154,16 @@ static void put_finding(struct wbuf *b, const struct rn_finding *f)
 			t[i] = over;
 		l[i] = (uint32_t)strlen(t[i]);
 	}
-	put16(b, (unsigned int)f->cause);
-	put8(b, (unsigned int)f->sev);
-	put8(b, FINDING_TEXTS - 2);
+	rn_wb_u16(b, (unsigned int)f->cause);
+	rn_wb_u8(b, (unsigned int)f->sev);
+	rn_wb_u8(b, FINDING_TEXTS - 2);
 	for (i = 0; i < FINDING_TEXTS; i++)
-		put32(b, l[i]);
+		rn_wb_u32(b, l[i]);
 	for (i = 0; i < FINDING_TEXTS; i++)
-		put(b, t[i], l[i]);
+		rn_wb_put(b, t[i], l[i]);
 }
 
-static char *get_text(struct rbuf *b, uint32_t n)
+static char *get_text(struct rn_rbuf *b, uint32_t n)
 {
 	const uint8_t *q;
 	char *s;
@@ -293,7 +172,7 @@ static char *get_text(struct rbuf *b, uint32_t n)
 		b->err = -EBADMSG;
 		return NULL;
 	}
-	q = take(b, n);
+	q = rn_rb_take(b, n);
 	if (!q)
 		return NULL;
 	if (memchr(q, '\0', n)) {
@@ -306,9 +185,9 @@ static char *get_text(struct rbuf *b, uint32_t n)
 	return s;
 }
 
-static void get_finding(struct rbuf *b, struct rn_finding *f)
+void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f)
 {
-	unsigned int c = get16(b), s = get8(b), x = get8(b);
+	unsigned int c = rn_rb_u16(b), s = rn_rb_u8(b), x = rn_rb_u8(b);
 	uint32_t l[FINDING_TEXTS] = { 0 };
 	char **t[FINDING_TEXTS] = { &f->msg, &f->fix, &f->fix_host, &f->pre_fix, &f->pre_host,
 				    &f->advice };
@@ -321,7 +200,7 @@ static void get_finding(struct rbuf *b, struct rn_finding *f)
 		return;
 	}
 	for (i = 0; i < 2 + x; i++)
-		l[i] = get32(b);
+		l[i] = rn_rb_u32(b);
 	for (i = 0; i < 2 + x; i++)
 		*t[i] = get_text(b, l[i]);
 	if (s > RN_SEV_FATAL)
@@ -331,7 +210,7 @@ static void get_finding(struct rbuf *b, struct rn_finding *f)
 	f->sev = (enum rn_severity)(s <= RN_SEV_FATAL ? s : RN_SEV_FATAL);
 }
 
-static int send_buf(int fd, uint16_t type, struct wbuf *b)
+static int send_buf(int fd, uint16_t type, struct rn_wbuf *b)
 {
 	int ret = b->err ? b->err : rn_dw_send(fd, type, b->p, b->len);
 
@@ -339,41 +218,41 @@ static int send_buf(int fd, uint16_t type, struct wbuf *b)
 	return ret;
 }
 
-static void put_inv(struct wbuf *bp, const struct rn_dw_inv *inv)
+static void put_inv(struct rn_wbuf *bp, const struct rn_dw_inv *inv)
 {
-	struct wbuf b = *bp;
+	struct rn_wbuf b = *bp;
 	int i, k;
 
-	putstr(&b, inv->host, sizeof(inv->host));
-	put16(&b, (unsigned int)inv->nnics);
-	put16(&b, 0);
+	rn_wb_field(&b, inv->host, sizeof(inv->host));
+	rn_wb_u16(&b, (unsigned int)inv->nnics);
+	rn_wb_u16(&b, 0);
 	for (i = 0; i < inv->nnics; i++) {
 		const struct rn_dw_nic *n = &inv->nics[i];
 
-		putstr(&b, n->netdev, sizeof(n->netdev));
-		putstr(&b, n->ibdev, sizeof(n->ibdev));
-		put16(&b, (unsigned int)n->port);
-		put8(&b, n->ip.family == AF_INET ? 4 : n->ip.family == AF_INET6 ? 6 : 0);
-		put8(&b, (unsigned int)n->prefixlen);
-		put(&b, &n->ip.v6, 16);
-		put(&b, n->mac, 6);
-		put8(&b, (unsigned int)!!n->link_up);
-		put8(&b, (unsigned int)n->verdict);
-		put(&b, n->gid.raw, 16);
-		put32(&b, (uint32_t)n->gid_index);
-		put32(&b, (uint32_t)n->mtu);
-		put32(&b, (uint32_t)n->active_mtu);
-		put16(&b, (unsigned int)n->nfindings);
-		put16(&b, 0);
+		rn_wb_field(&b, n->netdev, sizeof(n->netdev));
+		rn_wb_field(&b, n->ibdev, sizeof(n->ibdev));
+		rn_wb_u16(&b, (unsigned int)n->port);
+		rn_wb_u8(&b, n->ip.family == AF_INET ? 4 : n->ip.family == AF_INET6 ? 6 : 0);
+		rn_wb_u8(&b, (unsigned int)n->prefixlen);
+		rn_wb_put(&b, &n->ip.v6, 16);
+		rn_wb_put(&b, n->mac, 6);
+		rn_wb_u8(&b, (unsigned int)!!n->link_up);
+		rn_wb_u8(&b, (unsigned int)n->verdict);
+		rn_wb_put(&b, n->gid.raw, 16);
+		rn_wb_u32(&b, (uint32_t)n->gid_index);
+		rn_wb_u32(&b, (uint32_t)n->mtu);
+		rn_wb_u32(&b, (uint32_t)n->active_mtu);
+		rn_wb_u16(&b, (unsigned int)n->nfindings);
+		rn_wb_u16(&b, 0);
 		for (k = 0; k < n->nfindings; k++)
-			put_finding(&b, &n->findings[k]);
+			rn_dw_put_finding(&b, &n->findings[k]);
 	}
 	*bp = b;
 }
 
 int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
 {
-	struct wbuf b = { 0 };
+	struct rn_wbuf b = { 0 };
 
 	put_inv(&b, inv);
 	return send_buf(fd, RN_DW_INV, &b);
@@ -381,7 +260,7 @@ int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
 
 int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len)
 {
-	struct wbuf b = { 0 };
+	struct rn_wbuf b = { 0 };
 
 	put_inv(&b, inv);
 	if (b.err) {
@@ -401,39 +280,39 @@ static int bad(char *why, size_t len, const char *what)
 
 int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why, size_t len)
 {
-	struct rbuf b = { m->payload, m->len, 0, 0 };
+	struct rn_rbuf b = { m->payload, m->len, 0, 0 };
 	int i, k;
 
 	rn_dw_inv_clear(inv);
 	if (m->type != RN_DW_INV)
 		return bad(why, len, "expected an inventory");
-	getstr(&b, inv->host, sizeof(inv->host));
-	inv->nnics = (int)get16(&b);
-	get16(&b);
+	rn_rb_field(&b, inv->host, sizeof(inv->host));
+	inv->nnics = (int)rn_rb_u16(&b);
+	rn_rb_u16(&b);
 	if (inv->nnics > RN_DOCTOR_MAX_NICS)
 		return bad(why, len, "too many NICs");
 	for (i = 0; i < inv->nnics && !b.err; i++) {
 		struct rn_dw_nic *n = &inv->nics[i];
 		unsigned int fam;
 
-		getstr(&b, n->netdev, sizeof(n->netdev));
-		getstr(&b, n->ibdev, sizeof(n->ibdev));
-		n->port = (int)get16(&b);
-		fam = get8(&b);
-		n->prefixlen = (int)get8(&b);
-		getbytes(&b, &n->ip.v6, 16);
+		rn_rb_field(&b, n->netdev, sizeof(n->netdev));
+		rn_rb_field(&b, n->ibdev, sizeof(n->ibdev));
+		n->port = (int)rn_rb_u16(&b);
+		fam = rn_rb_u8(&b);
+		n->prefixlen = (int)rn_rb_u8(&b);
+		rn_rb_bytes(&b, &n->ip.v6, 16);
 		n->ip.family = fam == 4 ? AF_INET : fam == 6 ? AF_INET6 : 0;
 		if ((fam != 0 && fam != 4 && fam != 6) || n->prefixlen > (fam == 4 ? 32 : 128))
 			return bad(why, len, "address family or prefix");
-		getbytes(&b, n->mac, 6);
-		n->link_up = (int)get8(&b);
-		n->verdict = (int)get8(&b);
-		getbytes(&b, n->gid.raw, 16);
-		n->gid_index = (int)(int32_t)get32(&b);
-		n->mtu = (int)get32(&b);
-		n->active_mtu = (int)get32(&b);
-		n->nfindings = (int)get16(&b);
-		get16(&b);
+		rn_rb_bytes(&b, n->mac, 6);
+		n->link_up = (int)rn_rb_u8(&b);
+		n->verdict = (int)rn_rb_u8(&b);
+		rn_rb_bytes(&b, n->gid.raw, 16);
+		n->gid_index = (int)(int32_t)rn_rb_u32(&b);
+		n->mtu = (int)rn_rb_u32(&b);
+		n->active_mtu = (int)rn_rb_u32(&b);
+		n->nfindings = (int)rn_rb_u16(&b);
+		rn_rb_u16(&b);
 		if (n->nfindings > RN_DW_MAX_FINDINGS || n->verdict > RN_VERDICT_REFUSED ||
 		    n->mtu < 0 || n->mtu > 1 << 20) {
 			n->nfindings = 0;
@@ -447,7 +326,7 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 			b.err = -ENOMEM;
 		}
 		for (k = 0; k < n->nfindings && !b.err; k++)
-			get_finding(&b, &n->findings[k]);
+			rn_dw_get_finding(&b, &n->findings[k]);
 	}
 	if (b.err)
 		return bad(why, len, "inventory shorter than its counts, or a field out of range");
@@ -458,29 +337,29 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 
 /* ---- pair checks ------------------------------------------------------------------- */
 
-static void put_checks(struct wbuf *bp, const struct rn_dw_checks *c)
+static void put_checks(struct rn_wbuf *bp, const struct rn_dw_checks *c)
 {
-	struct wbuf b = *bp;
+	struct rn_wbuf b = *bp;
 	int i, k;
 
-	put16(&b, (unsigned int)c->npairs);
-	put16(&b, 0);
+	rn_wb_u16(&b, (unsigned int)c->npairs);
+	rn_wb_u16(&b, 0);
 	for (i = 0; i < c->npairs; i++) {
 		const struct rn_dw_pair *p = &c->pairs[i];
 
-		put8(&b, (unsigned int)p->local);
-		put8(&b, (unsigned int)p->remote);
-		put8(&b, (unsigned int)p->status);
-		put8(&b, (unsigned int)p->nfindings);
+		rn_wb_u8(&b, (unsigned int)p->local);
+		rn_wb_u8(&b, (unsigned int)p->remote);
+		rn_wb_u8(&b, (unsigned int)p->status);
+		rn_wb_u8(&b, (unsigned int)p->nfindings);
 		for (k = 0; k < p->nfindings; k++)
-			put_finding(&b, &p->findings[k]);
+			rn_dw_put_finding(&b, &p->findings[k]);
 	}
 	*bp = b;
 }
 
 int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
 {
-	struct wbuf b = { 0 };
+	struct rn_wbuf b = { 0 };
 
 	put_checks(&b, c);
 	return send_buf(fd, RN_DW_CHECKS, &b);
@@ -488,7 +367,7 @@ int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
 
 int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len)
 {
-	struct wbuf b = { 0 };
+	struct rn_wbuf b = { 0 };
 
 	put_checks(&b, c);
 	if (b.err) {
@@ -504,15 +383,15 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 			const struct rn_dw_inv *receiver, struct rn_dw_checks *c, char *why,
 			size_t len)
 {
-	struct rbuf b = { m->payload, m->len, 0, 0 };
+	struct rn_rbuf b = { m->payload, m->len, 0, 0 };
 	int i, k;
 
 	rn_dw_checks_clear(c);
 	memset(c, 0, sizeof(*c));
 	if (m->type != RN_DW_CHECKS)
 		return bad(why, len, "expected pair checks");
-	c->npairs = (int)get16(&b);
-	get16(&b);
+	c->npairs = (int)rn_rb_u16(&b);
+	rn_rb_u16(&b);
 	if (c->npairs > (int)RN_ARRAY_SIZE(c->pairs)) {
 		c->npairs = 0;
 		return bad(why, len, "too many pairs");
@@ -520,15 +399,15 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 	for (i = 0; i < c->npairs && !b.err; i++) {
 		struct rn_dw_pair *p = &c->pairs[i];
 
-		p->local = (int)get8(&b);
-		p->remote = (int)get8(&b);
-		p->status = (int)get8(&b);
-		p->nfindings = (int)get8(&b);
+		p->local = (int)rn_rb_u8(&b);
+		p->remote = (int)rn_rb_u8(&b);
+		p->status = (int)rn_rb_u8(&b);
+		p->nfindings = (int)rn_rb_u8(&b);
 		if (p->local >= sender->nnics || p->remote >= receiver->nnics || p->status > 2 ||
 		    p->nfindings > (int)RN_ARRAY_SIZE(p->findings))
 			return bad(why, len, "pair record out of range");
 		for (k = 0; k < p->nfindings && !b.err; k++)
-			get_finding(&b, &p->findings[k]);
+			rn_dw_get_finding(&b, &p->findings[k]);
 	}
 	if (b.err || b.off != b.len)
 		return bad(why, len, "pair checks do not match their counts");
@@ -579,16 +458,16 @@ static int read_all(int fd, void *buf, size_t len, size_t *got)
 
 int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
 {
-	struct wbuf h = { 0 };
+	struct rn_wbuf h = { 0 };
 	int ret;
 
 	if (len > RN_DW_MAX_PAYLOAD)
 		return -EMSGSIZE;
-	put32(&h, RN_DW_MAGIC);
-	put16(&h, RN_DW_VERSION);
-	put16(&h, type);
-	put32(&h, (uint32_t)len);
-	put32(&h, 0);
+	rn_wb_u32(&h, RN_DW_MAGIC);
+	rn_wb_u16(&h, RN_DW_VERSION);
+	rn_wb_u16(&h, type);
+	rn_wb_u32(&h, (uint32_t)len);
+	rn_wb_u32(&h, 0);
 	if (h.err)
 		return h.err;
 	ret = write_all(fd, h.p, h.len);
@@ -600,15 +479,15 @@ int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
 
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
 {
-	struct rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
+	struct rn_rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
 	uint32_t magic, len;
 	unsigned int version, type;
 
 	memset(m, 0, sizeof(*m));
-	magic = get32(&b);
-	version = get16(&b);
-	type = get16(&b);
-	len = get32(&b);
+	magic = rn_rb_u32(&b);
+	version = rn_rb_u16(&b);
+	type = rn_rb_u16(&b);
+	len = rn_rb_u32(&b);
 	if (magic != RN_DW_MAGIC) {
 		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
 		return -EBADMSG;
@@ -618,7 +497,7 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 			 version, RN_DW_VERSION_MIN, RN_DW_VERSION);
 		return -EPROTO;
 	}
-	if (type < RN_DW_INV || type > RN_DW_DONE || get32(&b)) {
+	if (type < RN_DW_INV || type > RN_DW_DONE || rn_rb_u32(&b)) {
 		snprintf(why, why_len, "unknown message type %u", type);
 		return -EBADMSG;
 	}
@@ -912,4 +791,29 @@ int rn_dw_listen(int port, int *fd)
 	}
 	*fd = s;
 	return 0;
+}
+
+/* ---- the pair engine's transport over one connection (rn_pair_io) ------------------- */
+
+static int io_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	return rn_dw_send(((struct rn_dw_io *)io)->fd, type, buf, len);
+}
+
+static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		   size_t len)
+{
+	struct rn_dw_io *t = (struct rn_dw_io *)io;
+
+	if (t->budget_ms > 0)
+		return rn_dw_recv_by(t->fd, m, rn_doctor_now_ms() + t->budget_ms, why, len);
+	return rn_dw_recv(t->fd, m, why, len);
+}
+
+void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms)
+{
+	t->io.send = io_send;
+	t->io.recv = io_recv;
+	t->fd = fd;
+	t->budget_ms = budget_ms;
 }

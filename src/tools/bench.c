@@ -481,73 +481,61 @@ static void add_row(struct bench *b, const struct wire_row *r)
 	fflush(f);
 }
 
-static void json_num(FILE *f, const char *key, double v, int prec)
-{
-	fprintf(f, ", \"%s\": %.*f", key, prec, isfinite(v) ? v : 0);
-}
-
-/* --json: one document at the end; a failure adds the error object (rn_cli.h). */
+/* --json: one document at the end (rn_json.h); a failure adds the error object (rn_cli.h). */
 static void print_json(struct bench *b, int rc)
 {
-	FILE *f = b->mout;
-	int i;
+	struct rn_json j;
+	int i, k;
 
-	fprintf(f, "{\"schema\": \"nccl-net-bench/1\", \"version\": \"%s\", \"role\": \"%s\", "
-		"\"test\": \"%s\", \"plugin\": ", RN_VERSION, b->server ? "client" : "server",
-		test_names[b->test]);
-	if (b->plugin_name[0])
-		rn_cli_json_string(f, b->plugin_name);
-	else
-		fputs("null", f);
-	fputs(", \"device\": ", f);
-	if (b->dev_name[0])
-		rn_cli_json_string(f, b->dev_name);
-	else
-		fputs("null", f);
-	fputs(", \"route_check\": ", f);
-	rn_cli_json_string(f, route_check_env());
-	fputs(", \"results\": [", f);
+	rn_json_begin(&j, b->mout);
+	rn_json_str(&j, "schema", "nccl-net-bench/1");
+	rn_json_str(&j, "version", RN_VERSION);
+	rn_json_str(&j, "role", b->server ? "client" : "server");
+	rn_json_str(&j, "test", test_names[b->test]);
+	rn_json_str(&j, "plugin", b->plugin_name[0] ? b->plugin_name : NULL);
+	rn_json_str(&j, "device", b->dev_name[0] ? b->dev_name : NULL);
+	rn_json_str(&j, "route_check", route_check_env());
+	rn_json_arr(&j, "results");
 	for (i = 0; i < b->nrows; i++) {
 		const struct wire_row *r = &b->rows[i];
 		const double *v = r->v;
 
-		fprintf(f, "%s\n  {", i ? "," : "");
+		rn_json_obj(&j, NULL);
+		j.line = 1; /* a row on one line, as the table prints it */
 		if (r->test == TEST_CONN) {
-			fprintf(f, "\"side\": \"%s\", \"conns\": %llu", r->side ? "accept" : "connect",
-				(unsigned long long)r->iters);
-			json_num(f, "total_ms", v[0], 3);
-			json_num(f, "t_min_ms", v[1], 3);
-			json_num(f, "t_avg_ms", v[2], 3);
-			json_num(f, "t_p50_ms", v[3], 3);
-			json_num(f, "t_max_ms", v[4], 3);
-		} else {
-			fprintf(f, "\"bytes\": %llu, \"iters\": %llu", (unsigned long long)r->bytes,
-				(unsigned long long)r->iters);
-			if (r->test == TEST_BW) {
-				json_num(f, "bw_avg_gbps", v[0], 4);
-				json_num(f, "msg_rate_mpps", v[1], 6);
-				fprintf(f, ", \"window\": %u", r->window);
-			} else {
-				static const char *const k[] = { "t_min_us", "t_max_us", "t_typical_us",
-								 "t_avg_us", "t_stdev_us", "t_p99_us",
-								 "t_p999_us" };
-				int j;
+			static const char *const kc[] = { "total_ms", "t_min_ms", "t_avg_ms",
+							  "t_p50_ms", "t_max_ms" };
 
-				for (j = 0; j < 7; j++)
-					json_num(f, k[j], v[j], 2);
+			rn_json_str(&j, "side", r->side ? "accept" : "connect");
+			rn_json_int(&j, "conns", (long long)r->iters);
+			for (k = 0; k < 5; k++)
+				rn_json_num(&j, kc[k], v[k], 3);
+		} else {
+			rn_json_int(&j, "bytes", (long long)r->bytes);
+			rn_json_int(&j, "iters", (long long)r->iters);
+			if (r->test == TEST_BW) {
+				rn_json_num(&j, "bw_avg_gbps", v[0], 4);
+				rn_json_num(&j, "msg_rate_mpps", v[1], 6);
+				rn_json_int(&j, "window", r->window);
+			} else {
+				static const char *const kl[] = { "t_min_us", "t_max_us", "t_typical_us",
+								  "t_avg_us", "t_stdev_us", "t_p99_us",
+								  "t_p999_us" };
+
+				for (k = 0; k < 7; k++)
+					rn_json_num(&j, kl[k], v[k], 2);
 			}
-			fprintf(f, ", \"nap_us\": %u, \"checked\": %s", r->nap_us,
-				r->checked ? "true" : "false");
+			rn_json_int(&j, "nap_us", r->nap_us);
+			rn_json_bool(&j, "checked", r->checked);
 		}
-		fputc('}', f);
+		rn_json_close(&j, '}');
+		j.line = 0;
 	}
-	fprintf(f, "%s], \"exit\": %d", b->nrows ? "\n" : "", rc);
-	if (rc) {
-		fputs(", \"error\": ", f);
-		rn_cli_json_error_body(f, rc, NULL, first_err[0] ? first_err : "failed");
-	}
-	fputs("}\n", f);
-	fflush(f);
+	rn_json_close(&j, ']');
+	rn_json_int(&j, "exit", rc);
+	if (rc)
+		rn_cli_json_error_obj(&j, rc, NULL, first_err[0] ? first_err : "failed");
+	rn_json_end(&j);
 }
 
 /* The client's row goes to the server, which prints the same table. */

@@ -21,14 +21,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-double rn_doctor_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* A socketpair whose one end holds @data, the writer closed unless @keep. */
 static int loaded(const uint8_t *data, size_t size, int keep, int *wr)
 {

@@ -20,8 +20,11 @@ rn_log() { echo "[$RN_TEST] $*"; }
 rn_skip() { echo "SKIP: $RN_TEST: $*"; exit 77; }
 rn_fail() { echo "FAIL: $RN_TEST: $*" >&2; exit 1; }
 
+_rn_atexit=() # a library's own cleanups (route_lib.sh), run first
+
 _rn_cleanup() {
 	local rc=$? i
+	for i in "${_rn_atexit[@]}"; do "$i"; done
 	for ((i = ${#_rn_netns[@]} - 1; i >= 0; i--)); do
 		ip netns del "${_rn_netns[i]}" 2>/dev/null
 	done

@@ -1,16 +1,15 @@
 # shellcheck shell=bash
-# Helpers for the route-awareness netns tests (sourced by test/netns/route_*.t).
-# Every namespace is named rnr<pid>-<role> and deleted on exit; addresses are
-# from 198.18.0.0/15 only; nothing touches the initial namespace.
-
-RN_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Helpers for the route-awareness netns tests (sourced by test/netns/route_*.t and
+# conn_paste.t), on top of the one test library (lib.sh: rn_skip, rn_fail, the EXIT
+# trap). Every namespace is named rnr<pid>-<role> (rn_role_ns: it runs in $(...)) and
+# deleted on exit; addresses are from 198.18.0.0/15 only; nothing touches the initial
+# namespace.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RN_PC=$RN_TOP/build/test/rn-pathcheck
 RN_ID=rnr$$
 RN_FAILS=0
 
-rn_skip() { echo "skip: $*"; exit 77; }
-
-# rn_ns runs in $(...), so cleanup finds our namespaces by this run's own prefix.
+# rn_role_ns runs in $(...), so cleanup finds our namespaces by this run's own prefix.
 rn_cleanup() {
 	local ns
 	for ns in $(ip netns list | awk '{print $1}' | grep "^$RN_ID-"); do
@@ -19,12 +18,8 @@ rn_cleanup() {
 }
 
 rn_require() {
-	[ "$(id -u)" -eq 0 ] || rn_skip "needs root to create network namespaces"
-	command -v ip >/dev/null || rn_skip "needs iproute2"
-	ip netns add "$RN_ID-probe" 2>/dev/null || rn_skip "cannot create network namespaces here"
-	ip netns del "$RN_ID-probe"
-	trap rn_cleanup EXIT
-	trap 'exit 143' TERM INT
+	rn_require_netns
+	_rn_atexit+=(rn_cleanup)
 	if [ ! -x "$RN_PC" ]; then
 		make -C "$RN_TOP" -s "build/test/rn-pathcheck" >/dev/null || {
 			echo "FAIL: cannot build rn-pathcheck"
@@ -33,8 +28,8 @@ rn_require() {
 	fi
 }
 
-# rn_ns ROLE: create namespace $RN_ID-ROLE with lo up and kernel-default sysctls.
-rn_ns() {
+# rn_role_ns ROLE: create namespace $RN_ID-ROLE with lo up and kernel-default sysctls.
+rn_role_ns() {
 	local ns=$RN_ID-$1 k
 	ip netns add "$ns" || exit 1
 	ip -n "$ns" link set lo up
@@ -94,14 +89,14 @@ rn_unpolicy() {
 # to it first: its (wrong) answer for p1's IP tends to arrive first, which is how flux
 # shows up on real switches. Sets SW H P MAC0 MAC1.
 rn_conn_pair() {
-	SW=$(rn_ns sw)
+	SW=$(rn_role_ns sw)
 	rn_switch "$SW"
-	H=$(rn_ns host)
+	H=$(rn_role_ns host)
 	rn_nic "$H" eth0 "$SW" h0 198.18.0.1/24
 	rn_nic "$H" eth1 "$SW" h1 198.18.0.2/24
 	rn_policy "$H" 198.18.0.0/24 eth0:198.18.0.1 eth1:198.18.0.2
 	rn_sysctl "$H" net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2
-	P=$(rn_ns peer)
+	P=$(rn_role_ns peer)
 	rn_nic "$P" p1 "$SW" q1 198.18.0.11/24
 	rn_nic "$P" p0 "$SW" q0 198.18.0.10/24
 	MAC0=$(rn_mac "$P" p0)

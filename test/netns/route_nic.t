@@ -5,13 +5,13 @@ set -u
 . "$(dirname "$0")/route_lib.sh"
 rn_require
 
-SW=$(rn_ns sw)
+SW=$(rn_role_ns sw)
 rn_switch "$SW"
-H=$(rn_ns host)
+H=$(rn_role_ns host)
 rn_nic "$H" eth0 "$SW" h0 198.18.0.1/24
 rn_nic "$H" eth1 "$SW" h1 198.18.0.2/24
 rn_nic "$H" eth2 "$SW" h2 198.18.0.3/24
-P=$(rn_ns peer)
+P=$(rn_role_ns peer)
 rn_nic "$P" p0 "$SW" q0 198.18.0.10/24
 
 reset_host() {
@@ -132,7 +132,7 @@ ip -n "$H" addr del 198.18.0.102/24 dev eth1
 
 # G. one subnet per NIC needs no policy routing; on one L2 segment (one bridge here) it
 # needs arp_ignore/arp_announce (found by the ARP probe: this runs as root)
-H2=$(rn_ns host2)
+H2=$(rn_role_ns host2)
 rn_nic "$H2" eth0 "$SW" k0 198.18.1.1/24
 rn_nic "$H2" eth1 "$SW" k1 198.18.2.1/24
 out=$(rn_pc "$H2" nic eth0 eth1)

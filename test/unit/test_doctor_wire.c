@@ -19,18 +19,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "../../src/doctor/doctor_util.c"
 #include "../../src/doctor/doctor_wire.c"
 
 static int sp[2];
-
-/* doctor.c's clock (the doctor's main is not linked here) */
-double rn_doctor_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int setup(void **state)
 {
@@ -358,11 +350,11 @@ static void inv_lengths(void **state)
 	/* more NICs than a doctor handles */
 	in.nnics = RN_DOCTOR_MAX_NICS + 1;
 	{
-		struct wbuf b = { 0 };
+		struct rn_wbuf b = { 0 };
 
-		putstr(&b, "h", 64);
-		put16(&b, (unsigned int)in.nnics);
-		put16(&b, 0);
+		rn_wb_field(&b, "h", 64);
+		rn_wb_u16(&b, (unsigned int)in.nnics);
+		rn_wb_u16(&b, 0);
 		m.type = RN_DW_INV;
 		m.payload = b.p;
 		m.len = (uint32_t)b.len;

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one byte codec of every message this project puts on a wire: the plugin's handle
+ * and handshake (src/wire.c) and the doctor's peer and sweep protocols. Big-endian,
+ * explicit sizes, never a struct's bytes; a fixed string field carries its NUL.
+ *
+ * Two forms over the same rules: fixed offsets into a buffer the caller sized
+ * (rn_put_be*, rn_get_be*, the handshake's layout), and cursors (rn_wbuf grows as it
+ * writes, rn_rbuf refuses to read past its end) for variable-length messages. A cursor
+ * keeps its first error (-ENOMEM, -EBADMSG) and ignores what follows, so a message is
+ * written or read whole and checked once.
+ */
+#ifndef RN_CODEC_H
+#define RN_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void rn_put_be16(uint8_t *p, uint16_t v);
+void rn_put_be32(uint8_t *p, uint32_t v);
+void rn_put_be64(uint8_t *p, uint64_t v);
+uint16_t rn_get_be16(const uint8_t *p);
+uint32_t rn_get_be32(const uint8_t *p);
+uint64_t rn_get_be64(const uint8_t *p);
+/* @s into a @size-byte field: terminated, the rest zero. */
+void rn_put_field(uint8_t *p, size_t size, const char *s);
+/* The field's string into @out (@size bytes): 0, or -EBADMSG without a NUL in the field. */
+int rn_get_field(const uint8_t *p, size_t size, char *out);
+
+struct rn_wbuf {
+	uint8_t *p; /* malloc'ed: the caller frees it */
+	size_t len, cap;
+	int err;
+};
+
+/* @n bytes of @src (NULL: zeros). */
+void rn_wb_put(struct rn_wbuf *b, const void *src, size_t n);
+void rn_wb_u8(struct rn_wbuf *b, unsigned int v);
+void rn_wb_u16(struct rn_wbuf *b, unsigned int v);
+void rn_wb_u32(struct rn_wbuf *b, uint32_t v);
+void rn_wb_u64(struct rn_wbuf *b, uint64_t v);
+void rn_wb_field(struct rn_wbuf *b, const char *s, size_t size);
+
+struct rn_rbuf {
+	const uint8_t *p;
+	size_t len, off;
+	int err;
+};
+
+/* The next @n bytes, or NULL (and -EBADMSG kept) when fewer are left. */
+const uint8_t *rn_rb_take(struct rn_rbuf *b, size_t n);
+unsigned int rn_rb_u8(struct rn_rbuf *b);
+unsigned int rn_rb_u16(struct rn_rbuf *b);
+uint32_t rn_rb_u32(struct rn_rbuf *b);
+uint64_t rn_rb_u64(struct rn_rbuf *b);
+void rn_rb_bytes(struct rn_rbuf *b, void *dst, size_t n);
+/* A field of @size bytes into @dst (@size bytes): it must hold its NUL. */
+void rn_rb_field(struct rn_rbuf *b, char *dst, size_t size);
+
+#endif /* RN_CODEC_H */

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The doctor's model of this host: gathered once (snapshot, discovery, the library's
+ * NIC verdicts), then shown by whichever renderer the command chose (text, JSON,
+ * Prometheus) and carried to a peer as an inventory.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "doctor.h"
+#include "rn_nic.h"
+#include "rn_policy.h"
+#include "rn_route.h"
+
+static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
+{
+	struct rn_host_link *l = rn_host_link_by_index(d->host, dn->nic.ifindex);
+	const struct rn_nl_rule *r;
+
+	/* the library's own reason, not a guess made again here */
+	dn->gid_why = dn->nic.ip.family ? rn_gid_why_str(dn->nic.gid_why) : "none";
+	if (l) {
+		dn->sys_eff = *rn_host_sysctls(d->host, l);
+		dn->sys_dev = l->dev;
+	}
+	dn->rule_prio = -1;
+	if (!dn->nic.ip.family)
+		return;
+	r = rn_rule_for_src(d->host, &dn->nic.ip);
+	if (r) {
+		dn->rule_prio = (int)r->priority;
+		dn->rule_table = r->table;
+	}
+	/* the lookups the verdict judges, asked by the library (the doctor has no netlink) */
+	rn_route_answer(d->host, &dn->nic, &dn->rt);
+}
+
+int rn_doctor_gather(struct rn_doctor *d)
+{
+	struct rn_config cfg = d->cfg;
+	double t0 = rn_doctor_now_ms();
+	int used[RN_MAX_DEVS] = { 0 };
+	int i, k, n, ret, nproblems = 0;
+
+	rn_doctor_release(d);
+	/* The doctor always runs the route checks, whatever the plugin was told. */
+	if (cfg.route_check == RN_ROUTE_CHECK_OFF)
+		cfg.route_check = RN_ROUTE_CHECK_WARN;
+	ret = rn_host_snapshot(&d->host);
+	if (ret) {
+		rn_doctor_err(d, "cannot read links, addresses, rules and routes: %s",
+			      strerror(-ret));
+		return ret;
+	}
+	d->snapshot_ms = rn_doctor_now_ms() - t0;
+	n = rn_dev_discover(&d->cfg, d->devs, RN_MAX_DEVS, d->skipped, sizeof(d->skipped),
+			    &nproblems);
+	d->discover_ms = rn_doctor_now_ms() - t0 - d->snapshot_ms;
+	d->ndevs = n > 0 ? n : 0;
+	/* the library says which ports were left out for something to fix */
+	if (d->ndevs && d->skipped[0])
+		d->skipped_problem = nproblems > 0;
+
+	if (d->netdevs) {
+		for (i = 0; i < d->nnames; i++) {
+			struct rn_doctor_nic *dn = &d->nics[d->nnics];
+
+			for (k = 0; k < d->ndevs; k++)
+				if (!used[k] && !strcmp(d->devs[k]->nic.netdev, d->names[i]))
+					break;
+			if (k < d->ndevs) {
+				used[k] = 1;
+				ret = rn_nic_copy(&dn->nic, &d->devs[k]->nic);
+				if (ret)
+					return ret;
+				dn->dev = d->devs[k];
+			} else if (rn_nic_from_netdev(d->host, d->names[i], &dn->nic)) {
+				rn_doctor_err(d, "--netdev: no netdev '%s' on this host",
+					      d->names[i]);
+				return -ENODEV;
+			}
+			d->nnics++;
+		}
+		/* RoCE ports the user did not name are not ours to judge. */
+		d->skipped_problem = 0;
+	} else {
+		for (k = 0; k < d->ndevs && d->nnics < RN_DOCTOR_MAX_NICS; k++) {
+			ret = rn_nic_copy(&d->nics[d->nnics].nic, &d->devs[k]->nic);
+			if (ret)
+				return ret;
+			d->nics[d->nnics].dev = d->devs[k];
+			d->nnics++;
+		}
+	}
+	for (i = 0; i < d->nnics; i++) {
+		struct rn_doctor_nic *dn = &d->nics[i];
+
+		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		/* the device carries its verdict too: the RDMA probe's engine runs on it */
+		if (dn->dev && !dn->err) {
+			ret = rn_nic_copy(&dn->dev->nic, &dn->nic);
+			if (ret)
+				return ret;
+		}
+		explain(d, dn);
+	}
+	d->gather_ms = rn_doctor_now_ms() - t0;
+	d->verdict_ms = d->gather_ms - d->snapshot_ms - d->discover_ms;
+	return 0;
+}
+
+void rn_doctor_release(struct rn_doctor *d)
+{
+	int i;
+
+	rn_probe_release(); /* its engine runs on the devices freed below */
+	for (i = 0; i < d->ndevs; i++)
+		rn_dev_free(d->devs[i]);
+	d->ndevs = 0;
+	rn_host_free(d->host);
+	d->host = NULL;
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++)
+		rn_nic_cleanup(&d->nics[i].nic);
+	memset(d->nics, 0, sizeof(d->nics));
+	d->nnics = 0;
+	d->skipped[0] = '\0';
+	d->skipped_problem = 0;
+}
+
+int rn_doctor_nic_problem(const struct rn_doctor_nic *dn)
+{
+	int i;
+
+	if (dn->err || dn->nic.verdict != RN_VERDICT_OK)
+		return 1;
+	for (i = 0; i < dn->nic.nfindings; i++)
+		if (dn->nic.findings[i].sev >= RN_SEV_WARN)
+			return 1;
+	return 0;
+}
+
+int rn_doctor_host_problems(const struct rn_doctor *d)
+{
+	int i;
+
+	if (!d->nnics || d->skipped_problem)
+		return 1;
+	for (i = 0; i < d->nnics; i++)
+		if (rn_doctor_nic_problem(&d->nics[i]))
+			return 1;
+	return 0;
+}

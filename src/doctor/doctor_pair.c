@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The pair checks of peer, serve and the sweep: every local NIC against every remote
+ * NIC of an inventory, with the plugin's own connection check (rn_conn_check_*: route
+ * from our source IP out of our NIC, our neighbour entry for the peer holds the MAC the
+ * peer advertised, MTUs agree), all checks in flight at once; and the RDMA probe of
+ * a NIC pair, both ends, over a transport the caller gives (rn_pair_io: TCP for
+ * peer/serve, MPI for the sweep), in the peer protocol's messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_codec.h"
+#include "rn_conncheck.h"
+#include "rn_net.h"
+
+int rn_doctor_pair_problem(const struct rn_dw_pair *p)
+{
+	int k;
+
+	for (k = 0; k < p->nfindings; k++)
+		if (p->findings[k].sev >= RN_SEV_WARN)
+			return 1;
+	return p->status == 1;
+}
+
+/* @w is one of the space-separated words of @list. */
+static int has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The sysctls the remote's own verdict names against ARP flux (its arp-flux fixes:
+ * "sysctl -w KEY=V ...  # or ..."), each key once, into @v's "keys"; "" when the
+ * remote reports no flux.
+ */
+static void remote_flux_keys(const struct rn_dw_inv *remote, struct rn_vars *v)
+{
+	static const char head[] = "sysctl -w ";
+	int i, k;
+
+	rn_vars_set(v, "keys", "%s", "");
+	for (i = 0; i < remote->nnics; i++)
+		for (k = 0; k < remote->nics[i].nfindings; k++) {
+			const struct rn_finding *f = &remote->nics[i].findings[k];
+			char *cmd, *save = NULL, *w;
+
+			if (f->cause != RN_CAUSE_ARP_FLUX ||
+			    strncmp(rn_finding_fix(f), head, sizeof(head) - 1))
+				continue;
+			cmd = strdup(rn_finding_fix(f) + sizeof(head) - 1);
+			/* KEY=V words up to the first that is not one ("#", ";", a command) */
+			for (w = cmd ? strtok_r(cmd, " ", &save) : NULL; w && strchr(w, '=');
+			     w = strtok_r(NULL, " ", &save))
+				if (!has_word(rn_vars_get(v, "keys"), w))
+					rn_vars_append(v, "keys", " ", "%s", w);
+			free(cmd);
+		}
+}
+
+void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	char *pre = NULL;
+	int n, k;
+
+	remote_flux_keys(remote, &v);
+	if (v.err)
+		goto out; /* the library's default stands */
+	if (rn_vars_get(&v, "keys")[0] &&
+	    asprintf(&pre, "sysctl -w %s", rn_vars_get(&v, "keys")) < 0)
+		goto out;
+	for (n = 0; n < c->npairs; n++)
+		for (k = 0; k < c->pairs[n].nfindings; k++)
+			if (c->pairs[n].findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC)
+				rn_finding_set_where(&c->pairs[n].findings[k], NULL, pre ? pre : "",
+						     pre ? NULL : "", NULL);
+out:
+	free(pre);
+	rn_vars_free(&v);
+}
+
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   struct rn_dw_checks *out, double *ms)
+{
+	struct rn_conn_check *chk[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS] = { 0 };
+	double t0 = rn_doctor_now_ms();
+	int i, j, n, pending = 0;
+
+	rn_dw_checks_clear(out);
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < d->nnics; i++) {
+		for (j = 0; j < remote->nnics; j++) {
+			const struct rn_nic *nic = &d->nics[i].nic;
+			struct rn_dw_pair *p = &out->pairs[out->npairs];
+			struct rn_peer_facts pf;
+			int ret;
+
+			p->local = i;
+			p->remote = j;
+			p->status = 2;
+			rn_dw_peer_facts(remote, j, &pf);
+			if (!nic->link_up) {
+				struct rn_vars v = RN_VARS_INIT;
+
+				rn_conn_vars(nic, &pf, &v);
+				rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_LINK_DOWN,
+						  &v);
+				rn_vars_free(&v);
+				p->status = 1;
+			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
+				   remote->nics[j].link_up) {
+				ret = rn_conn_check_start(nic, &pf, d->cfg.neigh_timeout_ms,
+							  &chk[out->npairs]);
+				if (!ret)
+					pending++;
+			}
+			out->npairs++;
+		}
+	}
+	while (pending) {
+		usleep(2000);
+		for (n = 0; n < out->npairs; n++) {
+			struct rn_dw_pair *p = &out->pairs[n];
+			const struct rn_finding *all;
+			int ret, k, nf;
+
+			if (!chk[n])
+				continue;
+			ret = rn_conn_check_poll(chk[n], NULL);
+			if (ret == -EAGAIN)
+				continue;
+			nf = rn_conn_check_findings(chk[n], &all);
+			for (k = 0; k < nf && p->nfindings < RN_DW_PAIR_FINDINGS; k++)
+				if (!rn_finding_copy(&p->findings[p->nfindings], &all[k]))
+					p->nfindings++;
+			p->status = ret == 0 || ret == -EHOSTUNREACH ? (ret ? 1 : 0) : 2;
+			if (!p->status && rn_doctor_pair_problem(p))
+				p->status = 1;
+			rn_conn_check_free(chk[n]);
+			chk[n] = NULL;
+			pending--;
+		}
+	}
+	rn_doctor_peer_fix(remote, out);
+	*ms = rn_doctor_now_ms() - t0;
+}
+
+/* ---- the RDMA probe of one NIC pair, over any transport (TCP, MPI) ----------------- */
+
+/* The next message, which must be @type. */
+static int io_recv_type(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+			size_t len)
+{
+	int ret = io->recv(io, type, m, why, len);
+
+	if (!ret && m->type != type) {
+		snprintf(why, len, "unexpected message type %u (wanted %u)", m->type, type);
+		rn_dw_msg_free(m);
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
+int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote, int i,
+		  int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
+{
+	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
+	struct rn_dw_msg m;
+	double t0 = rn_doctor_now_ms();
+	int ret;
+
+	p->tried = 1;
+	ret = io->send(io, RN_DW_PROBE_REQ, req, sizeof(req));
+	if (ret)
+		snprintf(why, len, "cannot send: %s", strerror(-ret));
+	else
+		ret = io_recv_type(io, RN_DW_PROBE_HANDLE, &m, why, len);
+	if (ret)
+		return ret;
+	if (m.len != 4 + RN_HANDLE_SIZE) {
+		rn_dw_msg_free(&m);
+		snprintf(why, len, "malformed probe handle");
+		return -EBADMSG;
+	}
+	if (rn_get_be32(m.payload)) {
+		p->peer_ret = -(int)rn_get_be32(m.payload);
+		p->ret = 0;
+		snprintf(p->why, sizeof(p->why), "no handle");
+	} else {
+		p->ret = rn_probe_client(d, i, m.payload + 4, timeout_ms, p->why, sizeof(p->why));
+	}
+	rn_dw_msg_free(&m);
+	ret = io_recv_type(io, RN_DW_PROBE_RESULT, &m, why, len);
+	if (ret)
+		return ret;
+	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) ||
+	    memchr(m.payload + 4, '\0', m.len - 4)) {
+		rn_dw_msg_free(&m);
+		snprintf(why, len, "malformed probe result");
+		return -EBADMSG;
+	}
+	if (!p->peer_ret)
+		p->peer_ret = -(int)rn_get_be32(m.payload);
+	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
+	p->peer_why[m.len - 4] = '\0';
+	rn_dw_msg_free(&m);
+	p->ms = rn_doctor_now_ms() - t0;
+	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
+	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
+	if (p->ret || p->peer_ret) {
+		struct rn_peer_facts pf;
+
+		/* The plugin's own diagnosis after a failed connection. */
+		rn_dw_peer_facts(remote, j, &pf);
+		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
+			memset(&p->diag, 0, sizeof(p->diag));
+	}
+	return 0;
+}
+
+int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,
+			 int timeout_ms, int *io_err)
+{
+	uint8_t h[4 + RN_HANDLE_SIZE] = { 0 }, res[4 + RN_DW_WHY_MAX] = { 0 };
+	struct rn_probe_srv srv = { 0 };
+	char why[RN_DW_WHY_MAX] = "";
+	int nic = m->payload[0], ret, n;
+
+	if (nic >= d->nnics || !rn_probe_available(d, nic)) {
+		snprintf(why, sizeof(why), "%s has no usable RDMA port here",
+			 nic < d->nnics ? d->nics[nic].nic.netdev : "this NIC");
+		ret = -ENODEV;
+	} else {
+		ret = rn_probe_listen(d, nic, h + 4, &srv, why, sizeof(why));
+	}
+	rn_put_be32(h, (uint32_t)-ret);
+	*io_err = io->send(io, RN_DW_PROBE_HANDLE, h, sizeof(h));
+	if (*io_err || ret) {
+		rn_probe_srv_close(&srv);
+	} else {
+		ret = rn_probe_accept_ping(&srv, timeout_ms, why, sizeof(why));
+	}
+	if (*io_err)
+		return ret;
+	rn_put_be32(res, (uint32_t)-ret);
+	n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
+	memcpy(res + 4, why, (size_t)n);
+	*io_err = io->send(io, RN_DW_PROBE_RESULT, res, 4 + (size_t)n);
+	return ret;
+}

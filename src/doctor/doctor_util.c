@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The helpers every doctor file shares (the CLI, the MPI sweep and the unit tests link
+ * this file alone, never doctor.c's main): the clock, names, the error and log sinks,
+ * and the whole-or-nothing report file writer.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "rn_log.h"
+
+double rn_doctor_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+const char *rn_doctor_sev_str(enum rn_severity s)
+{
+	return s == RN_SEV_FATAL ? "fatal" : s == RN_SEV_WARN ? "warn" : "info";
+}
+
+const char *rn_doctor_nic_name(const struct rn_nic *nic, char *buf, size_t len)
+{
+	if (nic->ibdev[0])
+		snprintf(buf, len, "%s:%d", nic->ibdev, nic->port);
+	else
+		snprintf(buf, len, "%s", nic->netdev);
+	return buf;
+}
+
+int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "roce-doctor: %s\n", msg);
+	if (!d->err[0])
+		snprintf(d->err, sizeof(d->err), "%s", msg);
+	return RN_DOCTOR_ERROR;
+}
+
+void rn_doctor_slog(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "roce-doctor serve: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int rn_doctor_set_netdevs(struct rn_doctor *d, const char *list)
+{
+	const char *p = list;
+
+	d->netdevs = list;
+	d->nnames = 0;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (!len || len >= IF_NAMESIZE) {
+			rn_doctor_err(d, "--netdev: bad netdev name '%.*s' in '%s'", (int)len, p,
+				      list);
+			return -EINVAL;
+		}
+		if (d->nnames == RN_DOCTOR_MAX_NICS) {
+			rn_doctor_err(d, "--netdev: more than %d netdevs", RN_DOCTOR_MAX_NICS);
+			return -EINVAL;
+		}
+		memcpy(d->names[d->nnames], p, len);
+		d->names[d->nnames++][len] = '\0';
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+static int log_verbose;
+static char last_warn[1024]; /* the library formats a line into 1 KiB too */
+
+/* The doctor prints findings itself; the library's lines show with -v only. */
+static void log_sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
+		     const char *msg)
+{
+	if (level == RN_LOG_WARN)
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+	if (log_verbose && (int)level <= (log_verbose > 1 ? RN_LOG_TRACE : RN_LOG_INFO))
+		fprintf(stderr, "%s%s\n", level == RN_LOG_WARN ? "WARN " : "", msg);
+}
+
+void rn_doctor_log_init(int verbose)
+{
+	log_verbose = verbose;
+	rn_log_set_sink(log_sink);
+}
+
+const char *rn_doctor_last_warn(void)
+{
+	return last_warn;
+}
+
+void rn_doctor_clear_warn(void)
+{
+	last_warn[0] = '\0';
+}
+
+/*
+ * The report file's directory may be writable by others (a textfile collector's): the
+ * temporary is made by mkstemp beside @path (O_EXCL: a link planted at its name is never
+ * followed), given its mode by fchmod (not the umask), synced and renamed over @path
+ * (rename replaces a link at @path, it never writes through it), then the directory
+ * is synced so the new name survives a crash.
+ */
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg)
+{
+	char tmp[4096], dir[4096];
+	FILE *f;
+	int fd, dfd, ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f || fchmod(fd, 0644)) {
+		ret = -errno;
+		if (f)
+			fclose(f);
+		else
+			close(fd);
+		unlink(tmp);
+		return ret;
+	}
+	fill(f, arg);
+	errno = 0;
+	if (fflush(f) || ferror(f) || fsync(fd))
+		ret = -(errno ? errno : EIO);
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
