@@ -51,9 +51,13 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
 							: NULL;
 
-		if (!l)
+		/*
+		 * The port's netdev in another namespace (a shared RDMA device seen from a
+		 * pod): the GID choice finds the netdev of ours that the port carries, if any.
+		 */
+		if (!l && !ctx)
 			return -ENODEV;
-		nic->ifindex = l->link.ifindex;
+		nic->ifindex = l ? l->link.ifindex : 0;
 	}
 	ret = rn_gid_choose(host, ctx, nic, cfg, &res);
 	if (ret < 0)
