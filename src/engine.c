@@ -68,7 +68,7 @@ static int engine_init(struct rn_engine *eng)
 	struct rn_vars refused = RN_VARS_INIT; /* the list and the first fix, whole */
 	char why[1024];
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, nroute = 0, ret;
+	int n, i, nrefused = 0, nroute = 0, nelsewhere = 0, ret;
 
 	memset(eng, 0, sizeof(*eng));
 	rn_config_load(&eng->cfg);
@@ -108,6 +108,18 @@ static int engine_init(struct rn_engine *eng)
 		int usable;
 
 		ret = rn_nic_assess(host, found[i]->ctx, nic, &eng->cfg);
+		if (ret == -ENODEV) {
+			/*
+			 * A shared RDMA device seen from a pod that has no netdev on it: not
+			 * this pod's NIC, nothing to fix here.
+			 */
+			rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: no netdev of this "
+				"network namespace has a GID on it (its netdev %s is elsewhere)",
+				nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "-");
+			nelsewhere++;
+			rn_dev_free(found[i]);
+			continue;
+		}
 		if (ret) {
 			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
 				nic->ibdev, nic->port, strerror(-ret));
@@ -134,6 +146,13 @@ static int engine_init(struct rn_engine *eng)
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
+	if (!eng->ndevs && nelsewhere == n) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
+			"port%s has a GID of a netdev in this network namespace (a pod without its "
+			"RDMA network attached?)", n, n == 1 ? "" : "s");
+		rn_vars_free(&refused);
+		return -ENODEV;
+	}
 	if (!eng->ndevs && !nroute) {
 		const char *fix = rn_vars_get(&refused, "fix");
 
