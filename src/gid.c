@@ -200,6 +200,8 @@ static void repoint(struct rn_host *host, struct rn_nic *nic, int ifindex)
 			"namespace)", nic->ibdev, nic->port, l->link.name, nic->netdev);
 	/* the port's netdev out of sight: its link state cannot be ANDed in (the port is up) */
 	nic->link_up = (nic->ifindex ? nic->link_up : 1) && l->link.oper_up;
+	if (!nic->ifindex)
+		snprintf(nic->port_netdev, sizeof(nic->port_netdev), "%s", nic->netdev);
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
 	nic->ifindex = ifindex;
 	memcpy(nic->mac, l->link.mac, 6);

@@ -513,6 +513,7 @@ static void test_pod_shared_device_takes_own_gid(void **state)
 	assert_string_equal(nic.netdev, "net1");
 	assert_int_equal(nic.ifindex, 3);
 	assert_true(nic.link_up);
+	assert_string_equal(nic.port_netdev, "eth0");
 	assert_int_equal(nic.gid_index, 4);
 	ip_is(&nic, "198.18.0.111");
 	assert_int_equal(nic.prefixlen, 24);
