@@ -127,6 +127,18 @@ static int engine_init(struct rn_engine *eng)
 		} else {
 			rn_nic_log(nic);
 		}
+		if (!ret && found[i]->is_rxe && nic->port_netdev[0])
+			/*
+			 * rxe's UDP sockets and route lookups are the initial namespace's (Linux
+			 * 6.1 here): from a pod the connection comes up and the first work
+			 * request fails.
+			 */
+			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
+				"and %s is in this pod's network namespace: rxe sends and receives "
+				"only in the host's initial namespace on many kernels (6.1: every RDMA "
+				"write fails with LOC_QP_OP_ERR); run such a job with hostNetwork, or "
+				"on a hardware RoCE NIC", nic->ibdev, nic->port, nic->port_netdev,
+				nic->netdev);
 		/* Without a GID there is nothing to connect with, whatever the route check says. */
 		usable = nic->gid_index >= 0 &&
 			 (nic->verdict != RN_VERDICT_REFUSED ||

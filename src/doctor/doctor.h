@@ -54,6 +54,8 @@ struct rn_doctor {
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
 	int prom;                    /* --prometheus: the host check as metrics on stdout */
 	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
+	int cni;                     /* --cni: the pod's fix as NetworkAttachmentDefinitions */
+	const char *nfd;             /* --nfd FILE: node-feature-discovery labels, whole */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
@@ -119,6 +121,9 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
+/* doctor_k8s.c: --cni and --nfd FILE (after gather). */
+int rn_doctor_cni(struct rn_doctor *d, int gather_err);
+int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err);
 /*
  * Write @path whole or not at all (for collectors that may read it any time):
  * @fill writes into a temporary beside it, which is synced and renamed over @path.

@@ -68,6 +68,16 @@ int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
 	return 0;
 }
 
+int rn_doctor_cni(struct rn_doctor *d, int gather_err)
+{
+	return 0;
+}
+
+int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err)
+{
+	return 0;
+}
+
 int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...)
 {
 	return RN_DOCTOR_ERROR;
