@@ -635,6 +635,41 @@ static void test_pod_port_of_no_netdev_here(void **state)
 }
 
 /*
+ * Entered with nsenter --net, /sys is still the node's: dev.c read the node's eth0 there,
+ * ifindex 3, which in the pod is net1. The ifindex alone does not make the NIC net1 by the
+ * name eth0: the NIC is judged as net1, its port's netdev named eth0.
+ */
+static void test_pod_sysfs_of_another_namespace(void **state)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct rn_host *h;
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	pod_host();
+	gids(shared, 6);
+	fake_verbs_install(&dev, 1);
+	fake_nl_install(&H);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	list = rn_verbs.get_device_list(NULL);
+	ctx = rn_verbs.open_device(list[0]);
+	snprintf(nic.netdev, sizeof(nic.netdev), "eth0");
+	nic.ifindex = 3;
+	nic.mtu = 9000;
+	snprintf(nic.ibdev, sizeof(nic.ibdev), "rxe0");
+	nic.port = 1;
+	assert_int_equal(rn_nic_assess(h, ctx, &nic, &cfg), 0);
+	rn_verbs.close_device(ctx);
+	rn_host_free(h);
+	fake_nl_uninstall();
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	assert_string_equal(nic.netdev, "net1");
+	assert_string_equal(nic.port_netdev, "eth0");
+	assert_int_equal(nic.gid_index, 4);
+	assert_int_equal(nic.mtu, 1500); /* net1's, from netlink, not the node's eth0's */
+}
+
+/*
  * NCCL_IB_GID_INDEX as in NCCL: the index is used as given, also another pod's; the
  * warning says it is not this namespace's address.
  */
@@ -707,6 +742,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pod_port_of_no_netdev_here, setup),
 		cmocka_unit_test_setup(test_pod_forced_index_of_other_pod_used_and_warned, setup),
 		cmocka_unit_test_setup(test_pod_exclusive_vf, setup),
+		cmocka_unit_test_setup(test_pod_sysfs_of_another_namespace, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
