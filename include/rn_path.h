@@ -54,6 +54,8 @@ struct rn_nic {
 	char ibdev[64];
 	int port;
 	char netdev[IF_NAMESIZE]; /* the port's, or the VLAN on it whose GID it uses */
+	/* the port's own netdev where it is in another network namespace (seen from a pod) */
+	char port_netdev[IF_NAMESIZE];
 	int ifindex;
 	uint8_t mac[6];
 	int link_up;

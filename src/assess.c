@@ -35,6 +35,7 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		  const struct rn_config *cfg)
 {
 	struct rn_gid_result res;
+	struct rn_host_link *l;
 	int ret;
 
 	if (!host || !nic || !cfg)
@@ -47,13 +48,27 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	nic->table = RN_TABLE_MAIN;
 	rn_nic_findings_clear(nic);
 	nic->verdict = RN_VERDICT_OK;
-	if (!rn_host_link_by_index(host, nic->ifindex)) {
-		struct rn_host_link *l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev)
-							: NULL;
-
-		if (!l)
+	l = rn_host_link_by_index(host, nic->ifindex);
+	/*
+	 * dev.c read the ifindex in /sys, which may be another namespace's (nsenter --net
+	 * keeps the caller's /sys): the ifindex is this namespace's only if the name agrees.
+	 */
+	if (l && nic->netdev[0] && strcmp(l->link.name, nic->netdev))
+		l = NULL;
+	if (!l) {
+		l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev) : NULL;
+		/*
+		 * The port's netdev in another namespace (a shared RDMA device seen from a
+		 * pod): the GID choice finds the netdev of ours that the port carries, if any.
+		 */
+		if (!l && !ctx)
 			return -ENODEV;
-		nic->ifindex = l->link.ifindex;
+		nic->ifindex = l ? l->link.ifindex : 0;
+		if (l) { /* its facts from netlink, this namespace's */
+			memcpy(nic->mac, l->link.mac, 6);
+			nic->mtu = l->link.mtu;
+			nic->link_up = l->link.oper_up;
+		}
 	}
 	ret = rn_gid_choose(host, ctx, nic, cfg, &res);
 	if (ret < 0)

@@ -78,7 +78,7 @@ static int engine_init(struct rn_engine *eng)
 	struct rn_vars refused = RN_VARS_INIT; /* the list and the first fix, whole */
 	char why[1024];
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, nroute = 0, ret;
+	int n, i, nrefused = 0, nroute = 0, nelsewhere = 0, ret;
 
 	memset(eng, 0, sizeof(*eng));
 	rn_config_load(&eng->cfg);
@@ -118,6 +118,18 @@ static int engine_init(struct rn_engine *eng)
 		int usable;
 
 		ret = rn_nic_assess(host, found[i]->ctx, nic, &eng->cfg);
+		if (ret == -ENODEV) {
+			/*
+			 * A shared RDMA device seen from a pod that has no netdev on it: not
+			 * this pod's NIC, nothing to fix here.
+			 */
+			rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: no netdev of this "
+				"network namespace has a GID on it (its netdev %s is elsewhere)",
+				nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "-");
+			nelsewhere++;
+			rn_dev_free(found[i]);
+			continue;
+		}
 		if (ret) {
 			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
 				nic->ibdev, nic->port, strerror(-ret));
@@ -125,6 +137,18 @@ static int engine_init(struct rn_engine *eng)
 		} else {
 			rn_nic_log(nic);
 		}
+		if (!ret && found[i]->is_rxe && nic->port_netdev[0])
+			/*
+			 * rxe's UDP sockets and route lookups are the initial namespace's (Linux
+			 * 6.1 here): from a pod the connection comes up and the first work
+			 * request fails.
+			 */
+			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
+				"and %s is in this pod's network namespace: rxe sends and receives "
+				"only in the host's initial namespace on many kernels (6.1: every RDMA "
+				"write fails with LOC_QP_OP_ERR); run such a job with hostNetwork, or "
+				"on a hardware RoCE NIC", nic->ibdev, nic->port, nic->port_netdev,
+				nic->netdev);
 		/* Without a GID there is nothing to connect with, whatever the route check says. */
 		usable = nic->gid_index >= 0 &&
 			 (nic->verdict != RN_VERDICT_REFUSED ||
@@ -144,6 +168,13 @@ static int engine_init(struct rn_engine *eng)
 		rn_dev_free(found[i]);
 	}
 	rn_host_free(host);
+	if (!eng->ndevs && nelsewhere == n) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
+			"port%s has a GID of a netdev in this network namespace (a pod without its "
+			"RDMA network attached?)", n, n == 1 ? "" : "s");
+		rn_vars_free(&refused);
+		return -ENODEV;
+	}
 	if (!eng->ndevs && !nroute) {
 		const char *fix = rn_vars_get(&refused, "fix");
 

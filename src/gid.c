@@ -6,10 +6,17 @@
  * netdev's primary address. Never a link-local or zero GID, never a hard-coded
  * index (mlx5 puts the first IPv4 v2 GID at 3, rxe at 1). What is wrong with the
  * choice is returned (a cause and its facts); the verdict (assess.c) makes the finding.
+ *
+ * A GID is a netdev's only when its address is that netdev's own address as seen in the
+ * caller's network namespace. A shared RDMA device (Multus macvlan pods) holds the GIDs
+ * of every pod on the node, bound to netdevs whose names repeat (each pod's net1) and
+ * whose ifindexes are per namespace (each pod's net1 may be 3): neither the name nor the
+ * ifindex says whose a GID is, the address does (the ifindex, when known, must agree).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <linux/fib_rules.h>
@@ -22,15 +29,16 @@
 #include "rn_policy.h"
 #include "rn_verbs.h"
 
-#define GID_SCAN_MAX 256
-#define MAX_CANDS 64
+/* rxe's table has 1024 slots, mlx5's 255: a shared device fills them with pods' GIDs */
+#define GID_SCAN_MAX 1024
 
 struct cand {
 	int index;           /* -1 for a netdev-only candidate */
 	union ibv_gid gid;
 	struct rn_ip ip;     /* family 0 for link-local/zero */
 	int type;            /* enum ibv_gid_type; -1 unknown */
-	int ifindex;
+	int ifindex;         /* as the GID's attribute says (0: unknown; other namespaces' too) */
+	int link;            /* this namespace's netdev whose own address it is; 0: none */
 };
 
 static const char *fam_str(int family)
@@ -53,32 +61,58 @@ static int want_type(const struct rn_config *cfg)
 	return cfg->roce_version == 1 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
 }
 
-static int read_gids(struct ibv_context *ctx, int port, struct cand *c, int max)
+/* The netdev of this namespace whose own address @c's is (see the head of the file). */
+static int cand_link(const struct rn_host *host, const struct cand *c)
+{
+	const struct rn_nl_addr *a;
+
+	if (!c->ip.family)
+		return 0;
+	a = rn_host_addr_find(host, c->ifindex, &c->ip);
+	return a ? a->ifindex : 0;
+}
+
+static int gid_table_len(struct ibv_context *ctx, int port)
 {
 	struct ibv_port_attr pa;
-	struct ibv_gid_entry e;
-	int len = GID_SCAN_MAX, i, n = 0, ret;
 
 	memset(&pa, 0, sizeof(pa));
 	if (!rn_verbs_err(rn_verbs.query_port(ctx, (uint8_t)port, &pa)) && pa.gid_tbl_len > 0)
-		len = RN_MIN(pa.gid_tbl_len, GID_SCAN_MAX);
-	for (i = 0; i < len && n < max; i++) {
+		return RN_MIN(pa.gid_tbl_len, GID_SCAN_MAX);
+	return GID_SCAN_MAX;
+}
+
+static int read_gids(struct rn_host *host, struct ibv_context *ctx, int port, struct cand *c,
+		     int max)
+{
+	struct ibv_gid_entry e;
+	int i, n = 0, ret, err = 0;
+
+	for (i = 0; i < max; i++) {
 		ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e));
 		if (ret == -ENODATA)
 			continue; /* empty slot */
 		if (ret == -EINVAL)
 			break; /* past the end of the table */
-		if (ret)
-			return n ? n : ret;
+		if (ret) {
+			/*
+			 * An entry whose attributes this namespace cannot read (its netdev is
+			 * another pod's, or gid_attrs is not readable here): not ours to use,
+			 * and no reason to stop before the entries that are.
+			 */
+			err = ret;
+			continue;
+		}
 		c[n].index = i;
 		c[n].gid = e.gid;
 		c[n].type = (int)e.gid_type;
 		c[n].ifindex = (int)e.ndev_ifindex;
 		if (rn_ip_from_gid(&e.gid, &c[n].ip))
 			c[n].ip.family = 0;
+		c[n].link = cand_link(host, &c[n]);
 		n++;
 	}
-	return n;
+	return n ? n : err;
 }
 
 static int netdev_cands(const struct rn_host *host, int ifindex, struct cand *c, int max)
@@ -94,6 +128,7 @@ static int netdev_cands(const struct rn_host *host, int ifindex, struct cand *c,
 		c[n].ip = a->ip;
 		c[n].type = IBV_GID_TYPE_ROCE_V2;
 		c[n].ifindex = ifindex;
+		c[n].link = ifindex;
 		rn_gid_from_ip(&a->ip, &c[n].gid);
 		n++;
 	}
@@ -116,16 +151,17 @@ static int cand_fits(const struct cand *c, const struct want *w)
 
 static int cand_ok(const struct cand *c, const struct rn_nic *nic, const struct want *w)
 {
-	return c->ifindex == nic->ifindex && cand_fits(c, w);
+	return c->link && c->link == nic->ifindex && cand_fits(c, w);
 }
 
 /*
  * A VLAN's GIDs sit in the table of the port under it, bound to the VLAN netdev (mlx5 and
- * rxe alike: rxe refuses a VLAN as its own netdev). Where the port's netdev has no GID we
- * could use and a VLAN on it has, the NIC is that VLAN: its address, routes and sysctls
- * are the ones RoCE uses, so the checks and their fixes must name it. The VLAN whose
+ * rxe alike: rxe refuses a VLAN as its own netdev); so do a macvlan's, whose netdev is in
+ * a pod. Where the port's netdev has no GID we could use (or is not in this namespace)
+ * and an upper netdev here has, the NIC is that netdev: its address, routes and sysctls
+ * are the ones RoCE uses, so the checks and their fixes must name it. The one whose
  * address policy routing makes a source wins, else the first in table order. Returns the
- * ifindex, or 0 when the port's own netdev has a usable GID or no VLAN has one.
+ * ifindex, or 0 when the port's own netdev has a usable GID or no upper netdev has one.
  */
 static int vlan_of_port(struct rn_host *host, const struct cand *c, int n,
 			const struct rn_nic *nic, const struct want *w)
@@ -137,13 +173,12 @@ static int vlan_of_port(struct rn_host *host, const struct cand *c, int n,
 		if (cand_ok(&c[i], nic, w))
 			return 0;
 	for (i = 0; i < n; i++) {
-		if (c[i].ifindex == nic->ifindex || !cand_fits(&c[i], w) ||
-		    !rn_host_link_by_index(host, c[i].ifindex))
+		if (!c[i].link || c[i].link == nic->ifindex || !cand_fits(&c[i], w))
 			continue;
-		if (rn_policy_source(host, c[i].ifindex, w->family, &ip, NULL))
-			return c[i].ifindex;
+		if (rn_policy_source(host, c[i].link, w->family, &ip, NULL))
+			return c[i].link;
 		if (!first)
-			first = c[i].ifindex;
+			first = c[i].link;
 	}
 	return first;
 }
@@ -155,14 +190,22 @@ static void repoint(struct rn_host *host, struct rn_nic *nic, int ifindex)
 
 	if (!l || ifindex == nic->ifindex)
 		return;
-	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the VLAN whose GID it "
-		"uses (its port's netdev %s has none of the wanted kind)", nic->ibdev, nic->port,
-		l->link.name, nic->netdev);
+	if (nic->ifindex)
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the upper netdev "
+			"(VLAN, macvlan) whose GID it uses (its port's netdev %s has none of the "
+			"wanted kind)", nic->ibdev, nic->port, l->link.name, nic->netdev);
+	else
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the netdev of this "
+			"network namespace whose GID it uses (its port's netdev %s is in another "
+			"namespace)", nic->ibdev, nic->port, l->link.name, nic->netdev);
+	/* the port's netdev out of sight: its link state cannot be ANDed in (the port is up) */
+	nic->link_up = (nic->ifindex ? nic->link_up : 1) && l->link.oper_up;
+	if (!nic->ifindex)
+		snprintf(nic->port_netdev, sizeof(nic->port_netdev), "%s", nic->netdev);
 	snprintf(nic->netdev, sizeof(nic->netdev), "%s", l->link.name);
 	nic->ifindex = ifindex;
 	memcpy(nic->mac, l->link.mac, 6);
 	nic->mtu = l->link.mtu;
-	nic->link_up = nic->link_up && l->link.oper_up;
 }
 
 /* Every candidate into "have" (a growable value: a full GID table stays whole). */
@@ -170,14 +213,21 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, st
 {
 	int i;
 
+	int foreign = 0;
+
 	rn_vars_set(v, "have", "%s", n ? "" : "nothing");
 	for (i = 0; i < n; i++) {
 		const struct rn_host_link *l = NULL;
 		char ip[INET6_ADDRSTRLEN];
-		int k;
+		int k, at = c[i].ip.family ? c[i].link : c[i].ifindex;
 
+		/* an address none of ours has: another namespace's GID, whatever its ifindex */
+		if (c[i].ip.family && !c[i].link) {
+			foreign++;
+			continue;
+		}
 		for (k = 0; k < host->nlinks; k++)
-			if (host->links[k].link.ifindex == c[i].ifindex)
+			if (host->links[k].link.ifindex == at)
 				l = &host->links[k];
 		if (c[i].ip.family)
 			rn_ip_str(&c[i].ip, ip, sizeof(ip));
@@ -192,6 +242,9 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, st
 				       c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
 				       ip, type_str(c[i].type), c[i].ifindex);
 	}
+	if (foreign)
+		rn_vars_append(v, "have", ", ", "%d GID%s of netdevs in another network namespace "
+			       "(other pods')", foreign, foreign == 1 ? "" : "s");
 }
 
 /* What to tell a user with no usable GID: the knob or the address that would help. */
@@ -206,7 +259,7 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 			const struct cand *k = &c[i];
 			int fam = k->ip.family == w->family, ver = k->type == w->type;
 
-			if (k->ifindex != nic->ifindex || !k->ip.family)
+			if (!k->link || k->link != nic->ifindex)
 				continue;
 			if (pass == 0 && fam && ver) {
 				rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or widen it to "
@@ -257,11 +310,11 @@ static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct ca
 static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
 		      const struct rn_config *cfg, struct rn_vars *v, enum rn_cause *cause)
 {
-	struct cand c[MAX_CANDS];
+	struct cand *c = NULL;
 	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
 	struct rn_ip psrc = { 0 };
 	enum rn_gid_why why = RN_GID_WHY_NONE;
-	int n, i, pick = -1, forced = -1;
+	int n, i, pick = -1, forced = -1, max;
 
 	w.type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
 	if (cfg->addr_range[0]) {
@@ -280,20 +333,31 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		}
 		w.has_range = 1;
 	}
-	n = ctx ? read_gids(ctx, nic->port, c, MAX_CANDS) : netdev_cands(host, nic->ifindex, c,
-									MAX_CANDS);
-	if (n < 0)
+	max = ctx ? gid_table_len(ctx, nic->port) : RN_MAX(host->naddrs, 1);
+	c = calloc((size_t)max, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	n = ctx ? read_gids(host, ctx, nic->port, c, max) : netdev_cands(host, nic->ifindex, c,
+									 max);
+	if (n < 0) {
+		free(c);
 		return n;
+	}
 	if (ctx && cfg->gid_index >= 0) {
 		for (i = 0; i < n; i++)
 			if (c[i].index == cfg->gid_index)
 				forced = i;
 	}
-	/* a VLAN's GID, forced or the only usable one: the VLAN is the NIC */
-	if (forced >= 0 && c[forced].ip.family)
-		repoint(host, nic, c[forced].ifindex);
+	/* a VLAN's (a pod's macvlan's) GID, forced or the only usable one: that is the NIC */
+	if (forced >= 0 && c[forced].link)
+		repoint(host, nic, c[forced].link);
 	else if (ctx)
 		repoint(host, nic, vlan_of_port(host, c, n, nic, &w));
+	if (!rn_host_link_by_index(host, nic->ifindex)) {
+		/* the port's netdev is in another namespace and no GID of it is a netdev's here */
+		free(c);
+		return -ENODEV;
+	}
 
 	if (rn_policy_source(host, nic->ifindex, w.family, &psrc, NULL)) {
 		for (i = 0; i < n && pick < 0; i++)
@@ -348,7 +412,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		*cause = RN_CAUSE_NO_GID;
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));
-		return 0;
+		goto out;
 	}
 	if (forced >= 0) {
 		set_choice(host, nic, &c[forced]);
@@ -357,10 +421,15 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
 
 			rn_vars_set(v, "forced", "%d", cfg->gid_index);
-			rn_vars_set(v, "forced_what", "%s %s on ifindex %d",
-				    c[forced].ip.family ? rn_ip_str(&c[forced].ip, fip, sizeof(fip))
-							: "link-local",
-				    type_str(c[forced].type), c[forced].ifindex);
+			if (c[forced].link)
+				rn_vars_set(v, "forced_what", "%s %s on ifindex %d",
+					    rn_ip_str(&c[forced].ip, fip, sizeof(fip)),
+					    type_str(c[forced].type), c[forced].ifindex);
+			else
+				rn_vars_set(v, "forced_what", "%s %s, not an address of this network "
+					    "namespace: another pod's GID", c[forced].ip.family ?
+					    rn_ip_str(&c[forced].ip, fip, sizeof(fip)) : "link-local",
+					    type_str(c[forced].type));
 			if (pick >= 0) {
 				rn_vars_set(v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
 				rn_vars_set(v, "auto", "%d", c[pick].index);
@@ -370,7 +439,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			}
 			*cause = RN_CAUSE_GID_FORCED_MISMATCH;
 		}
-		return 0;
+		goto out;
 	}
 	if (pick < 0) {
 		describe(host, c, n, v);
@@ -381,10 +450,12 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		*cause = RN_CAUSE_NO_GID;
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));
-		return 0;
+		goto out;
 	}
 	set_choice(host, nic, &c[pick]);
 	nic->gid_why = why;
+out:
+	free(c);
 	return 0;
 }
 

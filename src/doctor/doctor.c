@@ -62,6 +62,10 @@ static void usage(FILE *f)
 		"      --prometheus    host: the verdicts as Prometheus metrics (text exposition)\n"
 		"      --textfile FILE host: the same metrics written atomically to FILE\n"
 		"                      (node-exporter's textfile collector: FILE ends in .prom)\n"
+		"      --cni           host, in a pod: the fix as NetworkAttachmentDefinitions (JSON,\n"
+		"                      stdout: macvlan/sriov + tuning + sbr per NIC); how to attach\n"
+		"                      them and the NET_ADMIN commands on stderr\n"
+		"      --nfd FILE      host: node-feature-discovery labels (verdict, causes) to FILE\n"
 		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       print the version\n"
@@ -158,6 +162,8 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "prometheus", no_argument, NULL, 'P' },
 		{ "textfile", required_argument, NULL, 'F' },
+		{ "cni", no_argument, NULL, 'C' },
+		{ "nfd", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -220,6 +226,12 @@ int main(int argc, char **argv)
 			d->textfile = optarg;
 			given |= OPT_PROM;
 			break;
+		case 'C':
+			d->cni = 1;
+			break;
+		case 'N':
+			d->nfd = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = RN_DOCTOR_OK;
@@ -244,6 +256,12 @@ int main(int argc, char **argv)
 		}
 		cmd = &cmds[i];
 		first++;
+	}
+	if ((d->cni || d->nfd) && (cmd->fn != rn_doctor_cmd_host || d->json || d->prom ||
+				   d->textfile || (d->cni && d->nfd))) {
+		rn_cli_error(PROG, jerr, rc, "--cni and --nfd go with the host command, one at a "
+			     "time, without --json, --prometheus or --textfile");
+		goto out;
 	}
 	/* every word checked before any work (no netlink, no device, no socket) */
 	if (check_cmd(jerr, cmd, given, d->json, argc - first, argv + first))

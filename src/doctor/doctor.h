@@ -58,6 +58,8 @@ struct rn_doctor {
 	int nnames;
 	int prom;                    /* --prometheus: the host check as metrics on stdout */
 	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
+	int cni;                     /* --cni: the pod's fix as NetworkAttachmentDefinitions */
+	const char *nfd;             /* --nfd FILE: node-feature-discovery labels, whole */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
@@ -137,6 +139,9 @@ int rn_doctor_health(int argc, char **argv);
 
 /* doctor_prom.c: Prometheus text exposition of the host check (after gather). */
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err);
+/* doctor_k8s.c: --cni and --nfd FILE (after gather). */
+int rn_doctor_cni(struct rn_doctor *d, int gather_err);
+int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err);
 
 /* doctor_json.c: shared objects over the one JSON writer (rn_json.h) */
 /*

@@ -416,7 +416,7 @@ int rn_doctor_health(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20 };
-	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE], why[RN_HEALTH_REASON_MAX + 1], host[64];
+	char why[RN_HEALTH_REASON_MAX + 1], host[64];
 	struct rn_doctor *d;
 	int c, rc = RN_DOCTOR_ERROR, problems;
 	double t0 = rn_doctor_now_ms();
@@ -430,8 +430,7 @@ int rn_doctor_health(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":n:N:t:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			d->netdevs = optarg;
-			if (rn_doctor_netdev_list(d, optarg, names, RN_DOCTOR_MAX_NICS) < 0)
+			if (rn_doctor_set_netdevs(d, optarg) < 0)
 				goto out;
 			break;
 		case 'N':

@@ -650,6 +650,10 @@ int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv)
 
 	if (d->prom || d->textfile)
 		return rn_doctor_prom(d, d->textfile, rn_doctor_gather(d));
+	if (d->cni)
+		return rn_doctor_cni(d, rn_doctor_gather(d));
+	if (d->nfd)
+		return rn_doctor_nfd(d, d->nfd, rn_doctor_gather(d));
 	if (rn_doctor_gather(d))
 		return RN_DOCTOR_ERROR;
 	rc = rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;

@@ -99,6 +99,19 @@ int rn_doctor_gather(struct rn_doctor *d)
 		struct rn_doctor_nic *dn = &d->nics[i];
 
 		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		if (dn->err == -ENODEV && dn->dev && !d->netdevs) {
+			size_t len = strlen(d->skipped);
+
+			/* a shared RDMA device seen from a pod without a netdev on it: not its NIC */
+			snprintf(d->skipped + len, sizeof(d->skipped) - len, "%s%s:%d (no netdev "
+				 "of this network namespace on it)", len ? ", " : "",
+				 dn->nic.ibdev, dn->nic.port);
+			rn_nic_cleanup(&dn->nic);
+			memmove(dn, dn + 1, (size_t)(d->nnics - i - 1) * sizeof(*dn));
+			memset(&d->nics[--d->nnics], 0, sizeof(*dn));
+			i--;
+			continue;
+		}
 		/* the device carries its verdict too: the RDMA probe's engine runs on it */
 		if (dn->dev && !dn->err) {
 			ret = rn_nic_copy(&dn->dev->nic, &dn->nic);

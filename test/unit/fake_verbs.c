@@ -159,6 +159,8 @@ static int f_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index
 	g = &d->ports[port - 1].gids[index];
 	if (!g->addr)
 		return ENODATA; /* what rxe and mlx5 answer for an empty slot */
+	if (d->ports[port - 1].gid_fail[index])
+		return d->ports[port - 1].gid_fail[index];
 	memset(e, 0, sizeof(*e));
 	if (parse_gid(g->addr, &e->gid))
 		return EINVAL;

@@ -17,7 +17,7 @@
 struct fake_gid {
 	const char *addr;          /* "198.18.0.1" (IPv4-mapped), "fe80::1", NULL = empty slot */
 	enum ibv_gid_type type;    /* IBV_GID_TYPE_ROCE_V1 / IBV_GID_TYPE_ROCE_V2 */
-	uint32_t ifindex;          /* netdev the GID belongs to */
+	uint32_t ifindex;          /* netdev the GID belongs to (0: attribute unreadable) */
 };
 
 struct fake_port {
@@ -27,6 +27,7 @@ struct fake_port {
 	uint8_t active_width;      /* 0 means 1X (1) */
 	uint8_t active_speed;      /* 0 means 2.5 Gbps (1) */
 	struct fake_gid gids[FAKE_MAX_GIDS];
+	int gid_fail[FAKE_MAX_GIDS]; /* query_gid_ex fails with this errno (unreadable attrs) */
 };
 
 struct fake_dev {

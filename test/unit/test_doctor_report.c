@@ -65,6 +65,16 @@ int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
 	return 0;
 }
 
+int rn_doctor_cni(struct rn_doctor *d, int gather_err)
+{
+	return 0;
+}
+
+int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err)
+{
+	return 0;
+}
+
 #define N 8
 #define UNKNOWN_CAUSE 999
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* GID choice over fixture GID tables (fake verbs) and fixture routing (fake netlink). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,6 +143,7 @@ static void test_ipv6_only_is_no_gid_and_names_family(void **state)
 	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
 
+	fake_addr(&H, 2, "fd00::1/64", 0); /* a GID is there only for the netdev's address */
 	gids(v6only, 4);
 	renew(&nic, assess());
 	assert_int_equal(nic.gid_index, -1);
@@ -444,6 +446,270 @@ static void test_link_local_only_never_chosen(void **state)
 	assert_null(strstr(nic.findings[i - 1].msg, "ip addr add"));
 }
 
+/* ---- pods: a shared RDMA device seen from a pod's network namespace ---- */
+
+/*
+ * What dev.c hands over in a pod: the port's netdev named by the GID table's first entry
+ * (the node's eth0, or another pod's net1: names repeat across pods), resolved in this
+ * namespace if a netdev of that name is here, else ifindex 0.
+ */
+static int assess_from(const char *netdev, struct rn_nic *out)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct rn_host *h;
+	struct rn_nic nic = { 0 };
+	int ret;
+
+	fake_verbs_install(&dev, 1);
+	fake_nl_install(&H);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	list = rn_verbs.get_device_list(NULL);
+	ctx = rn_verbs.open_device(list[0]);
+	assert_non_null(ctx);
+	if (rn_nic_from_netdev(h, netdev, &nic)) {
+		snprintf(nic.netdev, sizeof(nic.netdev), "%s", netdev);
+		nic.gid_index = -1;
+	}
+	snprintf(nic.ibdev, sizeof(nic.ibdev), "%s", dev.name);
+	nic.port = 1;
+	ret = rn_nic_assess(h, ctx, &nic, &cfg);
+	rn_verbs.close_device(ctx);
+	rn_host_free(h);
+	fake_nl_uninstall();
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	rn_nic_cleanup(out);
+	*out = nic;
+	return ret;
+}
+
+/* Pod A: lo and net1 (ifindex 3 here, a macvlan on the node's eth0) with 198.18.0.111. */
+static void pod_host(void)
+{
+	fake_nl_init(&H);
+	fake_link(&H, 3, "net1", 0x31, 1);
+	fake_addr(&H, 3, "198.18.0.111/24", 0);
+	dev.name = "rxe0";
+}
+
+/*
+ * rxe0's table on a node with two pods: the node's eth0 (ifindex 2 in the node's
+ * namespace), pod B's net1 and pod A's net1, both ifindex 3 in their own namespaces.
+ */
+static const struct fake_gid shared[] = {
+	{ "fe80::10", V2, 2 }, { "198.18.0.10", V2, 2 },   /* node eth0 */
+	{ "198.18.0.112", V2, 3 }, { "fe80::b1", V2, 3 },  /* pod B net1 */
+	{ "198.18.0.111", V2, 3 }, { "fe80::a1", V2, 3 },  /* pod A net1 */
+};
+
+/* In pod A the node's eth0 is not there: the NIC is net1, with pod A's GID, never B's. */
+static void test_pod_shared_device_takes_own_gid(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	pod_host();
+	gids(shared, 6);
+	assert_int_equal(assess_from("eth0", &nic), 0);
+	assert_string_equal(nic.netdev, "net1");
+	assert_int_equal(nic.ifindex, 3);
+	assert_true(nic.link_up);
+	assert_string_equal(nic.port_netdev, "eth0");
+	assert_int_equal(nic.gid_index, 4);
+	ip_is(&nic, "198.18.0.111");
+	assert_int_equal(nic.prefixlen, 24);
+	assert_false(has(&nic, RN_CAUSE_NO_GID));
+}
+
+/*
+ * Pod A's own GID not (yet) in the table, pod B's bound to the same ifindex 3: refused
+ * for want of a GID, never B's address (its packets would carry B's source).
+ */
+static void test_pod_other_namespace_gid_never_taken(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
+
+	pod_host();
+	gids(shared, 4);
+	assert_int_equal(assess_from("net1", &nic), 0);
+	assert_int_equal(nic.gid_index, -1);
+	i = has(&nic, RN_CAUSE_NO_GID);
+	assert_true(i);
+	assert_null(strstr(nic.findings[i - 1].msg, "198.18.0.112 v2 on net1"));
+	assert_non_null(strstr(nic.findings[i - 1].msg, "other network namespace"));
+}
+
+/* The node's view of the same table: its eth0 is ifindex 2, and so were pods' net1 there. */
+static void test_node_never_takes_a_pods_gid(void **state)
+{
+	static const struct fake_gid g[] = {
+		{ "fe80::a1", V2, 2 }, { "198.18.0.111", V2, 2 },  /* a pod's net1, ifindex 2 */
+		{ "fe80::10", V2, 2 },                             /* eth0's IPv4 GID not yet */
+	};
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_addr(&H, 2, "198.18.0.10/24", 1);
+	gids(g, 3);
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, -1);
+	assert_true(has(&nic, RN_CAUSE_NO_GID));
+}
+
+/*
+ * Repeated names: rxe1's table starts at 6 (sparse), its first GID is pod B's "net1" (so
+ * dev.c names net1, which here is pod A's net1 on rxe0's port); pod A's NIC on rxe1 is
+ * net2. The GID's address, not its netdev's name, says whose it is.
+ */
+static void test_pod_repeated_name_sparse_table(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	pod_host();
+	fake_link(&H, 4, "net2", 0x32, 1);
+	fake_addr(&H, 4, "198.18.0.121/24", 0);
+	dev.name = "rxe1";
+	dev.ports[0].gids[6] = (struct fake_gid){ "198.18.0.122", V2, 3 }; /* pod B net1 */
+	dev.ports[0].gids[7] = (struct fake_gid){ "fe80::b1", V2, 3 };
+	dev.ports[0].gids[9] = (struct fake_gid){ "198.18.0.121", V2, 4 }; /* pod A net2 */
+	dev.ports[0].gids[10] = (struct fake_gid){ "fe80::a2", V2, 4 };
+	assert_int_equal(assess_from("net1", &nic), 0);
+	assert_string_equal(nic.netdev, "net2");
+	assert_int_equal(nic.gid_index, 9);
+	ip_is(&nic, "198.18.0.121");
+}
+
+/* A sparse table whose first GID is at 6: no index is assumed. */
+static void test_sparse_table_first_gid_at_6(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	dev.ports[0].gids[6] = (struct fake_gid){ "fe80::10", V2, 2 };
+	dev.ports[0].gids[7] = (struct fake_gid){ "198.18.0.1", V2, 2 };
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, 7);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+}
+
+/* gid_attrs' netdev unreadable (ifindex 0 for every GID): the address decides. */
+static void test_pod_unknown_netdev_attr_takes_own_address(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
+
+	pod_host();
+	gids(shared, 6);
+	for (i = 0; i < 6; i++)
+		dev.ports[0].gids[i].ifindex = 0;
+	assert_int_equal(assess_from("eth0", &nic), 0);
+	assert_string_equal(nic.netdev, "net1");
+	assert_int_equal(nic.gid_index, 4);
+	ip_is(&nic, "198.18.0.111");
+}
+
+/*
+ * GIDs whose attributes cannot be read here (bound to netdevs this namespace cannot see)
+ * fail one by one: the scan goes on past them to the pod's own.
+ */
+static void test_pod_unreadable_gid_attrs_skipped(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
+
+	pod_host();
+	gids(shared, 6);
+	for (i = 0; i < 4; i++)
+		dev.ports[0].gid_fail[i] = ENODEV;
+	assert_int_equal(assess_from("eth0", &nic), 0);
+	assert_string_equal(nic.netdev, "net1");
+	assert_int_equal(nic.gid_index, 4);
+}
+
+/* A port none of whose GIDs is this namespace's (another pod's device): -ENODEV, not ours. */
+static void test_pod_port_of_no_netdev_here(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	pod_host();
+	gids(shared, 4);
+	assert_int_equal(assess_from("eth0", &nic), -ENODEV);
+}
+
+/*
+ * Entered with nsenter --net, /sys is still the node's: dev.c read the node's eth0 there,
+ * ifindex 3, which in the pod is net1. The ifindex alone does not make the NIC net1 by the
+ * name eth0: the NIC is judged as net1, its port's netdev named eth0.
+ */
+static void test_pod_sysfs_of_another_namespace(void **state)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct rn_host *h;
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	pod_host();
+	gids(shared, 6);
+	fake_verbs_install(&dev, 1);
+	fake_nl_install(&H);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	list = rn_verbs.get_device_list(NULL);
+	ctx = rn_verbs.open_device(list[0]);
+	snprintf(nic.netdev, sizeof(nic.netdev), "eth0");
+	nic.ifindex = 3;
+	nic.mtu = 9000;
+	snprintf(nic.ibdev, sizeof(nic.ibdev), "rxe0");
+	nic.port = 1;
+	assert_int_equal(rn_nic_assess(h, ctx, &nic, &cfg), 0);
+	rn_verbs.close_device(ctx);
+	rn_host_free(h);
+	fake_nl_uninstall();
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	assert_string_equal(nic.netdev, "net1");
+	assert_string_equal(nic.port_netdev, "eth0");
+	assert_int_equal(nic.gid_index, 4);
+	assert_int_equal(nic.mtu, 1500); /* net1's, from netlink, not the node's eth0's */
+}
+
+/*
+ * NCCL_IB_GID_INDEX as in NCCL: the index is used as given, also another pod's; the
+ * warning says it is not this namespace's address.
+ */
+static void test_pod_forced_index_of_other_pod_used_and_warned(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+	int i;
+
+	pod_host();
+	gids(shared, 6);
+	cfg.gid_index = 2;
+	assert_int_equal(assess_from("eth0", &nic), 0);
+	assert_int_equal(nic.gid_index, 2);
+	assert_string_equal(nic.netdev, "net1");
+	i = has(&nic, RN_CAUSE_GID_FORCED_MISMATCH);
+	assert_true(i);
+	assert_non_null(strstr(nic.findings[i - 1].msg, "GID index 4"));
+	assert_non_null(strstr(nic.findings[i - 1].msg, "not an address of this network namespace"));
+	cfg.gid_index = 4;
+	assert_int_equal(assess_from("eth0", &nic), 0);
+	assert_int_equal(nic.gid_index, 4);
+	assert_int_equal(nic.nfindings, 0);
+}
+
+/* SR-IOV, exclusive netns: the VF's RDMA device and netdev both in the pod (fakes only). */
+static void test_pod_exclusive_vf(void **state)
+{
+	static const struct fake_gid g[] = { { "fe80::51", V2, 5 }, { "198.18.0.111", V2, 5 } };
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_nl_init(&H);
+	fake_link(&H, 5, "net1", 0x51, 1);
+	fake_addr(&H, 5, "198.18.0.111/24", 0);
+	dev.name = "mlx5_3";
+	gids(g, 2);
+	assert_int_equal(assess_from("net1", &nic), 0);
+	assert_int_equal(nic.gid_index, 1);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +732,17 @@ int main(void)
 		cmocka_unit_test_setup(test_forced_link_local_refused, setup),
 		cmocka_unit_test_setup(test_addr_range_filters, setup),
 		cmocka_unit_test_setup(test_link_local_only_never_chosen, setup),
+		cmocka_unit_test_setup(test_pod_shared_device_takes_own_gid, setup),
+		cmocka_unit_test_setup(test_pod_other_namespace_gid_never_taken, setup),
+		cmocka_unit_test_setup(test_node_never_takes_a_pods_gid, setup),
+		cmocka_unit_test_setup(test_pod_repeated_name_sparse_table, setup),
+		cmocka_unit_test_setup(test_sparse_table_first_gid_at_6, setup),
+		cmocka_unit_test_setup(test_pod_unknown_netdev_attr_takes_own_address, setup),
+		cmocka_unit_test_setup(test_pod_unreadable_gid_attrs_skipped, setup),
+		cmocka_unit_test_setup(test_pod_port_of_no_netdev_here, setup),
+		cmocka_unit_test_setup(test_pod_forced_index_of_other_pod_used_and_warned, setup),
+		cmocka_unit_test_setup(test_pod_exclusive_vf, setup),
+		cmocka_unit_test_setup(test_pod_sysfs_of_another_namespace, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
