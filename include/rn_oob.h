@@ -16,14 +16,14 @@
 
 /*
  * How TCP tells a vanished peer host, since the handshake has no deadline of its own
- * until the peer's first byte (src/conn.c): a connect that no SYN-ACK answers fails
- * after RN_OOB_SYN_RETRIES retries (1+2+4+8+16 s: ~31 s); on a connected socket a
- * keepalive probe goes out after RN_OOB_KEEPIDLE_S idle seconds, then every
- * RN_OOB_KEEPINTVL_S, and the connection fails RN_OOB_USER_TIMEOUT_MS after the last
- * thing the peer acknowledged (unacknowledged data included): 25 s. A dead process on
- * a live host is told at once (refused, reset).
+ * until the peer's first byte (src/conn.c): a connect that no SYN-ACK answers fails after
+ * the kernel's SYN retries (net.ipv4.tcp_syn_retries, 6 by default: ~2 min; kept, as a
+ * flood that fills a listener's queue drops real SYNs too). Once connected, a keepalive
+ * probe goes out after RN_OOB_KEEPIDLE_S idle seconds, then every RN_OOB_KEEPINTVL_S, and
+ * the connection fails RN_OOB_USER_TIMEOUT_MS after the last thing the peer acknowledged
+ * (unacknowledged data included): 25 s. A dead process on a live host is told at once
+ * (refused, reset).
  */
-#define RN_OOB_SYN_RETRIES 4
 #define RN_OOB_KEEPIDLE_S 10
 #define RN_OOB_KEEPINTVL_S 5
 #define RN_OOB_KEEPCNT 3

@@ -165,17 +165,27 @@ static socklen_t ss_len(const struct sockaddr_storage *ss)
 	return ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
-/* The bounds of rn_oob.h: a vanished host fails the socket in ~25 s, whatever it waits for. */
+/* Keepalive (rn_oob.h); the user timeout comes once connected (sock_connected). */
 static void sock_tune(int fd)
 {
 	int one = 1, idle = RN_OOB_KEEPIDLE_S, intvl = RN_OOB_KEEPINTVL_S, cnt = RN_OOB_KEEPCNT;
-	unsigned int user = RN_OOB_USER_TIMEOUT_MS;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/*
+ * A vanished host fails a connected socket in RN_OOB_USER_TIMEOUT_MS, whatever it waits
+ * for. Not before the connection is up: some kernels apply it to SYN retries too, and a
+ * real peer's SYN may wait behind a flood in a full listen queue.
+ */
+static void sock_connected(int fd)
+{
+	unsigned int user = RN_OOB_USER_TIMEOUT_MS;
+
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
 }
 
@@ -213,6 +223,7 @@ int rn_oob_accept(int lfd, int *fd)
 		return -errno;
 	}
 	sock_tune(s);
+	sock_connected(s);
 	*fd = s;
 	return 0;
 }
@@ -220,7 +231,7 @@ int rn_oob_accept(int lfd, int *fd)
 int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_storage *src,
 		   int *fd)
 {
-	int s, ret, syn = RN_OOB_SYN_RETRIES;
+	int s, ret;
 
 	s = socket(peer->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -238,7 +249,6 @@ int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_st
 				 strerror(errno));
 	}
 	sock_tune(s);
-	setsockopt(s, IPPROTO_TCP, TCP_SYNCNT, &syn, sizeof(syn));
 	if (connect(s, (const struct sockaddr *)peer, ss_len(peer)) && errno != EINPROGRESS) {
 		ret = -errno;
 		close(s);
@@ -255,8 +265,10 @@ int rn_oob_connect_poll(int fd)
 	int err = 0;
 
 	/* getpeername answers ENOTCONN until the handshake is through. */
-	if (!getpeername(fd, (struct sockaddr *)&ss, &len))
+	if (!getpeername(fd, (struct sockaddr *)&ss, &len)) {
+		sock_connected(fd);
 		return 0;
+	}
 	len = sizeof(err);
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
 		return -errno;

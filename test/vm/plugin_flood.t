@@ -26,7 +26,9 @@ job_out() { echo "${BED_RUNS:-$t_top/build/vm-runs}/$BED_NAME/${1%%.*}/jobs/${1#
 # round <tag> <flood 0|1> [n]: sets secs_<tag>; the server lingers while a flood is dropped
 round() {
 	local tag=$1 flood=$2 N=${3:-$N} j fj out hex addr i cli rc srv churn_dir
-	j=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" NCCL_DEBUG=INFO stdbuf -oL "$STORM" server 0 $N 90 \
+	# under the churn the guest drops SYNs it cannot take: real connects wait for retransmits
+	local tmo=$((flood == 2 ? 150 : 60))
+	j=$(bg --timeout $((tmo + 90)) 1 -- env "${PLUG_ENV[@]}" NCCL_DEBUG=INFO stdbuf -oL "$STORM" server 0 $N $((tmo + 30)) \
 		$((flood ? 14 : 0))) || t_fail "could not start the server"
 	out=$(job_out "$j")
 	for i in $(seq 300); do grep -q '^listening ' "$out" 2>/dev/null && break; sleep 0.1; done
@@ -48,7 +50,7 @@ round() {
 		done
 		sleep 2 # the churn is on
 	fi
-	cli=$(B run --timeout 120 0 -- env "${PLUG_ENV[@]}" stdbuf -oL "$STORM" client 0 $N 60 "$hex" 2>&1)
+	cli=$(B run --timeout $((tmo + 60)) 0 -- env "${PLUG_ENV[@]}" stdbuf -oL "$STORM" client 0 $N $tmo "$hex" 2>&1)
 	rc=$?
 	srv=$(B wait "$j" 2>&1)
 	echo "$cli" | grep -v INFO | sed 's/^/  client| /'
