@@ -144,6 +144,7 @@ struct rn_comm {
 	uint64_t stall_ns;            /* watchdog bound */
 	uint64_t port_grace_ns;       /* a port down longer than this fails the comm */
 	unsigned int idle;
+	uint64_t idle_since_ns;       /* the back-off's clock: first empty poll of this run */
 	int want_cts;                 /* send: isend waits for the receiver */
 };
 

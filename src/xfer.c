@@ -24,15 +24,18 @@
  * no slot number has to travel in the immediate.
  *
  * Nothing here allocates or makes a system call while completions are flowing;
+ * a comm with nothing to poll backs off (idle_backoff: spin, yield, then nap), and
  * when a comm is idle, test() looks at async events, the OOB socket (peer gone)
  * and the watchdog (a posted WR that never completes) every 100 ms.
  */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rn_clock.h"
 #include "rn_compiler.h"
@@ -517,6 +520,37 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	}
 }
 
+/*
+ * The receive (and CTS-waiting) loop's back-off, for a comm with nothing to poll: spin
+ * RN_IDLE_SPIN polls, then yield the CPU after each poll (what NCCL's own proxy does when
+ * idle: sched_yield returns at once when nobody else wants the CPU, so a real NIC's
+ * completion is seen at most a system call later), and only after RN_IDLE_NAP_AFTER_NS of
+ * nothing nap RN_IDLE_NAP_NS per poll: a comm that idle waits for a peer, not for its NIC
+ * (a real NIC's round trip is microseconds). The CPU goes to whoever needs it meanwhile:
+ * the NIC driver's interrupt and softirq work (all of Soft-RoCE), the proxy's other threads.
+ */
+#define RN_IDLE_SPIN 64
+#define RN_IDLE_NAP_AFTER_NS (1000ull * 1000ull)
+#define RN_IDLE_NAP_NS 20000L
+
+static void idle_backoff(struct rn_comm *c)
+{
+	uint64_t now;
+
+	if (c->idle < RN_IDLE_SPIN)
+		return;
+	now = rn_now_ns();
+	if (c->idle == RN_IDLE_SPIN || !c->idle_since_ns)
+		c->idle_since_ns = now;
+	if (now - c->idle_since_ns < RN_IDLE_NAP_AFTER_NS) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, RN_IDLE_NAP_NS };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int rn_comm_progress(struct rn_comm *c)
 {
 	struct ibv_wc wc[RN_POLL_BATCH];
@@ -551,6 +585,7 @@ int rn_comm_progress(struct rn_comm *c)
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
 		return c->err;
 	}
+	idle_backoff(c);
 	/* idle: look at the clock only every few polls */
 	if ((++c->idle & 15) == 1) {
 		uint64_t now = rn_now_ns();
