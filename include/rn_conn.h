@@ -40,7 +40,7 @@
 
 enum rn_wr_kind {
 	RN_WR_SEND = 1,  /* wr_id = struct rn_send_slot * | 1 */
-	RN_WR_CTS = 2,   /* wr_id = struct rn_req * | 2 */
+	RN_WR_CTS = 2,   /* wr_id = WRs this completion retires << 3 | 2 (0: unsignaled) */
 	RN_WR_FLUSH = 3, /* wr_id = struct rn_req * | 3 */
 	RN_WR_RECV = 4,  /* wr_id = qp index << 3 | 4 */
 };
@@ -153,6 +153,7 @@ struct rn_comm {
 	uint64_t stall_ns;            /* watchdog bound */
 	uint64_t port_grace_ns;       /* a port down longer than this fails the comm */
 	unsigned int idle;
+	uint64_t idle_since_ns;       /* the back-off's clock: first empty poll of this run */
 	int want_cts;                 /* send: isend waits for the receiver */
 };
 
@@ -181,6 +182,9 @@ struct rn_recv_comm {
 	struct ibv_qp *flush_qp[RN_VNIC_MAX];  /* per member, connected to itself */
 	int flush_used;
 	struct rn_req flush_reqs[RN_SLOTS];
+	/* CTS writes posted unsignaled since the last signaled one, per QP (src/xfer.c) */
+	uint16_t cts_unsig[RN_MAX_QPS];
+	int cts_inline;                        /* bytes a CTS write may carry inline, 0 none */
 };
 
 /* src/xfer.c */

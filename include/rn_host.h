@@ -68,6 +68,8 @@ struct rn_host {
 	struct rn_sysctls all;
 	int all_read;
 	double snapshot_ms;        /* how long the netlink dumps took */
+	/* rn_host_route_get: answered from the snapshot, or asked of the kernel */
+	int routes_answered, routes_asked;
 	/* Which links share an L2 segment (rn_host_same_l2), probed on first use. */
 	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
 	signed char *l2;           /* nlinks x nlinks, by position in @links */
@@ -89,6 +91,16 @@ const struct rn_nl_addr *rn_host_addr_find(const struct rn_host *host, int ifind
  */
 #define RN_L2_WAIT_MS 30
 int rn_host_same_l2(struct rn_host *host, int a, int b);
+
+/*
+ * rn_nl.route_get's answer (RTM_GETROUTE for @dst from @src, out of @oif when not 0)
+ * computed from the snapshot's rules and routes, as the kernel's IPv4 policy routing
+ * would; what the snapshot cannot tell for sure (IPv6, multipath, a rule or route with
+ * selectors it does not model, the kernel's on-link guess, ...) is asked of the kernel.
+ * 0 or -errno, the kernel's errno for the same question.
+ */
+int rn_host_route_get(struct rn_host *host, const struct rn_ip *dst, const struct rn_ip *src,
+		      int oif, struct rn_nl_route *out);
 
 /* IP helpers */
 int rn_ip_parse(const char *s, struct rn_ip *ip);

@@ -51,6 +51,10 @@ struct rn_nl_rule {
 	uint32_t fwmark;
 	int invert;           /* 'not' */
 	int suppress;         /* suppress_prefixlength + 1 (wg-quick's rule); 0 = none */
+	/* selectors the snapshot's lookup does not model (uidrange, ipproto, ports, l3mdev,
+	 * tos/dscp, a fwmark mask, goto, suppress_ifgroup, tun_id): rn_host_route_get asks the
+	 * kernel when such a rule is in its way */
+	int opaque;
 };
 
 struct rn_nl_route {
@@ -65,6 +69,9 @@ struct rn_nl_route {
 	int oif;              /* 0 = none (blackhole, unreachable); multipath: the first hop's */
 	uint32_t metric;
 	int nhops;            /* >1 for a multipath (ECMP) route */
+	/* what the snapshot's lookup does not model (tos, nexthop objects, encap, dead or
+	 * linkdown next hops): rn_host_route_get asks the kernel when it meets one */
+	int opaque;
 };
 
 struct rn_nl_neigh {
@@ -86,6 +93,7 @@ struct rn_arp_query {
 
 struct rn_nl_ops {
 	int (*link_dump)(struct rn_nl_link **out, int *n);
+	/* Dumps of @family, or of IPv4 and IPv6 at once for AF_UNSPEC (one round trip). */
 	int (*addr_dump)(int family, struct rn_nl_addr **out, int *n);
 	int (*rule_dump)(int family, struct rn_nl_rule **out, int *n);
 	/* Routes of every table (main, local, per-NIC tables). */

@@ -159,9 +159,11 @@ static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
 /* ---- QPs -------------------------------------------------------------------- */
 
 /* QPs are created in RESET on member @k; the handshake moves them on (hs_connect_qps). */
-static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr)
+static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr,
+			        int *max_inline)
 {
 	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp *qp;
 
 	ia.qp_context = c;
 	ia.send_cq = c->mem[k].cq;
@@ -171,8 +173,19 @@ static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_
 	ia.cap.max_recv_wr = (uint32_t)recv_wr;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = max_inline ? (uint32_t)*max_inline : 0;
 	errno = 0;
-	return rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
+	qp = rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
+	if (!qp && max_inline && *max_inline) {
+		/* a device that inlines less: no inline at all, as before */
+		*max_inline = 0;
+		ia.cap.max_inline_data = 0;
+		errno = 0;
+		qp = rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
+	}
+	if (qp && max_inline) /* what the device granted (verbs writes it back) */
+		*max_inline = RN_MIN(*max_inline, (int)ia.cap.max_inline_data);
+	return qp;
 }
 
 static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
@@ -442,9 +455,15 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	}
 	c->ctrl_mr = c->mem[0].ctrl_mr;
 	for (i = 0; i < nqps; i++) {
-		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq);
+		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
+		int inl = sizeof(struct rn_cts);
+
+		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq, role == RN_ROLE_RECV ? &inl : NULL);
 		if (!c->qps[i])
 			goto err;
+		if (role == RN_ROLE_RECV)
+			((struct rn_recv_comm *)c)->cts_inline = i ? RN_MIN(inl,
+				((struct rn_recv_comm *)c)->cts_inline) : inl;
 	}
 	if (role == RN_ROLE_SEND) {
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
@@ -466,7 +485,7 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 			c->flush_enabled &= !!(m[k]->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
 		/* every NIC that wrote into the GPU buffer gets its read (as net_ib) */
 		for (k = 0; k < nmem && c->flush_enabled; k++) {
-			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1);
+			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1, NULL);
 			if (!rc->flush_qp[k])
 				goto err;
 		}

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <net/if.h>
+#include <linux/fib_rules.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
 
@@ -270,49 +271,6 @@ static void sort_rules(struct rn_nl_rule *r, int n)
 	}
 }
 
-/* Concatenate the IPv4 and IPv6 dumps of one kind. */
-static int dump2(int (*fn)(int, void **, int *), size_t esz, void **out, int *n)
-{
-	void *a = NULL, *b = NULL, *c;
-	int na = 0, nb = 0, ret;
-
-	ret = fn(AF_INET, &a, &na);
-	if (ret)
-		return ret;
-	if (fn(AF_INET6, &b, &nb)) {
-		/* No IPv6 in this kernel or netns: the IPv4 facts still stand. */
-		b = NULL;
-		nb = 0;
-	}
-	c = realloc(a, (size_t)(na + nb) * esz + 1);
-	if (!c) {
-		free(a);
-		free(b);
-		return -ENOMEM;
-	}
-	if (nb)
-		memcpy((char *)c + (size_t)na * esz, b, (size_t)nb * esz);
-	free(b);
-	*out = c;
-	*n = na + nb;
-	return 0;
-}
-
-static int addr_dump(int fam, void **out, int *n)
-{
-	return rn_nl.addr_dump(fam, (struct rn_nl_addr **)out, n);
-}
-
-static int rule_dump(int fam, void **out, int *n)
-{
-	return rn_nl.rule_dump(fam, (struct rn_nl_rule **)out, n);
-}
-
-static int route_dump(int fam, void **out, int *n)
-{
-	return rn_nl.route_dump(fam, (struct rn_nl_route **)out, n);
-}
-
 int rn_host_snapshot(struct rn_host **out)
 {
 	struct rn_nl_link *links = NULL;
@@ -323,6 +281,11 @@ int rn_host_snapshot(struct rn_host **out)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	/*
+	 * One dump per kind, both families at once (AF_UNSPEC): the checks of every NIC read
+	 * this, and answer their route questions from it too (rn_host_route_get), so init
+	 * costs the same few round trips whatever the number of NICs.
+	 */
 	RN_CHECK_GOTO(rn_nl.link_dump(&links, &n), ret, err);
 	h->links = calloc((size_t)n + 1, sizeof(*h->links));
 	if (!h->links) {
@@ -334,13 +297,10 @@ int rn_host_snapshot(struct rn_host **out)
 	h->nlinks = n;
 	free(links);
 	links = NULL;
-	RN_CHECK_GOTO(dump2(addr_dump, sizeof(*h->addrs), (void **)&h->addrs, &h->naddrs), ret,
-		      err);
-	RN_CHECK_GOTO(dump2(rule_dump, sizeof(*h->rules), (void **)&h->rules, &h->nrules), ret,
-		      err);
+	RN_CHECK_GOTO(rn_nl.addr_dump(AF_UNSPEC, &h->addrs, &h->naddrs), ret, err);
+	RN_CHECK_GOTO(rn_nl.rule_dump(AF_UNSPEC, &h->rules, &h->nrules), ret, err);
 	sort_rules(h->rules, h->nrules);
-	RN_CHECK_GOTO(dump2(route_dump, sizeof(*h->routes), (void **)&h->routes, &h->nroutes),
-		      ret, err);
+	RN_CHECK_GOTO(rn_nl.route_dump(AF_UNSPEC, &h->routes, &h->nroutes), ret, err);
 	h->snapshot_ms = rn_now_ms() - t0;
 	*out = h;
 	return 0;
@@ -348,6 +308,235 @@ err:
 	free(links);
 	rn_host_free(h);
 	return ret;
+}
+
+/*
+ * Route lookup over the snapshot: the kernel's IPv4 policy routing (fib_rules_lookup,
+ * fib_table_lookup, ip_route_output_key_hash_rcu) for the case the checks ask about, a
+ * unicast peer from one of our addresses. Whatever it does not model makes it give up
+ * (UNSURE) and the caller asks the kernel: IPv6, a rule or route marked opaque, multipath,
+ * several default routes (the kernel picks one), an on-link guess, a down oif, ...
+ */
+#define UNSURE 1
+
+static int v4_special(const struct rn_ip *ip)
+{
+	uint32_t a = ntohl(ip->v4.s_addr);
+
+	return !a || a == 0xffffffffu || (a >> 28) == 0xe; /* 0, broadcast, multicast */
+}
+
+static int rule_match(const struct rn_host *host, const struct rn_nl_rule *r,
+		      const struct rn_ip *dst, const struct rn_ip *src, int oif)
+{
+	int m = 1;
+
+	if (r->src_len && !rn_ip_in_prefix(src, &r->src, r->src_len))
+		m = 0;
+	else if (r->dst_len && !rn_ip_in_prefix(dst, &r->dst, r->dst_len))
+		m = 0;
+	else if (r->iif[0] && strcmp(r->iif, "lo")) /* a local flow's iif is the loopback */
+		m = 0;
+	else if (r->oif[0]) {
+		const struct rn_host_link *l = oif ? rn_host_link_by_index((struct rn_host *)host,
+									    oif) : NULL;
+
+		m = l && !strcmp(l->link.name, r->oif);
+	} else if (r->fwmark) {
+		m = 0; /* our lookups carry mark 0; a mask would make the rule opaque */
+	}
+	return r->invert ? !m : m;
+}
+
+/* One table: 0 found (@out), -EAGAIN nothing (next rule), another -errno, or UNSURE. */
+static int table_lookup(const struct rn_host *host, uint32_t table, const struct rn_ip *dst,
+			int oif, const struct rn_nl_route **out)
+{
+	int i, len = 33;
+
+	/*
+	 * The trie's order: longest prefix first; within a prefix by metric, equal metrics in
+	 * the kernel's list order (the dump's); a route whose next hop is not @oif is passed
+	 * over, and past every route of a prefix the next shorter prefix is tried.
+	 */
+	for (;;) {
+		const struct rn_nl_route *r = NULL;
+		int next = -1, ndefault = 0;
+		uint32_t above = 0; /* metrics already tried at this prefix: those below ... */
+		int tried = 0;
+
+		for (i = 0; i < host->nroutes; i++) {
+			const struct rn_nl_route *c = &host->routes[i];
+
+			if (c->table == table && c->dst.family == AF_INET && c->dst_len < len &&
+			    c->dst_len > next && rn_ip_in_prefix(dst, &c->dst, c->dst_len))
+				next = c->dst_len;
+		}
+		if (next < 0)
+			return -EAGAIN;
+		len = next;
+		for (i = 0; i < host->nroutes; i++) {
+			const struct rn_nl_route *c = &host->routes[i];
+
+			if (c->table != table || c->dst.family != AF_INET || c->dst_len != len ||
+			    !rn_ip_in_prefix(dst, &c->dst, len))
+				continue;
+			if (c->opaque || c->nhops > 1)
+				return UNSURE;
+			ndefault += !len && c->type == RTN_UNICAST;
+		}
+		if (ndefault > 1)
+			return UNSURE; /* fib_select_default picks among them */
+		/* by metric, then list order: each round takes the lowest metric above the last */
+		for (;;) {
+			uint32_t m = UINT32_MAX;
+			int found = 0;
+
+			for (i = 0; i < host->nroutes; i++) {
+				const struct rn_nl_route *c = &host->routes[i];
+
+				if (c->table != table || c->dst.family != AF_INET ||
+				    c->dst_len != len || !rn_ip_in_prefix(dst, &c->dst, len) ||
+				    (tried && c->metric <= above))
+					continue;
+				if (!found || c->metric < m)
+					m = c->metric;
+				found = 1;
+			}
+			if (!found)
+				break;
+			for (i = 0; i < host->nroutes; i++) {
+				r = &host->routes[i];
+				if (r->table != table || r->dst.family != AF_INET ||
+				    r->dst_len != len || !rn_ip_in_prefix(dst, &r->dst, len) ||
+				    r->metric != m)
+					continue;
+				switch (r->type) {
+				case RTN_BLACKHOLE: return -EINVAL;
+				case RTN_UNREACHABLE: return -EHOSTUNREACH;
+				case RTN_PROHIBIT: return -EACCES;
+				case RTN_THROW: return -EAGAIN;
+				case RTN_UNICAST: case RTN_LOCAL: break;
+				default: return UNSURE;
+				}
+				if (oif && r->oif != oif)
+					continue;
+				*out = r;
+				return 0;
+			}
+			above = m;
+			tried = 1;
+			if (m == UINT32_MAX)
+				break;
+		}
+	}
+}
+
+/* Only the kernel's three IPv4 rules (local, main, default) and nothing else. */
+static int default_rules(const struct rn_host *host)
+{
+	static const uint32_t prio[] = { 0, 32766, 32767 }, table[] = { 255, 254, 253 };
+	int i, n = 0;
+
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+
+		if (r->family != AF_INET)
+			continue;
+		if (n >= 3 || r->priority != prio[n] || r->table != table[n] ||
+		    r->action != FR_ACT_TO_TBL || r->src_len || r->dst_len || r->iif[0] ||
+		    r->oif[0] || r->fwmark || r->invert || r->suppress || r->opaque)
+			return 0;
+		n++;
+	}
+	return n == 3;
+}
+
+static int snapshot_route(struct rn_host *host, const struct rn_ip *dst, const struct rn_ip *src,
+			  int oif, struct rn_nl_route *out)
+{
+	const struct rn_host_link *lo = NULL;
+	int i, ret;
+
+	if (dst->family != AF_INET || !src || src->family != AF_INET || v4_special(dst) ||
+	    !rn_host_addr_find(host, 0, src))
+		return UNSURE;
+	if (oif) {
+		const struct rn_host_link *l = rn_host_link_by_index(host, oif);
+
+		if (!l || !(l->link.flags & IFF_UP) || l->link.master)
+			return UNSURE;
+	}
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+		const struct rn_nl_route *rt = NULL;
+
+		if (r->family != AF_INET)
+			continue;
+		if (r->opaque)
+			return UNSURE;
+		if (!rule_match(host, r, dst, src, oif))
+			continue;
+		switch (r->action) {
+		case FR_ACT_NOP: continue;
+		case FR_ACT_UNREACHABLE: ret = -ENETUNREACH; break;
+		case FR_ACT_PROHIBIT: ret = -EACCES; break;
+		case FR_ACT_TO_TBL: ret = table_lookup(host, r->table, dst, oif, &rt); break;
+		default: ret = -EINVAL; break;
+		}
+		if (ret == UNSURE)
+			return UNSURE;
+		if (!ret && r->suppress && rt->dst_len <= r->suppress - 1)
+			continue;
+		if (ret == -EAGAIN)
+			continue;
+		if (ret < 0)
+			/* with an oif the kernel then guesses the peer is on link: not ours to
+			 * guess */
+			return oif ? UNSURE : ret;
+		memset(out, 0, sizeof(*out));
+		out->table = r->table;
+		out->type = rt->type;
+		out->scope = rt->scope;
+		out->protocol = rt->protocol;
+		out->dst = *dst;
+		out->dst_len = 32;
+		out->prefsrc = *src;
+		out->gw = rt->gw;
+		out->oif = rt->oif;
+		out->nhops = 1;
+		if (rt->type == RTN_LOCAL) {
+			/*
+			 * Without custom rules the kernel merges local into main and names main;
+			 * once a rule was ever added it names local, even after the rule went:
+			 * the snapshot cannot tell which (rare: a question about our own IP).
+			 */
+			if (default_rules(host))
+				return UNSURE;
+			for (i = 0; i < host->nlinks && !lo; i++)
+				if (host->links[i].link.flags & IFF_LOOPBACK)
+					lo = &host->links[i];
+			if (!lo)
+				return UNSURE;
+			out->oif = lo->link.ifindex;
+			out->gw.family = 0;
+		}
+		return 0;
+	}
+	return oif ? UNSURE : -ENETUNREACH;
+}
+
+int rn_host_route_get(struct rn_host *host, const struct rn_ip *dst, const struct rn_ip *src,
+		      int oif, struct rn_nl_route *out)
+{
+	int ret = snapshot_route(host, dst, src, oif, out);
+
+	if (ret != UNSURE) {
+		host->routes_answered++;
+		return ret;
+	}
+	host->routes_asked++;
+	return rn_nl.route_get(dst, src, oif, out);
 }
 
 static int l2_candidate(const struct rn_host *host, const struct rn_host_link *l,

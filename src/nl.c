@@ -350,6 +350,9 @@ static int addr_cb(struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWADDR || nlmsg_parse(h, sizeof(*ifa), tb, IFA_MAX, NULL) < 0)
 		return -EIO;
+	/* an AF_UNSPEC dump holds every family the kernel has (MCTP, ...): ours only */
+	if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6)
+		return 0;
 	a = vec_push(arg);
 	if (!a)
 		return -ENOMEM;
@@ -379,6 +382,9 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWRULE || nlmsg_parse(h, sizeof(*frh), tb, FRA_MAX, NULL) < 0)
 		return -EIO;
+	/* AF_UNSPEC dumps the multicast routers' rules too (RTNL_FAMILY_IPMR, ...) */
+	if (frh->family != AF_INET && frh->family != AF_INET6)
+		return 0;
 	r = vec_push(arg);
 	if (!r)
 		return -ENOMEM;
@@ -399,6 +405,13 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 	r->invert = !!(frh->flags & FIB_RULE_INVERT);
 	if (tb[FRA_SUPPRESS_PREFIXLEN] && nla_get_u32(tb[FRA_SUPPRESS_PREFIXLEN]) != UINT32_MAX)
 		r->suppress = (int)nla_get_u32(tb[FRA_SUPPRESS_PREFIXLEN]) + 1;
+	r->opaque = frh->tos || tb[FRA_FWMASK] || tb[FRA_GOTO] || tb[FRA_TUN_ID] ||
+		    tb[FRA_L3MDEV] || tb[FRA_UID_RANGE] || tb[FRA_IP_PROTO] ||
+		    tb[FRA_SPORT_RANGE] || tb[FRA_DPORT_RANGE] ||
+		    (frh->action != FR_ACT_TO_TBL && frh->action != FR_ACT_NOP &&
+		     frh->action != FR_ACT_BLACKHOLE && frh->action != FR_ACT_UNREACHABLE &&
+		     frh->action != FR_ACT_PROHIBIT) ||
+		    (tb[FRA_SUPPRESS_IFGROUP] && nla_get_u32(tb[FRA_SUPPRESS_IFGROUP]) != UINT32_MAX);
 	return 0;
 }
 
@@ -431,6 +444,8 @@ static int parse_route(struct nlmsghdr *h, struct rn_nl_route *r)
 		r->oif = (int)nla_get_u32(tb[RTA_OIF]);
 	if (tb[RTA_PRIORITY])
 		r->metric = nla_get_u32(tb[RTA_PRIORITY]);
+	r->opaque = rtm->rtm_tos || tb[RTA_NH_ID] || tb[RTA_ENCAP] ||
+		    (rtm->rtm_flags & (RTNH_F_DEAD | RTNH_F_LINKDOWN));
 	if (!r->oif && tb[RTA_MULTIPATH] && nla_len(tb[RTA_MULTIPATH]) >= (int)sizeof(struct rtnexthop)) {
 		/* First nexthop only: enough to tell which NIC a table points at. */
 		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
@@ -453,8 +468,10 @@ static int route_cb(struct nlmsghdr *h, void *arg)
 	struct rtmsg *rtm = nlmsg_data(h);
 	struct rn_nl_route *r;
 
-	/* Skip the IPv6 route cache and other clones. */
-	if (rtm->rtm_flags & RTM_F_CLONED)
+	/* Skip the IPv6 route cache and other clones, and (AF_UNSPEC dump) the multicast
+	 * routers' and MPLS tables. */
+	if ((rtm->rtm_flags & RTM_F_CLONED) ||
+	    (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6))
 		return 0;
 	r = vec_push(arg);
 	if (!r)

@@ -672,7 +672,7 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	int ret, egress_ok;
 
 	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
-	ret = rn_nl.route_get(dst, &nic->ip, 0, &r);
+	ret = rn_host_route_get(host, dst, &nic->ip, 0, &r);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
 		rn_route_fix_vars(host, nic, v);
@@ -731,7 +731,7 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	if (!nic_is_l3(host, nic) || offsubnet_dst(host, nic, &dst))
 		return;
 	rn_vars_set(v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-	ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &q);
+	ret = rn_host_route_get(host, &dst, &nic->ip, nic->ifindex, &q);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
 		gw_vars(host, nic, v);
@@ -762,7 +762,7 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 	}
 	if (nic->ip.family != AF_INET)
 		return; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
-	ret = rn_nl.route_get(&dst, &nic->ip, 0, &w);
+	ret = rn_host_route_get(host, &dst, &nic->ip, 0, &w);
 	if (ret < 0 || w.oif == nic->ifindex)
 		return;
 	for (i = 0; i < host->nroutes; i++) {
@@ -934,7 +934,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		} else {
 			/* IPv6: judged as the QP's lookup sees it (oif = the GID's netdev). */
 			rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-			ret = rn_nl.route_get(&dst, &nic->ip, nic->ifindex, &r);
+			ret = rn_host_route_get(host, &dst, &nic->ip, nic->ifindex, &r);
 			if (ret < 0) {
 				rn_vars_set(&v, "err", "%s", strerror(-ret));
 				rn_route_fix_vars(host, nic, &v);
@@ -958,7 +958,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST ||
 		    g->oif != nic->ifindex)
 			continue;
-		ret = rn_nl.route_get(&g->gw, &nic->ip, 0, &r);
+		ret = rn_host_route_get(host, &g->gw, &nic->ip, 0, &r);
 		if (ret < 0 || r.oif == nic->ifindex)
 			continue;
 		found = 1;

@@ -24,15 +24,18 @@
  * no slot number has to travel in the immediate.
  *
  * Nothing here allocates or makes a system call while completions are flowing;
+ * a comm with nothing to poll backs off (idle_backoff: spin, yield, then nap), and
  * when a comm is idle, test() looks at async events, the OOB socket (peer gone)
  * and the watchdog (a posted WR that never completes) every 100 ms.
  */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rn_clock.h"
 #include "rn_compiler.h"
@@ -339,8 +342,9 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		break;
 	}
 	case RN_WR_CTS:
+		/* a signaled CTS retires the unsignaled ones before it on its QP too */
 		if (q >= 0)
-			c->sq_used[q]--;
+			c->sq_used[q] -= (int)(wc->wr_id >> 3);
 		c->outstanding--;
 		break;
 	case RN_WR_FLUSH: {
@@ -383,6 +387,54 @@ static int comm_check(struct rn_comm *c)
 uint64_t rn_comm_stall_bound(const struct rn_comm *c)
 {
 	return c->stall_ns + c->outstanding_bytes * RN_WATCHDOG_NS_PER_BYTE;
+}
+
+/*
+ * CTS writes go unsignaled (no completion to poll, and on rxe no ACK asked for) while the
+ * comm has a signaled WR outstanding; one in RN_CTS_SIGNAL_EVERY per QP is signaled anyway
+ * and retires the others' send queue slots. A CTS posted on an idle comm is signaled, so
+ * the watchdog always has a completion to wait for: a path that silently stalls is still
+ * found (an unsignaled WR that fails completes with its error all the same).
+ */
+#define RN_CTS_SIGNAL_EVERY 16
+
+static int cts_every(const struct rn_comm *c)
+{
+	return RN_MIN(RN_CTS_SIGNAL_EVERY, RN_MAX(1, c->sq_cap / 2));
+}
+
+static int cts_post(struct rn_recv_comm *rc, int q, uint64_t laddr, uint32_t len, uint64_t raddr,
+		    int force_signal)
+{
+	struct rn_comm *c = &rc->c;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int sig = force_signal || rc->cts_unsig[q] + 1 >= cts_every(c), ret;
+
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = laddr;
+	sge.length = len;
+	sge.lkey = c->mem[c->qp_mem[q]].ctrl_mr->lkey;
+	wr.wr_id = sig ? (uint64_t)(rc->cts_unsig[q] + 1) << 3 | RN_WR_CTS : RN_WR_CTS;
+	wr.sg_list = len ? &sge : NULL;
+	wr.num_sge = len ? 1 : 0;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = (sig ? IBV_SEND_SIGNALED : 0) |
+			(len && (int)len <= rc->cts_inline ? IBV_SEND_INLINE : 0);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rc->rfifo_rkey[c->qp_rmem[q]];
+	ret = rn_verbs_err(rn_verbs.post_send(c->qps[q], &wr, &bad));
+	if (ret)
+		return ret;
+	c->sq_used[q]++;
+	if (sig) {
+		rc->cts_unsig[q] = 0;
+		if (c->outstanding++ == 0)
+			c->last_progress_ns = 0;
+	} else {
+		rc->cts_unsig[q]++;
+	}
+	return 0;
 }
 
 /* The checks that cost a system call, only when the comm is idle. */
@@ -468,6 +520,37 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	}
 }
 
+/*
+ * The receive (and CTS-waiting) loop's back-off, for a comm with nothing to poll: spin
+ * RN_IDLE_SPIN polls, then yield the CPU after each poll (what NCCL's own proxy does when
+ * idle: sched_yield returns at once when nobody else wants the CPU, so a real NIC's
+ * completion is seen at most a system call later), and only after RN_IDLE_NAP_AFTER_NS of
+ * nothing nap RN_IDLE_NAP_NS per poll: a comm that idle waits for a peer, not for its NIC
+ * (a real NIC's round trip is microseconds). The CPU goes to whoever needs it meanwhile:
+ * the NIC driver's interrupt and softirq work (all of Soft-RoCE), the proxy's other threads.
+ */
+#define RN_IDLE_SPIN 64
+#define RN_IDLE_NAP_AFTER_NS (1000ull * 1000ull)
+#define RN_IDLE_NAP_NS 20000L
+
+static void idle_backoff(struct rn_comm *c)
+{
+	uint64_t now;
+
+	if (c->idle < RN_IDLE_SPIN)
+		return;
+	now = rn_now_ns();
+	if (c->idle == RN_IDLE_SPIN || !c->idle_since_ns)
+		c->idle_since_ns = now;
+	if (now - c->idle_since_ns < RN_IDLE_NAP_AFTER_NS) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, RN_IDLE_NAP_NS };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 int rn_comm_progress(struct rn_comm *c)
 {
 	struct ibv_wc wc[RN_POLL_BATCH];
@@ -502,6 +585,7 @@ int rn_comm_progress(struct rn_comm *c)
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
 		return c->err;
 	}
+	idle_backoff(c);
 	/* idle: look at the clock only every few polls */
 	if ((++c->idle & 15) == 1) {
 		uint64_t now = rn_now_ns();
@@ -819,8 +903,6 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	     struct rn_mr **mrs, struct rn_req **out)
 {
 	struct rn_comm *c;
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge sge;
 	struct rn_cts *e;
 	struct rn_req *req;
 	uint32_t k;
@@ -875,27 +957,19 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	req->n = n;
 	req->seq = k;
 	req->pending = c->split ? c->nqps : 1;
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)e;
-	sge.length = (uint32_t)(n * sizeof(*e));
-	sge.lkey = c->mem[c->qp_mem[q]].ctrl_mr->lkey;
-	wr.wr_id = (uintptr_t)req | RN_WR_CTS;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]);
-	wr.wr.rdma.rkey = rc->rfifo_rkey[c->qp_rmem[q]];
-	ret = rn_verbs_err(rn_verbs.post_send(c->qps[q], &wr, &bad));
+	/*
+	 * No completion needed: the stage entry is not reused before this receive completes,
+	 * which needs the sender to have read it (see cts_post for the send queue and the
+	 * watchdog).
+	 */
+	ret = cts_post(rc, q, (uintptr_t)e, (uint32_t)(n * sizeof(*e)),
+		       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), !c->outstanding);
 	if (ret) {
 		req->type = RN_REQ_FREE;
 		rn_warn(RN_SUB_NET, RN_PFX "posting a CTS to %s failed: %s", c->peer_str,
 			strerror(-ret));
 		return comm_fail(c, ret);
 	}
-	c->sq_used[q]++;
-	if (c->outstanding++ == 0)
-		c->last_progress_ns = 0;
 	rc->tail++;
 	*out = req;
 	return 0;

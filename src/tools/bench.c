@@ -86,6 +86,7 @@ struct bench {
 	struct netplug np;
 	void *ctx;
 	int inited;
+	double init_ms;       /* the plugin's init() call */
 	int fd;               /* side channel */
 };
 
@@ -158,6 +159,7 @@ static int bench_start(struct bench *b)
 	ncclNetProperties_v12_t p;
 	ncclResult_t res;
 	int ndev = 0;
+	double t0;
 
 	if (netplug_open(&b->np, b->plugin, 12, tool_logger)) {
 		/* a build tree: the plugin next to this binary (build/libnccl-net-roce.so) */
@@ -179,7 +181,9 @@ static int bench_start(struct bench *b)
 		}
 	}
 	snprintf(b->plugin_name, sizeof(b->plugin_name), "%s", b->np.name ? b->np.name : "?");
+	t0 = tool_now();
 	res = netplug_init(&b->np, &b->ctx, 0xbe4c0000ull, -1, tool_logger);
+	b->init_ms = (tool_now() - t0) * 1e3;
 	b->inited = 1;
 	if (res != ncclSuccess) {
 		plugin_error("init", res);
@@ -215,6 +219,9 @@ static int bench_start(struct bench *b)
 		say("plugin %s (v%d), device %d of %d: %s port %d, %d Mb/s", b->np.name,
 		    b->np.version, b->dev, ndev, b->dev_name, p.port, p.speed);
 	}
+	/* what a job's every communicator pays before its first connection (NCCL 2.28
+	 * calls init() once per communicator) */
+	say("init %.2f ms (%d devices)", b->init_ms, ndev);
 	return 0;
 }
 
@@ -494,6 +501,7 @@ static void print_json(struct bench *b, int rc)
 	rn_json_str(&j, "test", test_names[b->test]);
 	rn_json_str(&j, "plugin", b->plugin_name[0] ? b->plugin_name : NULL);
 	rn_json_str(&j, "device", b->dev_name[0] ? b->dev_name : NULL);
+	rn_json_num(&j, "init_ms", b->init_ms, 3);
 	rn_json_str(&j, "route_check", route_check_env());
 	rn_json_arr(&j, "results");
 	for (i = 0; i < b->nrows; i++) {
@@ -1098,7 +1106,9 @@ static void usage(FILE *f)
 		"  -c, --check          check every byte (pattern per message) and a checksum\n"
 		"      --nap-us N       sleep N us after a poll round without progress, 0..1000000\n"
 		"                       (default 0: busy poll, as perftest)\n"
-		"      --plugin NAME    NCCL_NET_PLUGIN value (default $NCCL_NET_PLUGIN, else roce)\n"
+		"      --plugin NAME    NCCL_NET_PLUGIN value, or the path of any net plugin .so\n"
+		"                       (default $NCCL_NET_PLUGIN, else roce); its newest\n"
+		"                       ncclNetPlugin_v12..v6 table is used\n"
 		"      --timeout S      server: wait S s for a client (default: forever); both: bound\n"
 		"                       on every other wait, 1..86400 (default 30)\n"
 		"      --json           results as one JSON document on stdout (table to stderr);\n"

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +41,176 @@ ncclDebugLogLevel tool_log_level(void)
 	return (ncclDebugLogLevel)log_level;
 }
 
+/*
+ * Copy the string at @p (at most @max bytes, NUL-terminated in @out) without faulting:
+ * process_vm_readv on ourselves answers EFAULT for memory we cannot read. Page by page,
+ * so a short string at the end of a mapping still reads. 0, or -EFAULT.
+ */
+static int safe_strcpy(char *out, size_t max, const char *p)
+{
+	size_t got = 0;
+
+	while (got < max) {
+		uintptr_t a = (uintptr_t)p + got;
+		size_t chunk = 4096 - (a & 4095), i;
+		struct iovec l = { out + got, 0 }, r = { (void *)a, 0 };
+
+		if (chunk > max - got)
+			chunk = max - got;
+		l.iov_len = r.iov_len = chunk;
+		if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)chunk) {
+			out[got] = '\0';
+			return got ? 0 : -EFAULT;
+		}
+		for (i = 0; i < chunk; i++)
+			if (!out[got + i])
+				return 0;
+		got += chunk;
+	}
+	out[max] = '\0';
+	return 0;
+}
+
+static void put(char *buf, size_t len, size_t *at, const char *s, size_t n)
+{
+	if (*at + 1 < len) {
+		size_t room = len - 1 - *at;
+
+		memcpy(buf + *at, s, n < room ? n : room);
+	}
+	*at += n;
+}
+
+/* NOTE: each conversion is handed to snprintf alone, with the one argument it takes. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	char spec[32], tmp[512], str[1025];
+	size_t at = 0;
+	const char *p = fmt, *start;
+
+	if (!fmt)
+		fmt = p = "(null format)";
+	while (*p) {
+		int lmod = 0, prec = -1, n = 0, k;
+		size_t sl;
+
+		if (*p != '%') {
+			const char *q = strchr(p, '%');
+			size_t run = q ? (size_t)(q - p) : strlen(p);
+
+			put(buf, len, &at, p, run);
+			p += run;
+			continue;
+		}
+		start = p++;
+		if (*p == '%') {
+			put(buf, len, &at, "%", 1);
+			p++;
+			continue;
+		}
+		/* flags, width, precision: '*' takes an int, as printf does */
+		sl = 0;
+		spec[sl++] = '%';
+		while (*p && strchr("-+ #0'", *p) && sl < 8)
+			spec[sl++] = *p++;
+		if (*p == '*') {
+			n = va_arg(ap, int);
+			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%d",
+					       n < -1000 ? -1000 : n > 1000 ? 1000 : n);
+			p++;
+		} else {
+			while (*p >= '0' && *p <= '9' && sl < 14)
+				spec[sl++] = *p++;
+			while (*p >= '0' && *p <= '9')
+				p++;
+		}
+		if (*p == '.') {
+			p++;
+			prec = 0;
+			if (*p == '*') {
+				prec = va_arg(ap, int);
+				p++;
+			} else {
+				for (; *p >= '0' && *p <= '9'; p++)
+					if (prec < 10000)
+						prec = prec * 10 + (*p - '0');
+			}
+			if (prec > 1024)
+				prec = 1024;
+			if (prec >= 0)
+				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, ".%d", prec);
+		}
+		/* length: 1 h/hh (promoted to int), 2 l, 3 ll/j/q, 4 z/t, 5 L */
+		for (; *p && strchr("hlLqjzt", *p); p++)
+			lmod = *p == 'h' ? (lmod ? lmod : 1) : *p == 'l' ? (lmod == 2 ? 3 : 2) :
+			       *p == 'L' ? 5 : *p == 'z' || *p == 't' ? 4 : 3;
+		if (!*p)
+			break;
+		k = *p++;
+		tmp[0] = '\0';
+		switch (k) {
+		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+			const char *m = lmod == 2 ? "l" : lmod == 3 ? "ll" : lmod == 4 ? "z" : "";
+
+			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%s%c", k == 'c' ? "" : m,
+					       k);
+			if (k == 'c' || lmod < 2 || lmod == 5)
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, int));
+			else if (lmod == 2)
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, long));
+			else if (lmod == 3)
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, long long));
+			else
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, size_t));
+			break;
+		}
+		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+			if (lmod == 5) {
+				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "L%c", k);
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, long double));
+			} else {
+				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%c", k);
+				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, double));
+			}
+			break;
+		case 'p':
+			snprintf(tmp, sizeof(tmp), "%p", va_arg(ap, void *));
+			break;
+		case 's': {
+			const char *s = va_arg(ap, const char *);
+			size_t max = prec >= 0 ? (size_t)prec : sizeof(str) - 1;
+
+			if (!s)
+				s = "(null)";
+			else if (safe_strcpy(str, max, s))
+				s = "(bad pointer)";
+			else
+				s = str;
+			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "s");
+			snprintf(tmp, sizeof(tmp), spec, s);
+			break;
+		}
+		case 'm':
+			snprintf(tmp, sizeof(tmp), "%s", strerror(errno));
+			break;
+		case 'n':
+			(void)va_arg(ap, void *); /* never written: a format is not ours to trust */
+			break;
+		default:
+			/* unknown conversion: the text as it stands, no argument taken */
+			put(buf, len, &at, start, (size_t)(p - start));
+			continue;
+		}
+		put(buf, len, &at, tmp, strlen(tmp));
+	}
+	if (len)
+		buf[at < len ? at : len - 1] = '\0';
+	return (int)at;
+}
+#pragma GCC diagnostic pop
+
 void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
 		 const char *fmt, ...)
 {
@@ -55,7 +226,7 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	if (!host[0] && gethostname(host, sizeof(host) - 1))
 		strcpy(host, "?");
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	tool_vformat(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (level == NCCL_LOG_WARN)
 		snprintf(last_warn, sizeof(last_warn), "%.*s", (int)sizeof(last_warn) - 1, msg);

@@ -7,6 +7,7 @@
 #ifndef RN_TOOL_COMMON_H
 #define RN_TOOL_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,6 +16,14 @@
 /* An ncclDebugLogger_t printing "host:pid:tid [0] NCCL INFO ..." lines to stdout. */
 void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
 		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/*
+ * vsnprintf for formats that come from a plugin (the logger's): a %s whose pointer is not
+ * readable memory prints "(bad pointer)" instead of faulting (a plugin's format with more
+ * conversions than arguments reads whatever the registers held), NULL prints "(null)", %n
+ * writes nothing, an unknown conversion is copied as text. The rest as vsnprintf. Returns
+ * the length written (always NUL-terminated when @len > 0).
+ */
+int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap);
 /* Threshold of tool_logger: NCCL_DEBUG, default WARN. */
 void tool_log_set_level(ncclDebugLogLevel level);
 ncclDebugLogLevel tool_log_level(void);

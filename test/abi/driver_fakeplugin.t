@@ -84,6 +84,15 @@ grep -q "first bad byte 512" "$tmp/corrupt.server.out" || fail "corrupt: not loc
 grep -q "4 init/finalize cycles with the library kept loaded (v12): ok" "$tmp/reinit.out" ||
 	fail "reinit: no summary"
 
+# 3c. a plugin's malformed log formats (%s without its argument, a bad pointer, %n): the
+#     logger prints what it can and the tool carries on
+FAKE_NET_BAD_LOG=1 "$drv" --plugin fake >"$tmp/badlog.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "malformed plugin log formats: driver exited $rc, want 0"
+grep -q "NCCL WARN .*fake: missing args" "$tmp/badlog.out" || fail "badlog: first WARN missing"
+grep -q "NCCL WARN .*fake: bad pointer (bad pointer)" "$tmp/badlog.out" ||
+	fail "badlog: the bad pointer is not named"
+
 # 4. no server: the client gives up within its timeout
 "$drv" --plugin fake --timeout-ms 500 client "unix:$tmp/nobody.sock" >"$tmp/alone.out" 2>&1
 rc=$?

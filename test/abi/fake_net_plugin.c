@@ -6,6 +6,8 @@
  * accept return a NULL comm before they are done, isend sometimes answers "retry",
  * receives complete in posting order and report the bytes received.
  *
+ * FAKE_NET_BAD_LOG=1 makes init log malformed formats (a %s with no argument, a bad
+ * pointer, %n): the tools' logger must survive them.
  * FAKE_NET_CORRUPT=1 flips one byte of the 3rd message on the way: the driver's
  * data check must catch it.
  */
@@ -52,6 +54,13 @@ static int sun_of(const char *path, struct sockaddr_un *sun)
 static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v12_t *cfg,
 			   ncclDebugLogger_t log, ncclProfilerCallback_t prof)
 {
+	if (getenv("FAKE_NET_BAD_LOG")) {
+		/* what a plugin's typo hands the tool's logger: the logger must survive it */
+		log(NCCL_LOG_WARN, NCCL_INIT, __FILE__, __LINE__,
+		    "fake: missing args %s %s %s %s %s %s %s %s %d %n");
+		log(NCCL_LOG_WARN, NCCL_INIT, __FILE__, __LINE__, "fake: bad pointer %s",
+		    (const char *)8);
+	}
 	*ctx = malloc(1);
 	return *ctx ? ncclSuccess : ncclSystemError;
 }

@@ -92,6 +92,26 @@ for r in sides.values():
 EOF
 echo "conn: $(grep -m1 'each on average' "$T/conn.c.out")"
 
+echo "== --plugin PATH (any .so, as NCCL loads it), a plugin logging malformed formats"
+port=$((port + 1))
+ip netns exec "$N" env FAKE_NET_BAD_LOG=1 "$BENCH" --plugin "$T/libnccl-net-fake.so" -p $port \
+	--timeout 20 >"$T/path.s.out" 2>"$T/path.s.err" &
+SRV=$!
+ip netns exec "$N" env FAKE_NET_BAD_LOG=1 "$BENCH" 198.18.0.1 --plugin "$T/libnccl-net-fake.so" \
+	-p $port --timeout 20 -t lat -n 50 --json >"$T/path.c.out" 2>"$T/path.c.err"
+CRC=$?
+wait "$SRV"
+SRC=$?
+SRV=
+[ $CRC -eq 0 ] && [ $SRC -eq 0 ] || { tail -n +1 "$T"/path.*; rn_fail "path: client $CRC, server $SRC"; }
+grep -q "plugin Fake (v12)" "$T/path.c.err" || rn_fail "path: the plugin was not loaded by its path"
+grep -q "fake: bad pointer (bad pointer)" "$T/path.c.err" || rn_fail "path: the malformed WARN is lost"
+grep -Eq "^nccl-net-bench: init [0-9.]+ ms \(1 devices\)" "$T/path.s.out" ||
+	rn_fail "path: the server prints no init time"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["init_ms"] >= 0 and d["exit"] == 0, d' \
+	"$T/path.c.out" || rn_fail "path --json: no init_ms"
+echo "path: $(grep -m1 "init " "$T/path.s.out")"
+
 echo "== the client dies: the server fails, never waits forever"
 port=$((port + 1))
 ip netns exec "$N" "$BENCH" --plugin fake -p $port --timeout 5 --json >"$T/dead.s.out" 2>"$T/dead.s.err" &

@@ -92,6 +92,15 @@ print("    time to a verdict: %.3f ms per NIC (%d NICs: snapshot %.3f ms, verdic
          s['verdict_us'] / 1000.0))
 EOF
 	[ $? = 0 ] || { cat "$J.err"; rn_fail "$FL_NAME: unreadable report (a pasted fix failed?)"; }
+	# The verdicts above answered their route questions from the snapshot: every answer
+	# must be the kernel's own (rn-pathcheck routes asks both).
+	local pc=$RN_TOP/build/test/rn-pathcheck out
+	if [ -x "$pc" ]; then
+		# shellcheck disable=SC2086
+		out=$(ip netns exec "$H" "$pc" routes ${devs//,/ } 2>&1) ||
+			{ echo "$out"; rn_fail "$FL_NAME: the snapshot's route answers differ from the kernel's"; }
+		echo "    snapshot $(tail -1 <<<"$out")"
+	fi
 }
 FL_J=0
 

@@ -10,6 +10,11 @@
  *                                           refused its own path with that cause id)
  *   rn-pathcheck diag DEV PEER_IP PEER_MAC  diagnosis (no ARP sent)
  *   rn-pathcheck bench N DEV...             time snapshot + assess, N rounds
+ *   rn-pathcheck routes DEV...              the snapshot's route answers against the
+ *                                           kernel's, from each NIC's IP to its probe
+ *                                           peer, the other NICs' and the gateways, with
+ *                                           and without oif: "routes answered=A asked=K
+ *                                           differ=D", a "differ ..." line each
  *
  * Options before the command: -c strict|warn|off (NCCL_ROCE_ROUTE_CHECK), -v (log).
  * Output: "nic DEV ip=IP/LEN table=T verdict=V causes=ID,ID" then one
@@ -28,6 +33,9 @@
 
 #include "rn_host.h"
 #include "rn_nic.h"
+#include "rn_route.h"
+
+#define MAX_DSTS 64
 #include "rn_log.h"
 #include "rn_param.h"
 
@@ -237,6 +245,73 @@ static int cmd_conn(int argc, char **argv, const struct rn_config *cfg, int diag
 	return ret == 0 || ret == -EHOSTUNREACH ? 0 : 1;
 }
 
+static int route_eq(int ra, const struct rn_nl_route *a, int rb, const struct rn_nl_route *b)
+{
+	if (ra || rb)
+		return ra == rb;
+	return a->type == b->type && a->oif == b->oif && a->table == b->table &&
+	       a->gw.family == b->gw.family && (!a->gw.family || rn_ip_equal(&a->gw, &b->gw));
+}
+
+static int cmd_routes(int argc, char **argv, const struct rn_config *cfg)
+{
+	struct rn_host *h;
+	struct rn_ip dsts[MAX_DSTS];
+	int i, j, k, n, differ = 0, ret = rn_host_snapshot(&h);
+
+	if (ret) {
+		fprintf(stderr, "rn-pathcheck: snapshot: %s\n", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < argc; i++) {
+		struct rn_nic nic = { 0 };
+
+		/* the verdict chooses the GID, hence the IP the questions come from */
+		if (assess(h, argv[i], cfg, &nic)) {
+			rn_host_free(h);
+			return 1;
+		}
+		rn_nic_cleanup(&nic);
+		if (!nic.ip.family)
+			continue;
+		n = 0;
+		if (!rn_route_probe_dst(h, &nic, &dsts[n]))
+			n++;
+		for (j = 0; j < h->naddrs && n < MAX_DSTS; j++)
+			if (h->addrs[j].ip.family == nic.ip.family)
+				dsts[n++] = h->addrs[j].ip;
+		for (j = 0; j < h->nroutes && n < MAX_DSTS; j++)
+			if (h->routes[j].gw.family == nic.ip.family)
+				dsts[n++] = h->routes[j].gw;
+		if (n < MAX_DSTS && !rn_ip_parse(nic.ip.family == AF_INET ? "198.19.255.1" :
+						  "fd00:ffff::1", &dsts[n]))
+			n++;
+		for (j = 0; j < n; j++)
+			for (k = 0; k < 2; k++) {
+				struct rn_nl_route a, b;
+				int oif = k ? nic.ifindex : 0, asked = h->routes_asked, ra, rb;
+				char d[64], x[64], y[64];
+
+				ra = rn_host_route_get(h, &dsts[j], &nic.ip, oif, &a);
+				if (h->routes_asked != asked)
+					continue; /* the kernel's own answer */
+				rb = rn_nl.route_get(&dsts[j], &nic.ip, oif, &b);
+				if (route_eq(ra, &a, rb, &b))
+					continue;
+				differ++;
+				printf("differ %s dst=%s oif=%d snapshot=%d/type%d/oif%d/table%u/gw%s "
+				       "kernel=%d/type%d/oif%d/table%u/gw%s\n", argv[i],
+				       rn_ip_str(&dsts[j], d, sizeof(d)), oif, ra, a.type, a.oif,
+				       a.table, rn_ip_str(&a.gw, x, sizeof(x)), rb, b.type, b.oif,
+				       b.table, rn_ip_str(&b.gw, y, sizeof(y)));
+			}
+	}
+	printf("routes answered=%d asked=%d differ=%d\n", h->routes_answered, h->routes_asked,
+	       differ);
+	rn_host_free(h);
+	return differ ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rn_config cfg;
@@ -266,7 +341,7 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-v] [-6] "
 				"nic DEV...|conn DEV IP MAC [MS [HOST [PEERDEV [MTU [CAUSE]]]]]|"
-				"diag DEV IP MAC|bench N DEV...\n");
+				"diag DEV IP MAC|bench N DEV...|routes DEV...\n");
 		return 2;
 	}
 	if (!strcmp(argv[0], "nic"))
@@ -275,6 +350,8 @@ int main(int argc, char **argv)
 		return cmd_nic(argc - 1, argv + 1, &cfg, 1);
 	if (!strcmp(argv[0], "conn"))
 		return cmd_conn(argc - 1, argv + 1, &cfg, 0);
+	if (!strcmp(argv[0], "routes"))
+		return cmd_routes(argc - 1, argv + 1, &cfg);
 	if (!strcmp(argv[0], "diag"))
 		return cmd_conn(argc - 1, argv + 1, &cfg, 1);
 	return 2;

@@ -228,24 +228,28 @@ void fake_policy_routing(struct fake_nl_host *h, int first, int n, const char *s
 
 static int f_link_dump(struct rn_nl_link **out, int *n)
 {
+	cur->dumps++;
 	DUP_ARRAY(cur->links, cur->nlinks, 0, ifindex, out, n);
 	return 0;
 }
 
 static int f_addr_dump(int family, struct rn_nl_addr **out, int *n)
 {
+	cur->dumps++;
 	DUP_ARRAY(cur->addrs, cur->naddrs, family, ip.family, out, n);
 	return 0;
 }
 
 static int f_rule_dump(int family, struct rn_nl_rule **out, int *n)
 {
+	cur->dumps++;
 	DUP_ARRAY(cur->rules, cur->nrules, family, family, out, n);
 	return 0;
 }
 
 static int f_route_dump(int family, struct rn_nl_route **out, int *n)
 {
+	cur->dumps++;
 	DUP_ARRAY(cur->routes, cur->nroutes, family, dst.family, out, n);
 	return 0;
 }

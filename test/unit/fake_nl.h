@@ -36,6 +36,7 @@ struct fake_nl_host {
 	int nsys;
 	int probes;
 	int route_gets;
+	int dumps;          /* link, address, rule and route dumps: one round trip each */
 	/* ARP probes: -EPERM (no CAP_NET_RAW) unless set; l2[a][b] = ifindex a hears b. */
 	int arp_ret;
 	unsigned char l2[FAKE_NL_MAX][FAKE_NL_MAX];

@@ -383,6 +383,14 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 		if (wr->opcode == IBV_WR_RDMA_WRITE) {
 			q->st.writes++;
 			total.writes++;
+			if (wr->send_flags & IBV_SEND_SIGNALED) {
+				q->st.writes_signaled++;
+				total.writes_signaled++;
+			}
+			if (wr->send_flags & IBV_SEND_INLINE) {
+				q->st.writes_inline++;
+				total.writes_inline++;
+			}
 			complete(q, wr, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, len, 0);
 			return;
 		}

@@ -481,10 +481,69 @@ static void test_ipv6_shared_subnet(void **state)
 	assert_int_equal(n1.verdict, RN_VERDICT_OK);
 }
 
+/*
+ * init's netlink cost: one dump per kind (links, addresses, rules, routes; both families
+ * at once) for the whole host, and every NIC's route questions answered from it. Four NICs
+ * in one subnet with the fix, and four in a subnet each (L3 /31s with a gateway each, as a
+ * rail-optimised fabric): 4 round trips, no route lookup (7 dumps + 1..3 lookups per NIC
+ * before). Both verdicts as the kernel's answers gave them.
+ */
+static void test_init_round_trips(void **state)
+{
+	static const char *const names[] = { "eth0", "eth1", "eth2", "eth3" };
+	struct rn_host *h;
+	int i, k;
+
+	for (k = 0; k < 2; k++) {
+		fake_nl_init(&H);
+		for (i = 0; i < 4; i++) {
+			char cidr[32], gw[32], table_dst[32];
+
+			fake_link(&H, 2 + i, names[i], 0x10 + i, 1);
+			if (!k) {
+				snprintf(cidr, sizeof(cidr), "198.18.0.%d/24", i + 1);
+				fake_addr(&H, 2 + i, cidr, 0);
+				continue;
+			}
+			snprintf(cidr, sizeof(cidr), "198.18.%d.1/31", i);
+			snprintf(gw, sizeof(gw), "198.18.%d.0", i);
+			snprintf(table_dst, sizeof(table_dst), "198.18.%d.1", i);
+			fake_addr(&H, 2 + i, cidr, 0);
+			fake_rule(&H, 101 + (uint32_t)i, table_dst, 101 + (uint32_t)i);
+			fake_route(&H, 101 + (uint32_t)i, "default", 2 + i, table_dst, gw);
+			snprintf(cidr, sizeof(cidr), "198.18.%d.0/31", i);
+			fake_route(&H, 101 + (uint32_t)i, cidr, 2 + i, table_dst, NULL);
+		}
+		if (!k)
+			fake_policy_routing(&H, 2, 4, "198.18.0.0/24");
+		fake_sysctl(&H, "all", "arp_ignore", 1);
+		fake_sysctl(&H, "all", "arp_announce", 2);
+		fake_nl_install(&H);
+		assert_int_equal(rn_host_snapshot(&h), 0);
+		for (i = 0; i < 4; i++) {
+			struct rn_nic nic AUTO_NIC = { 0 };
+
+			assert_int_equal(rn_nic_from_netdev(h, names[i], &nic), 0);
+			assert_int_equal(rn_nic_assess(h, NULL, &nic, &cfg), 0);
+			if (nic.verdict != RN_VERDICT_OK)
+				rn_nic_log(&nic);
+			assert_int_equal(nic.verdict, RN_VERDICT_OK);
+			assert_int_equal(nic.table, 101 + i);
+		}
+		assert_int_equal(H.dumps, 4);
+		assert_int_equal(H.route_gets, 0);
+		assert_int_equal(h->routes_asked, 0);
+		assert_true(h->routes_answered >= 4);
+		rn_host_free(h);
+		fake_nl_uninstall();
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_no_policy_routing_default_sysctls_refused, setup_shared),
+		cmocka_unit_test_setup(test_init_round_trips, setup_shared),
 		cmocka_unit_test_setup(test_warn_mode_does_not_refuse, setup_shared),
 		cmocka_unit_test_setup(test_off_mode_skips_checks, setup_shared),
 		cmocka_unit_test_setup(test_seed_fix_accepts_all, setup_shared),

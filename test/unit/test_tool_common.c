@@ -209,6 +209,55 @@ static void test_cli_wants_json(void **state)
 	assert_false(rn_cli_wants_json(3, c, 1));
 }
 
+/* A plugin's logger call as the ABI types it: no format attribute, so nothing checks it. */
+static void (*volatile plugin_log)(ncclDebugLogLevel, unsigned long, const char *, int,
+				   const char *, ...) = tool_logger;
+
+static int fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, f);
+	n = tool_vformat(buf, len, f, ap);
+	va_end(ap);
+	return n;
+}
+
+/* A plugin's malformed format reaches the logger: bad %s pointers, %n, missing arguments. */
+static void test_logger_bad_format(void **state)
+{
+	char buf[256], want[256];
+	int n = 7;
+
+	tool_log_set_level(NCCL_LOG_NONE); /* WARNs are still recorded for tool_last_warn */
+	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "dev %s: %d", (const char *)16, 3);
+	assert_string_equal(tool_last_warn(), "dev (bad pointer): 3");
+	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "null %s, end", (const char *)NULL);
+	assert_string_equal(tool_last_warn(), "null (null), end");
+	/* what a missing argument reads (garbage, or a page we may not read): no fault (the
+	 * call with arguments really missing is test/abi/driver_fakeplugin.t's: ASan here
+	 * would report the read of the caller's stack itself) */
+	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "%s|%s|%.3s", (const char *)-1L,
+		   (const char *)4096, (const char *)"abcdef");
+	assert_string_equal(tool_last_warn(), "(bad pointer)|(bad pointer)|abc");
+	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "count%n", &n);
+	assert_int_equal(n, 7);
+	assert_string_equal(tool_last_warn(), "count");
+	/* well-formed formats print as vsnprintf prints them */
+	fmt(buf, sizeof(buf), "%5.2s|%-4d|%lld|%zu|%.3f|%x|%%|%08lx|%c|%*d|%.*s|%p", "abc", 42,
+	    -5ll, (size_t)9, 1.5, 255u, 0xbeefUL, 'q', 4, 7, 2, "xyz", (void *)0x10);
+	snprintf(want, sizeof(want), "%5.2s|%-4d|%lld|%zu|%.3f|%x|%%|%08lx|%c|%*d|%.*s|%p", "abc",
+		 42, -5ll, (size_t)9, 1.5, 255u, 0xbeefUL, 'q', 4, 7, 2, "xyz", (void *)0x10);
+	assert_string_equal(buf, want);
+	/* unknown conversions stay as text; truncation keeps the NUL */
+	fmt(buf, sizeof(buf), "a %y b %");
+	assert_string_equal(buf, "a %y b ");
+	assert_int_equal(fmt(buf, 4, "abcdef"), 6);
+	assert_string_equal(buf, "abc");
+	tool_log_set_level(NCCL_LOG_WARN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_cli_numbers),
 		cmocka_unit_test(test_cli_json_error),
 		cmocka_unit_test(test_cli_wants_json),
+		cmocka_unit_test(test_logger_bad_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

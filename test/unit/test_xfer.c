@@ -552,6 +552,51 @@ static struct rn_req *post_recv(struct t *t, void *p, size_t sz, struct rn_mr *m
 	return req;
 }
 
+/*
+ * CTS writes posted while one is outstanding need no completion: a window of 8 receives
+ * costs one signaled write and 7 unsignaled ones (no completion, on rxe no ACK), and the
+ * signaled writes retire the others' send queue slots: 32 windows (256 CTS writes over a
+ * 64-entry send queue) all complete. Inline: the receiver's QPs take one entry inline.
+ */
+static void cts_writes_unsignaled(void **state)
+{
+	struct t *t = *state;
+	static char s[8][256], r[8][256];
+	struct rn_mr *smr, *rmr;
+	struct rn_req *rreq[8], *sreq[8];
+	struct fake_wire_stats st;
+	int round, i, got;
+
+	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
+	for (round = 0; round < 32; round++) {
+		for (i = 0; i < 8; i++)
+			rreq[i] = post_recv(t, r[i], sizeof(r[i]), rmr);
+		if (!round) {
+			fake_wire_stats(t->rc->c.qps[0], &st);
+			assert_int_equal(st.writes, 8);
+			assert_int_equal(st.writes_signaled, 1);
+		}
+		for (i = 0; i < 8; i++) {
+			memset(s[i], 'a' + i, sizeof(s[i]));
+			assert_int_equal(fx_isend(t->sc, s[i], sizeof(s[i]), 0, smr, &sreq[i]), 0);
+		}
+		for (i = 0; i < 8; i++) {
+			assert_int_equal(fx_wait(rreq[i], &got), 0);
+			assert_int_equal(got, (int)sizeof(r[i]));
+			assert_memory_equal(r[i], s[i], sizeof(s[i]));
+			assert_int_equal(fx_wait(sreq[i], NULL), 0);
+		}
+	}
+	fake_wire_stats(t->rc->c.qps[0], &st);
+	assert_int_equal(st.writes, 256);
+	assert_int_equal(st.writes_signaled, 32);
+	assert_int_equal(st.writes_inline, 256); /* conn.c asked for an entry inline */
+	assert_true(t->rc->c.sq_used[0] < 16);
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+}
+
 static void async_qp_fatal(void **state)
 {
 	struct t *t = *state;
@@ -1031,6 +1076,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(flush_only_for_gpu_buffers, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_disabled, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(async_qp_fatal, setup, teardown),
+		cmocka_unit_test_setup_teardown(cts_writes_unsignaled, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_port_flap_within_budget, setup, teardown),
 		cmocka_unit_test_setup_teardown(async_port_stays_down, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(peer_dies_while_receiving, setup, teardown),
