@@ -96,6 +96,7 @@ struct rn_send_slot {
 };
 
 struct rn_evdev; /* src/events.c */
+struct rn_ctr_snap; /* src/counters.c */
 
 /* One NIC of a comm's device (the only one of a physical device). */
 struct rn_member {
@@ -145,6 +146,9 @@ struct rn_comm {
 	uint64_t port_grace_ns;       /* a port down longer than this fails the comm */
 	unsigned int idle;
 	int want_cts;                 /* send: isend waits for the receiver */
+	/* what a failure is judged against (src/counters.c, src/events.c) */
+	uint64_t created_ns;
+	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
 };
 
 struct rn_send_comm {
@@ -192,6 +196,15 @@ int rn_events_dev_err(const struct rn_evdev *ev, int port);
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
 uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
+/* 1 when the NIC's address left @port's GID table (gid-gone, copied into @out if not NULL). */
+int rn_events_gid_gone(struct rn_evdev *ev, int port, struct rn_finding *out);
+/*
+ * A PORT_ERR on @nic's port at or after @since_ns (a comm's creation): @out is link-flap
+ * (when, for how long, admin-up: cable/switch advice) or link-down for a netdev set down.
+ * 0, -ENOENT (no flap since), -ENOMEM.
+ */
+int rn_events_flap_finding(struct rn_evdev *ev, const struct rn_nic *nic, uint64_t since_ns,
+			   uint64_t budget_ns, int timeout, int retry_cnt, struct rn_finding *out);
 
 /* The watchdog's bound for @c now: retry time plus the payload in flight at ~1 MB/s. */
 uint64_t rn_comm_stall_bound(const struct rn_comm *c);

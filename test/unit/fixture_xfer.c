@@ -127,6 +127,8 @@ void fx_setup(struct fx *f)
 		d->nic.mtu = 1500;
 		d->nic.active_mtu = IBV_MTU_1024;
 		d->nic.gid_index = 1;
+		d->nic.gid_type = IBV_GID_TYPE_ROCE_V2;
+		d->nic.ifindex = 2; /* the fake GIDs' netdev (comm creation follows the GID) */
 		gid_of(ips[i], &d->nic.gid, &d->nic.ip);
 		d->is_rxe = 1;
 		d->max_msg_size = 8u << 20;
