@@ -148,6 +148,7 @@ struct rn_comm {
 	int want_cts;                 /* send: isend waits for the receiver */
 	/* what a failure is judged against (src/counters.c, src/events.c) */
 	uint64_t created_ns;
+	uint64_t gid_check_ns;        /* the last look at the GID table (slow checks) */
 	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
 };
 

@@ -55,11 +55,11 @@ struct rn_ctr_snap *rn_ctr_snap_dup(const struct rn_ctr_snap *s);
 
 /*
  * The process-wide history: rn_ctr_tick() adds a snapshot when the newest is older than
- * RN_CTR_TICK_NS (the event threads call it); rn_ctr_recent() copies the oldest one taken
- * at or after @after_ns, else the newest before it (NULL: none).
+ * RN_CTR_TICK_NS (the event threads call it, RN_CTR_RING kept); rn_ctr_recent() copies the
+ * newest one taken at or before @before_ns, else the oldest kept (NULL: none).
  */
 void rn_ctr_tick(uint64_t now_ns);
-struct rn_ctr_snap *rn_ctr_recent(uint64_t after_ns);
+struct rn_ctr_snap *rn_ctr_recent(uint64_t before_ns);
 
 /* The driver whose table applies to @ibdev ("rxe", "mlx5", ..., "unknown"); NULL: no such NIC. */
 const char *rn_ctr_driver(const char *ibdev, int port);
@@ -67,14 +67,16 @@ const char *rn_ctr_driver(const char *ibdev, int port);
 const char *rn_ctr_lacks(const char *ibdev, int port, char *buf, size_t len);
 
 /*
- * What the counters of @ibdev:@port and the other local NICs did between @a and @b,
- * judged for a comm to the peer described in @v (rn_conn_vars' keys). Sets "figures" (the
+ * What the counters of @ibdev:@port did between @a and @b and the other local NICs between
+ * @wide (an earlier snapshot; NULL: @a) and @b, judged for a comm to the peer described in
+ * @v (rn_conn_vars' keys). Sets "figures" (the
  * deltas that support the cause) and "counters" (a summary line, always) in @v and returns
  * the cause: RN_CAUSE_REPLIES_ELSEWHERE, _NO_REPLY, _RNR, _FABRIC_LOSS, _CONGESTION, or
  * RN_CAUSE_NONE when they show nothing wrong (or cannot be read).
  */
-enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
-			   const char *ibdev, int port, struct rn_vars *v);
+enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap *wide,
+			   const struct rn_ctr_snap *b, const char *ibdev, int port,
+			   struct rn_vars *v);
 /* The link-downed and lost-carrier deltas of @ibdev:@port between @a and @b (0: none). */
 uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
 		      const char *ibdev, int port, enum rn_ctr c);

@@ -379,9 +379,9 @@ void rn_ctr_tick(uint64_t now_ns)
 	pthread_mutex_unlock(&ring_lock);
 }
 
-struct rn_ctr_snap *rn_ctr_recent(uint64_t after_ns)
+struct rn_ctr_snap *rn_ctr_recent(uint64_t before_ns)
 {
-	const struct rn_ctr_snap *best = NULL, *before = NULL;
+	const struct rn_ctr_snap *best = NULL, *oldest = NULL;
 	struct rn_ctr_snap *out = NULL;
 	int i;
 
@@ -391,13 +391,13 @@ struct rn_ctr_snap *rn_ctr_recent(uint64_t after_ns)
 
 		if (!s)
 			continue;
-		if (s->t_ns >= after_ns && (!best || s->t_ns < best->t_ns))
+		if (s->t_ns <= before_ns && (!best || s->t_ns > best->t_ns))
 			best = s;
-		if (s->t_ns < after_ns && (!before || s->t_ns > before->t_ns))
-			before = s;
+		if (!oldest || s->t_ns < oldest->t_ns)
+			oldest = s;
 	}
-	if (best || before)
-		out = rn_ctr_snap_dup(best ? best : before);
+	if (best || oldest)
+		out = rn_ctr_snap_dup(best ? best : oldest);
 	pthread_mutex_unlock(&ring_lock);
 	return out;
 }
@@ -453,8 +453,9 @@ uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
 /* Thresholds: a few packets that wandered (ARP, a late ACK) are no finding. */
 #define STRAY_MIN 4
 
-enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
-			   const char *ibdev, int port, struct rn_vars *v)
+enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap *wide,
+			   const struct rn_ctr_snap *b, const char *ibdev, int port,
+			   struct rn_vars *v)
 {
 	int me = nic_index(ibdev, port), i, n = nics_get(), stray_nic = -1;
 	uint64_t d[RN_CTR__MAX] = { 0 }, stray = 0, retrans;
@@ -474,15 +475,21 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 	 * beyond what its RDMA device accepted are packets for an address it does not hold
 	 * (rxe drops them before counting, as a NIC drops a GID it does not have).
 	 */
-	for (i = 0; i < n && i < a->n && i < b->n; i++) {
+	/*
+	 * Over the wider window: the peer whose replies went astray may have failed and
+	 * stopped sending before our own QP ran out of retries.
+	 */
+	if (!wide || wide->t_ns > a->t_ns)
+		wide = a;
+	for (i = 0; i < n && i < wide->n && i < b->n; i++) {
 		uint64_t s;
 
 		if (i == me || !nics[i].drv->netdev_sees_roce || !nics[i].netdev[0] ||
-		    !strcmp(nics[i].netdev, nics[me].netdev) || !has(a, i, RN_CTR_NETDEV_RX) ||
-		    !has(a, i, RN_CTR_RX))
+		    !strcmp(nics[i].netdev, nics[me].netdev) || !has(wide, i, RN_CTR_NETDEV_RX) ||
+		    !has(wide, i, RN_CTR_RX))
 			continue;
-		s = d_of(a, b, i, RN_CTR_NETDEV_RX);
-		s = s > d_of(a, b, i, RN_CTR_RX) ? s - d_of(a, b, i, RN_CTR_RX) : 0;
+		s = d_of(wide, b, i, RN_CTR_NETDEV_RX);
+		s = s > d_of(wide, b, i, RN_CTR_RX) ? s - d_of(wide, b, i, RN_CTR_RX) : 0;
 		if (s > stray) {
 			stray = s;
 			stray_nic = i;
@@ -490,35 +497,47 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 	}
 	retrans = d[RN_CTR_TIMEOUT] + d[RN_CTR_SEQ_NAK];
 
-	/* the summary: every counter this driver has, in the window */
+	/* the summary: what moved in the window, and what this driver cannot tell */
 	rn_vars_set(v, "ctr_list", "%s", "");
 	for (r = 0; r < RN_CTR__MAX; r++)
-		if (has(a, me, r) && has(b, me, r))
+		if (has(a, me, r) && has(b, me, r) && d[r])
 			rn_vars_append(v, "ctr_list", ", ", "%s %" PRIu64, role_name[r], d[r]);
+	if (!rn_vars_get(v, "ctr_list")[0])
+		rn_vars_set(v, "ctr_list", "%s", "none moved");
 	if (stray_nic >= 0 && stray)
 		rn_vars_append(v, "ctr_list", "; ", "%s (%s) got %" PRIu64 " packets for no "
 			       "address of its own", nics[stray_nic].netdev, nics[stray_nic].ibdev,
 			       stray);
 	rn_ctr_lacks(ibdev, port, lacks, sizeof(lacks));
 	if (lacks[0])
-		rn_vars_append(v, "ctr_list", "; ", "driver %s has no counter of %s",
-			       nics[me].drv->name, lacks);
+		rn_vars_append(v, "ctr_list", "; ", "%s has no counter of %s", nics[me].drv->name,
+			       lacks);
 	rn_vars_set(v, "counters", "counters of %s:%d over the last %.1f s: %s", ibdev, port, secs,
-		    rn_vars_get(v, "ctr_list") ? rn_vars_get(v, "ctr_list") : "");
+		    rn_vars_get(v, "ctr_list"));
 
 	if (stray >= STRAY_MIN && (retrans || d[RN_CTR_RETRY_EXC])) {
 		rn_vars_set(v, "figures", "%s (%s) received %" PRIu64 " packets addressed to no "
-			    "address of its own while %s sent %" PRIu64 ", received %" PRIu64
-			    " and timed out %" PRIu64 " times, in %.1f s", nics[stray_nic].netdev,
-			    nics[stray_nic].ibdev, stray, ibdev, d[RN_CTR_TX], d[RN_CTR_RX],
-			    d[RN_CTR_TIMEOUT], secs);
+			    "address of its own in %.1f s, while %s sent %" PRIu64 ", received %"
+			    PRIu64 " and timed out %" PRIu64 " times in %.1f s", nics[stray_nic].netdev,
+			    nics[stray_nic].ibdev, stray, (double)(b->t_ns - wide->t_ns) / 1e9, ibdev,
+			    d[RN_CTR_TX], d[RN_CTR_RX], d[RN_CTR_TIMEOUT], secs);
 		return RN_CAUSE_REPLIES_ELSEWHERE;
 	}
 	if (has(b, me, RN_CTR_TX) && has(b, me, RN_CTR_RX) && d[RN_CTR_TX] &&
 	    (retrans || d[RN_CTR_RETRY_EXC]) && d[RN_CTR_RX] * 4 < d[RN_CTR_TX]) {
+		uint64_t lost_here = d[RN_CTR_NETDEV_RX] > d[RN_CTR_RX] ?
+				     d[RN_CTR_NETDEV_RX] - d[RN_CTR_RX] : 0;
+
 		rn_vars_set(v, "figures", "%s sent %" PRIu64 " packets and received %" PRIu64
 			    " in %.1f s, with %" PRIu64 " retransmission timeouts", ibdev,
 			    d[RN_CTR_TX], d[RN_CTR_RX], secs, d[RN_CTR_TIMEOUT]);
+		/* a soft driver's netdev that got far more than its RDMA device: dropped here */
+		if (nics[me].drv->netdev_sees_roce && lost_here >= 4 * STRAY_MIN &&
+		    lost_here >= d[RN_CTR_TX])
+			rn_vars_append(v, "figures", "; ", "%s itself received %" PRIu64 " packets "
+				       "%s never got: they are dropped on this host before RoCE (a "
+				       "firewall here: nft list ruleset)", nics[me].netdev, lost_here,
+				       ibdev);
 		return RN_CAUSE_NO_REPLY;
 	}
 	if (d[RN_CTR_RNR]) {

@@ -39,6 +39,7 @@
 #include "rn_conn.h"
 #include "rn_conncheck.h"
 #include "rn_counters.h"
+#include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -46,6 +47,7 @@
 #define RN_POLL_BATCH 16
 #define RN_WR_BATCH 32
 #define RN_CHECK_EVERY_NS (100ull * 1000000ull)
+#define RN_GID_CHECK_NS (1000ull * 1000000ull) /* one query_gid_ex a second, when idle */
 
 static int comm_fail(struct rn_comm *c, int err)
 {
@@ -176,13 +178,35 @@ static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num);
  * What the path check cannot see: the NIC's address gone from its GID table or a port
  * that went down during the comm's life (src/events.c): 1 with @f filled.
  */
+/*
+ * 1 with gid-gone in @f when member @k's address left its GID table: flagged by the event
+ * thread, or looked up now (GID_CHANGE is not always delivered: rxe coalesces them).
+ */
+static int gid_gone(struct rn_comm *c, int k, struct rn_finding *f)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_nic nic = dev->nic; /* a look, not a change: the shared NIC stays as it is */
+	int old, ret;
+
+	if (rn_events_gid_gone(c->mem[k].ev, dev->nic.port, f))
+		return 1;
+	nic.findings = NULL;
+	nic.nfindings = nic.findings_cap = 0;
+	ret = rn_gid_refresh(dev->ctx, &nic, &old, &v);
+	if (ret == -ENOENT)
+		rn_finding_render(f, RN_CAUSE_GID_GONE, &v);
+	rn_vars_free(&v);
+	return ret == -ENOENT;
+}
+
 static int port_cause(struct rn_comm *c, int k, struct rn_finding *f)
 {
 	const struct rn_dev *dev = c->mem[k].dev;
 	const struct rn_config *cfg = &c->eng->cfg;
 	uint64_t budget = c->port_grace_ns > 1000000000ull ? c->port_grace_ns - 1000000000ull : 0;
 
-	if (rn_events_gid_gone(c->mem[k].ev, dev->nic.port, f))
+	if (gid_gone(c, k, f))
 		return 1;
 	return !rn_events_flap_finding(c->mem[k].ev, &dev->nic, c->created_ns, budget,
 				       cfg->timeout, cfg->retry_cnt, f);
@@ -193,11 +217,11 @@ static int port_cause(struct rn_comm *c, int k, struct rn_finding *f)
  * (NONE: nothing shown) rendered into @cf, and their summary into @out's "counters".
  */
 static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_peer_facts *peer,
-				    struct rn_finding *cf, struct rn_vars *out)
+				    int lifetime, struct rn_finding *cf, struct rn_vars *out)
 {
 	const struct rn_dev *dev = c->mem[k].dev;
 	uint64_t budget = c->port_grace_ns > 1000000000ull ? c->port_grace_ns - 1000000000ull : 0;
-	struct rn_ctr_snap *now = rn_ctr_snap_take(), *base = NULL;
+	struct rn_ctr_snap *now = rn_ctr_snap_take(), *base = NULL, *wide = NULL;
 	struct rn_vars v = RN_VARS_INIT;
 	enum rn_cause cause = RN_CAUSE_NONE;
 
@@ -205,20 +229,28 @@ static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_pe
 		rn_vars_set(out, "counters", "counters unread: %s", strerror(errno));
 		return cause;
 	}
-	/* the QP's retry window: the oldest snapshot inside it, else the comm's creation */
-	base = rn_ctr_recent(now->t_ns > budget ? now->t_ns - budget : 0);
+	/* the QP's retry window: the newest snapshot before it, else the comm's creation */
+	base = lifetime ? NULL : rn_ctr_recent(now->t_ns > budget ? now->t_ns - budget : 0);
 	if (base && base->t_ns < c->created_ns) {
 		rn_ctr_snap_free(base);
 		base = NULL;
 	}
+	/* where stray replies are counted: the history's oldest (a few s), or since creation */
+	wide = rn_ctr_recent(0);
+	if (wide && wide->t_ns < c->created_ns) {
+		rn_ctr_snap_free(wide);
+		wide = NULL;
+	}
 	rn_conn_vars(&dev->nic, peer, &v);
-	cause = rn_ctr_judge(base ? base : c->ctr0, now, dev->nic.ibdev, dev->nic.port, &v);
+	cause = rn_ctr_judge(base ? base : c->ctr0, wide ? wide : c->ctr0, now, dev->nic.ibdev,
+			     dev->nic.port, &v);
 	if (cause != RN_CAUSE_NONE && rn_finding_render(cf, cause, &v))
 		cause = RN_CAUSE_NONE;
 	rn_vars_set(out, "counters", "%s", rn_vars_get(&v, "counters") ?
 		    rn_vars_get(&v, "counters") : "counters: none");
 	rn_vars_free(&v);
 	rn_ctr_snap_free(base);
+	rn_ctr_snap_free(wide);
 	rn_ctr_snap_free(now);
 	return cause;
 }
@@ -248,8 +280,9 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	gone = peer_gone(c);
 	has_port = port_cause(c, k, &port);
 	ret = rn_diagnose_peer(&dev->nic, peer, &path);
-	cc = counters_cause(c, k, peer, &ctr, &v);
+	cc = counters_cause(c, k, peer, 0, &ctr, &v);
 	rn_vars_set(&v, "diag", "%s", "diagnosis");
+	rn_vars_set(&v, "extra", "%s", ""); /* what is no finding: hints, the figures */
 	if (gone) {
 		struct rn_vars pv = RN_VARS_INIT;
 
@@ -271,8 +304,8 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		/* Both ends see status 12 when RoCE is dropped between them, and the one that
 		 * reports second finds the other already gone: name the drop too. */
 		} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-			rn_vars_append(&v, "diag", "; ", "if it failed first with this same status, "
-				       "%s", healthy_path_drop(&peer->ip, pip, sizeof(pip)));
+			rn_vars_set(&v, "extra", "if it failed first with this same status, %s",
+				    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
 		}
 	} else if (has_port) {
 		/* a port that went away explains whatever the route looks like now */
@@ -294,32 +327,38 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		rn_vars_set(&v, "diag", "diagnosis unavailable: %s", strerror(-ret));
 	}
 	/* the figures behind it, whatever was found */
-	rn_vars_append(&v, "diag", "; ", "%s", rn_vars_get(&v, "counters"));
+	rn_vars_append(&v, "extra", "; ", "%s", rn_vars_get(&v, "counters"));
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
 	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s",
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s; %s",
 		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
 		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
 		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
-		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable");
+		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable",
+		     rn_vars_get(&v, "extra") ? rn_vars_get(&v, "extra") : "");
 	if (n < 0) {
 		line = NULL;
 		n = 0;
 	}
-	if (!nlog || (line && n <= 900)) {
-		rn_warn(RN_SUB_NET, "%s", line ? line : RN_PFX "completion error (out of memory)");
+	if (line && n <= 900) {
+		rn_warn(RN_SUB_NET, "%s", line);
 	} else {
 		/* the findings on lines of their own: whole, whatever their length */
 		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
-			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows; %s", c->peer_str,
+			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
 			peer->host[0] ? peer->host : "unknown host",
 			rn_wc_status_str(wc->status), wc->status,
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-			dev->nic.ibdev, dev->nic.port, rn_vars_get(&v, "counters"));
+			dev->nic.ibdev, dev->nic.port);
 		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
 		for (i = 0; i < nlog; i++)
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, logged[i]);
+		if (!nlog)
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "diag") ?
+				rn_vars_get(&v, "diag") : "diagnosis unavailable");
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "extra") ?
+			rn_vars_get(&v, "extra") : "");
 	}
 	free(line);
 	rn_vars_free(&v);
@@ -461,11 +500,12 @@ uint64_t rn_comm_stall_bound(const struct rn_comm *c)
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
-	int ret;
-
-	int k;
+	int ret, k, gid_due;
 
 	c->last_check_ns = now;
+	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
+	if (gid_due)
+		c->gid_check_ns = now;
 	/* every member NIC: one that is down or dead fails the vNIC's comm */
 	for (k = 0; k < c->nmem; k++) {
 		const struct rn_dev *dev = c->mem[k].dev;
@@ -501,13 +541,23 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 			rn_finding_clear(&f);
+			{
+				struct rn_vars cv = RN_VARS_INIT;
+
+				/* the figures: link downs, lost carriers, what was sent meanwhile */
+				counters_cause(c, k, &c->rpeer[k % c->rmem], 1, &f, &cv);
+				rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
+				rn_vars_free(&cv);
+				rn_finding_clear(&f);
+			}
 			comm_fail(c, -ENETDOWN);
-		} else if (!c->err && rn_events_gid_gone(ev, dev->nic.port, NULL)) {
+		} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
 			struct rn_finding f = { 0 };
 			char pfx[256];
 
+			if (!gid_gone(c, k, &f))
+				continue;
 			/* its QPs still name the GID the kernel took away: fail it by name */
-			rn_events_gid_gone(ev, dev->nic.port, &f);
 			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
 				 dev->nic.port, c->peer_str, c->peer.host);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
