@@ -102,14 +102,18 @@ static void judge_class(struct rn_nic *nic, const struct rn_nl_dcb *d, const cha
 	rn_vars_set(&v, "how", "%s%s", how, override >= 0 ? "; the class is the mlx5 override "
 		    "tc/PORT/traffic_class" : "");
 	rn_vars_set(&v, "lossless", "%d", lossless);
-	if (override >= 0)
+	if (!trusts_dscp(d))
+		/* no DSCP entry: the class cannot move it, the APP table (trust dscp) can */
+		rn_vars_set(&v, "qos_fix", "dcb app add dev %s dscp-prio %d:%d", nic->netdev, dscp,
+			    lossless);
+	else if (override >= 0)
 		rn_vars_set(&v, "qos_fix", "echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class"
-			    "  # or map DSCP %d to the lossless priority: dcb app replace dev %s "
+			    "  # or map DSCP %d to the lossless priority: dcb app add dev %s "
 			    "dscp-prio %d:%d", good, nic->ibdev, nic->port, dscp, nic->netdev, dscp,
 			    lossless);
 	else
 		rn_vars_set(&v, "qos_fix", "export %s=%d  # or map DSCP %d to the lossless "
-			    "priority: dcb app replace dev %s dscp-prio %d:%d", knob, good, dscp,
+			    "priority: dcb app add dev %s dscp-prio %d:%d", knob, good, dscp,
 			    nic->netdev, dscp, lossless);
 	rn_nic_add_finding(nic, RN_CAUSE_QOS_LOSSY, &v);
 	rn_vars_free(&v);

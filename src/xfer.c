@@ -255,6 +255,14 @@ static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_pe
 	return cause;
 }
 
+/* A value, "" when unset (out of memory). */
+static const char *vget(const struct rn_vars *v, const char *key)
+{
+	const char *s = rn_vars_get(v, key);
+
+	return s ? s : "";
+}
+
 /* @wc came from member @k's CQ. */
 static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
@@ -266,6 +274,7 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	const struct rn_peer_facts *peer = &c->peer;
 	char *line = NULL;
 	int ret, gone, n, q, i, nlog = 0, has_port;
+	size_t cn;
 	enum rn_cause cc;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
@@ -326,23 +335,27 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	} else {
 		rn_vars_set(&v, "diag", "diagnosis unavailable: %s", strerror(-ret));
 	}
-	/* the figures behind it, whatever was found */
-	rn_vars_append(&v, "extra", "; ", "%s", rn_vars_get(&v, "counters"));
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
 	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s; %s",
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
 		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
 		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
 		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
 		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable",
-		     rn_vars_get(&v, "extra") ? rn_vars_get(&v, "extra") : "");
+		     vget(&v, "extra")[0] ? "; " : "", vget(&v, "extra"));
 	if (n < 0) {
 		line = NULL;
 		n = 0;
 	}
-	if (line && n <= 900) {
+	snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
+	/* the figures behind it, whatever was found: on the line when they fit */
+	cn = strlen(vget(&v, "counters"));
+	if (line && n + cn + 2 <= 900) {
+		rn_warn(RN_SUB_NET, "%s; %s", line, vget(&v, "counters"));
+	} else if (line && n <= 900) {
 		rn_warn(RN_SUB_NET, "%s", line);
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
 	} else {
 		/* the findings on lines of their own: whole, whatever their length */
 		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
@@ -351,14 +364,14 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 			rn_wc_status_str(wc->status), wc->status,
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
 			dev->nic.ibdev, dev->nic.port);
-		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
 		for (i = 0; i < nlog; i++)
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, logged[i]);
 		if (!nlog)
 			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "diag") ?
 				rn_vars_get(&v, "diag") : "diagnosis unavailable");
-		rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "extra") ?
-			rn_vars_get(&v, "extra") : "");
+		if (vget(&v, "extra")[0])
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "extra"));
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
 	}
 	free(line);
 	rn_vars_free(&v);
