@@ -96,6 +96,7 @@ struct rn_send_slot {
 };
 
 struct rn_evdev; /* src/events.c */
+struct rn_ctr_snap; /* src/counters.c */
 
 /* What the engine owns (src/conn.c): a listener or a comm handed out to NCCL. */
 enum rn_own_kind { RN_OWN_LISTEN = 1, RN_OWN_COMM };
@@ -155,6 +156,10 @@ struct rn_comm {
 	unsigned int idle;
 	uint64_t idle_since_ns;       /* the back-off's clock: first empty poll of this run */
 	int want_cts;                 /* send: isend waits for the receiver */
+	/* what a failure is judged against (src/counters.c, src/events.c) */
+	uint64_t created_ns;
+	uint64_t gid_check_ns;        /* the last look at the GID table (slow checks) */
+	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
 };
 
 struct rn_send_comm {
@@ -205,6 +210,15 @@ int rn_events_dev_err(const struct rn_evdev *ev, int port);
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
 uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
+/* 1 when the NIC's address left @port's GID table (gid-gone, copied into @out if not NULL). */
+int rn_events_gid_gone(struct rn_evdev *ev, int port, struct rn_finding *out);
+/*
+ * A PORT_ERR on @nic's port at or after @since_ns (a comm's creation): @out is link-flap
+ * (when, for how long, admin-up: cable/switch advice) or link-down for a netdev set down.
+ * 0, -ENOENT (no flap since), -ENOMEM.
+ */
+int rn_events_flap_finding(struct rn_evdev *ev, const struct rn_nic *nic, uint64_t since_ns,
+			   uint64_t budget_ns, int timeout, int retry_cnt, struct rn_finding *out);
 
 /*
  * What NCCL never closed on @eng: listeners (with the handshakes they hold), connects

@@ -26,4 +26,14 @@ int rn_gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		  const struct rn_config *cfg, struct rn_gid_result *res);
 void rn_gid_result_free(struct rn_gid_result *res);
 
+/*
+ * Follow @nic's address in its port's GID table (a comm about to be made, GID_CHANGE,
+ * PORT_ACTIVE): the kernel registers an address's GID again at another index when the
+ * address is re-added or a link comes back, and the old index may then hold another
+ * address. Sets *@old to the index used so far. 0: unchanged (one query); 1: moved,
+ * @nic->gid_index updated; -ENOENT: the address is gone, @v holds gid-gone's facts;
+ * other -errno: the table could not be read. The caller serialises access to @nic.
+ */
+int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct rn_vars *v);
+
 #endif /* RN_GID_H */

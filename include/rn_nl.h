@@ -91,6 +91,24 @@ struct rn_arp_query {
 	int answered;
 };
 
+/*
+ * A netdev's DCB state as iproute2's `dcb` reads it (RTM_GETDCB, DCB_CMD_IEEE_GET): IEEE
+ * PFC and the APP table. A netdev without DCB support answers -EOPNOTSUPP.
+ */
+#define RN_DCB_APP_MAX 128
+#define RN_DCB_SEL_DSCP 5 /* IEEE_8021QAZ_APP_SEL_DSCP */
+struct rn_nl_dcb {
+	int has_pfc;
+	uint8_t pfc_cap;      /* traffic classes that can be lossless */
+	uint8_t pfc_en;       /* bit p: priority p is lossless */
+	int napp;
+	struct {
+		uint8_t selector; /* RN_DCB_SEL_DSCP: protocol is a DSCP */
+		uint8_t prio;
+		uint16_t protocol;
+	} app[RN_DCB_APP_MAX];
+};
+
 struct rn_nl_ops {
 	int (*link_dump)(struct rn_nl_link **out, int *n);
 	/* Dumps of @family, or of IPv4 and IPv6 at once for AF_UNSPEC (one round trip). */
@@ -120,6 +138,8 @@ struct rn_nl_ops {
 	 * init time only. Needs CAP_NET_RAW: -EPERM without (src/arp.c).
 	 */
 	int (*arp_probe)(struct rn_arp_query *q, int n, int wait_ms);
+	/* DCB of netdev @ifname (struct rn_nl_dcb). -EOPNOTSUPP: no DCB on it. */
+	int (*dcb_get)(const char *ifname, struct rn_nl_dcb *out);
 };
 
 /* The table in use: the real one unless a test installed a fake. */
@@ -127,6 +147,13 @@ extern struct rn_nl_ops rn_nl;
 extern const struct rn_nl_ops rn_nl_real_ops;
 /* The real arp_probe (src/arp.c: a packet socket per link). */
 int rn_arp_probe_real(struct rn_arp_query *q, int n, int wait_ms);
+
+/*
+ * Parse one RTM_GETDCB reply (a whole netlink message, header included) into @out: the
+ * real dcb_get's parser, open to tests that feed it recorded or hand-made replies.
+ * 0 or -EBADMSG.
+ */
+int rn_nl_dcb_parse(const void *msg, size_t len, struct rn_nl_dcb *out);
 
 /* Copy the non-NULL pointers of @ops over the table in use; reset restores the real one. */
 void rn_nl_set_ops(const struct rn_nl_ops *ops);

@@ -65,6 +65,7 @@ struct rn_nic {
 	int gid_index;           /* -1 when none usable */
 	enum rn_gid_why gid_why; /* how gid_index was chosen */
 	union ibv_gid gid;
+	int gid_type;            /* enum ibv_gid_type of gid_index (rn_gid_refresh follows it) */
 	struct rn_ip ip;         /* the GID's address = our source IP */
 	int prefixlen;
 	int table;               /* policy table that routes @ip; 254 (main) when none */

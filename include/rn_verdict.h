@@ -34,6 +34,16 @@ enum rn_cause {
 	RN_CAUSE_TABLE_NO_ROUTE,      /* our rule's table lacks our subnet (link bounced) */
 	RN_CAUSE_NO_GATEWAY,          /* L3 NIC: off-subnet peers assumed on-link (no default) */
 	RN_CAUSE_STALE_RULE,          /* a 'from <old address>' rule into our table (renumbered) */
+	RN_CAUSE_GID_GONE,            /* the NIC's address left its GID table (src/gid.c) */
+	RN_CAUSE_NO_CARRIER,          /* netdev admin-up without carrier: cable, transceiver, switch */
+	RN_CAUSE_LINK_FLAP,           /* the port went down during the comm, past the retry budget */
+	RN_CAUSE_LINK_FLAPPING,       /* more lost carriers than a healthy link has in a day */
+	RN_CAUSE_REPLIES_ELSEWHERE,   /* counters: the peer's packets land on another local NIC */
+	RN_CAUSE_NO_REPLY,            /* counters: packets sent, retransmitted, nothing came back */
+	RN_CAUSE_FABRIC_LOSS,         /* counters: retransmits, out-of-sequence, duplicates */
+	RN_CAUSE_CONGESTION,          /* counters: CNPs / ECN marks */
+	RN_CAUSE_RNR,                 /* counters: receiver-not-ready NAKs */
+	RN_CAUSE_QOS_LOSSY,           /* NCCL's class rides a priority without PFC beside one with */
 	RN_CAUSE__MAX
 };
 

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rn_flap.h"
 #include "rn_gid.h"
 #include "rn_host.h"
 #include "rn_log.h"
 #include "rn_nic.h"
+#include "rn_qos.h"
 #include "rn_route.h"
 
 static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_config *cfg)
@@ -78,6 +80,10 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	/* no GID: no source address to route from */
 	if (cfg->route_check != RN_ROUTE_CHECK_OFF && res.cause != RN_CAUSE_NO_GID)
 		rn_route_assess(host, nic, cfg);
+	/* what the route check cannot see: the link's history, the class the QPs ride */
+	rn_flap_assess(nic);
+	if (ctx && res.cause != RN_CAUSE_NO_GID)
+		rn_qos_assess(nic, cfg);
 	rn_gid_result_free(&res);
 	nic->verdict = judge(nic, cfg);
 	return 0;

@@ -65,6 +65,8 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_counters.h"
+#include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_ratelimit.h"
@@ -339,6 +341,7 @@ static void comm_free(struct rn_comm *c)
 		rn_events_put(c->mem[i].ev);
 	if (c->fd >= 0)
 		close(c->fd);
+	rn_ctr_snap_free(c->ctr0);
 	free(c);
 }
 
@@ -356,6 +359,39 @@ static uint64_t stall_bound_ns(const struct rn_comm *c)
 {
 	/* the retry budget twice over, plus slack for a busy host */
 	return retry_budget_ns(c) * 2 + 1000000000ull;
+}
+
+/*
+ * The GID index of @dev's address now: the kernel moves it when the address is re-added
+ * or the link comes back, and the old index may hold another address by then (NCCL#1333).
+ * -EADDRNOTAVAIL (logged with gid-gone) when the address is gone; a table that cannot be
+ * read keeps the index chosen at init.
+ */
+static int gid_follow(struct rn_dev *dev)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_finding f = { 0 };
+	int old, ret;
+
+	pthread_mutex_lock(&dev->lock);
+	ret = rn_gid_refresh(dev->ctx, &dev->nic, &old, &v);
+	pthread_mutex_unlock(&dev->lock);
+	if (ret == 1)
+		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of %s moved from index %d to %d; this "
+			"comm and later ones use %d", dev->nic.ibdev, dev->nic.port,
+			rn_vars_get(&v, "ip") ? rn_vars_get(&v, "ip") : "its address", old,
+			dev->nic.gid_index, dev->nic.gid_index);
+	if (ret == -ENOENT) {
+		char pfx[128];
+
+		snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: new comm refused", dev->nic.ibdev,
+			 dev->nic.port);
+		rn_finding_render(&f, RN_CAUSE_GID_GONE, &v);
+		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+		rn_finding_clear(&f);
+	}
+	rn_vars_free(&v);
+	return ret == -ENOENT ? -EADDRNOTAVAIL : 0;
 }
 
 /*
@@ -378,9 +414,16 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		errno = dev ? EPROTO : ENODEV;
 		return NULL;
 	}
+	for (k = 0; k < nmem; k++)
+		if (gid_follow(m[k])) {
+			errno = EADDRNOTAVAIL;
+			return NULL;
+		}
 	c = calloc(1, sz);
 	if (!c)
 		return NULL;
+	c->created_ns = rn_now_ns();
+	c->ctr0 = rn_ctr_snap_take(); /* NULL: judged without (the error path says so) */
 	c->fd = -1;
 	c->role = role;
 	c->eng = eng;

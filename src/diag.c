@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <net/if.h>
 
 #include "rn_conncheck.h"
 #include "rn_host.h"
@@ -25,7 +26,9 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	if (ret < 0)
 		return ret;
 	if (!l.oper_up) {
-		rn_finding_render(out, RN_CAUSE_LINK_DOWN, v);
+		/* admin-up without carrier: no command helps, the cable or the switch does */
+		rn_vars_set(v, "since", "%s", "");
+		rn_finding_render(out, l.flags & IFF_UP ? RN_CAUSE_NO_CARRIER : RN_CAUSE_LINK_DOWN, v);
 		return 0;
 	}
 	ret = rn_conn_route(nic, peer, v, &nh, &nh_is_peer, out);

@@ -292,6 +292,7 @@ static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct ca
 
 	nic->gid_index = c->index;
 	nic->gid = c->gid;
+	nic->gid_type = c->type;
 	nic->ip = c->ip;
 	nic->prefixlen = 0;
 	nic->table = RN_TABLE_MAIN;
@@ -488,4 +489,65 @@ const char *rn_gid_why_str(enum rn_gid_why why)
 	case RN_GID_WHY_FORCED: return "forced";
 	}
 	return "none";
+}
+
+/* "198.18.0.99 v2 on eth0" for a table entry, into @buf. */
+static const char *entry_str(const struct cand *c, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN], ifn[IF_NAMESIZE];
+
+	if (c->ip.family)
+		rn_ip_str(&c->ip, ip, sizeof(ip));
+	else
+		snprintf(ip, sizeof(ip), "link-local");
+	if (!if_indextoname((unsigned int)c->ifindex, ifn))
+		snprintf(ifn, sizeof(ifn), "ifindex %d", c->ifindex);
+	snprintf(buf, len, "%s %s on %s", ip, type_str(c->type), ifn);
+	return buf;
+}
+
+int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct rn_vars *v)
+{
+	struct cand c[MAX_CANDS];
+	struct ibv_gid_entry e;
+	int type = nic->gid_type, n, i, now = -1, ret;
+	char b[128], ip[INET6_ADDRSTRLEN];
+
+	*old = nic->gid_index;
+	if (!ctx || nic->gid_index < 0 || !nic->ip.family)
+		return 0;
+	/* the usual case, one query: the index still holds our address */
+	ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)nic->port,
+						 (uint32_t)nic->gid_index, &e));
+	if (!ret && !memcmp(e.gid.raw, nic->gid.raw, sizeof(e.gid.raw)) &&
+	    (int)e.ndev_ifindex == nic->ifindex && (int)e.gid_type == type)
+		return 0;
+	if (ret && ret != -ENODATA && ret != -EINVAL)
+		return ret;
+	n = read_gids(ctx, nic->port, c, MAX_CANDS);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		if (c[i].index == nic->gid_index)
+			now = i;
+		if (!memcmp(c[i].gid.raw, nic->gid.raw, sizeof(c[i].gid.raw)) &&
+		    c[i].ifindex == nic->ifindex && c[i].type == type) {
+			nic->gid_index = c[i].index;
+			return 1;
+		}
+	}
+	/* gone: what gid-gone names */
+	rn_vars_set(v, "nic", "%s:%d", nic->ibdev, nic->port);
+	rn_vars_set(v, "dev", "%s", nic->netdev);
+	rn_vars_set(v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
+	rn_vars_set(v, "old_index", "%d", nic->gid_index);
+	/* no prefix known: the address alone (a host route) still brings its GID back */
+	rn_vars_set(v, "prefixlen", "%d", nic->prefixlen > 0 ? nic->prefixlen :
+			 nic->ip.family == AF_INET6 ? 128 : 32);
+	rn_vars_set(v, "now", "%s", now >= 0 ? entry_str(&c[now], b, sizeof(b)) : "nothing");
+	rn_vars_set(v, "have", "%s", n ? "" : "nothing");
+	for (i = 0; i < n; i++)
+		rn_vars_append(v, "have", ", ", "idx%d %s", c[i].index,
+			       entry_str(&c[i], b, sizeof(b)));
+	return -ENOENT;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/dcbnl.h>
 #include <linux/fib_rules.h>
 #include <linux/if_addr.h>
 #include <linux/neighbour.h>
@@ -674,6 +675,78 @@ static int real_neigh_probe(int ifindex, const struct rn_ip *src, const struct r
 	return ret;
 }
 
+/* ---- DCB (what `dcb pfc show` and `dcb app show` read) ---- */
+
+static int parse_dcb(struct nlmsghdr *h, struct rn_nl_dcb *out)
+{
+	struct nlattr *tb[DCB_ATTR_MAX + 1], *ieee[DCB_ATTR_IEEE_MAX + 1], *a;
+	int rem;
+
+	if (h->nlmsg_type != RTM_GETDCB ||
+	    nlmsg_parse(h, sizeof(struct dcbmsg), tb, DCB_ATTR_MAX, NULL) < 0)
+		return -EBADMSG;
+	memset(out, 0, sizeof(*out));
+	if (!tb[DCB_ATTR_IEEE])
+		return 0;
+	if (nla_parse_nested(ieee, DCB_ATTR_IEEE_MAX, tb[DCB_ATTR_IEEE], NULL) < 0)
+		return -EBADMSG;
+	if (ieee[DCB_ATTR_IEEE_PFC] && nla_len(ieee[DCB_ATTR_IEEE_PFC]) >= 2) {
+		const struct ieee_pfc *pfc = nla_data(ieee[DCB_ATTR_IEEE_PFC]);
+
+		out->has_pfc = 1;
+		out->pfc_cap = pfc->pfc_cap;
+		out->pfc_en = pfc->pfc_en;
+	}
+	if (!ieee[DCB_ATTR_IEEE_APP_TABLE])
+		return 0;
+	nla_for_each_nested(a, ieee[DCB_ATTR_IEEE_APP_TABLE], rem) {
+		const struct dcb_app *app;
+
+		if (nla_type(a) != DCB_ATTR_IEEE_APP || nla_len(a) < (int)sizeof(*app))
+			continue;
+		if (out->napp >= RN_DCB_APP_MAX)
+			break;
+		app = nla_data(a);
+		out->app[out->napp].selector = app->selector;
+		out->app[out->napp].prio = app->priority;
+		out->app[out->napp].protocol = app->protocol;
+		out->napp++;
+	}
+	return 0;
+}
+
+int rn_nl_dcb_parse(const void *msg, size_t len, struct rn_nl_dcb *out)
+{
+	const struct nlmsghdr *h = msg;
+
+	if (len < sizeof(*h) || h->nlmsg_len > len || h->nlmsg_len < NLMSG_HDRLEN + 4)
+		return -EBADMSG;
+	return parse_dcb((struct nlmsghdr *)h, out);
+}
+
+static int dcb_cb(struct nlmsghdr *h, void *arg)
+{
+	return parse_dcb(h, arg);
+}
+
+static int real_dcb_get(const char *ifname, struct rn_nl_dcb *out)
+{
+	struct dcbmsg d = { .dcb_family = AF_UNSPEC, .cmd = DCB_CMD_IEEE_GET };
+	struct nl_msg *msg = new_msg(RTM_GETDCB, 0, &d, sizeof(d));
+	int ret;
+
+	if (!msg)
+		return -ENOMEM;
+	if (nla_put_string(msg, DCB_ATTR_IFNAME, ifname) < 0) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	memset(out, 0, sizeof(*out));
+	ret = nl_talk(msg, dcb_cb, out);
+	/* no dcbnl_ops on the netdev: the kernel says EOPNOTSUPP (rxe, virtio, veth) */
+	return ret == -EINVAL || ret == -ENODATA ? -EOPNOTSUPP : ret;
+}
+
 const struct rn_nl_ops rn_nl_real_ops = {
 	.link_dump = real_link_dump,
 	.addr_dump = real_addr_dump,
@@ -684,6 +757,7 @@ const struct rn_nl_ops rn_nl_real_ops = {
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
 	.arp_probe = rn_arp_probe_real,
+	.dcb_get = real_dcb_get,
 };
 
 struct rn_nl_ops rn_nl = {
@@ -696,6 +770,7 @@ struct rn_nl_ops rn_nl = {
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
 	.arp_probe = rn_arp_probe_real,
+	.dcb_get = real_dcb_get,
 };
 
 void rn_nl_set_ops(const struct rn_nl_ops *ops)
@@ -718,6 +793,8 @@ void rn_nl_set_ops(const struct rn_nl_ops *ops)
 		rn_nl.link_get = ops->link_get;
 	if (ops->arp_probe)
 		rn_nl.arp_probe = ops->arp_probe;
+	if (ops->dcb_get)
+		rn_nl.dcb_get = ops->dcb_get;
 }
 
 void rn_nl_reset_ops(void)

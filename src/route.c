@@ -871,7 +871,10 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
 	rn_vars_set(&v, "ipf", "%s", ipf(nic));
 	if (!nic->link_up || (self && !self->link.oper_up)) {
-		rn_nic_add_finding(nic, RN_CAUSE_LINK_DOWN, &v);
+		/* admin-up without carrier: the cable or the switch, not a command here */
+		rn_vars_set(&v, "since", "%s", "");
+		rn_nic_add_finding(nic, self && (self->link.flags & IFF_UP) ? RN_CAUSE_NO_CARRIER :
+				   RN_CAUSE_LINK_DOWN, &v);
 		goto out;
 	}
 	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {

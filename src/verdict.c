@@ -208,6 +208,98 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{ipf} rule del from {stale_ip} lookup {stale_table} pref {stale_prio}",
 		"nic dev ip stale_ip stale_table stale_prio ipf",
 	},
+	[RN_CAUSE_GID_GONE] = {
+		"gid-gone", RN_SEV_FATAL,
+		"{nic} ({dev}): address {ip} is no longer in the port's GID table (it was at index "
+		"{old_index}, which now holds {now}; the table holds {have}): the address was "
+		"removed from {dev}",
+		"ip addr add {ip}/{prefixlen} dev {dev}",
+		"nic dev ip old_index now have prefixlen",
+		.advice = "if the address was moved on purpose (renumbered), restart the job: NCCL "
+		"chooses each NIC's address when it starts",
+	},
+	[RN_CAUSE_NO_CARRIER] = {
+		"no-carrier", RN_SEV_FATAL,
+		"{nic}: netdev {dev} is administratively up but has no carrier{since}",
+		"",
+		"nic dev since",
+		.advice = "check the cable or transceiver of {dev} and its switch port (its link "
+		"light, the switch's port state and error log); no command on this host brings a "
+		"carrier back",
+	},
+	[RN_CAUSE_LINK_FLAP] = {
+		"link-flap", RN_SEV_FATAL,
+		"{nic} ({dev}): the port went down at {down_at} for {down_ms} ms{still}, longer than "
+		"the QP retry budget of {budget_ms} ms (NCCL_IB_TIMEOUT={timeout}, "
+		"NCCL_IB_RETRY_CNT={retry_cnt}); {dev} {admin}; {flaps}",
+		"",
+		"nic dev down_at down_ms still budget_ms timeout retry_cnt admin flaps",
+		.advice = "check the cable or transceiver of {dev} and its switch port (link light, "
+		"the switch's port log); a link that flaps now and then is survived with a larger "
+		"NCCL_IB_TIMEOUT (each step doubles the budget)",
+	},
+	[RN_CAUSE_LINK_FLAPPING] = {
+		"link-flapping", RN_SEV_WARN,
+		"{nic} ({dev}): the link is flapping: {count} lost carriers {window} (a healthy link "
+		"has at most 5 in 24 h){extra}",
+		"",
+		"nic dev count window extra",
+		.advice = "replace or reseat the cable or transceiver of {dev} and check its switch "
+		"port's error counters; each flap longer than the QP retry budget fails every comm "
+		"on the NIC",
+	},
+	[RN_CAUSE_REPLIES_ELSEWHERE] = {
+		"replies-elsewhere", RN_SEV_FATAL,
+		"{nic} ({dev}): the peer's packets land on another NIC of this host: {figures}; "
+		"host {peer_host} resolves {ip} to the wrong MAC (ARP flux there, or a stale entry)",
+		/* the peer's sysctls first, or its entry learns the wrong MAC again */
+		"{peer_fix}; ip neigh flush dev {peer_dev} to {ip} nud all",
+		"nic dev figures peer_host ip peer_dev peer_fix",
+		.on = "{peer_host}",
+	},
+	[RN_CAUSE_NO_REPLY] = {
+		"no-reply", RN_SEV_FATAL,
+		"{nic} ({dev}): nothing came back from peer {peer_ip} ({peer_host}): {figures}; "
+		"RoCE v2 (UDP 4791) is dropped on the way or at the peer (a firewall, the switch, an "
+		"MTU black hole) or the peer's NIC is down",
+		"",
+		"nic dev peer_ip peer_host figures",
+		.advice = "run roce-doctor peer {peer_ip} from here (its RDMA probe tells a firewall "
+		"from a dead link) and check {peer_host}'s nftables/iptables rules for UDP 4791",
+	},
+	[RN_CAUSE_FABRIC_LOSS] = {
+		"fabric-loss", RN_SEV_WARN,
+		"{nic} ({dev}): packets to and from peer {peer_ip} were lost or reordered: {figures}",
+		"",
+		"nic dev peer_ip figures peer_host",
+		.advice = "look at the switch ports between this host and {peer_host} for drops and "
+		"errors, and at PFC: RoCE needs a lossless class (roce-doctor names the NIC's)",
+	},
+	[RN_CAUSE_CONGESTION] = {
+		"congestion", RN_SEV_WARN,
+		"{nic} ({dev}): the fabric signalled congestion: {figures}",
+		"",
+		"nic dev figures",
+		.advice = "congestion marks slow a flow but lose nothing by themselves: check that "
+		"the class NCCL uses is lossless (PFC) and that ECN/DCQCN is set alike on every NIC "
+		"and switch",
+	},
+	[RN_CAUSE_RNR] = {
+		"rnr", RN_SEV_WARN,
+		"{nic} ({dev}): receiver-not-ready NAKs: {figures}",
+		"",
+		"nic dev figures peer_host",
+		.advice = "the receiver had no receive posted: a peer that stopped posting (hung or "
+		"overloaded process on {peer_host})",
+	},
+	[RN_CAUSE_QOS_LOSSY] = {
+		"qos-lossy", RN_SEV_WARN,
+		"{nic} ({dev}): NCCL's {what} traffic class {tc} (DSCP {dscp}) maps to priority "
+		"{prio} ({how}), which has no PFC, while priority {lossless} is lossless: RoCE drops "
+		"there under load (completion error 12 or a hang)",
+		"{qos_fix}",
+		"nic dev what tc dscp prio how lossless qos_fix",
+	},
 };
 
 static int known(enum rn_cause cause)

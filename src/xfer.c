@@ -41,6 +41,8 @@
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_conncheck.h"
+#include "rn_counters.h"
+#include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_verbs.h"
@@ -48,6 +50,7 @@
 #define RN_POLL_BATCH 16
 #define RN_WR_BATCH 32
 #define RN_CHECK_EVERY_NS (100ull * 1000000ull)
+#define RN_GID_CHECK_NS (1000ull * 1000000ull) /* one query_gid_ex a second, when idle */
 
 static int comm_fail(struct rn_comm *c, int err)
 {
@@ -174,16 +177,108 @@ static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding
  */
 static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num);
 
+/*
+ * What the path check cannot see: the NIC's address gone from its GID table or a port
+ * that went down during the comm's life (src/events.c): 1 with @f filled.
+ */
+/*
+ * 1 with gid-gone in @f when member @k's address left its GID table: flagged by the event
+ * thread, or looked up now (GID_CHANGE is not always delivered: rxe coalesces them).
+ */
+static int gid_gone(struct rn_comm *c, int k, struct rn_finding *f)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_nic nic = dev->nic; /* a look, not a change: the shared NIC stays as it is */
+	int old, ret;
+
+	if (rn_events_gid_gone(c->mem[k].ev, dev->nic.port, f))
+		return 1;
+	nic.findings = NULL;
+	nic.nfindings = nic.findings_cap = 0;
+	ret = rn_gid_refresh(dev->ctx, &nic, &old, &v);
+	if (ret == -ENOENT)
+		rn_finding_render(f, RN_CAUSE_GID_GONE, &v);
+	rn_vars_free(&v);
+	return ret == -ENOENT;
+}
+
+static int port_cause(struct rn_comm *c, int k, struct rn_finding *f)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	const struct rn_config *cfg = &c->eng->cfg;
+	uint64_t budget = c->port_grace_ns > 1000000000ull ? c->port_grace_ns - 1000000000ull : 0;
+
+	if (gid_gone(c, k, f))
+		return 1;
+	return !rn_events_flap_finding(c->mem[k].ev, &dev->nic, c->created_ns, budget,
+				       cfg->timeout, cfg->retry_cnt, f);
+}
+
+/*
+ * What member @k's counters did in the QP's retry window (src/counters.c): the cause
+ * (NONE: nothing shown) rendered into @cf, and their summary into @out's "counters".
+ */
+static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_peer_facts *peer,
+				    int lifetime, struct rn_finding *cf, struct rn_vars *out)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	uint64_t budget = c->port_grace_ns > 1000000000ull ? c->port_grace_ns - 1000000000ull : 0;
+	struct rn_ctr_snap *now = rn_ctr_snap_take(), *base = NULL, *wide = NULL;
+	struct rn_vars v = RN_VARS_INIT;
+	enum rn_cause cause = RN_CAUSE_NONE;
+
+	if (!now) {
+		rn_vars_set(out, "counters", "counters unread: %s", strerror(errno));
+		return cause;
+	}
+	/* the QP's retry window: the newest snapshot before it, else the comm's creation */
+	base = lifetime ? NULL : rn_ctr_recent(now->t_ns > budget ? now->t_ns - budget : 0);
+	if (base && base->t_ns < c->created_ns) {
+		rn_ctr_snap_free(base);
+		base = NULL;
+	}
+	/* where stray replies are counted: the history's oldest (a few s), or since creation */
+	wide = rn_ctr_recent(0);
+	if (wide && wide->t_ns < c->created_ns) {
+		rn_ctr_snap_free(wide);
+		wide = NULL;
+	}
+	rn_conn_vars(&dev->nic, peer, &v);
+	cause = rn_ctr_judge(base ? base : c->ctr0, wide ? wide : c->ctr0, now, dev->nic.ibdev,
+			     dev->nic.port, &v);
+	if (cause != RN_CAUSE_NONE && rn_finding_render(cf, cause, &v))
+		cause = RN_CAUSE_NONE;
+	rn_vars_set(out, "counters", "%s", rn_vars_get(&v, "counters") ?
+		    rn_vars_get(&v, "counters") : "counters: none");
+	rn_vars_free(&v);
+	rn_ctr_snap_free(base);
+	rn_ctr_snap_free(wide);
+	rn_ctr_snap_free(now);
+	return cause;
+}
+
+/* A value, "" when unset (out of memory). */
+static const char *vget(const struct rn_vars *v, const char *key)
+{
+	const char *s = rn_vars_get(v, key);
+
+	return s ? s : "";
+}
+
 /* @wc came from member @k's CQ. */
 static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
 	char lg[48], rg[48], pfx[256], pip[512];
-	struct rn_finding f = { 0 }, path = { 0 };
+	struct rn_finding f = { 0 }, path = { 0 }, port = { 0 }, ctr = { 0 };
+	const struct rn_finding *logged[4];
 	struct rn_vars v = RN_VARS_INIT;
 	const struct rn_dev *dev = c->dev;
 	const struct rn_peer_facts *peer = &c->peer;
 	char *line = NULL;
-	int ret, gone, n, q, found = 0;
+	int ret, gone, n, q, i, nlog = 0, has_port;
+	size_t cn;
+	enum rn_cause cc;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
@@ -195,8 +290,11 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	if (q >= 0)
 		peer = &c->rpeer[c->qp_rmem[q]];
 	gone = peer_gone(c);
+	has_port = port_cause(c, k, &port);
 	ret = rn_diagnose_peer(&dev->nic, peer, &path);
+	cc = counters_cause(c, k, peer, 0, &ctr, &v);
 	rn_vars_set(&v, "diag", "%s", "diagnosis");
+	rn_vars_set(&v, "extra", "%s", ""); /* what is no finding: hints, the figures */
 	if (gone) {
 		struct rn_vars pv = RN_VARS_INIT;
 
@@ -204,18 +302,33 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &pv);
 		rn_vars_free(&pv);
 		diag_add(&v, " ", &f);
+		logged[nlog++] = &f;
 		/* the peer may have died of this very path: say what it shows, too */
-		if (ret == 0)
+		if (has_port) {
+			diag_add(&v, "; the path to it also shows ", &port);
+			logged[nlog++] = &port;
+		} else if (ret == 0) {
 			diag_add(&v, "; the path to it also shows ", &path);
+			logged[nlog++] = &path;
+		} else if (cc != RN_CAUSE_NONE) {
+			diag_add(&v, "; the counters also show ", &ctr);
+			logged[nlog++] = &ctr;
 		/* Both ends see status 12 when RoCE is dropped between them, and the one that
 		 * reports second finds the other already gone: name the drop too. */
-		else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR)
-			rn_vars_append(&v, "diag", "; ", "if it failed first with this same status, "
-				       "%s", healthy_path_drop(&peer->ip, pip, sizeof(pip)));
-		found = 1;
+		} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
+			rn_vars_set(&v, "extra", "if it failed first with this same status, %s",
+				    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
+		}
+	} else if (has_port) {
+		/* a port that went away explains whatever the route looks like now */
+		diag_add(&v, " ", &port);
+		logged[nlog++] = &port;
 	} else if (ret == 0) {
 		diag_add(&v, " ", &path);
-		found = 1;
+		logged[nlog++] = &path;
+	} else if (ret == -ENOENT && cc != RN_CAUSE_NONE) {
+		diag_add(&v, " ", &ctr);
+		logged[nlog++] = &ctr;
 	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
 		rn_vars_set(&v, "diag", "diagnosis: the peer process may have died, or %s",
 			    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
@@ -227,18 +340,25 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	}
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
 	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s",
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
 		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
 		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
 		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
-		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable");
+		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable",
+		     vget(&v, "extra")[0] ? "; " : "", vget(&v, "extra"));
 	if (n < 0) {
 		line = NULL;
 		n = 0;
 	}
-	if (!found || (line && n <= 900)) {
-		rn_warn(RN_SUB_NET, "%s", line ? line : RN_PFX "completion error (out of memory)");
+	snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
+	/* the figures behind it, whatever was found: on the line when they fit */
+	cn = strlen(vget(&v, "counters"));
+	if (line && n + cn + 2 <= 900) {
+		rn_warn(RN_SUB_NET, "%s; %s", line, vget(&v, "counters"));
+	} else if (line && n <= 900) {
+		rn_warn(RN_SUB_NET, "%s", line);
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
 	} else {
 		/* the findings on lines of their own: whole, whatever their length */
 		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
@@ -247,16 +367,21 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 			rn_wc_status_str(wc->status), wc->status,
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
 			dev->nic.ibdev, dev->nic.port);
-		snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
-		if (gone)
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-		if (ret == 0)
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &path);
+		for (i = 0; i < nlog; i++)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, logged[i]);
+		if (!nlog)
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "diag") ?
+				rn_vars_get(&v, "diag") : "diagnosis unavailable");
+		if (vget(&v, "extra")[0])
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "extra"));
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
 	}
 	free(line);
 	rn_vars_free(&v);
 	rn_finding_clear(&f);
 	rn_finding_clear(&path);
+	rn_finding_clear(&port);
+	rn_finding_clear(&ctr);
 }
 
 /*
@@ -440,11 +565,12 @@ static int cts_post(struct rn_recv_comm *rc, int q, uint64_t laddr, uint32_t len
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
-	int ret;
-
-	int k;
+	int ret, k, gid_due;
 
 	c->last_check_ns = now;
+	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
+	if (gid_due)
+		c->gid_check_ns = now;
 	/* every member NIC: one that is down or dead fails the vNIC's comm */
 	for (k = 0; k < c->nmem; k++) {
 		const struct rn_dev *dev = c->mem[k].dev;
@@ -460,24 +586,48 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 				c->peer.host);
 			comm_fail(c, -EIO);
 		} else if (down > c->port_grace_ns && !c->err) {
-			struct rn_vars v = RN_VARS_INIT;
 			struct rn_finding f = { 0 };
 			char pfx[160];
 
 			/* a busy comm would have failed through its completions by now */
-			rn_conn_vars(&dev->nic, &c->rpeer[k % c->rmem], &v);
-			rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
 				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
 				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
 				dev->nic.ibdev, dev->nic.port,
 				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
 				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host);
+			if (!port_cause(c, k, &f)) {
+				struct rn_vars v = RN_VARS_INIT;
+
+				rn_conn_vars(&dev->nic, &c->rpeer[k % c->rmem], &v);
+				rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
+				rn_vars_free(&v);
+			}
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-			rn_vars_free(&v);
 			rn_finding_clear(&f);
+			{
+				struct rn_vars cv = RN_VARS_INIT;
+
+				/* the figures: link downs, lost carriers, what was sent meanwhile */
+				counters_cause(c, k, &c->rpeer[k % c->rmem], 1, &f, &cv);
+				rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
+				rn_vars_free(&cv);
+				rn_finding_clear(&f);
+			}
 			comm_fail(c, -ENETDOWN);
+		} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
+			struct rn_finding f = { 0 };
+			char pfx[256];
+
+			if (!gid_gone(c, k, &f))
+				continue;
+			/* its QPs still name the GID the kernel took away: fail it by name */
+			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
+				 dev->nic.port, c->peer_str, c->peer.host);
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			rn_finding_clear(&f);
+			comm_fail(c, -EADDRNOTAVAIL);
 		}
 	}
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);

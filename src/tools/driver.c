@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "netplug.h"
 #include "rn_cli.h"
@@ -76,6 +77,9 @@ struct driver {
 	struct netplug np;
 	void *ctx[MAX_COMMS];
 	int ninit;        /* contexts to finalize */
+	int rounds;       /* server/client: the whole exchange this often, in one init */
+	const char *between; /* shell command run between rounds (RN_ROUND=n set) */
+	int keep;         /* more rounds follow: driver_stop keeps the plugin */
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -125,6 +129,10 @@ static int driver_start(struct driver *d, int ncomms, int *ndev)
 	int i;
 
 	*ndev = 0;
+	if (d->ninit) { /* a later round: the same init, as NCCL's later connections */
+		res = netplug_devices(&d->np, ndev);
+		return res == ncclSuccess && *ndev > 0 ? 0 : EXIT_NODEV;
+	}
 	/* main() may have opened it already, to tell a plugin name from a typo */
 	if (!d->np.dl && netplug_open(&d->np, d->plugin, d->max_version, tool_logger)) {
 		say("could not load a net plugin from '%s' (NCCL would use its internal IB/Socket)",
@@ -156,6 +164,8 @@ static int driver_stop(struct driver *d)
 {
 	int i, bad = 0;
 
+	if (d->keep)
+		return 0;
 	for (i = 0; i < d->ninit; i++) {
 		ncclResult_t res = netplug_finalize(&d->np, d->ctx[i]);
 
@@ -666,13 +676,24 @@ static int cmd_client(struct driver *d)
 	double deadline, t0;
 	ncclResult_t res;
 
-	fd = side_connect(d->addr, d->timeout_ms);
-	if (fd < 0 || side_send(fd, &req_mine, sizeof(req_mine), d->timeout_ms) ||
-	    side_recv(fd, &hello, sizeof(hello), d->timeout_ms) || !hello_ok(&hello)) {
-		say("side channel %s: no server", d->addr);
+	deadline = tool_now() + d->timeout_ms / 1000.0;
+	for (;;) {
+		/* rounds: a connection the last round's listener took and never serves must not
+		 * eat the whole deadline */
+		fd = side_connect(d->addr, d->timeout_ms);
+		if (fd >= 0 && !side_send(fd, &req_mine, sizeof(req_mine), d->timeout_ms) &&
+		    !side_recv(fd, &hello, sizeof(hello),
+			       d->rounds > 1 && d->timeout_ms > 2000 ? 2000 : d->timeout_ms) &&
+		    hello_ok(&hello))
+			break;
 		if (fd >= 0)
 			close(fd);
-		return EXIT_FAILED;
+		/* a later round may reach the last round's listener as it closes: again */
+		if (d->rounds == 1 || expired(deadline)) {
+			say("side channel %s: no server", d->addr);
+			return EXIT_FAILED;
+		}
+		usleep(100 * 1000);
 	}
 	hello_to_driver(d, &hello);
 	rc = driver_start(d, 1, &ndev);
@@ -1220,6 +1241,9 @@ static void usage(FILE *f)
 		"  --nap-us N         sleep N us after a poll round without progress, 0..1000000\n"
 		"                     (default 0: busy poll, as NCCL's proxy thread)\n"
 		"  --timeout-ms N     bound on every wait, 1..86400000 (default 30000)\n"
+		"  --rounds N         server/client: listen, connect and transfer N times in one\n"
+		"                     init (default 1)\n"
+		"  --between CMD      run CMD (sh -c, RN_ROUND=n) after each round but the last\n"
 		"  -v, --verbose      NCCL_DEBUG=INFO for the plugin's lines\n"
 		"  -h, --help         this text\n"
 		"      --version      print the version\n"
@@ -1238,6 +1262,33 @@ static void usage(FILE *f)
 static int bad_value(const char *opt, const char *val)
 {
 	return rn_cli_error(PROG, NULL, EXIT_USAGE, "bad value '%s' for --%s", val, opt);
+}
+
+/* --rounds: NCCL connects again and again after one init; --between changes the host meanwhile. */
+static int run_rounds(struct driver *d, int (*fn)(struct driver *d))
+{
+	int r, rc = 0;
+
+	for (r = 1; r <= d->rounds && !rc; r++) {
+		if (d->rounds > 1)
+			say("round %d of %d", r, d->rounds);
+		d->keep = r < d->rounds;
+		rc = fn(d);
+		if (!rc && d->keep && d->between) {
+			char n[16];
+			int st;
+
+			snprintf(n, sizeof(n), "%d", r);
+			setenv("RN_ROUND", n, 1);
+			st = system(d->between);
+			say("between rounds %d and %d: '%s' exited %d", r, r + 1, d->between,
+			    WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		}
+	}
+	d->keep = 0;
+	if (d->ninit && driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -1260,6 +1311,8 @@ int main(int argc, char **argv)
 		{ "conns", required_argument, NULL, 'C' },
 		{ "nap-us", required_argument, NULL, 'N' },
 		{ "late-accept-ms", required_argument, NULL, 'L' },
+		{ "rounds", required_argument, NULL, 'O' },
+		{ "between", required_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'Z' },
@@ -1278,6 +1331,7 @@ int main(int argc, char **argv)
 		.tags = 1,
 		.conns = 1,
 		.timeout_ms = 30000,
+		.rounds = 1,
 	};
 	int (*fn)(struct driver *d) = cmd_probe;
 	const char *cmd = "probe", *plugin_word = NULL;
@@ -1339,6 +1393,13 @@ int main(int argc, char **argv)
 			if (rn_cli_int(optarg, 0, 86400000, &d.late_accept_ms))
 				return bad_value("late-accept-ms", optarg);
 			break;
+		case 'O':
+			if (rn_cli_int(optarg, 1, 100, &d.rounds))
+				return bad_value("rounds", optarg);
+			break;
+		case 'B':
+			d.between = optarg;
+			break;
 		case 'n':
 			if (rn_cli_long(optarg, 1, 1000000000L, &d.iters))
 				return bad_value("iters", optarg);
@@ -1392,5 +1453,7 @@ int main(int argc, char **argv)
 				    "that loads)", plugin_word);
 	if (plugin_word)
 		d.plugin = plugin_word;
-	return fn(&d);
+	if (fn != cmd_server && fn != cmd_client)
+		return fn(&d);
+	return run_rounds(&d, fn);
 }

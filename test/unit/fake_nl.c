@@ -401,6 +401,18 @@ static int f_arp_probe(struct rn_arp_query *q, int n, int wait_ms)
 	return 0;
 }
 
+static int f_dcb_get(const char *ifname, struct rn_nl_dcb *out)
+{
+	int i;
+
+	for (i = 0; i < cur->ndcb; i++)
+		if (!strcmp(cur->dcb[i].name, ifname)) {
+			*out = cur->dcb[i].dcb;
+			return 0;
+		}
+	return -EOPNOTSUPP; /* as the kernel for a netdev without dcbnl_ops */
+}
+
 static const struct rn_nl_ops fake_ops = {
 	.link_dump = f_link_dump,
 	.addr_dump = f_addr_dump,
@@ -411,6 +423,7 @@ static const struct rn_nl_ops fake_ops = {
 	.neigh_probe = f_neigh_probe,
 	.link_get = f_link_get,
 	.arp_probe = f_arp_probe,
+	.dcb_get = f_dcb_get,
 };
 
 static int f_sys_read(const char *path, char *buf, size_t len)

@@ -41,6 +41,12 @@ struct fake_nl_host {
 	int arp_ret;
 	unsigned char l2[FAKE_NL_MAX][FAKE_NL_MAX];
 	int arp_probes;
+	/* DCB per netdev (dcb_get); a netdev not listed has none (-EOPNOTSUPP) */
+	struct {
+		char name[IF_NAMESIZE];
+		struct rn_nl_dcb dcb;
+	} dcb[4];
+	int ndcb;
 };
 
 /* A host with 'lo' (ifindex 1) and the default rules 0/32766/32767. */

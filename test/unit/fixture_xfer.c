@@ -9,6 +9,7 @@
 
 #include "fixture_xfer.h"
 #include "rn_log.h"
+#include "rn_nl.h"
 #include "rn_verbs.h"
 
 #define FX_SPIN 200000
@@ -78,6 +79,18 @@ int fx_info_count(const char *s)
 	return n;
 }
 
+int fx_link_admin_up = 1;
+
+/* The NICs' netdevs as the diagnosis sees them: admin-up (or not), without carrier. */
+static int fx_link_get(int ifindex, struct rn_nl_link *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->ifindex = ifindex;
+	snprintf(out->name, sizeof(out->name), "eth%d", ifindex - 2);
+	out->flags = fx_link_admin_up ? 0x1 /* IFF_UP */ : 0;
+	return 0;
+}
+
 static void gid_of(const char *ip, union ibv_gid *gid, struct rn_ip *rip)
 {
 	memset(gid, 0, sizeof(*gid));
@@ -107,6 +120,12 @@ void fx_setup(struct fx *f)
 	}
 	fake_verbs_install(f->fdevs, FX_DEVS);
 	fake_wire_install();
+	{
+		static const struct rn_nl_ops nl = { .link_get = fx_link_get };
+
+		fx_link_admin_up = 1;
+		rn_nl_set_ops(&nl);
+	}
 	fx_log_reset();
 	rn_config_defaults(&f->eng.cfg);
 	snprintf(f->eng.cfg.socket_ifname, sizeof(f->eng.cfg.socket_ifname), "lo");
@@ -127,6 +146,8 @@ void fx_setup(struct fx *f)
 		d->nic.mtu = 1500;
 		d->nic.active_mtu = IBV_MTU_1024;
 		d->nic.gid_index = 1;
+		d->nic.gid_type = IBV_GID_TYPE_ROCE_V2;
+		d->nic.ifindex = 2; /* the fake GIDs' netdev (comm creation follows the GID) */
 		gid_of(ips[i], &d->nic.gid, &d->nic.ip);
 		d->is_rxe = 1;
 		d->max_msg_size = 8u << 20;
@@ -157,6 +178,7 @@ int fx_teardown(struct fx *f)
 	}
 	leaks += fake_wire_live();
 	leaks += fake_verbs_uninstall();
+	rn_nl_reset_ops();
 	rn_log_set_sink(NULL);
 	return leaks;
 }

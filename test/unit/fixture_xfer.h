@@ -27,6 +27,9 @@ void fx_setup(struct fx *f);
 int fx_teardown(struct fx *f);
 
 /* Listen on @rdev, connect from @sdev; 0 or the first error of either side. */
+/* What the fixture's netlink link_get says of every NIC's netdev: admin-up (default) or down. */
+extern int fx_link_admin_up;
+
 int fx_connect(struct fx *f, int sdev, int rdev, int tc, struct rn_send_comm **sc,
 	       struct rn_recv_comm **rc);
 

@@ -239,7 +239,12 @@ static void test_diag(void **state)
 	peer.mtu = 4200;
 	assert_int_equal(rn_diagnose_peer(&nic, &peer, &f), 0);
 	assert_int_equal(f.cause, RN_CAUSE_MTU_MISMATCH);
+	/* carrier lost on an admin-up netdev: advice, no command that does nothing */
 	H.links[2].oper_up = 0;
+	assert_int_equal(rn_diagnose_peer(&nic, &peer, &f), 0);
+	assert_int_equal(f.cause, RN_CAUSE_NO_CARRIER);
+	assert_string_equal(f.fix, "");
+	H.links[2].flags &= ~IFF_UP;
 	assert_int_equal(rn_diagnose_peer(&nic, &peer, &f), 0);
 	assert_int_equal(f.cause, RN_CAUSE_LINK_DOWN);
 }

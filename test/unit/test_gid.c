@@ -11,6 +11,7 @@
 
 #include "fake_nl.h"
 #include "fake_verbs.h"
+#include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_verbs.h"
 #include "rn_nic.h"
@@ -708,11 +709,67 @@ static void test_pod_exclusive_vf(void **state)
 	assert_int_equal(assess_from("net1", &nic), 0);
 	assert_int_equal(nic.gid_index, 1);
 	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+/*
+ * rn_gid_refresh: the address re-added behind another one comes back at another index, and
+ * the old index holds the other address: followed (1). Removed: -ENOENT with gid-gone's facts.
+ */
+static void test_refresh_follows_the_address(void **state)
+{
+	const struct fake_gid g[] = {
+		{ "fe80::1", V2, 2 }, { "198.18.0.1", V2, 2 },
+	};
+	struct rn_nic nic AUTO_NIC = { 0 };
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_finding f = { 0 };
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	int old;
+
+	gids(g, 2);
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, 1);
+	assert_int_equal(nic.gid_type, V2);
+	fake_verbs_install(&dev, 1);
+	list = rn_verbs.get_device_list(NULL);
+	ctx = rn_verbs.open_device(list[0]);
+	assert_non_null(ctx);
+	/* nothing changed: one query, the same index */
+	assert_int_equal(rn_gid_refresh(ctx, &nic, &old, &v), 0);
+	assert_int_equal(nic.gid_index, 1);
+	/* del .1; add .99 (takes slot 1); add .1 (slot 2), and a v1 twin of it first at 3 */
+	dev.ports[0].gids[1] = (struct fake_gid){ "198.18.0.99", V2, 2 };
+	dev.ports[0].gids[2] = (struct fake_gid){ "198.18.0.1", V1, 2 };
+	dev.ports[0].gids[3] = (struct fake_gid){ "198.18.0.1", V2, 2 };
+	assert_int_equal(rn_gid_refresh(ctx, &nic, &old, &v), 1);
+	assert_int_equal(old, 1);
+	assert_int_equal(nic.gid_index, 3); /* the same type, not the v1 twin */
+	/* on another netdev it is not ours */
+	dev.ports[0].gids[3].ifindex = 7;
+	assert_int_equal(rn_gid_refresh(ctx, &nic, &old, &v), -ENOENT);
+	dev.ports[0].gids[3].ifindex = 2;
+	assert_int_equal(rn_gid_refresh(ctx, &nic, &old, &v), 0);
+	/* removed */
+	dev.ports[0].gids[2] = (struct fake_gid){ 0 };
+	dev.ports[0].gids[3] = (struct fake_gid){ 0 };
+	assert_int_equal(rn_gid_refresh(ctx, &nic, &old, &v), -ENOENT);
+	assert_int_equal(nic.gid_index, 3); /* left as it was: the caller refuses */
+	assert_int_equal(rn_finding_render(&f, RN_CAUSE_GID_GONE, &v), 0);
+	assert_int_equal(f.sev, RN_SEV_FATAL);
+	assert_non_null(strstr(f.msg, "address 198.18.0.1 is no longer in the port's GID table "
+			       "(it was at index 3, which now holds nothing; the table holds idx0 "
+			       "link-local v2"));
+	assert_non_null(strstr(f.msg, "idx1 198.18.0.99 v2"));
+	assert_string_equal(f.fix, "ip addr add 198.18.0.1/24 dev eth0");
+	rn_finding_clear(&f);
+	rn_vars_free(&v);
+	rn_verbs.close_device(ctx);
+	assert_int_equal(fake_verbs_uninstall(), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_refresh_follows_the_address, setup),
 		cmocka_unit_test_setup(test_mlx5_layout_picks_3, setup),
 		cmocka_unit_test_setup(test_roce_v1_wanted_picks_2, setup),
 		cmocka_unit_test_setup(test_rxe_layout_picks_1, setup),

@@ -333,9 +333,19 @@ static void test_link_down_refused(void **state)
 {
 	struct rn_nic n1 AUTO_NIC = { 0 };
 
+	/* admin-up without carrier: advice (cable, switch), not a command that does nothing */
 	H.links[2].oper_up = 0;
 	renew(&n1, assess("eth1"));
+	assert_null(find(&n1, RN_CAUSE_LINK_DOWN));
+	assert_non_null(find(&n1, RN_CAUSE_NO_CARRIER));
+	assert_string_equal(find(&n1, RN_CAUSE_NO_CARRIER)->fix, "");
+	assert_non_null(strstr(find(&n1, RN_CAUSE_NO_CARRIER)->advice, "cable"));
+	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
+	/* set down by hand: the command that brings it up */
+	H.links[2].flags &= ~IFF_UP;
+	renew(&n1, assess("eth1"));
 	assert_non_null(find(&n1, RN_CAUSE_LINK_DOWN));
+	assert_string_equal(find(&n1, RN_CAUSE_LINK_DOWN)->fix, "ip link set dev eth1 up");
 	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
 }
 
