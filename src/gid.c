@@ -66,7 +66,7 @@ static int cand_link(const struct rn_host *host, const struct cand *c)
 {
 	const struct rn_nl_addr *a;
 
-	if (!c->ip.family)
+	if (!c->ip.family || !host)
 		return 0;
 	a = rn_host_addr_find(host, c->ifindex, &c->ip);
 	return a ? a->ifindex : 0;
@@ -508,9 +508,9 @@ static const char *entry_str(const struct cand *c, char *buf, size_t len)
 
 int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct rn_vars *v)
 {
-	struct cand c[MAX_CANDS];
+	struct cand *c;
 	struct ibv_gid_entry e;
-	int type = nic->gid_type, n, i, now = -1, ret;
+	int type = nic->gid_type, n, i, now = -1, ret, max;
 	char b[128], ip[INET6_ADDRSTRLEN];
 
 	*old = nic->gid_index;
@@ -524,15 +524,23 @@ int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct
 		return 0;
 	if (ret && ret != -ENODATA && ret != -EINVAL)
 		return ret;
-	n = read_gids(ctx, nic->port, c, MAX_CANDS);
-	if (n < 0)
+	max = gid_table_len(ctx, nic->port);
+	c = calloc((size_t)max, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	/* no host snapshot here: the GID's own address and netdev decide, as at the choice */
+	n = read_gids(NULL, ctx, nic->port, c, max);
+	if (n < 0) {
+		free(c);
 		return n;
+	}
 	for (i = 0; i < n; i++) {
 		if (c[i].index == nic->gid_index)
 			now = i;
 		if (!memcmp(c[i].gid.raw, nic->gid.raw, sizeof(c[i].gid.raw)) &&
 		    c[i].ifindex == nic->ifindex && c[i].type == type) {
 			nic->gid_index = c[i].index;
+			free(c);
 			return 1;
 		}
 	}
@@ -549,5 +557,6 @@ int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct
 	for (i = 0; i < n; i++)
 		rn_vars_append(v, "have", ", ", "idx%d %s", c[i].index,
 			       entry_str(&c[i], b, sizeof(b)));
+	free(c);
 	return -ENOENT;
 }
