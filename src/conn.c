@@ -30,7 +30,9 @@
  * for the peer to start its side is unbounded, as net_ib's; what ends it is the
  * peer's death, told by its kernel (refused, reset) or, for a host that vanished,
  * by TCP (rn_oob.h: SYN retries, keepalive, user timeout). The handshake deadline,
- * NCCL_ROCE_CONNECT_TIMEOUT_MS, counts on both sides from the peer's first byte.
+ * NCCL_ROCE_CONNECT_TIMEOUT_MS, counts on both sides from the peer's first byte until
+ * its HELLO is whole and valid (a peer that trickles or sends garbage); after that the
+ * peer is real and nothing but its death ends the wait.
  * NCCL polls connect with no pause (~17k calls/s): a call with nothing to do is a
  * lookup and one recv().
  *
@@ -957,10 +959,14 @@ static int hs_progress(struct rn_hs *hs)
 			if (ret)
 				return ret;
 			hs->hello_ok = 1;
-			if (hs->role == RN_ROLE_RECV)
-				/* a real peer: the whole handshake, counted from its first byte */
-				hs->deadline_ns = hs->first_byte_ns +
-					ms_ns(hs->eng->cfg.connect_timeout_ms);
+			/*
+			 * A real peer: no deadline from here on, as net_ib. Its next message
+			 * comes when NCCL next calls its connect or accept, and its proxy
+			 * thread may be held elsewhere for minutes (real NCCL: a 45 s first
+			 * accept failed a 30 s deadline counted from the first byte). A dead
+			 * peer is told by its kernel or by TCP (keepalive, user timeout).
+			 */
+			hs->deadline_ns = 0;
 			if (hs->role == RN_ROLE_RECV) {
 				ret = hs_build_recv_comm(hs);
 				if (ret)

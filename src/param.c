@@ -232,7 +232,7 @@ static const struct param params[] = {
 	P_INT("NCCL_ROCE_NEIGH_TIMEOUT_MS", neigh_timeout_ms, 1000, 10, 60000,
 	      "how long a connection waits for ARP to resolve the peer"),
 	P_INT("NCCL_ROCE_CONNECT_TIMEOUT_MS", connect_timeout_ms, 30000, 100, 3600000,
-	      "how long a handshake may take before connect/accept fail"),
+	      "how long the peer's HELLO may take from its first byte"),
 	P_INT("NCCL_IB_DISABLE", ib_disable, 0, 0, 1, "1: offer no device, as NCCL's IB transport"),
 	P_INT("NCCL_IB_MQP_RETRY_ALL", mqp_retry_all, 0, 0, 1,
 	      "1: retry a failed QP state change on any error, not only ETIMEDOUT"),
