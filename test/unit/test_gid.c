@@ -709,6 +709,8 @@ static void test_pod_exclusive_vf(void **state)
 	assert_int_equal(assess_from("net1", &nic), 0);
 	assert_int_equal(nic.gid_index, 1);
 	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+}
+
 /*
  * rn_gid_refresh: the address re-added behind another one comes back at another index, and
  * the old index holds the other address: followed (1). Removed: -ENOENT with gid-gone's facts.
