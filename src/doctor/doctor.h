@@ -107,6 +107,8 @@ int rn_doctor_gather(struct rn_doctor *d);
 void rn_doctor_release(struct rn_doctor *d);
 /* 1 when anything on this host needs fixing; one NIC's part of it. */
 int rn_doctor_host_problems(const struct rn_doctor *d);
+/* A cause roce-policy-routing takes away (its fix is the script). */
+int rn_doctor_script_fixes(enum rn_cause c);
 int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
 
 /* doctor_host.c */

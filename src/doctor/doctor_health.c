@@ -188,26 +188,6 @@ static int node_state(const struct rn_health *h, char *state, size_t slen, char 
 	return 0;
 }
 
-/* Causes that roce-policy-routing's tables, rules and ARP sysctls take away.
- * NOTE: the same list as doctor_host.c's script_fixes(); one of them goes when the
- * doctor's model (issue 19) shares it. */
-static int script_fixes(enum rn_cause c)
-{
-	switch (c) {
-	case RN_CAUSE_ARP_FLUX:
-	case RN_CAUSE_SHARED_L2:
-	case RN_CAUSE_ARP_SILENT:
-	case RN_CAUSE_NO_RULE:
-	case RN_CAUSE_ROUTE_WRONG_NIC:
-	case RN_CAUSE_RULE_WRONG_NIC:
-	case RN_CAUSE_TABLE_NO_ROUTE:
-	case RN_CAUSE_RP_FILTER:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static int finding_counts(const struct rn_finding *f)
 {
 	return f->sev >= RN_SEV_WARN;
@@ -258,7 +238,7 @@ static void reason_build(const struct rn_doctor *d, char *buf, size_t len, int s
 		if (!n)
 			continue;
 		add(buf, len, "%s %s ", ncauses++ ? ";" : "", rn_cause_id((enum rn_cause)c));
-		if (!script_fixes((enum rn_cause)c))
+		if (!rn_doctor_script_fixes((enum rn_cause)c))
 			script = 0;
 		if (short_lists && n == d->nnics && n > 1) {
 			add(buf, len, "all");

@@ -350,24 +350,6 @@ static void print_findings(struct rn_doctor *d, FILE *f, int nfind)
 	free(it);
 }
 
-/* Causes that roce-policy-routing's tables, rules and ARP sysctls take away. */
-static int script_fixes(enum rn_cause c)
-{
-	switch (c) {
-	case RN_CAUSE_ARP_FLUX:
-	case RN_CAUSE_SHARED_L2:
-	case RN_CAUSE_ARP_SILENT:
-	case RN_CAUSE_NO_RULE:
-	case RN_CAUSE_ROUTE_WRONG_NIC:
-	case RN_CAUSE_RULE_WRONG_NIC:
-	case RN_CAUSE_TABLE_NO_ROUTE:
-	case RN_CAUSE_RP_FILTER:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 static int script_fixes_all(const struct rn_doctor *d)
 {
 	int i, k;
@@ -379,7 +361,7 @@ static int script_fixes_all(const struct rn_doctor *d)
 			return 0;
 		for (k = 0; k < nic->nfindings; k++)
 			if (nic->findings[k].sev >= RN_SEV_WARN &&
-			    !script_fixes(nic->findings[k].cause))
+			    !rn_doctor_script_fixes(nic->findings[k].cause))
 				return 0;
 	}
 	return 1;

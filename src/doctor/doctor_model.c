@@ -166,3 +166,21 @@ int rn_doctor_host_problems(const struct rn_doctor *d)
 			return 1;
 	return 0;
 }
+
+/* Causes that roce-policy-routing's tables, rules and ARP sysctls take away. */
+int rn_doctor_script_fixes(enum rn_cause c)
+{
+	switch (c) {
+	case RN_CAUSE_ARP_FLUX:
+	case RN_CAUSE_SHARED_L2:
+	case RN_CAUSE_ARP_SILENT:
+	case RN_CAUSE_NO_RULE:
+	case RN_CAUSE_ROUTE_WRONG_NIC:
+	case RN_CAUSE_RULE_WRONG_NIC:
+	case RN_CAUSE_TABLE_NO_ROUTE:
+	case RN_CAUSE_RP_FILTER:
+		return 1;
+	default:
+		return 0;
+	}
+}
