@@ -21,7 +21,7 @@
 #include "tool_common.h"
 
 static int log_level = -1;
-static char last_warn[1024];
+static char last_warn[2048];
 
 static ncclDebugLogLevel level_from_env(void)
 {
@@ -86,7 +86,8 @@ static void put(char *buf, size_t len, size_t *at, const char *s, size_t n)
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 {
-	char spec[32], tmp[512], str[1025];
+	/* as long as the loggers' lines (2048): a plugin logs its whole message as one %s */
+	char spec[32], tmp[2048 + 64], str[2048];
 	size_t at = 0;
 	const char *p = fmt, *start;
 
@@ -137,8 +138,8 @@ int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 					if (prec < 10000)
 						prec = prec * 10 + (*p - '0');
 			}
-			if (prec > 1024)
-				prec = 1024;
+			if (prec > 2047)
+				prec = 2047;
 			if (prec >= 0)
 				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, ".%d", prec);
 		}

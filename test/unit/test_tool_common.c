@@ -241,6 +241,18 @@ static void test_logger_bad_format(void **state)
 	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "%s|%s|%.3s", (const char *)-1L,
 		   (const char *)4096, (const char *)"abcdef");
 	assert_string_equal(tool_last_warn(), "(bad pointer)|(bad pointer)|abc");
+	/* the plugin logs its whole message as one %s: a long WARN (a diagnosis with its fix
+	 * parts) comes out whole, not cut at one conversion's buffer */
+	{
+		char longmsg[1501];
+
+		memset(longmsg, 'a', 1499);
+		longmsg[1499] = 'Z';
+		longmsg[1500] = '\0';
+		plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "%s", longmsg);
+		assert_int_equal(strlen(tool_last_warn()), 1500);
+		assert_int_equal(tool_last_warn()[1499], 'Z');
+	}
 	plugin_log(NCCL_LOG_WARN, NCCL_INIT, "x.c", 1, "count%n", &n);
 	assert_int_equal(n, 7);
 	assert_string_equal(tool_last_warn(), "count");
