@@ -34,7 +34,7 @@ grep -q '^E:' <<<"$lint" && fail "lintian reports errors"
 # 2. install it into a fresh root and use it there
 tmp=$(mktemp -d /tmp/rn-package.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/inside.sh" <<'IN'
+{ cat test/netns/pkg_inside.sh; cat <<'IN'; } >"$tmp/inside.sh"
 set -u
 cd /
 deb=$1
@@ -45,24 +45,7 @@ so=$(dpkg -L nccl-net-roce | grep '/libnccl-net-roce\.so$')
 ldconfig -p | grep -q "libnccl-net-roce.so .*=> $so\$" ||
 	ldconfig -p | grep -q "libnccl-net-roce.so .*=> /lib/${so#/usr/lib/}\$" ||
 	{ echo "FAIL: $so not in the loader cache after install"; exit 1; }
-echo "--- NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN nccl-net-driver roce"
-NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN NCCL_IB_HCA='=rn-no-such-device' \
-	nccl-net-driver roce >/tmp/probe.out 2>&1
-rc=$?
-cat /tmp/probe.out
-[ $rc -eq 0 ] || { echo "FAIL: probe exited $rc"; exit 1; }
-grep -q "loaded net plugin RoCE (v12) from libnccl-net-roce.so" /tmp/probe.out ||
-	{ echo "FAIL: the plugin was not found by its short name"; exit 1; }
-grep -q "NCCL WARN .*NET/RoCE : no RoCE device: " /tmp/probe.out ||
-	{ echo "FAIL: no WARN under NCCL_DEBUG=WARN with NCCL_DEBUG_SUBSYS unset"; exit 1; }
-echo "--- NCCL_NET_PLUGIN=$so (an absolute path)"
-NCCL_DEBUG=WARN NCCL_IB_HCA='=rn-no-such-device' nccl-net-driver --plugin "$so" \
-	>/tmp/probe.out 2>&1 || { cat /tmp/probe.out; echo "FAIL: by path"; exit 1; }
-grep -q "loaded net plugin RoCE (v12) from $so" /tmp/probe.out ||
-	{ cat /tmp/probe.out; echo "FAIL: not loaded by its path"; exit 1; }
-for t in roce-doctor roce-policy-routing nccl-net-bench; do
-	command -v $t >/dev/null || { echo "FAIL: $t not on PATH"; exit 1; }
-done
+installed_checks
 # every man page the package carries is found by name
 for m in $(dpkg -L nccl-net-roce | grep '^/usr/share/man/man./.*\.gz$'); do
 	n=$(basename "$m" .gz)
