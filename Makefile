@@ -159,18 +159,28 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
 		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
 
-# libFuzzer targets (clang); sources are compiled into each target directly. A target
-# that includes the transport test bed (fuzz_fx.h, fixture_xfer.h: fake verbs, loopback OOB) gets the
-# fakes too, and one named fuzz_doctor_* the doctor's wire code.
+# libFuzzer targets (clang). The library and the fakes are compiled once for all of them
+# (coverage-instrumented, sanitized: build/fz/), each target's own source with the fuzzer's main.
+# A target that includes the transport test bed (fuzz_fx.h, fixture_xfer.h: fake verbs, loopback
+# OOB) links the fakes too, and one named fuzz_doctor_* the doctor's wire code.
+FUZZ_FLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
+	-Itest/unit -Isrc/doctor $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_DOCTOR_SRCS := src/doctor/doctor_wire.c src/doctor/doctor_util.c
+fz = $(patsubst %.c,$(BUILD)/fz/%.o,$(1))
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
-	$(if $(findstring fuzz_doctor_,$(1)),src/doctor/doctor_wire.c src/doctor/doctor_util.c)
-$(BUILD)/fuzz/%: test/fuzz/%.c $(wildcard test/fuzz/*.h) $(CORE_SRCS) $(PLUGIN_SRCS) $(FAKE_SRCS) \
-		src/doctor/doctor_wire.c src/doctor/doctor_util.c
+	$(if $(findstring fuzz_doctor_,$(1)),$(FUZZ_DOCTOR_SRCS))
+# kept: a pattern rule's objects would otherwise be deleted as intermediates, and rebuilt each time
+.PRECIOUS: $(BUILD)/fz/%.o
+$(BUILD)/fz/%.o: %.c $(BUILD)/version
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC FUZZ $<")
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+$(BUILD)/fuzz/%: test/fuzz/%.c $(wildcard test/fuzz/*.h) $(call fz,$(CORE_SRCS) $(FAKE_SRCS) \
+		$(FUZZ_DOCTOR_SRCS))
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
-		-Itest/unit -Isrc/doctor $(PKG_CFLAGS) -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $< $(CORE_SRCS) $(call fuzz_extra,$<) $(LDLIBS)
+	$(Q)$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -MMD -MP -MF $(BUILD)/fz/$*.d -o $@ $< \
+		$(call fz,$(CORE_SRCS) $(call fuzz_extra,$<)) $(LDLIBS)
 
 $(BUILD)/test/rn-%: test/netns/%.c $(CORE_LIB)
 	@mkdir -p $(dir $@)
@@ -292,4 +302,4 @@ help:
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
 
--include $(shell find $(BUILD)/obj $(BUILD)/san $(BUILD)/test -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/san $(BUILD)/test $(BUILD)/fz -name '*.d' 2>/dev/null)

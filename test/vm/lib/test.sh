@@ -13,7 +13,8 @@ BED_OWNER=$$
 
 t_fail() { echo "FAIL: $*"; exit 1; }
 t_ok() { echo "ok: $*"; }
-t_step() { printf '\n=== %s\n' "$*"; }
+# Each step says when it began (seconds since the test started): where a test spends its time.
+t_step() { printf '\n=== [%3ds] %s\n' "$SECONDS" "$*"; }
 
 B() {
 	"$bed" "$@"
