@@ -148,6 +148,8 @@ struct rn_comm {
 	int wc_status;                /* the first failed completion's ibv_wc_status, 0 none */
 	int async_err;                /* set by the event thread (atomic) */
 	int outstanding;              /* signalled WRs in flight (watchdog) */
+	uint16_t qp_out[RN_MAX_QPS];  /* and per data QP */
+	uint64_t qp_wait_ns[RN_MAX_QPS]; /* since when QP q waits for its next completion (0: not seen) */
 	uint64_t outstanding_bytes;   /* payload of the send slots in flight (watchdog) */
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;

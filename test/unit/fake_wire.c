@@ -34,6 +34,7 @@ struct fw_qp {
 	enum ibv_wc_status fail_status;
 	uint32_t fail_vendor;
 	struct fake_wire_stats st;
+	int stall;                    /* posts on this QP never execute (fake_wire_set_stall_qp) */
 };
 
 static struct fw_qp *qps[FW_MAX_QPS];
@@ -442,7 +443,7 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 			*bad = wr;
 			return EINVAL;
 		}
-		if (!stall)
+		if (!stall && !q->stall)
 			exec_one(q, wr);
 	}
 	return 0;
@@ -531,6 +532,11 @@ void fake_wire_fail_qp(struct ibv_qp *qp, enum ibv_wc_status status, uint32_t ve
 void fake_wire_set_stall(int on)
 {
 	stall = on;
+}
+
+void fake_wire_set_stall_qp(struct ibv_qp *qp, int on)
+{
+	((struct fw_qp *)qp)->stall = on;
 }
 
 void fake_wire_push_async(struct ibv_context *ctx, struct ibv_async_event *ev)

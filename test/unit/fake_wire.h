@@ -36,6 +36,8 @@ void fake_wire_fail_qp(struct ibv_qp *qp, enum ibv_wc_status status, uint32_t ve
 
 /* While set, post_send accepts WRs but executes nothing (a silent stall). */
 void fake_wire_set_stall(int on);
+/* Posts on @qp alone stay in flight for good (a QP that silently stopped), while on. */
+void fake_wire_set_stall_qp(struct ibv_qp *qp, int on);
 
 /* Queue an async event for get_async_event() on @ctx. */
 void fake_wire_push_async(struct ibv_context *ctx, struct ibv_async_event *ev);

@@ -71,6 +71,21 @@ drv_pair() { # port dev "server opts" [env...]
 show_pair() {
 	echo "$srv_out" | sed 's/^/  server| /'
 	echo "$cli_out" | sed 's/^/  client| /'
+	bed_net_counters
+}
+
+# What the wire did, for a failure's log: each of h0's and h1's rxe counters that are not 0
+# (retries, sequence errors: loss) and its netdevs' drops.
+bed_net_counters() {
+	local h
+	for h in 0 1; do
+		B run --timeout 20 "$h" -- sh -c 'cd /sys/class/infiniband && for d in *; do
+			printf "%s:" "$d"; for f in $d/ports/1/hw_counters/*; do read -r v <"$f"
+			[ "$v" = 0 ] || printf " %s=%s" "${f##*/}" "$v"; done; echo; done
+			cd /sys/class/net && for n in eth*; do printf "%s: rx_dropped=%s tx_dropped=%s\n" \
+			"$n" "$(cat $n/statistics/rx_dropped)" "$(cat $n/statistics/tx_dropped)"; done' \
+			2>&1 | sed "s/^/  h$h net| /"
+	done
 }
 
 expect_ok() { # what
