@@ -12,7 +12,9 @@
 #include <stdio.h>
 
 #include "rn_cli.h"
+#include "rn_counters.h"
 #include "rn_dev.h"
+#include "rn_flap.h"
 #include "rn_host.h"
 #include "rn_param.h"
 #include "rn_route.h"
@@ -42,6 +44,12 @@ struct rn_doctor_nic {
 	uint32_t rule_table;
 	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
 	struct rn_route_answer rt;
+	/* What the metrics export: the link's history, the RDMA port's counters by name. */
+	struct rn_flap_facts flap;   /* -1 each: unread */
+	struct rn_ctr_named *ctr;    /* owned, NULL: none (netdev-only, or unread) */
+	int nctr;
+	const char *ctr_driver;      /* whose counter table applies ("unknown"), NULL: none */
+	char ctr_lacks[256];         /* the roles that driver has no counter of, "" none */
 };
 
 struct rn_doctor {
@@ -110,6 +118,8 @@ int rn_doctor_host_problems(const struct rn_doctor *d);
 /* A cause roce-policy-routing takes away (its fix is the script). */
 int rn_doctor_script_fixes(enum rn_cause c);
 int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
+/* @dn's link history and its RDMA port's counters into the model (gather calls it). */
+void rn_doctor_nic_counters(struct rn_doctor_nic *dn);
 
 /* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
