@@ -81,6 +81,26 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
 		      const char *ibdev, int port, enum rn_ctr c);
 
+/* The role as the diagnosis names it ("retransmission timeouts"); "" out of range. */
+const char *rn_ctr_role_name(int role);
+
+/* One counter of a port by the name its driver gives it, in base units. */
+struct rn_ctr_named {
+	char name[64];  /* the file's name under hw_counters/ or counters/ ("sent_pkts") */
+	uint64_t value; /* bytes for the PMA data counters (port_xmit_data, port_rcv_data) */
+	int role;       /* the enum rn_ctr the driver's table reads from it, -1 none */
+};
+
+/*
+ * Every counter of the RoCE port @ibdev:@port (hw_counters/ and counters/; a name in both
+ * once, hw_counters' value), sorted by name, in base units: the IB PMA's port_xmit_data
+ * and port_rcv_data count 4-byte words and come back in bytes. A file that does not read
+ * as a number (hw_counters/lifespan is a setting; a PMA counter the driver does not
+ * answer fails) is left out. @out gets a malloc'd array (free()), NULL when empty.
+ * Returns how many, or -ENODEV (no such RoCE port) / -ENOMEM.
+ */
+int rn_ctr_read_named(const char *ibdev, int port, struct rn_ctr_named **out);
+
 /* Forget the NIC list (tests that change the fake sysfs between cases). */
 void rn_ctr_reset(void);
 

@@ -14,4 +14,12 @@
 
 void rn_flap_assess(struct rn_nic *nic);
 
+/* The link's history as sysfs counts it, each -1 when it cannot be read. */
+struct rn_flap_facts {
+	long carrier_changes; /* the netdev's carrier changes, up and down (carrier_changes) */
+	long carrier_down;    /* ... of them, lost carriers (carrier_down_count) */
+	long link_downed;     /* the RDMA port's link_downed (counters/, else hw_counters/) */
+};
+void rn_flap_read(const struct rn_nic *nic, struct rn_flap_facts *f);
+
 #endif /* RN_FLAP_H */

@@ -427,6 +427,99 @@ const char *rn_ctr_lacks(const char *ibdev, int port, char *buf, size_t len)
 	return buf;
 }
 
+const char *rn_ctr_role_name(int role)
+{
+	return role >= 0 && role < RN_CTR__MAX ? role_name[role] : "";
+}
+
+/* The counter groups under ports/P/, in the order a name found twice is taken. */
+static const char *const named_dirs[] = { "hw_counters", "counters" };
+
+struct named_ctx {
+	const struct ctr_nic *n;
+	const char *dir;
+	struct rn_ctr_named *v;
+	int len, cap, err;
+};
+
+static int add_named(const char *name, void *arg)
+{
+	struct named_ctx *c = arg;
+	struct rn_ctr_named *e;
+	char path[256], rel[96];
+	uint64_t val;
+	int i, r;
+
+	/* lifespan is how long hw_counters are cached (ms), a setting, not a count */
+	if (!strcmp(name, "lifespan") || strlen(name) >= sizeof(c->v[0].name))
+		return 0;
+	for (i = 0; i < c->len; i++)
+		if (!strcmp(c->v[i].name, name))
+			return 0;
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/%s/%s", c->n->ibdev,
+		 c->n->port, c->dir, name);
+	if (read_u64(&val, path))
+		return 0;
+	if (c->len == c->cap) {
+		int cap = c->cap ? 2 * c->cap : 64;
+		struct rn_ctr_named *nv = realloc(c->v, (size_t)cap * sizeof(*nv));
+
+		if (!nv) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->v = nv;
+		c->cap = cap;
+	}
+	e = &c->v[c->len++];
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	/* IBA 16.1.3.5: PortXmitData and PortRcvData count octets divided by 4 */
+	if (!strcmp(c->dir, "counters") &&
+	    (!strcmp(name, "port_xmit_data") || !strcmp(name, "port_rcv_data")))
+		val = val > UINT64_MAX / 4 ? UINT64_MAX : val * 4;
+	e->value = val;
+	e->role = -1;
+	snprintf(rel, sizeof(rel), "%s/%s", c->dir, name);
+	for (r = 0; r < RN_CTR_NETDEV_RX; r++)
+		if (!strcmp(c->n->file[r], rel))
+			e->role = r;
+	return 0;
+}
+
+static int cmp_named(const void *a, const void *b)
+{
+	return strcmp(((const struct rn_ctr_named *)a)->name,
+		      ((const struct rn_ctr_named *)b)->name);
+}
+
+int rn_ctr_read_named(const char *ibdev, int port, struct rn_ctr_named **out)
+{
+	struct named_ctx c = { .n = NULL };
+	int i = nic_index(ibdev, port);
+	size_t k;
+
+	*out = NULL;
+	if (i < 0)
+		return -ENODEV;
+	c.n = &nics[i];
+	for (k = 0; k < RN_ARRAY_SIZE(named_dirs) && !c.err; k++) {
+		char path[160];
+
+		c.dir = named_dirs[k];
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%d/%s", ibdev, port,
+			 c.dir);
+		rn_sys.list(path, add_named, &c); /* a driver without this group: none from it */
+	}
+	if (c.err) {
+		free(c.v);
+		return c.err;
+	}
+	if (c.len)
+		qsort(c.v, (size_t)c.len, sizeof(c.v[0]), cmp_named);
+	*out = c.v;
+	return c.len;
+}
+
 /* b - a for NIC @i's counter @r; 0 when either lacks it or it went backwards (reset). */
 static uint64_t d_of(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b, int i, int r)
 {

@@ -12,7 +12,9 @@
 #include <stdio.h>
 
 #include "rn_cli.h"
+#include "rn_counters.h"
 #include "rn_dev.h"
+#include "rn_flap.h"
 #include "rn_host.h"
 #include "rn_param.h"
 #include "rn_route.h"
@@ -42,6 +44,12 @@ struct rn_doctor_nic {
 	uint32_t rule_table;
 	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
 	struct rn_route_answer rt;
+	/* What the metrics export: the link's history, the RDMA port's counters by name. */
+	struct rn_flap_facts flap;   /* -1 each: unread */
+	struct rn_ctr_named *ctr;    /* owned, NULL: none (netdev-only, or unread) */
+	int nctr;
+	const char *ctr_driver;      /* whose counter table applies ("unknown"), NULL: none */
+	char ctr_lacks[256];         /* the roles that driver has no counter of, "" none */
 };
 
 struct rn_doctor {
@@ -110,6 +118,8 @@ int rn_doctor_host_problems(const struct rn_doctor *d);
 /* A cause roce-policy-routing takes away (its fix is the script). */
 int rn_doctor_script_fixes(enum rn_cause c);
 int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
+/* @dn's link history and its RDMA port's counters into the model (gather calls it). */
+void rn_doctor_nic_counters(struct rn_doctor_nic *dn);
 
 /* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
@@ -316,6 +326,41 @@ struct rn_pair_io {
 	int (*recv)(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
 		    size_t len);
 };
+/* doctor_ctr.c: the local NIC's port counters around a failed RDMA probe */
+#define RN_PROBE_CTR_MAX 16
+struct rn_probe_ctr {
+	int read;                   /* 1: read before and after; 0: not taken; -errno: unread */
+	char nic[80];               /* "rxe0:1" */
+	const char *driver;         /* whose counter table (rn_ctr_driver) */
+	double secs;                /* between the two reads */
+	int n, more;                /* counters that went up: kept, and left out beyond the max */
+	struct {
+		char name[64];      /* the driver's own name */
+		int role;           /* the library table's role (rn_ctr_role_name), -1 none */
+		uint64_t d;
+	} delta[RN_PROBE_CTR_MAX];
+	char lacks[256];            /* the roles the driver has no counter of, "" none */
+	struct rn_finding shows;    /* what rn_ctr_judge makes of them; cause 0: nothing */
+};
+struct rn_probe_ctr_snap;
+/* Before the probe from @nic: its counters by name and every local NIC's (NULL: none). */
+struct rn_probe_ctr_snap *rn_probe_ctr_begin(const struct rn_nic *nic);
+/*
+ * After it failed: read again, the deltas and the judge's cause for the peer @peer into
+ * @out (owned: rn_probe_ctr_clear). Frees @before; with @out NULL (the probe worked) only
+ * that.
+ */
+void rn_probe_ctr_end(struct rn_probe_ctr_snap *before, const struct rn_nic *nic,
+		      const struct rn_peer_facts *peer, struct rn_probe_ctr *out);
+void rn_probe_ctr_clear(struct rn_probe_ctr *c);
+/* Lines after @indent (nothing when not taken); the finding's fix as @maker's. */
+void rn_probe_ctr_print(FILE *f, const char *indent, const struct rn_probe_ctr *c,
+			const char *maker);
+/* The object @key: {nic, driver, window_s, deltas: [{counter, delta, role}], more, lacks,
+ * shows: [finding]} or {nic, error}; nothing when not taken. */
+void rn_probe_ctr_json(struct rn_json *j, const char *key, const struct rn_probe_ctr *c,
+		       const char *maker);
+
 /* One RDMA probe's outcome, as the client saw it. */
 struct rn_pair_probe {
 	int tried;
@@ -325,6 +370,7 @@ struct rn_pair_probe {
 	double ms;
 	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
+	struct rn_probe_ctr ctr;    /* our NIC's counters around a failure (rn_probe_ctr_clear) */
 };
 /*
  * Client end: ask the other side to listen on its NIC @j (PROBE_REQ, PROBE_HANDLE), ping

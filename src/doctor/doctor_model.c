@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The doctor's model of this host: gathered once (snapshot, discovery, the library's
- * NIC verdicts), then shown by whichever renderer the command chose (text, JSON,
+ * NIC verdicts, each NIC's link history and port counters), then shown by whichever renderer the command chose (text, JSON,
  * Prometheus) and carried to a peer as an inventory.
  */
 #include <errno.h>
@@ -36,6 +36,27 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 	}
 	/* the lookups the verdict judges, asked by the library (the doctor has no netlink) */
 	rn_route_answer(d->host, &dn->nic, &dn->rt);
+}
+
+void rn_doctor_nic_counters(struct rn_doctor_nic *dn)
+{
+	int n;
+
+	rn_flap_read(&dn->nic, &dn->flap);
+	free(dn->ctr);
+	dn->ctr = NULL;
+	dn->nctr = 0;
+	dn->ctr_driver = NULL;
+	dn->ctr_lacks[0] = '\0';
+	if (!dn->dev)
+		return;
+	/* the library's counter tables: its NIC list, each driver's names */
+	dn->ctr_driver = rn_ctr_driver(dn->nic.ibdev, dn->nic.port);
+	if (!dn->ctr_driver)
+		return; /* not a RoCE port sysfs knows (a fake device, an InfiniBand port) */
+	rn_ctr_lacks(dn->nic.ibdev, dn->nic.port, dn->ctr_lacks, sizeof(dn->ctr_lacks));
+	n = rn_ctr_read_named(dn->nic.ibdev, dn->nic.port, &dn->ctr);
+	dn->nctr = n > 0 ? n : 0;
 }
 
 int rn_doctor_gather(struct rn_doctor *d)
@@ -119,6 +140,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 				return ret;
 		}
 		explain(d, dn);
+		rn_doctor_nic_counters(dn);
 	}
 	d->gather_ms = rn_doctor_now_ms() - t0;
 	d->verdict_ms = d->gather_ms - d->snapshot_ms - d->discover_ms;
@@ -135,8 +157,10 @@ void rn_doctor_release(struct rn_doctor *d)
 	d->ndevs = 0;
 	rn_host_free(d->host);
 	d->host = NULL;
-	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++)
+	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
 		rn_nic_cleanup(&d->nics[i].nic);
+		free(d->nics[i].ctr);
+	}
 	memset(d->nics, 0, sizeof(d->nics));
 	d->nnics = 0;
 	d->skipped[0] = '\0';

@@ -316,6 +316,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
 		rn_finding_clear(&pr.diag);
+		rn_probe_ctr_clear(&pr.ctr);
 		p->status = -ETIMEDOUT;
 		return;
 	}
@@ -330,6 +331,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		rn_finding_move(&f, &pr.diag);
 	}
 	rn_finding_clear(&pr.diag);
+	rn_probe_ctr_clear(&pr.ctr); /* the sweep's report carries the diagnosis, not these */
 	/* the message is the probe's error, whole; the fix the diagnosis's */
 	if (asprintf(&msg, "%s%s%s", pr.ret ? pr.why : "",
 		     pr.ret && pr.peer_ret ? "; peer: " : pr.peer_ret ? "peer: " : "",

@@ -177,6 +177,7 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 		  int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
 {
 	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
+	struct rn_probe_ctr_snap *ctr = NULL;
 	struct rn_dw_msg m;
 	double t0 = rn_doctor_now_ms();
 	int ret;
@@ -199,17 +200,20 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 		p->ret = 0;
 		snprintf(p->why, sizeof(p->why), "no handle");
 	} else {
+		/* our NIC's counters around the ping: what they did, should it fail */
+		ctr = rn_probe_ctr_begin(&d->nics[i].nic);
 		p->ret = rn_probe_client(d, i, m.payload + 4, timeout_ms, p->why, sizeof(p->why));
 	}
 	rn_dw_msg_free(&m);
 	ret = io_recv_type(io, RN_DW_PROBE_RESULT, &m, why, len);
 	if (ret)
-		return ret;
+		goto out;
 	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) ||
 	    memchr(m.payload + 4, '\0', m.len - 4)) {
 		rn_dw_msg_free(&m);
 		snprintf(why, len, "malformed probe result");
-		return -EBADMSG;
+		ret = -EBADMSG;
+		goto out;
 	}
 	if (!p->peer_ret)
 		p->peer_ret = -(int)rn_get_be32(m.payload);
@@ -226,8 +230,12 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 		rn_dw_peer_facts(remote, j, &pf);
 		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
 			memset(&p->diag, 0, sizeof(p->diag));
+		rn_probe_ctr_end(ctr, &d->nics[i].nic, &pf, &p->ctr);
+		ctr = NULL;
 	}
-	return 0;
+out:
+	rn_probe_ctr_end(ctr, NULL, NULL, NULL);
+	return ret;
 }
 
 int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,

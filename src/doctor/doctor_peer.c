@@ -65,8 +65,10 @@ static void session_clear(struct session *s)
 	rn_dw_checks_clear(&s->ours);
 	rn_dw_checks_clear(&s->theirs);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
-		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++)
+		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++) {
 			rn_finding_clear(&s->probes[i][j].diag);
+			rn_probe_ctr_clear(&s->probes[i][j].ctr);
+		}
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);
 	}
@@ -237,6 +239,7 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 				s->remote.nics[j].netdev, p->ret ? p->why : "",
 				p->ret && p->peer_ret ? "; peer: " : p->peer_ret ? "peer: " : "",
 				p->peer_ret ? p->peer_why : "");
+			rn_probe_ctr_print(f, "      ", &p->ctr, NULL);
 		}
 	}
 	free(it);
@@ -384,6 +387,7 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 				rn_json_finding(&j, &p->diag, s->local.host);
 				rn_json_close(&j, ']');
 			}
+			rn_probe_ctr_json(&j, "counters", &p->ctr, s->local.host);
 			rn_json_close(&j, '}');
 			rn_json_close(&j, '}');
 		}

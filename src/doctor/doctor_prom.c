@@ -11,9 +11,19 @@
  * roce_host_nics, roce_nic_verdict{netdev,ibdev,port} (0 ok, 1 warn, 2 refused,
  * 3 error), roce_nic_link_up, roce_nic_mtu_bytes, roce_nic_finding{netdev,ibdev,port,
  * cause,severity} 1 for every cause found (absent: not found), the check's duration
- * and a timestamp.
+ * and a timestamp. The link's history: roce_nic_carrier_changes_total,
+ * roce_nic_carrier_down_total, roce_nic_link_downed_total (RDMA ports) and
+ * roce_nic_link_flapping (the link-flapping finding, 0 or 1). Every counter of each RDMA
+ * port, by its driver's own name and in base units (src/counters.c reads them):
+ * roce_nic_hw_counters_total{device,port,netdev,counter}, labelled as node-exporter's
+ * infiniband collector labels its series (device, port) so the two join, and
+ * roce_nic_hw_counters_info{...,driver,lacks}: whose table the plugin's diagnosis reads
+ * and the roles it has no counter of. NOTE: "hw_counters", not "hw_counter": promtool's
+ * lint refuses a name that holds its type ("_counter_"), even a gauge's.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +58,97 @@ static void nic_labels(FILE *f, const char *name, const struct rn_doctor_nic *dn
 	label(f, "port", dn->dev ? port : "", 1);
 }
 
+static void help_typed(FILE *f, const char *name, const char *type, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
 static void help(FILE *f, const char *name, const char *text)
 {
-	fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, text, name);
+	help_typed(f, name, "gauge", text);
+}
+
+/* One of the link's counts per NIC that has it (-1: unread, no series). */
+static void flap_series(FILE *f, const struct rn_doctor *d, const char *name, size_t off)
+{
+	int i;
+
+	for (i = 0; i < d->nnics; i++) {
+		long v = *(const long *)((const char *)&d->nics[i].flap + off);
+
+		if (v < 0)
+			continue;
+		nic_labels(f, name, &d->nics[i]);
+		fprintf(f, "} %ld\n", v);
+	}
+}
+
+static int has_cause(const struct rn_nic *nic, enum rn_cause c)
+{
+	int k;
+
+	for (k = 0; k < nic->nfindings; k++)
+		if (nic->findings[k].cause == c)
+			return 1;
+	return 0;
+}
+
+static void port_labels(FILE *f, const char *name, const struct rn_doctor_nic *dn)
+{
+	char port[16];
+
+	snprintf(port, sizeof(port), "%d", dn->nic.port);
+	fprintf(f, "%s{", name);
+	label(f, "device", dn->nic.ibdev, 0);
+	label(f, "port", port, 1);
+	label(f, "netdev", dn->nic.netdev, 1);
+}
+
+static void write_link_history(FILE *f, const struct rn_doctor *d)
+{
+	int i;
+
+	help_typed(f, "roce_nic_carrier_changes_total", "counter", "The netdev's carrier changes, up and down, since it was made (sysfs carrier_changes).");
+	flap_series(f, d, "roce_nic_carrier_changes_total",
+		    offsetof(struct rn_flap_facts, carrier_changes));
+	help_typed(f, "roce_nic_carrier_down_total", "counter", "The netdev's lost carriers since it was made (sysfs carrier_down_count), what link-flapping counts.");
+	flap_series(f, d, "roce_nic_carrier_down_total",
+		    offsetof(struct rn_flap_facts, carrier_down));
+	help_typed(f, "roce_nic_link_downed_total", "counter", "The RDMA port's link downs (link_downed).");
+	flap_series(f, d, "roce_nic_link_downed_total",
+		    offsetof(struct rn_flap_facts, link_downed));
+	help(f, "roce_nic_link_flapping", "1 when the host check found the link flapping (link-flapping: more than 5 lost carriers in 24 h), else 0.");
+	for (i = 0; i < d->nnics; i++) {
+		nic_labels(f, "roce_nic_link_flapping", &d->nics[i]);
+		fprintf(f, "} %d\n", has_cause(&d->nics[i].nic, RN_CAUSE_LINK_FLAPPING));
+	}
+}
+
+static void write_hw_counters(FILE *f, const struct rn_doctor *d)
+{
+	int i, k;
+
+	help(f, "roce_nic_hw_counters_info", "The counter table the plugin's diagnosis reads on the RDMA port (driver: rxe, mlx5, bnxt_re, irdma, unknown) and the roles it has no counter of (lacks).");
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+
+		if (!dn->ctr_driver)
+			continue;
+		port_labels(f, "roce_nic_hw_counters_info", dn);
+		label(f, "driver", dn->ctr_driver, 1);
+		label(f, "lacks", dn->ctr_lacks, 1);
+		fputs("} 1\n", f);
+	}
+	help_typed(f, "roce_nic_hw_counters_total", "counter", "The RDMA port's counters (sysfs hw_counters/ and counters/) by the driver's own name, in base units: port_xmit_data and port_rcv_data in bytes (sysfs counts 4-byte words).");
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+
+		for (k = 0; k < dn->nctr; k++) {
+			port_labels(f, "roce_nic_hw_counters_total", dn);
+			label(f, "counter", dn->ctr[k].name, 1);
+			fprintf(f, "} %" PRIu64 "\n", dn->ctr[k].value);
+		}
+	}
 }
 
 static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
@@ -107,6 +205,8 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 			fputs("} 1\n", f);
 		}
 	}
+	write_link_history(f, d);
+	write_hw_counters(f, d);
 }
 
 struct prom_args {

@@ -12,32 +12,18 @@
 # exactly the processes it started. A Prometheus or node-exporter service the packages
 # started on this machine is neither used nor touched.
 . "$(dirname "$0")/doctor_lib.sh"
+. "$(dirname "$0")/prom_lib.sh"
 rn_require_netns
-for t in prometheus prometheus-node-exporter promtool curl; do
-	command -v $t >/dev/null || rn_skip "skip: $t not installed (scripts/install-deps --test)"
-done
+prom_require
 rn_tmpdir T
-PIDS=()
-# shellcheck disable=SC2317 # called by the trap
-stop_ours() {
-	local rc=$? p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do
-		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	done
-	(exit $rc)
-	_rn_cleanup
-}
-trap stop_ours EXIT
 
 rn_host_ns 2
 BROKEN=$RN_HOST
 rn_host_ns 2
 FIXED=$RN_HOST
-rn_ns MON mon
 rn_in "$FIXED" "$RN_TOP/scripts/roce-policy-routing" --state-dir "$T/state" nic0 nic1 >/dev/null ||
 	rn_fail "roce-policy-routing failed on the fixed host"
-mkdir -p "$T/tf-broken" "$T/tf-fixed" "$T/prom-data"
+mkdir -p "$T/tf-broken" "$T/tf-fixed"
 
 # textfile HOST: the host's doctor run into its collector directory (exit 1 broken, 0 fixed)
 textfile() {
@@ -50,67 +36,11 @@ textfile FIXED
 RC=$?
 [ $RC -eq 0 ] || rn_fail "fixed host: --textfile exit $RC, want 0"
 for h in broken fixed; do
-	out=$(promtool check metrics <"$T/tf-$h/roce.prom" 2>&1) ||
-		{ echo "$out"; rn_fail "$h: promtool check metrics failed"; }
-	[ -z "$out" ] || { echo "$out"; rn_fail "$h: promtool check metrics has lint problems"; }
+	prom_check_file "$T/tf-$h/roce.prom" "$h"
 done
 echo "promtool check metrics: both textfiles clean"
 
-# bg CMD...: start CMD in the monitoring namespace, its pid kept for the trap
-bg() {
-	ip netns exec "$MON" "$@" &
-	PIDS+=($!)
-}
-bg prometheus-node-exporter --web.listen-address=127.0.0.1:9101 --collector.disable-defaults \
-	--collector.textfile --collector.textfile.directory="$T/tf-broken" >"$T/ne-broken.log" 2>&1
-bg prometheus-node-exporter --web.listen-address=127.0.0.1:9102 --collector.disable-defaults \
-	--collector.textfile --collector.textfile.directory="$T/tf-fixed" >"$T/ne-fixed.log" 2>&1
-cat >"$T/prometheus.yml" <<'YML'
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: roce
-    static_configs:
-      - targets: ['127.0.0.1:9101']
-        labels: {node: broken}
-      - targets: ['127.0.0.1:9102']
-        labels: {node: fixed}
-YML
-promtool check config "$T/prometheus.yml" >/dev/null || rn_fail "promtool check config"
-bg prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom-data" \
-	--web.listen-address=127.0.0.1:9090 --log.level=warn >"$T/prometheus.log" 2>&1
-
-# q PROMQL: the instant query's result as sorted "metric{labels} value" lines (without
-# instance and job; Prometheus drops empty labels, the netdev-only NICs' ibdev and port)
-q() {
-	ip netns exec "$MON" curl -sf --max-time 5 http://127.0.0.1:9090/api/v1/query \
-		--data-urlencode "query=$1" >"$T/q.json" || return 1
-	python3 - "$T/q.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["status"] == "success", d
-lines = []
-for r in d["data"]["result"]:
-    m = r["metric"]
-    name = m.pop("__name__", "")
-    m.pop("instance", None), m.pop("job", None)
-    lines.append("%s{%s} %s" % (name, ",".join("%s=%s" % kv for kv in sorted(m.items())),
-                                r["value"][1]))
-print("\n".join(sorted(lines)))
-PY
-}
-# until_q PROMQL WANT WHAT: wait (up to 60 s) for the query to give exactly WANT
-until_q() {
-	local got
-	for _ in $(seq 120); do
-		got=$(q "$1" 2>/dev/null) && [ "$got" = "$2" ] && return 0
-		sleep 0.5
-	done
-	echo "--- query: $1"; echo "--- got:"; echo "$got"; echo "--- want:"; echo "$2"
-	tail -n 5 "$T/prometheus.log" "$T/ne-broken.log" "$T/ne-fixed.log"
-	rn_fail "$3"
-}
+prom_start broken="$T/tf-broken" fixed="$T/tf-fixed"
 
 t0=$(date +%s.%N)
 until_q 'up{job="roce"}' 'up{node=broken} 1

@@ -2,8 +2,10 @@
 /*
  * Port counters (src/counters.c) over a sysfs fixture: each driver's table (rxe, mlx5,
  * bnxt_re under both its names, irdma), an unknown driver saying what it lacks, and the
- * causes two snapshots tell apart, with their figures.
+ * causes two snapshots tell apart, with their figures; every counter of a port by its
+ * driver's name, in base units (rn_ctr_read_named, the doctor's metrics).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -290,6 +292,69 @@ static void history(void **state)
 	rn_ctr_snap_free(s);
 }
 
+static const struct rn_ctr_named *named(const struct rn_ctr_named *v, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * Every counter by the driver's name, sorted: the PMA data counters in bytes (4-byte words
+ * in sysfs), a name in both groups once, the table's roles marked, lifespan and what does
+ * not read as a number left out; a driver we do not know gets its files all the same.
+ */
+static void read_named(void **state)
+{
+	struct rn_ctr_named *v;
+	int n, i;
+
+	port("mlx5_0", "ens1f0");
+	set("mlx5_0", "counters/port_xmit_data", 1000);
+	set("mlx5_0", "counters/port_rcv_data", 3);
+	set("mlx5_0", "counters/port_xmit_packets", 1000);
+	set("mlx5_0", "counters/link_downed", 2);
+	set("mlx5_0", "hw_counters/local_ack_timeout_err", 7);
+	set("mlx5_0", "hw_counters/link_downed", 9); /* both groups: hw_counters' taken */
+	set("mlx5_0", "hw_counters/lifespan", 10);
+	fixture_sysfs_write("/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_wait", "N/A");
+	port("qedr0", "ens4");
+	set("qedr0", "counters/port_xmit_packets", 8);
+	set("qedr0", "hw_counters/rdma_tx_bytes", 4096);
+
+	n = rn_ctr_read_named("mlx5_0", 1, &v);
+	assert_int_equal(n, 5);
+	for (i = 1; i < n; i++)
+		assert_true(strcmp(v[i - 1].name, v[i].name) < 0);
+	assert_int_equal(named(v, n, "port_xmit_data")->value, 4000);
+	assert_int_equal(named(v, n, "port_rcv_data")->value, 12);
+	assert_int_equal(named(v, n, "port_xmit_packets")->value, 1000);
+	assert_int_equal(named(v, n, "port_xmit_packets")->role, RN_CTR_TX);
+	assert_int_equal(named(v, n, "local_ack_timeout_err")->value, 7);
+	assert_int_equal(named(v, n, "local_ack_timeout_err")->role, RN_CTR_TIMEOUT);
+	assert_int_equal(named(v, n, "link_downed")->value, 9);
+	assert_int_equal(named(v, n, "port_xmit_data")->role, -1);
+	assert_null(named(v, n, "lifespan"));
+	assert_null(named(v, n, "port_xmit_wait"));
+	assert_string_equal(rn_ctr_role_name(RN_CTR_TIMEOUT), "retransmission timeouts");
+	assert_string_equal(rn_ctr_role_name(-1), "");
+	free(v);
+
+	n = rn_ctr_read_named("qedr0", 1, &v);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].name, "port_xmit_packets");
+	assert_int_equal(v[0].role, RN_CTR_TX);
+	assert_string_equal(v[1].name, "rdma_tx_bytes"); /* a driver's own bytes: as they are */
+	assert_int_equal(v[1].value, 4096);
+	free(v);
+
+	assert_int_equal(rn_ctr_read_named("mlx5_9", 1, &v), -ENODEV);
+	assert_null(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +363,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(causes, setup, teardown),
 		cmocka_unit_test_setup_teardown(congestion_mlx5, setup, teardown),
 		cmocka_unit_test_setup_teardown(history, setup, teardown),
+		cmocka_unit_test_setup_teardown(read_named, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

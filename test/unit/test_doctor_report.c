@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * roce-doctor's peer report (src/doctor/doctor_peer.c with the model, host report, JSON
- * writer, pair checks and peer protocol compiled in; probes and ARP stubbed): eight mlx5-named
- * NICs a side, long findings on NICs and pairs, and a cause from a newer peer. The
- * matrix names each pair's cause, the human report and the JSON carry every message
- * and fix whole.
+ * writer, pair checks, peer protocol and probe counters compiled in; probes and ARP
+ * stubbed): eight mlx5-named NICs a side, long findings on NICs and pairs, and a cause
+ * from a newer peer. The matrix names each pair's cause, the human report and the JSON
+ * carry every message and fix whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 #include "../../src/doctor/doctor_wire.c"
 #include "../../src/doctor/doctor_pair.c"
 #include "../../src/doctor/doctor_peer.c"
+#include "../../src/doctor/doctor_ctr.c"
 
 /* doctor_arp.c, doctor_rdma.c and doctor_prom.c are not part of this report */
 int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
@@ -272,10 +273,52 @@ static void matrix_and_findings_whole(void **state)
 	free(s);
 }
 
+/*
+ * A failed probe's counters (doctor_ctr.c's, filled here): under the probe's error in the
+ * human report, the moved counters and what they show; in the JSON, the probe's "counters".
+ * session_clear releases the finding they carry (the sanitizer checks).
+ */
+static void probe_counters_shown(void **state)
+{
+	struct session *s = sample();
+	struct rn_pair_probe *p = &s->probes[1][2];
+	char *h, *j;
+
+	p->tried = 1;
+	p->ret = -ETIMEDOUT;
+	p->timeout = 1;
+	snprintf(p->why, sizeof(p->why), "send: completion error 12 (retry exceeded)");
+	p->ctr.read = 1;
+	snprintf(p->ctr.nic, sizeof(p->ctr.nic), "mlx5_1:1");
+	p->ctr.driver = "mlx5";
+	p->ctr.secs = 2.5;
+	p->ctr.n = 1;
+	snprintf(p->ctr.delta[0].name, sizeof(p->ctr.delta[0].name), "local_ack_timeout_err");
+	p->ctr.delta[0].role = RN_CTR_TIMEOUT;
+	p->ctr.delta[0].d = 7;
+	assert_int_equal(rn_finding_set(&p->ctr.shows, RN_CAUSE_NO_REPLY, RN_SEV_FATAL,
+					"mlx5_1:1 (ens2f0np0): nothing came back", ""), 0);
+	h = report(s, 0);
+	j = report(s, 1);
+	assert_non_null(strstr(h, "rdma probes that failed:\n  ens2f0np0->gpu-node-b.rack17.example:"
+				  "ens3f0np0: send: completion error 12 (retry exceeded)\n      "
+				  "counters of mlx5_1:1 (mlx5) over the probe's 2.5 s: "
+				  "local_ack_timeout_err +7 (retransmission timeouts)\n      they show "
+				  "no-reply [fatal]: mlx5_1:1 (ens2f0np0): nothing came back\n"));
+	assert_non_null(strstr(j, "\"counters\": {\n"));
+	assert_non_null(strstr(j, "\"counter\": \"local_ack_timeout_err\",\n"));
+	assert_non_null(strstr(j, "\"cause\": \"no-reply\",\n"));
+	free(h);
+	free(j);
+	session_clear(s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(matrix_and_findings_whole),
+		cmocka_unit_test(probe_counters_shown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
 #   scripts/roce-policy-routing in each guest: the host check says all good on both (exit 0);
 #     `peer` with the RDMA RC probe (the library's transport) gives an all-ok matrix (exit 0).
 #   RoCE v2 dropped at h1 eth0 (nftables): the probes to h1 eth0 fail within seconds
-#     (rdma-timeout) and the doctor names a firewall on h1:eth0.
+#     (rdma-timeout) and the doctor names a firewall on h1:eth0; each failed probe carries
+#     h0's counters around it (rxe's names, sent_pkts among them) and no-reply from them.
 set -u
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq python3
@@ -109,7 +110,11 @@ body() {
 		t_fail "dropped matrix: $(cells "$tmp/pd.json")"
 	[ "$(jq_py "$tmp/pd.json" "['%s:%s=%s' % (x['host'], x['netdev'], x['findings'][0]['cause']) for x in d['drops']]")" = "h1:eth0=firewall" ] ||
 		t_fail "drops: $(jq_py "$tmp/pd.json" "d['drops']")"
-	t_ok "dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+	# the local NIC's counters around each failed probe: what moved, and what they show
+	c=$(jq_py "$tmp/pd.json" "['%s>%s=%s:%s' % (p['local'], p['remote'], ','.join(sorted(x['counter'] for x in p['rdma']['counters']['deltas'] if x['counter'] == 'sent_pkts')), ','.join(f['cause'] for f in p['rdma']['counters']['shows'])) for p in d['pairs'] if p['result'] == 'rdma-timeout']")
+	[ "$c" = "eth0>eth0=sent_pkts:no-reply eth1>eth0=sent_pkts:no-reply" ] ||
+		t_fail "dropped: counters around the probes: $c ($(jq_py "$tmp/pd.json" "[p['rdma'].get('counters') for p in d['pairs']]"))"
+	t_ok "dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, counters show no-reply, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 }
 
 bed_attempt body
