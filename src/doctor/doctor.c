@@ -6,7 +6,7 @@
  *
  *   roce-doctor [host]                  this host's NICs, verdicts and fixes
  *   roce-doctor peer <ip> [--port N]    pair checks against a `serve` on <ip>
- *   roce-doctor serve [--port N]        the other end of `peer`
+ *   roce-doctor serve [--listen ADDR]   the other end of `peer`
  *
  * Exit (rn_cli.h, the tools' table): 0 no problem found, 1 problems found, 2 usage or
  * system error, 3 no RDMA device to check. Options may come anywhere (getopt permutes).
@@ -30,7 +30,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: roce-doctor [options] [host]\n"
 		"       roce-doctor [options] peer <ip|name> [--port N] [--timeout S] [--no-rdma]\n"
-		"       roce-doctor [options] serve [--port N] [--once] [--timeout S]\n"
+		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
 		"                          [--scontrol PATH]\n"
 		"\n"
@@ -46,7 +46,9 @@ static void usage(FILE *f)
 		"                and check every NIC pair both ways: neighbour MAC and (as root) who\n"
 		"                answers ARP (ARP flux), route symmetry, MTU, and an RDMA RC ping\n"
 		"                where both ends have RDMA ports\n"
-		"  serve         answer `peer` (run it on the other host first; TCP port %d)\n"
+		"  serve         answer `peer` (run it on the other host first; TCP port %d); it\n"
+		"                tells this host's NICs to whoever asks: --listen on the management\n"
+		"                address, and let only your hosts reach the port (firewall)\n"
 		"  health        for Slurm's HealthCheckProgram and Prolog: drain this node on a\n"
 		"                problem, resume it when clean if roce-doctor drained it (the first\n"
 		"                word; roce-doctor health --help)\n"
@@ -55,7 +57,10 @@ static void usage(FILE *f)
 		"  -n, --netdev LIST   check these netdevs (comma list), also without an RDMA device\n"
 		"  -j, --json          machine-readable output (stable keys, cause ids)\n"
 		"  -p, --port N        TCP port of serve/peer (default %d)\n"
-		"  -t, --timeout S     peer: connect and I/O timeout (default 10);\n"
+		"      --listen ADDR   serve: on this IP address of this host only (default: every\n"
+		"                      address of both families)\n"
+		"  -t, --timeout S     peer: the whole run, queue and probes included (default 600;\n"
+		"                      each message at most 10 s plus the server's checks);\n"
 		"                      serve: give up after S seconds without a client (default: never)\n"
 		"      --once          serve: exit after one client (status 0/1 as that session)\n"
 		"      --no-rdma       peer: skip the RDMA RC probe\n"
@@ -87,7 +92,8 @@ static void usage(FILE *f)
 #define PROG "roce-doctor"
 
 /* The options only some commands take (the others refuse them), in the order checked. */
-enum { OPT_ONCE = 1, OPT_NO_RDMA = 2, OPT_PORT = 4, OPT_TIMEOUT = 8, OPT_PROM = 16 };
+enum { OPT_ONCE = 1, OPT_NO_RDMA = 2, OPT_PORT = 4, OPT_TIMEOUT = 8, OPT_PROM = 16,
+       OPT_LISTEN = 32 };
 
 struct rn_doctor_cmd {
 	const char *name;
@@ -111,13 +117,25 @@ static int check_address(FILE *jerr, char **args)
 	return 0;
 }
 
+/* --listen: an IP address (the kernel says at bind time whether it is this host's). */
+static int check_listen(FILE *jerr, const char *addr)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *res;
+
+	if (getaddrinfo(addr, NULL, &hints, &res))
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "--listen: '%s' is not an IP "
+				    "address", addr);
+	freeaddrinfo(res);
+	return 0;
+}
+
 /* The default action first (rdma/link.c); a new command is one entry and its own file. */
 static const struct rn_doctor_cmd cmds[] = {
 	{ "host", rn_doctor_cmd_host, 0, "no arguments", NULL, NULL, OPT_PROM },
 	{ "peer", rn_doctor_cmd_peer, 1, "one address", "peer needs the other host's address "
 	  "(where `roce-doctor serve` runs)", check_address, OPT_NO_RDMA | OPT_PORT | OPT_TIMEOUT },
 	{ "serve", rn_doctor_cmd_serve, 0, "no arguments", NULL, NULL,
-	  OPT_ONCE | OPT_PORT | OPT_TIMEOUT },
+	  OPT_ONCE | OPT_PORT | OPT_TIMEOUT | OPT_LISTEN },
 };
 
 static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi, int *out)
@@ -132,11 +150,13 @@ static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi,
 static int check_cmd(FILE *jerr, const struct rn_doctor_cmd *cmd, unsigned int given, int json,
 		     int nargs, char **args)
 {
-	static const char *const names[] = { "--once", "--no-rdma", "--port", "--timeout" };
+	/* by bit; --prometheus and --textfile (OPT_PROM) have their own line below */
+	static const char *const names[] = { "--once", "--no-rdma", "--port", "--timeout", NULL,
+					     "--listen" };
 	unsigned int i;
 
 	for (i = 0; i < RN_ARRAY_SIZE(names); i++)
-		if (given & ~cmd->opts & (1u << i))
+		if (names[i] && (given & ~cmd->opts & (1u << i)))
 			return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s does not take %s",
 					    cmd->name, names[i]);
 	if ((given & OPT_PROM) && (!(cmd->opts & OPT_PROM) || json))
@@ -157,6 +177,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "listen", required_argument, NULL, 'L' },
 		{ "once", no_argument, NULL, 'o' },
 		{ "no-rdma", no_argument, NULL, 'R' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -206,6 +227,12 @@ int main(int argc, char **argv)
 			if (parse_int(jerr, "--timeout", optarg, 1, 86400, &d->timeout_s))
 				goto out;
 			given |= OPT_TIMEOUT;
+			break;
+		case 'L':
+			if (check_listen(jerr, optarg))
+				goto out;
+			d->listen = optarg;
+			given |= OPT_LISTEN;
 			break;
 		case 'o':
 			d->once = 1;
@@ -282,7 +309,8 @@ int main(int argc, char **argv)
 	rc = cmd->fn(d, argc - first, argv + first);
 	/* a report was printed unless the command failed (2): then the error object */
 	if (rc == RN_DOCTOR_ERROR && d->json)
-		rn_cli_json_error_kind(d->out, rc, "system", d->err[0] ? d->err : "failed (see stderr)");
+		rn_cli_json_error_kind(d->out, rc, d->err_kind ? d->err_kind : "system",
+				       d->err[0] ? d->err : "failed (see stderr)");
 	rn_probe_release();
 	rn_doctor_release(d);
 out:

@@ -25,6 +25,8 @@
 /* peer/serve: each message's bound, and one RDMA probe's */
 #define RN_DOCTOR_IO_TIMEOUT_S 10
 #define RN_DOCTOR_PROBE_TIMEOUT_MS 8000
+/* peer without --timeout: the whole run (a queue, the exchange, every RDMA probe) */
+#define RN_DOCTOR_PEER_RUN_S 600
 /* Exit codes, the tools' table (rn_cli.h): no problem found, problems found, usage or
  * system error, no RDMA device (nothing to check). */
 #define RN_DOCTOR_OK RN_EXIT_OK
@@ -61,6 +63,7 @@ struct rn_doctor {
 	int no_rdma;
 	int port;
 	int timeout_s;               /* -1: the command's default */
+	const char *listen;          /* serve --listen ADDR, NULL: every address */
 	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
 	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE]; /* ... split once (rn_doctor_set_netdevs) */
 	int nnames;
@@ -81,6 +84,7 @@ struct rn_doctor {
 	double snapshot_ms, discover_ms, verdict_ms;
 	FILE *out;
 	char err[512];               /* the first error (exit 2): --json reports it */
+	const char *err_kind;        /* its kind there, NULL: "system" ("busy": try later) */
 };
 
 /* doctor_util.c (doctor.c is main and the command table only) */
@@ -171,6 +175,14 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 #define RN_DW_VERSION_MIN 2          /* a receiver still reads version 2 */
 #define RN_DW_HDR_LEN 16
 #define RN_DW_MAX_PAYLOAD (1u << 24)
+/*
+ * Each type's largest payload (rn_dw_type_max), checked at the header before a byte of it
+ * is allocated, by every receiver and every sender. A real inventory is 1 KB per NIC
+ * (3.8 KB for 4 NICs at kernel defaults) and real pair checks 300 B per pair (4.8 KB for
+ * 4 x 4): 1 MiB is 30 times 32 NICs' inventory, 4 MiB 13 times 32 x 32 pairs' checks.
+ */
+#define RN_DW_INV_MAX (1u << 20)
+#define RN_DW_CHECKS_MAX (4u << 20)
 /* Bounds a receiver enforces: a NIC has at most one finding or two per cause. */
 #define RN_DW_MAX_FINDINGS 64
 #define RN_DW_PAIR_FINDINGS 8
@@ -185,7 +197,12 @@ enum rn_dw_type {
 	RN_DW_PROBE_HANDLE = 4, /* server: the listen handle (or an error) */
 	RN_DW_PROBE_RESULT = 5, /* server: what its side of the probe saw */
 	RN_DW_DONE = 6,
+	RN_DW_WAIT = 7,         /* server: your inventory is queued, N sessions ahead */
+	RN_DW_BUSY = 8,         /* server: cannot take you now, N ahead (then it closes) */
 };
+/* INV's caps (a version-3 receiver ignores them): the sender reads WAIT and BUSY. */
+#define RN_DW_CAP_WAIT 1u
+#define RN_DW_WAIT_LEN 8        /* WAIT, BUSY: be16 ahead, be16 0, be32 a session's ms */
 
 struct rn_dw_nic {
 	char netdev[16];
@@ -207,6 +224,7 @@ struct rn_dw_nic {
 struct rn_dw_inv {
 	char host[64];
 	int nnics;
+	unsigned int caps;          /* RN_DW_CAP_* */
 	struct rn_dw_nic nics[RN_DOCTOR_MAX_NICS];
 };
 
@@ -235,12 +253,20 @@ int rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv);
 void rn_dw_inv_clear(struct rn_dw_inv *inv);
 void rn_dw_checks_clear(struct rn_dw_checks *c);
 void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts *out);
-/* Send one message (blocking, bounded by the socket's timeouts). 0 or -errno. */
-int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len);
-int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv);
+/* The largest payload of message @type, 0 for a type this build does not know. */
+size_t rn_dw_type_max(unsigned int type);
+/*
+ * Send one message whole by @deadline_ms (rn_doctor_now_ms): 0, -ETIMEDOUT (the peer
+ * does not read), -EMSGSIZE (over its type's limit: nothing sent) or -errno. Deadline
+ * 0: blocking, bounded by the socket's timeouts; RN_DW_NOW: one attempt that never
+ * waits (a failure may leave part of the message sent: close the connection).
+ */
+#define RN_DW_NOW (-1.0)
+int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len, double deadline_ms);
+int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv, double deadline_ms);
 /* The INV payload of @inv into a malloc'ed @out (for other transports: MPI). 0 or -ENOMEM. */
 int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len);
-int rn_dw_send_checks(int fd, const struct rn_dw_checks *c);
+int rn_dw_send_checks(int fd, const struct rn_dw_checks *c, double deadline_ms);
 /* The CHECKS payload of @c into a malloc'ed @out (for MPI). 0 or -ENOMEM. */
 int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len);
 /*
@@ -258,7 +284,14 @@ struct rn_dw_reader {
 	uint8_t hdr[RN_DW_HDR_LEN];
 	size_t got;                 /* bytes of header + payload so far */
 	struct rn_dw_msg m;
+	/*
+	 * Asked once a header is valid, before its payload is allocated (@hdr: type and
+	 * len): 0 takes it, -errno (@why filled) refuses it. NULL: every valid header.
+	 */
+	int (*admit)(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why, size_t len);
+	void *arg;                  /* the admit hook's */
 };
+/* An empty reader without an admit hook (set one after). */
 void rn_dw_reader_init(struct rn_dw_reader *r);
 void rn_dw_reader_free(struct rn_dw_reader *r);
 /*
@@ -286,8 +319,17 @@ void rn_dw_put_finding(struct rn_wbuf *b, const struct rn_finding *f);
 void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f);
 /* Blocking socket helpers with a timeout in seconds. */
 int rn_dw_set_timeout(int fd, int secs);
-int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len);
-int rn_dw_listen(int port, int *fd);
+/* Connect by @deadline_ms; the socket's reads and writes then go by deadlines (above). */
+int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why,
+		  size_t len);
+/*
+ * Listen on @port of @addr (an IP address of this host; NULL: every address, both
+ * families where IPv6 exists). 0 or -errno.
+ */
+int rn_dw_listen(const char *addr, int port, int *fd);
+/* A WAIT or BUSY payload; its decoder: 0 or -EBADMSG. */
+void rn_dw_put_wait(uint8_t *p, int ahead, double session_ms);
+int rn_dw_get_wait(const struct rn_dw_msg *m, int *ahead, double *session_ms);
 
 /* doctor_arp.c */
 /*
@@ -296,7 +338,7 @@ int rn_dw_listen(int port, int *fd);
  * -errno (-EPERM without CAP_NET_RAW: nothing probed).
  */
 int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			 struct rn_dw_checks *c);
+			 const unsigned char *scope, struct rn_dw_checks *c);
 
 /* doctor_peer.c */
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
@@ -311,9 +353,20 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
  * reports no flux (the stale entry is ours alone).
  */
 void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c);
-/* Every local NIC against every @remote NIC, all checks in flight at once. */
+/*
+ * Which of @remote's NICs get neighbour and ARP work here (@in[j] = 1, RN_DOCTOR_MAX_NICS
+ * entries): those whose address is inside one of this host's NICs' subnets, the first
+ * @max distinct addresses of them. Returns how many of @remote's NICs were left out.
+ */
+int rn_doctor_pair_scope(const struct rn_doctor *d, const struct rn_dw_inv *remote, int max,
+			 unsigned char *in);
+/*
+ * Every local NIC against every @remote NIC, all checks in flight at once. @scope (NULL:
+ * every NIC) from rn_doctor_pair_scope: a NIC outside it gets the route check alone,
+ * and the neighbour check too only where that route goes through a gateway (ours).
+ */
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			   struct rn_dw_checks *out, double *ms);
+			   const unsigned char *scope, struct rn_dw_checks *out, double *ms);
 /* 1 when @p's checks found something to fix. */
 int rn_doctor_pair_problem(const struct rn_dw_pair *p);
 /*
@@ -387,13 +440,16 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,
 			 int timeout_ms, int *io_err);
 /* doctor_wire.c: the pair transport over a connected socket; each message whole within
- * @budget_ms (0: the socket's own timeouts bound each read). */
+ * @budget_ms and by @end_ms, the session's deadline (0: none). */
 struct rn_dw_io {
 	struct rn_pair_io io;       /* first: the engine's view */
 	int fd;
 	double budget_ms;
+	double end_ms;
 };
-void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms);
+void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms);
+/* The deadline of @t's next message: now + budget, at most the session's end. */
+double rn_dw_io_deadline(const struct rn_dw_io *t);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);

@@ -83,7 +83,7 @@ static int arp_open(struct arp_q *q)
 }
 
 int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			 struct rn_dw_checks *c)
+			 const unsigned char *scope, struct rn_dw_checks *c)
 {
 	struct arp_q *q = calloc((size_t)c->npairs + 1, sizeof(*q));
 	double deadline;
@@ -97,7 +97,7 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 		const struct rn_dw_nic *r = &remote->nics[p->remote];
 
 		if (nic->ip.family != AF_INET || r->ip.family != AF_INET || !nic->link_up ||
-		    !r->link_up || p->status == 2)
+		    !r->link_up || p->status == 2 || (scope && !scope[p->remote]))
 			continue;
 		q[n].pair = i;
 		q[n].ifindex = nic->ifindex;

@@ -379,7 +379,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 		rn_sweep_pair_free(p);
 		return NULL;
 	}
-	rn_doctor_pair_checks(d, rb, ours, &ms);
+	rn_doctor_pair_checks(d, rb, NULL, ours, &ms);
 	rn_put_be32(go, 1);
 	if (send_by(go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
 	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
@@ -388,7 +388,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 			 x->names[b], round + 1, x->pair_timeout_s);
 		goto out;
 	}
-	rn_doctor_arp_unique(d, rb, ours);
+	rn_doctor_arp_unique(d, rb, NULL, ours);
 	merge_checks(p, ours->pairs, ours->npairs, 0);
 	{
 		/* b's checks in the peer protocol's encoding: findings whole, never pointers */
@@ -442,8 +442,8 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 		free(ours);
 		return;
 	}
-	rn_doctor_pair_checks(d, ra, ours, &ms);
-	rn_doctor_arp_unique(d, ra, ours);
+	rn_doctor_pair_checks(d, ra, NULL, ours, &ms);
+	rn_doctor_arp_unique(d, ra, NULL, ours);
 	/* the peer protocol's encoding: the findings' texts travel whole */
 	if (rn_dw_encode_checks(ours, &enc, &elen) ||
 	    send_by(enc, (int)elen, a, tag_of(round, STEP_CHECKS), deadline)) {

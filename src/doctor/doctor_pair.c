@@ -91,8 +91,73 @@ out:
 	rn_vars_free(&v);
 }
 
+/* @a and @b share their first @plen bits (same family). */
+static int same_prefix(const struct rn_ip *a, const struct rn_ip *b, int plen)
+{
+	const uint8_t *x = a->family == AF_INET ? (const uint8_t *)&a->v4 : a->v6.s6_addr;
+	const uint8_t *y = b->family == AF_INET ? (const uint8_t *)&b->v4 : b->v6.s6_addr;
+	int full = plen / 8, rest = plen % 8;
+
+	if (memcmp(x, y, (size_t)full))
+		return 0;
+	return !rest || !((x[full] ^ y[full]) & (0xff00 >> rest));
+}
+
+int rn_doctor_pair_scope(const struct rn_doctor *d, const struct rn_dw_inv *remote, int max,
+			 unsigned char *in)
+{
+	int i, j, k, taken = 0, out = 0;
+
+	memset(in, 0, RN_DOCTOR_MAX_NICS);
+	for (j = 0; j < remote->nnics; j++) {
+		const struct rn_ip *ip = &remote->nics[j].ip;
+		int ours = 0, seen = 0;
+
+		for (i = 0; i < d->nnics && !ours; i++) {
+			const struct rn_nic *nic = &d->nics[i].nic;
+
+			ours = nic->ip.family && nic->ip.family == ip->family &&
+			       nic->prefixlen <= (ip->family == AF_INET ? 32 : 128) &&
+			       same_prefix(&nic->ip, ip, nic->prefixlen);
+		}
+		/* an address named twice costs one: its neighbour entry is the same */
+		for (k = 0; k < j && !seen; k++)
+			seen = in[k] && rn_ip_equal(&remote->nics[k].ip, ip);
+		if (ours && (seen || taken < max)) {
+			in[j] = 1;
+			taken += !seen;
+		} else {
+			out++;
+		}
+	}
+	return out;
+}
+
+/*
+ * The route from @nic to a NIC outside the scope: a refusal is a finding (1), and 0
+ * when its next hop is a gateway of ours, whose neighbour entry may be checked; 2 when
+ * the next hop would be the address itself (nothing more is done for it).
+ */
+static int route_only(const struct rn_nic *nic, const struct rn_peer_facts *pf,
+		      struct rn_dw_pair *p)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_ip nh;
+	int nh_is_peer = 0, ret;
+
+	rn_conn_vars(nic, pf, &v);
+	ret = rn_conn_route(nic, pf, &v, &nh, &nh_is_peer, &p->findings[p->nfindings]);
+	rn_vars_free(&v);
+	if (ret == 1) {
+		p->nfindings++;
+		p->status = 1;
+		return 1;
+	}
+	return ret == 0 && !nh_is_peer ? 0 : 2;
+}
+
 void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			   struct rn_dw_checks *out, double *ms)
+			   const unsigned char *scope, struct rn_dw_checks *out, double *ms)
 {
 	struct rn_conn_check *chk[RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS] = { 0 };
 	double t0 = rn_doctor_now_ms();
@@ -120,7 +185,8 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 				rn_vars_free(&v);
 				p->status = 1;
 			} else if (nic->ip.family && pf.ip.family == nic->ip.family &&
-				   remote->nics[j].link_up) {
+				   remote->nics[j].link_up &&
+				   (!scope || scope[j] || !route_only(nic, &pf, p))) {
 				ret = rn_conn_check_start(nic, &pf, d->cfg.neigh_timeout_ms,
 							  &chk[out->npairs]);
 				if (!ret)

@@ -441,18 +441,6 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 
 /* ---- the RDMA probe, client side ------------------------------------------------------ */
 
-static int recv_type(int fd, uint16_t type, struct rn_dw_msg *m, char *why, size_t len)
-{
-	int ret = rn_dw_recv(fd, m, why, len);
-
-	if (!ret && m->type != type) {
-		snprintf(why, len, "unexpected message type %u (wanted %u)", m->type, type);
-		rn_dw_msg_free(m);
-		ret = -EBADMSG;
-	}
-	return ret;
-}
-
 /*
  * Every probe to one remote NIC (or from one local NIC) timed out while the others
  * passed and the live route and neighbours look right: the packets die at that NIC,
@@ -514,16 +502,155 @@ static int remote_rdma(const struct rn_dw_nic *n)
 
 /* ---- peer ------------------------------------------------------------------------------ */
 
+/*
+ * The run's clock: one absolute deadline for the whole run (--timeout, or
+ * RN_DOCTOR_PEER_RUN_S), and one per message inside it. No read or write restarts
+ * either: a server that trickles a byte now and then gets as long as a silent one.
+ */
+struct run {
+	double end;
+	double msg_ms;
+	int timeout_s;              /* --timeout, 0: none given */
+	double queued_ms;           /* time spent in the server's queue */
+};
+
+static double msg_by(const struct run *r)
+{
+	return RN_MIN(rn_doctor_now_ms() + r->msg_ms, r->end);
+}
+
+/* "--timeout (2 s)", or the default's "600 s limit (--timeout to change it)" */
+static const char *run_limit(const struct run *r, char *buf, size_t len)
+{
+	if (r->timeout_s)
+		snprintf(buf, len, "--timeout (%d s)", r->timeout_s);
+	else
+		snprintf(buf, len, "%d s limit (--timeout to change it)", RN_DOCTOR_PEER_RUN_S);
+	return buf;
+}
+
+/*
+ * A deadline that came from the run rather than from the message says so, and what the
+ * server's queue took of it.
+ */
+static int timed_out(const struct run *r, double by, const char *what, char *why, size_t len)
+{
+	char t[96], lim[64], q[96] = "";
+
+	snprintf(t, sizeof(t), "%s", why);
+	if (r->queued_ms >= 1000)
+		snprintf(q, sizeof(q), ", %.1f s of it in the server's queue (try again later)",
+			 r->queued_ms / 1000);
+	if (by >= r->end)
+		snprintf(why, len, "the run's %s ran out waiting for %s (%s)%s",
+			 run_limit(r, lim, sizeof(lim)), what, t, q);
+	else
+		snprintf(why, len, "no answer in %.0f s waiting for %s (%s)", r->msg_ms / 1000,
+			 what, t);
+	return -ETIMEDOUT;
+}
+
+/* The next message, which must be @type, by its deadline. */
+static int recv_type(int fd, const struct run *r, uint16_t type, const char *what,
+		     struct rn_dw_msg *m, char *why, size_t len)
+{
+	double by = msg_by(r);
+	int ret = rn_dw_recv_by(fd, m, by, why, len);
+
+	if (ret == -ETIMEDOUT)
+		return timed_out(r, by, what, why, len);
+	if (!ret && m->type != type) {
+		snprintf(why, len, "unexpected message type %u (wanted %s)", m->type, what);
+		rn_dw_msg_free(m);
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
+/* Busy is not dead: said as such, with how many were ahead and what a session takes there. */
+static int busy(const struct run *r, int told, int ahead, double per_ms, char *why, size_t len)
+{
+	char lim[64], each[64] = "";
+
+	if (per_ms > 0)
+		snprintf(each, sizeof(each), ", a session there takes about %.1f s", per_ms / 1000);
+	if (told)
+		snprintf(why, len, "server busy: %d client%s ahead, it takes no more now%s (try "
+			 "again later)", ahead, ahead == 1 ? "" : "s", each);
+	else
+		snprintf(why, len, "server busy: %d client%s ahead%s; the run's %s does not "
+			 "wait for them (try again later, or with a longer --timeout)", ahead,
+			 ahead == 1 ? "" : "s", each, run_limit(r, lim, sizeof(lim)));
+	return -EBUSY;
+}
+
+/*
+ * The server's inventory. While a session with another client runs there, the server
+ * says how many are ahead and how long a session takes there (WAIT, each time that
+ * changes): the wait is then bounded by the run's deadline less the time our own
+ * session needs (half as much again as theirs), and ends at once when the sessions
+ * ahead would not leave that. 0, -EBUSY (@why says so) or -errno.
+ */
+#define OWN_SESSION 1.5
+
+static int recv_inv(int fd, struct run *r, struct rn_dw_msg *m, char *why, size_t len)
+{
+	int queued = 0, ahead = 0, ret;
+	double per = 0, t0 = rn_doctor_now_ms();
+
+	for (;;) {
+		double by = queued ? r->end - OWN_SESSION * per : msg_by(r);
+		uint16_t type;
+
+		ret = rn_dw_recv_by(fd, m, by, why, len);
+		if (queued)
+			r->queued_ms = rn_doctor_now_ms() - t0;
+		if (ret == -ETIMEDOUT && queued)
+			return busy(r, 0, ahead, per, why, len);
+		if (ret == -ETIMEDOUT)
+			return timed_out(r, by, "the server's inventory", why, len);
+		if (ret)
+			return ret;
+		if (m->type == RN_DW_INV)
+			return 0;
+		if (m->type != RN_DW_WAIT && m->type != RN_DW_BUSY) {
+			snprintf(why, len, "unexpected message type %u (wanted the inventory)",
+				 m->type);
+			rn_dw_msg_free(m);
+			return -EBADMSG;
+		}
+		type = m->type;
+		ret = rn_dw_get_wait(m, &ahead, &per);
+		rn_dw_msg_free(m);
+		if (ret) {
+			snprintf(why, len, "malformed WAIT or BUSY message");
+			return ret;
+		}
+		if (type == RN_DW_BUSY)
+			return busy(r, 1, ahead, per, why, len);
+		if (!queued)
+			t0 = rn_doctor_now_ms();
+		queued = 1;
+		if (per > 0 && (ahead + OWN_SESSION) * per > r->end - rn_doctor_now_ms())
+			return busy(r, 0, ahead, per, why, len);
+	}
+}
+
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
 	struct rn_dw_io io;
 	struct rn_dw_msg m;
+	struct run r = { 0 };
 	char why[RN_DW_WHY_MAX];
 	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
-	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0;
-	int tmo = d->timeout_s > 0 ? d->timeout_s : RN_DOCTOR_IO_TIMEOUT_S;
+	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0, cut = 0;
 
+	r.timeout_s = d->timeout_s > 0 ? d->timeout_s : 0;
+	r.end = rn_doctor_now_ms() + (r.timeout_s ? r.timeout_s : RN_DOCTOR_PEER_RUN_S) * 1000.0;
+	/* one message: the server's pair checks (its neighbour timeout) or one probe answer */
+	r.msg_ms = RN_DOCTOR_IO_TIMEOUT_S * 1000.0 + d->cfg.neigh_timeout_ms +
+		   RN_DOCTOR_PROBE_TIMEOUT_MS;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return rn_doctor_err(d, "out of memory");
@@ -540,17 +667,18 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	}
 	rn_dw_inv_from_doctor(d, &s->local);
-	ret = rn_dw_connect(argv[0], d->port, tmo, &fd, why, sizeof(why));
+	s->local.caps = RN_DW_CAP_WAIT;
+	ret = rn_dw_connect(argv[0], d->port,
+			    RN_MIN(rn_doctor_now_ms() + RN_DOCTOR_IO_TIMEOUT_S * 1000.0, r.end), &fd,
+			    why, sizeof(why));
 	if (ret) {
 		rn_doctor_err(d, "%s", why);
 		goto out;
 	}
-	/* Room for the server's pair checks (its neighbour timeout) and a probe. */
-	rn_dw_set_timeout(fd, tmo + d->cfg.neigh_timeout_ms / 1000 + RN_DOCTOR_PROBE_TIMEOUT_MS / 1000 + 2);
-	rn_dw_io_init(&io, fd, 0);
-	ret = rn_dw_send_inv(fd, &s->local);
+	rn_dw_io_init(&io, fd, r.msg_ms, r.end);
+	ret = rn_dw_send_inv(fd, &s->local, msg_by(&r));
 	if (!ret)
-		ret = recv_type(fd, RN_DW_INV, &m, why, sizeof(why));
+		ret = recv_inv(fd, &r, &m, why, sizeof(why));
 	else
 		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
 	if (!ret) {
@@ -558,16 +686,19 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_dw_msg_free(&m);
 	}
 	if (ret) {
+		if (ret == -EBUSY)
+			d->err_kind = "busy";
 		rn_doctor_err(d, "%s: %s%s", argv[0], why,
 			      ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
 		goto out;
 	}
-	rn_doctor_pair_checks(d, &s->remote, &s->ours, &s->check_ms);
-	ret = rn_dw_send_checks(fd, &s->ours);
+	rn_doctor_pair_checks(d, &s->remote, NULL, &s->ours, &s->check_ms);
+	ret = rn_dw_send_checks(fd, &s->ours, msg_by(&r));
 	if (ret)
 		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
 	else
-		ret = recv_type(fd, RN_DW_CHECKS, &m, why, sizeof(why));
+		ret = recv_type(fd, &r, RN_DW_CHECKS, "the server's pair checks", &m, why,
+				sizeof(why));
 	if (!ret) {
 		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
 		rn_dw_msg_free(&m);
@@ -576,7 +707,7 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_doctor_err(d, "%s: %s", argv[0], why);
 		goto out;
 	}
-	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, &s->ours);
+	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, NULL, &s->ours);
 	if (s->arp_probed == -EPERM)
 		skip(s, "arp-probe", "needs CAP_NET_RAW (run as root): who answers ARP for "
 		     "each address (ARP flux) was not asked");
@@ -584,6 +715,8 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		skip(s, "arp-probe", "%s", strerror(-s->arp_probed));
 	for (i = 0; i < d->nnics && !d->no_rdma; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
+			double left;
+
 			if (s->local.nics[i].ip.family != s->remote.nics[j].ip.family)
 				continue;
 			pairs++;
@@ -593,10 +726,19 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 			if (!remote_rdma(&s->remote.nics[j]))
 				continue;
 			remote_any = 1;
+			/* a probe needs its messages' time too: a second at least */
+			left = r.end - rn_doctor_now_ms() - 1000;
+			if (left <= 0 || cut) {
+				cut++;
+				continue;
+			}
 			ret = rn_pair_probe(d, &io.io, &s->remote, i, j,
-					    RN_DOCTOR_PROBE_TIMEOUT_MS, &s->probes[i][j], why,
-					    sizeof(why));
+					    (int)RN_MIN(RN_DOCTOR_PROBE_TIMEOUT_MS, left),
+					    &s->probes[i][j], why, sizeof(why));
 			if (ret) {
+				if (ret == -ETIMEDOUT)
+					timed_out(&r, rn_doctor_now_ms(), "the probe's answer", why,
+						  sizeof(why));
 				rn_doctor_err(d, "%s: RDMA probe: %s", argv[0], why);
 				goto out;
 			}
@@ -605,15 +747,22 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	}
 	for (j = 0; j < s->remote.nnics; j++)
 		remote_any |= remote_rdma(&s->remote.nics[j]);
-	if (d->no_rdma)
+	if (d->no_rdma) {
 		skip(s, "rdma-probe", "--no-rdma: the RC ping over each pair was not sent");
-	else if (!probed)
+	} else if (cut) {
+		char lim[64];
+
+		skip(s, "rdma-probe", "the run's %s came after %d of %d probes: %d pair%s not "
+		     "pinged", run_limit(&r, lim, sizeof(lim)), probed, probed + cut, cut,
+		     cut == 1 ? "" : "s");
+	} else if (!probed) {
 		skip(s, "rdma-probe", "no RDMA device on %s: the RC ping was not sent",
 		     !local_rdma ? "this host" : !remote_any ? s->remote.host : "both ends of any pair");
-	else if (probed < pairs)
+	} else if (probed < pairs) {
 		skip(s, "rdma-probe", "%d of %d pairs have no RDMA port at one end: not pinged",
 		     pairs - probed, pairs);
-	rn_dw_send(fd, RN_DW_DONE, NULL, 0);
+	}
+	rn_dw_send(fd, RN_DW_DONE, NULL, 0, RN_MIN(rn_doctor_now_ms() + 1000, r.end));
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {

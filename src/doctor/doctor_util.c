@@ -56,13 +56,14 @@ int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...)
 
 void rn_doctor_slog(const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
-	fprintf(stderr, "roce-doctor serve: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* one write: serve logs from two threads, and a line is never mixed with another */
+	fprintf(stderr, "roce-doctor serve: %s\n", msg);
 }
 
 int rn_doctor_set_netdevs(struct rn_doctor *d, const char *list)

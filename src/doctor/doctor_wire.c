@@ -8,8 +8,10 @@
  * must have none.
  *
  * Header (16 B): be32 magic "RNDR", be16 version, be16 type, be32 payload length,
- *                be32 zero.
- * INV:    host[64], be16 nnics, be16 0, then per NIC:
+ *                be32 zero. The length is checked against the type's limit
+ *                (rn_dw_type_max) before any byte of the payload is taken.
+ * INV:    host[64], be16 nnics, be16 caps (bit 0: the sender reads WAIT and BUSY;
+ *         ignored by receivers before it), then per NIC:
  *         netdev[16] ibdev[64] be16 port, u8 family (4|6|0), u8 prefixlen, ip[16],
  *         mac[6], u8 link_up, u8 verdict, gid[16], be32 gid_index (signed),
  *         be32 mtu, be32 active_mtu (bytes), be16 nfindings, be16 0,
@@ -27,6 +29,9 @@
  * PROBE_RESULT: be32 errno (0: the ping arrived), then the reason (the rest of the
  *         payload, < RN_DW_WHY_MAX bytes, no NUL)
  * DONE: empty
+ * WAIT, BUSY (server, only to a client whose caps have bit 0): be16 sessions ahead,
+ *         be16 0, be32 how long a session there takes (ms, 0 unknown). WAIT: queued,
+ *         the inventory comes when its turn does; BUSY: not taken, the server closes.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -210,9 +215,9 @@ void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f)
 	f->sev = (enum rn_severity)(s <= RN_SEV_FATAL ? s : RN_SEV_FATAL);
 }
 
-static int send_buf(int fd, uint16_t type, struct rn_wbuf *b)
+static int send_buf(int fd, uint16_t type, struct rn_wbuf *b, double deadline_ms)
 {
-	int ret = b->err ? b->err : rn_dw_send(fd, type, b->p, b->len);
+	int ret = b->err ? b->err : rn_dw_send(fd, type, b->p, b->len, deadline_ms);
 
 	free(b->p);
 	return ret;
@@ -225,7 +230,7 @@ static void put_inv(struct rn_wbuf *bp, const struct rn_dw_inv *inv)
 
 	rn_wb_field(&b, inv->host, sizeof(inv->host));
 	rn_wb_u16(&b, (unsigned int)inv->nnics);
-	rn_wb_u16(&b, 0);
+	rn_wb_u16(&b, inv->caps);
 	for (i = 0; i < inv->nnics; i++) {
 		const struct rn_dw_nic *n = &inv->nics[i];
 
@@ -250,12 +255,12 @@ static void put_inv(struct rn_wbuf *bp, const struct rn_dw_inv *inv)
 	*bp = b;
 }
 
-int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv)
+int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv, double deadline_ms)
 {
 	struct rn_wbuf b = { 0 };
 
 	put_inv(&b, inv);
-	return send_buf(fd, RN_DW_INV, &b);
+	return send_buf(fd, RN_DW_INV, &b, deadline_ms);
 }
 
 int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len)
@@ -288,7 +293,7 @@ int rn_dw_decode_inv(const struct rn_dw_msg *m, struct rn_dw_inv *inv, char *why
 		return bad(why, len, "expected an inventory");
 	rn_rb_field(&b, inv->host, sizeof(inv->host));
 	inv->nnics = (int)rn_rb_u16(&b);
-	rn_rb_u16(&b);
+	inv->caps = rn_rb_u16(&b);
 	if (inv->nnics > RN_DOCTOR_MAX_NICS)
 		return bad(why, len, "too many NICs");
 	for (i = 0; i < inv->nnics && !b.err; i++) {
@@ -357,12 +362,12 @@ static void put_checks(struct rn_wbuf *bp, const struct rn_dw_checks *c)
 	*bp = b;
 }
 
-int rn_dw_send_checks(int fd, const struct rn_dw_checks *c)
+int rn_dw_send_checks(int fd, const struct rn_dw_checks *c, double deadline_ms)
 {
 	struct rn_wbuf b = { 0 };
 
 	put_checks(&b, c);
-	return send_buf(fd, RN_DW_CHECKS, &b);
+	return send_buf(fd, RN_DW_CHECKS, &b, deadline_ms);
 }
 
 int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len)
@@ -416,20 +421,74 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 
 /* ---- framing and sockets ------------------------------------------------------------ */
 
-static int write_all(int fd, const void *buf, size_t len)
+size_t rn_dw_type_max(unsigned int type)
 {
-	const uint8_t *p = buf;
+	switch (type) {
+	case RN_DW_INV: return RN_DW_INV_MAX;
+	case RN_DW_CHECKS: return RN_DW_CHECKS_MAX;
+	case RN_DW_PROBE_REQ: return 4;
+	case RN_DW_PROBE_HANDLE: return 4 + RN_HANDLE_SIZE;
+	case RN_DW_PROBE_RESULT: return 4 + RN_DW_WHY_MAX - 1;
+	case RN_DW_DONE: return 0;
+	case RN_DW_WAIT:
+	case RN_DW_BUSY: return RN_DW_WAIT_LEN;
+	}
+	return 0;
+}
 
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+/* Wait for @ev on @fd until @deadline_ms: 1 ready, 0 the deadline passed, -errno. */
+static int wait_fd(int fd, short ev, double deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = ev };
+		double left = deadline_ms - rn_doctor_now_ms();
+		int r;
 
-		if (n < 0) {
+		if (left <= 0)
+			return 0;
+		r = poll(&pfd, 1, (int)left + 1);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * @iov whole. Deadline 0: blocking sends (the socket's timeout bounds each); RN_DW_NOW:
+ * never waits; else every send is non-blocking and the wait between them ends at the
+ * deadline, so a peer that reads a byte now and then cannot stretch it.
+ */
+static int write_iov(int fd, struct iovec *iov, int n, double deadline_ms)
+{
+	int flags = MSG_NOSIGNAL | (deadline_ms ? MSG_DONTWAIT : 0);
+
+	while (n) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t k = sendmsg(fd, &mh, flags);
+		int r;
+
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -errno;
+			if (!deadline_ms || deadline_ms == RN_DW_NOW)
+				return -ETIMEDOUT;
+			r = wait_fd(fd, POLLOUT, deadline_ms);
+			if (r <= 0)
+				return r ? r : -ETIMEDOUT;
+			continue;
 		}
-		p += n;
-		len -= (size_t)n;
+		while (n && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
 	}
 	return 0;
 }
@@ -456,12 +515,13 @@ static int read_all(int fd, void *buf, size_t len, size_t *got)
 	return 0;
 }
 
-int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
+int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len, double deadline_ms)
 {
+	uint8_t hdr[RN_DW_HDR_LEN];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)payload, len } };
 	struct rn_wbuf h = { 0 };
-	int ret;
 
-	if (len > RN_DW_MAX_PAYLOAD)
+	if (len > rn_dw_type_max(type))
 		return -EMSGSIZE;
 	rn_wb_u32(&h, RN_DW_MAGIC);
 	rn_wb_u16(&h, RN_DW_VERSION);
@@ -470,15 +530,17 @@ int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len)
 	rn_wb_u32(&h, 0);
 	if (h.err)
 		return h.err;
-	ret = write_all(fd, h.p, h.len);
+	memcpy(hdr, h.p, sizeof(hdr));
 	free(h.p);
-	if (!ret && len)
-		ret = write_all(fd, payload, len);
-	return ret;
+	/* one sendmsg for both: a small message leaves whole or not at all (RN_DW_NOW) */
+	return write_iov(fd, iov, len ? 2 : 1, deadline_ms);
 }
 
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
 {
+	static const char *const names[] = { "", "an inventory", "pair checks", "a probe request",
+					     "a probe handle", "a probe result", "DONE", "WAIT",
+					     "BUSY" };
 	struct rn_rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
 	uint32_t magic, len;
 	unsigned int version, type;
@@ -497,13 +559,14 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 			 version, RN_DW_VERSION_MIN, RN_DW_VERSION);
 		return -EPROTO;
 	}
-	if (type < RN_DW_INV || type > RN_DW_DONE || rn_rb_u32(&b)) {
+	if (type < RN_DW_INV || type > RN_DW_BUSY || rn_rb_u32(&b)) {
 		snprintf(why, why_len, "unknown message type %u", type);
 		return -EBADMSG;
 	}
-	if (len > RN_DW_MAX_PAYLOAD) {
-		snprintf(why, why_len, "message of %u bytes exceeds the maximum %u", len,
-			 RN_DW_MAX_PAYLOAD);
+	/* before a byte is allocated: a header alone cannot make a receiver hold 16 MiB */
+	if (len > rn_dw_type_max(type)) {
+		snprintf(why, why_len, "%s of %u bytes exceeds its limit of %zu bytes",
+			 names[type], len, rn_dw_type_max(type));
 		return -EMSGSIZE;
 	}
 	m->type = (uint16_t)type;
@@ -578,9 +641,13 @@ static int reader_advance(struct rn_dw_reader *r, size_t n, char *why, size_t le
 	r->got += n;
 	if (r->got == RN_DW_HDR_LEN && !r->m.payload) {
 		ret = rn_dw_decode_hdr(r->hdr, &r->m, why, len);
-		if (ret)
+		if (!ret && r->admit)
+			ret = r->admit(r, &r->m, why, len);
+		if (ret) {
+			r->m.len = 0; /* nothing was taken: rn_dw_reader_free has nothing to free */
 			return ret;
-		/* the payload's room is taken only once a valid header promised it */
+		}
+		/* the payload's room is taken only once a valid, admitted header promised it */
 		r->m.payload = malloc(r->m.len ? r->m.len : 1);
 		if (!r->m.payload) {
 			snprintf(why, len, "out of memory");
@@ -667,21 +734,17 @@ int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, si
 	rn_dw_reader_init(&r);
 	memset(m, 0, sizeof(*m));
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		double left;
-
 		ret = rn_dw_read_some(fd, &r, m, why, len);
 		if (ret != -EAGAIN)
 			break;
-		left = deadline_ms - rn_doctor_now_ms();
-		if (left <= 0) {
+		ret = wait_fd(fd, POLLIN, deadline_ms);
+		if (!ret) {
 			snprintf(why, len, "no whole message in time (%zu bytes came)", r.got);
 			ret = -ETIMEDOUT;
 			break;
 		}
-		if (poll(&pfd, 1, (int)left + 1) < 0 && errno != EINTR) {
-			ret = -errno;
-			snprintf(why, len, "poll: %s", strerror(errno));
+		if (ret < 0) {
+			snprintf(why, len, "poll: %s", strerror(-ret));
 			break;
 		}
 	}
@@ -696,6 +759,22 @@ void rn_dw_msg_free(struct rn_dw_msg *m)
 	m->len = 0;
 }
 
+void rn_dw_put_wait(uint8_t *p, int ahead, double session_ms)
+{
+	rn_put_be16(p, (uint16_t)RN_MIN(RN_MAX(ahead, 0), 65535));
+	rn_put_be16(p + 2, 0);
+	rn_put_be32(p + 4, (uint32_t)RN_MIN(RN_MAX(session_ms, 0), 4e9));
+}
+
+int rn_dw_get_wait(const struct rn_dw_msg *m, int *ahead, double *session_ms)
+{
+	if ((m->type != RN_DW_WAIT && m->type != RN_DW_BUSY) || m->len != RN_DW_WAIT_LEN)
+		return -EBADMSG;
+	*ahead = rn_get_be16(m->payload);
+	*session_ms = rn_get_be32(m->payload + 4);
+	return 0;
+}
+
 int rn_dw_set_timeout(int fd, int secs)
 {
 	struct timeval tv = { .tv_sec = secs };
@@ -706,7 +785,8 @@ int rn_dw_set_timeout(int fd, int secs)
 	return 0;
 }
 
-int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why, size_t len)
+int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why,
+		  size_t len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
 	char ps[16];
@@ -719,9 +799,8 @@ int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why,
 		return -EINVAL;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
-		struct pollfd pfd;
 		socklen_t sl = sizeof(int);
-		int err = 0;
+		int err = 0, r;
 
 		s = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (s < 0) {
@@ -732,19 +811,13 @@ int rn_dw_connect(const char *host, int port, int timeout_s, int *fd, char *why,
 			ret = -errno;
 			goto next;
 		}
-		pfd.fd = s;
-		pfd.events = POLLOUT;
-		if (poll(&pfd, 1, timeout_s * 1000) != 1) {
-			ret = -ETIMEDOUT;
+		r = wait_fd(s, POLLOUT, deadline_ms);
+		if (r <= 0) {
+			ret = r ? r : -ETIMEDOUT;
 			goto next;
 		}
 		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
 			ret = -(err ? err : errno);
-			goto next;
-		}
-		/* Blocking from here on, every read and write bounded by the timeout. */
-		if (fcntl(s, F_SETFL, 0) || rn_dw_set_timeout(s, timeout_s)) {
-			ret = -errno;
 			goto next;
 		}
 		freeaddrinfo(res);
@@ -760,31 +833,21 @@ next:
 	return ret;
 }
 
-int rn_dw_listen(int port, int *fd)
+static int listen_on(int family, const struct sockaddr *sa, socklen_t sl, int v6only, int *fd)
 {
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
-	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int one = 1, zero = 0, s, ret;
+	int one = 1, s, ret;
 
-	/*
-	 * The kernel's largest accept queue: a flood that arrives while a session runs
-	 * must not make the kernel drop a real client's SYN (a retransmit costs it 1-3 s).
-	 * Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
-	s = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s >= 0) {
-		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (!bind(s, (struct sockaddr *)&a6, sizeof(a6)) && !listen(s, SOMAXCONN)) {
-			*fd = s;
-			return 0;
-		}
-		close(s);
-	}
-	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
 	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s, (struct sockaddr *)&a4, sizeof(a4)) || listen(s, SOMAXCONN)) {
+	if (family == AF_INET6)
+		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
+	/*
+	 * The kernel's largest accept queue: a flood that arrives while a session runs
+	 * must not make the kernel drop a real client's SYN (a retransmit costs it 1-3 s).
+	 */
+	if (bind(s, sa, sl) || listen(s, SOMAXCONN)) {
 		ret = -errno;
 		close(s);
 		return ret;
@@ -793,11 +856,44 @@ int rn_dw_listen(int port, int *fd)
 	return 0;
 }
 
+int rn_dw_listen(const char *addr, int port, int *fd)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_PASSIVE }, *res;
+	char ps[16];
+	int ret;
+
+	if (addr) {
+		/* that address alone, its family alone (IPv6 without the mapped IPv4 ones) */
+		snprintf(ps, sizeof(ps), "%d", port);
+		if (getaddrinfo(addr, ps, &hints, &res))
+			return -EINVAL;
+		ret = listen_on(res->ai_family, res->ai_addr, res->ai_addrlen, 1, fd);
+		freeaddrinfo(res);
+		return ret;
+	}
+	/* Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
+	if (!listen_on(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 0, fd))
+		return 0;
+	return listen_on(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0, fd);
+}
+
 /* ---- the pair engine's transport over one connection (rn_pair_io) ------------------- */
+
+double rn_dw_io_deadline(const struct rn_dw_io *t)
+{
+	double by = rn_doctor_now_ms() + t->budget_ms;
+
+	return t->end_ms > 0 ? RN_MIN(by, t->end_ms) : by;
+}
 
 static int io_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
 {
-	return rn_dw_send(((struct rn_dw_io *)io)->fd, type, buf, len);
+	struct rn_dw_io *t = (struct rn_dw_io *)io;
+
+	return rn_dw_send(t->fd, type, buf, len, rn_dw_io_deadline(t));
 }
 
 static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
@@ -805,15 +901,14 @@ static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, ch
 {
 	struct rn_dw_io *t = (struct rn_dw_io *)io;
 
-	if (t->budget_ms > 0)
-		return rn_dw_recv_by(t->fd, m, rn_doctor_now_ms() + t->budget_ms, why, len);
-	return rn_dw_recv(t->fd, m, why, len);
+	return rn_dw_recv_by(t->fd, m, rn_dw_io_deadline(t), why, len);
 }
 
-void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms)
+void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms)
 {
 	t->io.send = io_send;
 	t->io.recv = io_recv;
 	t->fd = fd;
 	t->budget_ms = budget_ms;
+	t->end_ms = end_ms;
 }

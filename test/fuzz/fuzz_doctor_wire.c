@@ -4,7 +4,7 @@
  * or a port scanner sends to `serve`, or a server sends to `peer`.
  * 1. The server's piecewise reader (fed in chunks whose size the first byte picks) and
  *    the client's blocking reader over a socketpair agree: the same first message or
- *    both an error; never a length beyond the maximum.
+ *    both an error; never a length beyond its type's limit (rn_dw_type_max).
  * 2. Whatever decodes (inventory, pair checks against a 4-NIC inventory) survives
  *    encode -> decode unchanged.
  * 3. An incomplete message misses a deadline that has passed at once, not later.
@@ -53,7 +53,7 @@ static void again(uint16_t type, const struct rn_dw_inv *inv, struct rn_dw_inv *
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		abort();
-	if (type == RN_DW_INV ? rn_dw_send_inv(sv[1], inv) : rn_dw_send_checks(sv[1], c))
+	if (type == RN_DW_INV ? rn_dw_send_inv(sv[1], inv, 0) : rn_dw_send_checks(sv[1], c, 0))
 		abort();
 	if (rn_dw_recv(sv[0], &m2, why, sizeof(why)))
 		abort();
@@ -168,7 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((ra == 0) != (rb == 0))
 		abort();
 	if (!ra) {
-		if (a.type != b.type || a.len != b.len || a.len > RN_DW_MAX_PAYLOAD ||
+		if (a.type != b.type || a.len != b.len || a.len > rn_dw_type_max(a.type) ||
 		    memcmp(a.payload, b.payload, a.len) || off != RN_DW_HDR_LEN + a.len)
 			abort();
 		/* 2 */

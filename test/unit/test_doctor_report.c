@@ -26,7 +26,7 @@
 
 /* doctor_arp.c, doctor_rdma.c and doctor_prom.c are not part of this report */
 int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			 struct rn_dw_checks *c)
+			 const unsigned char *scope, struct rn_dw_checks *c)
 {
 	return 0;
 }

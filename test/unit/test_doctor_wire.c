@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,7 +81,7 @@ static void inv_roundtrip(void **state)
 	char why[256];
 
 	sample_inv(&in);
-	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(m.type, RN_DW_INV);
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
@@ -125,7 +126,7 @@ static void checks_roundtrip(void **state)
 	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1");
 	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	rn_vars_free(&v);
-	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
+	assert_int_equal(rn_dw_send_checks(sp[0], in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), 0);
 	assert_int_equal(out->npairs, 2);
@@ -141,7 +142,7 @@ static void checks_roundtrip(void **state)
 
 	/* a pair naming a NIC the receiver does not have */
 	in->pairs[0].remote = 5;
-	assert_int_equal(rn_dw_send_checks(sp[0], in), 0);
+	assert_int_equal(rn_dw_send_checks(sp[0], in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_checks(&m, &a, &b, out, why, sizeof(why)), -EBADMSG);
 	rn_dw_msg_free(&m);
@@ -176,7 +177,7 @@ static void long_findings_and_unknown_cause(void **state)
 	sample_inv(&in);
 	assert_int_equal(rn_finding_set(&in.nics[0].findings[0], (enum rn_cause)999, RN_SEV_FATAL,
 					msg, fix), 0);
-	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
 	assert_string_equal(out.nics[0].findings[0].msg, msg);
@@ -196,7 +197,7 @@ static void long_findings_and_unknown_cause(void **state)
 						RN_SEV_WARN, huge, "ip link"), 0);
 		free(huge);
 	}
-	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
 	assert_non_null(strstr(out.nics[0].findings[0].msg, "over the peer protocol's limit"));
@@ -215,7 +216,7 @@ static void finding_text_bounds(void **state)
 	size_t off;
 
 	sample_inv(&in);
-	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	/* the first finding follows host (64), counts (4) and NIC 0's fixed part (140) */
 	off = 64 + 4 + 140;
@@ -335,7 +336,7 @@ static void inv_lengths(void **state)
 	char why[256];
 
 	sample_inv(&in);
-	assert_int_equal(rn_dw_send_inv(sp[0], &in), 0);
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	/* one byte less than the counts say, and one more */
 	m.len--;
@@ -375,8 +376,8 @@ static void piecewise_reader(void **state)
 	char why[256], c;
 	int i;
 
-	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req)), 0);
-	assert_int_equal(rn_dw_send(sp[1], RN_DW_DONE, NULL, 0), 0);
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req), 0), 0);
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_DONE, NULL, 0, 0), 0);
 	rn_dw_reader_init(&r);
 	/* nothing yet beyond what is there: whole, then the next one separately */
 	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), 0);
@@ -389,7 +390,7 @@ static void piecewise_reader(void **state)
 	rn_dw_msg_free(&m);
 	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), -EAGAIN);
 	/* a header a byte at a time */
-	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req)), 0);
+	assert_int_equal(rn_dw_send(sp[1], RN_DW_PROBE_REQ, req, sizeof(req), 0), 0);
 	for (i = 0; i < RN_DW_HDR_LEN + 3; i++) {
 		assert_int_equal(recv(sp[0], &c, 1, 0), 1);
 		assert_int_equal(rn_dw_reader_feed(&r, (uint8_t *)&c, 1, &(size_t){ 0 }, &m, why,
@@ -440,6 +441,140 @@ static void deadline_per_message(void **state)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* Each type's limit holds at the header, for the receiver and the sender alike. */
+static void type_limits(void **state)
+{
+	uint8_t hdr[RN_DW_HDR_LEN] = { 'R', 'N', 'D', 'R', 0, 3 };
+	static const struct { unsigned int type; uint32_t len; int ret; } cases[] = {
+		{ RN_DW_INV, RN_DW_INV_MAX, 0 },
+		{ RN_DW_INV, RN_DW_INV_MAX + 1, -EMSGSIZE },
+		{ RN_DW_INV, 16u << 20, -EMSGSIZE },
+		{ RN_DW_CHECKS, RN_DW_CHECKS_MAX + 1, -EMSGSIZE },
+		{ RN_DW_PROBE_REQ, 4, 0 },
+		{ RN_DW_PROBE_REQ, 5, -EMSGSIZE },
+		{ RN_DW_PROBE_HANDLE, 4 + RN_HANDLE_SIZE + 1, -EMSGSIZE },
+		{ RN_DW_PROBE_RESULT, 4 + RN_DW_WHY_MAX, -EMSGSIZE },
+		{ RN_DW_DONE, 1, -EMSGSIZE },
+		{ RN_DW_WAIT, RN_DW_WAIT_LEN, 0 },
+		{ RN_DW_BUSY, RN_DW_WAIT_LEN + 1, -EMSGSIZE },
+	};
+	struct rn_dw_msg m;
+	char why[256];
+	uint8_t *big;
+	size_t i;
+
+	for (i = 0; i < RN_ARRAY_SIZE(cases); i++) {
+		rn_put_be16(hdr + 6, (uint16_t)cases[i].type);
+		rn_put_be32(hdr + 8, cases[i].len);
+		assert_int_equal(rn_dw_decode_hdr(hdr, &m, why, sizeof(why)), cases[i].ret);
+	}
+	assert_non_null(strstr(why, "BUSY of 9 bytes exceeds its limit of 8 bytes"));
+	/* a sender over the limit sends nothing at all */
+	big = calloc(1, RN_DW_INV_MAX + 1);
+	assert_non_null(big);
+	assert_int_equal(rn_dw_send(sp[0], RN_DW_INV, big, RN_DW_INV_MAX + 1, 0), -EMSGSIZE);
+	assert_int_equal(rn_dw_send(sp[0], RN_DW_PROBE_REQ, big, 5, 0), -EMSGSIZE);
+	free(big);
+	assert_int_equal(recv(sp[1], why, 1, MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+}
+
+static int refused, admitted_len;
+
+static int admit_small(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why,
+		       size_t len)
+{
+	if (hdr->len > 100) {
+		refused++;
+		snprintf(why, len, "no room for %u", hdr->len);
+		return -ENOBUFS;
+	}
+	admitted_len = (int)hdr->len;
+	return 0;
+}
+
+/* The admit hook is asked after a valid header and before its payload is allocated. */
+static void admit_before_alloc(void **state)
+{
+	uint8_t hdr[RN_DW_HDR_LEN] = { 'R', 'N', 'D', 'R', 0, 3, 0, RN_DW_INV };
+	struct rn_dw_reader r;
+	struct rn_dw_msg m;
+	char why[256];
+	size_t used;
+
+	rn_dw_reader_init(&r);
+	r.admit = admit_small;
+	rn_put_be32(hdr + 8, 1000);
+	assert_int_equal(rn_dw_reader_feed(&r, hdr, sizeof(hdr), &used, &m, why, sizeof(why)),
+			 -ENOBUFS);
+	assert_int_equal(refused, 1);
+	assert_null(r.m.payload); /* nothing taken */
+	assert_string_equal(why, "no room for 1000");
+	rn_dw_reader_free(&r);
+	/* garbage never reaches the hook */
+	assert_int_equal(rn_dw_reader_feed(&r, (const uint8_t *)"GET / HTTP/1.0\r\n", 16, &used,
+					   &m, why, sizeof(why)), -EBADMSG);
+	assert_int_equal(refused, 1);
+	rn_dw_reader_free(&r);
+	rn_put_be32(hdr + 8, 3);
+	assert_int_equal(rn_dw_reader_feed(&r, hdr, sizeof(hdr), &used, &m, why, sizeof(why)),
+			 -EAGAIN);
+	assert_int_equal(admitted_len, 3);
+	assert_int_equal(rn_dw_reader_feed(&r, (const uint8_t *)"abc", 3, &used, &m, why,
+					   sizeof(why)), 0);
+	assert_int_equal(m.len, 3);
+	rn_dw_msg_free(&m);
+	rn_dw_reader_free(&r);
+}
+
+/* A receiver that does not read cannot hold a sender past its deadline. */
+static void send_deadline(void **state)
+{
+	uint8_t *p = calloc(1, RN_DW_CHECKS_MAX);
+	uint8_t w[RN_DW_WAIT_LEN] = { 0 };
+	int flags = fcntl(sp[0], F_GETFL);
+
+	assert_non_null(p);
+	assert_int_equal(fcntl(sp[0], F_SETFL, flags | O_NONBLOCK), 0);
+	/* 4 MiB into a socket buffer a fraction of that, nobody reading */
+	assert_int_equal(rn_dw_send(sp[0], RN_DW_CHECKS, p, RN_DW_CHECKS_MAX,
+				    rn_doctor_now_ms() + 100), -ETIMEDOUT);
+	/* now or never: the full socket takes not even a small message, and says so at once */
+	assert_int_equal(rn_dw_send(sp[0], RN_DW_WAIT, w, sizeof(w), RN_DW_NOW), -ETIMEDOUT);
+	free(p);
+}
+
+/* WAIT and BUSY carry the place and a session's length; the inventory its caps. */
+static void wait_and_caps(void **state)
+{
+	uint8_t w[RN_DW_WAIT_LEN];
+	struct rn_dw_msg m;
+	struct rn_dw_inv in = { 0 }, out = { 0 };
+	char why[256];
+	double ms;
+	int ahead;
+
+	rn_dw_put_wait(w, 7, 812.5);
+	assert_int_equal(rn_dw_send(sp[0], RN_DW_WAIT, w, sizeof(w), 0), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_dw_get_wait(&m, &ahead, &ms), 0);
+	assert_int_equal(ahead, 7);
+	assert_true(ms == 812);
+	m.type = RN_DW_DONE;
+	assert_int_equal(rn_dw_get_wait(&m, &ahead, &ms), -EBADMSG);
+	rn_dw_msg_free(&m);
+	sample_inv(&in);
+	in.caps = RN_DW_CAP_WAIT;
+	assert_int_equal(rn_dw_send_inv(sp[0], &in, rn_doctor_now_ms() + 1000), 0);
+	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
+	assert_int_equal(rn_get_be16(m.payload + 66), RN_DW_CAP_WAIT);
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	assert_int_equal(out.caps, RN_DW_CAP_WAIT);
+	rn_dw_msg_free(&m);
+	rn_dw_inv_clear(&in);
+	rn_dw_inv_clear(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +592,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(inv_lengths, setup, teardown),
 		cmocka_unit_test_setup_teardown(piecewise_reader, setup, teardown),
 		cmocka_unit_test_setup_teardown(deadline_per_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(type_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(admit_before_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(send_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(wait_and_caps, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
