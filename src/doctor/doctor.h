@@ -111,6 +111,44 @@ int rn_doctor_host_problems(const struct rn_doctor *d);
 int rn_doctor_script_fixes(enum rn_cause c);
 int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
 
+/* doctor_facts.c: what the hosts of a fleet must agree on (the sweep compares them) */
+#define RN_FACT_LEN 64
+struct rn_doctor_nic_facts {
+	char driver[RN_FACT_LEN];    /* the netdev's device/driver; "none": a virtual netdev */
+	char fw[RN_FACT_LEN];        /* /sys/class/infiniband/<ibdev>/fw_ver; "none": no RDMA */
+	struct rn_sysctls dev, eff;  /* conf/<netdev>, and combined with conf/all */
+};
+struct rn_doctor_facts {
+	char plugin[RN_FACT_LEN];    /* the version inside the plugin NCCL would load, or
+				      * "not found", "unknown" (a library without our tag) */
+	char plugin_path[256];       /* "" not found */
+	char kernel[RN_FACT_LEN];    /* uname -r */
+	char rdma_core[RN_FACT_LEN]; /* of the libibverbs this process runs, or "unknown" */
+	char nccl[RN_FACT_LEN];      /* libnccl.so.2's own version string, "not found", "unknown" */
+	char nccl_path[256];
+	struct rn_sysctls all;       /* conf/all */
+	int nnics;                   /* as the doctor's NICs, in their order */
+	struct rn_doctor_nic_facts nics[RN_DOCTOR_MAX_NICS];
+};
+/* This host's facts (after rn_doctor_gather, or without NICs when it failed). 0. */
+int rn_doctor_facts_read(const struct rn_doctor *d, struct rn_doctor_facts *f);
+/* One NIC's driver and firmware (@ibdev NULL: a netdev without an RDMA port). */
+void rn_doctor_facts_nic(const char *netdev, const char *ibdev, struct rn_doctor_nic_facts *n);
+/* In the byte codec (rn_codec.h); get: 0 or -EBADMSG (@f zeroed). */
+struct rn_wbuf;
+struct rn_rbuf;
+void rn_doctor_facts_put(struct rn_wbuf *b, const struct rn_doctor_facts *f);
+int rn_doctor_facts_get(struct rn_rbuf *b, struct rn_doctor_facts *f);
+/*
+ * @name's path as the dynamic loader finds it (a name with a '/' is a path): @first_dir
+ * (NULL: none), LD_LIBRARY_PATH, /etc/ld.so.cache, the system directories. 0 or -ENOENT.
+ */
+int rn_doctor_find_lib(const char *name, const char *first_dir, char *out, size_t len);
+/* The version that follows @tag (and starts with a digit) in @path's .rodata. 0, -ENOENT. */
+int rn_doctor_file_tag(const char *path, const char *tag, char *out, size_t len);
+/* "2.21.5" of ".../libnccl.so.2.21.5" for @stem "libnccl.so.", NULL when it has none. */
+const char *rn_doctor_lib_version(const char *file, const char *stem, char *out, size_t len);
+
 /* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
 /*
