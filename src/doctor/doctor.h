@@ -209,11 +209,13 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 enum rn_dw_type {
 	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */
 	RN_DW_CHECKS = 2,       /* the sender's pair checks */
-	RN_DW_PROBE_REQ = 3,    /* client: listen on your NIC j */
+	RN_DW_PROBE_REQ = 3,    /* client: listen on your NIC j (+ flags: RN_DW_PROBE_BW) */
 	RN_DW_PROBE_HANDLE = 4, /* server: the listen handle (or an error) */
 	RN_DW_PROBE_RESULT = 5, /* server: what its side of the probe saw */
 	RN_DW_DONE = 6,
 };
+/* PROBE_REQ's third byte: after the ping, receive the bandwidth stream (rn_bw_*). */
+#define RN_DW_PROBE_BW 0x01
 
 struct rn_dw_nic {
 	char netdev[16];
@@ -332,6 +334,47 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 /* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
 
+/*
+ * doctor_rdma.c: the bandwidth stream after a ping (the sweep's --min-gbps): RN_BW_BYTES one
+ * way in RN_BW_MSG messages, RN_BW_WINDOW in flight (NCCL's pattern), timed at the sender from
+ * its first isend to its last completion (an RC send completes when the receiver's NIC
+ * has acknowledged it). Past @cap_ms the sender sends the rest as empty messages, so
+ * both sides still finish the same count and a slow link costs seconds, not minutes.
+ */
+#define RN_BW_BYTES ((uint64_t)32 << 20)
+#define RN_BW_MSG ((size_t)256 << 10)
+#define RN_BW_WINDOW 8
+#define RN_BW_CAP_MS 2000
+struct rn_mr;
+struct rn_req;
+struct rn_bw_side {
+	int sender;
+	void *comm;                 /* rn_send_comm or rn_recv_comm */
+	struct rn_mr *mr;
+	char *buf;                  /* RN_BW_WINDOW slots of RN_BW_MSG */
+	struct rn_req *reqs[RN_BW_WINDOW];
+	int count, posted, done;
+	size_t sizes[RN_BW_WINDOW];  /* of each posted send */
+	uint64_t bytes;             /* payload completed */
+	double t0, t1, cap_ms;
+	int capped;                 /* the sender cut the stream at @cap_ms */
+};
+/* Register the buffer on @comm. 0 or -errno. */
+int rn_bw_start(struct rn_bw_side *x, int sender, void *comm, double cap_ms);
+/* Post what the window allows, test what is posted (never blocks): 0 done, -EAGAIN, -errno. */
+int rn_bw_step(struct rn_bw_side *x);
+void rn_bw_end(struct rn_bw_side *x);
+/* Gbit/s of what completed (0 before the first completion). */
+double rn_bw_gbps(const struct rn_bw_side *x);
+/* A probe's bandwidth part: asked for with @want, the sender's figures after. */
+struct rn_probe_bw {
+	int want;
+	int ret;                    /* 0 measured, -errno the stream failed */
+	uint64_t bytes;
+	double ms, gbps;
+	int capped;
+	char why[RN_DW_WHY_MAX];    /* when @ret */
+};
 /* doctor_pair.c: the pair checks of peer, serve and the sweep */
 /*
  * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
@@ -363,6 +406,7 @@ struct rn_pair_probe {
 	double ms;
 	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
+	struct rn_probe_bw bw;      /* in: .want; out: the stream's figures after a good ping */
 };
 /*
  * Client end: ask the other side to listen on its NIC @j (PROBE_REQ, PROBE_HANDLE), ping
@@ -389,9 +433,10 @@ void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);
-/* Client half: connect NIC @nic to @handle, send one ping. */
-int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
-		    size_t len);
+/* Client half: connect NIC @nic to @handle, send one ping, then stream when @bw->want
+ * (@bw NULL: ping only). */
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms,
+		    struct rn_probe_bw *bw, char *why, size_t len);
 void rn_probe_release(void);
 /* The server half in two steps, for callers that carry the handle themselves (the sweep). */
 struct rn_listen_comm;
@@ -401,8 +446,9 @@ struct rn_probe_srv {
 /* Listen on NIC @nic; @handle gets RN_HANDLE_SIZE bytes. 0 or -errno (@why filled). */
 int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
 		    char *why, size_t len);
-/* Accept one connection, receive the ping, close the listener. 0 or -errno. */
-int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len);
+/* Accept one connection, receive the ping (and the stream, @bw), close the listener. 0 or
+ * -errno. */
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len);
 void rn_probe_srv_close(struct rn_probe_srv *srv);
 
 #endif /* RN_DOCTOR_H */
