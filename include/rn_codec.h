@@ -40,6 +40,12 @@ void rn_wb_u16(struct rn_wbuf *b, unsigned int v);
 void rn_wb_u32(struct rn_wbuf *b, uint32_t v);
 void rn_wb_u64(struct rn_wbuf *b, uint64_t v);
 void rn_wb_field(struct rn_wbuf *b, const char *s, size_t size);
+/*
+ * A string of any length up to @max (at most 65535) as be16 length + bytes, no NUL: for
+ * values whose size the writer's build does not fix (versions, driver names). Longer:
+ * -EMSGSIZE kept, nothing written (a value is sent whole or the message fails).
+ */
+void rn_wb_str(struct rn_wbuf *b, const char *s, size_t max);
 
 struct rn_rbuf {
 	const uint8_t *p;
@@ -56,5 +62,8 @@ uint64_t rn_rb_u64(struct rn_rbuf *b);
 void rn_rb_bytes(struct rn_rbuf *b, void *dst, size_t n);
 /* A field of @size bytes into @dst (@size bytes): it must hold its NUL. */
 void rn_rb_field(struct rn_rbuf *b, char *dst, size_t size);
+/* A string of rn_wb_str into @dst (@size bytes with its NUL): -EBADMSG kept when it does not
+ * fit or holds a NUL; @dst is "" then. */
+void rn_rb_str(struct rn_rbuf *b, char *dst, size_t size);
 
 #endif /* RN_CODEC_H */

@@ -44,6 +44,9 @@ enum rn_cause {
 	RN_CAUSE_CONGESTION,          /* counters: CNPs / ECN marks */
 	RN_CAUSE_RNR,                 /* counters: receiver-not-ready NAKs */
 	RN_CAUSE_QOS_LOSSY,           /* NCCL's class rides a priority without PFC beside one with */
+	RN_CAUSE_FLEET_DIFFERS,       /* sweep: a version, driver, MTU, sysctl not the fleet's */
+	RN_CAUSE_BANDWIDTH_LOW,       /* sweep: a NIC pair under --min-gbps */
+	RN_CAUSE_SLOW_NIC,            /* sweep: the end of slow pairs slow with every peer */
 	RN_CAUSE__MAX
 };
 

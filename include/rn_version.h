@@ -11,4 +11,10 @@
 #define RN_VERSION "unknown"
 #endif
 
+/*
+ * what(1)'s marker before the version inside the plugin library, so a tool can tell which
+ * version a library file is without loading it (the fleet sweep compares hosts by it).
+ */
+#define RN_VERSION_TAG "@(#)nccl-net-roce "
+
 #endif /* RN_VERSION_H */

@@ -17,6 +17,9 @@
 
 #define RN_CTX_MAGIC 0x726f6365u /* "roce" */
 
+/* The version, readable in the file (roce-doctor-mpi reads it without loading the library). */
+__attribute__((used)) static const char rn_version_tag[] = RN_VERSION_TAG RN_VERSION;
+
 /* One per communicator (v11+): its traffic class and its engine reference. */
 struct rn_plugin_ctx {
 	uint32_t magic;

@@ -122,6 +122,20 @@ void rn_wb_field(struct rn_wbuf *b, const char *s, size_t size)
 	rn_wb_put(b, NULL, size - n);
 }
 
+void rn_wb_str(struct rn_wbuf *b, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (b->err)
+		return;
+	if (n > max || n > UINT16_MAX) {
+		b->err = -EMSGSIZE;
+		return;
+	}
+	rn_wb_u16(b, (unsigned int)n);
+	rn_wb_put(b, s, n);
+}
+
 const uint8_t *rn_rb_take(struct rn_rbuf *b, size_t n)
 {
 	const uint8_t *q;
@@ -178,4 +192,27 @@ void rn_rb_field(struct rn_rbuf *b, char *dst, size_t size)
 	dst[0] = '\0';
 	if (q && rn_get_field(q, size, dst))
 		b->err = -EBADMSG;
+}
+
+void rn_rb_str(struct rn_rbuf *b, char *dst, size_t size)
+{
+	size_t n = rn_rb_u16(b);
+	const uint8_t *q;
+
+	dst[0] = '\0';
+	if (b->err)
+		return;
+	if (n >= size) {
+		b->err = -EBADMSG;
+		return;
+	}
+	q = rn_rb_take(b, n);
+	if (!q)
+		return;
+	if (memchr(q, '\0', n)) {
+		b->err = -EBADMSG;
+		return;
+	}
+	memcpy(dst, q, n);
+	dst[n] = '\0';
 }

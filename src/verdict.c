@@ -300,6 +300,35 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{qos_fix}",
 		"nic dev what tc dscp prio how lossless qos_fix",
 	},
+	/* The fleet sweep's (roce-doctor-mpi): what only a comparison of hosts shows. */
+	[RN_CAUSE_FLEET_DIFFERS] = {
+		"fleet-differs", RN_SEV_WARN,
+		"{who}: {field} is {value}, where {count} of {of} {what} have {majority}",
+		"{fleet_fix}",
+		"who field value count of what majority fleet_fix host",
+		.advice = "make {field} on {host} what the other hosts have ({majority}), or change "
+		"them if {value} is the one wanted: hosts that differ give NCCL jobs that differ",
+	},
+	[RN_CAUSE_BANDWIDTH_LOW] = {
+		"bandwidth-low", RN_SEV_WARN,
+		"{a} -> {b}: {gbps} Gbit/s through the plugin's transport ({mib} MiB), under "
+		"--min-gbps {min}: {blame}",
+		"",
+		"a b gbps mib min blame",
+		.advice = "where an end is named, see its slow-nic finding; where both ends are fast "
+		"with other peers, look at the path between them: the switch ports and links it "
+		"takes (their error and pause counters) and the ECMP hash of the flow",
+	},
+	[RN_CAUSE_SLOW_NIC] = {
+		"slow-nic", RN_SEV_WARN,
+		"{nic}: slow with every peer measured ({slow} of {tried} NIC pairs under {min} "
+		"Gbit/s, the best {best} Gbit/s) while {witness} is fast with others{recheck}",
+		"",
+		"nic slow tried min best witness recheck host dev",
+		.advice = "on {host}: the link's speed and errors (ethtool {dev}; ethtool -S {dev}), "
+		"the PCIe link of its device (lspci -vv: LnkSta against LnkCap), its firmware, and "
+		"the cable or transceiver",
+	},
 };
 
 static int known(enum rn_cause cause)

@@ -125,6 +125,44 @@ int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
 /* @dn's link history and its RDMA port's counters into the model (gather calls it). */
 void rn_doctor_nic_counters(struct rn_doctor_nic *dn);
 
+/* doctor_facts.c: what the hosts of a fleet must agree on (the sweep compares them) */
+#define RN_FACT_LEN 64
+struct rn_doctor_nic_facts {
+	char driver[RN_FACT_LEN];    /* the netdev's device/driver; "none": a virtual netdev */
+	char fw[RN_FACT_LEN];        /* /sys/class/infiniband/<ibdev>/fw_ver; "none": no RDMA */
+	struct rn_sysctls dev, eff;  /* conf/<netdev>, and combined with conf/all */
+};
+struct rn_doctor_facts {
+	char plugin[RN_FACT_LEN];    /* the version inside the plugin NCCL would load, or
+				      * "not found", "unknown" (a library without our tag) */
+	char plugin_path[256];       /* "" not found */
+	char kernel[RN_FACT_LEN];    /* uname -r */
+	char rdma_core[RN_FACT_LEN]; /* of the libibverbs this process runs, or "unknown" */
+	char nccl[RN_FACT_LEN];      /* libnccl.so.2's own version string, "not found", "unknown" */
+	char nccl_path[256];
+	struct rn_sysctls all;       /* conf/all */
+	int nnics;                   /* as the doctor's NICs, in their order */
+	struct rn_doctor_nic_facts nics[RN_DOCTOR_MAX_NICS];
+};
+/* This host's facts (after rn_doctor_gather, or without NICs when it failed). 0. */
+int rn_doctor_facts_read(const struct rn_doctor *d, struct rn_doctor_facts *f);
+/* One NIC's driver and firmware (@ibdev NULL: a netdev without an RDMA port). */
+void rn_doctor_facts_nic(const char *netdev, const char *ibdev, struct rn_doctor_nic_facts *n);
+/* In the byte codec (rn_codec.h); get: 0 or -EBADMSG (@f zeroed). */
+struct rn_wbuf;
+struct rn_rbuf;
+void rn_doctor_facts_put(struct rn_wbuf *b, const struct rn_doctor_facts *f);
+int rn_doctor_facts_get(struct rn_rbuf *b, struct rn_doctor_facts *f);
+/*
+ * @name's path as the dynamic loader finds it (a name with a '/' is a path): @first_dir
+ * (NULL: none), LD_LIBRARY_PATH, /etc/ld.so.cache, the system directories. 0 or -ENOENT.
+ */
+int rn_doctor_find_lib(const char *name, const char *first_dir, char *out, size_t len);
+/* The version that follows @tag (and starts with a digit) in @path's .rodata. 0, -ENOENT. */
+int rn_doctor_file_tag(const char *path, const char *tag, char *out, size_t len);
+/* "2.21.5" of ".../libnccl.so.2.21.5" for @stem "libnccl.so.", NULL when it has none. */
+const char *rn_doctor_lib_version(const char *file, const char *stem, char *out, size_t len);
+
 /* doctor_host.c */
 int rn_doctor_cmd_host(struct rn_doctor *d, int argc, char **argv);
 /*
@@ -193,7 +231,7 @@ void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls
 enum rn_dw_type {
 	RN_DW_INV = 1,          /* inventory: host, NICs, their own verdicts */
 	RN_DW_CHECKS = 2,       /* the sender's pair checks */
-	RN_DW_PROBE_REQ = 3,    /* client: listen on your NIC j */
+	RN_DW_PROBE_REQ = 3,    /* client: listen on your NIC j (+ flags: RN_DW_PROBE_BW) */
 	RN_DW_PROBE_HANDLE = 4, /* server: the listen handle (or an error) */
 	RN_DW_PROBE_RESULT = 5, /* server: what its side of the probe saw */
 	RN_DW_DONE = 6,
@@ -203,6 +241,8 @@ enum rn_dw_type {
 /* INV's caps (a version-3 receiver ignores them): the sender reads WAIT and BUSY. */
 #define RN_DW_CAP_WAIT 1u
 #define RN_DW_WAIT_LEN 8        /* WAIT, BUSY: be16 ahead, be16 0, be32 a session's ms */
+/* PROBE_REQ's third byte: after the ping, receive the bandwidth stream (rn_bw_*). */
+#define RN_DW_PROBE_BW 0x01
 
 struct rn_dw_nic {
 	char netdev[16];
@@ -346,6 +386,47 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv);
 /* doctor_serve.c: `serve`, many clients waiting at once (see the file). */
 int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv);
 
+/*
+ * doctor_rdma.c: the bandwidth stream after a ping (the sweep's --min-gbps): RN_BW_BYTES one
+ * way in RN_BW_MSG messages, RN_BW_WINDOW in flight (NCCL's pattern), timed at the sender from
+ * its first isend to its last completion (an RC send completes when the receiver's NIC
+ * has acknowledged it). Past @cap_ms the sender sends the rest as empty messages, so
+ * both sides still finish the same count and a slow link costs seconds, not minutes.
+ */
+#define RN_BW_BYTES ((uint64_t)32 << 20)
+#define RN_BW_MSG ((size_t)256 << 10)
+#define RN_BW_WINDOW 8
+#define RN_BW_CAP_MS 2000
+struct rn_mr;
+struct rn_req;
+struct rn_bw_side {
+	int sender;
+	void *comm;                 /* rn_send_comm or rn_recv_comm */
+	struct rn_mr *mr;
+	char *buf;                  /* RN_BW_WINDOW slots of RN_BW_MSG */
+	struct rn_req *reqs[RN_BW_WINDOW];
+	int count, posted, done;
+	size_t sizes[RN_BW_WINDOW];  /* of each posted send */
+	uint64_t bytes;             /* payload completed */
+	double t0, t1, cap_ms;
+	int capped;                 /* the sender cut the stream at @cap_ms */
+};
+/* Register the buffer on @comm. 0 or -errno. */
+int rn_bw_start(struct rn_bw_side *x, int sender, void *comm, double cap_ms);
+/* Post what the window allows, test what is posted (never blocks): 0 done, -EAGAIN, -errno. */
+int rn_bw_step(struct rn_bw_side *x);
+void rn_bw_end(struct rn_bw_side *x);
+/* Gbit/s of what completed (0 before the first completion). */
+double rn_bw_gbps(const struct rn_bw_side *x);
+/* A probe's bandwidth part: asked for with @want, the sender's figures after. */
+struct rn_probe_bw {
+	int want;
+	int ret;                    /* 0 measured, -errno the stream failed */
+	uint64_t bytes;
+	double ms, gbps;
+	int capped;
+	char why[RN_DW_WHY_MAX];    /* when @ret */
+};
 /* doctor_pair.c: the pair checks of peer, serve and the sweep */
 /*
  * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
@@ -424,6 +505,7 @@ struct rn_pair_probe {
 	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
 	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
 	struct rn_probe_ctr ctr;    /* our NIC's counters around a failure (rn_probe_ctr_clear) */
+	struct rn_probe_bw bw;      /* in: .want; out: the stream's figures after a good ping */
 };
 /*
  * Client end: ask the other side to listen on its NIC @j (PROBE_REQ, PROBE_HANDLE), ping
@@ -453,9 +535,10 @@ double rn_dw_io_deadline(const struct rn_dw_io *t);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);
-/* Client half: connect NIC @nic to @handle, send one ping. */
-int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
-		    size_t len);
+/* Client half: connect NIC @nic to @handle, send one ping, then stream when @bw->want
+ * (@bw NULL: ping only). */
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms,
+		    struct rn_probe_bw *bw, char *why, size_t len);
 void rn_probe_release(void);
 /* The server half in two steps, for callers that carry the handle themselves (the sweep). */
 struct rn_listen_comm;
@@ -465,8 +548,9 @@ struct rn_probe_srv {
 /* Listen on NIC @nic; @handle gets RN_HANDLE_SIZE bytes. 0 or -errno (@why filled). */
 int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
 		    char *why, size_t len);
-/* Accept one connection, receive the ping, close the listener. 0 or -errno. */
-int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len);
+/* Accept one connection, receive the ping (and the stream, @bw), close the listener. 0 or
+ * -errno. */
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len);
 void rn_probe_srv_close(struct rn_probe_srv *srv);
 
 #endif /* RN_DOCTOR_H */

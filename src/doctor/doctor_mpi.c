@@ -49,15 +49,16 @@ enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
  * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
  * may be different builds or machines. GO is be32 1; a pair's probes are the peer
  * protocol's messages (doctor_pair.c's engine over mpi_io below: be16 type, then the
- * payload). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), then the peer
- * protocol's INV payload. Pair results (PAIRS) below.
+ * payload). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), be32 length of the
+ * host facts that follow (rn_doctor_facts_put: versions, drivers, sysctls), then the
+ * peer protocol's INV payload. Pair results (PAIRS), BYE and the second pass below.
  */
-#define FACTS_HDR 12
 
 struct ctx {
 	struct rn_doctor *d;
 	int rank, n;
 	int pair_timeout_s;
+	double min_gbps;            /* --min-gbps: 0 none */
 	char (*names)[64];
 	struct rn_dw_inv **inv;     /* every host's facts (NULL: not received) */
 	struct rn_sweep_pair **mine;    /* pairs this rank led ("a"), one per round */
@@ -80,7 +81,9 @@ static void usage(void)
 	       "each host's own check, then every pair of hosts in N-1 rounds of disjoint pairs,\n"
 	       "every NIC pair: route symmetry, neighbour MAC (ARP flux), ARP uniqueness, MTU and\n"
 	       "an RDMA RC ping through the plugin's transport. Rank 0 prints a per-host summary,\n"
-	       "the bad (host, NIC, host, NIC) pairs with cause ids and fixes, and a heat map.\n"
+	       "the hosts and NICs that differ from the fleet (plugin, kernel, rdma-core, NCCL,\n"
+	       "driver, firmware, MTU, ARP sysctls), the bad (host, NIC, host, NIC) pairs with\n"
+	       "cause ids and fixes, and a heat map.\n"
 	       "\n"
 	       "Options:\n"
 	       "  -j, --json            machine-readable report (schema roce-doctor-sweep/1)\n"
@@ -90,6 +93,10 @@ static void usage(void)
 	       "                        does not answer in time is named and left out\n"
 	       "  -n, --netdev LIST     check these netdevs on every host (as roce-doctor)\n"
 	       "      --no-rdma         skip the RDMA RC ping\n"
+	       "  -G, --min-gbps X      after each good ping, 32 MiB through the plugin's transport:\n"
+	       "                        a NIC pair under X Gbit/s is a finding; a second pass\n"
+	       "                        measures each slow end alone against a fast NIC and names\n"
+	       "                        the bad one\n"
 	       "  -v, --verbose         the library's log lines, every fix\n"
 	       "  -h, --help, -V, --version\n"
 	       "\n"
@@ -240,21 +247,6 @@ static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
 	return *cause != 0;
 }
 
-static int add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f)
-{
-	struct rn_sweep_find *x = realloc(p->finds, (size_t)(p->nfind + 1) * sizeof(*x));
-
-	if (!x)
-		return -ENOMEM;
-	p->finds = x;
-	x = &p->finds[p->nfind++];
-	memset(x, 0, sizeof(*x));
-	x->i = (int16_t)i;
-	x->j = (int16_t)j;
-	x->by = (int16_t)by;
-	return rn_finding_copy(&x->f, f);
-}
-
 /* One side's checks into the cells: @by_b when @c holds b's checks (local = b's NIC). */
 static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs, int npairs,
 			 int by_b)
@@ -278,7 +270,7 @@ static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs
 		}
 		for (k = 0; k < q->nfindings; k++)
 			if (q->findings[k].sev >= RN_SEV_WARN)
-				add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
+				rn_sweep_add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
 	}
 	/* the severities are kept +1 so that "none" is 0; back to rn_severity */
 	for (n = 0; n < p->na * p->nb; n++) {
@@ -296,6 +288,22 @@ static int remote_rdma(const struct rn_dw_nic *n)
 	return n->ibdev[0] && n->gid_index >= 0 && n->link_up;
 }
 
+/* A stream's outcome into @bw / @mbps; a failed one keeps its error as a finding (cause 0). */
+static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb,
+		      uint8_t *bw, uint32_t *mbps)
+{
+	struct rn_finding f = { 0 };
+
+	*bw = pb->ret ? RN_SW_BW_FAILED : RN_SW_BW_OK;
+	*mbps = pb->ret ? 0 : (uint32_t)RN_MIN(pb->gbps * 1000, (double)UINT32_MAX);
+	if (!pb->ret || !p)
+		return;
+	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, pb->why[0] ? pb->why : "the stream failed",
+		       "");
+	rn_sweep_add_find(p, i, j, RN_SW_BY_BW, &f);
+	rn_finding_clear(&f);
+}
+
 static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j, int round,
 		      double deadline)
 {
@@ -306,6 +314,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 	char why[RN_DW_WHY_MAX], *msg = NULL, *m;
 	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
 
+	pr.bw.want = x->min_gbps > 0;
 	c->rdma = RN_SW_RDMA_ERROR;
 	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
 		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
@@ -313,7 +322,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
 		free(msg);
 		c->rdma = RN_SW_RDMA_TIMEOUT;
-		add_find(p, i, j, RN_SW_BY_RDMA, &f);
+		rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
 		rn_finding_clear(&pr.diag);
 		rn_probe_ctr_clear(&pr.ctr);
@@ -323,6 +332,8 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 	c->rdma_us = (uint32_t)(pr.ms * 1000);
 	if (!pr.ret && !pr.peer_ret) {
 		c->rdma = RN_SW_RDMA_OK;
+		if (pr.bw.want)
+			bw_result(p, i, j, &pr.bw, &c->bw, &c->bw_mbps);
 		return;
 	}
 	c->rdma = pr.timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
@@ -344,7 +355,7 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		f.msg = m;
 	}
 	free(msg);
-	add_find(p, i, j, RN_SW_BY_RDMA, &f);
+	rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
 	rn_finding_clear(&f);
 }
 
@@ -423,6 +434,32 @@ out:
 	return p;
 }
 
+/* The higher rank's end of the probes: answer each PROBE_REQ until DONE. */
+static void serve_probes(struct ctx *x, int a, int round, double deadline)
+{
+	int n;
+
+	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
+		struct mpi_io io = { { mio_send, mio_recv }, a, round, deadline, x->names[a] };
+		struct rn_dw_msg m;
+		char why[128];
+		int io_err, tmo;
+
+		if (io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why)))
+			return;
+		if (m.type != RN_DW_PROBE_REQ || m.len != 4) {
+			rn_dw_msg_free(&m); /* DONE, or not ours: the round is over */
+			return;
+		}
+		tmo = (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
+						deadline - rn_doctor_now_ms()));
+		rn_pair_probe_answer(x->d, &io.io, &m, tmo, &io_err);
+		rn_dw_msg_free(&m);
+		if (io_err)
+			return;
+	}
+}
+
 /* The higher rank: answers. */
 static void pair_b(struct ctx *x, int a, int round, double deadline)
 {
@@ -433,7 +470,6 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	uint8_t *enc = NULL;
 	size_t elen = 0;
 	uint8_t go[4];
-	int n;
 
 	if (!ours || !ra || recv_by(go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
 		if (ra)
@@ -455,25 +491,7 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 	free(enc);
 	rn_dw_checks_clear(ours);
 	free(ours);
-	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
-		struct mpi_io io = { { mio_send, mio_recv }, a, round, deadline, x->names[a] };
-		struct rn_dw_msg m;
-		char why[128];
-		int io_err, tmo;
-
-		if (io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why)))
-			return;
-		if (m.type != RN_DW_PROBE_REQ || m.len != 4) {
-			rn_dw_msg_free(&m); /* DONE, or not ours: the round is over */
-			return;
-		}
-		tmo = (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
-						deadline - rn_doctor_now_ms()));
-		rn_pair_probe_answer(d, &io.io, &m, tmo, &io_err);
-		rn_dw_msg_free(&m);
-		if (io_err)
-			return;
-	}
+	serve_probes(x, a, round, deadline);
 }
 
 /* ---- facts ----------------------------------------------------------------------------- */
@@ -486,16 +504,18 @@ static void pair_b(struct ctx *x, int a, int round, double deadline)
 static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
 {
 	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
+	struct rn_doctor_facts *hf = calloc(1, sizeof(*hf));
+	struct rn_wbuf fb = { 0 }, mb = { 0 };
 	uint64_t ms_bits;
 	MPI_Request req, *ready = NULL;
 	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
 	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
-	char *mine = NULL, *all = NULL;
+	char *all = NULL;
 	uint8_t *enc = NULL;
 	size_t elen = 0;
 	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
 
-	if (!inv || !lens || !displs)
+	if (!inv || !hf || !lens || !displs)
 		goto out;
 	if (!gather_err && rn_dw_inv_from_doctor(x->d, inv))
 		goto out;
@@ -503,14 +523,19 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	/* the peer protocol's own encoding: findings travel whole, never as pointers */
 	if (rn_dw_encode_inv(inv, &enc, &elen))
 		goto out;
-	len = (int)(FACTS_HDR + elen);
-	mine = malloc((size_t)len);
-	if (!mine)
-		goto out;
+	rn_doctor_facts_read(x->d, hf);
+	if (gather_err)
+		hf->nnics = 0; /* as the inventory: no NIC read */
+	rn_doctor_facts_put(&fb, hf);
 	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
-	rn_put_be32((uint8_t *)mine, (uint32_t)gather_err);
-	rn_put_be64((uint8_t *)mine + 4, ms_bits);
-	memcpy(mine + FACTS_HDR, enc, elen);
+	rn_wb_u32(&mb, (uint32_t)gather_err);
+	rn_wb_u64(&mb, ms_bits);
+	rn_wb_u32(&mb, (uint32_t)fb.len);
+	rn_wb_put(&mb, fb.p, fb.len);
+	rn_wb_put(&mb, enc, elen);
+	if (fb.err || mb.err || mb.len > INT_MAX)
+		goto out;
+	len = (int)mb.len;
 	if (x->rank) {
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
 	} else {
@@ -547,34 +572,59 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 		ret = -ENOMEM;
 		goto out;
 	}
-	MPI_Iallgatherv(mine, len, MPI_BYTE, all, lens, displs, MPI_BYTE, MPI_COMM_WORLD, &req);
+	MPI_Iallgatherv(mb.p, len, MPI_BYTE, all, lens, displs, MPI_BYTE, MPI_COMM_WORLD, &req);
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
 		goto out;
 	for (h = 0; h < x->n; h++) {
-		const uint8_t *fh = (const uint8_t *)all + displs[h];
+		struct rn_rbuf b = { (const uint8_t *)all + displs[h], (size_t)lens[h], 0, 0 };
 		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
+		struct rn_doctor_facts *f = calloc(1, sizeof(*f));
 		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
 		char why[128];
+		int32_t gerr = (int32_t)rn_rb_u32(&b);
+		uint32_t flen;
 		double fms;
 
-		if (!hv || lens[h] < FACTS_HDR) {
+		ms_bits = rn_rb_u64(&b);
+		flen = rn_rb_u32(&b);
+		if (hv && f && !b.err && flen <= b.len - b.off) {
+			struct rn_rbuf fr = { b.p + b.off, flen, 0, 0 };
+
+			b.off += flen;
+			if (rn_doctor_facts_get(&fr, f) || fr.off != fr.len) {
+				free(f);
+				f = NULL; /* no facts to compare, the inventory still counts */
+			}
+		} else {
+			b.err = -EBADMSG;
+		}
+		if (!hv || b.err) {
 			free(hv);
+			free(f);
 			continue;
 		}
-		m.len = (uint32_t)(lens[h] - FACTS_HDR);
-		m.payload = (uint8_t *)all + displs[h] + FACTS_HDR;
+		m.len = (uint32_t)(b.len - b.off);
+		m.payload = (uint8_t *)all + displs[h] + b.off;
 		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
 			rn_dw_inv_clear(hv);
 			free(hv);
+			free(f);
 			continue;
+		}
+		/* per NIC, in the inventory's order: a count that disagrees is not ours */
+		if (f && f->nnics != hv->nnics) {
+			free(f);
+			f = NULL;
 		}
 		x->inv[h] = hv;
 		if (s) {
 			s->hosts[h].facts = 1;
-			ms_bits = rn_get_be64(fh + 4);
 			memcpy(&fms, &ms_bits, sizeof(fms));
-			s->hosts[h].gather_err = (int32_t)rn_get_be32(fh);
+			s->hosts[h].gather_err = gerr;
 			s->hosts[h].gather_ms = fms;
+			s->hosts[h].hf = f;
+		} else {
+			free(f);
 		}
 	}
 	ret = 0;
@@ -586,7 +636,9 @@ out:
 	free(flags);
 	free(ready);
 	free(all);
-	free(mine);
+	free(fb.p);
+	free(mb.p);
+	free(hf);
 	free(lens);
 	free(displs);
 	free(enc);
@@ -601,8 +653,9 @@ out:
 /*
  * PAIRS, the pairs a rank led, to rank 0: per pair be32 a, b, status, na, nb, nfind,
  * be64 ms (IEEE 754 bits), err[160]; na * nb cells (u8 a_cause, a_sev, b_cause, b_sev,
- * a_checked, b_checked, rdma, diag, be32 rdma_us); nfind x (be16 i, j, by, then the
- * peer protocol's FINDING, texts whole).
+ * a_checked, b_checked, rdma, diag, be32 rdma_us, u8 bw, be32 bw_mbps); nfind x (be16 i,
+ * j, by, then the peer protocol's FINDING, texts whole). Whether a pair is slow and
+ * which end is to blame, rank 0 decides.
  */
 static char *pack_pairs(struct ctx *x, int *len)
 {
@@ -629,6 +682,8 @@ static char *pack_pairs(struct ctx *x, int *len)
 
 			rn_wb_put(&b, u, sizeof(u));
 			rn_wb_u32(&b, e->rdma_us);
+			rn_wb_u8(&b, e->bw);
+			rn_wb_u32(&b, e->bw_mbps);
 		}
 		for (q = 0; q < p->nfind; q++) {
 			rn_wb_u16(&b, (uint16_t)p->finds[q].i);
@@ -692,6 +747,10 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 			e->rdma = u[6];
 			e->diag = u[7];
 			e->rdma_us = rn_rb_u32(&b);
+			e->bw = (uint8_t)rn_rb_u8(&b);
+			e->bw_mbps = rn_rb_u32(&b);
+			if (e->bw > RN_SW_BW_FAILED)
+				goto bad;
 		}
 		for (c = 0; c < p->nfind && !b.err; c++) {
 			p->finds[c].i = (int16_t)rn_rb_u16(&b);
@@ -762,6 +821,254 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 	}
 }
 
+/* ---- the second bandwidth pass ---------------------------------------------------------- */
+
+/*
+ * BYE, rank 0 -> each rank that reported: be32 code (BYE_*); BYE_RECHECK carries the
+ * second pass: be32 n, be32 rounds, n x (be16 h, i, w, k, round). After its part a rank
+ * sends RECHECKS (TAG_FINAL2): be32 count, count x (be32 index, u8 bw, be32 mbps) for
+ * the rechecks it led (the lower rank of each), and waits for the next BYE.
+ */
+enum { BYE_FINALIZE = 0, BYE_ABORT = 1, BYE_RECHECK = 2 };
+#define TAG_FINAL2 4
+
+static int send_bye(int to, int code, const struct rn_sweep *s, double deadline)
+{
+	struct rn_wbuf b = { 0 };
+	int k, ret;
+
+	rn_wb_u32(&b, (uint32_t)code);
+	if (code == BYE_RECHECK) {
+		rn_wb_u32(&b, (uint32_t)s->nrechecks);
+		rn_wb_u32(&b, (uint32_t)s->recheck_rounds);
+		for (k = 0; k < s->nrechecks; k++) {
+			const struct rn_sweep_recheck *r = &s->rechecks[k];
+
+			rn_wb_u16(&b, (unsigned int)r->h);
+			rn_wb_u16(&b, (unsigned int)r->i);
+			rn_wb_u16(&b, (unsigned int)r->w);
+			rn_wb_u16(&b, (unsigned int)r->k);
+			rn_wb_u16(&b, (unsigned int)r->round);
+		}
+	}
+	ret = b.err ? b.err : send_by(b.p, (int)b.len, to, TAG_BYE, deadline);
+	free(b.p);
+	return ret;
+}
+
+/* The next BYE: its code, or -ETIMEDOUT / -EBADMSG; a second pass into *@plan (malloc'ed). */
+static int recv_bye(struct ctx *x, double deadline, struct rn_sweep_recheck **plan, int *n,
+		    int *rounds)
+{
+	void *buf = NULL;
+	int len = 0, code, k;
+	struct rn_rbuf b;
+
+	*plan = NULL;
+	*n = *rounds = 0;
+	if (recv_any_by(&buf, &len, 0, TAG_BYE, deadline, NULL))
+		return -ETIMEDOUT;
+	b = (struct rn_rbuf){ buf, (size_t)len, 0, 0 };
+	code = (int)rn_rb_u32(&b);
+	if (code == BYE_RECHECK) {
+		*n = (int)rn_rb_u32(&b);
+		*rounds = (int)rn_rb_u32(&b);
+		if (*n < 0 || *n > RN_SW_MAX_RECHECKS || *rounds < 0 || *rounds > *n)
+			b.err = -EBADMSG;
+		*plan = b.err ? NULL : calloc((size_t)RN_MAX(*n, 1), sizeof(**plan));
+		for (k = 0; *plan && k < *n && !b.err; k++) {
+			struct rn_sweep_recheck *r = &(*plan)[k];
+
+			r->h = (int)rn_rb_u16(&b);
+			r->i = (int)rn_rb_u16(&b);
+			r->w = (int)rn_rb_u16(&b);
+			r->k = (int)rn_rb_u16(&b);
+			r->round = (int)rn_rb_u16(&b);
+			if (r->h >= x->n || r->w >= x->n || r->h == r->w || r->round >= *rounds ||
+			    r->i >= RN_DOCTOR_MAX_NICS || r->k >= RN_DOCTOR_MAX_NICS)
+				b.err = -EBADMSG;
+		}
+		if (!*plan && !b.err)
+			b.err = -ENOMEM;
+	} else if (code != BYE_FINALIZE && code != BYE_ABORT) {
+		b.err = -EBADMSG;
+	}
+	free(buf);
+	if (b.err || b.off != b.len) {
+		free(*plan);
+		*plan = NULL;
+		return -EBADMSG;
+	}
+	return code;
+}
+
+/* One recheck this rank leads: our NIC @i against @b's NIC @j. -1: @b stopped answering. */
+static int recheck_one(struct ctx *x, struct rn_sweep_recheck *c, int b, int i, int j, int round,
+		       double deadline)
+{
+	struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
+	struct rn_pair_probe pr = { 0 };
+	char why[RN_DW_WHY_MAX];
+	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
+	uint8_t bw;
+
+	pr.bw.want = 1;
+	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
+		rn_finding_clear(&pr.diag);
+		return -1;
+	}
+	rn_finding_clear(&pr.diag);
+	if (pr.ret || pr.peer_ret) {
+		c->bw = RN_SW_BW_FAILED; /* the ping itself failed this time */
+		return 0;
+	}
+	bw_result(NULL, 0, 0, &pr.bw, &bw, &c->mbps);
+	c->bw = bw;
+	return 0;
+}
+
+/*
+ * This rank's part of the second pass, round by round as the tournament (round r ends at
+ * @t0 + (r+1) x --pair-timeout): the lower rank of each host pair leads its rechecks and
+ * records them in @plan, the other answers.
+ */
+static void run_rechecks(struct ctx *x, struct rn_sweep_recheck *plan, int n, int rounds, double t0)
+{
+	int r, k, partner;
+
+	for (r = 0; r < rounds; r++) {
+		double end = t0 + (r + 1) * x->pair_timeout_s * 1000.0;
+		int tround = rn_sweep_rounds(x->n) + r, gone = 0;
+
+		for (k = 0, partner = -1; k < n; k++)
+			if (plan[k].round == r && (plan[k].h == x->rank || plan[k].w == x->rank))
+				partner = plan[k].h == x->rank ? plan[k].w : plan[k].h;
+		if (partner < 0 || !x->inv[partner] || !x->inv[x->rank])
+			continue;
+		if (x->rank > partner) {
+			serve_probes(x, partner, tround, end);
+			continue;
+		}
+		for (k = 0; k < n && !gone; k++) {
+			struct rn_sweep_recheck *c = &plan[k];
+			int me_h = c->h == x->rank, mine = me_h ? c->i : c->k, theirs = me_h ? c->k : c->i;
+
+			if (c->round != r || (c->h != partner && c->w != partner) ||
+			    (c->h != x->rank && c->w != x->rank))
+				continue;
+			if (mine >= x->d->nnics || theirs >= x->inv[partner]->nnics ||
+			    !rn_probe_available(x->d, mine) || !remote_rdma(&x->inv[partner]->nics[theirs]))
+				continue;
+			gone = recheck_one(x, c, partner, mine, theirs, tround, end) < 0;
+		}
+		if (!gone) {
+			struct mpi_io io = { { mio_send, mio_recv }, partner, tround, end,
+					     x->names[partner] };
+
+			io.io.send(&io.io, RN_DW_DONE, NULL, 0);
+		}
+	}
+	rn_probe_release();
+}
+
+static void send_rechecks(struct ctx *x, const struct rn_sweep_recheck *plan, int n,
+			  double deadline)
+{
+	struct rn_wbuf b = { 0 };
+	int k, cnt = 0;
+
+	for (k = 0; k < n; k++)
+		cnt += plan[k].bw != RN_SW_BW_NONE && RN_MIN(plan[k].h, plan[k].w) == x->rank;
+	rn_wb_u32(&b, (uint32_t)cnt);
+	for (k = 0; k < n; k++) {
+		if (plan[k].bw == RN_SW_BW_NONE || RN_MIN(plan[k].h, plan[k].w) != x->rank)
+			continue;
+		rn_wb_u32(&b, (uint32_t)k);
+		rn_wb_u8(&b, (unsigned int)plan[k].bw);
+		rn_wb_u32(&b, plan[k].mbps);
+	}
+	if (!b.err)
+		send_by(b.p, (int)b.len, 0, TAG_FINAL2, deadline);
+	free(b.p);
+}
+
+/* Rank 0: every other rank's RECHECKS by @deadline; a rank that sends none hung in it. */
+static void collect_rechecks(struct ctx *x, struct rn_sweep *s, double deadline)
+{
+	char *got = calloc((size_t)x->n, 1);
+	int left = x->n - 1, k;
+
+	while (got && left > 0) {
+		void *buf = NULL;
+		int len = 0, src = -1;
+		struct rn_rbuf b;
+		uint32_t cnt;
+
+		if (recv_any_by(&buf, &len, MPI_ANY_SOURCE, TAG_FINAL2, deadline, &src))
+			break;
+		b = (struct rn_rbuf){ buf, (size_t)len, 0, 0 };
+		if (src > 0 && src < x->n && !got[src]) {
+			got[src] = 1;
+			left--;
+			cnt = rn_rb_u32(&b);
+			for (k = 0; k < (int)cnt && !b.err; k++) {
+				uint32_t idx = rn_rb_u32(&b);
+				unsigned int bw = rn_rb_u8(&b);
+				uint32_t mbps = rn_rb_u32(&b);
+				struct rn_sweep_recheck *r;
+
+				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_SW_BW_FAILED)
+					break;
+				r = &s->rechecks[idx];
+				/* only the rank that led it says how it went */
+				if (RN_MIN(r->h, r->w) != src)
+					continue;
+				r->bw = (int)bw;
+				r->mbps = mbps;
+			}
+		}
+		free(buf);
+	}
+	for (k = 1; got && k < x->n; k++)
+		if (!got[k] && s->hosts[k].results) {
+			fprintf(stderr, "roce-doctor-mpi: %s did not finish the second bandwidth pass\n",
+				x->names[k]);
+			s->hosts[k].results = 0; /* it cannot finalize: the job ends by MPI_Abort */
+			snprintf(s->recheck_skipped, sizeof(s->recheck_skipped),
+				 "%s did not answer in it (its rechecks are missing)", x->names[k]);
+		}
+	free(got);
+}
+
+/* Rank 0 after the rounds: which pairs are slow, the second pass, which end to blame. */
+static void second_pass(struct ctx *x, struct rn_sweep *s)
+{
+	double t0;
+	int r;
+
+	rn_sweep_bw_judge(s);
+	for (r = 0; r < x->n; r++)
+		if (!s->hosts[r].results) {
+			snprintf(s->recheck_skipped, sizeof(s->recheck_skipped),
+				 "%s did not answer (named above)", s->hosts[r].name);
+			goto blame;
+		}
+	if (rn_sweep_bw_plan(s)) {
+		snprintf(s->recheck_skipped, sizeof(s->recheck_skipped), "out of memory");
+		goto blame;
+	}
+	if (!s->nrechecks)
+		goto blame;
+	t0 = rn_doctor_now_ms();
+	for (r = 1; r < x->n; r++)
+		send_bye(r, BYE_RECHECK, s, rn_doctor_now_ms() + 5000);
+	run_rechecks(x, s->rechecks, s->nrechecks, s->recheck_rounds, t0);
+	collect_rechecks(x, s, t0 + (s->recheck_rounds + 1) * x->pair_timeout_s * 1000.0 + 10000);
+	s->recheck_ms = rn_doctor_now_ms() - t0;
+blame:
+	rn_sweep_bw_blame(s);
+}
+
 struct json_args {
 	const struct rn_sweep *s;
 	int rc;
@@ -810,6 +1117,7 @@ int main(int argc, char **argv)
 		{ "pair-timeout", required_argument, NULL, 'T' },
 		{ "netdev", required_argument, NULL, 'n' },
 		{ "no-rdma", no_argument, NULL, 'R' },
+		{ "min-gbps", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -838,7 +1146,7 @@ int main(int argc, char **argv)
 	d->timeout_s = -1;
 	opterr = 0;
 	/* Every rank parses the same arguments, so all agree whether to stop. */
-	while (quit < 0 && (c = getopt_long(argc, argv, ":js:J:T:n:vhV", opts, NULL)) != -1) {
+	while (quit < 0 && (c = getopt_long(argc, argv, ":js:J:T:n:G:vhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			d->json = 1;
@@ -860,6 +1168,14 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			d->netdevs = optarg;
+			break;
+		case 'G':
+			errno = 0;
+			x.min_gbps = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(x.min_gbps > 0) || x.min_gbps > 100000) {
+				die_usage(x.rank, "--min-gbps: not a rate in Gbit/s above 0:", optarg);
+				quit = RN_DOCTOR_ERROR;
+			}
 			break;
 		case 'R':
 			d->no_rdma = 1;
@@ -977,20 +1293,38 @@ int main(int argc, char **argv)
 		/* rank 0 may still be in its last round: wait as long as a round */
 		int bye = 1;
 
+		double deadline = rn_doctor_now_ms() +
+				  x.pair_timeout_s * 1000.0 * (rn_sweep_rounds(x.n) + 2) + 10000;
+
 		if (buf)
 			send_by(buf, len, 0, TAG_FINAL,
 				rn_doctor_now_ms() + (x.pair_timeout_s + 10) * 1000.0 * 2);
 		free(buf);
 		/*
 		 * Finalize only when rank 0 says every rank made it: MPI_Finalize waits for all
-		 * ranks, and an abort while ranks sit in it can leave mpirun hanging.
+		 * ranks, and an abort while ranks sit in it can leave mpirun hanging. Rank 0
+		 * may first send the second bandwidth pass.
 		 */
-		if (recv_by(&bye, sizeof(bye), 0, TAG_BYE, rn_doctor_now_ms() +
-			    x.pair_timeout_s * 1000.0 * (rn_sweep_rounds(x.n) + 2) + 10000))
-			MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
-		if (bye)
-			for (;;)
-				pause();        /* rank 0's MPI_Abort ends us */
+		while (bye) {
+			struct rn_sweep_recheck *plan;
+			int n, rounds;
+			double tp;
+
+			bye = recv_bye(&x, deadline, &plan, &n, &rounds);
+			if (bye < 0)
+				MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
+			if (bye == BYE_ABORT)
+				for (;;)
+					pause();        /* rank 0's MPI_Abort ends us */
+			if (bye == BYE_RECHECK) {
+				tp = rn_doctor_now_ms();
+				run_rechecks(&x, plan, n, rounds, tp);
+				send_rechecks(&x, plan, n, tp + (rounds + 1) * x.pair_timeout_s * 1000.0 +
+					      10000);
+				deadline = tp + (rounds + 2) * x.pair_timeout_s * 1000.0 + 20000;
+			}
+			free(plan);
+		}
 		rc = RN_DOCTOR_OK;
 	} else {
 		/* Every rank's rounds end by the same deadline (see above). */
@@ -1001,11 +1335,16 @@ int main(int argc, char **argv)
 		s.facts_ms = t1 - tn;
 		s.rounds_ms = t2 - t1;
 		s.round_max_ms = x.round_max_ms;
-		s.total_ms = rn_doctor_now_ms() - t0;
-		for (r = 0; r < x.n; r++) {
+		for (r = 0; r < x.n; r++)
 			s.hosts[r].inv = x.inv[r];
-			x.inv[r] = NULL;
-		}
+		s.min_gbps = x.min_gbps;
+		if (s.min_gbps > 0)
+			second_pass(&x, &s);
+		if (rn_sweep_consistency(&s))
+			fprintf(stderr, "roce-doctor-mpi: out of memory comparing the hosts\n");
+		s.total_ms = rn_doctor_now_ms() - t0;
+		for (r = 0; r < x.n; r++)
+			x.inv[r] = NULL; /* the report's now */
 		rn_sweep_infer(&s);
 		rc = rn_sweep_exit(&s);
 		if (d->json)
@@ -1036,7 +1375,8 @@ int main(int argc, char **argv)
 				bye |= !s.hosts[r].results;
 			for (r = 1; r < x.n; r++)
 				if (s.hosts[r].results)
-					send_by(&bye, sizeof(bye), r, TAG_BYE, rn_doctor_now_ms() + 5000);
+					send_bye(r, bye ? BYE_ABORT : BYE_FINALIZE, NULL,
+						 rn_doctor_now_ms() + 5000);
 			if (bye) {
 				/* A hung rank can never finalize: end the job, with our status. */
 				fflush(stderr);

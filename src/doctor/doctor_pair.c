@@ -242,13 +242,15 @@ static int io_recv_type(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *
 int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote, int i,
 		  int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
 {
-	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, 0, 0 };
+	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, p->bw.want ? RN_DW_PROBE_BW : 0, 0 };
 	struct rn_probe_ctr_snap *ctr = NULL;
 	struct rn_dw_msg m;
 	double t0 = rn_doctor_now_ms();
 	int ret;
 
 	p->tried = 1;
+	if (p->bw.want)
+		timeout_ms += RN_BW_CAP_MS + 2000;
 	ret = io->send(io, RN_DW_PROBE_REQ, req, sizeof(req));
 	if (ret)
 		snprintf(why, len, "cannot send: %s", strerror(-ret));
@@ -268,7 +270,8 @@ int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw
 	} else {
 		/* our NIC's counters around the ping: what they did, should it fail */
 		ctr = rn_probe_ctr_begin(&d->nics[i].nic);
-		p->ret = rn_probe_client(d, i, m.payload + 4, timeout_ms, p->why, sizeof(p->why));
+		p->ret = rn_probe_client(d, i, m.payload + 4, timeout_ms, &p->bw, p->why,
+					 sizeof(p->why));
 	}
 	rn_dw_msg_free(&m);
 	ret = io_recv_type(io, RN_DW_PROBE_RESULT, &m, why, len);
@@ -310,7 +313,7 @@ int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struc
 	uint8_t h[4 + RN_HANDLE_SIZE] = { 0 }, res[4 + RN_DW_WHY_MAX] = { 0 };
 	struct rn_probe_srv srv = { 0 };
 	char why[RN_DW_WHY_MAX] = "";
-	int nic = m->payload[0], ret, n;
+	int nic = m->payload[0], bw = m->payload[2] & RN_DW_PROBE_BW, ret, n;
 
 	if (nic >= d->nnics || !rn_probe_available(d, nic)) {
 		snprintf(why, sizeof(why), "%s has no usable RDMA port here",
@@ -324,7 +327,8 @@ int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struc
 	if (*io_err || ret) {
 		rn_probe_srv_close(&srv);
 	} else {
-		ret = rn_probe_accept_ping(&srv, timeout_ms, why, sizeof(why));
+		ret = rn_probe_accept_ping(&srv, timeout_ms + (bw ? RN_BW_CAP_MS + 2000 : 0), bw,
+					   why, sizeof(why));
 	}
 	if (*io_err)
 		return ret;

@@ -19,6 +19,7 @@
 
 #define PROBE_MSG 64
 #define PROBE_TAG 0x5244
+#define BW_TAG 0x5242
 
 /*
  * The probe's own engine over the devices the doctor discovered and judged: the
@@ -122,6 +123,134 @@ static int wait_done(struct rn_req *req, int *sizes, double deadline)
 	return ret;
 }
 
+/* ---- the bandwidth stream ---------------------------------------------------------------- */
+
+int rn_bw_start(struct rn_bw_side *x, int sender, void *comm, double cap_ms)
+{
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	x->sender = sender;
+	x->comm = comm;
+	x->cap_ms = cap_ms;
+	x->count = (int)(RN_BW_BYTES / RN_BW_MSG);
+	x->buf = calloc(RN_BW_WINDOW, RN_BW_MSG);
+	if (!x->buf)
+		return -ENOMEM;
+	ret = rn_reg_mr(comm, x->buf, RN_BW_WINDOW * RN_BW_MSG, RN_PTR_HOST, &x->mr);
+	if (ret) {
+		free(x->buf);
+		x->buf = NULL;
+	}
+	return ret;
+}
+
+/* Post into a free slot @s: a message (or, past the cap, an empty one) or a receive. */
+static int bw_post(struct rn_bw_side *x, int s, double now)
+{
+	char *slot = x->buf + (size_t)s * RN_BW_MSG;
+	void *data = slot;
+	size_t size = RN_BW_MSG;
+	int tag = BW_TAG, ret;
+
+	if (!x->sender)
+		return rn_irecv(x->comm, 1, &data, &size, &tag, &x->mr, &x->reqs[s]);
+	if (x->posted && now - x->t0 > x->cap_ms) {
+		size = 0;
+		x->capped = 1;
+	}
+	ret = rn_isend(x->comm, slot, size, BW_TAG, x->mr, &x->reqs[s]);
+	/* the clock starts when the receiver is ready: the first isend it takes */
+	if (!ret && x->reqs[s] && !x->posted)
+		x->t0 = now;
+	x->sizes[s] = size;
+	return ret;
+}
+
+int rn_bw_step(struct rn_bw_side *x)
+{
+	int s, ret, done, size, blocked = 0;
+
+	for (s = 0; s < RN_BW_WINDOW; s++) {
+		if (!x->reqs[s] && x->posted < x->count && !blocked) {
+			ret = bw_post(x, s, rn_doctor_now_ms());
+			if (ret)
+				return ret;
+			/* not taken yet (no receive posted): the next cannot go before it */
+			blocked = !x->reqs[s];
+			if (!x->reqs[s])
+				continue;
+			if (!x->sender && !x->posted)
+				x->t0 = rn_doctor_now_ms();
+			x->posted++;
+		}
+		if (!x->reqs[s])
+			continue;
+		done = 0;
+		size = 0;
+		ret = rn_test(x->reqs[s], &done, &size);
+		if (ret)
+			return ret;
+		if (!done)
+			continue;
+		x->reqs[s] = NULL;
+		x->done++;
+		x->bytes += x->sender ? x->sizes[s] : (uint64_t)RN_MAX(size, 0);
+		x->t1 = rn_doctor_now_ms();
+	}
+	return x->done == x->count ? 0 : -EAGAIN;
+}
+
+void rn_bw_end(struct rn_bw_side *x)
+{
+	if (x->mr)
+		rn_dereg_mr(x->comm, x->mr);
+	free(x->buf);
+	x->mr = NULL;
+	x->buf = NULL;
+}
+
+double rn_bw_gbps(const struct rn_bw_side *x)
+{
+	double ms = x->t1 - x->t0;
+
+	if (!x->done)
+		return 0;
+	return (double)x->bytes * 8 / (RN_MAX(ms, 0.001) * 1e6);
+}
+
+/* One side of the stream on @comm by @deadline; the sender's figures into @bw. */
+static int stream(void *comm, int sender, double deadline, struct rn_probe_bw *bw, char *why,
+		  size_t len)
+{
+	struct rn_bw_side x;
+	int ret = rn_bw_start(&x, sender, comm,
+			      RN_MIN((double)RN_BW_CAP_MS, deadline - rn_doctor_now_ms() - 1000));
+
+	if (ret) {
+		err_why(ret, "bandwidth: register", why, len);
+		return ret;
+	}
+	while ((ret = rn_bw_step(&x)) == -EAGAIN) {
+		if (expired(deadline)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		/* busy, as NCCL's proxy thread: a nap would be the figure */
+	}
+	if (ret)
+		err_why(ret, sender ? "bandwidth: send" : "bandwidth: receive", why, len);
+	if (bw) {
+		bw->ret = ret;
+		bw->bytes = x.bytes;
+		bw->ms = x.t1 - x.t0;
+		bw->gbps = rn_bw_gbps(&x);
+		bw->capped = x.capped;
+	}
+	rn_bw_end(&x);
+	return ret;
+}
+
 int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
 		    char *why, size_t len)
 {
@@ -141,7 +270,7 @@ int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_
 	return ret;
 }
 
-int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len)
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len)
 {
 	struct rn_recv_comm *rc = NULL;
 	struct rn_mr *mr = NULL;
@@ -185,6 +314,9 @@ int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, si
 		err_why(ret, "receive", why, len);
 	else if (sizes != PROBE_MSG || memcmp(buf, "roce-doctor ping", 16))
 		snprintf(why, len, "received %d bytes that are not the ping", sizes), ret = -EBADMSG;
+	/* the stream's figures are the sender's; a failure here is the sender's too */
+	else if (bw)
+		stream(rc, 0, deadline, NULL, why, len);
 out:
 	if (mr)
 		rn_dereg_mr(rc, mr);
@@ -202,7 +334,7 @@ void rn_probe_srv_close(struct rn_probe_srv *srv)
 }
 
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int timeout_ms,
-		    char *why, size_t len)
+		    struct rn_probe_bw *bw, char *why, size_t len)
 {
 	uint8_t handle[RN_HANDLE_SIZE];
 	struct rn_send_comm *sc = NULL;
@@ -249,6 +381,8 @@ int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int tim
 		ret = -ETIMEDOUT;
 	if (ret)
 		err_why(ret, "send", why, len);
+	else if (bw && bw->want && stream(sc, 1, deadline, bw, bw->why, sizeof(bw->why)))
+		bw->ret = bw->ret ? bw->ret : -EIO;
 out:
 	if (mr)
 		rn_dereg_mr(sc, mr);

@@ -24,6 +24,23 @@ enum rn_sweep_rdma {
 	RN_SW_RDMA_ERROR,
 };
 
+/* --min-gbps: the stream after a good ping (rn_bw_*, doctor_rdma.c). */
+enum rn_sweep_bw {
+	RN_SW_BW_NONE = 0,          /* not measured */
+	RN_SW_BW_OK,                /* measured: bw_mbps */
+	RN_SW_BW_FAILED,            /* the stream failed after a good ping (counts as slow) */
+};
+
+/* Which end of a slow NIC pair is the bad one (rn_sweep_bw_blame). */
+enum rn_sweep_blame {
+	RN_SW_BLAME_NONE = 0,       /* not slow */
+	RN_SW_BLAME_A,              /* a's NIC: slow with the other peers too */
+	RN_SW_BLAME_B,
+	RN_SW_BLAME_BOTH,
+	RN_SW_BLAME_PATH,           /* both ends fast with other peers: the path between them */
+	RN_SW_BLAME_UNKNOWN,        /* no third NIC measured against an end that is not fast */
+};
+
 /* One NIC pair (host a's NIC i, host b's NIC j; a < b): the worst finding of each side. */
 struct rn_sweep_cell {
 	uint8_t a_cause, a_sev;     /* found by a (checking toward b), 0: none */
@@ -32,9 +49,14 @@ struct rn_sweep_cell {
 	uint8_t rdma;               /* enum rn_sweep_rdma */
 	uint8_t diag;               /* rn_diagnose_peer's cause after a failed probe */
 	uint32_t rdma_us;
+	uint8_t bw;                 /* enum rn_sweep_bw */
+	uint8_t slow;               /* under --min-gbps (rank 0, rn_sweep_bw_judge) */
+	uint8_t blame;              /* enum rn_sweep_blame (rank 0) */
+	uint8_t pad;
+	uint32_t bw_mbps;           /* a -> b through the plugin's transport, Mbit/s */
 };
 
-enum { RN_SW_BY_A = 0, RN_SW_BY_B = 1, RN_SW_BY_RDMA = 2 };
+enum { RN_SW_BY_A = 0, RN_SW_BY_B = 1, RN_SW_BY_RDMA = 2, RN_SW_BY_BW = 3 };
 
 /* A finding of a NIC pair, kept for its message and fix. */
 struct rn_sweep_find {
@@ -62,7 +84,51 @@ struct rn_sweep_host {
 	int gather_err;             /* -errno: it could not read its own facts */
 	double gather_ms;
 	struct rn_dw_inv *inv;
+	struct rn_doctor_facts *hf; /* versions, drivers, sysctls (NULL: not received) */
 	struct rn_finding *drops;   /* per NIC: firewall inferred over the fleet (cause 0: none) */
+	struct rn_finding *slow;    /* per NIC: slow-nic, the bad end of slow pairs (0: none) */
+};
+
+/*
+ * Fleet consistency: what each host or NIC has, against what most have. Host facts are
+ * compared over the hosts, NIC facts over every NIC of the fleet (firmware among the NICs
+ * of one driver).
+ */
+enum rn_sweep_field {
+	RN_SW_F_PLUGIN = 0,
+	RN_SW_F_KERNEL,
+	RN_SW_F_RDMA_CORE,
+	RN_SW_F_NCCL,
+	RN_SW_F_DRIVER,             /* the first NIC field */
+	RN_SW_F_FW,
+	RN_SW_F_MTU,
+	RN_SW_F_ARP_IGNORE,
+	RN_SW_F_ARP_ANNOUNCE,
+	RN_SW_F_ARP_FILTER,
+	RN_SW_F_RP_FILTER,
+	RN_SW_F_ACCEPT_LOCAL,
+	RN_SW_F__MAX
+};
+#define RN_SW_F_NIC RN_SW_F_DRIVER
+
+struct rn_sweep_diff {
+	int field;                  /* enum rn_sweep_field */
+	int h, i;                   /* host, NIC (-1: a host's fact) */
+	char value[RN_FACT_LEN], majority[RN_FACT_LEN];
+	int count, of;              /* how many have @majority, of how many compared */
+	int tie;                    /* no value is held by more than the others */
+	struct rn_finding f;        /* fleet-differs, with its fix where a command makes it */
+};
+
+/* The second bandwidth pass: an end of a slow pair against a NIC that is fast with others
+ * (at most RN_SW_MAX_RECHECKS; the rest are judged by the rounds' figures alone). */
+#define RN_SW_MAX_RECHECKS 256
+struct rn_sweep_recheck {
+	int h, i;                   /* the end checked again */
+	int w, k;                   /* the witness: host, NIC */
+	int round;                  /* of the second pass: disjoint host pairs per round */
+	int bw;                     /* enum rn_sweep_bw; NONE: it did not run */
+	uint32_t mbps;
 };
 
 struct rn_sweep {
@@ -75,9 +141,21 @@ struct rn_sweep {
 	double startup_ms;          /* MPI_Init to every rank up (the launcher's skew) */
 	double facts_ms, rounds_ms, round_max_ms, total_ms;
 	int aborted;                /* a rank never answered: the report is partial */
+	/* fleet consistency (rn_sweep_consistency) */
+	int ndiffs;
+	struct rn_sweep_diff *diffs;
+	char fleet[RN_SW_F__MAX][RN_FACT_LEN];  /* each field's majority ("" none compared) */
+	/* --min-gbps */
+	double min_gbps;            /* 0: no bandwidth measured */
+	int nrechecks, recheck_rounds;
+	struct rn_sweep_recheck *rechecks;
+	double recheck_ms;
+	char recheck_skipped[128];  /* why the second pass did not run ("" it ran, or none due) */
 };
 
 long rn_sweep_pair_index(int n, int a, int b);
+/* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
+int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f);
 int rn_sweep_init(struct rn_sweep *s, int n);
 void rn_sweep_free(struct rn_sweep *s);
 void rn_sweep_pair_free(struct rn_sweep_pair *p);
@@ -88,6 +166,24 @@ int rn_sweep_cell_bad(const struct rn_sweep_cell *c);
 void rn_sweep_infer(struct rn_sweep *s);
 /* RN_DOCTOR_OK, _PROBLEMS, or _ERROR when a host is missing. */
 int rn_sweep_exit(const struct rn_sweep *s);
+/* The name of @field ("plugin", "mtu", ...) and its value on host @h (NIC @i) into @buf. */
+const char *rn_sweep_field_name(int field);
+const char *rn_sweep_fact(const struct rn_sweep *s, int h, int i, int field, char *buf,
+			  size_t len);
+/* Hosts and NICs that differ from the majority, each with its finding. 0 or -ENOMEM. */
+int rn_sweep_consistency(struct rn_sweep *s);
+/* Mark the measured pairs under s->min_gbps slow (a failed stream is slow). */
+void rn_sweep_bw_judge(struct rn_sweep *s);
+/*
+ * Plan the second pass: each end of a slow pair that is not fast elsewhere, against a
+ * witness (a NIC with a fast pair and no slow one; on a third host when there is one),
+ * in rounds of disjoint host pairs. 0 or -ENOMEM; s->rechecks filled (bw NONE).
+ */
+int rn_sweep_bw_plan(struct rn_sweep *s);
+/* With the second pass's results in: every slow pair's blame, the slow-nic and
+ * bandwidth-low findings. */
+void rn_sweep_bw_blame(struct rn_sweep *s);
+const char *rn_sweep_blame_str(int blame);
 void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose);
 void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc);
 int rn_sweep_svg(const char *path, const struct rn_sweep *s);

@@ -41,8 +41,11 @@ assert d['schema'] == 'roce-doctor-sweep/1', d['schema']
 s = d['summary']
 assert (s['hosts'], s['rounds'], s['host_pairs'], s['host_pairs_checked'], s['exit']) == (3, 3, 3, 3, 1), s
 assert d['missing'] == [], d['missing']
+# one host three times: the fleet agrees with itself, the facts crossed srun's PMIx whole
+assert d['differences'] == [] and d['fleet']['mtu'] == '1500', (d['fleet'], d['differences'])
 for h in d['hosts']:
     assert sorted(n['netdev'] for n in h['nics']) == ['nic0', 'nic1'], h
+    assert h['kernel'] == d['fleet']['kernel'] != 'unknown', h
     for n in h['nics']:
         assert n['verdict'] == 'refused', n
         assert 'arp-flux' in [f['cause'] for f in n['findings']], n

@@ -42,7 +42,7 @@ int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_
 	return -ENODEV;
 }
 
-int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, char *why, size_t len)
+int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len)
 {
 	return -ENODEV;
 }
@@ -51,8 +51,8 @@ void rn_probe_srv_close(struct rn_probe_srv *srv)
 {
 }
 
-int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms, char *why,
-		    size_t len)
+int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms,
+		    struct rn_probe_bw *bw, char *why, size_t len)
 {
 	return -ENODEV;
 }

@@ -7,6 +7,10 @@
 #   at h2 eth1 (one pair of hosts only): the sweep names exactly the six NIC pairs of
 #   h3:eth1 and the two of h1 -> h2:eth1, no others (exit 1); the SVG renders.
 #   Then h0 and h1 alone (their NICs untouched): all good, RDMA ping ok (exit 0).
+#   Then the gates: h2 eth1 shaped to 4 Mbit/s both ways (tc tbf) and h1 eth1 at another
+#   MTU, swept with --min-gbps 0.008 (the bed's rxe moves 15-120 Mbit/s a pair): the report
+#   names h1:eth1's MTU (fleet-differs) and h2:eth1 as the slow end (slow-nic) of every slow
+#   pair, each of which involves it; the figures are printed.
 # Faults stay off eth0: MPI's own TCP runs there.
 set -u
 . "$(dirname "$0")/lib/test.sh"
@@ -33,7 +37,7 @@ sweep() {
 	t0=$(date +%s.%N)
 	ip netns exec "$BED_NAME" env BED_NAME="$BED_NAME" BED_FAILFILE="${BED_FAILFILE:-}" \
 		OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-		timeout -k 5 150 mpirun --hostfile "$wd/hosts" -np "$np" --map-by ppr:1:node \
+		timeout -k 5 "${SWEEP_TMO:-150}" mpirun --hostfile "$wd/hosts" -np "$np" --map-by ppr:1:node \
 		--mca plm_rsh_agent "$t_top/test/vm/lib/mpi-agent" --mca plm_rsh_no_tree_spawn 1 \
 		--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
 		--mca oob_tcp_if_include br0,eth0 \
@@ -96,10 +100,32 @@ body() {
 	grep -q '^verdict: all good' "$wd/ok.txt" || { cat "$wd/ok.txt"; t_fail "h0+h1: text verdict"; }
 	t_ok "h0+h1: 4 NIC pairs ok, RDMA ping ok (exit 0); $(summary "$wd/ok.json"); mpirun wall ${WALL} s"
 
+	t_step "h2 eth1 shaped to 4 Mbit/s both ways, h1 eth1 at another MTU: --min-gbps 0.008"
+	B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
+	B fault 2 rate --nic 1 --value 4 >/dev/null || t_fail "fault rate"
+	B fault 1 mtu --nic 1 >/dev/null || t_fail "fault mtu"
+	SWEEP_TMO=600 sweep 4 gates --min-gbps 0.008 --pair-timeout 120
+	sed 's/^/  | /' "$wd/gates.txt"
+	[ $RC = 1 ] || { cat "$wd/gates.err"; t_fail "gates: exit $RC, want 1"; }
+	got=$(jq_py "$wd/gates.json" "sorted('%s:%s:%s' % (x['host'], x['nic'], x['field']) for x in d['differences'])")
+	[ "$got" = h1:eth1:mtu ] || t_fail "differences: $got, want h1:eth1:mtu"
+	got=$(jq_py "$wd/gates.json" "sorted('%s:%s' % (h['host'], n['netdev']) for h in d['hosts'] for n in h['nics'] for f in n['findings'] if f['cause'] == 'slow-nic')")
+	[ "$got" = h2:eth1 ] || t_fail "slow NICs: '$got', want h2:eth1"
+	python3 - "$wd/gates.json" <<-'PY' || t_fail "slow pairs"
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	slow = [p for p in d['bad_pairs'] if (p.get('bandwidth') or {}).get('slow')]
+	ends = [('%s:%s' % (p['host_a'], p['nic_a']), '%s:%s' % (p['host_b'], p['nic_b'])) for p in slow]
+	assert len(slow) >= 3 and all('h2:eth1' in e for e in ends), ends
+	for p, e in zip(slow, ends):
+	    assert p['bandwidth']['blame'] == ('a' if e[0] == 'h2:eth1' else 'b'), (e, p['bandwidth'])
+	PY
+	t_ok "gates: h1:eth1's MTU and h2:eth1 the slow end named (exit 1); $(jq_py "$wd/gates.json" "'Gbit/s min %.4f median %.4f max %.4f over %d NIC pairs, %d slow; second pass %d recheck(s) in %d ms' % (d['bandwidth']['gbps_min'], d['bandwidth']['gbps_median'], d['bandwidth']['gbps_max'], d['bandwidth']['measured'], d['bandwidth']['slow'], len(d['bandwidth']['rechecks']), d['bandwidth']['recheck_us'] // 1000)"); $(summary "$wd/gates.json"); mpirun wall ${WALL} s"
+	B fault 2 clear --nic 1 >/dev/null && B fault 1 clear --nic 1 >/dev/null || t_fail "clear"
+
 	# Growth with N (SWEEP_SCALE=1): 2 and 3 hosts of the same bed, faults cleared.
 	if [ -n "${SWEEP_SCALE:-}" ]; then
 		t_step "growth with N (fixed)"
-		B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
 		for np in 2 3 4; do
 			sweep $np n$np --pair-timeout 40
 			[ $RC = 0 ] || { cat "$wd/n$np.txt" "$wd/n$np.err"; t_fail "$np hosts: exit $RC"; }
