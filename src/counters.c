@@ -551,7 +551,7 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 			   struct rn_vars *v)
 {
 	int me = nic_index(ibdev, port), i, n = nics_get(), stray_nic = -1;
-	uint64_t d[RN_CTR__MAX] = { 0 }, stray = 0, retrans;
+	uint64_t d[RN_CTR__MAX] = { 0 }, stray = 0, retrans, back;
 	double secs;
 	char lacks[256];
 	int r;
@@ -616,14 +616,24 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 			    d[RN_CTR_TX], d[RN_CTR_RX], d[RN_CTR_TIMEOUT], secs);
 		return RN_CAUSE_REPLIES_ELSEWHERE;
 	}
+	/*
+	 * What came back, less the peer's duplicate requests: a request the peer sends again is
+	 * one whose ACK from us never reached it, so those say our packets are lost too (UDP
+	 * 4791 dropped at the peer: its requests reach us, our ACKs and requests never reach it).
+	 */
+	back = d[RN_CTR_RX] > d[RN_CTR_DUP] ? d[RN_CTR_RX] - d[RN_CTR_DUP] : 0;
 	if (has(b, me, RN_CTR_TX) && has(b, me, RN_CTR_RX) && d[RN_CTR_TX] &&
-	    (retrans || d[RN_CTR_RETRY_EXC]) && d[RN_CTR_RX] * 4 < d[RN_CTR_TX]) {
+	    (retrans || d[RN_CTR_RETRY_EXC]) && back * 4 < d[RN_CTR_TX]) {
 		uint64_t lost_here = d[RN_CTR_NETDEV_RX] > d[RN_CTR_RX] ?
 				     d[RN_CTR_NETDEV_RX] - d[RN_CTR_RX] : 0;
 
 		rn_vars_set(v, "figures", "%s sent %" PRIu64 " packets and received %" PRIu64
 			    " in %.1f s, with %" PRIu64 " retransmission timeouts", ibdev,
 			    d[RN_CTR_TX], d[RN_CTR_RX], secs, d[RN_CTR_TIMEOUT]);
+		if (d[RN_CTR_DUP] && d[RN_CTR_RX])
+			rn_vars_append(v, "figures", "; ", "%" PRIu64 " of those received were the "
+				       "peer's requests again, sent because our ACKs never reached it",
+				       RN_MIN(d[RN_CTR_DUP], d[RN_CTR_RX]));
 		/* a soft driver's netdev that got far more than its RDMA device: dropped here */
 		if (nics[me].drv->netdev_sees_roce && lost_here >= 4 * STRAY_MIN &&
 		    lost_here >= d[RN_CTR_TX])

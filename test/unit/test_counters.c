@@ -249,6 +249,34 @@ static void causes(void **state)
 	rn_vars_free(&v);
 }
 
+/*
+ * UDP 4791 dropped at the peer's input: its requests reach us (and come again, since our ACKs
+ * never reach it), ours never reach it. What came back is the peer's retries: no-reply, not
+ * fabric-loss (seen on the bed: sent 8, received 4 of which 3 duplicates, 3 timeouts).
+ */
+static void peer_retries_are_no_reply(void **state)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_ctr_snap *a;
+
+	rxe("rxe0", "eth0");
+	a = rn_ctr_snap_take();
+	assert_non_null(a);
+	set("rxe0", "hw_counters/sent_pkts", 8);
+	set("rxe0", "hw_counters/rcvd_pkts", 4);
+	set("rxe0", "hw_counters/completer_retry_err", 3);
+	set("rxe0", "hw_counters/duplicate_request", 3);
+	set("rxe0", "hw_counters/retry_exceeded_err", 1);
+	assert_int_equal(judge(a, &v), RN_CAUSE_NO_REPLY);
+	assert_non_null(strstr(rn_vars_get(&v, "figures"), "sent 8 packets and received 4"));
+	assert_non_null(strstr(rn_vars_get(&v, "figures"), "3 of those received were the peer's"));
+	/* the same duplicates beside real replies are loss on the way, not silence */
+	set("rxe0", "hw_counters/rcvd_pkts", 40);
+	assert_int_equal(judge(a, &v), RN_CAUSE_FABRIC_LOSS);
+	rn_ctr_snap_free(a);
+	rn_vars_free(&v);
+}
+
 /* mlx5: congestion marks from its DCQCN counters. */
 static void congestion_mlx5(void **state)
 {
@@ -360,6 +388,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(driver_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(bnxt_new_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(peer_retries_are_no_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(causes, setup, teardown),
 		cmocka_unit_test_setup_teardown(congestion_mlx5, setup, teardown),
 		cmocka_unit_test_setup_teardown(history, setup, teardown),
