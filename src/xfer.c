@@ -515,20 +515,24 @@ static int comm_check(struct rn_comm *c)
 
 /*
  * How long posted work may go without a completion before the QP counts as stalled:
- * the QP's own retry time (stall_ns) plus the time, at a floor rate, of the payload that
- * must move before the next completion can come, so one large write on a slow link (rxe
- * moves 5-25 MB/s) is not a stall. That payload is each QP's oldest slot only (a QP
- * completes in order; the QPs run side by side over one link), not all that is queued
- * behind it: with 26 MiB queued a QP that silently stopped (rxe losing a packet it never
- * retransmits, seen on Debian 12's kernel at 1% loss) was found after 43 s instead of 24.
+ * the QP's own retry time (stall_ns) plus the time the payload in flight takes at a
+ * floor rate, so one large write on a slow link (rxe moves 5-25 MB/s) is not a stall.
+ * All of it, not the oldest message only: a retry goes back to the first packet not
+ * acknowledged and sends everything after it again (go-back-N), so the QP's own error
+ * (RETRY_EXC, with its diagnosis) takes that long to come.
  */
 #define RN_WATCHDOG_NS_PER_BYTE 1000ull /* a floor of 1 byte/us, about 1 MB/s */
 
-/* The payload QP @q moves before its next completion: its oldest slot's share. */
-static uint64_t qp_next_bytes(const struct rn_comm *c, int q)
+uint64_t rn_comm_stall_bound(const struct rn_comm *c)
+{
+	return c->stall_ns + c->outstanding_bytes * RN_WATCHDOG_NS_PER_BYTE;
+}
+
+/* The payload in flight on data QP @q: its share of each slot posted there. */
+static uint64_t qp_bytes(const struct rn_comm *c, int q)
 {
 	const struct rn_send_comm *sc = (const struct rn_send_comm *)c;
-	const struct rn_send_slot *old = NULL;
+	uint64_t sum = 0;
 	int i;
 
 	if (c->role != RN_ROLE_SEND || !c->outstanding_bytes)
@@ -536,23 +540,10 @@ static uint64_t qp_next_bytes(const struct rn_comm *c, int q)
 	for (i = 0; i < RN_SLOTS; i++) {
 		const struct rn_send_slot *s = &sc->slots[i];
 
-		/* sequences wrap: the oldest is the furthest behind the head */
-		if (s->posted && s->pending > 0 && s->qp_wrs[q] &&
-		    (!old || (int32_t)(s->seq - old->seq) < 0))
-			old = s;
+		if (s->posted && s->pending > 0 && s->qp_wrs[q]) /* a split slot: its share */
+			sum += s->bytes / (uint64_t)(c->split ? c->nqps : 1) + 1;
 	}
-	/* a split slot's share on each of its QPs */
-	return old ? old->bytes / (uint64_t)(c->split ? c->nqps : 1) + 1 : 0;
-}
-
-uint64_t rn_comm_stall_bound(const struct rn_comm *c)
-{
-	uint64_t sum = 0;
-	int q;
-
-	for (q = 0; q < c->nqps; q++)
-		sum += qp_next_bytes(c, q);
-	return c->stall_ns + RN_MIN(sum, c->outstanding_bytes) * RN_WATCHDOG_NS_PER_BYTE;
+	return sum;
 }
 
 /*
@@ -576,7 +567,7 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 			c->qp_wait_ns[q] = now;
 			continue;
 		}
-		bound = c->stall_ns + qp_next_bytes(c, q) * RN_WATCHDOG_NS_PER_BYTE;
+		bound = c->stall_ns + qp_bytes(c, q) * RN_WATCHDOG_NS_PER_BYTE;
 		if (now - c->qp_wait_ns[q] > bound) {
 			int k = c->qp_mem[q];
 			const struct rn_dev *dev = c->mem[k].dev;
