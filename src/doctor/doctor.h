@@ -61,6 +61,7 @@ struct rn_doctor {
 	int verbose;
 	int once;
 	int no_rdma;
+	int probe_streams;           /* probes stream bandwidth (--min-gbps): loss-tolerant QPs */
 	int port;
 	int timeout_s;               /* -1: the command's default */
 	const char *listen;          /* serve --listen ADDR, NULL: every address */

@@ -1176,6 +1176,7 @@ int main(int argc, char **argv)
 				die_usage(x.rank, "--min-gbps: not a rate in Gbit/s above 0:", optarg);
 				quit = RN_DOCTOR_ERROR;
 			}
+			d->probe_streams = 1;
 			break;
 		case 'R':
 			d->no_rdma = 1;

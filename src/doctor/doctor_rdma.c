@@ -29,15 +29,20 @@
 static struct rn_engine probe_eng;
 static int probe_eng_state; /* 0 not made, 1 ready, -errno failed */
 
-static void probe_config(const struct rn_config *user, struct rn_config *cfg)
+static void probe_config(const struct rn_config *user, int streams, struct rn_config *cfg)
 {
 	*cfg = *user;
-	/* 4.096 us * 2^14 = 67 ms per try, 3 retries: a dead path fails in well under 1 s,
-	 * unless the user asked for other values. */
+	/*
+	 * 4.096 us * 2^14 = 67 ms per try, 3 retries: a dead path fails in well under 1 s,
+	 * unless the user asked for other values. A bandwidth stream (8 x 256 KiB in flight)
+	 * gets 537 ms and 6 retries: a lost packet costs a retransmission, as it does NCCL's
+	 * QPs (NCCL_IB_TIMEOUT 20), not an error that counts the pair slow; a dead path still
+	 * fails in under 4 s.
+	 */
 	if (!getenv("NCCL_IB_TIMEOUT"))
-		cfg->timeout = 14;
+		cfg->timeout = streams ? 17 : 14;
 	if (!getenv("NCCL_IB_RETRY_CNT"))
-		cfg->retry_cnt = 3;
+		cfg->retry_cnt = streams ? 6 : 3;
 	if (!getenv("NCCL_ROCE_CONNECT_TIMEOUT_MS"))
 		cfg->connect_timeout_ms = 8000;
 	/* The probe tests the wire: the route verdict is the doctor's own report. */
@@ -49,7 +54,7 @@ static int engine(struct rn_doctor *d, struct rn_engine **out)
 	if (!probe_eng_state) {
 		struct rn_config cfg;
 
-		probe_config(&d->cfg, &cfg);
+		probe_config(&d->cfg, d->probe_streams, &cfg);
 		probe_eng_state = rn_engine_init_with(&probe_eng, &cfg, d->hostname, d->devs,
 						      d->ndevs);
 		if (!probe_eng_state)
