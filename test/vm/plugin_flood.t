@@ -13,6 +13,9 @@
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
+# The fixed scenario from plain ip rules and sysctls: the script costs seconds per boot and per
+# reset under TCG; doctor.t and plugin_pods.t run scripts/roce-policy-routing itself.
+export BED_POLICY=${BED_POLICY:-plain}
 plugin_prereq
 [ -x "$t_top/build/test/rn-connstorm" ] || { echo "skip: build/test/rn-connstorm not built (make tests)"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: python3 (the flooder, run in the guest from the host's root) not installed"; exit 77; }
@@ -63,11 +66,14 @@ round() {
 		echo "$fout" | sed 's/^/  flood| /'
 		grep -q '^flood slow: 50 open, 50 closed by the server' <<<"$fout" ||
 			t_fail "slow-loris connections kept their slots"
-		# a silent one is evicted only for room: all but the listener's 64 slots at most
+		# a silent one is evicted for room: the 250 of the flood into 64 slots close 186 at
+		# least; the 32 real connects need room too when they come before the slow ones' HELLO
+		# deadline has emptied 50 slots (timing: up to 218 evictions), so all 200 may go
 		local idle_closed
 		idle_closed=$(sed -n 's/^flood idle: 200 open, \([0-9]*\) closed by the server.*/\1/p' <<<"$fout")
-		[ "${idle_closed:-0}" -ge $((200 + 50 - 64)) ] && [ "$idle_closed" -lt 200 ] ||
-			t_fail "idle connections: ${idle_closed:-?} of 200 closed, want 186..199 (evicted only for room)"
+		[ "${idle_closed:-0}" -ge $((200 + 50 - 64)) ] && [ "$idle_closed" -le 200 ] ||
+			t_fail "idle connections: ${idle_closed:-?} of 200 closed, want 186..200 (evicted for room)"
+		echo "  idle connections the listener closed for room: $idle_closed of 200"
 		local src
 		src=$(bed_ip 0 0)
 		[ "$(grep -c "WARN.*dropped a connection from $src" <<<"$srv")" -eq 1 ] ||

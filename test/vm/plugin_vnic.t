@@ -10,6 +10,9 @@
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
+# The fixed scenario from plain ip rules and sysctls: the script costs seconds per boot and per
+# reset under TCG; doctor.t and plugin_pods.t run scripts/roce-policy-routing itself.
+export BED_POLICY=${BED_POLICY:-plain}
 plugin_prereq
 
 # "tx0 tx1 rx0 rx1 sent0 sent1 rcvd0 rcvd1" of host <h>: netdev bytes and rxe packets per NIC

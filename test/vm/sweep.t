@@ -7,13 +7,16 @@
 #   at h2 eth1 (one pair of hosts only): the sweep names exactly the six NIC pairs of
 #   h3:eth1 and the two of h1 -> h2:eth1, no others (exit 1); the SVG renders.
 #   Then h0 and h1 alone (their NICs untouched): all good, RDMA ping ok (exit 0).
-#   Then the gates: h2 eth1 shaped to 4 Mbit/s both ways (tc tbf) and h1 eth1 at another
-#   MTU, swept with --min-gbps 0.008 (the bed's rxe moves 15-120 Mbit/s a pair): the report
+#   Then the gates: h2 eth1 shaped to 3 Mbit/s both ways (tc tbf) and h1 eth1 at another
+#   MTU, swept with --min-gbps 0.005 (the bed's rxe moves 7-120 Mbit/s a pair): the report
 #   names h1:eth1's MTU (fleet-differs) and h2:eth1 as the slow end (slow-nic) of every slow
 #   pair, each of which involves it; the figures are printed.
 # Faults stay off eth0: MPI's own TCP runs there.
 set -u
 . "$(dirname "$0")/lib/test.sh"
+# The fixed scenario from plain ip rules and sysctls: the script costs seconds per boot and per
+# reset under TCG (4 guests here); doctor.t and plugin_pods.t run scripts/roce-policy-routing.
+export BED_POLICY=${BED_POLICY:-plain}
 bed_prereq python3 mpirun
 [ -x "$t_top/build/roce-doctor-mpi" ] ||
 	{ echo "skip: build/roce-doctor-mpi not built (needs libopenmpi-dev: scripts/install-deps --test)"; exit 77; }
@@ -100,11 +103,11 @@ body() {
 	grep -q '^verdict: all good' "$wd/ok.txt" || { cat "$wd/ok.txt"; t_fail "h0+h1: text verdict"; }
 	t_ok "h0+h1: 4 NIC pairs ok, RDMA ping ok (exit 0); $(summary "$wd/ok.json"); mpirun wall ${WALL} s"
 
-	t_step "h2 eth1 shaped to 4 Mbit/s both ways, h1 eth1 at another MTU: --min-gbps 0.008"
+	t_step "h2 eth1 shaped to 3 Mbit/s both ways, h1 eth1 at another MTU: --min-gbps 0.005"
 	B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
-	B fault 2 rate --nic 1 --value 4 >/dev/null || t_fail "fault rate"
+	B fault 2 rate --nic 1 --value 3 >/dev/null || t_fail "fault rate"
 	B fault 1 mtu --nic 1 >/dev/null || t_fail "fault mtu"
-	SWEEP_TMO=600 sweep 4 gates --min-gbps 0.008 --pair-timeout 120
+	SWEEP_TMO=600 sweep 4 gates --min-gbps 0.005 --pair-timeout 120
 	sed 's/^/  | /' "$wd/gates.txt"
 	[ $RC = 1 ] || { cat "$wd/gates.err"; t_fail "gates: exit $RC, want 1"; }
 	got=$(jq_py "$wd/gates.json" "sorted('%s:%s:%s' % (x['host'], x['nic'], x['field']) for x in d['differences'])")
@@ -116,15 +119,23 @@ body() {
 	d = json.load(open(sys.argv[1]))
 	slow = [p for p in d['bad_pairs'] if (p.get('bandwidth') or {}).get('slow')]
 	ends = [('%s:%s' % (p['host_a'], p['nic_a']), '%s:%s' % (p['host_b'], p['nic_b'])) for p in slow]
-	assert len(slow) >= 3 and all('h2:eth1' in e for e in ends), ends
-	for p, e in zip(slow, ends):
+	shaped = [(p, e) for p, e in zip(slow, ends) if 'h2:eth1' in e]
+	# every pair of h2:eth1 with the 6 other NICs is slow, h2's end to blame
+	assert len(shaped) == 6, ends
+	for p, e in shaped:
 	    assert p['bandwidth']['blame'] == ('a' if e[0] == 'h2:eth1' else 'b'), (e, p['bandwidth'])
+	# a healthy pair slowed by the emulation (TCG guests share 2 CPUs) may fall under the
+	# threshold; its ends are fast with others, so the path is named, never an end
+	for p, e in zip(slow, ends):
+	    if 'h2:eth1' not in e:
+	        assert p['bandwidth']['blame'] not in ('a', 'b'), (e, p['bandwidth'])
+	        print('  (also under the threshold, the path blamed: %s <-> %s)' % e)
 	PY
 	t_ok "gates: h1:eth1's MTU and h2:eth1 the slow end named (exit 1); $(jq_py "$wd/gates.json" "'Gbit/s min %.4f median %.4f max %.4f over %d NIC pairs, %d slow; second pass %d recheck(s) in %d ms' % (d['bandwidth']['gbps_min'], d['bandwidth']['gbps_median'], d['bandwidth']['gbps_max'], d['bandwidth']['measured'], d['bandwidth']['slow'], len(d['bandwidth']['rechecks']), d['bandwidth']['recheck_us'] // 1000)"); $(summary "$wd/gates.json"); mpirun wall ${WALL} s"
-	B fault 2 clear --nic 1 >/dev/null && B fault 1 clear --nic 1 >/dev/null || t_fail "clear"
 
 	# Growth with N (SWEEP_SCALE=1): 2 and 3 hosts of the same bed, faults cleared.
 	if [ -n "${SWEEP_SCALE:-}" ]; then
+		B fault 2 clear --nic 1 >/dev/null && B fault 1 clear --nic 1 >/dev/null || t_fail "clear"
 		t_step "growth with N (fixed)"
 		for np in 2 3 4; do
 			sweep $np n$np --pair-timeout 40
