@@ -8,9 +8,10 @@
 #   h3:eth1 and the two of h1 -> h2:eth1, no others (exit 1); the SVG renders.
 #   Then h0 and h1 alone (their NICs untouched): all good, RDMA ping ok (exit 0).
 #   Then the gates: h2 eth1 shaped to 3 Mbit/s both ways (tc tbf) and h1 eth1 at another
-#   MTU, swept with --min-gbps 0.005 (the bed's rxe moves 7-120 Mbit/s a pair): the report
-#   names h1:eth1's MTU (fleet-differs) and h2:eth1 as the slow end (slow-nic) of every slow
-#   pair, each of which involves it; the figures are printed.
+#   MTU, the eth1s swept with --min-gbps 0.005 (the bed's rxe moves 7-120 Mbit/s a pair): the
+#   report names h1:eth1's MTU (fleet-differs) and h2:eth1 as the slow end (slow-nic) of each
+#   of its 3 pairs; a healthy pair the emulation slows may fall under too, with the path
+#   blamed, never an end; the figures are printed.
 # Faults stay off eth0: MPI's own TCP runs there.
 set -u
 . "$(dirname "$0")/lib/test.sh"
@@ -103,11 +104,11 @@ body() {
 	grep -q '^verdict: all good' "$wd/ok.txt" || { cat "$wd/ok.txt"; t_fail "h0+h1: text verdict"; }
 	t_ok "h0+h1: 4 NIC pairs ok, RDMA ping ok (exit 0); $(summary "$wd/ok.json"); mpirun wall ${WALL} s"
 
-	t_step "h2 eth1 shaped to 3 Mbit/s both ways, h1 eth1 at another MTU: --min-gbps 0.005"
+	t_step "h2 eth1 shaped to 3 Mbit/s both ways, h1 eth1 at another MTU: --netdev eth1 --min-gbps 0.005"
 	B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || t_fail "clear"
 	B fault 2 rate --nic 1 --value 3 >/dev/null || t_fail "fault rate"
 	B fault 1 mtu --nic 1 >/dev/null || t_fail "fault mtu"
-	SWEEP_TMO=600 sweep 4 gates --min-gbps 0.005 --pair-timeout 120
+	SWEEP_TMO=600 sweep 4 gates --netdev eth1 --min-gbps 0.005 --pair-timeout 120
 	sed 's/^/  | /' "$wd/gates.txt"
 	[ $RC = 1 ] || { cat "$wd/gates.err"; t_fail "gates: exit $RC, want 1"; }
 	got=$(jq_py "$wd/gates.json" "sorted('%s:%s:%s' % (x['host'], x['nic'], x['field']) for x in d['differences'])")
@@ -120,8 +121,8 @@ body() {
 	slow = [p for p in d['bad_pairs'] if (p.get('bandwidth') or {}).get('slow')]
 	ends = [('%s:%s' % (p['host_a'], p['nic_a']), '%s:%s' % (p['host_b'], p['nic_b'])) for p in slow]
 	shaped = [(p, e) for p, e in zip(slow, ends) if 'h2:eth1' in e]
-	# every pair of h2:eth1 with the 6 other NICs is slow, h2's end to blame
-	assert len(shaped) == 6, ends
+	# every pair of h2:eth1 with the 3 other hosts' eth1 is slow, h2's end to blame
+	assert len(shaped) == 3, ends
 	for p, e in shaped:
 	    assert p['bandwidth']['blame'] == ('a' if e[0] == 'h2:eth1' else 'b'), (e, p['bandwidth'])
 	# a healthy pair slowed by the emulation (TCG guests share 2 CPUs) may fall under the
