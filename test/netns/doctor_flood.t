@@ -9,12 +9,7 @@
 rn_require_netns
 command -v python3 >/dev/null || rn_skip "skip: python3 (the flooder) not installed"
 rn_tmpdir T
-rn_host_ns 2
-A=$RN_HOST
-rn_ns B hostb
-rn_in "$B" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-rn_veth "$B" nic0 "$RN_PEER" bp0 br0 198.18.0.21/24
-rn_veth "$B" nic1 "$RN_PEER" bp1 br0 198.18.0.22/24
+doc_bed # host A and host B, two NICs each on one bridge
 SRV= FL=
 trap '_rc=$?; [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; [ -n "$FL" ] && kill "$FL" 2>/dev/null; (exit $_rc); _rn_cleanup' EXIT
 N=4

@@ -11,12 +11,7 @@
 . "$(dirname "$0")/doctor_lib.sh"
 rn_require_netns
 rn_tmpdir T
-rn_host_ns 2
-A=$RN_HOST
-rn_ns B hostb
-rn_in "$B" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-rn_veth "$B" nic0 "$RN_PEER" bp0 br0 198.18.0.21/24
-rn_veth "$B" nic1 "$RN_PEER" bp1 br0 198.18.0.22/24
+doc_bed # host A and host B, two NICs each on one bridge
 SRV=
 trap '_rc=$?; [ -n "$SRV" ] && kill "$SRV" 2>/dev/null; (exit $_rc); _rn_cleanup' EXIT
 

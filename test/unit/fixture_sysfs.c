@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,18 @@ void fixture_sysfs_write(const char *path, const char *content)
 		die("open", full);
 	fprintf(f, "%s\n", content);
 	fclose(f);
+}
+
+void fixture_sysfs_num(unsigned long long v, const char *fmt, ...)
+{
+	char path[PATH_MAX], b[32];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	snprintf(b, sizeof(b), "%llu", v);
+	fixture_sysfs_write(path, b);
 }
 
 void fixture_sysfs_symlink(const char *path, const char *target)

@@ -13,6 +13,9 @@ void fixture_sysfs_destroy(void);
 
 /* Write @content into @path (absolute, e.g. "/sys/class/net/eth0/mtu"), parents made. */
 void fixture_sysfs_write(const char *path, const char *content);
+/* Write the number @v into the path printf(@fmt, ...) makes (a counter, a setting). */
+void fixture_sysfs_num(unsigned long long v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Make @path a symlink to @target (as given: relative targets resolve inside the tree). */
 void fixture_sysfs_symlink(const char *path, const char *target);
 

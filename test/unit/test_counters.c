@@ -55,20 +55,12 @@ static void port(const char *ib, const char *nd)
 
 static void set(const char *ib, const char *rel, unsigned long long v)
 {
-	char p[256], b[32];
-
-	snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/%s", ib, rel);
-	snprintf(b, sizeof(b), "%llu\n", v);
-	fixture_sysfs_write(p, b);
+	fixture_sysfs_num(v, "/sys/class/infiniband/%s/ports/1/%s", ib, rel);
 }
 
 static void set_net(const char *nd, unsigned long long v)
 {
-	char p[256], b[32];
-
-	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/rx_packets", nd);
-	snprintf(b, sizeof(b), "%llu\n", v);
-	fixture_sysfs_write(p, b);
+	fixture_sysfs_num(v, "/sys/class/net/%s/statistics/rx_packets", nd);
 }
 
 static const char *const rxe_files[] = {

@@ -59,20 +59,12 @@ static const char *const rxe_files[] = {
 
 static void set(const char *ib, const char *name, unsigned long long v)
 {
-	char p[256], b[32];
-
-	snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", ib, name);
-	snprintf(b, sizeof(b), "%llu", v);
-	fixture_sysfs_write(p, b);
+	fixture_sysfs_num(v, "/sys/class/infiniband/%s/ports/1/hw_counters/%s", ib, name);
 }
 
 static void set_net(const char *nd, unsigned long long v)
 {
-	char p[256], b[32];
-
-	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/rx_packets", nd);
-	snprintf(b, sizeof(b), "%llu", v);
-	fixture_sysfs_write(p, b);
+	fixture_sysfs_num(v, "/sys/class/net/%s/statistics/rx_packets", nd);
 }
 
 static void rxe(const char *ib, const char *nd)

@@ -37,10 +37,7 @@ static void quiet(enum rn_log_level level, unsigned long sub, const char *file, 
 
 static void put(const char *path, unsigned long long v)
 {
-	char b[32];
-
-	snprintf(b, sizeof(b), "%llu", v);
-	fixture_sysfs_write(path, b);
+	fixture_sysfs_num(v, "%s", path);
 }
 
 /* A RoCE port @ib:1 on netdev @nd, its counters "group/name=value" ... NULL. */
