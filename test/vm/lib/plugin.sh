@@ -86,6 +86,10 @@ bed_net_counters() {
 			"$n" "$(cat $n/statistics/rx_dropped)" "$(cat $n/statistics/tx_dropped)"; done' \
 			2>&1 | sed "s/^/  h$h net| /"
 	done
+	# the host's side: each tap's drops (a guest that did not read its queue fast enough)
+	ip -n "$BED_NAME" -s -o link show 2>/dev/null | awk '$2 ~ /^t[0-9]+n[0-9]+/ {
+		for (i = 1; i <= NF; i++) if ($i == "RX:") rx = $(i + 11); else if ($i == "TX:") tx = $(i + 11)
+		print "  host net| " $2 " rx_dropped=" rx " tx_dropped=" tx }'
 }
 
 expect_ok() { # what
