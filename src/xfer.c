@@ -258,6 +258,23 @@ static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_pe
 	return cause;
 }
 
+/*
+ * WARN what member @k's counters show since the comm began (@lifetime) or over the QP's retry
+ * window: the cause they name, when @cause_too and they name one, then the figures.
+ */
+static void counters_warn(struct rn_comm *c, int k, const struct rn_peer_facts *peer,
+			  int lifetime, int cause_too, const char *pfx)
+{
+	struct rn_finding f = { 0 };
+	struct rn_vars cv = RN_VARS_INIT;
+
+	if (counters_cause(c, k, peer, lifetime, &f, &cv) != RN_CAUSE_NONE && cause_too)
+		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
+	rn_vars_free(&cv);
+	rn_finding_clear(&f);
+}
+
 /* A value, "" when unset (out of memory). */
 static const char *vget(const struct rn_vars *v, const char *key)
 {
@@ -571,8 +588,6 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 		if (now - c->qp_wait_ns[q] > bound) {
 			int k = c->qp_mem[q];
 			const struct rn_dev *dev = c->mem[k].dev;
-			struct rn_finding f = { 0 };
-			struct rn_vars cv = RN_VARS_INIT;
 			char pfx[256];
 
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: no completion on QP %d of %d from %s "
@@ -581,12 +596,7 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 				c->peer.host, (unsigned long long)((now - c->qp_wait_ns[q]) / 1000000),
 				c->qp_out[q]);
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
-			if (counters_cause(c, k, &c->rpeer[c->qp_rmem[q]], 0, &f, &cv) !=
-			    RN_CAUSE_NONE)
-				rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
-			rn_vars_free(&cv);
-			rn_finding_clear(&f);
+			counters_warn(c, k, &c->rpeer[c->qp_rmem[q]], 0, 1, pfx);
 			comm_fail(c, -ETIMEDOUT);
 		}
 	}
@@ -685,15 +695,8 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 			rn_finding_clear(&f);
-			{
-				struct rn_vars cv = RN_VARS_INIT;
-
-				/* the figures: link downs, lost carriers, what was sent meanwhile */
-				counters_cause(c, k, &c->rpeer[k % c->rmem], 1, &f, &cv);
-				rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
-				rn_vars_free(&cv);
-				rn_finding_clear(&f);
-			}
+			/* the figures: link downs, lost carriers, what was sent meanwhile */
+			counters_warn(c, k, &c->rpeer[k % c->rmem], 1, 0, pfx);
 			comm_fail(c, -ENETDOWN);
 		} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
 			struct rn_finding f = { 0 };
