@@ -15,6 +15,7 @@
 #define RN_VERBS_H
 
 #include <errno.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 struct rn_verbs_ops {
@@ -28,6 +29,12 @@ struct rn_verbs_ops {
 	/* Returns 0 or errno; ENODATA for an empty slot (rxe), as libibverbs does. */
 	int (*query_gid_ex)(struct ibv_context *ctx, uint32_t port, uint32_t index,
 			    struct ibv_gid_entry *entry);
+	/*
+	 * Every valid entry of every port in one call: the count, or -errno (-EINVAL when
+	 * @max is too few; libibverbs' sysfs fallback fails on an unreadable attribute).
+	 */
+	ssize_t (*query_gid_table)(struct ibv_context *ctx, struct ibv_gid_entry *entries,
+				   size_t max);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,

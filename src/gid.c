@@ -82,12 +82,70 @@ static int gid_table_len(struct ibv_context *ctx, int port)
 	return GID_SCAN_MAX;
 }
 
+static void cand_fill(struct rn_host *host, struct cand *c, const struct ibv_gid_entry *e)
+{
+	c->index = (int)e->gid_index;
+	c->gid = e->gid;
+	c->type = (int)e->gid_type;
+	c->ifindex = (int)e->ndev_ifindex;
+	if (rn_ip_from_gid(&e->gid, &c->ip))
+		c->ip.family = 0;
+	c->link = cand_link(host, c);
+}
+
+static int cand_by_index(const void *a, const void *b)
+{
+	return ((const struct cand *)a)->index - ((const struct cand *)b)->index;
+}
+
+/*
+ * The port's valid entries from one read of the device's table (one ioctl where an entry
+ * at a time costs one per slot: rxe has 1024, most empty). -errno when the table cannot be
+ * read whole: libibverbs' sysfs fallback fails on one unreadable attribute (a pod's view
+ * of a shared device), and the entry-by-entry read skips just those.
+ */
+static int read_gid_table(struct rn_host *host, struct ibv_context *ctx, int port,
+			  struct cand *c, int max)
+{
+	struct ibv_device_attr da;
+	struct ibv_gid_entry *e;
+	ssize_t got, i;
+	size_t cap;
+	int n = 0, ret;
+
+	memset(&da, 0, sizeof(da));
+	ret = rn_verbs_err(rn_verbs.query_device(ctx, &da));
+	if (ret)
+		return ret;
+	/* every port's entries come back: room for as many as this port's table per port */
+	cap = (size_t)max * (size_t)RN_MAX(da.phys_port_cnt, 1);
+	e = calloc(cap, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	got = rn_verbs.query_gid_table(ctx, e, cap);
+	if (got < 0) {
+		free(e);
+		return (int)got;
+	}
+	for (i = 0; i < got && n < max; i++)
+		if ((int)e[i].port_num == port && e[i].gid_index < (uint32_t)max)
+			cand_fill(host, &c[n++], &e[i]);
+	free(e);
+	/* the kernel answers in index order; nothing here depends on it doing so */
+	qsort(c, (size_t)n, sizeof(*c), cand_by_index);
+	return n;
+}
+
 static int read_gids(struct rn_host *host, struct ibv_context *ctx, int port, struct cand *c,
 		     int max)
 {
 	struct ibv_gid_entry e;
 	int i, n = 0, ret, err = 0;
 
+	n = read_gid_table(host, ctx, port, c, max);
+	if (n >= 0)
+		return n;
+	n = 0;
 	for (i = 0; i < max; i++) {
 		ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)port, (uint32_t)i, &e));
 		if (ret == -ENODATA)
@@ -103,14 +161,8 @@ static int read_gids(struct rn_host *host, struct ibv_context *ctx, int port, st
 			err = ret;
 			continue;
 		}
-		c[n].index = i;
-		c[n].gid = e.gid;
-		c[n].type = (int)e.gid_type;
-		c[n].ifindex = (int)e.ndev_ifindex;
-		if (rn_ip_from_gid(&e.gid, &c[n].ip))
-			c[n].ip.family = 0;
-		c[n].link = cand_link(host, &c[n]);
-		n++;
+		e.gid_index = (uint32_t)i;
+		cand_fill(host, &c[n++], &e);
 	}
 	return n ? n : err;
 }

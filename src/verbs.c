@@ -28,6 +28,12 @@ static int real_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t in
 	return rc < 0 ? -rc : rc;
 }
 
+static ssize_t real_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
+				    size_t max)
+{
+	return ibv_query_gid_table(ctx, entries, max, 0);
+}
+
 static struct ibv_mr *real_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len,
 					uint64_t iova, unsigned int access)
 {
@@ -59,6 +65,7 @@ static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	.query_device = ibv_query_device, \
 	.query_port = real_query_port, \
 	.query_gid_ex = real_query_gid_ex, \
+	.query_gid_table = real_query_gid_table, \
 	.alloc_pd = ibv_alloc_pd, \
 	.dealloc_pd = ibv_dealloc_pd, \
 	.reg_mr_iova2 = real_reg_mr_iova2, \

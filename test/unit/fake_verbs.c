@@ -148,12 +148,15 @@ static int parse_gid(const char *s, union ibv_gid *gid)
 	return inet_pton(AF_INET6, s, gid->raw) == 1 ? 0 : -1;
 }
 
+struct fake_verbs_calls fake_verbs_calls;
+
 static int f_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 			  struct ibv_gid_entry *e)
 {
 	struct fake_dev *d = fake_verbs_dev_of(ctx);
 	struct fake_gid *g;
 
+	fake_verbs_calls.query_gid_ex++;
 	if (port < 1 || port > (uint32_t)d->nports || index >= FAKE_MAX_GIDS)
 		return EINVAL;
 	g = &d->ports[port - 1].gids[index];
@@ -169,6 +172,35 @@ static int f_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index
 	e->gid_type = g->type;
 	e->ndev_ifindex = g->ifindex;
 	return 0;
+}
+
+/*
+ * As the kernel's table method answers: every port's valid entries in index order; as
+ * libibverbs' sysfs fallback, a failure when one valid entry's attributes cannot be read.
+ */
+static ssize_t f_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *e, size_t max)
+{
+	struct fake_dev *d = fake_verbs_dev_of(ctx);
+	size_t n = 0;
+	int p, i;
+
+	fake_verbs_calls.query_gid_table++;
+	if (d->table_fail)
+		return -d->table_fail;
+	for (p = 0; p < d->nports; p++)
+		for (i = 0; i < FAKE_MAX_GIDS; i++) {
+			if (!d->ports[p].gids[i].addr)
+				continue;
+			if (d->ports[p].gid_fail[i])
+				return -d->ports[p].gid_fail[i];
+			if (n == max)
+				return -EINVAL;
+			fake_verbs_calls.query_gid_ex--; /* the entry read below is not a call */
+			if (f_query_gid_ex(ctx, (uint32_t)p + 1, (uint32_t)i, &e[n]))
+				return -EINVAL;
+			n++;
+		}
+	return (ssize_t)n;
 }
 
 static struct ibv_pd *f_alloc_pd(struct ibv_context *ctx)
@@ -283,6 +315,7 @@ static const struct rn_verbs_ops fake_ops = {
 	.query_device = f_query_device,
 	.query_port = f_query_port,
 	.query_gid_ex = f_query_gid_ex,
+	.query_gid_table = f_query_gid_table,
 	.alloc_pd = f_alloc_pd,
 	.dealloc_pd = f_dealloc_pd,
 	.reg_mr_iova2 = f_reg_mr_iova2,

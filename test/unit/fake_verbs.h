@@ -36,8 +36,16 @@ struct fake_dev {
 	int nports;
 	struct fake_port ports[FAKE_MAX_PORTS];
 	int dmabuf;                /* reg_dmabuf_mr supported */
+	int table_fail;            /* query_gid_table fails with this errno (no table method) */
 	int fail_open;             /* open_device fails with this errno */
 };
+
+/* How often the GID reads were called since the test zeroed this. */
+struct fake_verbs_calls {
+	int query_gid_ex;
+	int query_gid_table;
+};
+extern struct fake_verbs_calls fake_verbs_calls;
 
 /* Install @n devices (the array must outlive the test). */
 void fake_verbs_install(struct fake_dev *devs, int n);

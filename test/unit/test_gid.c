@@ -591,6 +591,34 @@ static void test_sparse_table_first_gid_at_6(void **state)
 	assert_int_equal(nic.verdict, RN_VERDICT_OK);
 }
 
+/*
+ * The port's table comes in one read (rxe has 1024 slots, mostly empty: one ioctl each
+ * cost ~1,000 calls per NIC at init); a device without the table method (or whose sysfs
+ * fallback fails) is read entry by entry, to the same choice.
+ */
+static void test_one_table_read_per_choice(void **state)
+{
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	dev.ports[0].gids[3] = (struct fake_gid){ "fe80::10", V2, 2 };
+	dev.ports[0].gids[9] = (struct fake_gid){ "198.18.0.1", V1, 2 };
+	dev.ports[0].gids[14] = (struct fake_gid){ "198.18.0.1", V2, 2 };
+	memset(&fake_verbs_calls, 0, sizeof(fake_verbs_calls));
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, 14);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+	assert_int_equal(fake_verbs_calls.query_gid_table, 1);
+	assert_int_equal(fake_verbs_calls.query_gid_ex, 0);
+
+	dev.table_fail = EOPNOTSUPP;
+	memset(&fake_verbs_calls, 0, sizeof(fake_verbs_calls));
+	renew(&nic, assess());
+	assert_int_equal(nic.gid_index, 14);
+	assert_int_equal(nic.verdict, RN_VERDICT_OK);
+	assert_int_equal(fake_verbs_calls.query_gid_table, 1);
+	assert_int_equal(fake_verbs_calls.query_gid_ex, FAKE_MAX_GIDS);
+}
+
 /* gid_attrs' netdev unreadable (ifindex 0 for every GID): the address decides. */
 static void test_pod_unknown_netdev_attr_takes_own_address(void **state)
 {
@@ -620,9 +648,13 @@ static void test_pod_unreadable_gid_attrs_skipped(void **state)
 	gids(shared, 6);
 	for (i = 0; i < 4; i++)
 		dev.ports[0].gid_fail[i] = ENODEV;
+	memset(&fake_verbs_calls, 0, sizeof(fake_verbs_calls));
 	assert_int_equal(assess_from("eth0", &nic), 0);
 	assert_string_equal(nic.netdev, "net1");
 	assert_int_equal(nic.gid_index, 4);
+	/* the whole-table read failed on them, so the entries were read one by one */
+	assert_true(fake_verbs_calls.query_gid_table >= 1);
+	assert_true(fake_verbs_calls.query_gid_ex >= 6);
 }
 
 /* A port none of whose GIDs is this namespace's (another pod's device): -ENODEV, not ours. */
@@ -773,6 +805,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_refresh_follows_the_address, setup),
 		cmocka_unit_test_setup(test_mlx5_layout_picks_3, setup),
+		cmocka_unit_test_setup(test_one_table_read_per_choice, setup),
 		cmocka_unit_test_setup(test_roce_v1_wanted_picks_2, setup),
 		cmocka_unit_test_setup(test_rxe_layout_picks_1, setup),
 		cmocka_unit_test_setup(test_ipv6_only_is_no_gid_and_names_family, setup),
