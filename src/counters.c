@@ -379,6 +379,32 @@ void rn_ctr_tick(uint64_t now_ns)
 	pthread_mutex_unlock(&ring_lock);
 }
 
+struct rn_ctr_snap *rn_ctr_snap_shared(uint64_t now_ns)
+{
+	struct rn_ctr_snap *s, *out;
+	int newest;
+
+	pthread_mutex_lock(&ring_lock);
+	newest = (ring_next + CTR_RING - 1) % CTR_RING;
+	if (ring[newest] && now_ns >= ring[newest]->t_ns &&
+	    now_ns - ring[newest]->t_ns < RN_CTR_TICK_NS) {
+		out = rn_ctr_snap_dup(ring[newest]);
+		pthread_mutex_unlock(&ring_lock);
+		return out;
+	}
+	s = rn_ctr_snap_take();
+	out = s ? rn_ctr_snap_dup(s) : NULL;
+	if (out) {
+		free(ring[ring_next]);
+		ring[ring_next] = s;
+		ring_next = (ring_next + 1) % CTR_RING;
+	} else {
+		free(s);
+	}
+	pthread_mutex_unlock(&ring_lock);
+	return out;
+}
+
 struct rn_ctr_snap *rn_ctr_recent(uint64_t before_ns)
 {
 	const struct rn_ctr_snap *best = NULL, *oldest = NULL;

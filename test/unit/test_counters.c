@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fixture_sysfs.h"
+#include "rn_clock.h"
 #include "rn_counters.h"
 #include "rn_log.h"
 
@@ -162,6 +163,37 @@ static void bnxt_new_names(void **state)
 	assert_int_equal(s->nic[0].v[RN_CTR_CNP_RCVD], 3);
 	assert_int_equal(s->nic[0].v[RN_CTR_ECN], 2);
 	rn_ctr_snap_free(s);
+}
+
+/*
+ * A comm's baseline is the history's newest snapshot while it is younger than a tick (no
+ * sysfs read: NCCL makes hundreds of comms at start), a new one after.
+ */
+static void shared_baseline_within_a_tick(void **state)
+{
+	struct rn_ctr_snap *a, *b, *c;
+	uint64_t t0 = rn_now_ns();
+
+	port("rxe0", "eth0");
+	set("rxe0", "hw_counters/sent_pkts", 10);
+	a = rn_ctr_snap_shared(t0);
+	assert_non_null(a);
+	assert_int_equal(a->nic[0].v[RN_CTR_TX], 10);
+	set("rxe0", "hw_counters/sent_pkts", 20);
+	b = rn_ctr_snap_shared(a->t_ns + RN_CTR_TICK_NS / 2);
+	assert_non_null(b);
+	assert_int_equal(b->nic[0].v[RN_CTR_TX], 10); /* the shared copy, not a new read */
+	assert_int_equal(b->t_ns, a->t_ns);
+	c = rn_ctr_snap_shared(a->t_ns + RN_CTR_TICK_NS);
+	assert_non_null(c);
+	assert_int_equal(c->nic[0].v[RN_CTR_TX], 20);
+	rn_ctr_snap_free(a);
+	rn_ctr_snap_free(b);
+	rn_ctr_snap_free(c);
+	/* and it is the history's too: the failure's judge finds it */
+	c = rn_ctr_recent(0);
+	assert_non_null(c);
+	rn_ctr_snap_free(c);
 }
 
 static enum rn_cause judge(struct rn_ctr_snap *a, struct rn_vars *v)
@@ -380,6 +412,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(driver_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(bnxt_new_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(shared_baseline_within_a_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(peer_retries_are_no_reply, setup, teardown),
 		cmocka_unit_test_setup_teardown(causes, setup, teardown),
 		cmocka_unit_test_setup_teardown(congestion_mlx5, setup, teardown),
