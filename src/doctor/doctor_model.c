@@ -59,6 +59,30 @@ void rn_doctor_nic_counters(struct rn_doctor_nic *dn)
 	dn->nctr = n > 0 ? n : 0;
 }
 
+/*
+ * The device whose port the library's assessment puts on netdev @name in this namespace,
+ * else d->ndevs. In a pod a shared device's port is named after the node's netdev (or
+ * another pod's, in /sys), never the pod's own net1: only the assessment (the GID whose
+ * address is net1's) says the port is net1's.
+ */
+static int dev_assessed_as(struct rn_doctor *d, const struct rn_config *cfg, const int *used,
+			   const char *name)
+{
+	int k, hit;
+
+	for (k = 0; k < d->ndevs; k++) {
+		struct rn_nic n = { 0 };
+
+		if (used[k] || rn_nic_copy(&n, &d->devs[k]->nic))
+			continue;
+		hit = !rn_nic_assess(d->host, d->devs[k]->ctx, &n, cfg) && !strcmp(n.netdev, name);
+		rn_nic_cleanup(&n);
+		if (hit)
+			return k;
+	}
+	return d->ndevs;
+}
+
 int rn_doctor_gather(struct rn_doctor *d)
 {
 	struct rn_config cfg = d->cfg;
@@ -92,6 +116,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 			for (k = 0; k < d->ndevs; k++)
 				if (!used[k] && !strcmp(d->devs[k]->nic.netdev, d->names[i]))
 					break;
+			if (k == d->ndevs)
+				k = dev_assessed_as(d, &cfg, used, d->names[i]);
 			if (k < d->ndevs) {
 				used[k] = 1;
 				ret = rn_nic_copy(&dn->nic, &d->devs[k]->nic);

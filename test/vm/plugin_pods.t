@@ -130,6 +130,13 @@ body() {
 	t_step "the doctor in each pod (ip netns exec, and nsenter --net without the pod's /sys)"
 	doc 0 podA A0 ns
 	expect A0 1 "net1=refused:arp-flux,no-rule gid=* ip=198.18.0.110 net2=refused:arp-flux,route-wrong-nic gid=* ip=198.18.0.111"
+	# --netdev with the pod's own name: the shared port under net1 is judged (in /sys it is
+	# named after the guest's eth0), not net1 alone without its RDMA device
+	B run --timeout 300 0 -- bash -c "ip netns exec podA $DOC --netdev net1 --json; true" >"$tmp/A0n.json"
+	[ "$(field "$tmp/A0n.json" net1 'n["ibdev"]') $(field "$tmp/A0n.json" net1 'n["gid_index"]')" = \
+		"rxe0 $(field "$tmp/A0.json" net1 'n["gid_index"]')" ] ||
+		{ cat "$tmp/A0n.json"; t_fail "podA --netdev net1: not judged on rxe0 with its own GID"; }
+	echo "  A0 --netdev net1: rxe0 gid $(field "$tmp/A0n.json" net1 'n["gid_index"]'), as without --netdev"
 	doc 0 podB B0
 	expect B0 0 "net1=ok:- gid=* ip=198.18.0.112"
 	grep -q '"skipped": "rxe1:1 (no netdev of this network namespace on it)"' "$tmp/B0.json" ||
