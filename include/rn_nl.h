@@ -158,6 +158,8 @@ int rn_nl_dcb_parse(const void *msg, size_t len, struct rn_nl_dcb *out);
 /* Copy the non-NULL pointers of @ops over the table in use; reset restores the real one. */
 void rn_nl_set_ops(const struct rn_nl_ops *ops);
 void rn_nl_reset_ops(void);
+/* The table reset restores (NULL: the real one); see rn_verbs_set_base(). */
+void rn_nl_set_base(const struct rn_nl_ops *ops);
 
 /*
  * The real ops share one route socket per process (thread-safe). rn_nl_close() closes

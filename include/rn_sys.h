@@ -24,6 +24,8 @@ extern struct rn_sys_ops rn_sys;
 extern const struct rn_sys_ops rn_sys_real_ops;
 void rn_sys_set_ops(const struct rn_sys_ops *ops);
 void rn_sys_reset_ops(void);
+/* The table reset restores (NULL: the real one); see rn_verbs_set_base(). */
+void rn_sys_set_base(const struct rn_sys_ops *ops);
 
 /* Prefix for every path the real ops open ("" = the live system). */
 void rn_sys_set_root(const char *root);

@@ -73,6 +73,12 @@ extern const struct rn_verbs_ops rn_verbs_real_ops;
  */
 void rn_verbs_set_ops(const struct rn_verbs_ops *ops);
 void rn_verbs_reset_ops(void);
+/*
+ * The table reset restores and a fake's unset ops fall back to (NULL: the real one). Unit
+ * tests install one whose every op fails (test/unit/fake_base.c, cf. rdma-core's
+ * dummy_ops.c), so a test never reaches the machine's own devices by omission.
+ */
+void rn_verbs_set_base(const struct rn_verbs_ops *ops);
 
 /* Normalise a libibverbs int return (0, errno, or -1 with errno) to 0/-errno. */
 static inline int rn_verbs_err(int rc)

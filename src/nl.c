@@ -797,7 +797,16 @@ void rn_nl_set_ops(const struct rn_nl_ops *ops)
 		rn_nl.dcb_get = ops->dcb_get;
 }
 
+/* What reset restores: the real table, or the unit tests' all-failing one. */
+static const struct rn_nl_ops *nl_base = &rn_nl_real_ops;
+
+void rn_nl_set_base(const struct rn_nl_ops *ops)
+{
+	nl_base = ops ? ops : &rn_nl_real_ops;
+	rn_nl = *nl_base;
+}
+
 void rn_nl_reset_ops(void)
 {
-	rn_nl = rn_nl_real_ops;
+	rn_nl = *nl_base;
 }

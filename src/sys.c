@@ -116,9 +116,18 @@ void rn_sys_set_ops(const struct rn_sys_ops *ops)
 		rn_sys.list = ops->list;
 }
 
+/* What reset restores: the real table, or the unit tests' all-failing one. */
+static const struct rn_sys_ops *sys_base = &rn_sys_real_ops;
+
+void rn_sys_set_base(const struct rn_sys_ops *ops)
+{
+	sys_base = ops ? ops : &rn_sys_real_ops;
+	rn_sys = *sys_base;
+}
+
 void rn_sys_reset_ops(void)
 {
-	rn_sys = rn_sys_real_ops;
+	rn_sys = *sys_base;
 }
 
 int rn_sys_readf(char *buf, size_t len, const char *fmt, ...)

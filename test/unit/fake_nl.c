@@ -465,11 +465,15 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* the file ops as they were before install (a sysfs fixture's, or the failing base) */
+static struct rn_sys_ops saved_sys;
+
 void fake_nl_install(struct fake_nl_host *h)
 {
 	static const struct rn_sys_ops sys = { .read = f_sys_read };
 
 	cur = h;
+	saved_sys = rn_sys;
 	rn_nl_set_ops(&fake_ops);
 	rn_sys_set_ops(&sys);
 }
@@ -477,7 +481,7 @@ void fake_nl_install(struct fake_nl_host *h)
 void fake_nl_uninstall(void)
 {
 	rn_nl_reset_ops();
-	rn_sys_reset_ops();
+	rn_sys = saved_sys;
 	cur = NULL;
 	/*
 	 * A finding rendered with a template key nobody set is a bug in the code that

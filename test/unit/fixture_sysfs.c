@@ -41,6 +41,8 @@ const char *fixture_sysfs_create(void)
 	snprintf(root, sizeof(root), "/tmp/rn-sysfs-XXXXXX");
 	if (!mkdtemp(root))
 		die("mkdtemp", root);
+	/* the real file ops, under the fixture's root (the unit tests' base fails every read) */
+	rn_sys_set_ops(&rn_sys_real_ops);
 	rn_sys_set_root(root);
 	return root;
 }
@@ -56,6 +58,7 @@ void fixture_sysfs_destroy(void)
 		nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	root[0] = '\0';
 	rn_sys_set_root("");
+	rn_sys_reset_ops();
 }
 
 void fixture_sysfs_write(const char *path, const char *content)

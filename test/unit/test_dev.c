@@ -3,6 +3,7 @@
  * Device discovery over the fake verbs model and a sysfs fixture: which ports are
  * kept, the identity each NIC gets, the speed and pointer-support probes.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,9 @@
 #include "rn_dev.h"
 #include "rn_mr.h"
 #include "rn_log.h"
+#include "rn_verbs.h"
+#include "rn_sys.h"
+#include "rn_nl.h"
 
 static struct rn_dev *devs[RN_MAX_DEVS];
 static int ndevs, nproblems;
@@ -468,9 +472,36 @@ static void test_speed_xdr(void **state)
 	assert_int_equal(rn_dev_port_speed("mlx5_8", 1, &pa), 10000);
 }
 
+/*
+ * Outside the fakes and fixtures nothing reaches the machine: every unit test starts from
+ * an all-failing base (fake_base.c), and a fake's reset comes back to it, not to the real
+ * libibverbs, netlink or /sys (which on a host with RDMA NICs would be read by omission).
+ */
+static void test_fakes_start_from_a_failing_base(void **state)
+{
+	struct rn_nl_link *l = NULL;
+	char buf[64];
+	int n = -1;
+
+	(void)state;
+	assert_int_equal(rn_sys.read("/proc/version", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rn_nl.link_dump(&l, &n), -ENOSYS);
+	assert_null(rn_verbs.get_device_list(&n));
+	assert_int_equal(n, 0);
+	fake_verbs_install(NULL, 0);
+	assert_int_equal(fake_verbs_uninstall(), 0);
+	assert_null(rn_verbs.get_device_list(&n));
+	fixture_sysfs_create();
+	fixture_sysfs_write("/proc/version", "fixture\n");
+	assert_int_equal(rn_sys.read("/proc/version", buf, sizeof(buf)), 0);
+	fixture_sysfs_destroy();
+	assert_int_equal(rn_sys.read("/proc/version", buf, sizeof(buf)), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fakes_start_from_a_failing_base),
 		cmocka_unit_test_setup_teardown(test_no_devices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_down_port_and_ib_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_usable_says_why, setup, teardown),
