@@ -603,8 +603,8 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 }
 
 /*
- * CTS writes go unsignaled (no completion to poll, and on rxe no ACK asked for) while the
- * comm has a signaled WR outstanding; one in RN_CTS_SIGNAL_EVERY per QP is signaled anyway
+ * CTS writes go unsignaled (no completion to poll; the wire still carries their ACKs) while
+ * the comm has a signaled WR outstanding; one in RN_CTS_SIGNAL_EVERY per QP is signaled anyway
  * and retires the others' send queue slots. A CTS posted on an idle comm is signaled, so
  * the watchdog always has a completion to wait for: a path that silently stalls is still
  * found (an unsignaled WR that fails completes with its error all the same).
