@@ -358,48 +358,45 @@ struct rn_ctr_snap *rn_ctr_snap_dup(const struct rn_ctr_snap *s)
 	return d;
 }
 
+/* Add @s to the history (under ring_lock), dropping the oldest. */
+static void ring_push(struct rn_ctr_snap *s)
+{
+	free(ring[ring_next]);
+	ring[ring_next] = s;
+	ring_next = (ring_next + 1) % CTR_RING;
+}
+
+/* The history's newest snapshot if it is younger than RN_CTR_TICK_NS at @now_ns (ring_lock). */
+static const struct rn_ctr_snap *ring_fresh(uint64_t now_ns)
+{
+	const struct rn_ctr_snap *s = ring[(ring_next + CTR_RING - 1) % CTR_RING];
+
+	return s && now_ns >= s->t_ns && now_ns - s->t_ns < RN_CTR_TICK_NS ? s : NULL;
+}
+
 void rn_ctr_tick(uint64_t now_ns)
 {
 	struct rn_ctr_snap *s;
-	int newest;
 
 	if (pthread_mutex_trylock(&ring_lock))
 		return; /* another event thread is at it */
-	newest = (ring_next + CTR_RING - 1) % CTR_RING;
-	if (ring[newest] && now_ns - ring[newest]->t_ns < RN_CTR_TICK_NS) {
-		pthread_mutex_unlock(&ring_lock);
-		return;
-	}
-	s = rn_ctr_snap_take();
-	if (s) {
-		free(ring[ring_next]);
-		ring[ring_next] = s;
-		ring_next = (ring_next + 1) % CTR_RING;
-	}
+	if (!ring_fresh(now_ns) && (s = rn_ctr_snap_take()))
+		ring_push(s);
 	pthread_mutex_unlock(&ring_lock);
 }
 
 struct rn_ctr_snap *rn_ctr_snap_shared(uint64_t now_ns)
 {
-	struct rn_ctr_snap *s, *out;
-	int newest;
+	const struct rn_ctr_snap *fresh;
+	struct rn_ctr_snap *s, *out = NULL;
 
 	pthread_mutex_lock(&ring_lock);
-	newest = (ring_next + CTR_RING - 1) % CTR_RING;
-	if (ring[newest] && now_ns >= ring[newest]->t_ns &&
-	    now_ns - ring[newest]->t_ns < RN_CTR_TICK_NS) {
-		out = rn_ctr_snap_dup(ring[newest]);
-		pthread_mutex_unlock(&ring_lock);
-		return out;
-	}
-	s = rn_ctr_snap_take();
-	out = s ? rn_ctr_snap_dup(s) : NULL;
-	if (out) {
-		free(ring[ring_next]);
-		ring[ring_next] = s;
-		ring_next = (ring_next + 1) % CTR_RING;
-	} else {
-		free(s);
+	fresh = ring_fresh(now_ns);
+	if (fresh) {
+		out = rn_ctr_snap_dup(fresh);
+	} else if ((s = rn_ctr_snap_take())) {
+		ring_push(s);
+		out = rn_ctr_snap_dup(s);
 	}
 	pthread_mutex_unlock(&ring_lock);
 	return out;

@@ -60,25 +60,26 @@ void rn_doctor_nic_counters(struct rn_doctor_nic *dn)
 }
 
 /*
- * The device whose port the library's assessment puts on netdev @name in this namespace,
- * else d->ndevs. In a pod a shared device's port is named after the node's netdev (or
+ * The device whose port the library's assessment puts on netdev @name in this namespace
+ * (that assessment moved into @out), else d->ndevs. In a pod a shared device's port is named after the node's netdev (or
  * another pod's, in /sys), never the pod's own net1: only the assessment (the GID whose
  * address is net1's) says the port is net1's.
  */
 static int dev_assessed_as(struct rn_doctor *d, const struct rn_config *cfg, const int *used,
-			   const char *name)
+			   const char *name, struct rn_nic *out)
 {
-	int k, hit;
+	int k;
 
 	for (k = 0; k < d->ndevs; k++) {
 		struct rn_nic n = { 0 };
 
 		if (used[k] || rn_nic_copy(&n, &d->devs[k]->nic))
 			continue;
-		hit = !rn_nic_assess(d->host, d->devs[k]->ctx, &n, cfg) && !strcmp(n.netdev, name);
-		rn_nic_cleanup(&n);
-		if (hit)
+		if (!rn_nic_assess(d->host, d->devs[k]->ctx, &n, cfg) && !strcmp(n.netdev, name)) {
+			*out = n;
 			return k;
+		}
+		rn_nic_cleanup(&n);
 	}
 	return d->ndevs;
 }
@@ -88,6 +89,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 	struct rn_config cfg = d->cfg;
 	double t0 = rn_doctor_now_ms();
 	int used[RN_MAX_DEVS] = { 0 };
+	int assessed[RN_DOCTOR_MAX_NICS] = { 0 }; /* by dev_assessed_as: not again */
 	int i, k, n, ret, nproblems = 0;
 
 	rn_doctor_release(d);
@@ -116,11 +118,13 @@ int rn_doctor_gather(struct rn_doctor *d)
 			for (k = 0; k < d->ndevs; k++)
 				if (!used[k] && !strcmp(d->devs[k]->nic.netdev, d->names[i]))
 					break;
-			if (k == d->ndevs)
-				k = dev_assessed_as(d, &cfg, used, d->names[i]);
+			if (k == d->ndevs) {
+				k = dev_assessed_as(d, &cfg, used, d->names[i], &dn->nic);
+				assessed[d->nnics] = k < d->ndevs;
+			}
 			if (k < d->ndevs) {
 				used[k] = 1;
-				ret = rn_nic_copy(&dn->nic, &d->devs[k]->nic);
+				ret = assessed[d->nnics] ? 0 : rn_nic_copy(&dn->nic, &d->devs[k]->nic);
 				if (ret)
 					return ret;
 				dn->dev = d->devs[k];
@@ -145,7 +149,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
 
-		dn->err = rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL, &dn->nic, &cfg);
+		dn->err = assessed[i] ? 0 : rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL,
+							    &dn->nic, &cfg);
 		if (dn->err == -ENODEV && dn->dev && !d->netdevs) {
 			size_t len = strlen(d->skipped);
 
