@@ -24,24 +24,7 @@
 #include "../../src/doctor/doctor_json.c"
 #include "../../src/doctor/doctor_ctr.c"
 
-void rn_probe_release(void)
-{
-}
-
-int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
-{
-	return 0;
-}
-
-int rn_doctor_cni(struct rn_doctor *d, int gather_err)
-{
-	return 0;
-}
-
-int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err)
-{
-	return 0;
-}
+#include "stub_doctor.h"
 
 static struct rn_nic nic;
 static struct rn_peer_facts peer;

@@ -23,14 +23,8 @@
 #include "../../src/doctor/doctor_json.c"
 #include "../../src/doctor/doctor_k8s.c"
 
-void rn_probe_release(void)
-{
-}
-
-int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
-{
-	return 0;
-}
+#define STUB_DOCTOR_HAS_K8S
+#include "stub_doctor.h"
 
 static struct rn_doctor doc;
 static struct rn_dev devs[2];

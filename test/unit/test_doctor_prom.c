@@ -23,9 +23,8 @@
 #include "../../src/doctor/doctor_model.c"
 #include "../../src/doctor/doctor_prom.c"
 
-void rn_probe_release(void)
-{
-}
+#define STUB_DOCTOR_HAS_PROM
+#include "stub_doctor.h"
 
 static struct rn_doctor doc;
 static struct rn_dev devs[4];
