@@ -61,6 +61,7 @@ static int nle_to_errno(int nle)
 	case NLE_NOACCESS: return -EACCES;
 	case NLE_INTR: return -EINTR;
 	case NLE_BAD_SOCK: return -EBADF;
+	case NLE_DUMP_INTR: return -ESTALE; /* the table changed during the dump: ask again */
 	default: return -EIO;
 	}
 }
@@ -262,23 +263,33 @@ static void *vec_push(struct vec *a)
 	return p;
 }
 
+/*
+ * A dump the kernel marks interrupted (NLM_F_DUMP_INTR: the table changed between two of its
+ * batches, as when a link comes up and gains addresses and routes) may be inconsistent: it is
+ * asked again, as iproute2 does, a few times before the error goes back.
+ */
+#define DUMP_TRIES 8
+
 static int dump(int type, const void *hdr, size_t len, int (*parse)(struct nlmsghdr *, void *),
 		size_t esz, void **out, int *n)
 {
-	struct vec a = { .esz = esz };
-	struct nl_msg *msg = new_msg(type, NLM_F_DUMP, hdr, len);
-	int ret;
+	int ret = -ESTALE, tries;
 
-	if (!msg)
-		return -ENOMEM;
-	ret = nl_talk(msg, parse, &a);
-	if (ret < 0) {
+	for (tries = 0; tries < DUMP_TRIES && ret == -ESTALE; tries++) {
+		struct vec a = { .esz = esz };
+		struct nl_msg *msg = new_msg(type, NLM_F_DUMP, hdr, len);
+
+		if (!msg)
+			return -ENOMEM;
+		ret = nl_talk(msg, parse, &a);
+		if (!ret) {
+			*out = a.v;
+			*n = a.n;
+			return 0;
+		}
 		free(a.v);
-		return ret;
 	}
-	*out = a.v;
-	*n = a.n;
-	return 0;
+	return ret;
 }
 
 /* links */

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -281,6 +282,54 @@ static void test_one_socket_shared(void **state)
 	assert_int_equal(rn_nl_sockets_opened() - before, 2);
 }
 
+/*
+ * A dump the kernel interrupts (the table changed between two of its batches: a link coming
+ * up adds addresses and routes) is asked again, not failed: seen on the bed as a plugin init
+ * failing "cannot read the host's addresses and routes (Input/output error)" right after a
+ * NIC came back up. 2000 addresses (on a veth) make the dump span many batches; a child adds and
+ * removes one address every 10 ms or so all along (a burst of changes, not a storm: under a
+ * storm every try is interrupted, and the error goes back).
+ */
+static void test_dump_while_the_table_changes(void **state)
+{
+	struct rn_nl_addr *a = NULL;
+	int i, n, fails = 0, ok = 0;
+	pid_t pid;
+	FILE *f;
+
+	NEED_NS();
+	assert_int_equal(sh("ip link add rnd2 type veth peer name rnd2p && ip link set rnd2 up"), 0);
+	f = popen("ip -batch - >/dev/null 2>&1", "w");
+	assert_non_null(f);
+	for (i = 0; i < 2000; i++)
+		fprintf(f, "addr add 198.19.%d.%d/32 dev rnd2\n", 1 + i / 250, 1 + i % 250);
+	assert_int_equal(pclose(f), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;)
+			if (sh("ip addr add 198.19.99.1/32 dev rnd2; sleep 0.01; "
+			       "ip addr del 198.19.99.1/32 dev rnd2; sleep 0.01"))
+				_exit(1);
+	}
+	for (i = 0; i < 200; i++) {
+		int r = rn_nl.addr_dump(AF_INET, &a, &n);
+
+		if (r) {
+			if (!fails++)
+				printf("addr dump %d of 200: %s\n", i + 1, strerror(-r));
+			continue;
+		}
+		ok += n >= 2000;
+		free(a);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	sh("ip link del rnd2");
+	assert_int_equal(fails, 0);
+	assert_int_equal(ok, 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +340,7 @@ int main(void)
 		cmocka_unit_test(test_neigh),
 		cmocka_unit_test(test_snapshot_and_nic_from_netdev),
 		cmocka_unit_test(test_one_socket_shared),
+		cmocka_unit_test(test_dump_while_the_table_changes),
 	};
 
 	/*
