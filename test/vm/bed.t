@@ -20,7 +20,9 @@ body() {
 	[ $rc -eq 2 ] && [[ $out == *"namespace $ns exists"* ]] ||
 		t_fail "up with namespace $ns present: exit $rc, '$out' (want 2, namespace $ns exists)"
 	ip netns add "$ns-other" || t_fail "ip netns add $ns-other"
-	trap 'ip netns del "$ns-other" 2>/dev/null' EXIT
+	# expanded now: the trap runs after body() has returned, when its locals are gone
+	# (with set -u the old trap stopped at "ns: unbound variable", leaving the namespace)
+	trap "ip netns del '$ns-other' 2>/dev/null" EXIT
 	B up --hosts 2 --nics 1 --scenario broken --owner "$BED_OWNER" >/dev/null ||
 		t_fail "up refused with an unrelated namespace $ns-other present"
 	ns_listed "$ns-other" || t_fail "up or its cleanup touched the unrelated namespace $ns-other"
