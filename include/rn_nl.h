@@ -27,6 +27,11 @@ struct rn_nl_link {
 	unsigned int flags;   /* IFF_* */
 	int oper_up;          /* IFF_UP and carrier (IF_OPER_UP or UNKNOWN with LOWER_UP) */
 	int master;           /* ifindex of the bond/bridge/VRF master, 0 = none */
+	/* The device's IPv4 conf as the dump carries it (IFLA_INET_CONF, the same values as
+	 * /proc/sys/net/ipv4/conf/<dev>/): init then reads no file a NIC. 0: not in the
+	 * message (no IPv4 on the device, a fake), and the sysctls are read instead. */
+	int has_inet_conf;
+	int arp_ignore, arp_announce, arp_filter, rp_filter, accept_local;
 };
 
 struct rn_nl_addr {

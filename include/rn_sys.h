@@ -16,6 +16,9 @@ struct rn_sys_ops {
 	/* 0 or -errno. @path is absolute ("/sys/...", "/proc/..."), before the root prefix. */
 	int (*read)(const char *path, char *buf, size_t len);
 	int (*realpath)(const char *path, char *out, size_t len);
+	/* The target of the link @path as written (relative or not): one syscall where a
+	 * realpath costs one per component, which is what discovery pays per NIC. */
+	int (*readlink)(const char *path, char *out, size_t len);
 	/* Calls @cb for each entry but "." and ".."; stops when @cb returns non-zero. */
 	int (*list)(const char *path, int (*cb)(const char *name, void *arg), void *arg);
 };

@@ -329,8 +329,10 @@ static int netdev_pci_path(const char *netdev, char *out, size_t len, int depth)
 		for (i = 0; i < 16 && !strncmp(node, "/sys/devices/", 13); i++) {
 			char *slash;
 
+			/* the link's last component names the bus ("../../../bus/pci"):
+			 * one readlink, not a realpath of every component */
 			snprintf(sub, sizeof(sub), "%s/subsystem", node);
-			if (!rn_sys.realpath(sub, path, sizeof(path)) &&
+			if (!rn_sys.readlink(sub, path, sizeof(path)) &&
 			    !strcmp(path_base(path), "pci")) {
 				if (strlen(node) >= len)
 					return -ENAMETOOLONG;
@@ -415,7 +417,7 @@ static void why_finish(struct why *w)
 
 static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int port,
 			      const struct ibv_device_attr *attr, const struct ibv_port_attr *pa,
-			      const struct rn_config *cfg)
+			      const struct rn_config *cfg, int peermem)
 {
 	struct rn_dev *d = calloc(1, sizeof(*d));
 	char path[PATH_MAX];
@@ -432,8 +434,11 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	d->guid = attr->sys_image_guid;
 	d->speed_mbps = rn_dev_port_speed(name, port, pa);
 	d->max_msg_size = pa->max_msg_sz;
+	/* rxe and siw have no device link: one readlink says so, where realpath pays one a
+	 * path component */
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
-	if (rn_sys.realpath(path, d->pci_path, sizeof(d->pci_path)))
+	if (rn_sys.readlink(path, d->pci_path, sizeof(d->pci_path)) ||
+	    rn_sys.realpath(path, d->pci_path, sizeof(d->pci_path)))
 		d->pci_path[0] = '\0';
 	d->is_rxe = is_rxe(name, d->pci_path);
 	if (!find_netdev(ctx, name, port, pa->gid_tbl_len, d->nic.netdev, sizeof(d->nic.netdev)))
@@ -451,7 +456,7 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 		return NULL;
 	}
 	d->ptr_support = RN_PTR_HOST;
-	if (peermem_loaded())
+	if (peermem)
 		d->ptr_support |= RN_PTR_CUDA;
 	if (dmabuf_supported(d->pd))
 		d->ptr_support |= RN_PTR_DMABUF;
@@ -494,7 +499,7 @@ static const char *port_state_str(enum ibv_port_state s)
 
 /* Scan one device's ports into @out (at most @room); returns how many were added. */
 static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct rn_dev **out,
-		    int room, struct why *why)
+		    int room, struct why *why, int peermem)
 {
 	const char *name = rn_verbs.get_device_name(ibd);
 	struct ibv_port_attr pas[RN_MAX_DEVS];
@@ -544,7 +549,9 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 	/* Every NIC gets its own context; the probe's goes to the first one. */
 	for (i = 0; i < nsel; i++) {
 		struct ibv_context *ctx = i == 0 ? probe : rn_verbs.open_device(ibd);
-		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg) : NULL;
+		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg,
+							  peermem)
+				       : NULL;
 
 		if (!d) {
 			why_add(why, 1, "%s:%d cannot be set up (%s)", name, ports[i],
@@ -590,7 +597,7 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 {
 	struct why why = { why_buf, why_len, 0, 0, 0 };
 	struct ibv_device **list;
-	int num = 0, n = 0, i;
+	int num = 0, n = 0, i, peermem;
 
 	why_buf[0] = '\0';
 	errno = 0;
@@ -607,8 +614,9 @@ int rn_dev_discover(const struct rn_config *cfg, struct rn_dev **out, int max, c
 				 "no RDMA devices found (is the driver loaded? rdma link show)");
 		return 0;
 	}
+	peermem = peermem_loaded(); /* the host's, not a device's: read once */
 	for (i = 0; i < num && n < max; i++)
-		n += dev_scan(list[i], cfg, out + n, max - n, &why);
+		n += dev_scan(list[i], cfg, out + n, max - n, &why, peermem);
 	rn_verbs.free_device_list(list);
 	why_finish(&why);
 	if (nproblems)

@@ -51,12 +51,14 @@ void rn_flap_assess(struct rn_nic *nic)
 	double up, per_day;
 	long down;
 
-	if (!nic->netdev[0])
+	if (!nic->netdev[0] ||
+	    rn_sys_read_long(&down, "/sys/class/net/%s/carrier_down_count", nic->netdev))
+		return;
+	/* the rest only for a finding: init reads one file per NIC, not five */
+	if (down <= RN_FLAP_MAX_PER_DAY || read_double(&up, "/proc/uptime") || up <= 0)
 		return;
 	rn_flap_read(nic, &f);
-	down = f.carrier_down;
-	if (down < 0 || read_double(&up, "/proc/uptime") || up <= 0)
-		return;
+	down = f.carrier_down >= 0 ? f.carrier_down : down;
 	per_day = up <= DAY_S ? (double)down : (double)down * DAY_S / up;
 	if (down <= RN_FLAP_MAX_PER_DAY || per_day <= RN_FLAP_MAX_PER_DAY)
 		return;

@@ -21,6 +21,7 @@
 #include <linux/dcbnl.h>
 #include <linux/fib_rules.h>
 #include <linux/if_addr.h>
+#include <linux/ip.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
@@ -294,6 +295,31 @@ static int dump(int type, const void *hdr, size_t len, int (*parse)(struct nlmsg
 
 /* links */
 
+/* IFLA_AF_SPEC -> AF_INET -> IFLA_INET_CONF: u32 values indexed by IPV4_DEVCONF_* - 1. */
+static void parse_inet_conf(struct nlattr *spec, struct rn_nl_link *l)
+{
+	struct nlattr *af, *a;
+	int rem, rem2;
+
+	nla_for_each_nested(af, spec, rem) {
+		if (nla_type(af) != AF_INET)
+			continue;
+		nla_for_each_nested(a, af, rem2) {
+			const uint32_t *c = nla_data(a);
+
+			if (nla_type(a) != IFLA_INET_CONF ||
+			    nla_len(a) < (int)(IPV4_DEVCONF_ACCEPT_LOCAL * sizeof(*c)))
+				continue;
+			l->arp_ignore = (int)c[IPV4_DEVCONF_ARP_IGNORE - 1];
+			l->arp_announce = (int)c[IPV4_DEVCONF_ARP_ANNOUNCE - 1];
+			l->arp_filter = (int)c[IPV4_DEVCONF_ARPFILTER - 1];
+			l->rp_filter = (int)c[IPV4_DEVCONF_RP_FILTER - 1];
+			l->accept_local = (int)c[IPV4_DEVCONF_ACCEPT_LOCAL - 1];
+			l->has_inet_conf = 1;
+		}
+	}
+}
+
 static int parse_link(struct nlmsghdr *h, struct rn_nl_link *l)
 {
 	struct ifinfomsg *ifi = nlmsg_data(h);
@@ -314,6 +340,8 @@ static int parse_link(struct nlmsghdr *h, struct rn_nl_link *l)
 		oper = nla_get_u8(tb[IFLA_OPERSTATE]);
 	if (tb[IFLA_MASTER])
 		l->master = (int)nla_get_u32(tb[IFLA_MASTER]);
+	if (tb[IFLA_AF_SPEC])
+		parse_inet_conf(tb[IFLA_AF_SPEC], l);
 	l->oper_up = (l->flags & IFF_UP) &&
 		     (oper == RN_IF_OPER_UP ||
 		      (oper == RN_IF_OPER_UNKNOWN && (l->flags & IFF_LOWER_UP)));

@@ -72,6 +72,25 @@ static int real_realpath(const char *path, char *out, size_t len)
 	return 0;
 }
 
+static int real_readlink(const char *path, char *out, size_t len)
+{
+	char full[PATH_MAX];
+	ssize_t n;
+	int ret = rooted(path, full, sizeof(full));
+
+	if (ret)
+		return ret;
+	if (!len)
+		return -EINVAL;
+	n = readlink(full, out, len);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return 0;
+}
+
 static int real_list(const char *path, int (*cb)(const char *name, void *arg), void *arg)
 {
 	char full[PATH_MAX];
@@ -97,12 +116,14 @@ static int real_list(const char *path, int (*cb)(const char *name, void *arg), v
 const struct rn_sys_ops rn_sys_real_ops = {
 	.read = real_read,
 	.realpath = real_realpath,
+	.readlink = real_readlink,
 	.list = real_list,
 };
 
 struct rn_sys_ops rn_sys = {
 	.read = real_read,
 	.realpath = real_realpath,
+	.readlink = real_readlink,
 	.list = real_list,
 };
 
@@ -112,6 +133,8 @@ void rn_sys_set_ops(const struct rn_sys_ops *ops)
 		rn_sys.read = ops->read;
 	if (ops->realpath)
 		rn_sys.realpath = ops->realpath;
+	if (ops->readlink)
+		rn_sys.readlink = ops->readlink;
 	if (ops->list)
 		rn_sys.list = ops->list;
 }

@@ -317,6 +317,11 @@ static int s_realpath(const char *path, char *out, size_t len)
 	return -ENOENT;
 }
 
+static int s_readlink(const char *path, char *out, size_t len)
+{
+	return s_realpath(path, out, len);
+}
+
 static int s_list(const char *path, int (*cb)(const char *name, void *arg), void *arg)
 {
 	(void)path, (void)cb, (void)arg;
@@ -326,6 +331,7 @@ static int s_list(const char *path, int (*cb)(const char *name, void *arg), void
 static const struct rn_sys_ops sys_fail = {
 	.read = s_read,
 	.realpath = s_realpath,
+	.readlink = s_readlink,
 	.list = s_list,
 };
 

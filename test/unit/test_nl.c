@@ -215,6 +215,64 @@ static void test_neigh(void **state)
 	assert_int_equal(rn_nl.neigh_probe(i1, &src, &ip), 0);
 }
 
+/*
+ * The link dump carries each device's IPv4 conf, so init reads no sysctl file per NIC:
+ * the values must be /proc/sys/net/ipv4/conf/<dev>/'s. Two settings away from the
+ * defaults, where no two fields agree in both (a field read from the wrong index shows),
+ * and the host's per-NIC sysctls must come out as the files' would.
+ */
+static void check_conf_from_dump(const int want[5])
+{
+	struct rn_sysctls files;
+	struct rn_host_link *hl;
+	struct rn_nl_link *l;
+	struct rn_host *h;
+	char cmd[512];
+	int n, i, found = 0;
+
+	snprintf(cmd, sizeof(cmd),
+		 "sysctl -w net.ipv4.conf.rnd0.arp_ignore=%d net.ipv4.conf.rnd0.arp_announce=%d "
+		 "net.ipv4.conf.rnd0.arp_filter=%d net.ipv4.conf.rnd0.rp_filter=%d "
+		 "net.ipv4.conf.rnd0.accept_local=%d",
+		 want[0], want[1], want[2], want[3], want[4]);
+	assert_int_equal(sh(cmd), 0);
+	assert_int_equal(rn_sysctls_read("rnd0", &files), 0);
+	assert_int_equal(files.arp_ignore, want[0]);
+	assert_int_equal(files.accept_local, want[4]);
+	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
+	for (i = 0; i < n; i++) {
+		if (strcmp(l[i].name, "rnd0"))
+			continue;
+		found = 1;
+		assert_true(l[i].has_inet_conf);
+		assert_int_equal(l[i].arp_ignore, files.arp_ignore);
+		assert_int_equal(l[i].arp_announce, files.arp_announce);
+		assert_int_equal(l[i].arp_filter, files.arp_filter);
+		assert_int_equal(l[i].rp_filter, files.rp_filter);
+		assert_int_equal(l[i].accept_local, files.accept_local);
+	}
+	free(l);
+	assert_true(found);
+	assert_int_equal(rn_host_snapshot(&h), 0);
+	hl = rn_host_link_by_name(h, "rnd0");
+	assert_non_null(hl);
+	rn_host_sysctls(h, hl);
+	assert_memory_equal(&hl->dev, &files, sizeof(files));
+	rn_host_free(h);
+}
+
+static void test_link_dump_carries_the_sysctls(void **state)
+{
+	static const int a[5] = { 2, 1, 1, 2, 0 }, b[5] = { 3, 2, 0, 1, 1 }, zero[5] = { 0 };
+
+	NEED_NS();
+	rn_sys_set_ops(&rn_sys_real_ops);
+	check_conf_from_dump(a);
+	check_conf_from_dump(b);
+	check_conf_from_dump(zero);
+	rn_sys_reset_ops();
+}
+
 static void test_snapshot_and_nic_from_netdev(void **state)
 {
 	struct rn_host *h;
@@ -338,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_rules_and_routes),
 		cmocka_unit_test(test_route_get),
 		cmocka_unit_test(test_neigh),
+		cmocka_unit_test(test_link_dump_carries_the_sysctls),
 		cmocka_unit_test(test_snapshot_and_nic_from_netdev),
 		cmocka_unit_test(test_one_socket_shared),
 		cmocka_unit_test(test_dump_while_the_table_changes),
