@@ -17,14 +17,7 @@
 #define RN_TABLE_MAIN 254
 #define RN_TABLE_LOCAL 255
 
-/* The five sysctls that decide ARP and reverse-path behaviour. -1 = unreadable. */
-struct rn_sysctls {
-	int arp_ignore;
-	int arp_announce;
-	int arp_filter;
-	int rp_filter;
-	int accept_local;
-};
+/* struct rn_sysctls: rn_nl.h (the link dump carries a device's) */
 
 /*
  * The kernel's combination of conf/all and conf/<dev> (include/linux/inetdevice.h):

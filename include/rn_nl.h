@@ -19,6 +19,19 @@
 
 #include "rn_path.h"
 
+/*
+ * The five sysctls that decide ARP and reverse-path behaviour. -1 = unreadable. Here
+ * because the link dump carries a device's (IFLA_INET_CONF); rn_host.h reads and combines
+ * them.
+ */
+struct rn_sysctls {
+	int arp_ignore;
+	int arp_announce;
+	int arp_filter;
+	int rp_filter;
+	int accept_local;
+};
+
 struct rn_nl_link {
 	int ifindex;
 	char name[IF_NAMESIZE];
@@ -31,7 +44,7 @@ struct rn_nl_link {
 	 * /proc/sys/net/ipv4/conf/<dev>/): init then reads no file a NIC. 0: not in the
 	 * message (no IPv4 on the device, a fake), and the sysctls are read instead. */
 	int has_inet_conf;
-	int arp_ignore, arp_announce, arp_filter, rp_filter, accept_local;
+	struct rn_sysctls inet_conf;
 };
 
 struct rn_nl_addr {

@@ -58,7 +58,6 @@ void rn_flap_assess(struct rn_nic *nic)
 	if (down <= RN_FLAP_MAX_PER_DAY || read_double(&up, "/proc/uptime") || up <= 0)
 		return;
 	rn_flap_read(nic, &f);
-	down = f.carrier_down >= 0 ? f.carrier_down : down;
 	per_day = up <= DAY_S ? (double)down : (double)down * DAY_S / up;
 	if (down <= RN_FLAP_MAX_PER_DAY || per_day <= RN_FLAP_MAX_PER_DAY)
 		return;

@@ -238,15 +238,10 @@ const struct rn_sysctls *rn_host_sysctls(struct rn_host *host, struct rn_host_li
 		host->all_read = 1;
 	}
 	if (!l->sysctl_read) {
-		if (l->link.has_inet_conf) {
-			l->dev = (struct rn_sysctls){ .arp_ignore = l->link.arp_ignore,
-						      .arp_announce = l->link.arp_announce,
-						      .arp_filter = l->link.arp_filter,
-						      .rp_filter = l->link.rp_filter,
-						      .accept_local = l->link.accept_local };
-		} else {
+		if (l->link.has_inet_conf)
+			l->dev = l->link.inet_conf;
+		else
 			rn_sysctls_read(l->link.name, &l->dev);
-		}
 		rn_sysctls_effective(&host->all, &l->dev, &l->eff);
 		l->sysctl_read = 1;
 	}

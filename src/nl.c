@@ -310,11 +310,11 @@ static void parse_inet_conf(struct nlattr *spec, struct rn_nl_link *l)
 			if (nla_type(a) != IFLA_INET_CONF ||
 			    nla_len(a) < (int)(IPV4_DEVCONF_ACCEPT_LOCAL * sizeof(*c)))
 				continue;
-			l->arp_ignore = (int)c[IPV4_DEVCONF_ARP_IGNORE - 1];
-			l->arp_announce = (int)c[IPV4_DEVCONF_ARP_ANNOUNCE - 1];
-			l->arp_filter = (int)c[IPV4_DEVCONF_ARPFILTER - 1];
-			l->rp_filter = (int)c[IPV4_DEVCONF_RP_FILTER - 1];
-			l->accept_local = (int)c[IPV4_DEVCONF_ACCEPT_LOCAL - 1];
+			l->inet_conf.arp_ignore = (int)c[IPV4_DEVCONF_ARP_IGNORE - 1];
+			l->inet_conf.arp_announce = (int)c[IPV4_DEVCONF_ARP_ANNOUNCE - 1];
+			l->inet_conf.arp_filter = (int)c[IPV4_DEVCONF_ARPFILTER - 1];
+			l->inet_conf.rp_filter = (int)c[IPV4_DEVCONF_RP_FILTER - 1];
+			l->inet_conf.accept_local = (int)c[IPV4_DEVCONF_ACCEPT_LOCAL - 1];
 			l->has_inet_conf = 1;
 		}
 	}

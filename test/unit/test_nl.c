@@ -245,11 +245,11 @@ static void check_conf_from_dump(const int want[5])
 			continue;
 		found = 1;
 		assert_true(l[i].has_inet_conf);
-		assert_int_equal(l[i].arp_ignore, files.arp_ignore);
-		assert_int_equal(l[i].arp_announce, files.arp_announce);
-		assert_int_equal(l[i].arp_filter, files.arp_filter);
-		assert_int_equal(l[i].rp_filter, files.rp_filter);
-		assert_int_equal(l[i].accept_local, files.accept_local);
+		assert_int_equal(l[i].inet_conf.arp_ignore, files.arp_ignore);
+		assert_int_equal(l[i].inet_conf.arp_announce, files.arp_announce);
+		assert_int_equal(l[i].inet_conf.arp_filter, files.arp_filter);
+		assert_int_equal(l[i].inet_conf.rp_filter, files.rp_filter);
+		assert_int_equal(l[i].inet_conf.accept_local, files.accept_local);
 	}
 	free(l);
 	assert_true(found);
