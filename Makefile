@@ -71,6 +71,9 @@ san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
 PLUGIN := $(BUILD)/libnccl-net-roce.so
 CORE_LIB := $(BUILD)/librn.a
 SAN_LIB := $(BUILD)/san/librn.a
+# The doctor's objects without its main, sanitized: the doctor's unit tests link what they
+# do not test from here (a test may #include the one file whose static functions it tests).
+SAN_DOCTOR_LIB := $(BUILD)/san/librndoctor.a
 DOCTOR := $(BUILD)/roce-doctor
 DRIVER := $(BUILD)/nccl-net-driver
 BENCH := $(BUILD)/nccl-net-bench
@@ -127,6 +130,10 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(SAN_DOCTOR_LIB): $(call san,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS)))
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
@@ -153,11 +160,11 @@ $(BENCH): $(call obj,src/tools/bench.c $(TOOL_COMMON_SRCS))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -pthread -ldl -lm
 
-$(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_LIB)
+$(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_DOCTOR_LIB) $(SAN_LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
-		$(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
+		$(SAN_DOCTOR_LIB) $(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
 
 # libFuzzer targets (clang). The library and the fakes are compiled once for all of them
 # (coverage-instrumented, sanitized: build/fz/), each target's own source with the fuzzer's main.

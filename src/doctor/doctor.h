@@ -127,6 +127,8 @@ int rn_doctor_nic_problem(const struct rn_doctor_nic *dn);
 void rn_doctor_nic_counters(struct rn_doctor_nic *dn);
 
 /* doctor_facts.c: what the hosts of a fleet must agree on (the sweep compares them) */
+/* NCCL puts this before its version for `strings` (src/init.cc, VERSION_STRING). */
+#define RN_NCCL_VERSION_TAG "NCCL version "
 #define RN_FACT_LEN 64
 struct rn_doctor_nic_facts {
 	char driver[RN_FACT_LEN];    /* the netdev's device/driver; "none": a virtual netdev */

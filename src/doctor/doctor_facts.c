@@ -25,8 +25,6 @@
 #include "rn_version.h"
 
 #define NCCL_LIB "libnccl.so.2"
-/* NCCL puts this before its version for `strings` (src/init.cc, VERSION_STRING). */
-#define NCCL_TAG "NCCL version "
 
 /* A fact, cut to its field (a value longer than 63 bytes is no version we compare). */
 static void set(char *dst, const char *s)
@@ -299,7 +297,7 @@ static void read_nccl(struct rn_doctor_facts *f)
 	if (rn_doctor_find_lib(NCCL_LIB, home && home[0] ? dir : NULL, f->nccl_path,
 			       sizeof(f->nccl_path)))
 		return;
-	if (!rn_doctor_file_tag(f->nccl_path, NCCL_TAG, v, sizeof(v)))
+	if (!rn_doctor_file_tag(f->nccl_path, RN_NCCL_VERSION_TAG, v, sizeof(v)))
 		set(f->nccl, v);
 	else if (realpath(f->nccl_path, real) &&
 		 rn_doctor_lib_version(real, "libnccl.so.", v, sizeof(v)) && strcmp(v, "2"))

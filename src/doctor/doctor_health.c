@@ -286,6 +286,7 @@ static void reason_build(const struct rn_doctor *d, char *buf, size_t len, int s
 static void reason_fit(const struct rn_doctor *d, char *buf, size_t len)
 {
 	char full[1024];
+	size_t n;
 
 	reason_build(d, full, sizeof(full), 0, 1);
 	if (strlen(full) > RN_HEALTH_REASON_MAX)
@@ -294,7 +295,10 @@ static void reason_fit(const struct rn_doctor *d, char *buf, size_t len)
 		reason_build(d, full, sizeof(full), 1, 0);
 	if (strlen(full) > RN_HEALTH_REASON_MAX)
 		snprintf(full + RN_HEALTH_REASON_MAX - 3, 4, "...");
-	snprintf(buf, len, "%s", full);
+	/* cut to @len as the caller's buffer is (not a format: gcc -O1 cannot see the cut above) */
+	n = strnlen(full, len - 1);
+	memcpy(buf, full, n);
+	buf[n] = '\0';
 }
 
 static int ours(const char *reason)

@@ -18,8 +18,9 @@
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_rdma.c"
+#include "../../src/doctor/doctor.h"
+#include "rn_conn.h"
+#include "rn_net.h"
 
 struct t {
 	struct fx f;

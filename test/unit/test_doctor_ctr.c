@@ -18,13 +18,10 @@
 
 #include "fixture_sysfs.h"
 #include "rn_log.h"
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_model.c"
-#include "../../src/doctor/doctor_host.c"
-#include "../../src/doctor/doctor_json.c"
-#include "../../src/doctor/doctor_ctr.c"
+#include "../../src/doctor/doctor.h"
+#include "rn_conncheck.h"
+#include "rn_json.h"
 
-#include "stub_doctor.h"
 
 static struct rn_nic nic;
 static struct rn_peer_facts peer;

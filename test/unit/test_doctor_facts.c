@@ -21,8 +21,10 @@
 #include <cmocka.h>
 
 #include "fixture_sysfs.h"
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_facts.c"
+#include "../../src/doctor/doctor.h"
+#include "rn_codec.h"
+#include "rn_sys.h"
+#include "rn_version.h"
 
 /* What a library of each kind holds in its .rodata: this binary plays both. */
 __attribute__((used)) static const char nccl_tag[] = "NCCL version 9.8.7+cuda1.2";
@@ -105,18 +107,18 @@ static void tag_in_rodata(void **state)
 {
 	char v[64], p[PATH_MAX + 32];
 
-	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", NCCL_TAG, v, sizeof(v)), 0);
+	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", RN_NCCL_VERSION_TAG, v, sizeof(v)), 0);
 	assert_string_equal(v, "9.8.7+cuda1.2");
 	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", RN_VERSION_TAG, v, sizeof(v)), 0);
 	assert_string_equal(v, "7.7.7~rc1");
 	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", "no such tag ", v, sizeof(v)), -ENOENT);
 	/* not ELF: the whole file is read (written in pieces: no tagged literal in this binary) */
 	snprintf(p, sizeof(p), "%s/text", dir);
-	write_file(p, "junk " NCCL_TAG "\n" NCCL_TAG);
+	write_file(p, "junk " RN_NCCL_VERSION_TAG "\n" RN_NCCL_VERSION_TAG);
 	append_file(p, "2.18.3-1 tail");
-	assert_int_equal(rn_doctor_file_tag(p, NCCL_TAG, v, sizeof(v)), 0);
+	assert_int_equal(rn_doctor_file_tag(p, RN_NCCL_VERSION_TAG, v, sizeof(v)), 0);
 	assert_string_equal(v, "2.18.3-1");
-	assert_int_equal(rn_doctor_file_tag("/nonexistent", NCCL_TAG, v, sizeof(v)), -ENOENT);
+	assert_int_equal(rn_doctor_file_tag("/nonexistent", RN_NCCL_VERSION_TAG, v, sizeof(v)), -ENOENT);
 }
 
 static void find_like_the_loader(void **state)

@@ -17,14 +17,10 @@
 #include <cmocka.h>
 
 #include "rn_log.h"
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_model.c"
-#include "../../src/doctor/doctor_host.c"
-#include "../../src/doctor/doctor_json.c"
-#include "../../src/doctor/doctor_k8s.c"
+#include "../../src/doctor/doctor.h"
+#include "rn_nic.h"
+#include "rn_sys.h"
 
-#define STUB_DOCTOR_HAS_K8S
-#include "stub_doctor.h"
 
 static struct rn_doctor doc;
 static struct rn_dev devs[2];

@@ -19,12 +19,8 @@
 
 #include "fixture_sysfs.h"
 #include "rn_log.h"
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_model.c"
-#include "../../src/doctor/doctor_prom.c"
+#include "../../src/doctor/doctor.h"
 
-#define STUB_DOCTOR_HAS_PROM
-#include "stub_doctor.h"
 
 static struct rn_doctor doc;
 static struct rn_dev devs[4];

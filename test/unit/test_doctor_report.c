@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * roce-doctor's peer report (src/doctor/doctor_peer.c with the model, host report, JSON
- * writer, pair checks, peer protocol and probe counters compiled in; probes and ARP
- * stubbed): eight mlx5-named NICs a side, long findings on NICs and pairs, and a cause
- * from a newer peer. The matrix names each pair's cause, the human report and the JSON
+ * roce-doctor's peer report (src/doctor/doctor_peer.c over the rest of the doctor): eight
+ * mlx5-named NICs a side, long findings on NICs and pairs, and a cause from a newer peer. The matrix names each pair's cause, the human report and the JSON
  * carry every message and fix whole.
  */
 #include <setjmp.h>
@@ -15,49 +13,10 @@
 #include <cmocka.h>
 
 #undef skip /* cmocka's; doctor_peer.c has a function of that name */
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_model.c"
-#include "../../src/doctor/doctor_host.c"
-#include "../../src/doctor/doctor_json.c"
-#include "../../src/doctor/doctor_wire.c"
-#include "../../src/doctor/doctor_pair.c"
+/* doctor_peer.c's own report functions are static: the file is compiled in; the rest of the
+ * doctor (model, host report, wire, pair checks, counters) is linked from its archive. */
 #include "../../src/doctor/doctor_peer.c"
-#include "../../src/doctor/doctor_ctr.c"
-
-/* doctor_arp.c, doctor_rdma.c and doctor_prom.c are not part of this report */
-int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
-			 const unsigned char *scope, struct rn_dw_checks *c)
-{
-	return 0;
-}
-
-int rn_probe_available(const struct rn_doctor *d, int nic)
-{
-	return 0;
-}
-
-int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
-		    char *why, size_t len)
-{
-	return -ENODEV;
-}
-
-int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len)
-{
-	return -ENODEV;
-}
-
-void rn_probe_srv_close(struct rn_probe_srv *srv)
-{
-}
-
-int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms,
-		    struct rn_probe_bw *bw, char *why, size_t len)
-{
-	return -ENODEV;
-}
-
-#include "stub_doctor.h"
+#include "rn_json.h"
 
 #define N 8
 #define UNKNOWN_CAUSE 999

@@ -20,8 +20,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_wire.c"
+#include "../../src/doctor/doctor.h"
+#include "rn_codec.h"
+#include "rn_net.h"
+#include "rn_nic.h"
 
 static int sp[2];
 

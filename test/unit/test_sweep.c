@@ -17,10 +17,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "../../src/doctor/doctor_util.c"
-#include "../../src/doctor/doctor_sweep.c"
-#include "../../src/doctor/doctor_json.c"
-#include "../../src/doctor/doctor_wire.c"
+#include "../../src/doctor/doctor_sweep.h"
+#include "rn_json.h"
+#include "rn_codec.h"
 
 /* doctor_host.c is the CLI's report: a one-line stand-in for the grouped findings. */
 void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, int all)
