@@ -59,11 +59,6 @@ UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 
-# A unit test that #includes a test/unit/double_*.c replaces core functions with
-# scripted ones; its own object comes first on the link line, so its definitions win
-# over the archive's.
-doubles_flag = $(if $(shell grep -l '^\#include "double_' $(1) 2>/dev/null),-Wl$(comma)--allow-multiple-definition)
-comma := ,
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
@@ -164,7 +159,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_DOCTOR_LIB) $(SAN_
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -Itest/unit -o $@ $< $(call san,$(FAKE_SRCS)) \
-		$(SAN_DOCTOR_LIB) $(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS) $(call doubles_flag,$<)
+		$(SAN_DOCTOR_LIB) $(SAN_LIB) $(LDLIBS) $(CMOCKA_LIBS)
 
 # libFuzzer targets (clang). The library and the fakes are compiled once for all of them
 # (coverage-instrumented, sanitized: build/fz/), each target's own source with the fuzzer's main.

@@ -71,4 +71,30 @@ int rn_close_send(struct rn_send_comm *sc);
 int rn_close_recv(struct rn_recv_comm *rc);
 int rn_close_listen(struct rn_listen_comm *lc);
 
+/*
+ * The calls above as plugin/ makes them: the transport's own, unless a unit test of the
+ * ABI layer records them instead (it installs its table before main: test/unit/double_net.c).
+ */
+struct rn_net_ops {
+	int (*listen)(struct rn_engine *eng, int dev, void *handle, struct rn_listen_comm **out);
+	int (*connect)(struct rn_engine *eng, int dev, void *handle, int traffic_class,
+		       struct rn_send_comm **out);
+	int (*accept)(struct rn_listen_comm *lc, struct rn_recv_comm **out);
+	int (*reg_mr)(void *comm, void *data, size_t size, int type, struct rn_mr **out);
+	int (*reg_mr_dmabuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
+			     int fd, struct rn_mr **out);
+	int (*dereg_mr)(void *comm, struct rn_mr *mr);
+	int (*isend)(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+		     struct rn_req **out);
+	int (*irecv)(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
+		     struct rn_mr **mrs, struct rn_req **out);
+	int (*iflush)(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
+		      struct rn_req **out);
+	int (*test)(struct rn_req *req, int *done, int *sizes);
+	int (*close_send)(struct rn_send_comm *sc);
+	int (*close_recv)(struct rn_recv_comm *rc);
+	int (*close_listen)(struct rn_listen_comm *lc);
+};
+extern struct rn_net_ops rn_net;
+
 #endif /* RN_NET_H */

@@ -109,6 +109,20 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 void rn_nic_log(const struct rn_nic *nic);
 
 /*
+ * The host snapshot and the NIC assessment as the engine's init calls them (engine.c): the
+ * real ones above, unless a unit test of the engine or the plugin scripts each NIC's
+ * verdict instead (it installs its own table before main: test/unit/double_path.c).
+ */
+struct rn_assess_ops {
+	int (*snapshot)(struct rn_host **out);
+	void (*free)(struct rn_host *host);
+	int (*assess)(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		      const struct rn_config *cfg);
+	void (*log)(const struct rn_nic *nic);
+};
+extern struct rn_assess_ops rn_assess;
+
+/*
  * What each side of a connection tells the other (the handshake carries it; the
  * wire encoding belongs to the handshake, not here).
  */
@@ -162,5 +176,21 @@ int rn_conn_check_findings(const struct rn_conn_check *chk, const struct rn_find
  */
 int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 		     struct rn_finding *out);
+
+/*
+ * The per-connection checks above as the transport calls them (conn.c, xfer.c): the real
+ * ones, unless a unit test of the transport scripts the verdicts instead (it installs its
+ * own table before main: test/unit/double_conncheck.c).
+ */
+struct rn_path_check_ops {
+	void (*facts_from_nic)(const struct rn_nic *nic, struct rn_peer_facts *out);
+	int (*start)(const struct rn_nic *nic, const struct rn_peer_facts *peer, int timeout_ms,
+		     struct rn_conn_check **out);
+	int (*poll)(struct rn_conn_check *chk, struct rn_finding *out);
+	void (*free)(struct rn_conn_check *chk);
+	int (*diagnose)(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+			struct rn_finding *out);
+};
+extern struct rn_path_check_ops rn_path_check;
 
 #endif /* RN_PATH_H */

@@ -15,6 +15,23 @@
 #include "rn_net.h"
 #include "rn_version.h"
 
+/* The transport as the ABI layer calls it (rn_net.h); a unit test may record the calls. */
+struct rn_net_ops rn_net = {
+	.listen = rn_listen,
+	.connect = rn_connect,
+	.accept = rn_accept,
+	.reg_mr = rn_reg_mr,
+	.reg_mr_dmabuf = rn_reg_mr_dmabuf,
+	.dereg_mr = rn_dereg_mr,
+	.isend = rn_isend,
+	.irecv = rn_irecv,
+	.iflush = rn_iflush,
+	.test = rn_test,
+	.close_send = rn_close_send,
+	.close_recv = rn_close_recv,
+	.close_listen = rn_close_listen,
+};
+
 #define RN_CTX_MAGIC 0x726f6365u /* "roce" */
 
 /* The version, readable in the file (roce-doctor-mpi reads it without loading the library). */
@@ -272,7 +289,7 @@ ncclResult_t rn_plugin_listen(void *ctx, int dev, void *handle, void **listen_co
 	*listen_comm = NULL;
 	if (!dev_of(eng, dev))
 		return misuse("no device %d", dev);
-	res = rn_plugin_result(rn_listen(eng, dev, handle, &lc));
+	res = rn_plugin_result(rn_net.listen(eng, dev, handle, &lc));
 	*listen_comm = lc;
 	return res;
 }
@@ -289,7 +306,7 @@ ncclResult_t rn_plugin_connect_tc(void *ctx, int dev, int traffic_class, void *h
 	*send_comm = NULL;
 	if (!dev_of(eng, dev))
 		return misuse("no device %d", dev);
-	res = rn_plugin_result(rn_connect(eng, dev, handle, traffic_class, &sc));
+	res = rn_plugin_result(rn_net.connect(eng, dev, handle, traffic_class, &sc));
 	*send_comm = sc;
 	return res;
 }
@@ -319,7 +336,7 @@ ncclResult_t rn_plugin_accept(void *listen_comm, void **recv_comm,
 
 	if (!listen_comm || !recv_comm)
 		return misuse("listenComm or recvComm is NULL");
-	res = rn_plugin_result(rn_accept(listen_comm, &rc));
+	res = rn_plugin_result(rn_net.accept(listen_comm, &rc));
 	*recv_comm = rc;
 	return res;
 }
@@ -333,7 +350,7 @@ ncclResult_t rn_plugin_reg_mr(void *comm, void *data, size_t size, int type, voi
 		return misuse("comm or mhandle is NULL");
 	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA)
 		return misuse("memory type %d", type);
-	res = rn_plugin_result(rn_reg_mr(comm, data, size, type, &mr));
+	res = rn_plugin_result(rn_net.reg_mr(comm, data, size, type, &mr));
 	*mhandle = mr;
 	return res;
 }
@@ -348,7 +365,7 @@ ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int ty
 		return misuse("comm or mhandle is NULL");
 	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA)
 		return misuse("memory type %d", type);
-	res = rn_plugin_result(rn_reg_mr_dmabuf(comm, data, size, type, offset, fd, &mr));
+	res = rn_plugin_result(rn_net.reg_mr_dmabuf(comm, data, size, type, offset, fd, &mr));
 	*mhandle = mr;
 	return res;
 }
@@ -359,7 +376,7 @@ ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle)
 		return ncclSuccess; /* as net_ib: deregMr(NULL) is no error */
 	if (!comm)
 		return misuse("comm is NULL");
-	return rn_plugin_result(rn_dereg_mr(comm, mhandle));
+	return rn_plugin_result(rn_net.dereg_mr(comm, mhandle));
 }
 
 ncclResult_t rn_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
@@ -372,7 +389,7 @@ ncclResult_t rn_plugin_isend(void *send_comm, void *data, size_t size, int tag, 
 		return misuse("sendComm or request is NULL");
 	if (size && !mhandle)
 		return misuse("%zu bytes without an mhandle", size);
-	res = rn_plugin_result(rn_isend(send_comm, data, size, tag, mhandle, &req));
+	res = rn_plugin_result(rn_net.isend(send_comm, data, size, tag, mhandle, &req));
 	*request = req;
 	return res;
 }
@@ -389,7 +406,7 @@ ncclResult_t rn_plugin_irecv(void *recv_comm, int n, void **data, size_t *sizes,
 		return misuse("n=%d outside 1..%d", n, RN_MAX_RECVS);
 	if (!data || !sizes || !tags || !mhandles)
 		return misuse("NULL buffer array");
-	res = rn_plugin_result(rn_irecv(recv_comm, n, data, sizes, tags,
+	res = rn_plugin_result(rn_net.irecv(recv_comm, n, data, sizes, tags,
 					(struct rn_mr **)mhandles, &req));
 	*request = req;
 	return res;
@@ -405,7 +422,7 @@ ncclResult_t rn_plugin_iflush(void *recv_comm, int n, void **data, int *sizes, v
 		return misuse("recvComm or request is NULL");
 	if (n < 1 || n > RN_MAX_RECVS)
 		return misuse("n=%d outside 1..%d", n, RN_MAX_RECVS);
-	res = rn_plugin_result(rn_iflush(recv_comm, n, data, sizes, (struct rn_mr **)mhandles,
+	res = rn_plugin_result(rn_net.iflush(recv_comm, n, data, sizes, (struct rn_mr **)mhandles,
 					 &req));
 	*request = req;
 	return res;
@@ -415,7 +432,7 @@ ncclResult_t rn_plugin_test(void *request, int *done, int *sizes)
 {
 	if (!request || !done)
 		return misuse("request or done is NULL");
-	return rn_plugin_result(rn_test(request, done, sizes));
+	return rn_plugin_result(rn_net.test(request, done, sizes));
 }
 
 /*
@@ -428,21 +445,21 @@ ncclResult_t rn_plugin_close_send(void *send_comm)
 {
 	if (!send_comm)
 		return ncclSuccess; /* see below */
-	return rn_plugin_result(rn_close_send(send_comm));
+	return rn_plugin_result(rn_net.close_send(send_comm));
 }
 
 ncclResult_t rn_plugin_close_recv(void *recv_comm)
 {
 	if (!recv_comm)
 		return ncclSuccess; /* see below */
-	return rn_plugin_result(rn_close_recv(recv_comm));
+	return rn_plugin_result(rn_net.close_recv(recv_comm));
 }
 
 ncclResult_t rn_plugin_close_listen(void *listen_comm)
 {
 	if (!listen_comm)
 		return ncclSuccess; /* see below */
-	return rn_plugin_result(rn_close_listen(listen_comm));
+	return rn_plugin_result(rn_net.close_listen(listen_comm));
 }
 
 /* NCCL only reads these hints; the transport has no per-op tuning yet. */

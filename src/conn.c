@@ -555,7 +555,7 @@ static void hs_free(struct rn_hs *hs)
 	if (!hs)
 		return;
 	if (hs->chk)
-		rn_conn_check_free(hs->chk);
+		rn_path_check.free(hs->chk);
 	rn_verdict_msg_clear(&hs->mine);
 	rn_verdict_msg_clear(&hs->theirs);
 	if (hs->comm)
@@ -568,7 +568,7 @@ static void hs_free(struct rn_hs *hs)
 static void local_facts(struct rn_hs *hs, const struct rn_dev *dev, struct rn_peer_facts *f)
 {
 	memset(f, 0, sizeof(*f));
-	rn_peer_facts_from_nic(&dev->nic, f);
+	rn_path_check.facts_from_nic(&dev->nic, f);
 	if (!f->host[0])
 		snprintf(f->host, sizeof(f->host), "%s", hs->eng->hostname);
 }
@@ -679,7 +679,7 @@ static int hs_check_pair(struct rn_hs *hs, int q)
 	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
 		return 0;
 	if (!hs->chk) {
-		ret = rn_conn_check_start(nic, peer, cfg->neigh_timeout_ms, &hs->chk);
+		ret = rn_path_check.start(nic, peer, cfg->neigh_timeout_ms, &hs->chk);
 		if (ret) {
 			rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
 				"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
@@ -688,13 +688,13 @@ static int hs_check_pair(struct rn_hs *hs, int q)
 		hs->check_deadline_ns = rn_now_ns() +
 					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
 	}
-	ret = rn_conn_check_poll(hs->chk, &f);
+	ret = rn_path_check.poll(hs->chk, &f);
 	if (ret == -EAGAIN) {
 		if (rn_now_ns() < hs->check_deadline_ns)
 			return -EAGAIN;
 		ret = -ETIMEDOUT;
 	}
-	rn_conn_check_free(hs->chk);
+	rn_path_check.free(hs->chk);
 	hs->chk = NULL;
 	if (ret == -EHOSTUNREACH) {
 		rn_finding_move(&hs->mine.finding, &f);

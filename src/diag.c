@@ -93,3 +93,16 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 		rn_finding_clear(out);
 	return ret;
 }
+
+/*
+ * The transport's path checks (rn_path.h), here with the diagnosis because this file already
+ * builds on the connection check (conncheck.c cannot name the diagnosis: that would be a
+ * cycle). A unit test may script them.
+ */
+struct rn_path_check_ops rn_path_check = {
+	.facts_from_nic = rn_peer_facts_from_nic,
+	.start = rn_conn_check_start,
+	.poll = rn_conn_check_poll,
+	.free = rn_conn_check_free,
+	.diagnose = rn_diagnose_peer,
+};

@@ -28,6 +28,14 @@
 #include "rn_path.h"
 #include "rn_verbs.h"
 
+/* Init's assessment (rn_path.h): the real one; a unit test may script the verdicts. */
+struct rn_assess_ops rn_assess = {
+	.snapshot = rn_host_snapshot,
+	.free = rn_host_free,
+	.assess = rn_nic_assess,
+	.log = rn_nic_log,
+};
+
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine engine;
 static int engine_refs;
@@ -108,7 +116,7 @@ static int engine_init(struct rn_engine *eng)
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: %s", why);
 		return -ENODEV;
 	}
-	ret = rn_host_snapshot(&host);
+	ret = rn_assess.snapshot(&host);
 	if (ret) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
 			RN_PFX "no RoCE device: cannot read the host's addresses and routes (%s)",
@@ -121,7 +129,7 @@ static int engine_init(struct rn_engine *eng)
 		struct rn_nic *nic = &found[i]->nic;
 		int usable;
 
-		ret = rn_nic_assess(host, found[i]->ctx, nic, &eng->cfg);
+		ret = rn_assess.assess(host, found[i]->ctx, nic, &eng->cfg);
 		if (ret == -ENODEV) {
 			/*
 			 * A shared RDMA device seen from a pod that has no netdev on it: not
@@ -139,7 +147,7 @@ static int engine_init(struct rn_engine *eng)
 				nic->ibdev, nic->port, strerror(-ret));
 			nic->gid_index = -1;
 		} else {
-			rn_nic_log(nic);
+			rn_assess.log(nic);
 		}
 		if (!ret && found[i]->is_rxe && nic->port_netdev[0])
 			/*
@@ -171,7 +179,7 @@ static int engine_init(struct rn_engine *eng)
 			       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
 		rn_dev_free(found[i]);
 	}
-	rn_host_free(host);
+	rn_assess.free(host);
 	if (!eng->ndevs && nelsewhere == n) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
 			"port%s has a GID of a netdev in this network namespace (a pod without its "

@@ -308,7 +308,7 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		peer = &c->rpeer[c->qp_rmem[q]];
 	gone = peer_gone(c);
 	has_port = port_cause(c, k, &port);
-	ret = rn_diagnose_peer(&dev->nic, peer, &path);
+	ret = rn_path_check.diagnose(&dev->nic, peer, &path);
 	cc = counters_cause(c, k, peer, 0, &ctr, &v);
 	rn_vars_set(&v, "diag", "%s", "diagnosis");
 	rn_vars_set(&v, "extra", "%s", ""); /* what is no finding: hints, the figures */

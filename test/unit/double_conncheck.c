@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Scripted rn_conn_check_* / rn_diagnose_peer (see double_conncheck.h). A double, not a
- * fake: only the tests that #include it get it (their object comes first on the
- * link line and the Makefile lets its definitions win over the archive's), so
- * the route code's own tests keep the real functions.
+ * fake: only the tests that #include it get it (it installs itself as the transport's path
+ * checks, rn_path_check, before main), so the route code's own tests keep the real functions.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,7 +68,7 @@ const struct rn_peer_facts *fake_path_last_peer(void)
 	return &last_peer;
 }
 
-void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
+static void dbl_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 {
 	memset(out, 0, sizeof(*out));
 	memcpy(out->netdev, nic->netdev, sizeof(out->netdev));
@@ -81,8 +80,8 @@ void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
 	out->verdict_cause = nic->nfindings ? nic->findings[0].cause : RN_CAUSE_NONE;
 }
 
-int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
-			int timeout_ms, struct rn_conn_check **out)
+static int dbl_start(const struct rn_nic *nic, const struct rn_peer_facts *peer, int timeout_ms,
+		     struct rn_conn_check **out)
 {
 	const struct fake_path_script *s = script_of(nic);
 
@@ -98,7 +97,7 @@ int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *pe
 	return 0;
 }
 
-int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
+static int dbl_poll(struct rn_conn_check *chk, struct rn_finding *out)
 {
 	if (chk->polls++ < chk->s.eagain_polls)
 		return -EAGAIN;
@@ -111,13 +110,13 @@ int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out)
 	return chk->s.poll_ret;
 }
 
-void rn_conn_check_free(struct rn_conn_check *chk)
+static void dbl_free(struct rn_conn_check *chk)
 {
 	free(chk);
 }
 
-int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
-		     struct rn_finding *out)
+static int dbl_diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+			struct rn_finding *out)
 {
 	const struct fake_path_script *s = script_of(nic);
 
@@ -126,4 +125,15 @@ int rn_diagnose_peer(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	if (s->diag_ret == 0 && s->diag.cause && rn_finding_copy(out, &s->diag))
 		return -ENOMEM;
 	return s->diag_ret ? s->diag_ret : (s->diag.cause ? 0 : -ENOENT);
+}
+
+__attribute__((constructor)) static void double_conncheck_install(void)
+{
+	rn_path_check = (struct rn_path_check_ops){
+		.facts_from_nic = dbl_facts_from_nic,
+		.start = dbl_start,
+		.poll = dbl_poll,
+		.free = dbl_free,
+		.diagnose = dbl_diagnose,
+	};
 }

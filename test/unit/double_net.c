@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A recording stand-in for the transport (rn_net.h), #included by the plugin's
- * tests (not named fake_*.c, see double_path.c). Every call is counted and its
+ * A recording stand-in for the transport as plugin/ calls it (rn_net.h's rn_net),
+ * #included by the plugin's tests and installed before main (not named fake_*.c, see
+ * double_path.c). Every call is counted and its
  * arguments kept; it answers double_net_ret and hands out dummy objects.
  */
 #include <errno.h>
@@ -28,7 +29,7 @@ static void double_net_reset(void)
 
 #define DN_OUT(out, i) (*(out) = double_net_ret ? NULL : (void *)&double_net_obj[i])
 
-int rn_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_comm **out)
+static int dbl_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_comm **out)
 {
 	double_net_calls++;
 	double_net_last.eng = eng;
@@ -37,8 +38,8 @@ int rn_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_com
 	return double_net_ret;
 }
 
-int rn_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
-	       struct rn_send_comm **out)
+static int dbl_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
+		       struct rn_send_comm **out)
 {
 	double_net_calls++;
 	double_net_last.eng = eng;
@@ -48,7 +49,7 @@ int rn_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
 	return double_net_ret;
 }
 
-int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
+static int dbl_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 {
 	double_net_calls++;
 	double_net_last.comm = lc;
@@ -56,7 +57,7 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 	return double_net_ret;
 }
 
-int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
+static int dbl_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
 {
 	double_net_calls++;
 	double_net_last.comm = comm;
@@ -66,8 +67,8 @@ int rn_reg_mr(void *comm, void *data, size_t size, int type, struct rn_mr **out)
 	return double_net_ret;
 }
 
-int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
-		     struct rn_mr **out)
+static int dbl_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+			     struct rn_mr **out)
 {
 	double_net_calls++;
 	double_net_last.comm = comm;
@@ -76,15 +77,15 @@ int rn_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off
 	return double_net_ret;
 }
 
-int rn_dereg_mr(void *comm, struct rn_mr *mr)
+static int dbl_dereg_mr(void *comm, struct rn_mr *mr)
 {
 	double_net_calls++;
 	double_net_last.comm = comm;
 	return double_net_ret;
 }
 
-int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
-	     struct rn_req **out)
+static int dbl_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
+		     struct rn_req **out)
 {
 	double_net_calls++;
 	double_net_last.comm = sc;
@@ -94,8 +95,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	return double_net_ret;
 }
 
-int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
-	     struct rn_mr **mrs, struct rn_req **out)
+static int dbl_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *tags,
+		     struct rn_mr **mrs, struct rn_req **out)
 {
 	int i;
 
@@ -108,8 +109,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	return double_net_ret;
 }
 
-int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
-	      struct rn_req **out)
+static int dbl_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn_mr **mrs,
+		      struct rn_req **out)
 {
 	double_net_calls++;
 	double_net_last.comm = rc;
@@ -118,7 +119,7 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	return double_net_ret;
 }
 
-int rn_test(struct rn_req *req, int *done, int *sizes)
+static int dbl_test(struct rn_req *req, int *done, int *sizes)
 {
 	double_net_calls++;
 	*done = !double_net_ret;
@@ -127,20 +128,39 @@ int rn_test(struct rn_req *req, int *done, int *sizes)
 	return double_net_ret;
 }
 
-int rn_close_send(struct rn_send_comm *sc)
+static int dbl_close_send(struct rn_send_comm *sc)
 {
 	double_net_calls++;
 	return double_net_ret;
 }
 
-int rn_close_recv(struct rn_recv_comm *rc)
+static int dbl_close_recv(struct rn_recv_comm *rc)
 {
 	double_net_calls++;
 	return double_net_ret;
 }
 
-int rn_close_listen(struct rn_listen_comm *lc)
+static int dbl_close_listen(struct rn_listen_comm *lc)
 {
 	double_net_calls++;
 	return double_net_ret;
+}
+
+__attribute__((constructor)) static void double_net_install(void)
+{
+	rn_net = (struct rn_net_ops){
+		.listen = dbl_listen,
+		.connect = dbl_connect,
+		.accept = dbl_accept,
+		.reg_mr = dbl_reg_mr,
+		.reg_mr_dmabuf = dbl_reg_mr_dmabuf,
+		.dereg_mr = dbl_dereg_mr,
+		.isend = dbl_isend,
+		.irecv = dbl_irecv,
+		.iflush = dbl_iflush,
+		.test = dbl_test,
+		.close_send = dbl_close_send,
+		.close_recv = dbl_close_recv,
+		.close_listen = dbl_close_listen,
+	};
 }

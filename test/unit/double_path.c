@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * A scripted stand-in for the route core (rn_path.h), #included by the tests of the
- * engine and the plugin. Deliberately not named fake_*.c: those are linked into
- * every unit test and would shadow the real route core in its own tests.
+ * A scripted stand-in for init's assessment (rn_path.h's rn_assess), #included by the tests
+ * of the engine and the plugin, installed before main. Deliberately not named fake_*.c:
+ * those are linked into every unit test and would replace the real assessment in its own
+ * tests.
  *
  * Each NIC's verdict comes from double_path_plan (by ibdev:port); NICs without a
  * plan row get a GID and an OK verdict. Counters let tests see what was called.
@@ -38,28 +39,21 @@ static void double_path_reset(void)
 	double_path_snapshots = double_path_frees = double_path_assessed = double_path_logged = 0;
 }
 
-const char *rn_ip_str(const struct rn_ip *ip, char *buf, size_t len)
-{
-	if (!ip->family || !inet_ntop(ip->family, &ip->v6, buf, (socklen_t)len))
-		snprintf(buf, len, "-");
-	return buf;
-}
-
-int rn_host_snapshot(struct rn_host **out)
+static int dbl_snapshot(struct rn_host **out)
 {
 	double_path_snapshots++;
 	*out = double_path_snapshot_ret ? NULL : &double_path_host;
 	return double_path_snapshot_ret;
 }
 
-void rn_host_free(struct rn_host *host)
+static void dbl_host_free(struct rn_host *host)
 {
 	if (host)
 		double_path_frees++;
 }
 
-int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
-		  const struct rn_config *cfg)
+static int dbl_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
+		      const struct rn_config *cfg)
 {
 	const struct double_nic_plan *p = NULL;
 	size_t i;
@@ -88,19 +82,17 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	return 0;
 }
 
-void rn_nic_log(const struct rn_nic *nic)
+static void dbl_nic_log(const struct rn_nic *nic)
 {
 	double_path_logged++;
 }
 
-const char *rn_cause_id(enum rn_cause cause)
+__attribute__((constructor)) static void double_path_install(void)
 {
-	switch (cause) {
-	case RN_CAUSE_ARP_FLUX:
-		return "arp-flux";
-	case RN_CAUSE_NO_RULE:
-		return "no-rule";
-	default:
-		return "other";
-	}
+	rn_assess = (struct rn_assess_ops){
+		.snapshot = dbl_snapshot,
+		.free = dbl_host_free,
+		.assess = dbl_assess,
+		.log = dbl_nic_log,
+	};
 }
