@@ -118,13 +118,10 @@ struct rn_comm {
 	struct rn_own own;            /* set while NCCL holds it (between hand-out and close) */
 	int role;                     /* enum rn_role */
 	struct rn_engine *eng;
-	struct rn_dev *dev;           /* member 0's: dev, ev, cq, ctrl_mr below */
-	struct rn_evdev *ev;
-	struct ibv_cq *cq;
 	int nmem;                     /* our member NICs */
 	struct rn_member mem[RN_VNIC_MAX];
 	int rmem;                     /* the peer's */
-	struct rn_peer_facts rpeer[RN_VNIC_MAX]; /* the peer's members; peer == rpeer[0] */
+	struct rn_peer_facts rpeer[RN_VNIC_MAX]; /* the peer's members (0: the one it names) */
 	uint8_t qp_mem[RN_MAX_QPS];   /* QP q's member here (q % nmem) */
 	uint8_t qp_rmem[RN_MAX_QPS];  /* and at the peer (q % rmem) */
 	int nqps;
@@ -137,12 +134,10 @@ struct rn_comm {
 	/* control block */
 	void *ctrl;
 	size_t ctrl_len;
-	struct ibv_mr *ctrl_mr;
 	/* the peer */
 	int fd;                       /* OOB socket, kept to notice a dead peer */
 	struct sockaddr_storage peer_addr;
 	char peer_str[80];
-	struct rn_peer_facts peer;
 	/* health */
 	int err;                      /* sticky -errno: every later call fails with it */
 	int wc_status;                /* the first failed completion's ibv_wc_status, 0 none */

@@ -208,7 +208,7 @@ static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
 
 static int retry_cnt_for(const struct rn_comm *c)
 {
-	return retry_cnt_dev(c, c->dev);
+	return retry_cnt_dev(c, c->mem[0].dev);
 }
 
 static int qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ibv_qp_attr *a)
@@ -428,7 +428,6 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	c->fd = -1;
 	c->role = role;
 	c->eng = eng;
-	c->dev = dev;
 	c->nmem = nmem;
 	c->rmem = rmem;
 	c->nqps = nqps;
@@ -450,8 +449,6 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		if (m[k]->attr.max_qp_wr > 0 && m[k]->attr.max_qp_wr < sq)
 			sq = m[k]->attr.max_qp_wr;
 	}
-	c->dev = dev;
-	c->ev = c->mem[0].ev;
 	c->sq_cap = sq;
 	for (i = 0; i < nqps; i++) {
 		c->qp_mem[i] = (uint8_t)(i % nmem);
@@ -472,7 +469,6 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		if (!c->mem[k].cq)
 			goto err;
 	}
-	c->cq = c->mem[0].cq;
 	/* FIFO or staging (16 KiB) + sizes (1 KiB) + flush target, in one registration. */
 	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
 		       pg - 1) & ~(pg - 1);
@@ -497,7 +493,6 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		if (!c->mem[k].ctrl_mr)
 			goto err;
 	}
-	c->ctrl_mr = c->mem[0].ctrl_mr;
 	for (i = 0; i < nqps; i++) {
 		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
 		int inl = sizeof(struct rn_cts);
@@ -592,14 +587,14 @@ static void hs_hello(struct rn_hs *hs, int tc, int sl)
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		m.fifo_addr = (uintptr_t)sc->fifo;
-		m.fifo_rkey = c->ctrl_mr->rkey;
+		m.fifo_rkey = c->mem[0].ctrl_mr->rkey;
 		for (i = 1; i < c->nmem; i++)
 			m.more[i - 1].fifo_rkey = c->mem[i].ctrl_mr->rkey;
 	} else {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
 		m.sizes_addr = (uintptr_t)rc->sizes;
-		m.sizes_rkey = c->ctrl_mr->rkey;
+		m.sizes_rkey = c->mem[0].ctrl_mr->rkey;
 		for (i = 1; i < c->nmem; i++)
 			m.more[i - 1].sizes_rkey = c->mem[i].ctrl_mr->rkey;
 	}
@@ -771,10 +766,10 @@ static int hs_modify_qp(struct rn_hs *hs, struct ibv_qp *qp, struct ibv_qp_attr 
 		if (!hs->mqp_next_ns)
 			hs->mqp_next_ns = 1;
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QP 0x%x to state %d failed (%s); "
-			"retry %d of %d (NCCL_IB_MQP_RETRY_CNT) in %d ms", hs->comm->dev->nic.ibdev,
-			hs->comm->dev->nic.port, hs->peer_str, qp->qp_num, a->qp_state,
-			strerror(-ret), hs->mqp_tries, cfg->mqp_retry_cnt,
-			cfg->mqp_retry_sleep_ms * hs->mqp_tries);
+			"retry %d of %d (NCCL_IB_MQP_RETRY_CNT) in %d ms",
+			hs->comm->mem[0].dev->nic.ibdev, hs->comm->mem[0].dev->nic.port,
+			hs->peer_str, qp->qp_num, a->qp_state, strerror(-ret), hs->mqp_tries,
+			cfg->mqp_retry_cnt, cfg->mqp_retry_sleep_ms * hs->mqp_tries);
 		return -EAGAIN;
 	}
 	return ret == -EAGAIN ? -EIO : ret; /* -EAGAIN means "call again" to our callers */
@@ -850,7 +845,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 	return 0;
 fail:
 	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to INIT/RTR/RTS failed: %s",
-		c->dev->nic.ibdev, c->dev->nic.port, hs->peer_str, strerror(-ret));
+		c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port, hs->peer_str, strerror(-ret));
 	return ret;
 }
 
@@ -878,7 +873,6 @@ static void comm_take_peer(struct rn_comm *c, const struct rn_hello *h)
 {
 	int k;
 
-	c->peer = h->facts;
 	c->rpeer[0] = h->facts;
 	for (k = 1; k < h->members; k++)
 		c->rpeer[k] = h->more[k - 1].facts;
@@ -1046,9 +1040,9 @@ static void comm_ready_log(struct rn_comm *c)
 	if (c->nmem > 1 || c->rmem > 1)
 		snprintf(more, sizeof(more), " (vNIC %d:%d)", c->nmem, c->rmem);
 	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s", c->role ==
-		RN_ROLE_SEND ? "send" : "recv", c->dev->nic.ibdev, c->dev->nic.port,
+		RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
 		c->nmem > 1 ? "+" : "", c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "",
-		c->peer_str, c->peer.host, c->nqps, c->nqps > 1 ? "s" : "",
+		c->peer_str, c->rpeer[0].host, c->nqps, c->nqps > 1 ? "s" : "",
 		c->split ? "split" : "round-robin", more);
 	c->last_progress_ns = rn_now_ns();
 	c->last_check_ns = c->last_progress_ns;

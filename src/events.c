@@ -256,7 +256,7 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 		return;
 	}
 	rn_warn(RN_SUB_NET, RN_PFX "%s: async event %s on the comm with %s (%s)", name,
-		event_str(ev->event_type), c ? c->peer_str : "?", c ? c->peer.host : "?");
+		event_str(ev->event_type), c ? c->peer_str : "?", c ? c->rpeer[0].host : "?");
 	if (c)
 		__atomic_store_n(&c->async_err, -EIO, __ATOMIC_RELEASE);
 }

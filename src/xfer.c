@@ -290,8 +290,8 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	struct rn_finding f = { 0 }, path = { 0 }, port = { 0 }, ctr = { 0 };
 	const struct rn_finding *logged[4];
 	struct rn_vars v = RN_VARS_INIT;
-	const struct rn_dev *dev = c->dev;
-	const struct rn_peer_facts *peer = &c->peer;
+	const struct rn_dev *dev = c->mem[0].dev;
+	const struct rn_peer_facts *peer = &c->rpeer[0];
 	char *line = NULL;
 	int ret, gone, n, q, i, nlog = 0, has_port;
 	size_t cn;
@@ -436,7 +436,8 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 		if (!c->err)
 			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) sent more than the receive of %d "
 				"buffer(s) posted for it (tag %d): message size mismatch",
-				c->peer_str, c->peer.host, r->n, rc->stage[k % RN_SLOTS][0].tag);
+				c->peer_str, c->rpeer[0].host, r->n,
+				rc->stage[k % RN_SLOTS][0].tag);
 		comm_fail(c, -EMSGSIZE);
 	} else if (r->n == 1) {
 		r->sizes[0] = (int)imm;
@@ -593,7 +594,8 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: no completion on QP %d of %d from %s "
 				"(%s) for %llu ms with %d WRs posted: the QP stalled",
 				dev->nic.ibdev, dev->nic.port, q, c->nqps, c->peer_str,
-				c->peer.host, (unsigned long long)((now - c->qp_wait_ns[q]) / 1000000),
+				c->rpeer[0].host,
+				(unsigned long long)((now - c->qp_wait_ns[q]) / 1000000),
 				c->qp_out[q]);
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
 			counters_warn(c, k, &c->rpeer[c->qp_rmem[q]], 0, 1, pfx);
@@ -672,7 +674,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		if (rn_events_dev_fatal(ev) && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
 				"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
-				c->peer.host);
+				c->rpeer[0].host);
 			comm_fail(c, -EIO);
 		} else if (down > c->port_grace_ns && !c->err) {
 			struct rn_finding f = { 0 };
@@ -684,7 +686,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
 				dev->nic.ibdev, dev->nic.port,
 				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
-				c->eng->cfg.retry_cnt, c->peer_str, c->peer.host);
+				c->eng->cfg.retry_cnt, c->peer_str, c->rpeer[0].host);
 			if (!port_cause(c, k, &f)) {
 				struct rn_vars v = RN_VARS_INIT;
 
@@ -706,7 +708,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 				continue;
 			/* its QPs still name the GID the kernel took away: fail it by name */
 			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
-				 dev->nic.port, c->peer_str, c->peer.host);
+				 dev->nic.port, c->peer_str, c->rpeer[0].host);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 			rn_finding_clear(&f);
 			comm_fail(c, -EADDRNOTAVAIL);
@@ -733,7 +735,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			struct rn_finding f = { 0 };
 			char pfx[256];
 
-			rn_conn_vars(&c->dev->nic, &c->peer, &v);
+			rn_conn_vars(&c->mem[0].dev->nic, &c->rpeer[0], &v);
 			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
 			snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending",
 				 c->peer_str);
@@ -746,7 +748,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	qp_watchdog(c, now);
 	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > rn_comm_stall_bound(c)) {
 		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
-			"posted: the QP stalled", c->peer_str, c->peer.host,
+			"posted: the QP stalled", c->peer_str, c->rpeer[0].host,
 			(unsigned long long)((now - c->last_progress_ns) / 1000000),
 			c->outstanding);
 		comm_fail(c, -ETIMEDOUT);
@@ -791,9 +793,9 @@ int rn_comm_progress(struct rn_comm *c)
 
 	if (c->err)
 		return c->err;
-	n = rn_verbs.poll_cq(c->cq, RN_POLL_BATCH, wc);
+	n = rn_verbs.poll_cq(c->mem[0].cq, RN_POLL_BATCH, wc);
 	if (n < 0) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->dev->nic.ibdev);
+		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->mem[0].dev->nic.ibdev);
 		return comm_fail(c, -EIO);
 	}
 	for (i = 0; i < n; i++)
@@ -839,7 +841,7 @@ static int mr_fits(const struct rn_comm *c, const struct rn_mr *mr, uintptr_t a,
 {
 	int k;
 
-	if (!mr || mr->dev != c->dev || a < mr->base || a + size > mr->base + mr->len)
+	if (!mr || mr->dev != c->mem[0].dev || a < mr->base || a + size > mr->base + mr->len)
 		return 0;
 	if (c->nmem == 1)
 		return !mr->nmem;
@@ -1093,7 +1095,7 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	if (size > e[r].size) {
 		rn_warn(RN_SUB_NET, RN_PFX "send of %zu bytes (tag %d) to %s (%s) is larger than "
 			"the receive of %llu bytes posted for it: message size mismatch", size, tag,
-			c->peer_str, c->peer.host, (unsigned long long)e[r].size);
+			c->peer_str, c->rpeer[0].host, (unsigned long long)e[r].size);
 		/* tell the receiver too, so that it fails instead of waiting */
 		if (post_slot(sc, s, RN_IMM_ERR) == 0)
 			sc->head++;
@@ -1326,7 +1328,7 @@ static int comm_reg(struct rn_comm *c, void *data, size_t size, int type, int fd
 	int k;
 
 	if (c->nmem == 1)
-		return rn_mr_get(c->dev, data, size, type, fd, offset, out);
+		return rn_mr_get(c->mem[0].dev, data, size, type, fd, offset, out);
 	for (k = 0; k < c->nmem; k++)
 		devs[k] = c->mem[k].dev;
 	return rn_vmr_get(devs, c->nmem, data, size, type, fd, offset, out);
@@ -1365,7 +1367,7 @@ int rn_dereg_mr(void *comm, struct rn_mr *mr)
 			devs[k] = c->mem[k].dev;
 		return rn_vmr_put(devs, c->nmem, mr);
 	}
-	return rn_mr_put(c->dev, mr);
+	return rn_mr_put(c->mem[0].dev, mr);
 }
 
 int rn_send_wc_status(const struct rn_send_comm *sc)

@@ -354,7 +354,7 @@ static void loopback_one_nic(void **state)
 	struct rn_recv_comm *rc;
 
 	assert_int_equal(fx_connect(f, 0, 0, 0, &sc, &rc), 0);
-	assert_int_equal(sc->c.dev, rc->c.dev);
+	assert_int_equal(sc->c.mem[0].dev, rc->c.mem[0].dev);
 	rn_close_send(sc);
 	rn_close_recv(rc);
 }

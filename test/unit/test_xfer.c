@@ -615,7 +615,7 @@ static void async_qp_fatal(void **state)
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = IBV_EVENT_QP_FATAL;
 	ev.element.qp = t->rc->c.qps[0];
-	fake_wire_push_async(t->rc->c.dev->ctx, &ev);
+	fake_wire_push_async(t->rc->c.mem[0].dev->ctx, &ev);
 	assert_int_equal(wait_error(req), -EIO);
 	assert_non_null(strstr(fx_last_warn, "QP_FATAL"));
 	rn_dereg_mr(t->rc, rmr);
@@ -627,8 +627,8 @@ static void push_port_event(struct rn_comm *c, enum ibv_event_type type)
 
 	memset(&ev, 0, sizeof(ev));
 	ev.event_type = type;
-	ev.element.port_num = (uint8_t)c->dev->nic.port;
-	fake_wire_push_async(c->dev->ctx, &ev);
+	ev.element.port_num = (uint8_t)c->mem[0].dev->nic.port;
+	fake_wire_push_async(c->mem[0].dev->ctx, &ev);
 }
 
 /* Poll @req for @ms, expecting no error and no completion (the link is down). */
@@ -656,6 +656,7 @@ static void async_port_flap_within_budget(void **state)
 	char r[64], s[64], r2[16], s2[16];
 	struct rn_mr *rmr, *smr, *rmr2, *smr2;
 	struct rn_req *req, *sreq;
+	const struct rn_member *rm = &t->rc->c.mem[0];
 	int i, sizes[1];
 
 	/* a second, idle connection on the same devices */
@@ -665,13 +666,13 @@ static void async_port_flap_within_budget(void **state)
 	req = post_recv(t, r, sizeof(r), rmr);
 	push_port_event(&t->rc->c, IBV_EVENT_PORT_ERR);
 	push_port_event(&t->sc->c, IBV_EVENT_PORT_ERR);
-	for (i = 0; i < 5000 && !rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port); i++)
+	for (i = 0; i < 5000 && !rn_events_dev_err(rm->ev, rm->dev->nic.port); i++)
 		usleep(1000); /* the watcher thread takes it */
-	assert_int_equal(rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port), -ENETDOWN);
+	assert_int_equal(rn_events_dev_err(rm->ev, rm->dev->nic.port), -ENETDOWN);
 	test_for_ms(req, 300); /* several slow checks see the port down */
 	push_port_event(&t->rc->c, IBV_EVENT_PORT_ACTIVE);
 	push_port_event(&t->sc->c, IBV_EVENT_PORT_ACTIVE);
-	for (i = 0; i < 5000 && rn_events_dev_err(t->rc->c.ev, t->rc->c.dev->nic.port); i++)
+	for (i = 0; i < 5000 && rn_events_dev_err(rm->ev, rm->dev->nic.port); i++)
 		usleep(1000);
 	memset(s, 0x5a, sizeof(s));
 	assert_int_equal(fx_isend(t->sc, s, sizeof(s), 0, smr, &sreq), 0);
