@@ -133,6 +133,27 @@ const struct rn_vdev *rn_engine_vdev(const struct rn_engine *eng, int dev);
 int rn_engine_members(const struct rn_engine *eng, int dev, struct rn_dev **out);
 
 /*
+ * What NCCL's getProperties reports of index @dev, a physical device or a vNIC, decided
+ * here alone (plugin/ only translates): a vNIC is its first member's identity (PCI path,
+ * guid, port, rail, plane: where NCCL's topology places it) with the members' summed
+ * speed, the fewest QPs any member allows and the pointer kinds every member supports.
+ */
+struct rn_props {
+	const char *name;           /* "mlx5_0", a vNIC's "mlx5_0+mlx5_1" */
+	const char *pci_path;       /* NULL: none */
+	uint64_t guid;
+	int ptr_support;            /* RN_PTR_* */
+	int speed_mbps;
+	int port;
+	int max_comms;
+	int rail, plane;            /* -1: not given */
+	int ndevs;                  /* the physical devices behind it */
+	int devs[RN_VNIC_MAX];
+};
+/* 0, or -EINVAL for no device @dev. */
+int rn_engine_props(const struct rn_engine *eng, int dev, struct rn_props *out);
+
+/*
  * NCCL_IB_HCA matching, exactly as NCCL: comma list of name[:port], a leading '^'
  * excludes, a leading '=' asks for exact names (else prefix match). Returns 1 when
  * @ibdev/@port is selected by @spec ("" selects everything).

@@ -235,46 +235,35 @@ static ncclResult_t make_vdevice_v12(int *d, ncclNetVDeviceProps_v12_t *props)
 ncclResult_t rn_plugin_get_properties(int dev, ncclNetProperties_v12_t *props)
 {
 	struct rn_engine *eng = rn_engine_current();
-	struct rn_dev *d = dev_of(eng, dev);
-	const struct rn_vdev *v;
+	struct rn_props p;
 	int i;
 
 	if (!props)
 		return misuse("props is NULL");
-	if (!d)
+	if (!eng || rn_engine_props(eng, dev, &p))
 		return misuse("no device %d (%d devices)", dev, eng ? rn_engine_ndevs_all(eng) : 0);
 	memset(props, 0, sizeof(*props));
-	props->name = d->nic.ibdev;
-	props->pciPath = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
-	props->guid = d->guid;
-	props->ptrSupport = d->ptr_support;
+	props->name = (char *)p.name;
+	props->pciPath = (char *)p.pci_path;
+	props->guid = p.guid;
+	props->ptrSupport = p.ptr_support;
 	props->regIsGlobal = 1;
 	props->forceFlush = eng->cfg.force_flush;
-	props->speed = d->speed_mbps;
-	props->port = d->nccl_port ? d->nccl_port : d->nic.port;
+	props->speed = p.speed_mbps;
+	props->port = p.port;
 	props->latency = 0;
-	props->maxComms = d->attr.max_qp;
+	props->maxComms = p.max_comms;
 	props->maxRecvs = RN_MAX_RECVS;
 	props->netDeviceType = NCCL_NET_DEVICE_HOST;
 	props->netDeviceVersion = 0;
-	props->vProps.ndevs = 1;
-	props->vProps.devs[0] = dev;
+	props->vProps.ndevs = p.ndevs;
+	for (i = 0; i < p.ndevs; i++)
+		props->vProps.devs[i] = p.devs[i];
 	props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
 	props->maxCollBytes = NCCL_MAX_COLLNET_SIZE;
 	props->maxMultiRequestSize = 1;
-	props->railId = (int16_t)(d->nccl_port ? d->rail : -1);
-	props->planeId = (int16_t)(d->nccl_port ? d->plane : -1);
-	v = rn_engine_vdev(eng, dev);
-	if (v) {
-		/* the first member's identity (PCI path, guid, port); the rest vdev.c made */
-		props->name = (char *)v->name;
-		props->speed = v->speed_mbps;
-		props->maxComms = v->max_qp;
-		props->ptrSupport = v->ptr_support;
-		props->vProps.ndevs = v->n;
-		for (i = 0; i < v->n; i++)
-			props->vProps.devs[i] = v->devs[i];
-	}
+	props->railId = (int16_t)p.rail;
+	props->planeId = (int16_t)p.plane;
 	return ncclSuccess;
 }
 

@@ -56,6 +56,42 @@ int rn_engine_members(const struct rn_engine *eng, int dev, struct rn_dev **out)
 	return v->n;
 }
 
+int rn_engine_props(const struct rn_engine *eng, int dev, struct rn_props *p)
+{
+	struct rn_dev *m[RN_VNIC_MAX];
+	const struct rn_vdev *v;
+	const struct rn_dev *d;
+	int n = eng ? rn_engine_members(eng, dev, m) : -EINVAL, i;
+
+	if (n < 0)
+		return n;
+	d = m[0];
+	memset(p, 0, sizeof(*p));
+	p->name = d->nic.ibdev;
+	p->pci_path = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
+	p->guid = d->guid;
+	p->ptr_support = d->ptr_support;
+	p->speed_mbps = d->speed_mbps;
+	p->port = d->nccl_port ? d->nccl_port : d->nic.port;
+	p->max_comms = d->attr.max_qp;
+	p->rail = d->nccl_port ? d->rail : -1;
+	p->plane = d->nccl_port ? d->plane : -1;
+	p->ndevs = 1;
+	p->devs[0] = dev;
+	v = rn_engine_vdev(eng, dev);
+	if (v) {
+		/* what rn_vdev_make combined over the members */
+		p->name = v->name;
+		p->speed_mbps = v->speed_mbps;
+		p->max_comms = v->max_qp;
+		p->ptr_support = v->ptr_support;
+		p->ndevs = v->n;
+		for (i = 0; i < v->n; i++)
+			p->devs[i] = v->devs[i];
+	}
+	return 0;
+}
+
 /* -EINVAL with a WARN saying what is wrong with the member list, else 0. */
 static int vdev_check(const struct rn_engine *eng, const int *devs, int n)
 {
