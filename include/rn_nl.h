@@ -38,7 +38,7 @@ struct rn_nl_link {
 	uint8_t mac[6];
 	int mtu;
 	unsigned int flags;   /* IFF_* */
-	int oper_up;          /* IFF_UP and carrier (IF_OPER_UP or UNKNOWN with LOWER_UP) */
+	int oper_up;          /* IFF_UP and carrier (IFF_LOWER_UP), not dormant or testing */
 	int master;           /* ifindex of the bond/bridge/VRF master, 0 = none */
 	/* The device's IPv4 conf as the dump carries it (IFLA_INET_CONF, the same values as
 	 * /proc/sys/net/ipv4/conf/<dev>/): init then reads no file a NIC. 0: not in the

@@ -69,9 +69,15 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 		if (l) { /* its facts from netlink, this namespace's */
 			memcpy(nic->mac, l->link.mac, 6);
 			nic->mtu = l->link.mtu;
-			nic->link_up = l->link.oper_up;
 		}
 	}
+	/*
+	 * The link's state from the snapshot the checks judge (its carrier, rn_nl.h), not the
+	 * operstate dev.c read in /sys at discovery: that one lags the carrier after a link
+	 * comes up, and a NIC would be refused as no-carrier with its carrier back.
+	 */
+	if (l)
+		nic->link_up = l->link.oper_up;
 	ret = rn_gid_choose(host, ctx, nic, cfg, &res);
 	if (ret < 0)
 		return ret;

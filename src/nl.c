@@ -42,7 +42,9 @@
 #define IFF_LOWER_UP 0x10000
 #endif
 #define RN_IF_OPER_UNKNOWN 0
-#define RN_IF_OPER_UP 6
+#define RN_IF_OPER_NOTPRESENT 1
+#define RN_IF_OPER_TESTING 4
+#define RN_IF_OPER_DORMANT 5
 
 static int nle_to_errno(int nle)
 {
@@ -342,9 +344,16 @@ static int parse_link(struct nlmsghdr *h, struct rn_nl_link *l)
 		l->master = (int)nla_get_u32(tb[IFLA_MASTER]);
 	if (tb[IFLA_AF_SPEC])
 		parse_inet_conf(tb[IFLA_AF_SPEC], l);
-	l->oper_up = (l->flags & IFF_UP) &&
-		     (oper == RN_IF_OPER_UP ||
-		      (oper == RN_IF_OPER_UNKNOWN && (l->flags & IFF_LOWER_UP)));
+	/*
+	 * The carrier as the kernel has it now: IFF_LOWER_UP follows netif_carrier_ok() at once,
+	 * the operstate only once linkwatch has run (up to a second later, longer on a busy
+	 * host), so just after a link comes up (or goes down) the two disagree and the operstate
+	 * is the stale one: a check then would refuse a NIC whose carrier is back. Routing goes
+	 * by the carrier. A dormant or testing link carries no traffic whatever its carrier.
+	 */
+	l->oper_up = (l->flags & IFF_UP) && (l->flags & IFF_LOWER_UP) &&
+		     oper != RN_IF_OPER_NOTPRESENT && oper != RN_IF_OPER_TESTING &&
+		     oper != RN_IF_OPER_DORMANT;
 	return 0;
 }
 

@@ -51,7 +51,8 @@ body() {
 			# route leaves through the first (no-rule is not repeated beside it: same fix)
 			want="arp-flux no-rule"
 			[ $n = 1 ] && want="arp-flux route-wrong-nic"
-			[ "$c" = "$want" ] || t_fail "h$h eth$n: causes $c, want $want"
+			[ "$c" = "$want" ] || t_fail "h$h eth$n: causes $c, want $want ($(jq_py \
+				"$tmp/b$h.json" "[d['nics'][$n]['link_up']] + [f['message'] for f in d['nics'][$n]['findings']]"))"
 			[ "$(jq_py "$tmp/b$h.json" "d['nics'][$n]['ibdev']")" = "rxe$n" ] ||
 				t_fail "h$h: NIC $n is not rxe$n"
 		done
