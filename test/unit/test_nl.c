@@ -104,6 +104,38 @@ static void test_links(void **state)
 	assert_int_equal(rn_nl.link_get(999999, &one), -ENODEV);
 }
 
+static int link_up_of(const char *name)
+{
+	struct rn_nl_link *l;
+	int n, i, up = -1;
+
+	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
+	for (i = 0; i < n; i++)
+		if (!strcmp(l[i].name, name))
+			up = l[i].oper_up;
+	free(l);
+	return up;
+}
+
+/* Up means admin-up with a carrier: a bridge has one while a port of it forwards. */
+static void test_link_up_is_the_carrier(void **state)
+{
+	NEED_NS();
+	assert_int_equal(sh("ip link add rnbr0 type bridge && ip link set rnbr0 up && "
+			    "ip link add rnv3 type veth peer name rnv3p && ip link set rnv3p up && "
+			    "ip link set rnv3 master rnbr0 && ip link set rnv3 up"), 0);
+	assert_int_equal(link_up_of("rnbr0"), 1);
+	assert_int_equal(sh("ip link set rnv3p down"), 0); /* the port loses its carrier */
+	assert_int_equal(link_up_of("rnv3"), 0);
+	assert_int_equal(link_up_of("rnbr0"), 0); /* admin-up, no port forwarding: NO-CARRIER */
+	assert_int_equal(sh("ip link set rnv3p up"), 0);
+	assert_int_equal(link_up_of("rnv3"), 1);
+	assert_int_equal(sh("ip link set rnbr0 down"), 0);
+	assert_int_equal(link_up_of("rnbr0"), 0); /* admin-down whatever its ports say */
+	sh("ip link del rnv3");
+	sh("ip link del rnbr0");
+}
+
 static void test_addrs_and_secondary(void **state)
 {
 	struct rn_nl_addr *a;
@@ -392,6 +424,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_links),
+		cmocka_unit_test(test_link_up_is_the_carrier),
 		cmocka_unit_test(test_addrs_and_secondary),
 		cmocka_unit_test(test_rules_and_routes),
 		cmocka_unit_test(test_route_get),
