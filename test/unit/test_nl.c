@@ -69,17 +69,23 @@ static int group_setup(void **state)
 		}                                                                   \
 	} while (0)
 
-static int ifindex_of(const char *name)
+/* The link @name as a dump has it (zeroed, oper_up -1, when there is none). */
+static struct rn_nl_link link_of(const char *name)
 {
-	struct rn_nl_link *l;
-	int n, i, idx = 0;
+	struct rn_nl_link *l, one = { .oper_up = -1 };
+	int n, i;
 
 	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
 	for (i = 0; i < n; i++)
 		if (!strcmp(l[i].name, name))
-			idx = l[i].ifindex;
+			one = l[i];
 	free(l);
-	return idx;
+	return one;
+}
+
+static int ifindex_of(const char *name)
+{
+	return link_of(name).ifindex;
 }
 
 static void test_links(void **state)
@@ -106,15 +112,7 @@ static void test_links(void **state)
 
 static int link_up_of(const char *name)
 {
-	struct rn_nl_link *l;
-	int n, i, up = -1;
-
-	assert_int_equal(rn_nl.link_dump(&l, &n), 0);
-	for (i = 0; i < n; i++)
-		if (!strcmp(l[i].name, name))
-			up = l[i].oper_up;
-	free(l);
-	return up;
+	return link_of(name).oper_up;
 }
 
 /* Up means admin-up with a carrier: a bridge has one while a port of it forwards. */
