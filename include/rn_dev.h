@@ -65,9 +65,6 @@ struct rn_vdev {
 	int n;
 	int devs[RN_VNIC_MAX];      /* physical device indices, in the order NCCL gave */
 	char name[RN_VNIC_MAX * 64]; /* "mlx5_0+mlx5_1", what getProperties reports */
-	int speed_mbps;             /* the members' sum */
-	int max_qp;                 /* a QP per member: the fewest any member allows */
-	int ptr_support;            /* RN_PTR_* every member supports */
 };
 
 struct rn_engine {

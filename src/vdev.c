@@ -70,25 +70,23 @@ int rn_engine_props(const struct rn_engine *eng, int dev, struct rn_props *p)
 	p->name = d->nic.ibdev;
 	p->pci_path = d->nccl_pci_path[0] ? d->nccl_pci_path : NULL;
 	p->guid = d->guid;
-	p->ptr_support = d->ptr_support;
-	p->speed_mbps = d->speed_mbps;
 	p->port = d->nccl_port ? d->nccl_port : d->nic.port;
-	p->max_comms = d->attr.max_qp;
 	p->rail = d->nccl_port ? d->rail : -1;
 	p->plane = d->nccl_port ? d->plane : -1;
-	p->ndevs = 1;
-	p->devs[0] = dev;
-	v = rn_engine_vdev(eng, dev);
-	if (v) {
-		/* what rn_vdev_make combined over the members */
-		p->name = v->name;
-		p->speed_mbps = v->speed_mbps;
-		p->max_comms = v->max_qp;
-		p->ptr_support = v->ptr_support;
-		p->ndevs = v->n;
-		for (i = 0; i < v->n; i++)
-			p->devs[i] = v->devs[i];
+	p->ptr_support = d->ptr_support;
+	p->max_comms = d->attr.max_qp;
+	/* over the members: a physical device is its own only member */
+	for (i = 0; i < n; i++) {
+		p->speed_mbps += m[i]->speed_mbps;
+		p->max_comms = RN_MIN(p->max_comms, m[i]->attr.max_qp);
+		p->ptr_support &= m[i]->ptr_support;
 	}
+	v = rn_engine_vdev(eng, dev);
+	if (v)
+		p->name = v->name;
+	p->ndevs = v ? v->n : 1;
+	for (i = 0; i < p->ndevs; i++)
+		p->devs[i] = v ? v->devs[i] : dev;
 	return 0;
 }
 
@@ -122,7 +120,7 @@ static int vdev_check(const struct rn_engine *eng, const int *devs, int n)
 int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out)
 {
 	struct rn_vdev *v;
-	int i, k, ret;
+	int i, k, ret, speed = 0;
 
 	if (!eng || !devs || !out)
 		return -EINVAL;
@@ -146,22 +144,18 @@ int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out)
 	v = &eng->vdevs[eng->nvdevs];
 	memset(v, 0, sizeof(*v));
 	v->n = n;
-	v->max_qp = eng->devs[devs[0]]->attr.max_qp;
-	v->ptr_support = eng->devs[devs[0]]->ptr_support;
 	for (i = 0; i < n; i++) {
-		const struct rn_dev *d = eng->devs[devs[i]];
 		size_t len = strlen(v->name);
 
 		v->devs[i] = devs[i];
-		v->speed_mbps += d->speed_mbps;
-		v->max_qp = RN_MIN(v->max_qp, d->attr.max_qp);
-		v->ptr_support &= d->ptr_support;
-		snprintf(v->name + len, sizeof(v->name) - len, "%s%s", i ? "+" : "", d->nic.ibdev);
+		snprintf(v->name + len, sizeof(v->name) - len, "%s%s", i ? "+" : "",
+			 eng->devs[devs[i]]->nic.ibdev);
+		speed += eng->devs[devs[i]]->speed_mbps;
 	}
 	*out = eng->ndevs + eng->nvdevs;
 	__atomic_store_n(&eng->nvdevs, eng->nvdevs + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&vdev_lock);
 	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "vNIC [%d] %s: %d NICs, %d Mbps", *out, v->name,
-		n, v->speed_mbps);
+		n, speed);
 	return 0;
 }
