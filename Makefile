@@ -59,7 +59,6 @@ UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
 
-
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 san = $(patsubst %.c,$(BUILD)/san/%.o,$(1))
 
