@@ -3,11 +3,33 @@
  * The real verbs edge: thin trampolines onto libibverbs, the only file that names
  * its functions. Trampolines exist because several verbs are inline or macros.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rn_compiler.h"
+#include "rn_provider.h"
 #include "rn_verbs.h"
+
+/*
+ * The first list of a process loads only the providers its devices need (rn_provider.h);
+ * they live in libibverbs' own directory, "libibverbs/" beside the library.
+ */
+static struct ibv_device **real_get_device_list(int *num)
+{
+	char dir[PATH_MAX];
+	Dl_info info;
+
+	if (dladdr((void *)ibv_get_device_list, &info) && info.dli_fname &&
+	    strrchr(info.dli_fname, '/')) {
+		snprintf(dir, sizeof(dir), "%.*s/libibverbs",
+			 (int)(strrchr(info.dli_fname, '/') - info.dli_fname), info.dli_fname);
+		rn_provider_preload(dir);
+	}
+	return ibv_get_device_list(num);
+}
 
 static int real_close_device(struct ibv_context *ctx)
 {
@@ -57,7 +79,7 @@ static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 
 /* Spelled once, used twice: C (and clang) want a constant initializer for rn_verbs. */
 #define REAL_OPS { \
-	.get_device_list = ibv_get_device_list, \
+	.get_device_list = real_get_device_list, \
 	.free_device_list = ibv_free_device_list, \
 	.get_device_name = ibv_get_device_name, \
 	.open_device = ibv_open_device, \
