@@ -36,10 +36,9 @@ struct rn_provider_plan {
 void rn_provider_plan(struct rn_provider_plan *plan);
 
 /*
- * Make the plan and dlopen its providers from @dir (libibverbs' provider directory),
- * once per process; later calls return the first answer. Returns the plan; n counts
- * only the providers that loaded.
+ * Make the plan and dlopen its providers from @dir (libibverbs' provider directory), with
+ * an INFO line saying which, or why none. Call it once, before the process's first list.
  */
-const struct rn_provider_plan *rn_provider_preload(const char *dir);
+void rn_provider_preload(const char *dir);
 
 #endif /* RN_PROVIDER_H */

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,18 +69,21 @@ static int names(const char *s, const char *p)
 struct scan {
 	const struct config *cfg;
 	struct rn_provider_plan *plan;
-	int unmatched; /* a device no configured provider names: stop */
+	int unmatched; /* a device no configured provider names, or too many: stop */
 };
 
-static void plan_add(struct rn_provider_plan *plan, const char *name)
+/* -1 when the plan is full: too many to guess at, libibverbs scans */
+static int plan_add(struct rn_provider_plan *plan, const char *name)
 {
 	int i;
 
 	for (i = 0; i < plan->n; i++)
 		if (!strcmp(plan->name[i], name))
-			return;
-	if (plan->n < RN_PROVIDER_MAX)
-		snprintf(plan->name[plan->n++], RN_PROVIDER_NAME, "%s", name);
+			return 0;
+	if (plan->n >= RN_PROVIDER_MAX)
+		return -1;
+	snprintf(plan->name[plan->n++], RN_PROVIDER_NAME, "%s", name);
+	return 0;
 }
 
 /* "4: RNIC" */
@@ -118,11 +120,17 @@ static int uverbs_dev(const char *entry, void *arg)
 		driver = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
 	else if (!rn_sys_readf(link, sizeof(link), "/sys/class/infiniband/%s/parent", ibdev))
 		driver = soft_driver(ibdev);
-	for (i = 0; i < s->cfg->n; i++)
-		if (names(ibdev, s->cfg->name[i]) || names(driver, s->cfg->name[i])) {
-			plan_add(s->plan, s->cfg->name[i]);
-			found = 1;
+	for (i = 0; i < s->cfg->n; i++) {
+		if (!names(ibdev, s->cfg->name[i]) && !names(driver, s->cfg->name[i]))
+			continue;
+		if (plan_add(s->plan, s->cfg->name[i])) {
+			snprintf(s->plan->why, sizeof(s->plan->why),
+				 "the devices name more than %d providers", RN_PROVIDER_MAX);
+			s->unmatched = 1;
+			return 1;
 		}
+		found = 1;
+	}
 	if (found)
 		return 0;
 	snprintf(s->plan->why, sizeof(s->plan->why), "%s%s%.40s%s names none of the %d configured",
@@ -158,12 +166,8 @@ void rn_provider_plan(struct rn_provider_plan *plan)
 		plan->n = 0;
 		return;
 	}
-	if (s.unmatched || plan->n >= RN_PROVIDER_MAX) {
-		if (!s.unmatched)
-			snprintf(plan->why, sizeof(plan->why),
-				 "the devices name %d providers or more", RN_PROVIDER_MAX);
+	if (s.unmatched)
 		plan->n = 0;
-	}
 }
 
 /* lib<name>-rdmav<ABI>.so in @dir, as libibverbs' own load_driver() names it. */
@@ -205,24 +209,16 @@ static int load(const char *dir, const char *name)
 	return 0;
 }
 
-static pthread_mutex_t preload_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rn_provider_plan preloaded;
-static int preload_done;
-
-const struct rn_provider_plan *rn_provider_preload(const char *dir)
+void rn_provider_preload(const char *dir)
 {
 	struct rn_provider_plan plan;
-	int i, loaded = 0;
 	char list[RN_PROVIDER_MAX * (RN_PROVIDER_NAME + 1)] = "";
+	int i, loaded = 0;
 
-	pthread_mutex_lock(&preload_lock);
-	if (preload_done)
-		goto out;
-	preload_done = 1;
 	rn_provider_plan(&plan);
 	for (i = 0; i < plan.n; i++)
 		if (!load(dir, plan.name[i])) {
-			memmove(plan.name[loaded++], plan.name[i], RN_PROVIDER_NAME);
+			loaded++;
 			strcat(strcat(list, *list ? "," : ""), plan.name[i]);
 		}
 	if (loaded < plan.n)
@@ -239,9 +235,4 @@ const struct rn_provider_plan *rn_provider_preload(const char *dir)
 			RN_PFX "libibverbs providers: libibverbs loads all it has "
 			       "configured (%s)",
 			plan.why);
-	plan.n = loaded;
-	preloaded = plan;
-out:
-	pthread_mutex_unlock(&preload_lock);
-	return &preloaded;
 }

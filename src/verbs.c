@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
  * The first list of a process loads only the providers its devices need (rn_provider.h);
  * they live in libibverbs' own directory, "libibverbs/" beside the library.
  */
-static struct ibv_device **real_get_device_list(int *num)
+static void preload_providers(void)
 {
 	char dir[PATH_MAX];
 	Dl_info info;
@@ -28,6 +29,13 @@ static struct ibv_device **real_get_device_list(int *num)
 			 (int)(strrchr(info.dli_fname, '/') - info.dli_fname), info.dli_fname);
 		rn_provider_preload(dir);
 	}
+}
+
+static struct ibv_device **real_get_device_list(int *num)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, preload_providers);
 	return ibv_get_device_list(num);
 }
 

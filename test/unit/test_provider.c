@@ -156,6 +156,29 @@ static void test_config_lines(void **state)
 	assert_non_null(strstr(plan.why, "mlx5_0 (driver mlx5_core) names none of the 1"));
 }
 
+/* Eight providers is a plan; a ninth is more than the plan holds: libibverbs scans. */
+static void test_as_many_providers_as_the_plan_holds(void **state)
+{
+	char name[8], dev[8], line[32];
+	int i;
+
+	for (i = 0; i <= RN_PROVIDER_MAX; i++) {
+		snprintf(name, sizeof(name), "p%c", 'a' + i);
+		snprintf(dev, sizeof(dev), "p%c0", 'a' + i);
+		snprintf(line, sizeof(line), "driver %s\n", name);
+		configured(name, line);
+		if (i < RN_PROVIDER_MAX)
+			uverbs(i, dev, NULL);
+	}
+	rn_provider_plan(&plan);
+	assert_int_equal(plan.ndevs, RN_PROVIDER_MAX);
+	assert_int_equal(plan.n, RN_PROVIDER_MAX);
+	uverbs(RN_PROVIDER_MAX, "pi0", NULL);
+	rn_provider_plan(&plan);
+	assert_int_equal(plan.n, 0);
+	assert_non_null(strstr(plan.why, "more than 8 providers"));
+}
+
 static void test_nothing_to_plan(void **state)
 {
 	rn_provider_plan(&plan);
@@ -179,6 +202,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_user_providers_leave_the_scan, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_config_lines, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_as_many_providers_as_the_plan_holds, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_to_plan, setup, teardown),
 	};
 
