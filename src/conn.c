@@ -43,7 +43,9 @@
  * its first byte to complete its HELLO (a real peer sends it in one write). Each
  * accepted socket is read at once, before the next accept, so a real peer whose
  * HELLO is queued is never a stranger that newer sockets evict; when the table is
- * full the oldest silent stranger (else the oldest stranger) makes room. At most
+ * full the oldest silent stranger (else the oldest stranger) makes room, once it has
+ * held its slot RN_HS_GRACE_MS (a real peer's HELLO may follow its accept by a while;
+ * until then new sockets wait in the kernel's queue). At most
  * RN_MAX_PENDING accepts per call: a flood cannot keep the caller in accept. Each
  * drop is logged with the peer's address, at WARN once per address per minute
  * (src/ratelimit.c) and at INFO otherwise. After a valid HELLO the handshake's
@@ -77,6 +79,7 @@
 
 #define RN_MAX_PENDING 64            /* handshakes in progress per listener */
 #define RN_HS_HELLO_MS 2000          /* first byte -> a complete HELLO (~200 bytes) */
+#define RN_HS_GRACE_MS 1000          /* accept -> the earliest a stranger may be evicted */
 #define RN_DROP_WARN_NS (60ull * 1000000000ull) /* one WARN per peer address per minute */
 #define RN_CONN_COOKIE 0x524e4353434f4e4eull /* "RNCSCONN" */
 
@@ -394,6 +397,18 @@ static int gid_follow(struct rn_dev *dev)
 	return ret == -ENOENT ? -EADDRNOTAVAIL : 0;
 }
 
+/* Each member's GID index now (gid_follow): -EADDRNOTAVAIL when one's address is gone. */
+static int members_follow(struct rn_engine *eng, int devidx)
+{
+	struct rn_dev *m[RN_VNIC_MAX];
+	int nmem = rn_engine_members(eng, devidx, m), k;
+
+	for (k = 0; k < nmem; k++)
+		if (gid_follow(m[k]))
+			return -EADDRNOTAVAIL;
+	return 0;
+}
+
 /*
  * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
  * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
@@ -414,11 +429,6 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		errno = dev ? EPROTO : ENODEV;
 		return NULL;
 	}
-	for (k = 0; k < nmem; k++)
-		if (gid_follow(m[k])) {
-			errno = EADDRNOTAVAIL;
-			return NULL;
-		}
 	c = calloc(1, sz);
 	if (!c)
 		return NULL;
@@ -880,9 +890,12 @@ static void comm_take_peer(struct rn_comm *c, const struct rn_hello *h)
 
 static int hs_build_recv_comm(struct rn_hs *hs)
 {
-	struct rn_comm *c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps,
-					hs->peer.members);
+	struct rn_comm *c;
+	int ret = members_follow(hs->eng, hs->devidx);
 
+	if (ret)
+		return ret;
+	c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members);
 	if (!c) /* EPROTO: fewer QPs than our members (a peer that ignored our handle) */
 		return errno == EPROTO ? -EBADMSG : errno ? -errno : -EIO;
 	hs->comm = c;
@@ -1289,17 +1302,28 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 				per, RN_MAX_QPS);
 		nqps = per * RN_MAX(nmem, hi.members);
 	}
-	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
-	if (!hs->comm) {
-		ret = errno ? -errno : -EIO;
+	/*
+	 * The SYN goes out first and the QPs are made while it travels: the listener
+	 * accepts our socket when its kernel has the handshake, and a socket that stays
+	 * silent there is a stranger, so the HELLO should follow at once. Made in this
+	 * order, the HELLO goes out in this very call when the peer answers within the
+	 * QPs' creation (a LAN round trip always does), not on NCCL's next call.
+	 */
+	ret = members_follow(eng, devidx); /* before the SYN: a refused comm sends nothing */
+	if (ret)
 		goto err;
-	}
 	if (rn_oob_local_addr(dev, &eng->cfg, &hs->local_addr))
 		memset(&hs->local_addr, 0, sizeof(hs->local_addr));
 	ret = rn_oob_connect(&hi.addr, &hs->local_addr, &hs->fd);
 	if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "connect to %s failed: %s", hs->peer_str,
 			strerror(-ret));
+		goto err;
+	}
+	errno = 0; /* the connect's EINPROGRESS is no reason of comm_create's */
+	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
+	if (!hs->comm) {
+		ret = errno ? -errno : -EIO;
 		goto err;
 	}
 	hs->comm->fd = hs->fd;
@@ -1391,10 +1415,18 @@ static void pend_drop(struct rn_listen_comm *lc, int i, int ret)
 
 /*
  * A free slot, or the one whose stranger is to make room: the oldest silent one, else
- * the oldest that spoke (dropped when @evict); -1 when every slot is a real peer's.
+ * the oldest that spoke (dropped when @evict); -1 when every slot is a real peer's or
+ * a stranger's accepted less than RN_HS_GRACE_MS ago. A real peer's HELLO may come a
+ * while after its socket is accepted (the QPs are made while its SYN travels, and NCCL
+ * calls its connect again only when its proxy thread comes round), and a burst of real
+ * connects must not evict its own first ones before they have spoken: while only young
+ * strangers hold the slots, new sockets wait in the kernel's queue, where the HELLO of a
+ * real one arrives, to be read when it is accepted.
  */
 static int pend_slot(struct rn_listen_comm *lc, int evict)
 {
+	uint64_t now = rn_now_ns(), grace = ms_ns(RN_HS_GRACE_MS);
+	uint64_t young = now > grace ? now - grace : 0;
 	int i, old = -1;
 
 	for (i = 0; i < RN_MAX_PENDING; i++) {
@@ -1402,7 +1434,7 @@ static int pend_slot(struct rn_listen_comm *lc, int evict)
 
 		if (!hs)
 			return i;
-		if (hs->hello_ok)
+		if (hs->hello_ok || hs->accept_ns > young)
 			continue;
 		/* silent before talkative, then by age */
 		if (!o || (!hs->first_byte_ns && o->first_byte_ns) ||
@@ -1446,11 +1478,30 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 	if (!lc)
 		return -EINVAL;
 	/*
-	 * Take waiting sockets, at most RN_MAX_PENDING a call, and read each one before
-	 * the next accept: a real peer's queued HELLO makes it a real handshake before
-	 * any newer socket could take its slot, and a flood of connect+close is dropped
-	 * at once. While every slot holds a real peer's handshake, new sockets wait in
-	 * the kernel's queue instead.
+	 * The handshakes in progress first: a HELLO that came since the last call makes
+	 * its socket a real peer's before any new socket could want its slot.
+	 */
+	for (i = 0; i < RN_MAX_PENDING; i++) {
+		struct rn_hs *hs = lc->pend[i];
+
+		if (!hs)
+			continue;
+		ret = hs_progress(hs);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret && !hs->hello_ok) {
+			pend_drop(lc, i, ret);
+			continue;
+		}
+		lc->pend[i] = NULL;
+		return hs_finish(hs, ret, "accept from", (struct rn_comm **)out);
+	}
+	/*
+	 * Then waiting sockets, at most RN_MAX_PENDING a call, each read before the next
+	 * accept: a real peer's queued HELLO makes it a real handshake before any newer
+	 * socket could take its slot, and a flood of connect+close is dropped at once.
+	 * While every slot holds a real peer's handshake or a young stranger (pend_slot),
+	 * new sockets wait in the kernel's queue instead.
 	 */
 	for (n = 0; n < RN_MAX_PENDING && pend_slot(lc, 0) >= 0; n++) {
 		struct rn_hs *hs;
@@ -1472,21 +1523,6 @@ int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out)
 			hs_drop(lc, hs, ret);
 			continue;
 		}
-		return hs_finish(hs, ret, "accept from", (struct rn_comm **)out);
-	}
-	for (i = 0; i < RN_MAX_PENDING; i++) {
-		struct rn_hs *hs = lc->pend[i];
-
-		if (!hs)
-			continue;
-		ret = hs_progress(hs);
-		if (ret == -EAGAIN)
-			continue;
-		if (ret && !hs->hello_ok) {
-			pend_drop(lc, i, ret);
-			continue;
-		}
-		lc->pend[i] = NULL;
 		return hs_finish(hs, ret, "accept from", (struct rn_comm **)out);
 	}
 	return 0;

@@ -682,6 +682,46 @@ static int peer_closed(int fd)
 	return poll(&p, 1, 0) == 1 && recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
 
+/* A connector's HELLO for @handle, as a peer whose proxy thread sends it late would. */
+static size_t late_hello(const void *handle, uint8_t *msg)
+{
+	struct rn_handle_info hi;
+	struct rn_hello hello;
+
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	memset(&hello, 0, sizeof(hello));
+	hello.role = RN_ROLE_SEND;
+	hello.nqps = 1;
+	hello.members = 1;
+	hello.qpn[0] = 0x42;
+	hello.facts.active_mtu = IBV_MTU_1024;
+	strcpy(hello.facts.host, "late");
+	return rn_msg_encode_hello(msg, hi.nonce, &hello);
+}
+
+/* Pump @lc until @fd has a reply of ours queued: 1 when it is a HELLO for @handle. */
+static int answered_with_hello(struct rn_listen_comm *lc, const void *handle, int fd)
+{
+	uint8_t reply[RN_WIRE_MAX_MSG];
+	struct rn_handle_info hi;
+	struct rn_recv_comm *rc;
+	struct rn_msg_hdr hdr;
+	ssize_t got = 0;
+	int i;
+
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	for (i = 0; i < 1000 && got < RN_WIRE_HDR_LEN; i++) {
+		assert_int_equal(rn_accept(lc, &rc), 0);
+		assert_null(rc);
+		got = recv(fd, reply, sizeof(reply), MSG_DONTWAIT | MSG_PEEK);
+		if (got == 0)
+			return 0; /* closed on us */
+		usleep(1000);
+	}
+	return got >= RN_WIRE_HDR_LEN && !rn_msg_decode_hdr(reply, RN_WIRE_HDR_LEN, &hdr) &&
+	       hdr.type == RN_MSG_HELLO && hdr.nonce == hi.nonce;
+}
+
 /*
  * A stranger that sends too slowly is dropped at its HELLO deadline. One that sends
  * nothing keeps its slot while no other connection needs it, long past the timeout (a
@@ -692,27 +732,14 @@ static void stranger_deadlines(void **state)
 {
 	struct fx *f = *state;
 	unsigned char handle[RN_HANDLE_SIZE];
-	uint8_t msg[RN_WIRE_MAX_MSG], reply[RN_WIRE_MAX_MSG];
+	uint8_t msg[RN_WIRE_MAX_MSG];
 	struct rn_listen_comm *lc;
-	struct rn_recv_comm *rc;
-	struct rn_handle_info hi;
-	struct rn_msg_hdr hdr;
-	struct rn_hello hello;
-	ssize_t got = 0;
 	size_t len;
 	int idle, slow, i;
 
 	f->eng.cfg.connect_timeout_ms = 300;
 	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
-	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
-	memset(&hello, 0, sizeof(hello));
-	hello.role = RN_ROLE_SEND;
-	hello.nqps = 1;
-	hello.members = 1;
-	hello.qpn[0] = 0x42;
-	hello.facts.active_mtu = IBV_MTU_1024;
-	strcpy(hello.facts.host, "late");
-	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
+	len = late_hello(handle, msg);
 	idle = raw_nb_client(handle);
 	slow = raw_nb_client(handle);
 	/* one byte every 50 ms: the HELLO would take 9 s */
@@ -734,18 +761,56 @@ static void stranger_deadlines(void **state)
 	assert_false(peer_closed(idle));
 	/* it speaks at last: a valid HELLO, and the listener answers with its own */
 	assert_int_equal(send(idle, msg, len, MSG_NOSIGNAL), (ssize_t)len);
-	for (i = 0; i < 1000 && got < RN_WIRE_HDR_LEN; i++) {
-		assert_int_equal(rn_accept(lc, &rc), 0);
-		assert_null(rc);
-		got = recv(idle, reply, sizeof(reply), MSG_DONTWAIT | MSG_PEEK);
-		usleep(1000);
-	}
-	assert_true(got >= RN_WIRE_HDR_LEN);
-	assert_int_equal(rn_msg_decode_hdr(reply, RN_WIRE_HDR_LEN, &hdr), 0);
-	assert_int_equal(hdr.type, RN_MSG_HELLO);
-	assert_int_equal(hdr.nonce, hi.nonce);
+	assert_true(answered_with_hello(lc, handle, idle));
 	close(idle);
 	close(slow);
+	rn_close_listen(lc);
+}
+
+/*
+ * A burst of connects whose first ones have not spoken yet (their QPs are being made,
+ * NCCL has not called their connect again): the table is full of old strangers, the
+ * silent real peer is accepted, then 100 more sockets come. They evict the old
+ * strangers but not the young peer (nor each other): they wait in the kernel's queue,
+ * and the peer's HELLO, sent after all of them arrived, is answered.
+ */
+static void late_hello_outlives_a_burst(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE];
+	uint8_t msg[RN_WIRE_MAX_MSG];
+	struct rn_listen_comm *lc;
+	int old[64], burst[100], peer, i, evicted = 0;
+	uint64_t t0;
+	size_t len;
+
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	len = late_hello(handle, msg);
+	for (i = 0; i < 64; i++)
+		old[i] = raw_nb_client(handle);
+	pump_accept(lc, 20);
+	usleep(1100 * 1000); /* past the grace: these may make room now */
+	peer = raw_nb_client(handle);
+	usleep(20000);
+	pump_accept(lc, 5); /* the peer is accepted, one old stranger makes room */
+	for (i = 0; i < 100; i++)
+		burst[i] = raw_nb_client(handle);
+	t0 = rn_now_ns();
+	while (rn_now_ns() - t0 < 300000000ull) { /* well inside the peer's grace */
+		pump_accept(lc, 1);
+		usleep(1000);
+	}
+	for (i = 0; i < 64; i++)
+		evicted += peer_closed(old[i]);
+	assert_int_equal(evicted, 64); /* the burst took the old ones' slots */
+	assert_false(peer_closed(peer));
+	assert_int_equal(send(peer, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+	assert_true(answered_with_hello(lc, handle, peer));
+	for (i = 0; i < 64; i++)
+		close(old[i]);
+	for (i = 0; i < 100; i++)
+		close(burst[i]);
+	close(peer);
 	rn_close_listen(lc);
 }
 
@@ -1084,6 +1149,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(accept_waits_for_a_held_peer, setup, teardown),
 		cmocka_unit_test_setup_teardown(forged_private_area_is_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(stranger_deadlines, setup, teardown),
+		cmocka_unit_test_setup_teardown(late_hello_outlives_a_burst, setup, teardown),
 		cmocka_unit_test_setup_teardown(flood_then_real_connects, setup, teardown),
 		cmocka_unit_test_setup_teardown(queued_hello_is_read_before_newer_strangers, setup,
 						teardown),
