@@ -4,7 +4,9 @@
  * hands over, calls the core, and translates its -errno once (rn_plugin_result).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,18 +34,67 @@ struct rn_net_ops rn_net = {
 	.close_listen = rn_close_listen,
 };
 
-#define RN_CTX_MAGIC 0x726f6365u /* "roce" */
-
 /* The version, readable in the file (roce-doctor-mpi reads it without loading the library). */
 __attribute__((used)) static const char rn_version_tag[] = RN_VERSION_TAG RN_VERSION;
 
-/* One per communicator (v11+): its traffic class and its engine reference. */
+/*
+ * One per communicator (v11+): its traffic class and its engine reference.
+ *
+ * NOTE: nothing of ours at offset 0, and nothing inside the context tells whether it is
+ * ours. NCCL 2.30.7 hands the net plugin's context to its RMA backend's connect
+ * (rma/rma_proxy.cc), and its internal RMA over IB writes its traffic class as an int
+ * at offset 0 of whatever it was given (transport/net_ib/gin.cc, connect.cc). A magic
+ * kept there was overwritten, every finalize then refused the context, and each
+ * communicator leaked it and its engine reference. Contexts are known by their address
+ * in a registry instead (ctx_find), and offset 0 is a slot that NCCL may scribble on.
+ */
 struct rn_plugin_ctx {
-	uint32_t magic;
-	uint64_t comm_id;
+	int nccl_scratch; /* written by NCCL's internal RMA; never read */
 	int traffic_class; /* -1 = undefined */
+	uint64_t comm_id;
 	struct rn_engine *eng;
+	struct rn_plugin_ctx *next; /* in its registry bucket */
 };
+
+#define CTX_BUCKETS 64
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rn_plugin_ctx *ctx_set[CTX_BUCKETS];
+
+static unsigned int ctx_bucket(const void *p)
+{
+	uintptr_t h = (uintptr_t)p >> 4; /* malloc's alignment carries no information */
+
+	return (unsigned int)((h ^ (h >> 7) ^ (h >> 17)) % CTX_BUCKETS);
+}
+
+static void ctx_add(struct rn_plugin_ctx *pc)
+{
+	unsigned int b = ctx_bucket(pc);
+
+	pthread_mutex_lock(&ctx_lock);
+	pc->next = ctx_set[b];
+	ctx_set[b] = pc;
+	pthread_mutex_unlock(&ctx_lock);
+}
+
+/* @ctx if it is a live context of ours (taken out of the registry when @take), else NULL. */
+static struct rn_plugin_ctx *ctx_find(const void *ctx, int take)
+{
+	struct rn_plugin_ctx **pp, *pc = NULL;
+
+	if (!ctx)
+		return NULL;
+	pthread_mutex_lock(&ctx_lock);
+	for (pp = &ctx_set[ctx_bucket(ctx)]; *pp; pp = &(*pp)->next)
+		if (*pp == ctx) {
+			pc = *pp;
+			if (take)
+				*pp = pc->next;
+			break;
+		}
+	pthread_mutex_unlock(&ctx_lock);
+	return pc;
+}
 
 static pthread_mutex_t legacy_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rn_engine *legacy_eng;
@@ -99,9 +150,7 @@ ncclResult_t rn_plugin_result(int err)
 
 static struct rn_plugin_ctx *to_ctx(void *ctx)
 {
-	struct rn_plugin_ctx *pc = ctx;
-
-	return pc && pc->magic == RN_CTX_MAGIC ? pc : NULL;
+	return ctx_find(ctx, 0);
 }
 
 /* The engine a call works with: the communicator's, else the pre-v11 shared one. */
@@ -130,9 +179,9 @@ static ncclResult_t plugin_init(int abi, void **ctx, uint64_t comm_id,
 		free(pc);
 		return rn_plugin_result(ret);
 	}
-	pc->magic = RN_CTX_MAGIC;
 	pc->comm_id = comm_id;
 	pc->traffic_class = config ? config->trafficClass : -1;
+	ctx_add(pc);
 	*ctx = pc;
 	rn_trace(RN_SUB_INIT | RN_SUB_NET, RN_PFX "init comm %#llx tc %d",
 		 (unsigned long long)comm_id, pc->traffic_class);
@@ -154,13 +203,12 @@ ncclResult_t rn_plugin_init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_
 /* NCCL calls this also after a failed init, with whatever init left: NULL. */
 ncclResult_t rn_plugin_finalize(void *ctx)
 {
-	struct rn_plugin_ctx *pc = to_ctx(ctx);
+	struct rn_plugin_ctx *pc = ctx_find(ctx, 1);
 
 	if (!ctx)
 		return ncclSuccess;
-	if (!pc)
+	if (!pc) /* a stranger, or finalized twice: nothing of ours to free */
 		return misuse("not a context of ours: %p", ctx);
-	pc->magic = 0;
 	free(pc);
 	rn_engine_put();
 	return ncclSuccess;

@@ -386,6 +386,44 @@ static void test_connect_carries_traffic_class(void **state)
 	assert_int_equal(ncclNetPlugin_v12.finalize(ctx), ncclSuccess);
 }
 
+/*
+ * NCCL 2.30.7's internal RMA is handed the net plugin's context and writes its traffic
+ * class as an int at offset 0 of it (rma_proxy.cc -> net_ib/gin.cc). The context must
+ * stay ours after that: listen and connect work with it, finalize frees it and drops
+ * its engine reference (no leak: the last finalize leaves no engine), and a second
+ * finalize of the freed context is refused, not a double free.
+ */
+static void test_context_survives_ncclrma_write(void **state)
+{
+	ncclNetCommConfig_v12_t cfg = { .trafficClass = 106 };
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	void *a = NULL, *b = NULL, *lc = NULL, *sc = NULL;
+	ncclNetDeviceHandle_v12_t *dc = NULL;
+	int gin_tc = 41, k;
+
+	assert_int_equal(ncclNetPlugin_v12.init(&a, 1, &cfg, logger, NULL), ncclSuccess);
+	assert_int_equal(ncclNetPlugin_v12.init(&b, 2, &cfg, logger, NULL), ncclSuccess);
+	/* as gin.cc does: *(int *)ctx = NCCL_GIN_IB_TC; on both, with several values */
+	for (k = 0; k < 3; k++) {
+		memcpy(a, &gin_tc, sizeof(gin_tc));
+		memcpy(b, &k, sizeof(k));
+		assert_int_equal(ncclNetPlugin_v12.listen(a, 1, handle, &lc), ncclSuccess);
+		assert_int_equal(ncclNetPlugin_v12.connect(b, 0, handle, &sc, &dc), ncclSuccess);
+		/* our own traffic class is untouched by the foreign write */
+		assert_int_equal(double_net_last.traffic_class, 106);
+		assert_int_equal(ncclNetPlugin_v12.setNetAttr(a, NULL), ncclSuccess);
+	}
+	assert_int_equal(logged.warns, 0);
+	assert_int_equal(ncclNetPlugin_v12.finalize(a), ncclSuccess);
+	assert_non_null(rn_engine_current());
+	assert_int_equal(ncclNetPlugin_v12.finalize(b), ncclSuccess);
+	assert_null(rn_engine_current()); /* both references went: nothing leaked */
+	assert_int_equal(logged.warns, 0);
+	/* freed: refused by name, never freed again (ASan would catch a second free) */
+	assert_int_equal(ncclNetPlugin_v12.finalize(a), ncclInternalError);
+	assert_non_null(strstr(logged.msg, "not a context of ours"));
+}
+
 static void test_error_translation(void **state)
 {
 	static const struct {
@@ -556,6 +594,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_two_comms_lifecycle),
 		T(test_finalize_null_and_failed_init),
+		T(test_context_survives_ncclrma_write),
 		T(test_init_misuse),
 		T(test_properties_v12),
 		T(test_properties_old_layouts),
