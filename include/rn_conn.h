@@ -112,6 +112,10 @@ struct rn_member {
 	struct rn_evdev *ev;
 	struct ibv_cq *cq;            /* its QPs' completions */
 	struct ibv_mr *ctrl_mr;       /* the control block on its PD */
+	int gid_index;                /* the source GID index its QPs were made with: resolved
+				       * by address when the comm was made (the device's own
+				       * index moves under a running job, GID_CHANGE) */
+	int gid_moved_said;           /* gid-moved logged for this member (once a comm) */
 };
 
 struct rn_comm {

@@ -58,6 +58,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,8 +225,9 @@ static int qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ib
 	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 }
 
-static int qp_attr_rtr(const struct rn_dev *dev, uint32_t remote_qpn, const union ibv_gid *dgid,
-		       enum ibv_mtu mtu, int tc, int sl, struct ibv_qp_attr *a)
+static int qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote_qpn,
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
+		       struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->qp_state = IBV_QPS_RTR;
@@ -236,7 +238,7 @@ static int qp_attr_rtr(const struct rn_dev *dev, uint32_t remote_qpn, const unio
 	a->min_rnr_timer = 12;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = *dgid;
-	a->ah_attr.grh.sgid_index = (uint8_t)dev->nic.gid_index;
+	a->ah_attr.grh.sgid_index = (uint8_t)sgid_index;
 	a->ah_attr.grh.hop_limit = 255;
 	a->ah_attr.grh.flow_label = 0;
 	a->ah_attr.grh.traffic_class = (uint8_t)tc;
@@ -379,11 +381,14 @@ static int gid_follow(struct rn_dev *dev)
 	pthread_mutex_lock(&dev->lock);
 	ret = rn_gid_refresh(dev->ctx, &dev->nic, &old, &v);
 	pthread_mutex_unlock(&dev->lock);
-	if (ret == 1)
+	if (ret == 1) {
+		char ip[INET6_ADDRSTRLEN];
+
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of %s moved from index %d to %d; this "
 			"comm and later ones use %d", dev->nic.ibdev, dev->nic.port,
-			rn_vars_get(&v, "ip") ? rn_vars_get(&v, "ip") : "its address", old,
-			dev->nic.gid_index, dev->nic.gid_index);
+			rn_ip_str(&dev->nic.ip, ip, sizeof(ip)), old, dev->nic.gid_index,
+			dev->nic.gid_index);
+	}
 	if (ret == -ENOENT) {
 		char pfx[128];
 
@@ -448,6 +453,10 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	rq = role == RN_ROLE_SEND ? 1 : RN_RECV_WRS;
 	for (k = 0; k < nmem; k++) {
 		c->mem[k].dev = m[k];
+		/* as members_follow found it just now, whatever GID_CHANGE does later */
+		pthread_mutex_lock(&m[k]->lock);
+		c->mem[k].gid_index = m[k]->nic.gid_index;
+		pthread_mutex_unlock(&m[k]->lock);
 		c->mem[k].ev = rn_events_get(m[k]);
 		if (m[k]->max_msg_size)
 			c->max_msg = RN_MIN(c->max_msg, m[k]->max_msg_size);
@@ -810,7 +819,8 @@ static int hs_connect_qps(struct rn_hs *hs)
 	while (hs->qp_step < nsteps) {
 		int q = hs->qp_step / 3, flush = q >= c->nqps, mask;
 		/* data QP q: its member and the peer's; flush QP: its member, to itself */
-		const struct rn_dev *dev = c->mem[flush ? q - c->nqps : c->qp_mem[q]].dev;
+		const struct rn_member *mem = &c->mem[flush ? q - c->nqps : c->qp_mem[q]];
+		const struct rn_dev *dev = mem->dev;
 		const struct rn_peer_facts *peer = &c->rpeer[flush ? 0 : c->qp_rmem[q]];
 		struct ibv_qp *qp = flush ? rc->flush_qp[q - c->nqps] : c->qps[q];
 
@@ -820,9 +830,10 @@ static int hs_connect_qps(struct rn_hs *hs)
 							 IBV_ACCESS_REMOTE_WRITE, &a);
 			break;
 		case 1:
-			mask = flush ? qp_attr_rtr(dev, qp->qp_num, &dev->nic.gid,
+			mask = flush ? qp_attr_rtr(dev, mem->gid_index, qp->qp_num, &dev->nic.gid,
 						   dev->nic.active_mtu, tc, sl, &a) :
-				       qp_attr_rtr(dev, hs->peer.qpn[q], &peer->gid,
+				       qp_attr_rtr(dev, mem->gid_index, hs->peer.qpn[q],
+						   &peer->gid,
 						   RN_MIN(dev->nic.active_mtu, peer->active_mtu),
 						   tc, sl, &a);
 			break;
@@ -1046,17 +1057,27 @@ static int hs_progress(struct rn_hs *hs)
 	}
 }
 
+/*
+ * One INFO line per comm that comes up. It names the source GID index each member's QPs
+ * were made with: the index moves under a running job (an address re-added, a VLAN's
+ * address taking the old slot), and a log is the one place a user can see which
+ * address a real HCA sends from.
+ */
 static void comm_ready_log(struct rn_comm *c)
 {
-	char more[16] = "";
+	char more[16] = "", gids[64] = "";
+	int k, n = 0;
 
 	if (c->nmem > 1 || c->rmem > 1)
 		snprintf(more, sizeof(more), " (vNIC %d:%d)", c->nmem, c->rmem);
-	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s", c->role ==
-		RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
-		c->nmem > 1 ? "+" : "", c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "",
-		c->peer_str, c->rpeer[0].host, c->nqps, c->nqps > 1 ? "s" : "",
-		c->split ? "split" : "round-robin", more);
+	for (k = 0; k < c->nmem && n < (int)sizeof(gids); k++)
+		n += snprintf(gids + n, sizeof(gids) - (size_t)n, "%s%d", k ? "," : "",
+			      c->mem[k].gid_index);
+	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s",
+		c->role == RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev,
+		c->mem[0].dev->nic.port, c->nmem > 1 ? "+" : "",
+		c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "", c->peer_str, c->rpeer[0].host, c->nqps,
+		c->nqps > 1 ? "s" : "", c->split ? "split" : "round-robin", more, gids);
 	c->last_progress_ns = rn_now_ns();
 	c->last_check_ns = c->last_progress_ns;
 }

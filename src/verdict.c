@@ -218,6 +218,17 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		.advice = "if the address was moved on purpose (renumbered), restart the job: NCCL "
 		"chooses each NIC's address when it starts",
 	},
+	[RN_CAUSE_GID_MOVED] = {
+		"gid-moved", RN_SEV_WARN,
+		"{nic} ({dev}): this comm's QPs send from GID index {old_index}, but address {ip} "
+		"is at index {new_index} now (removed and re-added, or another address took its "
+		"slot): a hardware NIC sends this comm's packets from whatever index {old_index} "
+		"holds",
+		"",
+		"nic dev ip old_index new_index",
+		.advice = "new comms use index {new_index}; a live QP cannot change its source GID, "
+		"so restart the job if this comm's traffic fails",
+	},
 	[RN_CAUSE_NO_CARRIER] = {
 		"no-carrier", RN_SEV_FATAL,
 		"{nic}: netdev {dev} is administratively up but has no carrier{since}",

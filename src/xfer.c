@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -185,6 +186,35 @@ static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num);
  * 1 with gid-gone in @f when member @k's address left its GID table: flagged by the event
  * thread, or looked up now (GID_CHANGE is not always delivered: rxe coalesces them).
  */
+/*
+ * Member @k's address is still in its table, at @nic's index: when that is not the index
+ * this comm's QPs were made with (rn_member.gid_index), its packets leave from another
+ * entry on a hardware NIC (rxe carries them anyway). A live RC QP cannot change its
+ * source GID, so the comm goes on; it is said once, by name, so that a failure that
+ * follows has its cause in the log.
+ */
+static void gid_moved(struct rn_comm *c, int k, const struct rn_nic *nic)
+{
+	struct rn_member *m = &c->mem[k];
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_finding f = { 0 };
+	char pfx[256], ip[INET6_ADDRSTRLEN];
+
+	if (nic->gid_index == m->gid_index || m->gid_moved_said)
+		return;
+	m->gid_moved_said = 1;
+	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev, nic->port);
+	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
+	rn_vars_set(&v, "old_index", "%d", m->gid_index);
+	rn_vars_set(&v, "new_index", "%d", nic->gid_index);
+	rn_finding_render(&f, RN_CAUSE_GID_MOVED, &v);
+	snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s (%s)", c->peer_str, c->rpeer[0].host);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	rn_finding_clear(&f);
+	rn_vars_free(&v);
+}
+
 static int gid_gone(struct rn_comm *c, int k, struct rn_finding *f)
 {
 	const struct rn_dev *dev = c->mem[k].dev;
@@ -199,6 +229,8 @@ static int gid_gone(struct rn_comm *c, int k, struct rn_finding *f)
 	ret = rn_gid_refresh(dev->ctx, &nic, &old, &v);
 	if (ret == -ENOENT)
 		rn_finding_render(f, RN_CAUSE_GID_GONE, &v);
+	else if (ret >= 0)
+		gid_moved(c, k, &nic);
 	rn_vars_free(&v);
 	return ret == -ENOENT;
 }

@@ -67,9 +67,8 @@ int fx_warn_seen(const char *s)
 	return strstr(warns, s) != NULL;
 }
 
-int fx_info_count(const char *s)
+static int count_in(const char *p, const char *s)
 {
-	const char *p = infos;
 	int n = 0;
 
 	while ((p = strstr(p, s))) {
@@ -77,6 +76,16 @@ int fx_info_count(const char *s)
 		p += strlen(s);
 	}
 	return n;
+}
+
+int fx_info_count(const char *s)
+{
+	return count_in(infos, s);
+}
+
+int fx_warn_count(const char *s)
+{
+	return count_in(warns, s);
 }
 
 int fx_link_admin_up = 1;

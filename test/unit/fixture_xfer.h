@@ -57,5 +57,6 @@ int fx_info_seen(const char *s);
 int fx_info_count(const char *s);
 /* 1 when some WARN line since the reset contained @s. */
 int fx_warn_seen(const char *s);
+int fx_warn_count(const char *s);
 
 #endif /* FIXTURE_XFER_H */
