@@ -54,7 +54,7 @@ PLUGIN_SRCS := $(wildcard plugin/*.c)
 # doctor_mpi.c is roce-doctor-mpi's main: built only where Open MPI is (below).
 DOCTOR_MPI_SRC := src/doctor/doctor_mpi.c
 DOCTOR_SRCS := $(filter-out $(DOCTOR_MPI_SRC),$(wildcard src/doctor/*.c))
-TOOL_COMMON_SRCS := $(filter-out src/tools/driver.c src/tools/bench.c,$(wildcard src/tools/*.c))
+TOOL_COMMON_SRCS := $(filter-out src/tools/driver%.c src/tools/bench.c,$(wildcard src/tools/*.c))
 UNIT_SRCS := $(wildcard test/unit/test_*.c)
 FAKE_SRCS := $(wildcard test/unit/fake_*.c) $(wildcard test/unit/fixture_*.c)
 FUZZ_SRCS := $(wildcard test/fuzz/fuzz_*.c)
@@ -146,7 +146,7 @@ $(BUILD)/roce-doctor-mpi: $(DOCTOR_MPI_OBJS) $(CORE_LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(DOCTOR_MPI_OBJS) $(CORE_LIB) $(MPI_LIBS) $(LDLIBS)
 
 # The driver and the bench load the plugin as NCCL does: they never link the core.
-$(DRIVER): $(call obj,src/tools/driver.c $(TOOL_COMMON_SRCS))
+$(DRIVER): $(call obj,src/tools/driver.c src/tools/driver_rma.c $(TOOL_COMMON_SRCS))
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ -pthread -ldl
 

@@ -118,9 +118,22 @@ struct rn_member {
 	int gid_moved_said;           /* gid-moved logged for this member (once a comm) */
 };
 
+/*
+ * What a comm is for (rn_connect_flags / rn_listen_flags; 0 = NCCL's net traffic):
+ * RN_CONN_RMA: one-sided traffic of the RMA backend (src/rma.c): its QPs take the peer's
+ * RDMA READs and atomics as well as its WRITEs, with as many READs/atomics in flight as
+ * the device allows; RN_CONN_TC_FORCED: the traffic class given is used as it is
+ * (NCCL_GIN_IB_TC over NCCL_IB_TC).
+ */
+#define RN_CONN_RMA 0x1u
+#define RN_CONN_TC_FORCED 0x2u
+#define RN_RMA_QP_ACCESS                                                                    \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 struct rn_comm {
 	struct rn_own own;            /* set while NCCL holds it (between hand-out and close) */
 	int role;                     /* enum rn_role */
+	unsigned int flags;           /* RN_CONN_* */
 	struct rn_engine *eng;
 	int nmem;                     /* our member NICs */
 	struct rn_member mem[RN_VNIC_MAX];
@@ -211,6 +224,12 @@ int rn_events_dev_err(const struct rn_evdev *ev, int port);
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */
 uint64_t rn_events_port_down_ns(const struct rn_evdev *ev, int port, uint64_t now);
+/*
+ * A failed completion of @c's member @k that is not the net protocol's (the RMA
+ * backend's): fails @c (c->err) and logs the diagnosis, as the data path does.
+ */
+void rn_xfer_wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc);
+
 /* 1 when the NIC's address left @port's GID table (gid-gone, copied into @out if not NULL). */
 int rn_events_gid_gone(struct rn_evdev *ev, int port, struct rn_finding *out);
 /*

@@ -44,6 +44,11 @@ int rn_listen(struct rn_engine *eng, int dev, void *handle, struct rn_listen_com
 /* @handle is NCCL's copy of the listener's handle; the same pointer on every call. */
 int rn_connect(struct rn_engine *eng, int dev, void *handle, int traffic_class,
 	       struct rn_send_comm **out);
+/* The same for other traffic than NCCL's net (RN_CONN_* in rn_conn.h: the RMA backend's). */
+int rn_listen_flags(struct rn_engine *eng, int dev, void *handle, unsigned int flags,
+		    struct rn_listen_comm **out);
+int rn_connect_flags(struct rn_engine *eng, int dev, void *handle, int traffic_class,
+		     unsigned int flags, struct rn_send_comm **out);
 int rn_accept(struct rn_listen_comm *lc, struct rn_recv_comm **out);
 
 /* @comm is a send or a recv comm. */

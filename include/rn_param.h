@@ -31,6 +31,7 @@ struct rn_config {
 	int roce_version;                   /* NCCL_IB_ROCE_VERSION_NUM */
 	int tc;                             /* NCCL_IB_TC, -1 = communicator's or 0 */
 	int fifo_tc;                        /* NCCL_IB_FIFO_TC, -1 = tc */
+	int gin_tc;                         /* NCCL_GIN_IB_TC: the RMA backend's, -1 = tc */
 	int sl;                             /* NCCL_IB_SL, -1 = communicator's or 0 */
 	int timeout;                        /* NCCL_IB_TIMEOUT */
 	int retry_cnt;                      /* NCCL_IB_RETRY_CNT */

@@ -161,13 +161,11 @@ static struct rn_engine *engine_of(void *ctx)
 	return pc ? pc->eng : rn_engine_current();
 }
 
-static ncclResult_t plugin_init(int abi, void **ctx, uint64_t comm_id,
-				ncclNetCommConfig_v12_t *config, ncclDebugLogger_t logger)
+ncclResult_t rn_plugin_ctx_open(void **ctx, uint64_t comm_id, int traffic_class)
 {
 	struct rn_plugin_ctx *pc;
 	int ret;
 
-	plugin_hello(abi, logger);
 	if (!ctx)
 		return misuse("ctx is NULL");
 	*ctx = NULL;
@@ -180,12 +178,24 @@ static ncclResult_t plugin_init(int abi, void **ctx, uint64_t comm_id,
 		return rn_plugin_result(ret);
 	}
 	pc->comm_id = comm_id;
-	pc->traffic_class = config ? config->trafficClass : -1;
+	pc->traffic_class = traffic_class;
 	ctx_add(pc);
 	*ctx = pc;
 	rn_trace(RN_SUB_INIT | RN_SUB_NET, RN_PFX "init comm %#llx tc %d",
 		 (unsigned long long)comm_id, pc->traffic_class);
 	return ncclSuccess;
+}
+
+int rn_plugin_ctx_ok(void *ctx)
+{
+	return to_ctx(ctx) != NULL;
+}
+
+static ncclResult_t plugin_init(int abi, void **ctx, uint64_t comm_id,
+				ncclNetCommConfig_v12_t *config, ncclDebugLogger_t logger)
+{
+	plugin_hello(abi, logger);
+	return rn_plugin_ctx_open(ctx, comm_id, config ? config->trafficClass : -1);
 }
 
 ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,

@@ -7,6 +7,7 @@
 #define RN_PLUGIN_H
 
 #include "nccl/net_abi.h"
+#include "nccl/rma_abi.h"
 #include "rn_log.h"
 
 #define RN_PLUGIN_NAME "RoCE"
@@ -19,6 +20,8 @@ extern const ncclNet_v9_t ncclNetPlugin_v9;
 extern const ncclNet_v10_t ncclNetPlugin_v10;
 extern const ncclNet_v11_t ncclNetPlugin_v11;
 extern const ncclNet_v12_t ncclNetPlugin_v12;
+/* NCCL 2.30.7's RMA backend (plugin_rma.c), found in the net plugin's library. */
+extern const ncclRma_v14_t ncclRmaPlugin_v14;
 
 /* The one translation of the core's -errno into NCCL's result codes (see rn_net.h). */
 ncclResult_t rn_plugin_result(int err);
@@ -48,6 +51,13 @@ ncclResult_t rn_plugin_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_
 ncclResult_t rn_plugin_init_v11(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
 				ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t rn_plugin_finalize(void *ctx);
+/*
+ * A communicator's context (an engine reference, in the registry finalize looks in):
+ * what the net's init and the RMA backend's init hand NCCL. rn_plugin_ctx_ok: 1 for a
+ * live one of ours.
+ */
+ncclResult_t rn_plugin_ctx_open(void **ctx, uint64_t comm_id, int traffic_class);
+int rn_plugin_ctx_ok(void *ctx);
 ncclResult_t rn_plugin_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t rn_plugin_connect(void *ctx, int dev, void *handle, void **send_comm,
 			       ncclNetDeviceHandle_v12_t **send_dev_comm);

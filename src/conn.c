@@ -111,6 +111,7 @@ struct rn_hs {
 	struct rn_engine *eng;
 	int devidx;
 	int traffic_class;
+	unsigned int flags;          /* RN_CONN_* (rn_conn.h) */
 	struct rn_oob_buf out, in;
 	struct rn_comm *comm;
 	struct rn_hello peer;
@@ -135,6 +136,7 @@ struct rn_listen_comm {
 	int fd;
 	struct sockaddr_storage addr;
 	uint64_t nonce;
+	unsigned int flags;          /* RN_CONN_*: what its accepted comms are */
 	struct rn_hs *pend[RN_MAX_PENDING];
 	struct rn_own own;
 };
@@ -226,7 +228,7 @@ static int qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ib
 }
 
 static int qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl,
+		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl, int rd_atom,
 		       struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -234,7 +236,7 @@ static int qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote
 	a->path_mtu = mtu;
 	a->dest_qp_num = remote_qpn;
 	a->rq_psn = 0;
-	a->max_dest_rd_atomic = 1;
+	a->max_dest_rd_atomic = (uint8_t)rd_atom;
 	a->min_rnr_timer = 12;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.grh.dgid = *dgid;
@@ -249,6 +251,20 @@ static int qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote
 	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 }
 
+/*
+ * READs and atomics in flight per QP. The net protocol has one READ at a time (the flush
+ * QP's); an RMA comm's peer READs and signals it (iget, iputSignal's FETCH_AND_ADD), so it
+ * takes what the device allows, up to 16 (@dest: as the responder).
+ */
+static int rd_atom_of(const struct rn_comm *c, const struct rn_dev *dev, int dest)
+{
+	int cap = dest ? dev->attr.max_qp_rd_atom : dev->attr.max_qp_init_rd_atom;
+
+	if (!(c->flags & RN_CONN_RMA))
+		return 1;
+	return cap > 0 ? RN_MIN(cap, 16) : 1;
+}
+
 static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -257,7 +273,7 @@ static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct
 	a->retry_cnt = (uint8_t)retry_cnt_dev(c, dev);
 	a->rnr_retry = 7;
 	a->sq_psn = 0;
-	a->max_rd_atomic = 1;
+	a->max_rd_atomic = (uint8_t)rd_atom_of(c, dev, 0);
 	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 }
@@ -827,15 +843,16 @@ static int hs_connect_qps(struct rn_hs *hs)
 		switch (hs->qp_step % 3) {
 		case 0:
 			mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-							 IBV_ACCESS_REMOTE_WRITE, &a);
+					    c->flags & RN_CONN_RMA ? RN_RMA_QP_ACCESS :
+								     IBV_ACCESS_REMOTE_WRITE, &a);
 			break;
 		case 1:
 			mask = flush ? qp_attr_rtr(dev, mem->gid_index, qp->qp_num, &dev->nic.gid,
-						   dev->nic.active_mtu, tc, sl, &a) :
+						   dev->nic.active_mtu, tc, sl, 1, &a) :
 				       qp_attr_rtr(dev, mem->gid_index, hs->peer.qpn[q],
 						   &peer->gid,
 						   RN_MIN(dev->nic.active_mtu, peer->active_mtu),
-						   tc, sl, &a);
+						   tc, sl, rd_atom_of(c, dev, 1), &a);
 			break;
 		default:
 			mask = qp_attr_rts(c, dev, &a);
@@ -909,6 +926,7 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 	c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members);
 	if (!c) /* EPROTO: fewer QPs than our members (a peer that ignored our handle) */
 		return errno == EPROTO ? -EBADMSG : errno ? -errno : -EIO;
+	c->flags = hs->flags;
 	hs->comm = c;
 	c->fd = hs->fd;
 	c->peer_addr = hs->peer_addr;
@@ -1116,6 +1134,12 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 
 int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_comm **out)
 {
+	return rn_listen_flags(eng, devidx, handle, 0, out);
+}
+
+int rn_listen_flags(struct rn_engine *eng, int devidx, void *handle, unsigned int flags,
+		    struct rn_listen_comm **out)
+{
 	struct rn_dev *m[RN_VNIC_MAX];
 	struct rn_dev *dev = dev_of(eng, devidx);
 	struct rn_listen_comm *lc;
@@ -1130,6 +1154,7 @@ int rn_listen(struct rn_engine *eng, int devidx, void *handle, struct rn_listen_
 		return -ENOMEM;
 	lc->eng = eng;
 	lc->devidx = devidx;
+	lc->flags = flags;
 	lc->dev = dev;
 	lc->fd = -1;
 	ret = rn_oob_local_addr(dev, &eng->cfg, &lc->addr);
@@ -1270,7 +1295,7 @@ static void reg_free_list(struct hs_reg *r, const char *why)
 }
 
 static int connect_start(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
-			 struct rn_hs **out)
+			 unsigned int flags, struct rn_hs **out)
 {
 	struct rn_dev *m[RN_VNIC_MAX];
 	int nmem = rn_engine_members(eng, devidx, m);
@@ -1306,6 +1331,7 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	hs->eng = eng;
 	hs->devidx = devidx;
 	hs->traffic_class = traffic_class;
+	hs->flags = flags;
 	hs->nonce = hi.nonce;
 	hs->peer_addr = hi.addr;
 	rn_sockaddr_str(&hi.addr, hs->peer_str, sizeof(hs->peer_str));
@@ -1347,10 +1373,12 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		ret = errno ? -errno : -EIO;
 		goto err;
 	}
+	hs->comm->flags = flags;
 	hs->comm->fd = hs->fd;
 	hs->comm->peer_addr = hi.addr;
 	snprintf(hs->comm->peer_str, sizeof(hs->comm->peer_str), "%s", hs->peer_str);
-	hs_hello(hs, tc_of(&eng->cfg, traffic_class), sl_of(&eng->cfg, traffic_class));
+	hs_hello(hs, flags & RN_CONN_TC_FORCED ? traffic_class : tc_of(&eng->cfg, traffic_class),
+		 sl_of(&eng->cfg, traffic_class));
 	hs->state = HS_CONNECTING;
 	*out = hs;
 	return 0;
@@ -1359,8 +1387,8 @@ err:
 	return ret;
 }
 
-int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
-	       struct rn_send_comm **out)
+static int connect_flags(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
+			 unsigned int flags, struct rn_send_comm **out)
 {
 	struct rn_handle_info hi;
 	struct hs_slot slot;
@@ -1380,7 +1408,7 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 		reg_free_list(stale, "its handle memory now holds another handle");
 	if (!hs) {
 		/* a fresh handle, or private bytes that are not ours: start afresh */
-		ret = connect_start(eng, devidx, handle, traffic_class, &hs);
+		ret = connect_start(eng, devidx, handle, traffic_class, flags, &hs);
 		if (ret)
 			return ret;
 		slot.cookie = RN_CONN_COOKIE;
@@ -1398,6 +1426,18 @@ int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_clas
 	reg_del(handle, hs);
 	memset((char *)handle + RN_HANDLE_PUBLIC, 0, sizeof(slot));
 	return hs_finish(hs, ret, "connect to", (struct rn_comm **)out);
+}
+
+int rn_connect(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
+	       struct rn_send_comm **out)
+{
+	return connect_flags(eng, devidx, handle, traffic_class, 0, out);
+}
+
+int rn_connect_flags(struct rn_engine *eng, int devidx, void *handle, int traffic_class,
+		     unsigned int flags, struct rn_send_comm **out)
+{
+	return connect_flags(eng, devidx, handle, traffic_class, flags, out);
 }
 
 /* Drop the stranger @hs: @ret says why (0: evicted to make room). */
@@ -1479,6 +1519,7 @@ static struct rn_hs *pend_new(struct rn_listen_comm *lc, int fd)
 	hs->fd = fd;
 	hs->eng = lc->eng;
 	hs->devidx = lc->devidx;
+	hs->flags = lc->flags;
 	hs->nonce = lc->nonce;
 	hs->state = HS_RECV_HELLO;
 	hs->accept_ns = rn_now_ns();

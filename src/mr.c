@@ -25,6 +25,12 @@ unsigned int rn_mr_access(const struct rn_dev *dev)
 {
 	unsigned int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
+	/*
+	 * The RMA backend's signals are the peer's FETCH_AND_ADDs on NCCL's buffers, and one
+	 * cache serves net and RMA alike; a device without atomics refuses the flag.
+	 */
+	if (dev->attr.atomic_cap != IBV_ATOMIC_NONE)
+		a |= IBV_ACCESS_REMOTE_ATOMIC;
 	if (dev->relaxed_ordering)
 		a |= IBV_ACCESS_RELAXED_ORDERING;
 	return a;

@@ -215,6 +215,8 @@ static const struct param params[] = {
 	P_INT("NCCL_IB_ROCE_VERSION_NUM", roce_version, 2, 1, 2, "RoCE version of the GID"),
 	P_INT("NCCL_IB_TC", tc, -1, -1, 255, "traffic class (-1: the communicator's, else 0)"),
 	P_INT("NCCL_IB_FIFO_TC", fifo_tc, -1, -1, 255, "traffic class of CTS writes (-1: TC)"),
+	P_INT("NCCL_GIN_IB_TC", gin_tc, -1, -1, 255,
+	      "traffic class of the RMA backend's QPs (-1: NCCL_IB_TC, else the communicator's)"),
 	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: the communicator's traffic class, else 0)"),
 	P_INT("NCCL_IB_TIMEOUT", timeout, 20, 1, 31, "QP ack timeout, 4.096 us * 2^t"),
 	P_INT("NCCL_IB_RETRY_CNT", retry_cnt, 7, 0, 7, "QP retry count"),

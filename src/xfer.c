@@ -1402,6 +1402,12 @@ int rn_dereg_mr(void *comm, struct rn_mr *mr)
 	return rn_mr_put(c->mem[0].dev, mr);
 }
 
+/* For the RMA backend (src/rma.c): its own completions get the same diagnosis. */
+void rn_xfer_wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
+{
+	wc_error(c, k, wc);
+}
+
 int rn_send_wc_status(const struct rn_send_comm *sc)
 {
 	return sc ? sc->c.wc_status : 0;

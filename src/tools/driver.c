@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "driver_rma.h"
 #include "netplug.h"
 #include "rn_cli.h"
 #include "tool_common.h"
@@ -80,6 +81,7 @@ struct driver {
 	int rounds;       /* server/client: the whole exchange this often, in one init */
 	const char *between; /* shell command run between rounds (RN_ROUND=n set) */
 	int keep;         /* more rounds follow: driver_stop keeps the plugin */
+	int ranks, rank;  /* rma: the group, and who we are in it */
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -179,6 +181,21 @@ static int driver_stop(struct driver *d)
 	d->ninit = 0;
 	netplug_close(&d->np);
 	return bad;
+}
+
+/* The RMA table beside the net one, on the net init's context as NCCL 2.30.7 runs it. */
+static int cmd_rma(struct driver *d)
+{
+	struct driver_rma_opts o = { .ranks = d->ranks, .rank = d->rank, .dev = d->dev,
+				     .size = d->sizes[0], .rounds = d->rounds, .iters = d->iters,
+				     .timeout_ms = d->timeout_ms, .addr = d->addr };
+	int ndev, rc = driver_start(d, 1, &ndev);
+
+	if (!rc)
+		rc = driver_rma(&d->np, d->ctx[0], &o);
+	if (driver_stop(d) && !rc)
+		rc = EXIT_FAILED;
+	return rc;
 }
 
 static int cmd_probe(struct driver *d)
@@ -1163,6 +1180,8 @@ static const struct {
 	{ "abort-reload", cmd_abort_reload, "abort mid-connect, unload, reload, transfer; "
 	  "nothing may be left" },
 	{ "reinit", cmd_reinit, "--cycles init/finalize with the library kept loaded; loopback each" },
+	{ "rma", cmd_rma, "rank --rank of --ranks: the RMA table (NCCL 2.30.7's host RMA) over "
+	  "the group; rank 0 gathers the handles on ADDR:PORT" },
 };
 
 /* "0,1,4095,64K": sizes in turn; a plain --size replaces the list with one size. */
@@ -1216,7 +1235,8 @@ static void usage(FILE *f)
 
 	fprintf(f,
 		"usage: nccl-net-driver [options] [PLUGIN] [probe | server ADDR:PORT | client ADDR:PORT |\n"
-		"                                           loopback | service | abort-reload | reinit]\n"
+		"                                           loopback | service | abort-reload | reinit |\n"
+		"                                           rma ADDR:PORT]\n"
 		"                                           [options]\n"
 		"  PLUGIN             as NCCL_NET_PLUGIN (e.g. roce); same as --plugin\n"
 		"  --plugin NAME      NCCL_NET_PLUGIN value (default: $NCCL_NET_PLUGIN, else roce)\n"
@@ -1244,6 +1264,9 @@ static void usage(FILE *f)
 		"  --rounds N         server/client: listen, connect and transfer N times in one\n"
 		"                     init (default 1)\n"
 		"  --between CMD      run CMD (sh -c, RN_ROUND=n) after each round but the last\n"
+		"  --ranks N          rma: ranks in the group, 1..64 (default 1)\n"
+		"  --rank R           rma: this process's rank, 0..N-1 (default 0); --size, --rounds,\n"
+		"                     --iters (the bandwidth puts) and --dev apply\n"
 		"  -v, --verbose      NCCL_DEBUG=INFO for the plugin's lines\n"
 		"  -h, --help         this text\n"
 		"      --version      print the version\n"
@@ -1313,6 +1336,8 @@ int main(int argc, char **argv)
 		{ "late-accept-ms", required_argument, NULL, 'L' },
 		{ "rounds", required_argument, NULL, 'O' },
 		{ "between", required_argument, NULL, 'B' },
+		{ "ranks", required_argument, NULL, 'K' },
+		{ "rank", required_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'Z' },
@@ -1332,6 +1357,7 @@ int main(int argc, char **argv)
 		.conns = 1,
 		.timeout_ms = 30000,
 		.rounds = 1,
+		.ranks = 1,
 	};
 	int (*fn)(struct driver *d) = cmd_probe;
 	const char *cmd = "probe", *plugin_word = NULL;
@@ -1400,6 +1426,14 @@ int main(int argc, char **argv)
 		case 'B':
 			d.between = optarg;
 			break;
+		case 'K':
+			if (rn_cli_int(optarg, 1, 64, &d.ranks))
+				return bad_value("ranks", optarg);
+			break;
+		case 'k':
+			if (rn_cli_int(optarg, 0, 63, &d.rank))
+				return bad_value("rank", optarg);
+			break;
 		case 'n':
 			if (rn_cli_long(optarg, 1, 1000000000L, &d.iters))
 				return bad_value("iters", optarg);
@@ -1435,7 +1469,10 @@ int main(int argc, char **argv)
 		if (!fn)
 			return rn_cli_error(PROG, NULL, EXIT_USAGE, "unknown command '%s'", cmd);
 	}
-	if (fn == cmd_server || fn == cmd_client) {
+	if (fn == cmd_rma && d.rank >= d.ranks)
+		return rn_cli_error(PROG, NULL, EXIT_USAGE, "rma: --rank %d is not below --ranks %d",
+				    d.rank, d.ranks);
+	if (fn == cmd_server || fn == cmd_client || fn == cmd_rma) {
 		if (k == argc)
 			return rn_cli_error(PROG, NULL, EXIT_USAGE, "%s needs ADDR:PORT", cmd);
 		d.addr = argv[k++];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Pins plugin/nccl/net_abi.h to NCCL's x86-64 layout: every struct's size and every
- * field's offset for v6..v12, and the signatures that change between versions.
+ * field's offset for v6..v12, and the signatures that change between versions; and
+ * plugin/nccl/rma_abi.h's ncclRma_v14_t (NCCL 2.30.7's include/plugin/rma/rma_v14.h order).
  * The numbers are worked out by hand from the field order in docs/nccl-net-abi.md
  * and the C alignment rules; they are literals on purpose.
  */
@@ -9,6 +10,7 @@
 #include <stdio.h>
 
 #include "nccl/net_abi.h"
+#include "nccl/rma_abi.h"
 
 static int failures, checks;
 
@@ -258,6 +260,60 @@ static void signatures(void)
 	SIG(ncclNet_v11_t, makeVDevice, ncclResult_t (*)(int *, ncclNetVDeviceProps_v11_t *));
 }
 
+/* The RMA backend's table: 21 members in NCCL's order, its config of three ints. */
+static void rma(void)
+{
+	OFF(ncclRmaConfig_v14_t, nContexts, 0);
+	OFF(ncclRmaConfig_v14_t, trafficClass, 4);
+	OFF(ncclRmaConfig_v14_t, rankStride, 8);
+	SIZE(ncclRmaConfig_v14_t, 12);
+	OFF(ncclRma_v14_t, name, 0);
+	OFF(ncclRma_v14_t, init, 8);
+	OFF(ncclRma_v14_t, devices, 16);
+	OFF(ncclRma_v14_t, getProperties, 24);
+	OFF(ncclRma_v14_t, listen, 32);
+	OFF(ncclRma_v14_t, connect, 40);
+	OFF(ncclRma_v14_t, createContext, 48);
+	OFF(ncclRma_v14_t, regMrSym, 56);
+	OFF(ncclRma_v14_t, regMrSymDmaBuf, 64);
+	OFF(ncclRma_v14_t, deregMrSym, 72);
+	OFF(ncclRma_v14_t, destroyContext, 80);
+	OFF(ncclRma_v14_t, closeColl, 88);
+	OFF(ncclRma_v14_t, closeListen, 96);
+	OFF(ncclRma_v14_t, iput, 104);
+	OFF(ncclRma_v14_t, iputSignal, 112);
+	OFF(ncclRma_v14_t, iget, 120);
+	OFF(ncclRma_v14_t, iflush, 128);
+	OFF(ncclRma_v14_t, test, 136);
+	OFF(ncclRma_v14_t, rmaProgress, 144);
+	OFF(ncclRma_v14_t, queryLastError, 152);
+	OFF(ncclRma_v14_t, finalize, 160);
+	SIZE(ncclRma_v14_t, 168);
+	SIG(ncclRma_v14_t, init, ncclResult_t (*)(void **, uint64_t, ncclDebugLogger_t));
+	SIG(ncclRma_v14_t, getProperties, ncclResult_t (*)(int, ncclNetProperties_v12_t *));
+	SIG(ncclRma_v14_t, connect, ncclResult_t (*)(void *, void **, int, int, void *, void **));
+	SIG(ncclRma_v14_t, createContext,
+	    ncclResult_t (*)(void *, ncclRmaConfig_v14_t *, void **));
+	SIG(ncclRma_v14_t, regMrSym,
+	    ncclResult_t (*)(void *, void *, size_t, int, uint64_t, void **));
+	SIG(ncclRma_v14_t, regMrSymDmaBuf,
+	    ncclResult_t (*)(void *, void *, size_t, int, uint64_t, int, uint64_t, void **));
+	SIG(ncclRma_v14_t, iput, ncclResult_t (*)(void *, int, uint64_t, void *, size_t, uint64_t,
+						  void *, uint32_t, void **));
+	SIG(ncclRma_v14_t, iputSignal,
+	    ncclResult_t (*)(void *, int, uint64_t, void *, size_t, uint64_t, void *, uint32_t,
+			     uint64_t, void *, uint64_t, uint32_t, bool, void **));
+	SIG(ncclRma_v14_t, iget, ncclResult_t (*)(void *, int, uint64_t, void *, size_t, uint64_t,
+						  void *, uint32_t, void **));
+	SIG(ncclRma_v14_t, iflush, ncclResult_t (*)(void *, int, void *, uint32_t, void **));
+	SIG(ncclRma_v14_t, test, ncclResult_t (*)(void *, void *, int *));
+	SIG(ncclRma_v14_t, queryLastError, ncclResult_t (*)(void *, bool *));
+	check("NCCL_NET_SIGNAL_OP_INC", NCCL_NET_SIGNAL_OP_INC, 1);
+	check("NCCL_NET_SIGNAL_OP_ADD", NCCL_NET_SIGNAL_OP_ADD, 2);
+	check("NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET", NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET, 2);
+	check("NCCL_NET_DEVICE_GIN_PROXY", NCCL_NET_DEVICE_GIN_PROXY, 2);
+}
+
 int main(void)
 {
 	if (sizeof(void *) != 8 || sizeof(size_t) != 8) {
@@ -268,6 +324,7 @@ int main(void)
 	small_types();
 	tables();
 	signatures();
+	rma();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
