@@ -35,6 +35,7 @@ struct rn_rma_coll;
 struct rn_rma_ctx;
 struct rn_rma_mr;
 struct rn_rma_req;
+struct ibv_qp;
 
 /* iputSignal's signal: 8 bytes at @off of @mr on the target, += @value (INC: += 1). */
 struct rn_rma_signal {
@@ -76,5 +77,7 @@ int rn_rma_test(struct rn_rma_req *req, int *done);
 int rn_rma_progress(struct rn_rma_ctx *x);
 /* The first error of any of @x's comms (0: none). */
 int rn_rma_last_error(const struct rn_rma_ctx *x);
+/* The QP @x posts on to @rank (NULL: none), for the diagnosis' tools and the tests. */
+struct ibv_qp *rn_rma_qp(const struct rn_rma_ctx *x, int rank);
 
 #endif /* RN_RMA_H */

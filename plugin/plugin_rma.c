@@ -116,6 +116,8 @@ static ncclResult_t rma_create_context(void *coll_comm, ncclRmaConfig_v14_t *con
 	/* as NCCL's own RMA: NCCL_GIN_IB_TC, else NCCL_IB_TC, else the communicator's */
 	forced = eng->cfg.gin_tc >= 0;
 	tc = forced ? eng->cfg.gin_tc : config->trafficClass;
+	if (tc < 0 || tc > 255) /* NCCL_CONFIG_UNDEF_INT (INT_MIN) when the user set none */
+		tc = -1;
 	res = rn_plugin_result(rn_rma_ctx_create(coll_comm, config->nContexts, tc, forced,
 						 config->rankStride, &x));
 	*rma_ctx = x;

@@ -663,6 +663,13 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 			stride, g ? g->nranks : 0);
 		return -EINVAL;
 	}
+	if (g->dev->attr.atomic_cap == IBV_ATOMIC_NONE) {
+		/* a signal is a FETCH_AND_ADD: without atomics NCCL's waits would never end */
+		rn_warn(RN_SUB_NET, RN_PFX "RMA context: %s has no RDMA atomics, so it cannot carry "
+			"NCCL's signals; set NCCL_RMA_DISABLE=1 or use another NIC (NCCL_IB_HCA)",
+			g->dev->nic.ibdev);
+		return -EOPNOTSUPP;
+	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
@@ -1080,4 +1087,11 @@ int rn_rma_last_error(const struct rn_rma_ctx *x)
 		if (x->sc[r] && x->sc[r]->c.err)
 			return x->sc[r]->c.err;
 	return 0;
+}
+
+struct ibv_qp *rn_rma_qp(const struct rn_rma_ctx *x, int rank)
+{
+	if (!x || rank < 0 || rank >= x->g->nranks || !x->sc[rank])
+		return NULL;
+	return x->sc[rank]->c.qps[0];
 }

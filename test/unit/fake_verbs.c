@@ -109,6 +109,7 @@ static int f_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 	a->max_pd = 64;
 	a->max_qp_rd_atom = 16;
 	a->max_qp_init_rd_atom = 16;
+	a->atomic_cap = d->no_atomics ? IBV_ATOMIC_NONE : IBV_ATOMIC_HCA;
 	a->phys_port_cnt = (uint8_t)d->nports;
 	return 0;
 }

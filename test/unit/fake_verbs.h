@@ -38,6 +38,7 @@ struct fake_dev {
 	int dmabuf;                /* reg_dmabuf_mr supported */
 	int table_fail;            /* query_gid_table fails with this errno (no table method) */
 	int fail_open;             /* open_device fails with this errno */
+	int no_atomics;            /* atomic_cap IBV_ATOMIC_NONE */
 };
 
 /* How often the GID reads were called since the test zeroed this. */

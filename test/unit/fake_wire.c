@@ -365,6 +365,25 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 		to_error(q);
 		return;
 	}
+	if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		uint64_t *w, old;
+
+		/* 8 aligned bytes there, the old value back here, as the IB spec's atomics */
+		w = mr_range(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8, 1, d->qp.pd);
+		if (!w || !(d->a.access & IBV_ACCESS_REMOTE_ATOMIC) || len != 8 ||
+		    wr->wr.atomic.remote_addr % 8 || q->a.rts.max_rd_atomic < 1) {
+			complete(q, wr, w && len == 8 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_INV_REQ_ERR,
+				 0, 0, 0);
+			to_error(q);
+			return;
+		}
+		old = __atomic_fetch_add(w, wr->wr.atomic.compare_add, __ATOMIC_SEQ_CST);
+		memcpy(l, &old, 8);
+		q->st.atomics++;
+		total.atomics++;
+		complete(q, wr, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8, 0);
+		return;
+	}
 	r = mr_range(wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len, 1, d->qp.pd);
 	if (!r) {
 		complete(q, wr, IBV_WC_REM_ACCESS_ERR, 0, 0, 0);

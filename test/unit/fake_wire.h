@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 struct fake_wire_stats {
-	int writes, writes_imm, reads, recvs_posted;
+	int writes, writes_imm, reads, atomics, recvs_posted;
 	int writes_signaled, writes_inline; /* plain RDMA WRITEs posted with those flags */
 	int max_wr_len;          /* longest WR seen */
 	int cq_overflows, rnr;   /* must stay 0 */
