@@ -36,4 +36,11 @@ void rn_gid_result_free(struct rn_gid_result *res);
  */
 int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct rn_vars *v);
 
+/*
+ * The GID index NCCL's own IB transport would use on @port (its RMA and GIN backends do):
+ * the lowest entry of the wanted family, range and version, whatever its netdev. -errno
+ * when the table cannot be read, -ENOENT when none fits.
+ */
+int rn_gid_netib_index(struct ibv_context *ctx, int port, const struct rn_config *cfg);
+
 #endif /* RN_GID_H */

@@ -32,6 +32,9 @@ struct rn_config {
 	int tc;                             /* NCCL_IB_TC, -1 = communicator's or 0 */
 	int fifo_tc;                        /* NCCL_IB_FIFO_TC, -1 = tc */
 	int gin_tc;                         /* NCCL_GIN_IB_TC: the RMA backend's, -1 = tc */
+	char rma_plugin[128];               /* NCCL_RMA_PLUGIN (NCCL's; warned about) */
+	int gin_type;                       /* NCCL_GIN_TYPE, -1 = NCCL's choice */
+	int gin_enable;                     /* NCCL_GIN_ENABLE */
 	int sl;                             /* NCCL_IB_SL, -1 = communicator's or 0 */
 	int timeout;                        /* NCCL_IB_TIMEOUT */
 	int retry_cnt;                      /* NCCL_IB_RETRY_CNT */

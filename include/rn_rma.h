@@ -80,4 +80,12 @@ int rn_rma_last_error(const struct rn_rma_ctx *x);
 /* The QP @x posts on to @rank (NULL: none), for the diagnosis' tools and the tests. */
 struct ibv_qp *rn_rma_qp(const struct rn_rma_ctx *x, int rank);
 
+/*
+ * At init: one WARN for each way NCCL 2.30's device-API traffic would not come through
+ * this plugin (NCCL_RMA_PLUGIN naming another backend; NCCL's own GDAKI on mlx5), said
+ * only where that matters: we refused @nrefused NICs (@refused names them) or NCCL's
+ * own GID choice differs from ours on a NIC we offer.
+ */
+void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *refused);
+
 #endif /* RN_RMA_H */

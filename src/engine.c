@@ -23,6 +23,7 @@
 #include "rn_dev.h"
 #include "rn_conn.h"
 #include "rn_log.h"
+#include "rn_rma.h"
 #include "rn_mr.h"
 #include "rn_nl.h"
 #include "rn_path.h"
@@ -210,6 +211,7 @@ static int engine_init(struct rn_engine *eng)
 			RN_PFX
 			"%d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once)",
 			nrefused, nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"));
+	rn_rma_bypass_check(eng, nrefused, rn_vars_get(&refused, "list"));
 	rn_vars_free(&refused);
 	engine_log_using(eng);
 	/* where init's time goes, for the next one who wants it shorter */

@@ -543,6 +543,35 @@ const char *rn_gid_why_str(enum rn_gid_why why)
 	return "none";
 }
 
+/*
+ * The index NCCL's net_ib would take on @port (ncclIbGetGidIndex, NCCL 2.28 to 2.30): with
+ * NCCL_IB_GID_INDEX unset, the lowest entry of the wanted family, range and RoCE version,
+ * whichever netdev (a VLAN's too) it belongs to. NCCL's own RMA and GIN use it. -errno
+ * when the table cannot be read, -ENOENT when no entry fits.
+ */
+int rn_gid_netib_index(struct ibv_context *ctx, int port, const struct rn_config *cfg)
+{
+	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
+	struct cand *c;
+	int n, i, max, pick = -ENOENT;
+
+	if (cfg->gid_index >= 0)
+		return cfg->gid_index;
+	w.type = want_type(cfg);
+	if (cfg->addr_range[0] && !rn_cidr_parse(cfg->addr_range, &w.net, &w.len))
+		w.has_range = w.net.family == w.family;
+	max = gid_table_len(ctx, port);
+	c = calloc((size_t)max, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	n = read_gids(NULL, ctx, port, c, max);
+	for (i = 0; i < n && pick < 0; i++)
+		if (cand_fits(&c[i], &w))
+			pick = c[i].index;
+	free(c);
+	return n < 0 ? n : pick;
+}
+
 /* "198.18.0.99 v2 on eth0" for a table entry, into @buf. */
 static const char *entry_str(const struct cand *c, char *buf, size_t len)
 {

@@ -217,6 +217,13 @@ static const struct param params[] = {
 	P_INT("NCCL_IB_FIFO_TC", fifo_tc, -1, -1, 255, "traffic class of CTS writes (-1: TC)"),
 	P_INT("NCCL_GIN_IB_TC", gin_tc, -1, -1, 255,
 	      "traffic class of the RMA backend's QPs (-1: NCCL_IB_TC, else the communicator's)"),
+	/* NCCL's own: read to say when its device-API traffic would not come through us */
+	P_STR("NCCL_RMA_PLUGIN", rma_plugin,
+	      "NCCL's RMA backend list; one that is not this plugin takes NCCL 2.30's one-sided "
+	      "traffic (warned at init)", NULL, NULL),
+	P_INT("NCCL_GIN_TYPE", gin_type, -1, -1, 3,
+	      "NCCL's GIN backend: 2 proxy (over this plugin's RMA), 3 GDAKI (mlx5, NCCL's own)"),
+	P_INT("NCCL_GIN_ENABLE", gin_enable, 1, 0, 1, "NCCL's device-API networking on or off"),
 	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: the communicator's traffic class, else 0)"),
 	P_INT("NCCL_IB_TIMEOUT", timeout, 20, 1, 31, "QP ack timeout, 4.096 us * 2^t"),
 	P_INT("NCCL_IB_RETRY_CNT", retry_cnt, 7, 0, 7, "QP retry count"),

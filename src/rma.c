@@ -37,6 +37,7 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_net.h"
@@ -1094,4 +1095,49 @@ struct ibv_qp *rn_rma_qp(const struct rn_rma_ctx *x, int rank)
 	if (!x || rank < 0 || rank >= x->g->nranks || !x->sc[rank])
 		return NULL;
 	return x->sc[rank]->c.qps[0];
+}
+
+/* NCCL_RMA_PLUGIN names another backend than ours ("none" and our own name do not). */
+static int rma_plugin_foreign(const char *list)
+{
+	return list[0] && strcasecmp(list, "none") && !strstr(list, "roce");
+}
+
+void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *refused)
+{
+	const struct rn_config *cfg = &eng->cfg;
+	char why[768] = "", what[256];
+	int i, n = 0, mlx5 = 0, gdaki;
+
+	if (nrefused)
+		n += snprintf(why + n, sizeof(why) - (size_t)n, "this plugin refused %s, which NCCL's "
+			      "own backend would use", refused ? refused : "a NIC");
+	for (i = 0; i < eng->ndevs && n < (int)sizeof(why); i++) {
+		const struct rn_dev *d = eng->devs[i];
+		int theirs = rn_gid_netib_index(d->ctx, d->nic.port, cfg);
+
+		mlx5 |= !strncmp(d->nic.ibdev, "mlx5", 4);
+		if (theirs < 0 || theirs == d->nic.gid_index)
+			continue;
+		n += snprintf(why + n, sizeof(why) - (size_t)n, "%s%s:%d: NCCL's would send from GID "
+			      "index %d where this plugin sends from %d (%s)", n ? "; " : "",
+			      d->nic.ibdev, d->nic.port, theirs, d->nic.gid_index, d->nic.netdev);
+	}
+	if (!why[0])
+		return; /* the same NICs and GIDs either way: nothing is bypassed that we check */
+	if (rma_plugin_foreign(cfg->rma_plugin)) {
+		snprintf(what, sizeof(what), "NCCL_RMA_PLUGIN=%s: NCCL 2.30 runs its one-sided "
+			 "traffic (ncclPutSignal, the device API's GIN proxy) on that backend",
+			 cfg->rma_plugin);
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s, not on this plugin, with none of its "
+			"route and ARP checks, and here that matters: %s; unset NCCL_RMA_PLUGIN to run "
+			"it over nccl-net-roce", what, why);
+	}
+	/* GDAKI: NCCL's GPU-initiated backend, on mlx5 alone, taken unless the proxy is asked for */
+	gdaki = mlx5 && cfg->gin_enable && cfg->gin_type != 2;
+	if (gdaki)
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL 2.30 runs device-API (GIN) kernels on "
+			"mlx5 through its own GDAKI backend, with net_ib's GID choice and no route or "
+			"ARP check, and here that matters: %s; set NCCL_GIN_TYPE=2 to run GIN through "
+			"the proxy over this plugin, or NCCL_GIN_ENABLE=0", why);
 }

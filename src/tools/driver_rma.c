@@ -33,7 +33,7 @@ struct rma_run {
 	int n, me;
 	size_t size;
 	unsigned char *src, *dst, *got;
-	uint64_t *sig; /* [2n]: data signals from each rank, then round-end signals */
+	uint64_t *sig; /* [3n]: data signals from each rank, round-end signals, last signals */
 	void *src_mh, *dst_mh, *got_mh, *sig_mh;
 	long puts, gets, signals, flushes;
 };
@@ -334,7 +334,7 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 	r.src = page_buf(r.size);
 	r.got = page_buf(r.size);
 	r.dst = page_buf(r.size * (size_t)r.n);
-	r.sig = page_buf(sizeof(uint64_t) * 2 * (size_t)r.n);
+	r.sig = page_buf(sizeof(uint64_t) * 3 * (size_t)r.n);
 	if (!handles || !hp || !r.src || !r.got || !r.dst || !r.sig)
 		goto out;
 	if ((res = r.t->init(&rctx, 0x524d4100ull, tool_logger)) != ncclSuccess) {
@@ -375,7 +375,7 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 	if ((res = r.t->regMrSym(r.coll, r.src, r.size, NCCL_PTR_HOST, 0, &r.src_mh)) ||
 	    (res = r.t->regMrSym(r.coll, r.dst, r.size * (size_t)r.n, NCCL_PTR_HOST, 0, &r.dst_mh)) ||
 	    (res = r.t->regMrSym(r.coll, r.got, r.size, NCCL_PTR_HOST, 0, &r.got_mh)) ||
-	    (res = r.t->regMrSym(r.coll, r.sig, sizeof(uint64_t) * 2 * (size_t)r.n, NCCL_PTR_HOST,
+	    (res = r.t->regMrSym(r.coll, r.sig, sizeof(uint64_t) * 3 * (size_t)r.n, NCCL_PTR_HOST,
 				 NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET, &r.sig_mh))) {
 		rc = bad(&r, "regMrSym", res);
 		goto dereg;
@@ -395,13 +395,13 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 	memset(reqs, 0, sizeof(reqs));
 	for (i = 0; i < r.n && !rc; i++) {
 		res = r.t->iputSignal(r.ctx, 0, 0, NULL, 0, 0, NULL, (uint32_t)i,
-				      (uint64_t)(r.n + r.me) * 8, r.sig_mh, 1, NCCL_NET_SIGNAL_OP_INC,
-				      false, &reqs[0]);
+				      (uint64_t)(2 * r.n + r.me) * 8, r.sig_mh, 1,
+				      NCCL_NET_SIGNAL_OP_INC, false, &reqs[0]);
 		if (res != ncclSuccess || (rc = wait_reqs(&r, reqs, 1, "the last signal")))
 			rc = rc ? rc : bad(&r, "iputSignal", res);
 	}
 	for (i = 0; i < r.n && !rc; i++)
-		rc = wait_signal(&r, r.n + i, (uint64_t)o->rounds + 1, "the last signal");
+		rc = wait_signal(&r, 2 * r.n + i, 1, "the last signal");
 	if (!rc)
 		rsay(&r, "done");
 dereg:

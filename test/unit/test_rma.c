@@ -248,6 +248,49 @@ static void no_atomics_is_refused(void **state)
 	rn_rma_close(o.g);
 }
 
+/*
+ * The init WARN: NCCL's own GDAKI (mlx5) or another NCCL_RMA_PLUGIN would take the
+ * device-API traffic. Said only where it matters (a refused NIC, or NCCL's GID choice not
+ * ours: here a VLAN's entry below the NIC's own address), and not with NCCL_GIN_TYPE=2.
+ */
+static void bypass_is_said_where_it_matters(void **state)
+{
+	struct fx *f = *state;
+	struct rn_engine *eng = &f->eng;
+
+	strcpy(f->devs[0].nic.ibdev, "mlx5_0");
+	eng->ndevs = 1;
+	rn_rma_bypass_check(eng, 0, NULL); /* net_ib would pick index 1 too: nothing to say */
+	assert_int_equal(fx_nwarn, 0);
+	/* a VLAN's address at index 1, the NIC's own at 2 (where we send from) */
+	f->fdevs[0].ports[0].gids[1] = (struct fake_gid){ "198.18.1.2", IBV_GID_TYPE_ROCE_V2, 7 };
+	f->fdevs[0].ports[0].gids[2] = (struct fake_gid){ "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 2 };
+	f->devs[0].nic.gid_index = 2;
+	rn_rma_bypass_check(eng, 0, NULL);
+	assert_int_equal(fx_nwarn, 1);
+	assert_true(fx_warn_seen("NCCL 2.30 runs device-API (GIN) kernels on mlx5 through its own "
+				 "GDAKI backend"));
+	assert_true(fx_warn_seen("mlx5_0:1: NCCL's would send from GID index 1 where this plugin "
+				 "sends from 2"));
+	assert_true(fx_warn_seen("set NCCL_GIN_TYPE=2 to run GIN through the proxy over this "
+				 "plugin, or NCCL_GIN_ENABLE=0"));
+	eng->cfg.gin_type = 2; /* the proxy: over our RMA */
+	rn_rma_bypass_check(eng, 0, NULL);
+	assert_int_equal(fx_nwarn, 1);
+	/* another RMA backend named, and a NIC refused */
+	snprintf(eng->cfg.rma_plugin, sizeof(eng->cfg.rma_plugin), "libnccl-rma-other.so");
+	rn_rma_bypass_check(eng, 1, "rxe1:1 eth1 no-rule");
+	assert_int_equal(fx_nwarn, 2);
+	assert_true(fx_warn_seen("NCCL_RMA_PLUGIN=libnccl-rma-other.so: NCCL 2.30 runs its "
+				 "one-sided traffic"));
+	assert_true(fx_warn_seen("this plugin refused rxe1:1 eth1 no-rule"));
+	snprintf(eng->cfg.rma_plugin, sizeof(eng->cfg.rma_plugin), "roce");
+	rn_rma_bypass_check(eng, 1, "rxe1:1 eth1 no-rule");
+	assert_int_equal(fx_nwarn, 2);
+	strcpy(f->devs[0].nic.ibdev, "rxe0");
+	eng->ndevs = FX_DEVS;
+}
+
 /* ---- the mesh, two ranks in two threads ---- */
 
 struct rank_arg {
@@ -334,6 +377,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(bad_input_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_completion_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_atomics_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(bypass_is_said_where_it_matters, setup, teardown),
 		cmocka_unit_test_setup_teardown(two_ranks_mesh_past_a_stranger, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_rank_times_out, setup, teardown),
 	};

@@ -65,6 +65,27 @@ body() {
 			<<<"$o" || t_fail "3 ranks: not every put, get, signal and flush was checked"
 	done
 	t_ok "3 ranks: every put, get, signal and flush checked"
+
+	t_step "a poisoned path: h1 drops RoCE mid-run; both ranks end with a named error"
+	port=$((port + 1))
+	drv_start j1 1 "${FAULT_ENV[@]}" "${rma_env[@]}" -- --ranks 2 --rank 1 --size 256K \
+		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
+	drv_start j0 0 "${FAULT_ENV[@]}" "${rma_env[@]}" -- --ranks 2 --rank 0 --size 256K \
+		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
+	wait_out "$j0" "group of 2 ranks connected" 60 || t_fail "the group never came up"
+	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
+	SECONDS=0
+	o0=$(B wait --timeout 90 "$j0" 2>&1); r0=$?
+	o1=$(B wait --timeout 90 "$j1" 2>&1); r1=$?
+	n=$SECONDS
+	B fault 1 clear >/dev/null 2>&1 || true
+	grep -E "rma rank|WARN" <<<"$o0" | sed 's/^/  r0| /'
+	grep -E "rma rank|WARN" <<<"$o1" | sed 's/^/  r1| /'
+	[ $r0 -eq 1 ] && [ $r1 -eq 1 ] || t_fail "poisoned: exit $r0 and $r1, want 1 and 1 (a named error)"
+	grep -q "NCCL WARN .*RETRY_EXC_ERR\|NCCL WARN .*retry" <<<"$o0$o1" ||
+		t_fail "no rank named the failed completion"
+	[ $n -lt 60 ] || t_fail "the ranks took $n s to end"
+	t_ok "poisoned: both ranks ended with a named error within $n s"
 }
 
 bed_attempt body
