@@ -188,7 +188,8 @@ static int cmd_rma(struct driver *d)
 {
 	struct driver_rma_opts o = { .ranks = d->ranks, .rank = d->rank, .dev = d->dev,
 				     .size = d->sizes[0], .rounds = d->rounds, .iters = d->iters,
-				     .timeout_ms = d->timeout_ms, .addr = d->addr };
+				     .timeout_ms = d->timeout_ms, .nap_us = d->nap_us,
+				     .addr = d->addr };
 	int ndev, rc = driver_start(d, 1, &ndev);
 
 	if (!rc)

@@ -269,6 +269,8 @@ static int bandwidth(struct rma_run *r, void **reqs, double *mbps)
 
 	*mbps = 0;
 	while (posted < iters || inflight) {
+		int progress = 0;
+
 		for (i = 0; i < NCCL_NET_MAX_REQUESTS; i++) {
 			ncclResult_t res;
 
@@ -288,8 +290,11 @@ static int bandwidth(struct rma_run *r, void **reqs, double *mbps)
 			if (done) {
 				reqs[i] = NULL;
 				inflight--;
+				progress = 1;
 			}
 		}
+		if (!progress && r->o->nap_us)
+			tool_nap(r->o->nap_us);
 		if (tool_now() > deadline) {
 			rsay(r, "bandwidth: %ld of %ld puts done within %d ms", posted - inflight, iters,
 			     r->o->timeout_ms);

@@ -14,6 +14,7 @@ struct driver_rma_opts {
 	int rounds;
 	long iters;       /* puts of the bandwidth figure (rank 0 to rank 1) */
 	int timeout_ms;   /* every wait */
+	int nap_us;       /* sleep after a poll round without progress (0: busy poll) */
 	const char *addr; /* rank 0's side channel: the handles' allgather */
 };
 

@@ -4,7 +4,8 @@
  * (its puts go to itself, as NCCL's flush does) carries puts, signals (INC and ADD, with
  * and without data), gets and flushes with every byte and word checked; bad offsets,
  * ranks, contexts and strides are refused by name; a failed completion is an error with
- * the data path's diagnosis, never a hang; a device without atomics is refused. Two ranks
+ * the data path's diagnosis, never a hang; a pair the path check refuses fails the context
+ * by name; a device without atomics is refused. Two ranks
  * in two threads build the TCP mesh past a stranger, and a missing rank ends in a
  * bounded, named timeout.
  */
@@ -229,6 +230,37 @@ static void failed_completion_is_an_error(void **state)
 	one_down(&o);
 }
 
+/* A pair the path check refuses: createContext fails with the cause named, nothing posted. */
+static void refused_pair_fails_the_context(void **state)
+{
+	struct fx *f = *state;
+	struct fake_path_script s = { 0 };
+	struct rn_rma_ctx *x = (void *)1;
+	struct fake_wire_stats st;
+	struct one o;
+	void *h[1];
+
+	s.poll_ret = -EHOSTUNREACH;
+	s.finding.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	s.finding.sev = RN_SEV_FATAL;
+	s.finding.msg = (char *)"neighbour 198.18.0.1 holds the wrong MAC"; /* the fake copies it */
+	s.finding.fix = (char *)"sysctl -w net.ipv4.conf.all.arp_ignore=1";
+	fake_path_set("rxe0", &s);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(rn_rma_listen(&f->eng, 0, o.handle, &o.l), 0);
+	h[0] = o.handle;
+	assert_int_equal(rn_rma_connect(&f->eng, h, 1, 0, o.l, &o.g), 0);
+	rn_rma_close_listen(o.l);
+	assert_int_equal(rn_rma_ctx_create(o.g, 1, -1, 0, 1, &x), -EHOSTUNREACH);
+	assert_null(x);
+	assert_true(fx_warn_seen("connection refused here [neigh-wrong-mac]"));
+	assert_true(fx_warn_seen("RMA context: the comm to rank 0 failed") ||
+		    fx_warn_seen("RMA context: a comm from another rank failed"));
+	fake_wire_stats(NULL, &st);
+	assert_int_equal(st.writes + st.reads + st.atomics, 0);
+	rn_rma_close(o.g);
+}
+
 static void no_atomics_is_refused(void **state)
 {
 	struct fx *f = *state;
@@ -376,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(put_signal_get_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_input_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_completion_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_pair_fails_the_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(no_atomics_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(bypass_is_said_where_it_matters, setup, teardown),
 		cmocka_unit_test_setup_teardown(two_ranks_mesh_past_a_stranger, setup, teardown),

@@ -5,7 +5,9 @@
 # and every byte, gets from every rank and checks, flushes, and signals without data; rank 0
 # prints a put bandwidth figure. The third rank joins 3 s late. Then a poisoned path: h1
 # drops RoCE (UDP 4791) in the middle of a run, and the ranks end with a named error,
-# not a hang.
+# not a hang (the rank whose put fails names the completion and its diagnosis; the rank that
+# only waits for a signal ends by its own bound). A pair the route/ARP check refuses is
+# test/unit/test_rma.c's: on one NIC a wrong MAC would stop the side channel too.
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
