@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,15 +118,18 @@ static int check_address(FILE *jerr, char **args)
 	return 0;
 }
 
-/* --listen: an IP address (the kernel says at bind time whether it is this host's). */
+/*
+ * --listen: an IPv4 address in dotted-quad form or an IPv6 address, as inet_pton reads them
+ * (not inet_aton's "127.1" or "0x7fffffff"); the kernel says at bind time whether it is
+ * this host's.
+ */
 static int check_listen(FILE *jerr, const char *addr)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *res;
+	unsigned char buf[sizeof(struct in6_addr)];
 
-	if (getaddrinfo(addr, NULL, &hints, &res))
+	if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "--listen: '%s' is not an IP "
-				    "address", addr);
-	freeaddrinfo(res);
+				    "address (dotted quad or IPv6)", addr);
 	return 0;
 }
 

@@ -370,6 +370,8 @@ int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char 
  * families where IPv6 exists). 0 or -errno.
  */
 int rn_dw_listen(const char *addr, int port, int *fd);
+/* 1 when @addr is the wildcard of its family (0.0.0.0, ::): every address of this host. */
+int rn_dw_addr_is_any(const char *addr);
 /* A WAIT or BUSY payload; its decoder: 0 or -EBADMSG. */
 void rn_dw_put_wait(uint8_t *p, int ahead, double session_ms);
 int rn_dw_get_wait(const struct rn_dw_msg *m, int *ahead, double *session_ms);

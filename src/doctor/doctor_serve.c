@@ -650,8 +650,12 @@ int rn_doctor_cmd_serve(struct rn_doctor *d, int argc, char **argv)
 		free(srv);
 		return RN_DOCTOR_ERROR;
 	}
-	if (d->listen)
+	if (d->listen && !rn_dw_addr_is_any(d->listen))
 		rn_doctor_slog("listening on %s port %d%s", d->listen, d->port,
+			       d->once ? ", one client" : "");
+	else if (d->listen) /* 0.0.0.0 or ::, asked for by name */
+		rn_doctor_slog("listening on %s port %d (every %s address)%s", d->listen, d->port,
+			       strchr(d->listen, ':') ? "IPv6" : "IPv4",
 			       d->once ? ", one client" : "");
 	else
 		rn_doctor_slog("listening on port %d (every address; --listen ADDR for one)%s",

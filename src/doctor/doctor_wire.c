@@ -856,23 +856,31 @@ static int listen_on(int family, const struct sockaddr *sa, socklen_t sl, int v6
 	return 0;
 }
 
+int rn_dw_addr_is_any(const char *addr)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, addr, &a4) == 1)
+		return a4.s_addr == htonl(INADDR_ANY);
+	return inet_pton(AF_INET6, addr, &a6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&a6);
+}
+
 int rn_dw_listen(const char *addr, int port, int *fd)
 {
 	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
 	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST | AI_PASSIVE }, *res;
-	char ps[16];
-	int ret;
-
 	if (addr) {
-		/* that address alone, its family alone (IPv6 without the mapped IPv4 ones) */
-		snprintf(ps, sizeof(ps), "%d", port);
-		if (getaddrinfo(addr, ps, &hints, &res))
-			return -EINVAL;
-		ret = listen_on(res->ai_family, res->ai_addr, res->ai_addrlen, 1, fd);
-		freeaddrinfo(res);
-		return ret;
+		/*
+		 * That address alone, its family alone (IPv6 without the mapped IPv4 ones).
+		 * inet_pton's forms only: getaddrinfo would take inet_aton's too ("127.1",
+		 * "0x7fffffff", "0"), which no operator means.
+		 */
+		if (inet_pton(AF_INET, addr, &a4.sin_addr) == 1)
+			return listen_on(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 1, fd);
+		if (inet_pton(AF_INET6, addr, &a6.sin6_addr) == 1)
+			return listen_on(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 1, fd);
+		return -EINVAL;
 	}
 	/* Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
 	if (!listen_on(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 0, fd))
