@@ -294,6 +294,17 @@ int main(int argc, char **argv)
 			     "time, without --json, --prometheus or --textfile");
 		goto out;
 	}
+	/* the files the doctor would replace: node_exporter reads *.prom alone */
+	if (d->textfile || d->nfd) {
+		char why[256];
+
+		if (rn_doctor_target_ok(d->textfile ? d->textfile : d->nfd,
+					d->textfile ? ".prom" : NULL, why, sizeof(why))) {
+			rn_cli_error(PROG, jerr, rc, "--%s: %s", d->textfile ? "textfile" : "nfd",
+				     why);
+			goto out;
+		}
+	}
 	/* every word checked before any work (no netlink, no device, no socket) */
 	if (check_cmd(jerr, cmd, given, d->json, argc - first, argv + first))
 		goto out;

@@ -107,6 +107,13 @@ void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */
 int rn_doctor_set_netdevs(struct rn_doctor *d, const char *list);
 /*
+ * A file the doctor may replace with rn_doctor_write_file: a name (ending in @suffix when
+ * not NULL) in an existing directory, absent or a regular file; never a symbolic link, a
+ * device or a directory (as root, a rename would replace /dev/full or /etc/passwd). 0, or
+ * -errno with the reason in @why.
+ */
+int rn_doctor_target_ok(const char *path, const char *suffix, char *why, size_t len);
+/*
  * Write @path whole or not at all (for collectors that may read it any time):
  * @fill writes into a temporary beside it, which is synced and renamed over @path.
  * 0 or -errno; the temporary never stays behind.

@@ -129,12 +129,43 @@ void rn_doctor_clear_warn(void)
  * (rename replaces a link at @path, it never writes through it), then the directory
  * is synced so the new name survives a crash.
  */
+int rn_doctor_target_ok(const char *path, const char *suffix, char *why, size_t len)
+{
+	char dir[4096];
+	size_t n = strlen(path), k = suffix ? strlen(suffix) : 0;
+	struct stat st;
+
+	if (!n || path[n - 1] == '/' || (k && (n <= k || strcmp(path + n - k, suffix)))) {
+		snprintf(why, len, "'%s' is not a file name%s%s", path, k ? " ending in " : "",
+			 k ? suffix : "");
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (stat(dirname(dir), &st) || !S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "the directory of '%s' does not exist", path);
+		return -ENOENT;
+	}
+	if (!lstat(path, &st) && S_ISLNK(st.st_mode)) {
+		snprintf(why, len, "'%s' is a symbolic link: not replaced", path);
+		return -ELOOP;
+	}
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "'%s' exists and is not a regular file: not replaced", path);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg)
 {
-	char tmp[4096], dir[4096];
+	char tmp[4096], dir[4096], why[256];
 	FILE *f;
 	int fd, dfd, ret = 0;
 
+	/* checked again here: the path may have changed since the command line was read */
+	ret = rn_doctor_target_ok(path, NULL, why, sizeof(why));
+	if (ret)
+		return ret;
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	snprintf(dir, sizeof(dir), "%s", path);
