@@ -23,6 +23,12 @@ uint16_t rn_get_be16(const uint8_t *p);
 uint32_t rn_get_be32(const uint8_t *p);
 uint64_t rn_get_be64(const uint8_t *p);
 /* @s into a @size-byte field: terminated, the rest zero. */
+/*
+ * 1 when the @n bytes hold no control byte but tab (no NUL, newline, carriage return,
+ * escape, DEL): what a peer may send as a name or a text that we print. A peer's host name
+ * with "\n" and ESC forged lines in a log and on a terminal.
+ */
+int rn_text_clean(const uint8_t *p, size_t n);
 void rn_put_field(uint8_t *p, size_t size, const char *s);
 /* The field's string into @out (@size bytes): 0, or -EBADMSG without a NUL in the field. */
 int rn_get_field(const uint8_t *p, size_t size, char *out);
@@ -60,10 +66,11 @@ unsigned int rn_rb_u16(struct rn_rbuf *b);
 uint32_t rn_rb_u32(struct rn_rbuf *b);
 uint64_t rn_rb_u64(struct rn_rbuf *b);
 void rn_rb_bytes(struct rn_rbuf *b, void *dst, size_t n);
-/* A field of @size bytes into @dst (@size bytes): it must hold its NUL. */
+/* A field of @size bytes into @dst (@size bytes): it must hold its NUL, and no control
+ * byte before it (rn_text_clean). */
 void rn_rb_field(struct rn_rbuf *b, char *dst, size_t size);
 /* A string of rn_wb_str into @dst (@size bytes with its NUL): -EBADMSG kept when it does not
- * fit or holds a NUL; @dst is "" then. */
+ * fit or holds a NUL or another control byte; @dst is "" then. */
 void rn_rb_str(struct rn_rbuf *b, char *dst, size_t size);
 
 #endif /* RN_CODEC_H */

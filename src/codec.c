@@ -47,12 +47,24 @@ void rn_put_field(uint8_t *p, size_t size, const char *s)
 	memcpy(p, s, n);
 }
 
+int rn_text_clean(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((p[i] < 0x20 && p[i] != '\t') || p[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 int rn_get_field(const uint8_t *p, size_t size, char *out)
 {
 	size_t n = strnlen((const char *)p, size);
 
 	if (n == size)
 		return -EBADMSG; /* no terminator inside the field */
+	if (!rn_text_clean(p, n))
+		return -EBADMSG; /* a name with a newline or an escape would forge log lines */
 	memcpy(out, p, n);
 	out[n] = 0;
 	return 0;
@@ -209,7 +221,7 @@ void rn_rb_str(struct rn_rbuf *b, char *dst, size_t size)
 	q = rn_rb_take(b, n);
 	if (!q)
 		return;
-	if (memchr(q, '\0', n)) {
+	if (!rn_text_clean(q, n)) { /* NUL, newline, escape: nothing a name holds */
 		b->err = -EBADMSG;
 		return;
 	}

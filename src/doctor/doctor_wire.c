@@ -180,7 +180,8 @@ static char *get_text(struct rn_rbuf *b, uint32_t n)
 	q = rn_rb_take(b, n);
 	if (!q)
 		return NULL;
-	if (memchr(q, '\0', n)) {
+	/* printed as they come: no line a peer could forge, no terminal escape */
+	if (!rn_text_clean(q, n)) {
 		b->err = -EBADMSG;
 		return NULL;
 	}

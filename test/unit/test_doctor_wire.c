@@ -229,6 +229,19 @@ static void finding_text_bounds(void **state)
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
 	m.payload[off + 4 + 4 * 6] = '\0'; /* a NUL inside the message (after 6 lengths) */
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	/* a newline or an escape in a text would forge a report line or drive the terminal */
+	m.payload[off + 4 + 4 * 6] = '\n';
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	m.payload[off + 4 + 4 * 6] = 0x1b;
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	m.payload[off + 4 + 4 * 6] = '\t'; /* a tab is text */
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
+	rn_dw_inv_clear(&out);
+	/* the host name (the first field): "evil\n..." forged a line in serve's log */
+	memcpy(m.payload, "evil\nverdict: all good", sizeof("evil\nverdict: all good"));
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
+	memcpy(m.payload, "evil\x1b[2J", sizeof("evil\x1b[2J"));
+	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), -EBADMSG);
 	rn_dw_msg_free(&m);
 	rn_dw_inv_clear(&in);
 	rn_dw_inv_clear(&out);

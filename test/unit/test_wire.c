@@ -269,6 +269,12 @@ static void hello_rejects(void **state)
 	memset(p + RN_HELLO_FIXED_LEN, 0, 4); /* QPN 0 */
 	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
 	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
+	/* a host name with a newline or an escape would forge the lines that name the peer */
+	memcpy(p + 4, "h\nNCCL WARN", sizeof("h\nNCCL WARN"));
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p + 4, "h\x1b[31m", sizeof("h\x1b[31m"));
+	assert_int_equal(rn_msg_decode_hello(p, plen, &out), -EBADMSG);
+	memcpy(p, buf + RN_WIRE_HDR_LEN, plen);
 	assert_int_equal(rn_msg_decode_hello(p, plen, &out), 0);
 }
 
