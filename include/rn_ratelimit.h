@@ -21,6 +21,10 @@
  */
 int rn_ratelimit_peer(const struct sockaddr_storage *peer, uint64_t now_ns, uint64_t period_ns,
 		      unsigned int *suppressed);
+/* The same, one period for each @kind of message about a peer (a drop and a rejection are
+ * different news). */
+int rn_ratelimit_peer_kind(const struct sockaddr_storage *peer, int kind, uint64_t now_ns,
+			   uint64_t period_ns, unsigned int *suppressed);
 /* Forget every peer (tests). */
 void rn_ratelimit_reset(void);
 

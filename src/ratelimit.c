@@ -8,6 +8,7 @@
 
 struct rl_entry {
 	int family;              /* 0: free */
+	int kind;                /* what is said about the peer (rn_ratelimit_peer_kind) */
 	uint8_t ip[16];
 	uint64_t last_ns;        /* when a message was last let through */
 	unsigned int held;       /* messages held back since */
@@ -33,6 +34,12 @@ static int ip_of(const struct sockaddr_storage *ss, uint8_t ip[16])
 int rn_ratelimit_peer(const struct sockaddr_storage *peer, uint64_t now_ns, uint64_t period_ns,
 		      unsigned int *suppressed)
 {
+	return rn_ratelimit_peer_kind(peer, 0, now_ns, period_ns, suppressed);
+}
+
+int rn_ratelimit_peer_kind(const struct sockaddr_storage *peer, int kind, uint64_t now_ns,
+			   uint64_t period_ns, unsigned int *suppressed)
+{
 	struct rl_entry *e = NULL, *lru = &rl_tab[0];
 	uint8_t ip[16];
 	int fam = ip_of(peer, ip) + 1; /* +1: 0 marks a free entry */
@@ -42,7 +49,7 @@ int rn_ratelimit_peer(const struct sockaddr_storage *peer, uint64_t now_ns, uint
 	for (i = 0; i < RN_RATELIMIT_PEERS; i++) {
 		struct rl_entry *t = &rl_tab[i];
 
-		if (t->family == fam && !memcmp(t->ip, ip, 16)) {
+		if (t->family == fam && t->kind == kind && !memcmp(t->ip, ip, 16)) {
 			e = t;
 			break;
 		}
@@ -53,6 +60,7 @@ int rn_ratelimit_peer(const struct sockaddr_storage *peer, uint64_t now_ns, uint
 		/* a new peer takes a free entry, else the one warned about longest ago */
 		e = lru;
 		e->family = fam;
+		e->kind = kind;
 		memcpy(e->ip, ip, 16);
 		e->held = 0;
 		e->last_ns = 0;

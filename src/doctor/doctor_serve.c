@@ -60,6 +60,8 @@
 #define SERVE_PROBE_MS 4000   /* more per NIC pair both ends can probe (ms when it works) */
 #define SERVE_SESSION_MAX_MS 300000
 #define SERVE_PEER_ADDRS 16   /* a client's addresses that get neighbour and ARP work */
+#define SERVE_PER_ADDR 4      /* sessions queued or running for one client address */
+#define SERVE_EMPTY_MS 2000   /* our CHECKS -> DONE, for a client whose CHECKS name no pair */
 #define DROP_LOG_NS (60ull * 1000000000ull) /* one line per address per minute */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -94,6 +96,7 @@ struct serve {
 	struct job queue[SERVE_QUEUE]; /* oldest first */
 	int nqueued;
 	int running;              /* a session in progress */
+	struct sockaddr_storage running_ss; /* its client */
 	int stop;
 	size_t held;              /* bytes of the budget in use */
 	double session_ms;        /* how long sessions take here (mean of the last few), 0 unknown */
@@ -136,16 +139,24 @@ static void w_close(struct waiting *w)
 	w->fd = -1;
 }
 
-/* One line per address per minute (a flood is 250 connections from one). */
-static void log_limited(const struct sockaddr_storage *ss, const char *fmt, ...) __rn_printf(2, 3);
+/* What a rate-limited line says: each kind has its own line per address per minute. */
+enum { LOG_DROP = 1, LOG_REJECT, LOG_BUSY };
 
-static void log_limited(const struct sockaddr_storage *ss, const char *fmt, ...)
+/*
+ * One line per address per minute and kind (a flood is 250 connections from one, 44 k
+ * rejections in 3 minutes were 6 MB of log); the next line says how many were held.
+ */
+static void log_limited(int kind, const struct sockaddr_storage *ss, const char *fmt, ...)
+	__rn_printf(3, 4);
+
+static void log_limited(int kind, const struct sockaddr_storage *ss, const char *fmt, ...)
 {
 	unsigned int held = 0;
 	char msg[512];
 	va_list ap;
 
-	if (!rn_ratelimit_peer(ss, (uint64_t)(rn_doctor_now_ms() * 1e6), DROP_LOG_NS, &held))
+	if (!rn_ratelimit_peer_kind(ss, kind, (uint64_t)(rn_doctor_now_ms() * 1e6), DROP_LOG_NS,
+				    &held))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -157,7 +168,7 @@ static void log_limited(const struct sockaddr_storage *ss, const char *fmt, ...)
 /* A stranger that was slow, idle or too big for the room left. */
 static void w_drop(struct waiting *w, const char *why)
 {
-	log_limited(&w->ss, "dropped %s: %s", w->who, why);
+	log_limited(LOG_DROP, &w->ss, "dropped %s: %s", w->who, why);
 	w_close(w);
 }
 
@@ -214,10 +225,20 @@ static int admit(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why,
 	return 0;
 }
 
-/* Take every queued connection; a full table drops the one waiting longest. */
+static void read_one(struct serve *srv, struct waiting *w);
+
+/*
+ * Take the queued connections, at most SERVE_MAX a call, and read each one at once: a real
+ * client's inventory is there with its connect, so it is queued (or told busy) before any
+ * newer connection could want its slot, and a connect+close is gone at once. A full table
+ * drops the oldest connection that sent nothing yet, else the oldest: under 7 k connect+close
+ * a second, taking everything and evicting the oldest before reading reset real clients.
+ */
 static void take_all(struct serve *srv, int lfd)
 {
-	for (;;) {
+	int n;
+
+	for (n = 0; n < SERVE_MAX; n++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		struct waiting *w = NULL;
@@ -230,12 +251,17 @@ static void take_all(struct serve *srv, int lfd)
 			if (srv->tab[i].fd < 0)
 				w = &srv->tab[i];
 		if (!w) {
-			w = &srv->tab[0];
-			for (i = 1; i < SERVE_MAX; i++)
-				if (srv->tab[i].accept_ms < w->accept_ms)
-					w = &srv->tab[i];
-			w_drop(w, "the longest waiting of " STR(SERVE_MAX) " connections without "
-			       "an inventory makes room for a new one");
+			for (i = 0; i < SERVE_MAX; i++) {
+				struct waiting *o = &srv->tab[i];
+
+				/* silent before talkative, then by age */
+				if (!w || (!o->first_ms && w->first_ms) ||
+				    (!o->first_ms == !w->first_ms && o->accept_ms < w->accept_ms))
+					w = o;
+			}
+			w_drop(w, w->first_ms ? "the longest waiting of " STR(SERVE_MAX) " connections "
+			       "without an inventory makes room for a new one" : "the longest silent of "
+			       STR(SERVE_MAX) " connections without an inventory makes room for a new one");
 		}
 		memset(w, 0, sizeof(*w));
 		w->fd = fd;
@@ -246,6 +272,7 @@ static void take_all(struct serve *srv, int lfd)
 		rn_dw_reader_init(&w->rd);
 		w->rd.admit = admit;
 		w->rd.arg = w;
+		read_one(srv, w);
 	}
 }
 
@@ -289,13 +316,40 @@ static void tell_places(struct serve *srv)
 	}
 }
 
-/* A whole inventory from @w: queued (its fd and budget move with it) or told busy. */
+/* The same client address (the port aside): a host's own peers, or one squatter's many. */
+static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return a->ss_family == AF_INET6 &&
+	       !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+}
+
+/* Under the lock: sessions queued or running for @ss's address. */
+static int of_addr(const struct serve *srv, const struct sockaddr_storage *ss)
+{
+	int k, n = srv->running && same_addr(&srv->running_ss, ss);
+
+	for (k = 0; k < srv->nqueued; k++)
+		n += same_addr(&srv->queue[k].ss, ss);
+	return n;
+}
+
+/*
+ * A whole inventory from @w: queued (its fd and budget move with it) or told busy. One
+ * address holds at most SERVE_PER_ADDR places: 40 clients of one host that send an
+ * inventory and then nothing held the whole queue, and no other host was served.
+ */
 static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 {
 	struct rn_doctor *d = srv->d;
 	struct job j = { .fd = w->fd, .told = -1, .ss = w->ss, .inv = *m };
 	double per;
-	int ahead, full;
+	int ahead, full, mine = 0;
 
 	/* caps follow host[64] and be16 nnics; the session decodes the rest */
 	if (m->len >= 68)
@@ -306,6 +360,8 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 	per = srv->session_ms;
 	/* --once: the first inventory is the one session; later ones are told so */
 	full = srv->nqueued == SERVE_QUEUE || (d->once && (ahead || srv->finished));
+	if (!full && of_addr(srv, &j.ss) >= SERVE_PER_ADDR)
+		full = mine = 1;
 	if (!full) {
 		srv->queue[srv->nqueued++] = j;
 		w->held = 0; /* the job holds it now */
@@ -317,8 +373,9 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 	rn_dw_reader_free(&w->rd);
 	if (!full)
 		return;
-	log_limited(&j.ss, "busy: told %s that %d %s ahead%s", j.who, ahead,
+	log_limited(LOG_BUSY, &j.ss, "busy: told %s that %d %s ahead%s", j.who, ahead,
 		    ahead == 1 ? "client is" : "clients are", d->once ? " (--once: one session)" :
+		    mine ? " (" STR(SERVE_PER_ADDR) " of them are its address's already)" :
 		    " (the queue is full)");
 	tell(&j, RN_DW_BUSY, ahead, per);
 	release(srv, w->held);
@@ -395,6 +452,13 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 		rn_doctor_slog("%s: %s", who, why);
 		return -1;
 	}
+	/*
+	 * A client whose CHECKS name no pair has nothing to probe: its DONE follows our CHECKS
+	 * at once. One that sends nothing more would hold the one session thread until the
+	 * session's deadline, and 40 of them the queue for minutes.
+	 */
+	if (!s->theirs.npairs)
+		io.end_ms = RN_MIN(end, rn_doctor_now_ms() + SERVE_EMPTY_MS);
 	/* neighbour and ARP work for addresses of our subnets alone, and not for many */
 	left_out = rn_doctor_pair_scope(d, &s->remote, SERVE_PEER_ADDRS, s->scope);
 	if (left_out)
@@ -417,7 +481,11 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 
 		ret = io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why));
 		if (ret) {
-			if (ret == -ETIMEDOUT && rn_doctor_now_ms() >= end) {
+			if (ret == -ETIMEDOUT && io.end_ms < end && rn_doctor_now_ms() >= io.end_ms) {
+				rn_doctor_slog("%s: cut: its CHECKS named no pair and no DONE came "
+					       "within " STR(SERVE_EMPTY_MS) " ms", who);
+				cut = 1;
+			} else if (ret == -ETIMEDOUT && rn_doctor_now_ms() >= end) {
 				rn_doctor_slog("%s: cut: the session's deadline (%.0f s for %d RDMA "
 					       "pair%s) passed before DONE", who, (end - t0) / 1000,
 					       pairs, pairs == 1 ? "" : "s");
@@ -427,6 +495,7 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 			}
 			break;
 		}
+		io.end_ms = end; /* it said something: the session's own deadline from here on */
 		if (m.type == RN_DW_DONE) {
 			rn_dw_msg_free(&m);
 			break;
@@ -517,6 +586,7 @@ static void *sessions(void *arg)
 		j = srv->queue[0];
 		memmove(&srv->queue[0], &srv->queue[1], --srv->nqueued * sizeof(srv->queue[0]));
 		srv->running = 1;
+		srv->running_ss = j.ss;
 		pthread_mutex_unlock(&srv->lock);
 
 		t0 = rn_doctor_now_ms();
@@ -550,41 +620,44 @@ static void *sessions(void *arg)
 
 /* ---- the front desk ------------------------------------------------------------------ */
 
-/* Read what each waiting connection sent; judge its deadline; queue whole inventories. */
+/* Read what @w sent; judge its deadline; queue a whole inventory. */
+static void read_one(struct serve *srv, struct waiting *w)
+{
+	struct rn_dw_msg m;
+	char why[320];
+	int ret;
+
+	ret = rn_dw_read_some(w->fd, &w->rd, &m, why, sizeof(why));
+	if (!w->first_ms && (w->rd.got || !ret))
+		w->first_ms = rn_doctor_now_ms();
+	if (ret == -EAGAIN) {
+		if (rn_doctor_now_ms() >= w_deadline(w))
+			w_drop(w, w->first_ms ? "no whole inventory within "
+			       STR(SERVE_MSG_MS) " ms of its first byte" :
+			       "sent nothing within " STR(SERVE_IDLE_MS) " ms");
+		return;
+	}
+	if (ret == -ENOBUFS) {
+		w_drop(w, why);
+		return;
+	}
+	if (ret) {
+		/* garbage is news (a wrong version, another program), once a minute an address */
+		log_limited(LOG_REJECT, &w->ss, "rejected %s: %s", w->who, why);
+		w_close(w);
+		return;
+	}
+	enqueue(srv, w, &m);
+}
+
+/* Every waiting connection, in turn. */
 static void read_all_waiting(struct serve *srv)
 {
 	int i;
 
-	for (i = 0; i < SERVE_MAX; i++) {
-		struct waiting *w = &srv->tab[i];
-		struct rn_dw_msg m;
-		char why[320];
-		int ret;
-
-		if (w->fd < 0)
-			continue;
-		ret = rn_dw_read_some(w->fd, &w->rd, &m, why, sizeof(why));
-		if (!w->first_ms && (w->rd.got || !ret))
-			w->first_ms = rn_doctor_now_ms();
-		if (ret == -EAGAIN) {
-			if (rn_doctor_now_ms() >= w_deadline(w))
-				w_drop(w, w->first_ms ? "no whole inventory within "
-				       STR(SERVE_MSG_MS) " ms of its first byte" :
-				       "sent nothing within " STR(SERVE_IDLE_MS) " ms");
-			continue;
-		}
-		if (ret == -ENOBUFS) {
-			w_drop(w, why);
-			continue;
-		}
-		if (ret) {
-			/* garbage is news (a wrong version, another program): always said */
-			rn_doctor_slog("rejected %s: %s", w->who, why);
-			w_close(w);
-			continue;
-		}
-		enqueue(srv, w, &m);
-	}
+	for (i = 0; i < SERVE_MAX; i++)
+		if (srv->tab[i].fd >= 0)
+			read_one(srv, &srv->tab[i]);
 }
 
 static int serve_init(struct serve *srv, struct rn_doctor *d)

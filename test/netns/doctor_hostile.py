@@ -12,6 +12,10 @@ doctor_hostile.py session HOST PORT [--ips A,B,...] [--probes N] [--interval S]
     address, CHECKS without pairs), then N probe requests, one per S seconds: the same
     pair each time, or every (server NIC, our NIC) pair in turn. Reports how many were
     answered and whether the server closed.
+doctor_hostile.py squat HOST PORT [--conns N] [--seconds S] [--source IP] [--ready FILE]
+    N clients that each send a valid inventory, take their session with CHECKS naming no
+    pair, then send nothing; each starts again when the server closes it or says busy.
+    Reports the sessions taken, the busy answers and the longest a session was held.
 doctor_hostile.py trickle-server PORT [--interval S] [--seconds S] [--ready FILE]
     A server that takes one client's inventory, then sends a valid inventory header one
     byte per interval; reports how many bytes went out before the client hung up.
@@ -21,6 +25,7 @@ Exit 0 once it ran; the tests read the report.
 """
 import argparse
 import select
+import threading
 import socket
 import struct
 import sys
@@ -164,6 +169,59 @@ def session(a):
     s.close()
 
 
+def squat(a):
+    end = time.monotonic() + a.seconds
+    stats = {"sessions": 0, "busy": 0, "longest": 0.0, "errors": 0}
+    lock = threading.Lock()
+
+    def one():
+        while time.monotonic() < end:
+            try:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.settimeout(max(0.1, end - time.monotonic()))
+                if a.source:
+                    s.bind((a.source, 0))
+                s.connect((a.host, a.port))
+                s.sendall(inventory(["198.18.0.99"]))
+                while True:
+                    mtype, p = recv_msg(s)
+                    if mtype != WAIT:
+                        break
+                if mtype == BUSY:
+                    with lock:
+                        stats["busy"] += 1
+                    s.close()
+                    time.sleep(0.05)
+                    continue
+                s.sendall(header(CHECKS, 4) + b"\0\0\0\0")
+                t0 = time.monotonic()
+                with lock:
+                    stats["sessions"] += 1
+                try:
+                    while s.recv(4096):
+                        pass  # its CHECKS; then nothing from us, until it closes
+                except (socket.timeout, OSError):
+                    pass
+                with lock:
+                    stats["longest"] = max(stats["longest"], time.monotonic() - t0)
+                s.close()
+            except (EOFError, OSError):
+                with lock:
+                    stats["errors"] += 1
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(a.conns)]
+    for t in threads:
+        t.start()
+    if a.ready:
+        open(a.ready, "w").write("squat\n")
+    for t in threads:
+        t.join(a.seconds + 5)
+    print("squat: %d squatters, %d sessions taken, %d told busy, longest held %.1f s, "
+          "%d errors" % (a.conns, stats["sessions"], stats["busy"], stats["longest"],
+                         stats["errors"]), flush=True)
+
+
 def trickle_server(a):
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -236,6 +294,13 @@ def main():
     s.add_argument("--interval", type=float, default=0.02)
     s.add_argument("--pairs", choices=("repeat", "distinct"), default="repeat")
     s.add_argument("--ready")
+    q = sub.add_parser("squat")
+    q.add_argument("host")
+    q.add_argument("port", type=int)
+    q.add_argument("--conns", type=int, default=40)
+    q.add_argument("--seconds", type=float, default=20)
+    q.add_argument("--source")
+    q.add_argument("--ready")
     t = sub.add_parser("trickle-server")
     t.add_argument("port", type=int)
     t.add_argument("--interval", type=float, default=5)
@@ -246,7 +311,7 @@ def main():
     c.add_argument("--seconds", type=float, default=5)
     c.add_argument("--ready")
     a = ap.parse_args()
-    {"big": big, "session": session, "trickle-server": trickle_server,
+    {"big": big, "session": session, "squat": squat, "trickle-server": trickle_server,
      "arpcount": arpcount}[a.cmd](a)
     return 0
 
