@@ -852,6 +852,27 @@ static int post(struct rn_rma_ctx *x, struct rn_send_comm *sc, int rank, struct 
 	return 0;
 }
 
+/* A request for the @n WRs, posted: 0 with it in *@out, or -errno (nothing posted). */
+static int submit(struct rn_rma_ctx *x, struct rn_send_comm *sc, int rank, struct ibv_send_wr *wr,
+		  int n, struct rn_rma_req **out)
+{
+	struct rn_rma_req *q = req_get(x, rank, n);
+	int ret;
+
+	if (!q) {
+		rn_warn(RN_SUB_NET, RN_PFX "RMA: all %d requests in flight (NCCL tests none?)",
+			x->nreqs);
+		return -ENOBUFS;
+	}
+	ret = post(x, sc, rank, wr, n, q);
+	if (ret) {
+		req_put(q);
+		return ret;
+	}
+	*out = q;
+	return 0;
+}
+
 #define RMA_MAX_WR 8 /* chunks of one put or get, plus its signal */
 
 /* @size bytes as WRs of @op of at most the comm's largest message each. */
@@ -891,7 +912,6 @@ int rn_rma_put(struct rn_rma_ctx *x, int context, uint64_t src_off, struct rn_rm
 	struct ibv_send_wr wr[RMA_MAX_WR];
 	struct ibv_sge sge[RMA_MAX_WR];
 	struct rn_send_comm *sc;
-	struct rn_rma_req *q;
 	int n = 0, ret;
 
 	*out = NULL;
@@ -935,19 +955,7 @@ int rn_rma_put(struct rn_rma_ctx *x, int context, uint64_t src_off, struct rn_rm
 		wr[n].wr.atomic.compare_add = sig->value;
 		n++;
 	}
-	q = req_get(x, rank, n);
-	if (!q) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA: all %d requests in flight (NCCL tests none?)",
-			x->nreqs);
-		return -ENOBUFS;
-	}
-	ret = post(x, sc, rank, wr, n, q);
-	if (ret) {
-		req_put(q);
-		return ret;
-	}
-	*out = q;
-	return 0;
+	return submit(x, sc, rank, wr, n, out);
 }
 
 int rn_rma_get(struct rn_rma_ctx *x, int context, uint64_t remote_off, struct rn_rma_mr *remote,
@@ -957,7 +965,6 @@ int rn_rma_get(struct rn_rma_ctx *x, int context, uint64_t remote_off, struct rn
 	struct ibv_send_wr wr[RMA_MAX_WR];
 	struct ibv_sge sge[RMA_MAX_WR];
 	struct rn_send_comm *sc;
-	struct rn_rma_req *q;
 	int n, ret;
 
 	*out = NULL;
@@ -977,16 +984,7 @@ int rn_rma_get(struct rn_rma_ctx *x, int context, uint64_t remote_off, struct rn
 		   remote->addr[rank] + remote_off, remote->rkey[rank], size, wr, sge, RMA_MAX_WR);
 	if (n < 0)
 		return n;
-	q = req_get(x, rank, n);
-	if (!q)
-		return -ENOBUFS;
-	ret = post(x, sc, rank, wr, n, q);
-	if (ret) {
-		req_put(q);
-		return ret;
-	}
-	*out = q;
-	return 0;
+	return submit(x, sc, rank, wr, n, out);
 }
 
 int rn_rma_flush(struct rn_rma_ctx *x, int context, struct rn_rma_mr *mr, int rank,
@@ -995,7 +993,6 @@ int rn_rma_flush(struct rn_rma_ctx *x, int context, struct rn_rma_mr *mr, int ra
 	struct ibv_send_wr wr;
 	struct ibv_sge sge;
 	struct rn_send_comm *sc;
-	struct rn_rma_req *q;
 	int ret;
 
 	*out = NULL;
@@ -1009,16 +1006,7 @@ int rn_rma_flush(struct rn_rma_ctx *x, int context, struct rn_rma_mr *mr, int ra
 	/* a READ completes after every WRITE posted before it on the QP has landed */
 	chunks(sc, IBV_WR_RDMA_READ, (uintptr_t)x->scratch, x->scratch_mr->ibmr->lkey,
 	       mr->addr[rank], mr->rkey[rank], RN_MIN(mr->size[rank], 8), &wr, &sge, 1);
-	q = req_get(x, rank, 1);
-	if (!q)
-		return -ENOBUFS;
-	ret = post(x, sc, rank, &wr, 1, q);
-	if (ret) {
-		req_put(q);
-		return ret;
-	}
-	*out = q;
-	return 0;
+	return submit(x, sc, rank, &wr, 1, out);
 }
 
 /* Reap @rank's completions. */

@@ -50,8 +50,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A group of one on device @dev, and its context. */
-static void one_up(struct fx *f, int dev, struct one *o)
+/* A group of one on device @dev (its listener closed, as NCCL does after the connect). */
+static void group_of_one(struct fx *f, int dev, struct one *o)
 {
 	void *h[1];
 
@@ -60,6 +60,12 @@ static void one_up(struct fx *f, int dev, struct one *o)
 	h[0] = o->handle;
 	assert_int_equal(rn_rma_connect(&f->eng, h, 1, 0, o->l, &o->g), 0);
 	assert_int_equal(rn_rma_close_listen(o->l), 0);
+}
+
+/* ... and its context of 2 contexts, traffic class 106. */
+static void one_up(struct fx *f, int dev, struct one *o)
+{
+	group_of_one(f, dev, o);
 	assert_int_equal(rn_rma_ctx_create(o->g, 2, 106, 0, 1, &o->x), 0);
 }
 
@@ -238,7 +244,6 @@ static void refused_pair_fails_the_context(void **state)
 	struct rn_rma_ctx *x = (void *)1;
 	struct fake_wire_stats st;
 	struct one o;
-	void *h[1];
 
 	s.poll_ret = -EHOSTUNREACH;
 	s.finding.cause = RN_CAUSE_NEIGH_WRONG_MAC;
@@ -246,11 +251,7 @@ static void refused_pair_fails_the_context(void **state)
 	s.finding.msg = (char *)"neighbour 198.18.0.1 holds the wrong MAC"; /* the fake copies it */
 	s.finding.fix = (char *)"sysctl -w net.ipv4.conf.all.arp_ignore=1";
 	fake_path_set("rxe0", &s);
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(rn_rma_listen(&f->eng, 0, o.handle, &o.l), 0);
-	h[0] = o.handle;
-	assert_int_equal(rn_rma_connect(&f->eng, h, 1, 0, o.l, &o.g), 0);
-	rn_rma_close_listen(o.l);
+	group_of_one(f, 0, &o);
 	assert_int_equal(rn_rma_ctx_create(o.g, 1, -1, 0, 1, &x), -EHOSTUNREACH);
 	assert_null(x);
 	assert_true(fx_warn_seen("connection refused here [neigh-wrong-mac]"));
@@ -266,14 +267,9 @@ static void no_atomics_is_refused(void **state)
 	struct fx *f = *state;
 	struct rn_rma_ctx *x = (void *)1;
 	struct one o;
-	void *h[1];
 
 	f->devs[1].attr.atomic_cap = IBV_ATOMIC_NONE;
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(rn_rma_listen(&f->eng, 1, o.handle, &o.l), 0);
-	h[0] = o.handle;
-	assert_int_equal(rn_rma_connect(&f->eng, h, 1, 0, o.l, &o.g), 0);
-	rn_rma_close_listen(o.l);
+	group_of_one(f, 1, &o);
 	assert_int_equal(rn_rma_ctx_create(o.g, 1, -1, 0, 1, &x), -EOPNOTSUPP);
 	assert_null(x);
 	assert_true(fx_warn_seen("rxe1 has no RDMA atomics"));
