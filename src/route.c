@@ -844,6 +844,45 @@ static void check_stale_rules(const struct rn_host *host, struct rn_nic *nic, st
 	}
 }
 
+/*
+ * A 'from <ip>' rule that also matches on a mark, an input or output interface, or a
+ * selector the snapshot does not model (uidrange, ipproto, ports...) selects nothing for
+ * RoCE's traffic, which is unmarked, locally made and of no user: said in no-rule's
+ * message (var "qualified", "" when there is none), which otherwise reads as if the user
+ * had no rule at all.
+ */
+static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic,
+			    struct rn_vars *v)
+{
+	int i, full = nic->ip.family == AF_INET6 ? 128 : 32, n = 0;
+	char b[160];
+
+	rn_vars_set(v, "qualified", "%s", "");
+	for (i = 0; i < host->nrules; i++) {
+		const struct rn_nl_rule *r = &host->rules[i];
+		size_t o;
+
+		if (r->family != nic->ip.family || r->src_len != full ||
+		    !rn_ip_equal(&r->src, &nic->ip) || r->invert ||
+		    (!r->fwmark && (!r->iif[0] || !strcmp(r->iif, "lo")) && !r->oif[0] &&
+		     !r->opaque))
+			continue;
+		rule_str(r, b, sizeof(b));
+		o = strlen(b);
+		if (r->iif[0] && o < sizeof(b))
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " iif %s", r->iif);
+		if (r->oif[0] && o < sizeof(b))
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " oif %s", r->oif);
+		if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
+			snprintf(b + o, sizeof(b) - o, " and more selectors");
+		rn_vars_append(v, "qualified", "", "%s'%s' (pref %u)", n++ ? ", " : "; ", b,
+			       r->priority);
+	}
+	if (n)
+		rn_vars_append(v, "qualified", "", " match%s only marked, forwarded or selected "
+			       "traffic, and RoCE's is none of those", n == 1 ? "es" : "");
+}
+
 static int has_route_fix(const struct rn_nic *nic)
 {
 	int i;
@@ -981,6 +1020,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		/* Said once: route-wrong-nic and no-route already carry the same fix. */
 		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
 			rn_route_fix_vars(host, nic, &v);
+			qualified_rules(host, nic, &v);
 			rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, &v);
 		}
 	}

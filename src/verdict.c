@@ -47,9 +47,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	[RN_CAUSE_NO_RULE] = {
 		"no-rule", RN_SEV_WARN,
 		"{nic} ({dev} {ip}) shares {subnet} with {others} but no 'from {ip}' rule selects "
-		"a table for it",
+		"a table for it{qualified}",
 		"{route_fix}{alt}",
-		"nic dev ip subnet others route_fix alt",
+		"nic dev ip subnet others route_fix alt qualified",
 	},
 	[RN_CAUSE_RULE_WRONG_NIC] = {
 		"rule-wrong-nic", RN_SEV_FATAL,

@@ -112,5 +112,20 @@ fl_layout "nic1's secondary IP with a rule of its own" nic0,nic1,nic2 nic0= nic1
 [ "$(jq_py "$J" "[n['ip'] for n in d['nics'] if n['netdev'] == 'nic1'][0]")" = 198.18.0.112 ] ||
 	rn_fail "nic1's source is not the secondary IP its rule routes"
 
+# The seed's rules with a fwmark (a mark-based routing scheme's): they select nothing for
+# RoCE's unmarked traffic. no-rule says which rules exist and why they do not count.
+flat
+for i in 0 1 2; do
+	ip -n "$H" route add 198.18.0.0/24 dev nic$i src "${ips[i]}" table $((101 + i))
+	ip -n "$H" rule add from "${ips[i]}" fwmark 0x1 lookup $((101 + i)) priority $((101 + i))
+done
+fl_layout "seed rules that also match fwmark 0x1" nic0,nic1,nic2 nic0=no-rule \
+	nic1=route-wrong-nic nic2=route-wrong-nic
+pre=$FL_T/j$((FL_J - 1)).json
+msg=$(jq_py "$pre" "[f['message'] for n in d['nics'] if n['netdev'] == 'nic0' for f in n['findings'] if f['cause'] == 'no-rule'][0]")
+echo "    $msg"
+grep -q "no 'from 198.18.0.11' rule selects a table for it; 'from 198.18.0.11 fwmark 0x1 lookup 101' (pref 101) matches only marked" <<<"$msg" ||
+	rn_fail "no-rule does not name the fwmark rule that does not count"
+
 printf '%s\n' "${FL_REPORT[@]}"
 echo PASS

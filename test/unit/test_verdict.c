@@ -55,6 +55,7 @@ static void test_render_fix_names_dev_ip_table(void **state)
 	rn_vars_set(&v, "route_fix", "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 "
 		    "table 102; ip rule add from 198.18.0.2 lookup 102 priority 102");
 	rn_vars_set(&v, "alt", "  # or, for all NICs at once: roce-policy-routing ens1f1 ens1f0");
+	rn_vars_set(&v, "qualified", "%s", ""); /* no 'from' rule with a mark or an iif */
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NO_RULE, &v), 0);
 	assert_int_equal(f.cause, RN_CAUSE_NO_RULE);
 	assert_int_equal(f.sev, RN_SEV_WARN);
