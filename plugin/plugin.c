@@ -142,12 +142,6 @@ ncclResult_t rn_plugin_result(int err)
 	}
 }
 
-#define misuse(fmt, ...)                                                            \
-	({                                                                           \
-		rn_warn(RN_SUB_NET, RN_PFX "%s: " fmt, __func__, ##__VA_ARGS__);     \
-		ncclInternalError;                                                   \
-	})
-
 static struct rn_plugin_ctx *to_ctx(void *ctx)
 {
 	return ctx_find(ctx, 0);

@@ -23,6 +23,13 @@ extern const ncclNet_v12_t ncclNetPlugin_v12;
 /* NCCL 2.30.7's RMA backend (plugin_rma.c), found in the net plugin's library. */
 extern const ncclRma_v14_t ncclRmaPlugin_v14;
 
+/* NCCL handed us what it must not (a NULL, an index out of range): said, and its error. */
+#define misuse(fmt, ...)                                                            \
+	({                                                                           \
+		rn_warn(RN_SUB_NET, RN_PFX "%s: " fmt, __func__, ##__VA_ARGS__);     \
+		ncclInternalError;                                                   \
+	})
+
 /* The one translation of the core's -errno into NCCL's result codes (see rn_net.h). */
 ncclResult_t rn_plugin_result(int err);
 

@@ -14,12 +14,6 @@
 #include "rn_log.h"
 #include "rn_rma.h"
 
-#define misuse(fmt, ...)                                                            \
-	({                                                                           \
-		rn_warn(RN_SUB_NET, RN_PFX "RMA %s: " fmt, __func__, ##__VA_ARGS__); \
-		ncclInternalError;                                                   \
-	})
-
 static ncclResult_t rma_init(void **ctx, uint64_t comm_id, ncclDebugLogger_t logger)
 {
 	if (logger)

@@ -337,10 +337,16 @@ static int pend_step(struct rn_rma_coll *g, const struct rn_rma_listen *l, struc
 int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int rank,
 		   struct rn_rma_listen *l, struct rn_rma_coll **out)
 {
-	struct sockaddr_storage src, peer;
+	/* every rank's handle, decoded once; greeted: our greeting is out on out[r] */
+	struct rma_peer {
+		struct sockaddr_storage addr;
+		uint64_t nonce;
+		int greeted;
+	} *peers = NULL;
+	struct sockaddr_storage src;
 	struct rn_rma_coll *g;
-	uint64_t deadline, nonce;
-	int r, ret = 0, nin = 0, nout = 0, *connected = NULL, npend = 0, maxpend;
+	uint64_t deadline;
+	int r, ret = 0, nin = 0, nout = 0, npend = 0, maxpend;
 	struct pend *pend = NULL;
 	char a[80];
 
@@ -359,16 +365,24 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 	g->timeout_ms = RN_MAX(eng->cfg.connect_timeout_ms, 1000);
 	g->out = malloc(sizeof(int) * (size_t)nranks);
 	g->in = malloc(sizeof(int) * (size_t)nranks);
-	connected = calloc((size_t)nranks, sizeof(int));
+	peers = calloc((size_t)nranks, sizeof(*peers));
 	maxpend = nranks + 16; /* every rank, and room for a few strangers */
 	pend = calloc((size_t)maxpend, sizeof(*pend));
-	if (!g->out || !g->in || !connected || !pend) {
+	if (!g->out || !g->in || !peers || !pend) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	for (r = 0; r < nranks; r++)
+	for (r = 0; r < nranks; r++) {
 		g->out[r] = g->in[r] = -1;
-	if (handle_decode(handles[rank], &peer, &nonce) || nonce != l->nonce) {
+		if (r != rank && handle_decode(handles[r], &peers[r].addr, &peers[r].nonce)) {
+			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not ours (another "
+				"plugin or version on that rank?)", r);
+			ret = -EPROTO;
+			goto fail;
+		}
+	}
+	if (handle_decode(handles[rank], &peers[rank].addr, &peers[rank].nonce) ||
+	    peers[rank].nonce != l->nonce) {
 		rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not this rank's "
 			"listener", rank);
 		ret = -EINVAL;
@@ -379,17 +393,11 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 	for (r = 0; r < nranks; r++) {
 		if (r == rank)
 			continue;
-		if (handle_decode(handles[r], &peer, &nonce)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not ours (another "
-				"plugin or version on that rank?)", r);
-			ret = -EPROTO;
-			goto fail;
-		}
 		/* the greeting follows once the connect is through (the loop below) */
-		ret = rn_oob_connect(&peer, &src, &g->out[r]);
+		ret = rn_oob_connect(&peers[r].addr, &src, &g->out[r]);
 		if (ret && ret != -EAGAIN && ret != -EINPROGRESS) {
 			rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
-				rn_sockaddr_str(&peer, a, sizeof(a)), strerror(-ret));
+				rn_sockaddr_str(&peers[r].addr, a, sizeof(a)), strerror(-ret));
 			goto fail;
 		}
 	}
@@ -398,25 +406,23 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 		int fd, progress = 0, k;
 
 		for (r = 0; r < nranks; r++) {
-			struct rma_greet gr = { .magic = htobe64(RMA_MAGIC),
+			struct rma_greet gr = { .magic = htobe64(RMA_MAGIC), .nonce = peers[r].nonce,
 						.rank = htobe32((uint32_t)rank),
 						.nranks = htobe32((uint32_t)nranks) };
 
-			if (r == rank || connected[r])
+			if (r == rank || peers[r].greeted)
 				continue;
 			ret = rn_oob_connect_poll(g->out[r]);
 			if (ret == -EAGAIN)
 				continue;
-			handle_decode(handles[r], &peer, &nonce);
-			gr.nonce = nonce;
 			if (!ret) /* 24 bytes into an empty socket buffer: never waits */
 				ret = write_all(g->out[r], &gr, sizeof(gr), deadline);
 			if (ret) {
 				rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
-					rn_sockaddr_str(&peer, a, sizeof(a)), strerror(-ret));
+					rn_sockaddr_str(&peers[r].addr, a, sizeof(a)), strerror(-ret));
 				goto fail;
 			}
-			connected[r] = 1;
+			peers[r].greeted = 1;
 			nout++;
 			progress = 1;
 		}
@@ -460,7 +466,7 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 	for (r = 0; r < npend; r++)
 		close(pend[r].fd);
 	free(pend);
-	free(connected);
+	free(peers);
 	rn_info(RN_SUB_NET, RN_PFX "RMA group of %d ranks on %s:%d (rank %d) connected", nranks,
 		g->dev->nic.ibdev, g->dev->nic.port, rank);
 	*out = g;
@@ -469,7 +475,7 @@ fail:
 	for (r = 0; r < npend; r++)
 		close(pend[r].fd);
 	free(pend);
-	free(connected);
+	free(peers);
 	coll_free(g);
 	return ret;
 }
@@ -1094,9 +1100,15 @@ static int rma_plugin_foreign(const char *list)
 void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *refused)
 {
 	const struct rn_config *cfg = &eng->cfg;
-	char why[768] = "", what[256];
-	int i, n = 0, mlx5 = 0, gdaki;
+	int i, n = 0, mlx5 = 0, foreign = rma_plugin_foreign(cfg->rma_plugin), gdaki;
+	char why[768] = "";
 
+	for (i = 0; i < eng->ndevs; i++)
+		mlx5 |= !strncmp(eng->devs[i]->nic.ibdev, "mlx5", 4);
+	/* GDAKI: NCCL's GPU-initiated backend, on mlx5 alone, taken unless the proxy is asked for */
+	gdaki = mlx5 && cfg->gin_enable && cfg->gin_type != 2;
+	if (!foreign && !gdaki)
+		return; /* the traffic comes through us: no GID table is read again at init */
 	if (nrefused)
 		n += snprintf(why + n, sizeof(why) - (size_t)n, "this plugin refused %s, which NCCL's "
 			      "own backend would use", refused ? refused : "a NIC");
@@ -1104,7 +1116,6 @@ void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *
 		const struct rn_dev *d = eng->devs[i];
 		int theirs = rn_gid_netib_index(d->ctx, d->nic.port, cfg);
 
-		mlx5 |= !strncmp(d->nic.ibdev, "mlx5", 4);
 		if (theirs < 0 || theirs == d->nic.gid_index)
 			continue;
 		n += snprintf(why + n, sizeof(why) - (size_t)n, "%s%s:%d: NCCL's would send from GID "
@@ -1113,16 +1124,12 @@ void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *
 	}
 	if (!why[0])
 		return; /* the same NICs and GIDs either way: nothing is bypassed that we check */
-	if (rma_plugin_foreign(cfg->rma_plugin)) {
-		snprintf(what, sizeof(what), "NCCL_RMA_PLUGIN=%s: NCCL 2.30 runs its one-sided "
-			 "traffic (ncclPutSignal, the device API's GIN proxy) on that backend",
-			 cfg->rma_plugin);
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s, not on this plugin, with none of its "
-			"route and ARP checks, and here that matters: %s; unset NCCL_RMA_PLUGIN to run "
-			"it over nccl-net-roce", what, why);
-	}
-	/* GDAKI: NCCL's GPU-initiated backend, on mlx5 alone, taken unless the proxy is asked for */
-	gdaki = mlx5 && cfg->gin_enable && cfg->gin_type != 2;
+	if (foreign)
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_RMA_PLUGIN=%s: NCCL 2.30 runs its "
+			"one-sided traffic (ncclPutSignal, the device API's GIN proxy) on that backend, "
+			"not on this plugin, with none of its route and ARP checks, and here that "
+			"matters: %s; unset NCCL_RMA_PLUGIN to run it over nccl-net-roce",
+			cfg->rma_plugin, why);
 	if (gdaki)
 		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL 2.30 runs device-API (GIN) kernels on "
 			"mlx5 through its own GDAKI backend, with net_ib's GID choice and no route or "
