@@ -43,6 +43,7 @@ enum rn_wr_kind {
 	RN_WR_CTS = 2,   /* wr_id = WRs this completion retires << 3 | 2 (0: unsignaled) */
 	RN_WR_FLUSH = 3, /* wr_id = struct rn_req * | 3 */
 	RN_WR_RECV = 4,  /* wr_id = qp index << 3 | 4 */
+	RN_WR_CTRL = 5,  /* wr_id = path << 3 | 5: a failover message (src/failover.c) */
 };
 #define RN_WR_KIND(id) ((int)((id) & 7))
 #define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
@@ -81,7 +82,8 @@ struct rn_req {
 	const void *data;
 	size_t size;
 	uint32_t lkey;                /* member 0's */
-	struct rn_mr *mr;             /* the other members' keys (vNIC) */
+	struct rn_mr *mr;             /* the other members' keys (vNIC); a flush's buffer */
+	struct rn_mr *mrs[RN_MAX_RECVS]; /* recv: each buffer's (a failover finds its keys again) */
 	struct rn_send_slot *slot;
 	struct rn_req *next_free;
 };
@@ -130,6 +132,63 @@ struct rn_member {
 #define RN_RMA_QP_ACCESS                                                                    \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
+/*
+ * Failover (src/failover.c): a comm on one NIC keeps spare NIC pairs connected beside
+ * its own, each a sibling NIC here and one at the peer (spare j of one end pairs with
+ * spare j of the other), with as many QPs as the comm. Path 0 is the pair the comm was
+ * made on. The comm's own fields (mem[0], rpeer[0], qps[], the peer's control rkey,
+ * the flush QP) always hold the pair in use; a move swaps them with the chosen path's.
+ */
+enum rn_path_state { RN_PATH_SPARE = 1, RN_PATH_DEAD };
+
+struct rn_recv_comm;
+struct rn_send_comm;
+
+struct rn_path {
+	int state;                    /* the active path's slot keeps its last state */
+	struct rn_member mem;         /* our NIC of the pair */
+	struct rn_peer_facts rpeer;   /* the peer's */
+	uint32_t rctrl_rkey;          /* the peer's control block on its NIC of the pair */
+	struct ibv_qp *qps[RN_MAX_QPS];
+	struct ibv_qp *flush_qp;      /* receiver, when it flushes GPU receives */
+	int ok_here, ok_there;        /* the path check passed here / at the peer */
+	char why[160];                /* why it died */
+};
+
+/*
+ * The data path's steps a move takes (src/xfer.c: rn_xfer_fo_hooks), reached through
+ * the comm so that src/failover.c, which src/xfer.c calls, calls nothing back by name.
+ */
+struct rn_fo_hooks {
+	void (*handle_wc)(struct rn_comm *c, int k, const struct ibv_wc *wc);
+	int (*recv_rewind)(struct rn_recv_comm *rc, uint32_t *seqs, int *n);
+	int (*send_resume)(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
+			   uint64_t *resent);
+};
+
+struct rn_failover {
+	const struct rn_fo_hooks *hooks;
+	int npaths;                   /* path[0] (the comm's own pair) and the spares */
+	int active;                   /* the path in the comm's fields */
+	struct rn_path path[1 + RN_SPARES_MAX];
+	uint32_t epoch;               /* moves agreed (the receiver counts, the sender follows) */
+	uint32_t seen;                /* sender: the newest RESUME applied */
+	uint64_t since_ns;            /* the current move's detection */
+	uint64_t deadline_ns;         /* sender: the RESUME is due by then */
+	int quiesced;                 /* sender: the old pair is in ERR and drained */
+	int moves;                    /* moves made */
+	uint64_t resent;              /* bytes sent again, all moves */
+};
+
+/* The control block's failover mailboxes: one 256-byte inbox and outbox per path. */
+#define RN_CTRL_FO_OFF (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64)
+#define RN_FO_BOX 256
+#define RN_CTRL_INBOX(p) (RN_CTRL_FO_OFF + (size_t)(p) * RN_FO_BOX)
+#define RN_CTRL_OUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(1 + RN_SPARES_MAX + (p)) * RN_FO_BOX)
+#define RN_CTRL_FO_LEN ((size_t)2 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
+#define RN_IMM_CTRL 0xfffffffeu       /* a failover message landed in the inbox */
+#define RN_FO_RECV_WRS 8              /* receives on a sender's spare QP (RESUMEs) */
+
 struct rn_comm {
 	struct rn_own own;            /* set while NCCL holds it (between hand-out and close) */
 	int role;                     /* enum rn_role */
@@ -174,6 +233,12 @@ struct rn_comm {
 	uint64_t created_ns;
 	uint64_t gid_check_ns;        /* the last look at the GID table (slow checks) */
 	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
+	/* failover (src/failover.c): NULL without spare pairs */
+	struct rn_failover *fo;
+	int moving;                   /* send side: waiting for the receiver's RESUME */
+	int draining;                 /* a move takes the old pair's last completions */
+	struct rn_dev *reg_dev;       /* the NIC NCCL's registrations are made on (mem[0] at creation) */
+	uint64_t rctrl_addr;          /* the peer's control block (its mailboxes) */
 };
 
 struct rn_send_comm {
@@ -208,6 +273,35 @@ struct rn_recv_comm {
 
 /* src/xfer.c */
 void rn_xfer_send_init(struct rn_send_comm *sc);
+/* A completion of @c's pair in use (member @k), as the data path takes it. */
+void rn_xfer_handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc);
+/*
+ * Failover's data-path steps (src/failover.c calls them; the pair in use is the new one):
+ * rn_xfer_recv_rewind() takes every receive posted and not complete as not delivered,
+ * finds its buffers' keys on the new NIC, writes their CTS entries again on QP 0, and
+ * lists their slot sequences in @seqs (@n of them); rn_xfer_send_resume() completes the
+ * slots the receiver has (those not in @seqs) and posts the others again (those it has
+ * matched), counting them in @nresent and their bytes in @resent. 0 or -errno.
+ */
+int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n);
+int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
+			uint64_t *resent);
+
+extern const struct rn_fo_hooks rn_xfer_fo_hooks;
+
+/* src/failover.c */
+/*
+ * @c's pair failed (@err, said in @why): move to a spare pair. 1 when the comm goes on
+ * (moved, or a move is under way), 0 when no pair is left (said, with every NIC's cause:
+ * the caller fails the comm).
+ */
+int rn_failover_begin(struct rn_comm *c, int err, const char *why);
+/* A failover message on the pair in use (its imm): taken as one from a spare. */
+void rn_failover_ctrl(struct rn_comm *c, int q);
+/* Poll the spare pairs (their messages) and drive a move under way. Returns c->err. */
+int rn_failover_poll(struct rn_comm *c);
+/* 1 when @status is a path's failure a move can cure (not the peer's protocol). */
+int rn_failover_status(int status);
 /* Pre-post the receives that WRITE_WITH_IMM consumes. */
 int rn_xfer_recv_init(struct rn_recv_comm *rc);
 /* Poll the comm's CQ once (a batch) and run the slow checks when idle. Returns c->err. */

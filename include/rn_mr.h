@@ -13,6 +13,8 @@
 
 #include "rn_dev.h"
 
+#define RN_MR_ALT_MAX 8 /* other NICs one registration may be carried to */
+
 struct rn_mr {
 	struct ibv_mr *ibmr;
 	struct rn_dev *dev;
@@ -28,6 +30,14 @@ struct rn_mr {
 	 */
 	int nmem;
 	struct rn_mr *mem[RN_VNIC_MAX];
+	/*
+	 * Failover (src/failover.c): the same range registered on the NICs a comm moved to,
+	 * made on first use and released with this one; a DMA-BUF registration keeps a dup
+	 * of its fd for them (NCCL closes its own after regMrDmaBuf).
+	 */
+	int fd;           /* -1: none */
+	uint64_t fd_off;  /* the fd's offset of base */
+	struct rn_mr *alt[RN_MR_ALT_MAX];
 };
 
 /* The keys of @mr on member @k (0 for a plain MR). */
@@ -55,6 +65,14 @@ int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_
 	      uint64_t offset, struct rn_mr **out);
 /* Drop one reference; deregisters at zero. 0, or -EINVAL for an MR @dev's cache does not hold. */
 int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr);
+
+/*
+ * @mr's range as registered on @dev: @mr itself when it is @dev's, else the registration
+ * made there on first use (host memory and nvidia-peermem by address, DMA-BUF through
+ * the kept fd) and held until @mr is released. 0, -EOPNOTSUPP (a vNIC handle), -ENOSPC,
+ * or the registration's error.
+ */
+int rn_mr_on(struct rn_mr *mr, struct rn_dev *dev, struct rn_mr **out);
 
 /* Access flags for every buffer NCCL hands us (plus relaxed ordering when @dev allows). */
 unsigned int rn_mr_access(const struct rn_dev *dev);

@@ -82,7 +82,11 @@ void rn_oob_recv_reset(struct rn_oob_buf *b);
  */
 int rn_oob_recv(int fd, struct rn_oob_buf *b);
 
-/* 0 while the peer keeps the socket open (nothing to read is fine), else -ECONNRESET. */
+/*
+ * 0 while the peer keeps the socket open (nothing to read is fine), -ECONNRESET when it
+ * closed it (its process ended), -ETIMEDOUT when TCP gave up on the path (keepalive,
+ * user timeout, unreachable: the peer may well be alive behind a failed NIC).
+ */
 int rn_oob_peer_alive(int fd);
 
 #endif /* RN_OOB_H */

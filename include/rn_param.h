@@ -23,6 +23,9 @@ enum rn_route_check {
 /* NCCL_IB_HCA: an exclusion list on a big host easily passes 256 characters */
 #define RN_HCA_STR_MAX 4096
 
+/* Sibling NIC pairs a comm keeps connected for failover (src/failover.c), at most. */
+#define RN_SPARES_MAX 3
+
 struct rn_config {
 	char ib_hca[RN_HCA_STR_MAX];        /* NCCL_IB_HCA, "" = all */
 	int gid_index;                      /* NCCL_IB_GID_INDEX, -1 = auto */
@@ -53,6 +56,9 @@ struct rn_config {
 	int mqp_retry_sleep_ms;             /* NCCL_IB_MQP_RETRY_SLEEP_MSEC: backoff step */
 	int merge_vfs;                      /* NCCL_IB_MERGE_VFS: VFs numbered as their NIC's ports */
 	int merge_nics;                     /* NCCL_IB_MERGE_NICS: makeVDevice allowed */
+	int failover;                       /* NCCL_ROCE_FAILOVER: move a comm off a failed NIC */
+	int failover_spares;                /* NCCL_ROCE_FAILOVER_SPARES: pairs kept per comm */
+	int ib_port_failover;               /* NCCL_IB_RESILIENCY_PORT_FAILOVER, -1 unset */
 };
 
 /* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */

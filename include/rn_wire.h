@@ -36,7 +36,13 @@
  *         without NULs; m, f <= RN_VERDICT_TEXT_MAX, the others <= RN_VERDICT_AUX_MAX.
  *         A cause this build does not know
  *         (a newer peer's) is kept as a number and shown as "unknown cause N".
- * READY   (0 bytes): the connector's QPs are in RTS.
+ *         From version 5, byte 157 of HELLO counts spare NIC pairs (0..RN_SPARES_MAX,
+ *         src/failover.c), appended after the QP numbers: per spare its NIC's facts
+ *         (128), the control block's rkey on that NIC (4), then nqps QP numbers. The
+ *         receiver offers at most as many as the sender did; spare j of one end pairs
+ *         with spare j of the other.
+ * READY   (0 or 4 bytes): the connector's QPs are in RTS; be32 bit j: the connector's
+ *         path check passed spare j (the receiver moves a comm only to a pair both passed).
  */
 #ifndef RN_WIRE_H
 #define RN_WIRE_H
@@ -45,14 +51,15 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "rn_param.h"
 #include "rn_path.h"
 
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
 /* 2: VERDICT carries whole texts; 3: and where fixes run; 4: vNIC members, 64-byte CTS */
-#define RN_WIRE_VERSION 4
+#define RN_WIRE_VERSION 5          /* 5: spare NIC pairs (failover) in HELLO, a READY mask */
 #define RN_WIRE_VERSION_MIN 2      /* the oldest a header decoder accepts (a VERDICT without hosts) */
-#define RN_WIRE_HELLO_MIN 4        /* the oldest handle and HELLO: the data path changed in 4 */
+#define RN_WIRE_HELLO_MIN 5        /* the oldest handle and HELLO: the data path changed in 5 */
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 128              /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */
@@ -66,8 +73,9 @@ enum rn_msg_type {
 #define RN_WIRE_HDR_LEN 24
 #define RN_HELLO_FIXED_LEN 160
 #define RN_HELLO_MEMBER_LEN 136     /* facts (128) + FIFO rkey + sizes rkey */
+#define RN_HELLO_SPARE_LEN 132      /* facts (128) + control block rkey, then its QP numbers */
 #define RN_HELLO_MAX_LEN (RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (RN_VNIC_MAX - 1) + \
-			  4 * RN_MAX_QPS)
+			  4 * RN_MAX_QPS + RN_SPARES_MAX * (RN_HELLO_SPARE_LEN + 4 * RN_MAX_QPS))
 #define RN_VERDICT_FIXED_LEN 12
 #define RN_VERDICT_EXT_LEN 16       /* version 3: four more text lengths */
 #define RN_VERDICT_NTEXTS 6
@@ -105,6 +113,13 @@ struct rn_hello_member {
 	uint32_t fifo_rkey, sizes_rkey;
 };
 
+/* A spare NIC pair's end (failover): its NIC, and its QPs (as many as the comm's). */
+struct rn_hello_spare {
+	struct rn_peer_facts facts;
+	uint32_t ctrl_rkey;       /* the control block (FIFO or sizes) on this NIC */
+	uint32_t qpn[RN_MAX_QPS];
+};
+
 struct rn_hello {
 	int role;                 /* enum rn_role */
 	int nqps;
@@ -117,6 +132,8 @@ struct rn_hello {
 	int members;              /* NICs behind this end (0 encodes as 1) */
 	struct rn_hello_member more[RN_VNIC_MAX - 1]; /* members 1..members-1 */
 	uint32_t qpn[RN_MAX_QPS];
+	int spares;               /* spare NIC pairs offered (version 5) */
+	struct rn_hello_spare spare[RN_SPARES_MAX];
 };
 
 struct rn_verdict_msg {
@@ -139,6 +156,8 @@ int rn_handle_decode(const void *buf, size_t len, struct rn_handle_info *h);
 size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m);
 size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdict_msg *m);
 size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce);
+/* READY with the spare pairs the connector's check passed (bit j: spare j). */
+size_t rn_msg_encode_ready_mask(uint8_t *buf, uint64_t nonce, uint32_t spares_ok);
 
 /*
  * Validate a header (@len >= RN_WIRE_HDR_LEN): 0, -EBADMSG (magic, type, length
@@ -151,6 +170,8 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h);
  */
 int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m);
 int rn_msg_decode_verdict(const uint8_t *p, size_t len, struct rn_verdict_msg *m);
+/* READY's payload: @spares_ok = its mask (0 for an empty READY). 0 or -EBADMSG. */
+int rn_msg_decode_ready(const uint8_t *p, size_t len, uint32_t *spares_ok);
 
 /* "198.18.0.1:41000" / "[fd00::1]:41000" into @buf; returns @buf. */
 const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len);

@@ -166,16 +166,16 @@ static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
 
 /* ---- QPs -------------------------------------------------------------------- */
 
-/* QPs are created in RESET on member @k; the handshake moves them on (hs_connect_qps). */
-static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr,
-			        int *max_inline)
+/* QPs are created in RESET on member @m; the handshake moves them on (hs_connect_qps). */
+static struct ibv_qp *qp_create_on(struct rn_comm *c, const struct rn_member *m, int send_wr,
+				   int recv_wr, int *max_inline)
 {
 	struct ibv_qp_init_attr ia = { 0 };
 	struct ibv_qp *qp;
 
 	ia.qp_context = c;
-	ia.send_cq = c->mem[k].cq;
-	ia.recv_cq = c->mem[k].cq;
+	ia.send_cq = m->cq;
+	ia.recv_cq = m->cq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = (uint32_t)send_wr;
 	ia.cap.max_recv_wr = (uint32_t)recv_wr;
@@ -183,17 +183,23 @@ static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = max_inline ? (uint32_t)*max_inline : 0;
 	errno = 0;
-	qp = rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
+	qp = rn_verbs.create_qp(m->dev->pd, &ia);
 	if (!qp && max_inline && *max_inline) {
 		/* a device that inlines less: no inline at all, as before */
 		*max_inline = 0;
 		ia.cap.max_inline_data = 0;
 		errno = 0;
-		qp = rn_verbs.create_qp(c->mem[k].dev->pd, &ia);
+		qp = rn_verbs.create_qp(m->dev->pd, &ia);
 	}
 	if (qp && max_inline) /* what the device granted (verbs writes it back) */
 		*max_inline = RN_MIN(*max_inline, (int)ia.cap.max_inline_data);
 	return qp;
+}
+
+static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr,
+			        int *max_inline)
+{
+	return qp_create_on(c, &c->mem[k], send_wr, recv_wr, max_inline);
 }
 
 static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
@@ -334,12 +340,41 @@ static void own_add_comm(struct rn_comm *c)
 
 /* ---- comms ------------------------------------------------------------------ */
 
+/* What a path's slot holds (a spare's, or the pair a move left): all of it. */
+static void path_free(struct rn_comm *c, struct rn_path *p)
+{
+	int q;
+
+	for (q = 0; q < c->nqps; q++)
+		if (p->qps[q])
+			rn_verbs.destroy_qp(p->qps[q]);
+	if (p->flush_qp)
+		rn_verbs.destroy_qp(p->flush_qp);
+	if (p->mem.ctrl_mr)
+		rn_verbs.dereg_mr(p->mem.ctrl_mr);
+	if (p->mem.cq)
+		rn_verbs.destroy_cq(p->mem.cq);
+	rn_events_put(p->mem.ev);
+	memset(p->qps, 0, sizeof(p->qps));
+	p->flush_qp = NULL;
+	p->mem.ctrl_mr = NULL;
+	p->mem.cq = NULL;
+	p->mem.ev = NULL;
+}
+
 static void comm_free(struct rn_comm *c)
 {
 	int i;
 
 	if (!c)
 		return;
+	if (c->fo) {
+		for (i = 0; i < c->fo->npaths; i++)
+			if (i != c->fo->active)
+				path_free(c, &c->fo->path[i]);
+		free(c->fo);
+		c->fo = NULL;
+	}
 	if (c->role == RN_ROLE_RECV) {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
@@ -459,6 +494,7 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	c->fd = -1;
 	c->role = role;
 	c->eng = eng;
+	c->reg_dev = dev;
 	c->nmem = nmem;
 	c->rmem = rmem;
 	c->nqps = nqps;
@@ -504,9 +540,11 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 		if (!c->mem[k].cq)
 			goto err;
 	}
-	/* FIFO or staging (16 KiB) + sizes (1 KiB) + flush target, in one registration. */
-	c->ctrl_len = (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64 +
-		       pg - 1) & ~(pg - 1);
+	/*
+	 * FIFO or staging (16 KiB) + sizes (1 KiB) + flush target + the failover mailboxes,
+	 * in one registration.
+	 */
+	c->ctrl_len = (RN_CTRL_FO_OFF + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
 	/*
 	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
 	 * DataLoader) would otherwise make the next write here copy-on-write the page
@@ -578,6 +616,189 @@ err:
 	return NULL;
 }
 
+/* ---- spare NIC pairs (failover: src/failover.c) ------------------------------ */
+
+/*
+ * Which comms keep spares: NCCL's net traffic on one NIC against one (a vNIC spreads
+ * every message over its members already; the RMA backend's one-sided traffic has no
+ * slot to resume from).
+ */
+static int spares_wanted(const struct rn_engine *eng, int nmem, int rmem, unsigned int flags)
+{
+	if (!eng->cfg.failover || nmem != 1 || rmem != 1 || (flags & RN_CONN_RMA))
+		return 0;
+	return RN_MIN(eng->cfg.failover_spares, RN_MIN(eng->ndevs - 1, RN_SPARES_MAX));
+}
+
+/*
+ * Spare path @p on @d: its CQ, the control block registered there, nqps QPs sized as the
+ * comm's. -errno when @d cannot carry the comm as it is (its queues, inline, GPU flush).
+ */
+static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
+{
+	int sq = c->sq_cap, rq = c->role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
+	struct rn_recv_comm *rc = c->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
+	int q, cqe = c->nqps * (sq + rq) + (rc ? RN_SLOTS + 2 : 0);
+
+	memset(p, 0, sizeof(*p));
+	p->state = RN_PATH_SPARE;
+	p->mem.dev = d;
+	if (d->attr.max_qp_wr > 0 && d->attr.max_qp_wr < sq)
+		return -ENOSPC;
+	if (rc && c->flush_enabled && !(d->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF)))
+		return -EOPNOTSUPP;
+	{
+		/* by address now, as the comm's own pair (the index moves: GID_CHANGE) */
+		struct rn_vars v = RN_VARS_INIT;
+		int old, ret;
+
+		pthread_mutex_lock(&d->lock);
+		ret = rn_gid_refresh(d->ctx, &d->nic, &old, &v);
+		p->mem.gid_index = ret == -ENOENT ? -1 : d->nic.gid_index;
+		pthread_mutex_unlock(&d->lock);
+		rn_vars_free(&v);
+	}
+	if (p->mem.gid_index < 0)
+		return -EADDRNOTAVAIL;
+	p->mem.ev = rn_events_get(d);
+	if (p->mem.ev && rn_events_dev_err(p->mem.ev, d->nic.port))
+		return -ENETDOWN;
+	if (d->attr.max_cqe > 0 && cqe > d->attr.max_cqe)
+		cqe = d->attr.max_cqe;
+	errno = 0;
+	p->mem.cq = rn_verbs.create_cq(d->ctx, cqe, c, NULL, 0);
+	if (!p->mem.cq)
+		return errno ? -errno : -EIO;
+	p->mem.ctrl_mr = rn_verbs.reg_mr_iova2(d->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
+					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!p->mem.ctrl_mr)
+		return errno ? -errno : -EIO;
+	for (q = 0; q < c->nqps; q++) {
+		int inl = rc ? rc->cts_inline : 0;
+
+		p->qps[q] = qp_create_on(c, &p->mem, sq, rq, rc ? &inl : NULL);
+		if (!p->qps[q])
+			return errno ? -errno : -EIO;
+		if (rc && inl < rc->cts_inline)
+			return -EOPNOTSUPP; /* the data path posts CTS entries inline */
+	}
+	if (rc && c->flush_enabled) {
+		p->flush_qp = qp_create_on(c, &p->mem, RN_SLOTS + 1, 1, NULL);
+		if (!p->flush_qp)
+			return errno ? -errno : -EIO;
+	}
+	if (d->max_msg_size && d->max_msg_size < c->max_msg)
+		c->max_msg = d->max_msg_size; /* nothing was sent yet: every pair takes it */
+	return 0;
+}
+
+/*
+ * Up to @want spare paths on this host's other NICs, from the one after the comm's own
+ * (so that the comms of a failed NIC spread over its siblings, not all onto one), each
+ * with an address of the comm's family. A sibling that cannot carry the comm is passed
+ * over (INFO). 0 (no spare is no error) or -ENOMEM.
+ */
+static int spares_create(struct rn_comm *c, int want)
+{
+	struct rn_engine *eng = c->eng;
+	struct rn_dev *own = c->mem[0].dev;
+	int i, at = 0, n;
+
+	if (want <= 0)
+		return 0;
+	c->fo = calloc(1, sizeof(*c->fo));
+	if (!c->fo)
+		return -ENOMEM;
+	c->fo->hooks = &rn_xfer_fo_hooks;
+	c->fo->npaths = 1;
+	c->fo->path[0].state = RN_PATH_SPARE;
+	c->fo->path[0].ok_here = c->fo->path[0].ok_there = 1;
+	for (i = 0; i < eng->ndevs; i++)
+		if (eng->devs[i] == own)
+			at = i;
+	for (n = 1; n < eng->ndevs && c->fo->npaths <= want; n++) {
+		struct rn_dev *d = eng->devs[(at + n) % eng->ndevs];
+		struct rn_path *p = &c->fo->path[c->fo->npaths];
+		int ret;
+
+		if (d == own || d->nic.ip.family != own->nic.ip.family)
+			continue;
+		ret = path_create(c, p, d);
+		if (ret) {
+			rn_info(RN_SUB_NET, RN_PFX "%s:%d: no spare pair for a comm on %s:%d: %s",
+				d->nic.ibdev, d->nic.port, own->nic.ibdev, own->nic.port,
+				strerror(-ret));
+			path_free(c, p);
+			memset(p, 0, sizeof(*p));
+			continue;
+		}
+		c->fo->npaths++;
+	}
+	if (c->fo->npaths == 1) {
+		free(c->fo);
+		c->fo = NULL;
+	}
+	return 0;
+}
+
+/* Keep the first @n spares (what both ends offer). */
+static void spares_trim(struct rn_comm *c, int n)
+{
+	int i;
+
+	if (!c->fo)
+		return;
+	for (i = 1 + n; i < c->fo->npaths; i++) {
+		path_free(c, &c->fo->path[i]);
+		memset(&c->fo->path[i], 0, sizeof(c->fo->path[i]));
+	}
+	c->fo->npaths = RN_MIN(c->fo->npaths, 1 + n);
+	if (c->fo->npaths == 1) {
+		free(c->fo);
+		c->fo = NULL;
+	}
+}
+
+/* The peer's end of each spare its HELLO offers (as many as we kept). */
+static void spares_take_peer(struct rn_comm *c, const struct rn_hello *h)
+{
+	int j;
+
+	spares_trim(c, h->spares);
+	for (j = 1; c->fo && j < c->fo->npaths; j++) {
+		c->fo->path[j].rpeer = h->spare[j - 1].facts;
+		c->fo->path[j].rctrl_rkey = h->spare[j - 1].ctrl_rkey;
+		c->fo->path[j].ok_there = 1; /* the receiver's: told in READY */
+	}
+}
+
+/* READY's mask: bit j-1 when our check passed spare j. */
+static uint32_t spares_ok(const struct rn_comm *c)
+{
+	uint32_t m = 0;
+	int j;
+
+	for (j = 1; c->fo && j < c->fo->npaths; j++)
+		if (c->fo->path[j].ok_here)
+			m |= 1u << (j - 1);
+	return m;
+}
+
+/* The connector's verdicts on the spares (READY): a bit for a spare we lack is a lie. */
+static int ready_take(struct rn_comm *c, const uint8_t *p, uint32_t len)
+{
+	uint32_t m;
+	int j;
+
+	if (rn_msg_decode_ready(p, len, &m))
+		return -EBADMSG;
+	if (m >> (c->fo ? c->fo->npaths - 1 : 0))
+		return -EBADMSG;
+	for (j = 1; c->fo && j < c->fo->npaths; j++)
+		c->fo->path[j].ok_there = !!(m & (1u << (j - 1)));
+	return 0;
+}
+
 /* ---- handshake -------------------------------------------------------------- */
 
 static void hs_free(struct rn_hs *hs)
@@ -635,6 +856,16 @@ static void hs_hello(struct rn_hs *hs, int tc, int sl)
 	}
 	for (i = 0; i < c->nqps; i++)
 		m.qpn[i] = c->qps[i]->qp_num;
+	for (i = 1; c->fo && i < c->fo->npaths; i++) {
+		const struct rn_path *p = &c->fo->path[i];
+		int q;
+
+		local_facts(hs, p->mem.dev, &m.spare[i - 1].facts);
+		m.spare[i - 1].ctrl_rkey = p->mem.ctrl_mr->rkey;
+		for (q = 0; q < c->nqps; q++)
+			m.spare[i - 1].qpn[q] = p->qps[q]->qp_num;
+		m.spares = i;
+	}
 	hs->out.len = rn_msg_encode_hello(hs->out.data, hs->nonce, &m);
 	hs->out.off = 0;
 }
@@ -659,6 +890,7 @@ static int sl_of(const struct rn_config *cfg, int traffic_class)
 }
 
 static int hs_check_pair(struct rn_hs *hs, int q);
+static int hs_check_spare(struct rn_hs *hs, struct rn_path *p);
 
 /* 1 when QP @q joins the same pair of members as an earlier QP (checked already). */
 static int pair_seen(const struct rn_comm *c, int q)
@@ -692,6 +924,52 @@ static int hs_check(struct rn_hs *hs)
 		}
 		hs->chk_q++;
 	}
+	/* then each spare pair: one that fails is not used, the comm is not refused */
+	while (hs->comm->fo && hs->chk_q < hs->comm->nqps + hs->comm->fo->npaths - 1) {
+		ret = hs_check_spare(hs, &hs->comm->fo->path[hs->chk_q - hs->comm->nqps + 1]);
+		if (ret)
+			return ret;
+		hs->chk_q++;
+	}
+	return 0;
+}
+
+/*
+ * The path check on spare pair @p, as on the comm's own: ok_here when it passes (or the
+ * check is off or only warns); a pair the check refuses is said at INFO and never used.
+ */
+static int hs_check_spare(struct rn_hs *hs, struct rn_path *p)
+{
+	const struct rn_config *cfg = &hs->eng->cfg;
+	const struct rn_nic *nic = &p->mem.dev->nic;
+	struct rn_finding f = { 0 };
+	int ret;
+
+	p->ok_here = 1;
+	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
+		return 0;
+	if (!hs->chk) {
+		ret = rn_path_check.start(nic, &p->rpeer, cfg->neigh_timeout_ms, &hs->chk);
+		if (ret)
+			return 0; /* unchecked, as the comm's own pair would be */
+		hs->check_deadline_ns = rn_now_ns() +
+					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
+	}
+	ret = rn_path_check.poll(hs->chk, &f);
+	if (ret == -EAGAIN) {
+		if (rn_now_ns() < hs->check_deadline_ns)
+			return -EAGAIN;
+		ret = -ETIMEDOUT;
+	}
+	rn_path_check.free(hs->chk);
+	hs->chk = NULL;
+	if (ret == -EHOSTUNREACH && cfg->route_check == RN_ROUTE_CHECK_STRICT) {
+		p->ok_here = 0;
+		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s): spare pair not used: [%s] %s",
+			nic->ibdev, nic->port, p->rpeer.netdev, p->rpeer.host,
+			rn_cause_id(f.cause), f.msg ? f.msg : "");
+	}
+	rn_finding_clear(&f);
 	return 0;
 }
 
@@ -865,7 +1143,61 @@ static int hs_connect_qps(struct rn_hs *hs)
 			goto fail;
 		hs->qp_step++;
 	}
+	/* the spare pairs' QPs, the same way (their own NICs and GID indices) */
+	while (c->fo) {
+		int per = 3 * (c->nqps + (rc && c->flush_enabled ? 1 : 0));
+		int st = hs->qp_step - nsteps, j = 1 + st / per, q = (st % per) / 3;
+		int flush = q >= c->nqps, mask;
+		struct rn_path *p;
+		struct ibv_qp *qp;
+		const struct rn_dev *dev;
+
+		if (j >= c->fo->npaths)
+			break;
+		p = &c->fo->path[j];
+		dev = p->mem.dev;
+		qp = flush ? p->flush_qp : p->qps[q];
+		switch (st % 3) {
+		case 0:
+			mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+					    IBV_ACCESS_REMOTE_WRITE, &a);
+			break;
+		case 1:
+			mask = flush ? qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
+						   dev->nic.active_mtu, tc, sl, 1, &a) :
+				       qp_attr_rtr(dev, p->mem.gid_index, hs->peer.spare[j - 1].qpn[q],
+						   &p->rpeer.gid,
+						   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu),
+						   tc, sl, 1, &a);
+			break;
+		default:
+			mask = qp_attr_rts(c, dev, &a);
+			break;
+		}
+		ret = hs_modify_qp(hs, qp, &a, mask);
+		if (ret == -EAGAIN)
+			return ret;
+		if (ret)
+			goto fail;
+		hs->qp_step++;
+	}
+	for (k = 1; c->fo && k < c->fo->npaths; k++) {
+		/* the receiver's take data after a move, the sender's the receiver's RESUMEs */
+		int q, i, n = rc ? RN_RECV_WRS : RN_FO_RECV_WRS;
+
+		for (q = 0; q < c->nqps; q++)
+			for (i = 0; i < n; i++) {
+				struct ibv_recv_wr wr = { 0 }, *bad;
+
+				wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+				ret = rn_verbs_err(rn_verbs.post_recv(c->fo->path[k].qps[q], &wr,
+								      &bad));
+				if (ret)
+					goto fail;
+			}
+	}
 	if (rc) {
+		c->rctrl_addr = hs->peer.fifo_addr;
 		rc->rfifo_addr = hs->peer.fifo_addr;
 		for (k = 0; k < c->rmem; k++)
 			rc->rfifo_rkey[k] = k ? hs->peer.more[k - 1].fifo_rkey : hs->peer.fifo_rkey;
@@ -877,6 +1209,7 @@ static int hs_connect_qps(struct rn_hs *hs)
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		sc->rsizes_addr = hs->peer.sizes_addr;
+		c->rctrl_addr = hs->peer.sizes_addr - RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts);
 		for (k = 0; k < c->rmem; k++)
 			sc->rsizes_rkey[k] = k ? hs->peer.more[k - 1].sizes_rkey : hs->peer.sizes_rkey;
 	}
@@ -902,6 +1235,9 @@ static int hs_take_hello(struct rn_hs *hs)
 		return -EBADMSG;
 	/* the sender sized its QPs by the member count our handle gave */
 	if (hs->comm && (hs->peer.nqps != hs->comm->nqps || hs->peer.members != hs->comm->rmem))
+		return -EBADMSG;
+	/* the receiver offers at most the spares the sender did */
+	if (hs->comm && hs->peer.spares > (hs->comm->fo ? hs->comm->fo->npaths - 1 : 0))
 		return -EBADMSG;
 	return 0;
 }
@@ -932,6 +1268,11 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 	c->peer_addr = hs->peer_addr;
 	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
 	comm_take_peer(c, &hs->peer);
+	ret = spares_create(c, RN_MIN(hs->peer.spares, spares_wanted(hs->eng, c->nmem, c->rmem,
+								     c->flags)));
+	if (ret)
+		return ret;
+	spares_take_peer(c, &hs->peer);
 	hs_hello(hs, 0, 0);
 	return 0;
 }
@@ -1009,6 +1350,7 @@ static int hs_progress(struct rn_hs *hs)
 				hs->state = HS_SEND_HELLO;
 			} else {
 				comm_take_peer(hs->comm, &hs->peer);
+				spares_take_peer(hs->comm, &hs->peer);
 				hs->state = HS_CHECK;
 			}
 			break;
@@ -1047,7 +1389,8 @@ static int hs_progress(struct rn_hs *hs)
 			if (ret)
 				return ret;
 			if (hs->role == RN_ROLE_SEND) {
-				hs->out.len = rn_msg_encode_ready(hs->out.data, hs->nonce);
+				hs->out.len = rn_msg_encode_ready_mask(hs->out.data, hs->nonce,
+								       spares_ok(hs->comm));
 				hs->out.off = 0;
 				hs->state = HS_SEND_READY;
 			} else {
@@ -1067,6 +1410,9 @@ static int hs_progress(struct rn_hs *hs)
 				return ret;
 			if (hs->in.hdr.type != RN_MSG_READY || hs->in.hdr.nonce != hs->nonce)
 				return -EBADMSG;
+			ret = ready_take(hs->comm, hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len);
+			if (ret)
+				return ret;
 			hs->state = HS_DONE;
 			return 0;
 		case HS_DONE:
@@ -1091,11 +1437,19 @@ static void comm_ready_log(struct rn_comm *c)
 	for (k = 0; k < c->nmem && n < (int)sizeof(gids); k++)
 		n += snprintf(gids + n, sizeof(gids) - (size_t)n, "%s%d", k ? "," : "",
 			      c->mem[k].gid_index);
-	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s",
+	char spares[160] = "";
+
+	for (k = 1, n = 0; c->fo && k < c->fo->npaths && n < (int)sizeof(spares); k++)
+		n += snprintf(spares + n, sizeof(spares) - (size_t)n, "%s%s:%d->%s%s",
+			      k > 1 ? "," : "; spare pairs ", c->fo->path[k].mem.dev->nic.ibdev,
+			      c->fo->path[k].mem.dev->nic.port, c->fo->path[k].rpeer.netdev,
+			      c->fo->path[k].ok_here && c->fo->path[k].ok_there ? "" :
+			      " (path check failed: unused)");
+	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s%s",
 		c->role == RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev,
 		c->mem[0].dev->nic.port, c->nmem > 1 ? "+" : "",
 		c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "", c->peer_str, c->rpeer[0].host, c->nqps,
-		c->nqps > 1 ? "s" : "", c->split ? "split" : "round-robin", more, gids);
+		c->nqps > 1 ? "s" : "", c->split ? "split" : "round-robin", more, gids, spares);
 	c->last_progress_ns = rn_now_ns();
 	c->last_check_ns = c->last_progress_ns;
 }
@@ -1374,6 +1728,9 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		goto err;
 	}
 	hs->comm->flags = flags;
+	ret = spares_create(hs->comm, spares_wanted(eng, nmem, hi.members, flags));
+	if (ret)
+		goto err;
 	hs->comm->fd = hs->fd;
 	hs->comm->peer_addr = hi.addr;
 	snprintf(hs->comm->peer_str, sizeof(hs->comm->peer_str), "%s", hs->peer_str);

@@ -257,7 +257,11 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 	}
 	rn_warn(RN_SUB_NET, RN_PFX "%s: async event %s on the comm with %s (%s)", name,
 		event_str(ev->event_type), c ? c->peer_str : "?", c ? c->rpeer[0].host : "?");
-	if (c)
+	/*
+	 * A comm with spare pairs is not failed from here: its QPs' own completions (errors,
+	 * flushes) and the watchdog say which pair is broken, and it moves off that one.
+	 */
+	if (c && !__atomic_load_n(&c->fo, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&c->async_err, -EIO, __ATOMIC_RELEASE);
 }
 

@@ -6,6 +6,8 @@
  * overlaps an old one gets its own MR (the HCA allows overlapping MRs).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +106,8 @@ int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_
 	m->type = type;
 	m->dmabuf = dmabuf;
 	m->refs = 1;
+	m->fd = dmabuf ? fcntl(dmabuf_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	m->fd_off = dmabuf ? offset - ((uintptr_t)data - start) : 0;
 	m->next = c->head;
 	c->head = m;
 	c->count++;
@@ -113,10 +117,78 @@ out:
 	return ret;
 }
 
+/* Guards every rn_mr's alt[] (a failover's path, rare): no device lock is held under it. */
+static pthread_mutex_t alt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* What a registration holds besides its MR: the fd kept, the other NICs' registrations. */
+static void mr_release_extra(struct rn_mr *mr, struct rn_mr **alt)
+{
+	int i;
+
+	pthread_mutex_lock(&alt_lock);
+	for (i = 0; i < RN_MR_ALT_MAX; i++) {
+		alt[i] = mr->alt[i];
+		mr->alt[i] = NULL;
+	}
+	pthread_mutex_unlock(&alt_lock);
+	if (mr->fd >= 0)
+		close(mr->fd);
+	mr->fd = -1;
+}
+
+int rn_mr_on(struct rn_mr *mr, struct rn_dev *dev, struct rn_mr **out)
+{
+	struct rn_mr *m = NULL;
+	int i, ret;
+
+	*out = NULL;
+	if (mr->dev == dev) {
+		*out = mr;
+		return 0;
+	}
+	if (mr->nmem)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&alt_lock);
+	for (i = 0; i < RN_MR_ALT_MAX && !m; i++)
+		if (mr->alt[i] && mr->alt[i]->dev == dev)
+			m = mr->alt[i];
+	pthread_mutex_unlock(&alt_lock);
+	if (m) {
+		*out = m;
+		return 0;
+	}
+	if (mr->dmabuf && mr->fd < 0)
+		return -EBADF; /* the fd could not be kept at registration */
+	ret = rn_mr_get(dev, (void *)mr->base, mr->len, mr->type, mr->dmabuf ? mr->fd : -1,
+			mr->fd_off, &m);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&alt_lock);
+	for (i = 0; i < RN_MR_ALT_MAX; i++) {
+		if (mr->alt[i] && mr->alt[i]->dev == dev) { /* another thread's, just now */
+			pthread_mutex_unlock(&alt_lock);
+			rn_mr_put(dev, m);
+			*out = mr->alt[i];
+			return 0;
+		}
+	}
+	for (i = 0; i < RN_MR_ALT_MAX && mr->alt[i]; i++)
+		;
+	if (i < RN_MR_ALT_MAX)
+		mr->alt[i] = m;
+	pthread_mutex_unlock(&alt_lock);
+	if (i == RN_MR_ALT_MAX) {
+		rn_mr_put(dev, m);
+		return -ENOSPC;
+	}
+	*out = m;
+	return 0;
+}
+
 int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr)
 {
-	struct rn_mr **pp;
-	int ret = -EINVAL;
+	struct rn_mr **pp, *alt[RN_MR_ALT_MAX], *gone = NULL;
+	int ret = -EINVAL, i;
 
 	/* @mr is only compared until found: a stale handle gets -EINVAL, not a crash */
 	if (!mr)
@@ -131,10 +203,18 @@ int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr)
 		*pp = mr->next;
 		dev->mrs->count--;
 		ret = rn_verbs_err(rn_verbs.dereg_mr(mr->ibmr));
-		free(mr);
+		gone = mr;
 		break;
 	}
 	pthread_mutex_unlock(&dev->lock);
+	if (gone) {
+		/* the other NICs' registrations, each under its own device's lock */
+		mr_release_extra(gone, alt);
+		for (i = 0; i < RN_MR_ALT_MAX; i++)
+			if (alt[i])
+				rn_mr_put(alt[i]->dev, alt[i]);
+		free(gone);
+	}
 	return ret;
 }
 
@@ -158,6 +238,9 @@ int rn_mr_cache_release(struct rn_dev *dev)
 	for (m = c->head; m; m = n) {
 		n = m->next;
 		rn_verbs.dereg_mr(m->ibmr);
+		/* its other NICs' registrations go with their own caches */
+		if (m->fd >= 0)
+			close(m->fd);
 		free(m);
 	}
 	/* their member registrations were counted (and released) in each member's cache */
@@ -188,6 +271,7 @@ int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int t
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
+	v->fd = -1;
 	for (k = 0; k < n; k++) {
 		ret = rn_mr_get(devs[k], data, size, type, dmabuf_fd, offset, &v->mem[k]);
 		if (ret)

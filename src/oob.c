@@ -333,6 +333,9 @@ int rn_oob_peer_alive(int fd)
 
 	if (n == 0)
 		return -ECONNRESET;
+	/* TCP gave up on the path (keepalive, user timeout): the host may still be there */
+	if (n < 0 && (errno == ETIMEDOUT || errno == EHOSTUNREACH || errno == ENETUNREACH))
+		return -ETIMEDOUT;
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 		return -ECONNRESET;
 	return 0;

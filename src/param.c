@@ -253,6 +253,13 @@ static const struct param params[] = {
 	      "1: report a virtual function at its NIC's PCI device, as another port"),
 	P_INT("NCCL_IB_MERGE_NICS", merge_nics, 1, 0, 1,
 	      "1: NIC fusion (makeVDevice) allowed; 0: makeVDevice refuses (ncclInvalidUsage)"),
+	P_INT("NCCL_ROCE_FAILOVER", failover, 1, 0, 1,
+	      "1: a comm whose NIC fails moves to a sibling NIC pair; 0: it fails"),
+	P_INT("NCCL_ROCE_FAILOVER_SPARES", failover_spares, 2, 0, RN_SPARES_MAX,
+	      "sibling NIC pairs each comm keeps connected for a move (0: none)"),
+	/* NCCL's own (2.29.7+): read where it means the same, an explicit 0 turns ours off */
+	P_INT("NCCL_IB_RESILIENCY_PORT_FAILOVER", ib_port_failover, -1, -1, 1,
+	      "NCCL's port failover; 0 turns NCCL_ROCE_FAILOVER off unless that is set"),
 };
 
 const struct rn_param_desc *rn_param_table(size_t *n)
@@ -368,6 +375,10 @@ int rn_config_load(struct rn_config *cfg)
 		if (v && *v && load_one(cfg, &params[i], v))
 			bad++;
 	}
+	/* NCCL's knob says the same only when the user said nothing of ours */
+	if (cfg->ib_port_failover == 0 && !(getenv("NCCL_ROCE_FAILOVER") &&
+					    *getenv("NCCL_ROCE_FAILOVER")))
+		cfg->failover = 0;
 	if (cfg->addr_range[0]) {
 		struct rn_ip net;
 		int len;

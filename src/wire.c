@@ -148,12 +148,17 @@ static size_t hello_len(int members, int nqps)
 	return RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (size_t)(members - 1) + 4 * (size_t)nqps;
 }
 
+static size_t spare_len(int nqps)
+{
+	return RN_HELLO_SPARE_LEN + 4 * (size_t)nqps;
+}
+
 size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *m)
 {
 	uint8_t *p = buf + RN_WIRE_HDR_LEN, *q;
 	int members = m->members > 0 ? RN_MIN(m->members, RN_VNIC_MAX) : 1;
-	uint32_t len = (uint32_t)hello_len(members, m->nqps);
-	int i;
+	int spares = RN_MAX(0, RN_MIN(m->spares, RN_SPARES_MAX)), i, j;
+	uint32_t len = (uint32_t)(hello_len(members, m->nqps) + spares * spare_len(m->nqps));
 
 	put_hdr(buf, RN_MSG_HELLO, len, nonce);
 	memset(p, 0, len);
@@ -167,6 +172,7 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	rn_put_be64(p + 144, m->sizes_addr);
 	rn_put_be32(p + 152, m->sizes_rkey);
 	p[156] = (uint8_t)members;
+	p[157] = (uint8_t)spares;
 	for (i = 1; i < members; i++) {
 		q = p + RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (i - 1);
 		put_facts(q, &m->more[i - 1].facts);
@@ -176,6 +182,13 @@ size_t rn_msg_encode_hello(uint8_t *buf, uint64_t nonce, const struct rn_hello *
 	q = p + hello_len(members, 0);
 	for (i = 0; i < m->nqps; i++)
 		rn_put_be32(q + 4 * i, m->qpn[i]);
+	for (j = 0; j < spares; j++) {
+		q = p + hello_len(members, m->nqps) + (size_t)j * spare_len(m->nqps);
+		put_facts(q, &m->spare[j].facts);
+		rn_put_be32(q + 128, m->spare[j].ctrl_rkey);
+		for (i = 0; i < m->nqps; i++)
+			rn_put_be32(q + RN_HELLO_SPARE_LEN + 4 * i, m->spare[j].qpn[i]);
+	}
 	return RN_WIRE_HDR_LEN + len;
 }
 
@@ -234,6 +247,25 @@ size_t rn_msg_encode_ready(uint8_t *buf, uint64_t nonce)
 	return RN_WIRE_HDR_LEN;
 }
 
+size_t rn_msg_encode_ready_mask(uint8_t *buf, uint64_t nonce, uint32_t spares_ok)
+{
+	put_hdr(buf, RN_MSG_READY, 4, nonce);
+	rn_put_be32(buf + RN_WIRE_HDR_LEN, spares_ok);
+	return RN_WIRE_HDR_LEN + 4;
+}
+
+int rn_msg_decode_ready(const uint8_t *p, size_t len, uint32_t *spares_ok)
+{
+	*spares_ok = 0;
+	if (len == 0)
+		return 0;
+	if (len != 4)
+		return -EBADMSG;
+	*spares_ok = rn_get_be32(p);
+	/* a bit for a spare that cannot exist is a broken peer, not a choice */
+	return *spares_ok >> RN_SPARES_MAX ? -EBADMSG : 0;
+}
+
 int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 {
 	uint32_t plen;
@@ -261,7 +293,7 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 	case RN_MSG_VERDICT:
 		return plen >= RN_VERDICT_FIXED_LEN ? 0 : -EBADMSG;
 	case RN_MSG_READY:
-		return plen == 0 ? 0 : -EBADMSG;
+		return plen == 0 || plen == 4 ? 0 : -EBADMSG;
 	default:
 		return -EBADMSG;
 	}
@@ -270,7 +302,7 @@ int rn_msg_decode_hdr(const uint8_t *buf, size_t len, struct rn_msg_hdr *h)
 int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 {
 	const uint8_t *q;
-	int i;
+	int i, j;
 
 	memset(m, 0, sizeof(*m));
 	if (len < RN_HELLO_FIXED_LEN)
@@ -280,11 +312,13 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 	m->tc = p[2];
 	m->sl = p[3];
 	m->members = p[156];
+	m->spares = p[157];
 	/* every member carries at least one QP on each side (QP q is member q % members) */
 	if ((m->role != RN_ROLE_SEND && m->role != RN_ROLE_RECV) || m->nqps < 1 ||
 	    m->nqps > RN_MAX_QPS || m->members < 1 || m->members > RN_VNIC_MAX ||
-	    m->nqps < m->members || p[157] || p[158] || p[159] ||
-	    len != hello_len(m->members, m->nqps) || m->sl > 15)
+	    m->nqps < m->members || m->spares > RN_SPARES_MAX || p[158] || p[159] ||
+	    len != hello_len(m->members, m->nqps) + (size_t)m->spares * spare_len(m->nqps) ||
+	    m->sl > 15)
 		return -EBADMSG;
 	if (get_facts(p + 4, &m->facts))
 		return -EBADMSG;
@@ -304,6 +338,17 @@ int rn_msg_decode_hello(const uint8_t *p, size_t len, struct rn_hello *m)
 		m->qpn[i] = rn_get_be32(q + 4 * i);
 		if (!m->qpn[i] || m->qpn[i] > 0xffffff) /* QP numbers are 24 bits */
 			return -EBADMSG;
+	}
+	for (j = 0; j < m->spares; j++) {
+		q = p + hello_len(m->members, m->nqps) + (size_t)j * spare_len(m->nqps);
+		if (get_facts(q, &m->spare[j].facts))
+			return -EBADMSG;
+		m->spare[j].ctrl_rkey = rn_get_be32(q + 128);
+		for (i = 0; i < m->nqps; i++) {
+			m->spare[j].qpn[i] = rn_get_be32(q + RN_HELLO_SPARE_LEN + 4 * i);
+			if (!m->spare[j].qpn[i] || m->spare[j].qpn[i] > 0xffffff)
+				return -EBADMSG;
+		}
 	}
 	return 0;
 }

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rn_clock.h"
 #include "rn_compiler.h"
@@ -142,12 +143,12 @@ static int peer_gone(const struct rn_comm *c)
 
 	if (c->fd < 0)
 		return 0;
-	if (rn_oob_peer_alive(c->fd))
+	if (rn_oob_peer_alive(c->fd) == -ECONNRESET)
 		return 1;
 	/* nothing travels on the side channel after the handshake: readable means EOF/RST */
 	if (poll(&p, 1, RN_PEER_GONE_GRACE_MS) <= 0)
 		return 0;
-	return rn_oob_peer_alive(c->fd) != 0;
+	return rn_oob_peer_alive(c->fd) == -ECONNRESET;
 }
 
 /*
@@ -331,6 +332,23 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
+	if (c->moving)
+		return; /* the old pair's flushes: the move under way answers them */
+	/*
+	 * A peer that closed its side channel died: no move for that. Looked at without the
+	 * FIN's grace (peer_gone): a move must not wait, and a dead peer fails it anyway.
+	 */
+	if (c->fo && rn_failover_status(wc->status) &&
+	    (c->fd < 0 || rn_oob_peer_alive(c->fd) != -ECONNRESET)) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%s on a %s (vendor_err %u)",
+			 rn_wc_status_str(wc->status), wr_kind_str(RN_WR_KIND(wc->wr_id)),
+			 wc->vendor_err);
+		if (rn_failover_begin(c, -EREMOTEIO, why))
+			return;
+		/* no pair left: said with every NIC's cause; the diagnosis follows as before */
+	}
 	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
 	/* a vNIC's failing QP names its own pair of NICs */
@@ -457,6 +475,10 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 	struct ibv_recv_wr wr, *bad;
 	int i;
 
+	if (rn_unlikely(imm == RN_IMM_CTRL)) { /* a failover message, on the pair in use */
+		rn_failover_ctrl(c, q);
+		return;
+	}
 	if (r->type != RN_REQ_RECV || r->seq != k || r->pending <= 0) {
 		rn_warn(RN_SUB_NET, RN_PFX "peer %s wrote slot %u that has no receive posted: "
 			"protocol error", c->peer_str, k);
@@ -482,7 +504,7 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 		r->done = 1;
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-	if (rn_verbs.post_recv(c->qps[q], &wr, &bad))
+	if (rn_verbs.post_recv(c->qps[q], &wr, &bad) && !c->draining)
 		comm_fail(c, -EIO);
 }
 
@@ -546,10 +568,21 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	case RN_WR_RECV:
 		if (c->role == RN_ROLE_RECV && q >= 0)
 			recv_imm((struct rn_recv_comm *)c, q, be32toh(wc->imm_data));
+		else if (q >= 0) /* a sender's receives take failover messages only */
+			rn_failover_ctrl(c, q);
+		break;
+	case RN_WR_CTRL: /* a failover message of ours went out */
+		if (q >= 0 && (wc->wr_id >> 11 & 1) && c->sq_used[q] > 0)
+			c->sq_used[q]--; /* posted on the pair in use (src/failover.c) */
 		break;
 	default:
 		comm_fail(c, -EPROTO);
 	}
+}
+
+void rn_xfer_handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
+{
+	handle_wc(c, k, wc);
 }
 
 static int comm_check(struct rn_comm *c)
@@ -691,6 +724,11 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	int ret, k, gid_due;
 
 	c->last_check_ns = now;
+	if (c->fo) { /* a peer's move comes over a spare pair */
+		rn_failover_poll(c);
+		if (c->err || c->moving)
+			return;
+	}
 	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
 	if (gid_due)
 		c->gid_check_ns = now;
@@ -703,6 +741,15 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		if (!ev)
 			continue;
 		down = rn_events_port_down_ns(ev, dev->nic.port, now);
+		if (c->fo && !c->err && (rn_events_dev_fatal(ev) || down)) {
+			char why[96];
+
+			/* a pair to move to: no waiting for the port to come back */
+			snprintf(why, sizeof(why), "%s", rn_events_dev_fatal(ev) ?
+				 "device fatal error" : "port down");
+			if (rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why))
+				return;
+		}
 		if (rn_events_dev_fatal(ev) && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
 				"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
@@ -738,6 +785,16 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 			if (!gid_gone(c, k, &f))
 				continue;
+			if (c->fo) {
+				char why[200];
+
+				snprintf(why, sizeof(why), "[%s] %s", rn_cause_id(f.cause),
+					 f.msg ? f.msg : "its address left the GID table");
+				if (rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
+					rn_finding_clear(&f);
+					return;
+				}
+			}
 			/* its QPs still name the GID the kernel took away: fail it by name */
 			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
 				 dev->nic.port, c->peer_str, c->rpeer[0].host);
@@ -749,6 +806,17 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
 	if (ret && !c->err)
 		comm_fail(c, ret);
+	if (c->fd >= 0 && !c->err && c->fo && c->fo->moves &&
+	    rn_oob_peer_alive(c->fd) == -ETIMEDOUT) {
+		/*
+		 * The side channel left from the failed NIC's address and TCP gave up on it:
+		 * that is the path, not the peer. A dead peer is still told by the QPs.
+		 */
+		rn_info(RN_SUB_NET, RN_PFX "comm with %s: the side channel over the failed NIC "
+			"timed out; the peer's death is now seen through the QPs only", c->peer_str);
+		close(c->fd);
+		c->fd = -1;
+	}
 	if (c->fd >= 0 && !c->err && rn_oob_peer_alive(c->fd)) {
 		/* a closed peer only matters while we wait for it */
 		int waiting = c->outstanding > 0;
@@ -825,13 +893,20 @@ int rn_comm_progress(struct rn_comm *c)
 
 	if (c->err)
 		return c->err;
+	if (rn_unlikely(c->moving)) /* the old pair is drained: only the spares speak */
+		return rn_failover_poll(c);
 	n = rn_verbs.poll_cq(c->mem[0].cq, RN_POLL_BATCH, wc);
 	if (n < 0) {
 		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->mem[0].dev->nic.ibdev);
 		return comm_fail(c, -EIO);
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		struct ibv_cq *cq = c->mem[0].cq;
+
 		handle_wc(c, 0, &wc[i]);
+		if (rn_unlikely(c->mem[0].cq != cq || c->moving))
+			break; /* a failover moved the comm: the rest is the old pair's echo */
+	}
 	if (rn_unlikely(c->nmem > 1)) {
 		int k, m;
 
@@ -873,7 +948,7 @@ static int mr_fits(const struct rn_comm *c, const struct rn_mr *mr, uintptr_t a,
 {
 	int k;
 
-	if (!mr || mr->dev != c->mem[0].dev || a < mr->base || a + size > mr->base + mr->len)
+	if (!mr || mr->dev != c->reg_dev || a < mr->base || a + size > mr->base + mr->len)
 		return 0;
 	if (c->nmem == 1)
 		return !mr->nmem;
@@ -1088,6 +1163,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	ret = comm_check(c);
 	if (ret)
 		return ret;
+	if (rn_unlikely(c->moving)) /* no request until the receiver says where to resume */
+		return rn_comm_progress(c);
 	if (rn_unlikely(size > INT_MAX || (size && (!data || !mr_fits(c, mr, (uintptr_t)data,
 								       size))))) {
 		rn_warn(RN_SUB_NET, RN_PFX "isend of %zu bytes at %p: %s", size, data,
@@ -1144,6 +1221,20 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	req->size = size;
 	req->lkey = mr ? mr->ibmr->lkey : 0;
 	req->mr = mr;
+	if (rn_unlikely(mr && c->mem[0].dev != c->reg_dev)) {
+		/* moved (failover): the buffer's key on the NIC in use now */
+		struct rn_mr *m;
+
+		ret = rn_mr_on(mr, c->mem[0].dev, &m);
+		if (ret) {
+			send_req_put(sc, req);
+			rn_warn(RN_SUB_NET, RN_PFX "registering %zu bytes at %p on %s after a "
+				"failover failed: %s", size, data, c->mem[0].dev->nic.ibdev,
+				strerror(-ret));
+			return comm_fail(c, ret);
+		}
+		req->lkey = m->ibmr->lkey;
+	}
 	req->slot = s;
 	req->sizes[0] = (int)size;
 	s->reqs[r] = req;
@@ -1207,6 +1298,18 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 		e[i].addr = (uintptr_t)data[i];
 		e[i].size = sizes[i];
 		e[i].rkey[0] = sizes[i] ? mrs[i]->ibmr->rkey : 0;
+		if (rn_unlikely(sizes[i] && c->mem[0].dev != c->reg_dev)) {
+			struct rn_mr *m; /* moved (failover): the key on the NIC in use now */
+
+			ret = rn_mr_on(mrs[i], c->mem[0].dev, &m);
+			if (ret) {
+				rn_warn(RN_SUB_NET, RN_PFX "registering %zu bytes at %p on %s after "
+					"a failover failed: %s", sizes[i], data[i],
+					c->mem[0].dev->nic.ibdev, strerror(-ret));
+				return comm_fail(c, ret);
+			}
+			e[i].rkey[0] = m->ibmr->rkey;
+		}
 		for (j = 1; j < c->nmem; j++) /* the sender writes through each of our NICs */
 			e[i].rkey[j] = sizes[i] ? rn_mr_rkey(mrs[i], j) : 0;
 		e[i].tag = tags[i];
@@ -1225,6 +1328,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	req->n = n;
 	req->seq = k;
 	req->pending = c->split ? c->nqps : 1;
+	for (i = 0; i < n; i++)
+		req->mrs[i] = sizes[i] ? mrs[i] : NULL;
 	/*
 	 * No completion needed: the stage entry is not reused before this receive completes,
 	 * which needs the sender to have read it (see cts_post for the send queue and the
@@ -1280,6 +1385,8 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	req->type = RN_REQ_FLUSH;
 	req->comm = c;
 	req->pending = c->nmem;
+	req->data = data[last];
+	req->mr = mrs[last];
 	/* a read through every member NIC: each pushes its own earlier writes ahead */
 	for (k = 0; k < c->nmem; k++) {
 		sge.addr = (uintptr_t)rc->flush_buf;
@@ -1293,6 +1400,16 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = (uintptr_t)data[last];
 		wr.wr.rdma.rkey = rn_mr_rkey(mrs[last], k);
+		if (rn_unlikely(c->mem[0].dev != c->reg_dev)) {
+			struct rn_mr *m; /* moved (failover) */
+
+			ret = rn_mr_on(mrs[last], c->mem[0].dev, &m);
+			if (ret) {
+				req->type = RN_REQ_FREE;
+				return comm_fail(c, ret);
+			}
+			wr.wr.rdma.rkey = m->ibmr->rkey;
+		}
 		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[k], &wr, &bad));
 		if (ret) {
 			/* the reads already posted complete into a request nobody waits for */
@@ -1350,6 +1467,179 @@ int rn_test(struct rn_req *req, int *done, int *sizes)
 	return 0;
 }
 
+/* ---- failover: where the data path resumes (src/failover.c) ---------------- */
+
+/* A new pair has nothing in flight: the old one's counts go with it. */
+static void counts_reset(struct rn_comm *c)
+{
+	memset(c->sq_used, 0, sizeof(c->sq_used));
+	memset(c->qp_out, 0, sizeof(c->qp_out));
+	memset(c->qp_wait_ns, 0, sizeof(c->qp_wait_ns));
+	c->outstanding = 0;
+	c->outstanding_bytes = 0;
+	c->last_progress_ns = 0;
+}
+
+int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
+{
+	struct rn_comm *c = &rc->c;
+	struct rn_dev *dev = c->mem[0].dev;
+	uint32_t k, first = 0;
+	int i, q, ret, have = 0;
+
+	*n = 0;
+	counts_reset(c);
+	memset(rc->cts_unsig, 0, sizeof(rc->cts_unsig));
+	/* the slots posted, oldest first: tail - RN_SLOTS .. tail - 1 */
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_req *r;
+		struct rn_cts *e;
+
+		k = rc->tail - RN_SLOTS + (uint32_t)i;
+		r = &rc->reqs[k % RN_SLOTS];
+		if (r->type != RN_REQ_RECV || r->seq != k || r->done)
+			continue;
+		/* not whole: every QP's part of it comes again */
+		r->pending = c->split ? c->nqps : 1;
+		e = rc->stage[k % RN_SLOTS];
+		for (q = 0; q < r->n; q++) {
+			struct rn_mr *m;
+
+			if (!r->mrs[q])
+				continue;
+			ret = rn_mr_on(r->mrs[q], dev, &m);
+			if (ret)
+				return ret;
+			e[q].rkey[0] = m->ibmr->rkey;
+		}
+		/* on QP 0, ahead of the RESUME that follows them there */
+		ret = cts_post(rc, 0, (uintptr_t)e, (uint32_t)(r->n * sizeof(*e)),
+			       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), 0);
+		if (ret)
+			return ret;
+		if (!have)
+			first = k;
+		have = 1;
+		seqs[(*n)++] = k + 1;
+	}
+	/* a split slot goes over every QP: each expects the first slot not whole next */
+	if (c->split && have)
+		for (q = 0; q < c->nqps; q++)
+			rc->qp_next[q] = first;
+	/* a GPU flush in flight was on the old NIC: read again through the new one */
+	rc->flush_used = 0;
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_req *r = &rc->flush_reqs[i];
+		struct ibv_send_wr wr, *bad;
+		struct ibv_sge sge;
+		struct rn_mr *m;
+
+		if (r->type != RN_REQ_FLUSH || r->done)
+			continue;
+		if (!rc->flush_qp[0] || !r->mr) {
+			r->pending = 0;
+			r->done = 1;
+			continue;
+		}
+		ret = rn_mr_on(r->mr, dev, &m);
+		if (ret)
+			return ret;
+		memset(&wr, 0, sizeof(wr));
+		sge.addr = (uintptr_t)rc->flush_buf;
+		sge.length = 1;
+		sge.lkey = c->mem[0].ctrl_mr->lkey;
+		wr.wr_id = (uintptr_t)r | RN_WR_FLUSH;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uintptr_t)r->data;
+		wr.wr.rdma.rkey = m->ibmr->rkey;
+		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[0], &wr, &bad));
+		if (ret)
+			return ret;
+		r->pending = 1;
+		rc->flush_used++;
+		c->outstanding++;
+	}
+	return 0;
+}
+
+static int seq_listed(const uint32_t *seqs, int n, uint32_t seq)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (seqs[i] == seq)
+			return 1;
+	return 0;
+}
+
+int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
+			uint64_t *resent)
+{
+	struct rn_comm *c = &sc->c;
+	struct rn_dev *dev = c->mem[0].dev;
+	uint32_t k;
+	int i, r, ret;
+
+	*resent = 0;
+	*nresent = 0;
+	counts_reset(c);
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_send_slot *s = &sc->slots[i];
+
+		if (!s->seq)
+			continue;
+		if (!seq_listed(seqs, n, s->seq)) {
+			/* the receiver has it whole, whatever our completions said */
+			if (s->posted) {
+				for (r = 0; r < s->n; r++)
+					if (s->reqs[r])
+						s->reqs[r]->done = 1;
+				memset(s, 0, sizeof(*s));
+			}
+			continue;
+		}
+		s->posted = 0;
+		s->pending = 0;
+		s->bytes = 0;
+		memset(s->qp_wrs, 0, sizeof(s->qp_wrs));
+		for (r = 0; r < s->n; r++) {
+			struct rn_req *req = s->reqs[r];
+			struct rn_mr *m;
+
+			if (!req || !req->mr)
+				continue;
+			ret = rn_mr_on(req->mr, dev, &m);
+			if (ret)
+				return ret;
+			req->lkey = m->ibmr->lkey;
+		}
+	}
+	/* again, oldest first, from the CTS entries the receiver wrote anew */
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_send_slot *s;
+
+		k = sc->head - RN_SLOTS + (uint32_t)i;
+		s = &sc->slots[k % RN_SLOTS];
+		if (!s->seq || s->seq != k + 1 || s->posted || s->matched != s->n)
+			continue; /* (k + 1 wraps to 0 before the comm's 32nd slot) */
+		ret = post_slot(sc, s, s->n == 1 ? (uint32_t)s->reqs[0]->size : 0);
+		if (ret)
+			return ret == -EAGAIN ? -ENOSPC : ret;
+		*resent += s->bytes;
+		(*nresent)++;
+	}
+	return 0;
+}
+
+const struct rn_fo_hooks rn_xfer_fo_hooks = {
+	.handle_wc = rn_xfer_handle_wc,
+	.recv_rewind = rn_xfer_recv_rewind,
+	.send_resume = rn_xfer_send_resume,
+};
+
 /* ---- registration: the API face of src/mr.c -------------------------------- */
 
 /* A vNIC comm registers on every member (one handle holds them all). */
@@ -1359,8 +1649,8 @@ static int comm_reg(struct rn_comm *c, void *data, size_t size, int type, int fd
 	struct rn_dev *devs[RN_VNIC_MAX];
 	int k;
 
-	if (c->nmem == 1)
-		return rn_mr_get(c->mem[0].dev, data, size, type, fd, offset, out);
+	if (c->nmem == 1) /* on the NIC the comm was made on, wherever it moved since */
+		return rn_mr_get(c->reg_dev, data, size, type, fd, offset, out);
 	for (k = 0; k < c->nmem; k++)
 		devs[k] = c->mem[k].dev;
 	return rn_vmr_get(devs, c->nmem, data, size, type, fd, offset, out);
@@ -1399,7 +1689,7 @@ int rn_dereg_mr(void *comm, struct rn_mr *mr)
 			devs[k] = c->mem[k].dev;
 		return rn_vmr_put(devs, c->nmem, mr);
 	}
-	return rn_mr_put(c->mem[0].dev, mr);
+	return rn_mr_put(c->reg_dev, mr);
 }
 
 /* For the RMA backend (src/rma.c): its own completions get the same diagnosis. */
@@ -1417,3 +1707,4 @@ int rn_recv_wc_status(const struct rn_recv_comm *rc)
 {
 	return rc ? rc->c.wc_status : 0;
 }
+

@@ -15,6 +15,7 @@
 #define FX_SPIN 200000
 
 char fx_last_warn[2048];
+int fx_failover;
 int fx_nwarn, fx_ninfo;
 static char infos[8192], warns[8192];
 
@@ -139,6 +140,8 @@ void fx_setup(struct fx *f)
 	rn_config_defaults(&f->eng.cfg);
 	snprintf(f->eng.cfg.socket_ifname, sizeof(f->eng.cfg.socket_ifname), "lo");
 	f->eng.cfg.connect_timeout_ms = 5000;
+	/* a failure fails the comm, as these tests expect; test_failover.c turns moves on */
+	f->eng.cfg.failover = fx_failover;
 	snprintf(f->eng.hostname, sizeof(f->eng.hostname), "testhost");
 	list = rn_verbs.get_device_list(&n);
 	for (i = 0; i < FX_DEVS && i < n; i++) {

@@ -21,6 +21,9 @@ struct fx {
 	struct rn_dev devs[FX_DEVS];
 };
 
+/* NCCL_ROCE_FAILOVER of the engines fx_setup makes (0 unless a test sets it first). */
+extern int fx_failover;
+
 /* Bring up @f with FX_DEVS devices (rxe0/rxe1, 8 MiB max message, is_rxe). */
 void fx_setup(struct fx *f);
 /* Tear down; returns the number of leaked verbs objects (0 expected). */

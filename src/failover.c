@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Port failover: a comm whose NIC fails goes on over a sibling NIC pair of the same two
+ * hosts (on these hosts every RoCE NIC sits in one subnet, so every local NIC reaches
+ * every peer NIC).
+ *
+ * The pairs: at connect time each end offers up to NCCL_ROCE_FAILOVER_SPARES of its
+ * other NICs (src/conn.c); spare j of one end pairs with spare j of the other, and its
+ * QPs are connected and path-checked then, beside the comm's own, with receives posted.
+ * Nothing of them is touched while the comm's own pair works (the data path polls one
+ * CQ, as before); the idle checks look at their CQs every 100 ms for the peer's word.
+ *
+ * The control channel is RDMA itself: a failover message is one WRITE_WITH_IMM of a
+ * small record (fo_msg) into the peer's inbox for that pair, imm RN_IMM_CTRL, on QP 0
+ * of the pair it names. The comm's TCP socket cannot serve: it leaves from the failed
+ * NIC's address, which policy routing sends through that NIC.
+ *
+ * Where to resume: the receiver decides.
+ *   - The side that sees the failure first (a completion in error, port down, the
+ *     GID's address gone) moves its old QPs to ERR, so that no late WRITE lands there
+ *     afterwards, and drains their CQ (what completed is kept).
+ *   - A sender then sends MOVE_REQ on a spare it can use and waits (isend hands out no
+ *     request meanwhile; test() keeps polling).
+ *   - The receiver, on its own failure or on MOVE_REQ, takes a pair both ends passed,
+ *     takes every receive not complete as not delivered (a slot is complete only when
+ *     every QP's immediate for it arrived), writes their CTS entries again with the
+ *     buffers' keys on the new NIC, then RESUME (the epoch and those slots' sequences),
+ *     all on QP 0 of the new pair, so RESUME lands after the entries.
+ *   - The sender, on RESUME, completes every slot it posted that is not listed (the
+ *     receiver has it, even where the sender's completion was flushed), and posts the
+ *     listed ones again, in order, from the new entries.
+ *   Every message is delivered once, whole and in order; the bytes of the listed slots
+ *   are the bytes sent again. Epochs make crossing messages harmless: a receiver
+ *   ignores a MOVE_REQ older than its last move, a sender a RESUME it applied.
+ *
+ * Memory: NCCL's registrations stay on the NIC the comm was made on (c->reg_dev); the
+ * new NIC's keys come from rn_mr_on() (host memory and nvidia-peermem by address,
+ * DMA-BUF through the fd the registration kept), made on first use.
+ *
+ * Not built (said in nccl-net-roce(7)): moving back to a NIC that recovers, the flap
+ * limit, vNIC comms and the RMA backend's comms (they fail as before).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_clock.h"
+#include "rn_compiler.h"
+#include "rn_conn.h"
+#include "rn_log.h"
+#include "rn_mr.h"
+#include "rn_verbs.h"
+
+#define FO_MAGIC 0x524e464fu /* "RNFO" */
+
+enum fo_type { FO_MOVE_REQ = 1, FO_RESUME = 2 };
+
+struct fo_msg {
+	uint32_t magic;
+	uint32_t type;
+	uint32_t epoch;     /* RESUME: the receiver's move; MOVE_REQ: the last RESUME seen */
+	uint32_t path;      /* the pair it rides, which is the pair to take */
+	uint32_t dead;      /* MOVE_REQ: the pairs the sender found broken (bit per path) */
+	uint32_t n;         /* RESUME: slots to serve again */
+	uint32_t seq[RN_SLOTS];
+	uint32_t sum;       /* of every word before it: a record overwritten mid-read fails it */
+};
+_Static_assert(sizeof(struct fo_msg) <= RN_FO_BOX, "a failover message fits its box");
+
+int rn_failover_status(int status)
+{
+	return status == IBV_WC_RETRY_EXC_ERR || status == IBV_WC_WR_FLUSH_ERR ||
+	       status == IBV_WC_FATAL_ERR;
+}
+
+static uint32_t msg_sum(const struct fo_msg *m)
+{
+	const uint32_t *w = (const uint32_t *)m;
+	uint32_t s = 0x9e3779b9u;
+	size_t i;
+
+	for (i = 0; i < offsetof(struct fo_msg, sum) / 4; i++)
+		s = (s ^ w[i]) * 16777619u;
+	return s;
+}
+
+static int comm_fail(struct rn_comm *c, int err)
+{
+	if (!c->err)
+		c->err = err;
+	return c->err;
+}
+
+/* Our NIC of path @j: the comm's own fields when it is the pair in use. */
+static const struct rn_dev *path_dev(const struct rn_comm *c, int j)
+{
+	return j == c->fo->active ? c->mem[0].dev : c->fo->path[j].mem.dev;
+}
+
+static const struct rn_peer_facts *path_peer(const struct rn_comm *c, int j)
+{
+	return j == c->fo->active ? &c->rpeer[0] : &c->fo->path[j].rpeer;
+}
+
+static struct rn_evdev *path_ev(const struct rn_comm *c, int j)
+{
+	return j == c->fo->active ? c->mem[0].ev : c->fo->path[j].mem.ev;
+}
+
+static void path_dead(struct rn_comm *c, int j, const char *why)
+{
+	struct rn_path *p = &c->fo->path[j];
+
+	if (p->state == RN_PATH_DEAD)
+		return;
+	p->state = RN_PATH_DEAD;
+	snprintf(p->why, sizeof(p->why), "%s", why);
+}
+
+/* 1 when pair @j can take the comm from here: alive, checked, its NIC up. */
+static int usable(const struct rn_comm *c, int j, int need_there)
+{
+	const struct rn_path *p = &c->fo->path[j];
+	struct rn_evdev *ev = path_ev(c, j);
+	const struct rn_dev *d = path_dev(c, j);
+
+	if (j == c->fo->active || p->state != RN_PATH_SPARE || !p->ok_here ||
+	    (need_there && !p->ok_there))
+		return 0;
+	if (ev && (rn_events_dev_err(ev, d->nic.port) || rn_events_gid_gone(ev, d->nic.port,
+									      NULL)))
+		return 0;
+	return 1;
+}
+
+static int pick(const struct rn_comm *c, int need_there)
+{
+	int j;
+
+	for (j = 0; j < c->fo->npaths; j++)
+		if (usable(c, j, need_there))
+			return j;
+	return -1;
+}
+
+/* One WARN: no pair is left, with every pair and why it is out. */
+static void say_none_left(struct rn_comm *c)
+{
+	char buf[900];
+	int j, n = 0;
+
+	for (j = 0; j < c->fo->npaths && n < (int)sizeof(buf); j++) {
+		const struct rn_path *p = &c->fo->path[j];
+		const struct rn_dev *d = path_dev(c, j);
+		const char *why = p->state == RN_PATH_DEAD ? p->why :
+				  !p->ok_here || !p->ok_there ? "the path check failed at connect" :
+				  "its NIC is down or lost its GID";
+
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s:%d -> %s (%s)", j ? "; " : "",
+			      d->nic.ibdev, d->nic.port, path_peer(c, j)->netdev, why);
+	}
+	rn_warn(RN_SUB_NET, RN_PFX "comm with %s (%s): no NIC pair left to move to: %s",
+		c->peer_str, c->rpeer[0].host, buf);
+}
+
+/* Move every QP of the pair in use to ERR and take what completed before. */
+static void quiesce(struct rn_comm *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc[16];
+	int q, n, i, rounds = 0, empty = 0;
+
+	for (q = 0; q < c->nqps; q++)
+		rn_verbs.modify_qp(c->qps[q], &a, IBV_QP_STATE);
+	if (c->role == RN_ROLE_RECV && ((struct rn_recv_comm *)c)->flush_qp[0])
+		rn_verbs.modify_qp(((struct rn_recv_comm *)c)->flush_qp[0], &a, IBV_QP_STATE);
+	/* successes first, then the flushes: stop at the second empty poll */
+	c->draining = 1;
+	while (empty < 2 && rounds++ < 4096) {
+		n = rn_verbs.poll_cq(c->mem[0].cq, 16, wc);
+		if (n <= 0) {
+			empty++;
+			continue;
+		}
+		for (i = 0; i < n; i++)
+			if (wc[i].status == IBV_WC_SUCCESS)
+				c->fo->hooks->handle_wc(c, 0, &wc[i]);
+	}
+	c->draining = 0;
+}
+
+/* The comm's fields take pair @b; the pair in use goes back into its slot. */
+static void swap_to(struct rn_comm *c, int b)
+{
+	struct rn_failover *fo = c->fo;
+	struct rn_path *pa = &fo->path[fo->active], *pb = &fo->path[b];
+	struct rn_recv_comm *rc = c->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
+	struct rn_send_comm *sc = rc ? NULL : (struct rn_send_comm *)c;
+
+	pa->mem = c->mem[0];
+	pa->rpeer = c->rpeer[0];
+	memcpy(pa->qps, c->qps, sizeof(c->qps[0]) * (size_t)c->nqps);
+	pa->rctrl_rkey = rc ? rc->rfifo_rkey[0] : sc->rsizes_rkey[0];
+	pa->flush_qp = rc ? rc->flush_qp[0] : NULL;
+	c->mem[0] = pb->mem;
+	c->mem[0].gid_moved_said = 0;
+	c->rpeer[0] = pb->rpeer;
+	memcpy(c->qps, pb->qps, sizeof(c->qps[0]) * (size_t)c->nqps);
+	if (rc) {
+		rc->rfifo_rkey[0] = pb->rctrl_rkey;
+		rc->flush_qp[0] = pb->flush_qp;
+	} else {
+		sc->rsizes_rkey[0] = pb->rctrl_rkey;
+	}
+	/* its resources live in the comm now: the slot must not free them (comm_free) */
+	memset(pb->qps, 0, sizeof(pb->qps));
+	pb->flush_qp = NULL;
+	pb->mem.cq = NULL;
+	pb->mem.ctrl_mr = NULL;
+	pb->mem.ev = NULL;
+	fo->active = b;
+	c->idle = 0;
+	c->last_progress_ns = 0;
+	c->qp_wait_ns[0] = 0;
+}
+
+/* Post @m to the peer's inbox for pair @j, on that pair's QP 0. */
+static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
+{
+	struct rn_failover *fo = c->fo;
+	int active = j == fo->active;
+	struct ibv_qp *qp = active ? c->qps[0] : fo->path[j].qps[0];
+	struct ibv_mr *mr = active ? c->mem[0].ctrl_mr : fo->path[j].mem.ctrl_mr;
+	uint32_t rkey = active ? (c->role == RN_ROLE_RECV ?
+				  ((struct rn_recv_comm *)c)->rfifo_rkey[0] :
+				  ((struct rn_send_comm *)c)->rsizes_rkey[0]) : fo->path[j].rctrl_rkey;
+	struct fo_msg *out = (struct fo_msg *)((char *)c->ctrl + RN_CTRL_OUTBOX(j));
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge;
+	int ret;
+
+	if (!qp || !mr)
+		return -ENOTCONN;
+	m->magic = FO_MAGIC;
+	m->path = (uint32_t)j;
+	m->sum = msg_sum(m);
+	*out = *m;
+	sge.addr = (uintptr_t)out;
+	sge.length = sizeof(*out);
+	sge.lkey = mr->lkey;
+	/* bit 8 of the id: counted in the pair's send queue (it is the pair in use) */
+	wr.wr_id = ((uint64_t)active << 8 | (uint64_t)j) << 3 | RN_WR_CTRL;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(RN_IMM_CTRL);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = c->rctrl_addr + RN_CTRL_INBOX(j);
+	wr.wr.rdma.rkey = rkey;
+	ret = rn_verbs_err(rn_verbs.post_send(qp, &wr, &bad));
+	if (!ret && active)
+		c->sq_used[0]++;
+	return ret;
+}
+
+/* The record in our inbox for pair @j: 0 when whole and meant for it. */
+static int read_msg(const struct rn_comm *c, int j, struct fo_msg *m)
+{
+	const volatile struct fo_msg *in = (const volatile struct fo_msg *)
+					   ((const char *)c->ctrl + RN_CTRL_INBOX(j));
+
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	memcpy(m, (const void *)in, sizeof(*m));
+	if (m->magic != FO_MAGIC || m->sum != msg_sum(m) || m->path != (uint32_t)j ||
+	    m->n > RN_SLOTS || (m->type != FO_MOVE_REQ && m->type != FO_RESUME))
+		return -EBADMSG;
+	return 0;
+}
+
+static uint64_t ms_since(uint64_t t0)
+{
+	uint64_t now = rn_now_ns();
+
+	return t0 && now > t0 ? (now - t0) / 1000000ull : 0;
+}
+
+/* The one WARN a move gives, on each end. */
+static void say_moved(struct rn_comm *c, int a, const char *what)
+{
+	const struct rn_dev *oa = c->fo->path[a].mem.dev, *nb = c->mem[0].dev;
+
+	rn_warn(RN_SUB_NET, RN_PFX "failover: %s comm with %s (%s): %s:%d -> %s failed (%s); "
+		"moved to %s:%d -> %s (%s) in %llu ms; %s (move %d; NCCL_ROCE_FAILOVER=0 turns "
+		"this off)", c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str,
+		c->rpeer[0].host, oa->nic.ibdev, oa->nic.port, c->fo->path[a].rpeer.netdev,
+		c->fo->path[a].why, nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev,
+		c->rpeer[0].host, (unsigned long long)ms_since(c->fo->since_ns), what,
+		c->fo->moves);
+}
+
+/* Receiver: move to pair @b and tell the sender where to resume. */
+static int move_recv(struct rn_comm *c, int b)
+{
+	struct rn_failover *fo = c->fo;
+	struct fo_msg m;
+	int a = fo->active, n = 0, ret;
+	char what[96];
+
+	memset(&m, 0, sizeof(m));
+	quiesce(c);
+	swap_to(c, b);
+	ret = fo->hooks->recv_rewind((struct rn_recv_comm *)c, m.seq, &n);
+	if (!ret) {
+		m.type = FO_RESUME;
+		m.epoch = ++fo->epoch;
+		m.n = (uint32_t)n;
+		ret = send_msg(c, b, &m);
+	}
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: the move to %s:%d failed: %s",
+			c->peer_str, c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
+			strerror(-ret));
+		return comm_fail(c, ret);
+	}
+	fo->moves++;
+	snprintf(what, sizeof(what), "%d receive%s not complete asked again", n, n == 1 ? "" : "s");
+	say_moved(c, a, what);
+	fo->since_ns = 0;
+	return 0;
+}
+
+/* Sender: take RESUME @m on pair @j. */
+static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
+{
+	struct rn_failover *fo = c->fo;
+	int a = fo->active, ret, nresent = 0;
+	uint64_t resent = 0;
+	char what[96];
+
+	if (!fo->quiesced) {
+		/* the receiver saw it first: its NIC, or ours silently */
+		quiesce(c);
+		path_dead(c, a, "the receiver moved the comm off it");
+		if (!fo->since_ns)
+			fo->since_ns = rn_now_ns();
+	}
+	swap_to(c, j);
+	fo->seen = m->epoch;
+	fo->epoch = m->epoch;
+	ret = fo->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, &nresent,
+				  &resent);
+	c->moving = 0;
+	fo->quiesced = 0;
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: resuming on %s:%d failed: %s",
+			c->peer_str, c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
+			strerror(-ret));
+		return comm_fail(c, ret);
+	}
+	fo->moves++;
+	fo->resent += resent;
+	snprintf(what, sizeof(what), "%d message%s, %llu bytes sent again", nresent,
+		 nresent == 1 ? "" : "s", (unsigned long long)resent);
+	say_moved(c, a, what);
+	fo->since_ns = 0;
+	return 0;
+}
+
+/* Sender: ask for a move on a pair we can use. 0, or -ENETUNREACH (none left, said). */
+static int ask_move(struct rn_comm *c)
+{
+	struct rn_failover *fo = c->fo;
+	struct fo_msg m;
+	int j;
+
+	while ((j = pick(c, 0)) >= 0) {
+		int ret;
+
+		memset(&m, 0, sizeof(m));
+		m.type = FO_MOVE_REQ;
+		m.epoch = fo->seen;
+		for (int i = 0; i < fo->npaths; i++)
+			if (fo->path[i].state == RN_PATH_DEAD)
+				m.dead |= 1u << i;
+		ret = send_msg(c, j, &m);
+		if (!ret)
+			return 0;
+		path_dead(c, j, "posting the move request failed");
+	}
+	say_none_left(c);
+	return -ENETUNREACH;
+}
+
+int rn_failover_begin(struct rn_comm *c, int err, const char *why)
+{
+	struct rn_failover *fo = c->fo;
+	int b;
+
+	(void)err;
+	if (!fo || c->err)
+		return 0;
+	if (c->moving)
+		return 1; /* the old pair's echo: a move is under way */
+	if (!fo->since_ns)
+		fo->since_ns = rn_now_ns();
+	path_dead(c, fo->active, why);
+	if (c->role == RN_ROLE_RECV) {
+		b = pick(c, 1);
+		if (b < 0) {
+			say_none_left(c);
+			return 0;
+		}
+		move_recv(c, b);
+		return !c->err;
+	}
+	quiesce(c);
+	fo->quiesced = 1;
+	c->moving = 1;
+	fo->deadline_ns = rn_now_ns() + c->stall_ns;
+	if (ask_move(c)) {
+		c->moving = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/* A message on pair @j (its receive already re-posted). */
+static void take_msg(struct rn_comm *c, int j)
+{
+	struct rn_failover *fo = c->fo;
+	struct fo_msg m;
+	int i, b;
+
+	if (read_msg(c, j, &m)) {
+		rn_info(RN_SUB_NET, RN_PFX "failover: comm with %s: a message on pair %d was not "
+			"whole; waiting for the next", c->peer_str, j);
+		return;
+	}
+	if (c->role == RN_ROLE_RECV) {
+		if (m.type != FO_MOVE_REQ || m.epoch < fo->epoch || j == fo->active)
+			return; /* crossed our own move: the sender takes our RESUME */
+		if (!fo->since_ns)
+			fo->since_ns = rn_now_ns();
+		for (i = 0; i < fo->npaths; i++)
+			if (m.dead & (1u << i) && i != fo->active)
+				path_dead(c, i, "the sender found it broken");
+		path_dead(c, fo->active, "the sender's side failed (it asked to move)");
+		b = usable(c, j, 1) ? j : pick(c, 1);
+		if (b < 0) {
+			say_none_left(c);
+			comm_fail(c, -ENETUNREACH);
+			return;
+		}
+		move_recv(c, b);
+		return;
+	}
+	if (m.type != FO_RESUME || m.epoch <= fo->seen)
+		return;
+	if (!usable(c, j, 0) && j != fo->active) {
+		/* the receiver chose a pair whose NIC here just failed: ask again elsewhere */
+		path_dead(c, j, "its NIC here failed");
+		fo->seen = m.epoch;
+		if (!c->moving) {
+			quiesce(c);
+			fo->quiesced = 1;
+			c->moving = 1;
+			fo->deadline_ns = rn_now_ns() + c->stall_ns;
+		}
+		if (ask_move(c))
+			comm_fail(c, -ENETUNREACH);
+		return;
+	}
+	apply_resume(c, j, &m);
+}
+
+void rn_failover_ctrl(struct rn_comm *c, int q)
+{
+	struct ibv_recv_wr wr = { 0 }, *bad;
+
+	wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+	if (rn_verbs.post_recv(c->qps[q], &wr, &bad) && !c->draining) {
+		comm_fail(c, -EIO);
+		return;
+	}
+	if (c->fo && !c->draining)
+		take_msg(c, c->fo->active);
+}
+
+/* The data QP of spare @j numbered @qpn, -1 none. */
+static int spare_qp(const struct rn_comm *c, int j, uint32_t qpn)
+{
+	int q;
+
+	for (q = 0; q < c->nqps; q++)
+		if (c->fo->path[j].qps[q] && c->fo->path[j].qps[q]->qp_num == qpn)
+			return q;
+	return -1;
+}
+
+int rn_failover_poll(struct rn_comm *c)
+{
+	struct rn_failover *fo = c->fo;
+	struct ibv_wc wc[8];
+	int j, i, n;
+
+	if (!fo || c->err)
+		return c->err;
+	for (j = 0; j < fo->npaths && !c->err; j++) {
+		struct rn_path *p = &fo->path[j];
+
+		if (j == fo->active || p->state == RN_PATH_DEAD || !p->mem.cq)
+			continue;
+		n = rn_verbs.poll_cq(p->mem.cq, (int)RN_ARRAY_SIZE(wc), wc);
+		for (i = 0; i < n && !c->err; i++) {
+			int kind = RN_WR_KIND(wc[i].wr_id), q = spare_qp(c, j, wc[i].qp_num);
+
+			if (kind == RN_WR_CTRL && wc[i].status != IBV_WC_SUCCESS) {
+				char why[96];
+
+				snprintf(why, sizeof(why), "a failover message failed: %s",
+					 rn_wc_status_str(wc[i].status));
+				path_dead(c, j, why);
+				if (c->moving && ask_move(c))
+					comm_fail(c, -ENETUNREACH);
+			} else if (kind == RN_WR_RECV && wc[i].status == IBV_WC_SUCCESS && q >= 0) {
+				struct ibv_recv_wr wr = { 0 }, *bad;
+
+				wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+				rn_verbs.post_recv(p->qps[q], &wr, &bad);
+				if (be32toh(wc[i].imm_data) == RN_IMM_CTRL)
+					take_msg(c, j);
+			} else if (j == fo->active) {
+				/* a message moved us here: what follows is the data path's */
+				c->fo->hooks->handle_wc(c, 0, &wc[i]);
+			}
+		}
+	}
+	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns) {
+		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): no answer to the move "
+			"request for %llu ms (the QPs' retry budget twice over): the receiver is gone "
+			"or no pair reaches it", c->peer_str, c->rpeer[0].host,
+			(unsigned long long)ms_since(fo->since_ns));
+		say_none_left(c);
+		comm_fail(c, -ETIMEDOUT);
+	}
+	return c->err;
+}
+

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Port failover over the fake wire (src/failover.c): a comm made on rxe0 <-> rxe1 keeps
+ * the spare pair rxe1 <-> rxe0; a failure at each point of the protocol moves it there,
+ * and every message is delivered once, whole, to its buffer and in order. The failure
+ * points: before the CTS (the receiver's FIFO write fails), after the CTS and before
+ * the data (the sender's first write fails), in the middle of a stream, in the middle of
+ * a split message, in the middle of a multi-receive, and during the move itself (the
+ * spare fails too: one error naming both pairs, no hang).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "double_conncheck.h"
+#include "fixture_xfer.h"
+#include "double_conncheck.c"
+#include "rn_clock.h"
+#include "rn_verbs.h"
+
+#define MSGS 12
+#define MSG_LEN 4096
+#define WAIT_NS (20ull * 1000000000ull)
+
+struct t {
+	struct fx f;
+	struct rn_send_comm *sc;
+	struct rn_recv_comm *rc;
+};
+
+static int setup_cfg(void **state, int nqps, int split)
+{
+	static struct t t;
+
+	fx_failover = 1;
+	fx_setup(&t.f);
+	fx_failover = 0;
+	fake_path_set(NULL, NULL);
+	t.f.eng.cfg.qps_per_conn = nqps;
+	t.f.eng.cfg.split_data_on_qps = split;
+	assert_int_equal(fx_connect(&t.f, 0, 1, 0, &t.sc, &t.rc), 0);
+	*state = &t;
+	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_cfg(state, 1, 0);
+}
+
+static int setup_split2(void **state)
+{
+	return setup_cfg(state, 2, 1);
+}
+
+static int setup_rr2(void **state)
+{
+	return setup_cfg(state, 2, 0);
+}
+
+static int teardown(void **state)
+{
+	struct t *t = *state;
+
+	assert_int_equal(fx_close(&t->f, t->sc, t->rc), 0);
+	return 0;
+}
+
+/* The messages of one run: MSGS receives posted ahead, each sent once. */
+struct run {
+	unsigned char *src[MSGS], *dst[MSGS];
+	struct rn_mr *smr, *rmr;
+	unsigned char *sbuf, *rbuf;
+	struct rn_req *sreq[MSGS], *rreq[MSGS];
+	int sdone[MSGS], rdone[MSGS], rsize[MSGS], rtimes[MSGS];
+	int sent, posted;
+};
+
+static void run_init(struct t *t, struct run *r)
+{
+	int i;
+
+	memset(r, 0, sizeof(*r));
+	r->sbuf = fx_pattern(MSGS * MSG_LEN, 11);
+	r->rbuf = calloc(MSGS, MSG_LEN);
+	assert_non_null(r->rbuf);
+	for (i = 0; i < MSGS; i++) {
+		r->src[i] = r->sbuf + i * MSG_LEN;
+		r->dst[i] = r->rbuf + i * MSG_LEN;
+	}
+	assert_int_equal(rn_reg_mr(t->sc, r->sbuf, MSGS * MSG_LEN, RN_PTR_HOST, &r->smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, r->rbuf, MSGS * MSG_LEN, RN_PTR_HOST, &r->rmr), 0);
+}
+
+static void run_free(struct t *t, struct run *r)
+{
+	rn_dereg_mr(t->sc, r->smr);
+	rn_dereg_mr(t->rc, r->rmr);
+	free(r->sbuf);
+	free(r->rbuf);
+}
+
+static int post_recv(struct t *t, struct run *r)
+{
+	size_t sz = MSG_LEN;
+	void *p = r->dst[r->posted];
+	int tag = 7, ret;
+
+	ret = rn_irecv(t->rc, 1, &p, &sz, &tag, &r->rmr, &r->rreq[r->posted]);
+	if (!ret && r->rreq[r->posted])
+		r->posted++;
+	return ret;
+}
+
+/* Message i's size: they differ, so a message landing in the wrong buffer shows. */
+static size_t msg_size(int i)
+{
+	return MSG_LEN - 64 * (size_t)i;
+}
+
+static int post_send(struct t *t, struct run *r)
+{
+	int ret = rn_isend(t->sc, r->src[r->sent], msg_size(r->sent), 7, r->smr,
+			   &r->sreq[r->sent]);
+
+	if (!ret && r->sreq[r->sent])
+		r->sent++;
+	return ret;
+}
+
+/*
+ * Drive both ends as NCCL's proxy would, until every request completed or one end
+ * failed: -errno of the first failure, 0 when all completed. Each completion is counted.
+ */
+static int run_all(struct t *t, struct run *r, int *serr, int *rerr)
+{
+	uint64_t end = rn_now_ns() + WAIT_NS;
+	int i, done, sz, left;
+
+	*serr = *rerr = 0;
+	left = 1;
+	while (rn_now_ns() < end) {
+		int before;
+
+		left = 0;
+		while (!*rerr && r->posted < MSGS && r->posted < r->sent + 4) {
+			before = r->posted;
+			if ((*rerr = post_recv(t, r)) || r->posted == before)
+				break;
+		}
+		while (!*serr && r->sent < MSGS && r->sent < r->posted) {
+			before = r->sent;
+			if ((*serr = post_send(t, r)) || r->sent == before)
+				break;
+		}
+		for (i = 0; i < MSGS; i++) {
+			if (i < r->sent && !r->sdone[i] && !*serr) {
+				*serr = rn_test(r->sreq[i], &done, &sz);
+				if (!*serr && done)
+					r->sdone[i]++;
+			}
+			if (i < r->posted && !r->rdone[i] && !*rerr) {
+				*rerr = rn_test(r->rreq[i], &done, &sz);
+				if (!*rerr && done) {
+					r->rdone[i]++;
+					r->rsize[i] = sz;
+				}
+			}
+			left += !r->sdone[i] + !r->rdone[i];
+		}
+		if (*serr || *rerr || !left)
+			break;
+	}
+	return *serr ? *serr : *rerr ? *rerr : left ? -ETIMEDOUT : 0;
+}
+
+/* Every message once, whole, of its own size, in its own buffer. */
+static void check_delivered(struct run *r)
+{
+	int i;
+
+	for (i = 0; i < MSGS; i++) {
+		assert_int_equal(r->sdone[i], 1);
+		assert_int_equal(r->rdone[i], 1);
+		assert_int_equal(r->rsize[i], (int)msg_size(i));
+		assert_memory_equal(r->dst[i], r->src[i], msg_size(i));
+	}
+}
+
+/* The pair in use is the spare: rxe1 sends to rxe0 now. */
+static void check_moved(struct t *t)
+{
+	assert_ptr_equal(t->sc->c.mem[0].dev, &t->f.devs[1]);
+	assert_ptr_equal(t->rc->c.mem[0].dev, &t->f.devs[0]);
+	assert_int_equal(t->sc->c.fo->moves, 1);
+	assert_int_equal(t->rc->c.fo->moves, 1);
+	assert_true(fx_warn_seen("failover: send comm with"));
+	assert_true(fx_warn_seen("failover: recv comm with"));
+	assert_true(fx_warn_seen("moved to rxe1:1 -> eth0"));
+	assert_true(fx_warn_seen("moved to rxe0:1 -> eth1"));
+}
+
+/* Messages before @at go through the comm's own pair; then @qp fails with @st. */
+static void stream_failing(struct t *t, struct run *r, int at, struct ibv_qp *qp,
+			   enum ibv_wc_status st)
+{
+	int serr, rerr;
+
+	run_init(t, r);
+	while (r->sent < at) {
+		assert_int_equal(post_recv(t, r), 0);
+		assert_int_equal(post_send(t, r), 0);
+	}
+	fx_log_reset();
+	fake_wire_fail_qp(qp, st, 0x81);
+	assert_int_equal(run_all(t, r, &serr, &rerr), 0);
+}
+
+static void spares_are_made(void **state)
+{
+	struct t *t = *state;
+
+	assert_non_null(t->sc->c.fo);
+	assert_non_null(t->rc->c.fo);
+	assert_int_equal(t->sc->c.fo->npaths, 2);
+	assert_int_equal(t->rc->c.fo->npaths, 2);
+	assert_ptr_equal(t->sc->c.fo->path[1].mem.dev, &t->f.devs[1]);
+	assert_ptr_equal(t->rc->c.fo->path[1].mem.dev, &t->f.devs[0]);
+	/* both checks passed: the receiver knows the sender's through READY */
+	assert_true(t->rc->c.fo->path[1].ok_here && t->rc->c.fo->path[1].ok_there);
+	assert_true(t->sc->c.fo->path[1].ok_here);
+	assert_true(fx_info_seen("spare pairs rxe1:1->eth0"));
+	assert_true(fx_info_seen("spare pairs rxe0:1->eth1"));
+}
+
+/* Nothing fails: the spare is never used, and costs the data path nothing. */
+static void no_failure_no_move(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr;
+
+	run_init(t, &r);
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	assert_ptr_equal(t->sc->c.mem[0].dev, &t->f.devs[0]);
+	assert_int_equal(t->sc->c.fo->moves, 0);
+	assert_false(fx_warn_seen("failover"));
+	run_free(t, &r);
+}
+
+/* After the CTS, before the data: the sender's first write fails. */
+static void sender_fails_before_data(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 0, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	assert_true(fx_warn_seen("RETRY_EXC_ERR on a Send"));
+	run_free(t, &r);
+}
+
+/* In the middle of a stream: five messages went, the sixth fails, the rest flush. */
+static void sender_fails_mid_stream(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 5, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+}
+
+/* Before the CTS: the receiver's FIFO write fails (its NIC's side), the receiver moves. */
+static void receiver_fails_on_cts(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 3, t->rc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	assert_true(fx_warn_seen("RETRY_EXC_ERR on a CTS"));
+	run_free(t, &r);
+}
+
+/* A flush error first (the QP went to error under us) is a path failure too. */
+static void flush_error_moves(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 2, t->sc->c.qps[0], IBV_WC_WR_FLUSH_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+}
+
+/* A message split over two QPs: its first QP's part lands, the second's fails. */
+static void split_message_mid_way(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 4, t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+}
+
+/* Round robin over two QPs: one QP's slots stop, the other's go on until the move. */
+static void round_robin_one_qp_fails(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 3, t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+}
+
+/* A multi-receive of two buffers: the first send is matched, then the pair fails. */
+static void multi_receive_mid_way(void **state)
+{
+	struct t *t = *state;
+	unsigned char *src = fx_pattern(2 * MSG_LEN, 5), *dst = calloc(2, MSG_LEN);
+	void *ptrs[2] = { dst, dst + MSG_LEN };
+	size_t sizes[2] = { MSG_LEN, MSG_LEN };
+	int tags[2] = { 1, 2 }, got[2] = { 0 }, done, sdone[2] = { 0 }, rdone = 0, i, ret;
+	struct rn_mr *smr, *rmr, *mrs[2];
+	struct rn_req *rreq = NULL, *sreq[2] = { NULL, NULL };
+	uint64_t end;
+
+	assert_int_equal(rn_reg_mr(t->sc, src, 2 * MSG_LEN, RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, dst, 2 * MSG_LEN, RN_PTR_HOST, &rmr), 0);
+	mrs[0] = mrs[1] = rmr;
+	assert_int_equal(rn_irecv(t->rc, 2, ptrs, sizes, tags, mrs, &rreq), 0);
+	assert_non_null(rreq);
+	assert_int_equal(fx_isend(t->sc, src, 1000, 1, smr, &sreq[0]), 0);
+	assert_non_null(sreq[0]);
+	fx_log_reset();
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(fx_isend(t->sc, src + MSG_LEN, 3000, 2, smr, &sreq[1]), 0);
+	assert_non_null(sreq[1]);
+	for (end = rn_now_ns() + WAIT_NS; rn_now_ns() < end && !(rdone && sdone[0] && sdone[1]);) {
+		for (i = 0; i < 2; i++)
+			if (!sdone[i]) {
+				assert_int_equal(rn_test(sreq[i], &done, NULL), 0);
+				sdone[i] += done;
+			}
+		if (!rdone) {
+			ret = rn_test(rreq, &done, got);
+			assert_int_equal(ret, 0);
+			rdone += done;
+		}
+	}
+	assert_int_equal(rdone, 1);
+	assert_int_equal(got[0], 1000);
+	assert_int_equal(got[1], 3000);
+	assert_memory_equal(dst, src, 1000);
+	assert_memory_equal(dst + MSG_LEN, src + MSG_LEN, 3000);
+	check_moved(t);
+	assert_true(fx_warn_seen("1 message, 4000 bytes sent again"));
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+	free(src);
+	free(dst);
+}
+
+/*
+ * During the move itself: the spare's QP 0 fails as well, so the RESUME cannot go.
+ * One error, naming both pairs, and no hang.
+ */
+static void last_pair_gone(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, ret;
+
+	run_init(t, &r);
+	assert_int_equal(post_recv(t, &r), 0);
+	assert_int_equal(post_send(t, &r), 0);
+	fx_log_reset();
+	/* the receiver moves first (its CTS write fails), then its RESUME fails */
+	fake_wire_fail_qp(t->rc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	fake_wire_fail_qp(t->rc->c.fo->path[1].qps[0], IBV_WC_RETRY_EXC_ERR, 0x82);
+	ret = run_all(t, &r, &serr, &rerr);
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, -ETIMEDOUT);
+	assert_true(fx_warn_seen("no NIC pair left to move to"));
+	assert_true(fx_warn_seen("rxe1:1 -> eth0 ("));
+	assert_true(fx_warn_seen("rxe0:1 -> eth1 ("));
+	run_free(t, &r);
+}
+
+/* Registrations made on rxe0 are found on rxe1 after the move, lazily, and released. */
+static void later_registrations_follow(void **state)
+{
+	struct t *t = *state;
+	unsigned char *a = fx_pattern(MSG_LEN, 3), *b = calloc(1, MSG_LEN);
+	struct rn_mr *smr, *rmr;
+	struct rn_req *s, *q;
+	size_t sz = MSG_LEN;
+	void *p = b;
+	int tag = 3, n;
+	struct run r;
+
+	stream_failing(t, &r, 1, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_moved(t);
+	run_free(t, &r);
+	/* registered after the move: still on the comm's own NIC for NCCL */
+	assert_int_equal(rn_reg_mr(t->sc, a, MSG_LEN, RN_PTR_HOST, &smr), 0);
+	assert_ptr_equal(smr->dev, &t->f.devs[0]);
+	assert_int_equal(rn_reg_mr(t->rc, b, MSG_LEN, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_irecv(t->rc, 1, &p, &sz, &tag, &rmr, &q), 0);
+	assert_int_equal(fx_isend(t->sc, a, 100, 3, smr, &s), 0);
+	assert_non_null(s);
+	assert_int_equal(fx_wait(s, NULL), 0);
+	assert_int_equal(fx_wait(q, &n), 0);
+	assert_int_equal(n, 100);
+	assert_memory_equal(a, b, 100);
+	assert_non_null(smr->alt[0]);
+	assert_ptr_equal(smr->alt[0]->dev, &t->f.devs[1]);
+	assert_int_equal(rn_dereg_mr(t->sc, smr), 0);
+	assert_int_equal(rn_dereg_mr(t->rc, rmr), 0);
+	free(a);
+	free(b);
+}
+
+/* NCCL_ROCE_FAILOVER=0: no spare, and a failure fails the comm as before. */
+static void off_means_off(void **state)
+{
+	struct t t2;
+	struct run r;
+	int serr, rerr;
+
+	(void)state;
+	fx_failover = 0;
+	fx_setup(&t2.f);
+	fake_path_set(NULL, NULL);
+	assert_int_equal(fx_connect(&t2.f, 0, 1, 0, &t2.sc, &t2.rc), 0);
+	assert_null(t2.sc->c.fo);
+	assert_null(t2.rc->c.fo);
+	run_init(&t2, &r);
+	assert_int_equal(post_recv(&t2, &r), 0);
+	fake_wire_fail_qp(t2.sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(post_send(&t2, &r), 0);
+	assert_int_equal(run_all(&t2, &r, &serr, &rerr), -EREMOTEIO);
+	assert_false(fx_warn_seen("failover:"));
+	run_free(&t2, &r);
+	assert_int_equal(fx_close(&t2.f, t2.sc, t2.rc), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(spares_are_made, setup, teardown),
+		cmocka_unit_test_setup_teardown(no_failure_no_move, setup, teardown),
+		cmocka_unit_test_setup_teardown(sender_fails_before_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(sender_fails_mid_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(receiver_fails_on_cts, setup, teardown),
+		cmocka_unit_test_setup_teardown(flush_error_moves, setup, teardown),
+		cmocka_unit_test_setup_teardown(split_message_mid_way, setup_split2, teardown),
+		cmocka_unit_test_setup_teardown(round_robin_one_qp_fails, setup_rr2, teardown),
+		cmocka_unit_test_setup_teardown(multi_receive_mid_way, setup, teardown),
+		cmocka_unit_test_setup_teardown(last_pair_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(later_registrations_follow, setup, teardown),
+		cmocka_unit_test(off_means_off),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
