@@ -177,6 +177,7 @@ struct rn_failover {
 	uint64_t deadline_ns;         /* sender: the RESUME is due by then */
 	int quiesced;                 /* sender: the old pair is in ERR and drained */
 	int moves;                    /* moves made */
+	int exhausted;                /* no pair was left (said): the comm is judged as without spares */
 	uint64_t resent;              /* bytes sent again, all moves */
 };
 

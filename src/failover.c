@@ -150,6 +150,8 @@ static void say_none_left(struct rn_comm *c)
 	char buf[900];
 	int j, n = 0;
 
+	if (c->fo->exhausted++)
+		return;
 	for (j = 0; j < c->fo->npaths && n < (int)sizeof(buf); j++) {
 		const struct rn_path *p = &c->fo->path[j];
 		const struct rn_dev *d = path_dev(c, j);
@@ -221,8 +223,9 @@ static void swap_to(struct rn_comm *c, int b)
 	pb->mem.ev = NULL;
 	fo->active = b;
 	c->idle = 0;
-	c->last_progress_ns = 0;
-	c->qp_wait_ns[0] = 0;
+	c->last_progress_ns = rn_now_ns();
+	c->last_check_ns = c->last_progress_ns;
+	memset(c->qp_wait_ns, 0, sizeof(c->qp_wait_ns));
 }
 
 /* Post @m to the peer's inbox for pair @j, on that pair's QP 0. */
@@ -398,7 +401,7 @@ int rn_failover_begin(struct rn_comm *c, int err, const char *why)
 	int b;
 
 	(void)err;
-	if (!fo || c->err)
+	if (!fo || c->err || fo->exhausted)
 		return 0;
 	if (c->moving)
 		return 1; /* the old pair's echo: a move is under way */

@@ -338,7 +338,9 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	 * A peer that closed its side channel died: no move for that. Looked at without the
 	 * FIN's grace (peer_gone): a move must not wait, and a dead peer fails it anyway.
 	 */
-	if (c->fo && rn_failover_status(wc->status) &&
+	if (c->fo && (rn_failover_status(wc->status) ||
+		      /* rxe fails what it sends meanwhile with a local error when its netdev is set down */
+		      (c->mem[k].ev && rn_events_dev_err(c->mem[k].ev, c->mem[k].dev->nic.port))) &&
 	    (c->fd < 0 || rn_oob_peer_alive(c->fd) != -ECONNRESET)) {
 		char why[160];
 
@@ -725,9 +727,11 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 	c->last_check_ns = now;
 	if (c->fo) { /* a peer's move comes over a spare pair */
+		int moves = c->fo->moves;
+
 		rn_failover_poll(c);
-		if (c->err || c->moving)
-			return;
+		if (c->err || c->moving || c->fo->moves != moves)
+			return; /* a new pair: its clocks start now */
 	}
 	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
 	if (gid_due)
@@ -1477,7 +1481,8 @@ static void counts_reset(struct rn_comm *c)
 	memset(c->qp_wait_ns, 0, sizeof(c->qp_wait_ns));
 	c->outstanding = 0;
 	c->outstanding_bytes = 0;
-	c->last_progress_ns = 0;
+	/* a real time: the watchdog reads it as it is (0 means "re-read" only on the busy path) */
+	c->last_progress_ns = rn_now_ns();
 }
 
 int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
@@ -1707,4 +1712,5 @@ int rn_recv_wc_status(const struct rn_recv_comm *rc)
 {
 	return rc ? rc->c.wc_status : 0;
 }
+
 

@@ -450,7 +450,7 @@ static int xfer_teardown(struct xfer *x)
 /* Drive every transfer to its end in one loop, as NCCL's proxy thread does. */
 static int run_transfers(struct driver *d, struct xfer *xs, int n)
 {
-	double t0 = tool_now(), last = t0, secs;
+	double t0 = tool_now(), last = t0, secs, last_done = t0, gap = 0;
 	long done_all = 0, want = 0, bytes = 0;
 	int i, s;
 
@@ -480,6 +480,12 @@ static int run_transfers(struct driver *d, struct xfer *xs, int n)
 		/* a dead peer is an error, never a hang: bound the time without progress */
 		if (done_all != before || posted) {
 			last = tool_now();
+			/* the stall a stream sees (a failover's move, a retry): the widest gap */
+			if (done_all != before) {
+				if (last - last_done > gap)
+					gap = last - last_done;
+				last_done = last;
+			}
 		} else if (expired(last + d->timeout_ms / 1000.0)) {
 			say("no progress for %d ms after %ld of %ld requests", d->timeout_ms, done_all,
 			    want);
@@ -505,6 +511,7 @@ static int run_transfers(struct driver *d, struct xfer *xs, int n)
 	else
 		say("%s %ld bytes in %.3f s: %.1f MB/s", xs[0].sender ? "sent" : "received", bytes,
 		    secs, secs > 0 ? (double)bytes / secs / 1e6 : 0);
+	say("longest gap between completions: %.1f ms", gap * 1000);
 	return 0;
 }
 

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Port failover on real kernel Soft-RoCE (2 hosts x 3 NICs, policy routing fixed): a stream
+# of checked messages over h0 rxe0 -> h1 rxe0, and a NIC fails mid-stream. The comm moves to
+# a spare pair and every message arrives once, whole and in order (the driver checks each
+# one's contents by its number, and the checksum of all); each end logs one WARN naming the
+# NIC, the cause and the pair that took over; rxe's counters show the new pair carried it.
+# Cases: the receiver's NIC set down and left down; the sender's; both ends losing different
+# NICs at once (the first spare is broken too, so the second takes it); the sender's cable
+# pulled (carrier lost, no admin-down); RoCE dropped at the receiver's NIC (nft: only the
+# QP's own retries see it); every NIC of the receiver down (one clear error, no hang).
+set -u
+. "$(dirname "$0")/lib/test.sh"
+. "$(dirname "$0")/lib/plugin.sh"
+plugin_prereq
+
+PORT=18900
+SIZE=256K
+ITERS=320
+
+# rxe<i>'s sent packets on host <h>
+sent_pkts() { B run --timeout 20 "$1" -- cat "/sys/class/infiniband/rxe$2/ports/1/hw_counters/sent_pkts"; }
+
+# One stream with a fault injected 2 s after the connect: sets srv_out cli_out srv_rc cli_rc.
+# $1: a label, $2: the fault (a shell command on this host, run after the connect)
+stream_with() {
+	local label=$1 fault=$2 srv cli
+	PORT=$((PORT + 1))
+	t_step "$label"
+	# The drivers' own side channel (handles, the checksum verdict) goes over NIC 2, which
+	# no case but the last takes down, as a job's bootstrap network would: h0 reaches
+	# h1 eth2 from its own eth2 address.
+	B run 0 -- ip route replace "$(bed_ip 1 2)/32" dev eth2 src "$(bed_ip 0 2)" ||
+		t_fail "could not route the side channel over eth2"
+	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 --size "$SIZE" --iters "$ITERS" \
+		--window 8 server "$(bed_ip 1 2):$PORT"
+	wait_server 1 "$PORT" "$srv" || t_fail "$label: the server did not listen"
+	drv_start cli 0 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 client "$(bed_ip 1 2):$PORT"
+	wait_out "$cli" "connected [0-9]+ connection" 90 || t_fail "$label: no connection"
+	sleep 2
+	eval "$fault" || t_fail "$label: the fault could not be injected"
+	cli_out=$(B wait --timeout 150 "$cli" 2>&1)
+	cli_rc=$?
+	srv_out=$(B wait --timeout 60 "$srv" 2>&1)
+	srv_rc=$?
+	grep -hE "failover|no NIC pair|longest gap|checksums|MB/s|spare pairs" <<<"$cli_out" |
+		sed 's/^/  client| /' | cut -c1-400
+	grep -hE "failover|no NIC pair|longest gap|MB/s" <<<"$srv_out" | sed 's/^/  server| /' |
+		cut -c1-400
+}
+
+# Both ends exited 0 with checked data, and each end's WARN names the NIC that took over.
+expect_moved() { # label h0-nic-after h1-nic-after
+	local label=$1
+	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
+		show_pair
+		t_fail "$label: server exit $srv_rc, client exit $cli_rc"
+	fi
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "$label: no checksum verdict"; }
+	grep -q "NCCL WARN .*failover: send comm with .*moved to rxe$2:1 -> eth$3 .* in [0-9]* ms; [0-9]* messages\?, [0-9]* bytes sent again" <<<"$cli_out" ||
+		{ show_pair; t_fail "$label: the sender's WARN does not say it moved to rxe$2 -> eth$3"; }
+	grep -q "NCCL WARN .*failover: recv comm with .*moved to rxe$3:1 -> eth$2 " <<<"$srv_out" ||
+		{ show_pair; t_fail "$label: the receiver's WARN does not say it moved to rxe$3 -> eth$2"; }
+	[ "$(grep -c 'failover: send comm' <<<"$cli_out")" -eq 1 ] ||
+		t_fail "$label: the sender moved more than once"
+}
+
+clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || t_fail "could not clear the faults"; }
+
+body() {
+	local before after
+	B up --hosts 2 --nics 3 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	# the nft fault must land within the stream: its module loaded beforehand
+	B run 1 -- modprobe nf_tables || t_fail "no nf_tables in the guest"
+	echo "bed: 2 hosts x 3 NICs, scenario fixed; streams of $ITERS x $SIZE over h0 rxe0 -> h1 rxe0"
+
+	before=$(sent_pkts 0 1)
+	stream_with "the receiver's NIC (h1 eth0) set down mid-stream, and left down" \
+		"B run 1 -- ip link set eth0 down"
+	expect_moved "receiver's NIC down" 1 1
+	grep -q "spare pairs rxe1:1->eth1,rxe2:1->eth2" <<<"$cli_out" ||
+		t_fail "the sender's comm did not list its two spare pairs"
+	after=$(sent_pkts 0 1)
+	echo "  h0 rxe1 sent_pkts: $before -> $after"
+	[ $((after - before)) -gt 100 ] || t_fail "h0 rxe1 carried no data after the move"
+	t_ok "receiver's NIC down: moved to rxe1 <-> rxe1, checked data, h0 rxe1 sent $((after - before)) packets"
+	clear_all
+
+	stream_with "the sender's NIC (h0 eth0) set down mid-stream" "B run 0 -- ip link set eth0 down"
+	expect_moved "sender's NIC down" 1 1
+	t_ok "sender's NIC down: moved, checked data"
+	clear_all
+
+	stream_with "both ends lose different NICs at once (h0 eth0, h1 eth1: the first spare too)" \
+		"B run 0 -- ip link set eth0 down & B run 1 -- ip link set eth1 down; wait"
+	expect_moved "two NICs down" 2 2
+	t_ok "h0 eth0 and h1 eth1 down: the second spare (rxe2 <-> rxe2) took it, checked data"
+	clear_all
+
+	stream_with "the sender's cable pulled (carrier lost, the netdev stays up)" "B carrier 0 0 off"
+	expect_moved "carrier lost" 1 1
+	B carrier 0 0 on
+	t_ok "carrier lost: moved, checked data"
+	clear_all
+
+	stream_with "RoCE dropped at the receiver's NIC (only the QPs' retries see it)" \
+		"B fault 1 drop-4791 --nic 0 >/dev/null"
+	expect_moved "RoCE dropped" 1 1
+	grep -q "failed (RETRY_EXC_ERR" <<<"$cli_out$srv_out" ||
+		t_fail "the drop was not seen as RETRY_EXC_ERR"
+	t_ok "RoCE dropped: RETRY_EXC_ERR moved it, checked data"
+	clear_all
+
+	stream_with "every NIC of the receiver down: the last pair goes" \
+		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down; ip link set eth2 down'"
+	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
+		{ show_pair; t_fail "both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
+	grep -q "NCCL WARN .*no NIC pair left to move to: .*rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (.*rxe2:1 -> eth2 (" <<<"$srv_out" ||
+		{ show_pair; t_fail "the receiver's error does not name every pair and why"; }
+	grep -q "no progress for" <<<"$cli_out$srv_out" &&
+		t_fail "an end hung until the driver's own timeout instead of failing"
+	t_ok "all NICs down: one error naming every pair, no hang"
+	clear_all
+}
+
+bed_attempt body
