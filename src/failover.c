@@ -50,6 +50,7 @@
 #include "rn_conn.h"
 #include "rn_log.h"
 #include "rn_mr.h"
+#include "rn_oob.h"
 #include "rn_verbs.h"
 
 #define FO_MAGIC 0x524e464fu /* "RNFO" */
@@ -538,6 +539,13 @@ int rn_failover_poll(struct rn_comm *c)
 				c->fo->hooks->handle_wc(c, 0, &wc[i]);
 			}
 		}
+	}
+	if (c->moving && !c->err && c->fd >= 0 && rn_oob_peer_alive(c->fd) == -ECONNRESET) {
+		/* no RESUME will come from a process that is gone: say so, not "no pair" */
+		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): [peer-died] the peer "
+			"closed its side channel during the move (its process ended)", c->peer_str,
+			c->rpeer[0].host);
+		return comm_fail(c, -ECONNRESET);
 	}
 	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns) {
 		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): no answer to the move "

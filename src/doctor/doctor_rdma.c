@@ -47,6 +47,8 @@ static void probe_config(const struct rn_config *user, int streams, struct rn_co
 		cfg->connect_timeout_ms = 8000;
 	/* The probe tests the wire: the route verdict is the doctor's own report. */
 	cfg->route_check = RN_ROUTE_CHECK_WARN;
+	/* and the pair it names: a move to a sibling NIC would hide a broken one */
+	cfg->failover = 0;
 }
 
 static int engine(struct rn_doctor *d, struct rn_engine **out)

@@ -24,10 +24,10 @@ body() {
 	echo "bed: 2 hosts x 2 NICs, scenario fixed; h1/eth0 is $right, h1/eth1 is $wrong"
 
 	t_step "a long transfer h0/rxe0 -> h1/rxe0, poisoned after it started"
-	drv_start srv 1 "${FAULT_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
+	drv_start srv 1 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
 		server "$(bed_ip 1 0):18661"
 	wait_server 1 18661 "$srv"
-	drv_start cli 0 "${FAULT_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):18661"
+	drv_start cli 0 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):18661"
 	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
 	sleep 1
 	B run 0 -- bash -c 'pgrep -x nccl-net-driver >/dev/null' || {
@@ -87,10 +87,10 @@ body() {
 
 # A long transfer h0/rxe0 -> h1/rxe0 (client output in $cli), until the fault ends it.
 long_pair() { # port
-	drv_start srv 1 "${FAULT_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
+	drv_start srv 1 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
 		server "$(bed_ip 1 0):$1"
 	wait_server 1 "$1" "$srv" || t_fail "the server did not listen"
-	drv_start cli 0 "${FAULT_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):$1"
+	drv_start cli 0 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):$1"
 	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
 	sleep 1
 }

@@ -83,7 +83,7 @@ body() {
 
 	t_step "MTU 9000 on h0 eth1, 1500 on h1 eth1: connects at the smaller MTU, and says so"
 	B fault 0 mtu --nic 1 --value 9000 >/dev/null || t_fail "fault mtu"
-	drv_pair 18711 1 "--size 65537 --iters 4" "${FAULT_ENV[@]}"
+	drv_pair 18711 1 "--size 65537 --iters 4" "${FAULT_ENV[@]}" "${NOFO_ENV[@]}"
 	expect_ok "MTU mismatch: data still checked on rxe1"
 	grep -q "NCCL WARN .*\[mtu-mismatch\]" <<<"$cli_out$srv_out" ||
 		{ show_pair; t_fail "MTU mismatch: no mtu-mismatch WARN at connect"; }
@@ -92,7 +92,7 @@ body() {
 
 	t_step "UDP 4791 dropped on h1 eth0: ARP and routes fine, RoCE packets lost"
 	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
-	drv_pair 18712 0 "--size 65537 --iters 4 --timeout-ms 20000" "${FAULT_ENV[@]}"
+	drv_pair 18712 0 "--size 65537 --iters 4 --timeout-ms 20000" "${FAULT_ENV[@]}" "${NOFO_ENV[@]}"
 	[ "$cli_rc" -eq 1 ] || { show_pair; t_fail "drop-4791: client exit $cli_rc, want 1"; }
 	grep -q "NCCL WARN .*UDP 4791.*roce-doctor peer $(bed_ip 1 0)" <<<"$cli_out" ||
 		{ show_pair; t_fail "drop-4791: the status 12 WARN does not point at dropped RoCE packets"; }

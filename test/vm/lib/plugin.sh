@@ -15,6 +15,9 @@ PLUG_ENV=(LD_LIBRARY_PATH="$PLUG_BIN" NCCL_IB_RETRY_CNT=6)
 PLUG_DRV=(--nap-us 200 --timeout-ms 30000)
 # short QP timeouts where a fault must show within seconds
 FAULT_ENV=(NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=6)
+# a failure's own diagnosis, where a move to a spare NIC pair would cure it (plugin_failover.t
+# covers the move)
+NOFO_ENV=(NCCL_ROCE_FAILOVER=0)
 
 plugin_prereq() {
 	bed_prereq stdbuf
