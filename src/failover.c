@@ -48,9 +48,12 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
+#include "rn_fostate.h"
 #include "rn_log.h"
 #include "rn_mr.h"
 #include "rn_oob.h"
+#include "rn_path.h"
+#include "rn_verdict.h"
 #include "rn_verbs.h"
 
 #define FO_MAGIC 0x524e464fu /* "RNFO" */
@@ -289,7 +292,53 @@ static uint64_t ms_since(uint64_t t0)
 	return t0 && now > t0 ? (now - t0) / 1000000ull : 0;
 }
 
-/* The one WARN a move gives, on each end. */
+/*
+ * Why the pair left went bad, when its NIC here is still up (a port down says it all):
+ * the route and neighbour checks against the peer's NIC, as the data path's diagnosis
+ * of status 12 does. The comm goes on; the cause still wants fixing, so it is said.
+ */
+static void say_why_left(struct rn_comm *c, int a)
+{
+	struct rn_path *p = &c->fo->path[a];
+	const struct rn_dev *d = p->mem.dev;
+	struct rn_finding f = { 0 };
+	char pfx[256];
+
+	if (p->mem.ev && (rn_events_dev_err(p->mem.ev, d->nic.port) ||
+			  rn_events_gid_gone(p->mem.ev, d->nic.port, NULL)))
+		return;
+	if (!rn_path_check.diagnose(&d->nic, &p->rpeer, &f)) {
+		snprintf(pfx, sizeof(pfx), RN_PFX "failover: the pair %s:%d -> %s (%s) it left",
+			 d->nic.ibdev, d->nic.port, p->rpeer.netdev, p->rpeer.host);
+		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	}
+	rn_finding_clear(&f);
+}
+
+/* The move, in the host's record (roce-doctor --prometheus counts it per NIC). */
+static void fostate_add(const struct rn_comm *c, int a)
+{
+	static int told;
+	const struct rn_path *p = &c->fo->path[a];
+	const char *why = p->why, *cause = "completion";
+	int ret;
+
+	if (!strncmp(why, "port down", 9))
+		cause = "port-down";
+	else if (!strncmp(why, "device fatal", 12))
+		cause = "device-fatal";
+	else if (strstr(why, "[gid-gone]"))
+		cause = "gid-gone";
+	else if (!strncmp(why, "the receiver moved", 18) || !strncmp(why, "the sender's side", 17))
+		cause = "peer-moved";
+	ret = rn_fostate_add(rn_fostate_dir(), p->mem.dev->nic.ibdev, p->mem.dev->nic.port,
+			     p->mem.dev->nic.netdev, c->mem[0].dev->nic.ibdev, cause);
+	if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		rn_info(RN_SUB_NET, RN_PFX "failover: the host's record %s/%s was not written: %s "
+			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_FOSTATE_FILE, strerror(-ret));
+}
+
+/* The one WARN a move gives, on each end (and the old pair's diagnosis, when it has one). */
 static void say_moved(struct rn_comm *c, int a, const char *what)
 {
 	const struct rn_dev *oa = c->fo->path[a].mem.dev, *nb = c->mem[0].dev;
@@ -301,6 +350,8 @@ static void say_moved(struct rn_comm *c, int a, const char *what)
 		c->fo->path[a].why, nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev,
 		c->rpeer[0].host, (unsigned long long)ms_since(c->fo->since_ns), what,
 		c->fo->moves);
+	say_why_left(c, a);
+	fostate_add(c, a);
 }
 
 /* Receiver: move to pair @b and tell the sender where to resume. */

@@ -18,7 +18,8 @@
  * roce_nic_hw_counters_total{device,port,netdev,counter}, labelled as node-exporter's
  * infiniband collector labels its series (device, port) so the two join, and
  * roce_nic_hw_counters_info{...,driver,lacks}: whose table the plugin's diagnosis reads
- * and the roles it has no counter of. NOTE: "hw_counters", not "hw_counter": promtool's
+ * and the roles it has no counter of. The plugin's moves: roce_nic_failovers_total and
+ * roce_nic_failover_last_timestamp_seconds{device,port,netdev} (src/fostate.c). NOTE: "hw_counters", not "hw_counter": promtool's
  * lint refuses a name that holds its type ("_counter_"), even a gauge's.
  */
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "rn_fostate.h"
 
 /* A label value: backslash, double quote and newline escaped (the format's rules). */
 static void label(FILE *f, const char *name, const char *val, int comma)
@@ -124,6 +126,35 @@ static void write_link_history(FILE *f, const struct rn_doctor *d)
 	}
 }
 
+/* The plugin's record of comms moved off each RDMA port (include/rn_fostate.h). */
+static void write_failovers(FILE *f, const struct rn_doctor *d)
+{
+	uint64_t n[RN_MAX_DEVS * 4] = { 0 }, last[RN_MAX_DEVS * 4] = { 0 };
+	const char *dir = rn_fostate_dir();
+	int i, k = 0, err = 0;
+
+	for (i = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
+		if (d->nics[i].dev && !err) {
+			err = rn_fostate_count(dir, d->nics[i].nic.ibdev, d->nics[i].nic.port, &n[k],
+					       &last[k]);
+			k++;
+		}
+	if (err)
+		return; /* an unreadable record: no series rather than a count of 0 */
+	help_typed(f, "roce_nic_failovers_total", "counter", "Comms the plugin moved off this RDMA port to a spare NIC pair (port failover), from the host's record in NCCL_ROCE_STATE_DIR.");
+	for (i = 0, k = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
+		if (d->nics[i].dev) {
+			port_labels(f, "roce_nic_failovers_total", &d->nics[i]);
+			fprintf(f, "} %" PRIu64 "\n", n[k++]);
+		}
+	help(f, "roce_nic_failover_last_timestamp_seconds", "When a comm last moved off this RDMA port (Unix time; 0: never).");
+	for (i = 0, k = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
+		if (d->nics[i].dev) {
+			port_labels(f, "roce_nic_failover_last_timestamp_seconds", &d->nics[i]);
+			fprintf(f, "} %" PRIu64 "\n", last[k++]);
+		}
+}
+
 static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 {
 	int i, k;
@@ -207,6 +238,7 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 	}
 	write_link_history(f, d);
 	write_hw_counters(f, d);
+	write_failovers(f, d);
 }
 
 struct prom_args {

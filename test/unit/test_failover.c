@@ -15,12 +15,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
 #include "rn_clock.h"
+#include "rn_fostate.h"
 #include "rn_verbs.h"
 
 #define MSGS 12
@@ -32,6 +34,30 @@ struct t {
 	struct rn_send_comm *sc;
 	struct rn_recv_comm *rc;
 };
+
+static char state_dir[64];
+
+/* The host's record of moves goes into a directory of the test's own. */
+static int group_setup(void **state)
+{
+	(void)state;
+	snprintf(state_dir, sizeof(state_dir), "/tmp/rn-fo-test-XXXXXX");
+	if (!mkdtemp(state_dir))
+		return -1;
+	setenv("NCCL_ROCE_STATE_DIR", state_dir, 1);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char p[128];
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/%s", state_dir, RN_FOSTATE_FILE);
+	unlink(p);
+	rmdir(state_dir);
+	return 0;
+}
 
 static int setup_cfg(void **state, int nqps, int split)
 {
@@ -195,6 +221,8 @@ static void check_delivered(struct run *r)
 /* The pair in use is the spare: rxe1 sends to rxe0 now. */
 static void check_moved(struct t *t)
 {
+	uint64_t n0 = 0, n1 = 0, last = 0;
+
 	assert_ptr_equal(t->sc->c.mem[0].dev, &t->f.devs[1]);
 	assert_ptr_equal(t->rc->c.mem[0].dev, &t->f.devs[0]);
 	assert_int_equal(t->sc->c.fo->moves, 1);
@@ -203,6 +231,11 @@ static void check_moved(struct t *t)
 	assert_true(fx_warn_seen("failover: recv comm with"));
 	assert_true(fx_warn_seen("moved to rxe1:1 -> eth0"));
 	assert_true(fx_warn_seen("moved to rxe0:1 -> eth1"));
+	/* each end recorded the NIC it left, for roce-doctor --prometheus */
+	assert_int_equal(rn_fostate_count(state_dir, "rxe0", 1, &n0, &last), 0);
+	assert_int_equal(rn_fostate_count(state_dir, "rxe1", 1, &n1, &last), 0);
+	assert_true(n0 >= 1 && n1 >= 1);
+	assert_true(last > 0);
 }
 
 /* Messages before @at go through the comm's own pair; then @qp fails with @st. */
@@ -264,6 +297,27 @@ static void sender_fails_before_data(void **state)
 	check_delivered(&r);
 	check_moved(t);
 	assert_true(fx_warn_seen("RETRY_EXC_ERR on a Send"));
+	run_free(t, &r);
+}
+
+/* A path gone bad (the neighbour holds the wrong MAC): the move, and the old pair's cause. */
+static void moved_pair_diagnosed(void **state)
+{
+	struct t *t = *state;
+	struct fake_path_script s = { 0 };
+	struct run r;
+
+	s.diag_ret = 0;
+	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
+	s.diag.msg = (char *)"neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02";
+	s.diag.fix = (char *)"ip neigh del 198.18.0.2 dev eth0";
+	fake_path_set("rxe0", &s);
+	stream_failing(t, &r, 2, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	assert_true(fx_warn_seen("failover: the pair rxe0:1 -> eth1 (testhost) it left"));
+	assert_true(fx_warn_seen("holds 52:54:00:00:02:02"));
+	fake_path_set(NULL, NULL);
 	run_free(t, &r);
 }
 
@@ -467,6 +521,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_failure_no_move, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_fails_before_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_fails_mid_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown(moved_pair_diagnosed, setup, teardown),
 		cmocka_unit_test_setup_teardown(receiver_fails_on_cts, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_error_moves, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_message_mid_way, setup_split2, teardown),
@@ -477,5 +532,5 @@ int main(void)
 		cmocka_unit_test(off_means_off),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_wire.h"
 
@@ -101,6 +102,73 @@ static void fill_hello(struct rn_hello *m, int nqps)
 	m->sizes_rkey = 0x66;
 	for (int i = 0; i < nqps; i++)
 		m->qpn[i] = 0x100 + (uint32_t)i;
+}
+
+/* Version 5: spare NIC pairs after the QP numbers, each with its NIC, rkey and QPs. */
+static void hello_spares_roundtrip(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	struct rn_hello m, out;
+	size_t len, base;
+	int j, q;
+
+	(void)state;
+	fill_hello(&m, 4);
+	base = rn_msg_encode_hello(buf, 9, &m);
+	m.spares = RN_SPARES_MAX;
+	for (j = 0; j < m.spares; j++) {
+		m.spare[j].facts = m.facts;
+		snprintf(m.spare[j].facts.netdev, sizeof(m.spare[j].facts.netdev), "eth%d", j + 2);
+		m.spare[j].ctrl_rkey = 0x1000u + (uint32_t)j;
+		for (q = 0; q < m.nqps; q++)
+			m.spare[j].qpn[q] = 0x200u + 16u * (uint32_t)j + (uint32_t)q;
+	}
+	len = rn_msg_encode_hello(buf, 9, &m);
+	assert_int_equal(len, base + (size_t)RN_SPARES_MAX * (RN_HELLO_SPARE_LEN + 4 * 4));
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
+	assert_int_equal(out.spares, RN_SPARES_MAX);
+	for (j = 0; j < out.spares; j++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "eth%d", j + 2);
+		assert_string_equal(out.spare[j].facts.netdev, want);
+		assert_int_equal(out.spare[j].ctrl_rkey, 0x1000u + (uint32_t)j);
+		for (q = 0; q < out.nqps; q++)
+			assert_int_equal(out.spare[j].qpn[q], 0x200u + 16u * (uint32_t)j + (uint32_t)q);
+	}
+	/* a count the length does not carry, one over the maximum, a QP number of 0: refused */
+	buf[RN_WIRE_HDR_LEN + 157] = RN_SPARES_MAX - 1;
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 157] = RN_SPARES_MAX + 1;
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+	buf[RN_WIRE_HDR_LEN + 157] = RN_SPARES_MAX;
+	memset(buf + len - 4, 0, 4);
+	assert_int_equal(rn_msg_decode_hello(buf + RN_WIRE_HDR_LEN, h.len, &out), -EBADMSG);
+}
+
+/* READY: empty (no spares), or the connector's verdicts on them as a mask. */
+static void ready_mask(void **state)
+{
+	uint8_t buf[RN_WIRE_MAX_MSG];
+	struct rn_msg_hdr h;
+	uint32_t m;
+	size_t len;
+
+	(void)state;
+	len = rn_msg_encode_ready_mask(buf, 5, 0x5);
+	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
+	assert_int_equal(h.len, 4);
+	assert_int_equal(rn_msg_decode_ready(buf + RN_WIRE_HDR_LEN, h.len, &m), 0);
+	assert_int_equal(m, 0x5);
+	assert_int_equal(rn_msg_decode_ready(buf, 0, &m), 0);
+	assert_int_equal(m, 0);
+	assert_int_equal(rn_msg_decode_ready(buf + RN_WIRE_HDR_LEN, 3, &m), -EBADMSG);
+	rn_put_be32(buf + RN_WIRE_HDR_LEN, 1u << RN_SPARES_MAX); /* a spare that cannot exist */
+	assert_int_equal(rn_msg_decode_ready(buf + RN_WIRE_HDR_LEN, 4, &m), -EBADMSG);
+	rn_put_be32(buf + 8, 5); /* READY of 5 bytes */
+	assert_int_equal(rn_msg_decode_hdr(buf, len + 1, &h), -EBADMSG);
 }
 
 static void hello_roundtrip(void **state)
@@ -431,6 +499,8 @@ int main(void)
 		cmocka_unit_test(handle_roundtrip),
 		cmocka_unit_test(handle_rejects),
 		cmocka_unit_test(hello_roundtrip),
+		cmocka_unit_test(hello_spares_roundtrip),
+		cmocka_unit_test(ready_mask),
 		cmocka_unit_test(hello_vnic_roundtrip),
 		cmocka_unit_test(handle_members_and_old_peer),
 		cmocka_unit_test(hello_rejects),

@@ -8,6 +8,7 @@
 # NICs at once (the first spare is broken too, so the second takes it); the sender's cable
 # pulled (carrier lost, no admin-down); RoCE dropped at the receiver's NIC (nft: only the
 # QP's own retries see it); every NIC of the receiver down (one clear error, no hang).
+# roce-doctor --prometheus counts the moves per NIC from the host's record.
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
@@ -67,7 +68,7 @@ expect_moved() { # label h0-nic-after h1-nic-after
 clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || t_fail "could not clear the faults"; }
 
 body() {
-	local before after
+	local before after h prom
 	B up --hosts 2 --nics 3 --scenario fixed --owner "$BED_OWNER" >/dev/null
 	# the nft fault must land within the stream: its module loaded beforehand
 	B run 1 -- modprobe nf_tables || t_fail "no nf_tables in the guest"
@@ -83,6 +84,15 @@ body() {
 	echo "  h0 rxe1 sent_pkts: $before -> $after"
 	[ $((after - before)) -gt 100 ] || t_fail "h0 rxe1 carried no data after the move"
 	t_ok "receiver's NIC down: moved to rxe1 <-> rxe1, checked data, h0 rxe1 sent $((after - before)) packets"
+	for h in 0 1; do
+		prom=$(B run "$h" -- build/roce-doctor --prometheus 2>&1)
+		grep -E '^roce_nic_failover' <<<"$prom" | sed "s/^/  h$h prom| /"
+		grep -q '^roce_nic_failovers_total{device="rxe0",port="1",netdev="eth0"} 1$' <<<"$prom" ||
+			t_fail "h$h: roce-doctor --prometheus does not count the move off rxe0"
+		grep -q '^roce_nic_failovers_total{device="rxe1",port="1",netdev="eth1"} 0$' <<<"$prom" ||
+			t_fail "h$h: roce-doctor --prometheus counts moves off rxe1"
+	done
+	t_ok "roce-doctor --prometheus counts the move off rxe0 on both hosts"
 	clear_all
 
 	stream_with "the sender's NIC (h0 eth0) set down mid-stream" "B run 0 -- ip link set eth0 down"
