@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +118,48 @@ static void dmabuf(void **state)
 	t->f.fdevs[0].dmabuf = 1;
 }
 
+/*
+ * Failover carries a registration to another NIC (rn_mr_on): host memory by address;
+ * DMA-BUF through the dup of its fd the registration kept (NCCL closed its own). Released
+ * with the original; a vNIC handle is not carried.
+ */
+static void carried_to_another_nic(void **state)
+{
+	struct t *t = *state;
+	struct rn_mr *a, *on, *again, *h;
+	int base = fake_verbs_live_objects(), fd = open("/dev/null", O_RDONLY), kept;
+
+	assert_true(fd >= 0);
+	assert_int_equal(rn_reg_mr_dmabuf(t->sc, t->mem, 4 * t->pg, RN_PTR_CUDA, 0, fd, &a), 0);
+	kept = a->fd;
+	assert_true(kept >= 0 && kept != fd);
+	close(fd); /* as NCCL does after regMrDmaBuf */
+	assert_int_equal(rn_mr_on(a, &t->f.devs[0], &on), 0);
+	assert_ptr_equal(on, a);
+	assert_int_equal(rn_mr_on(a, &t->f.devs[1], &on), 0);
+	assert_ptr_equal(on->dev, &t->f.devs[1]);
+	assert_int_equal(on->dmabuf, 1);
+	assert_int_equal(on->base, a->base);
+	assert_int_equal(on->len, a->len);
+	assert_int_equal(rn_mr_on(a, &t->f.devs[1], &again), 0);
+	assert_ptr_equal(again, on); /* made once */
+	assert_int_equal(rn_dereg_mr(t->sc, a), 0);
+	assert_int_equal(fake_verbs_live_objects(), base);
+	assert_int_equal(fcntl(kept, F_GETFD), -1); /* the dup went with it */
+	/* host memory */
+	assert_int_equal(rn_reg_mr(t->sc, t->mem, t->pg, RN_PTR_HOST, &h), 0);
+	assert_int_equal(h->fd, -1);
+	assert_int_equal(rn_mr_on(h, &t->f.devs[1], &on), 0);
+	assert_int_equal(on->dmabuf, 0);
+	assert_int_equal(rn_dereg_mr(t->sc, h), 0);
+	assert_int_equal(fake_verbs_live_objects(), base);
+	/* a DMA-BUF registration whose fd could not be kept cannot be carried */
+	assert_int_equal(rn_reg_mr_dmabuf(t->sc, t->mem, t->pg, RN_PTR_CUDA, 0, 999, &a), 0);
+	assert_int_equal(a->fd, -1);
+	assert_int_equal(rn_mr_on(a, &t->f.devs[1], &on), -EBADF);
+	assert_int_equal(rn_dereg_mr(t->sc, a), 0);
+}
+
 static void relaxed_ordering_flag(void **state)
 {
 	struct t *t = *state;
@@ -148,6 +191,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(subrange_hits_and_refcount, setup, teardown),
 		cmocka_unit_test_setup_teardown(dmabuf, setup, teardown),
+		cmocka_unit_test_setup_teardown(carried_to_another_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(relaxed_ordering_flag, setup, teardown),
 		cmocka_unit_test_setup_teardown(leftovers_released_at_close, setup, teardown),
 	};
