@@ -935,6 +935,38 @@ static int hs_check(struct rn_hs *hs)
 }
 
 /*
+ * One path check of the handshake, resumable: started on the first call, polled after
+ * (-EAGAIN until it decides or its deadline passes: -ETIMEDOUT). @started is 0 when it
+ * could not be started (its error returned), 1 when the check ran (its result returned).
+ */
+static int hs_check_run(struct rn_hs *hs, const struct rn_nic *nic,
+			const struct rn_peer_facts *peer, struct rn_finding *f, int *started)
+{
+	const struct rn_config *cfg = &hs->eng->cfg;
+	int ret;
+
+	*started = 1;
+	if (!hs->chk) {
+		ret = rn_path_check.start(nic, peer, cfg->neigh_timeout_ms, &hs->chk);
+		if (ret) {
+			*started = 0;
+			return ret == -EAGAIN ? -EIO : ret;
+		}
+		hs->check_deadline_ns = rn_now_ns() +
+					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
+	}
+	ret = rn_path_check.poll(hs->chk, f);
+	if (ret == -EAGAIN) {
+		if (rn_now_ns() < hs->check_deadline_ns)
+			return -EAGAIN;
+		ret = -ETIMEDOUT;
+	}
+	rn_path_check.free(hs->chk);
+	hs->chk = NULL;
+	return ret;
+}
+
+/*
  * The path check on spare pair @p, as on the comm's own: ok_here when it passes (or the
  * check is off or only warns); a pair the check refuses is said at INFO and never used.
  */
@@ -943,26 +975,16 @@ static int hs_check_spare(struct rn_hs *hs, struct rn_path *p)
 	const struct rn_config *cfg = &hs->eng->cfg;
 	const struct rn_nic *nic = &p->mem.dev->nic;
 	struct rn_finding f = { 0 };
-	int ret;
+	int ret, started;
 
 	p->ok_here = 1;
 	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
 		return 0;
-	if (!hs->chk) {
-		ret = rn_path_check.start(nic, &p->rpeer, cfg->neigh_timeout_ms, &hs->chk);
-		if (ret)
-			return 0; /* unchecked, as the comm's own pair would be */
-		hs->check_deadline_ns = rn_now_ns() +
-					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
-	}
-	ret = rn_path_check.poll(hs->chk, &f);
-	if (ret == -EAGAIN) {
-		if (rn_now_ns() < hs->check_deadline_ns)
-			return -EAGAIN;
-		ret = -ETIMEDOUT;
-	}
-	rn_path_check.free(hs->chk);
-	hs->chk = NULL;
+	ret = hs_check_run(hs, nic, &p->rpeer, &f, &started);
+	if (ret == -EAGAIN)
+		return ret;
+	if (!started)
+		return 0; /* unchecked, as the comm's own pair would be */
 	if (ret == -EHOSTUNREACH && cfg->route_check == RN_ROUTE_CHECK_STRICT) {
 		p->ok_here = 0;
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s): spare pair not used: [%s] %s",
@@ -982,28 +1004,18 @@ static int hs_check_pair(struct rn_hs *hs, int q)
 	const struct rn_config *cfg = &hs->eng->cfg;
 	struct rn_finding f = { 0 };
 	char pfx[512];
-	int ret;
+	int ret, started;
 
 	if (cfg->route_check == RN_ROUTE_CHECK_OFF)
 		return 0;
-	if (!hs->chk) {
-		ret = rn_path_check.start(nic, peer, cfg->neigh_timeout_ms, &hs->chk);
-		if (ret) {
-			rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
-				"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
-			return 0;
-		}
-		hs->check_deadline_ns = rn_now_ns() +
-					((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
+	ret = hs_check_run(hs, nic, peer, &f, &started);
+	if (ret == -EAGAIN)
+		return ret;
+	if (!started) {
+		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
+			"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
+		return 0;
 	}
-	ret = rn_path_check.poll(hs->chk, &f);
-	if (ret == -EAGAIN) {
-		if (rn_now_ns() < hs->check_deadline_ns)
-			return -EAGAIN;
-		ret = -ETIMEDOUT;
-	}
-	rn_path_check.free(hs->chk);
-	hs->chk = NULL;
 	if (ret == -EHOSTUNREACH) {
 		rn_finding_move(&hs->mine.finding, &f);
 		hs->mine.refused = cfg->route_check == RN_ROUTE_CHECK_STRICT;

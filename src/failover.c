@@ -354,6 +354,21 @@ static void say_moved(struct rn_comm *c, int a, const char *what)
 	fostate_add(c, a);
 }
 
+/* A move from pair @a has ended with @ret: said, and counted (0), or the comm failed. */
+static int move_done(struct rn_comm *c, int a, int ret, const char *step, const char *what)
+{
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: %s on %s:%d failed: %s",
+			c->peer_str, step, c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
+			strerror(-ret));
+		return comm_fail(c, ret);
+	}
+	c->fo->moves++;
+	say_moved(c, a, what);
+	c->fo->since_ns = 0;
+	return 0;
+}
+
 /* Receiver: move to pair @b and tell the sender where to resume. */
 static int move_recv(struct rn_comm *c, int b)
 {
@@ -372,17 +387,8 @@ static int move_recv(struct rn_comm *c, int b)
 		m.n = (uint32_t)n;
 		ret = send_msg(c, b, &m);
 	}
-	if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: the move to %s:%d failed: %s",
-			c->peer_str, c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
-			strerror(-ret));
-		return comm_fail(c, ret);
-	}
-	fo->moves++;
 	snprintf(what, sizeof(what), "%d receive%s not complete asked again", n, n == 1 ? "" : "s");
-	say_moved(c, a, what);
-	fo->since_ns = 0;
-	return 0;
+	return move_done(c, a, ret, "the move", what);
 }
 
 /* Sender: take RESUME @m on pair @j. */
@@ -407,19 +413,10 @@ static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
 				  &resent);
 	c->moving = 0;
 	fo->quiesced = 0;
-	if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: resuming on %s:%d failed: %s",
-			c->peer_str, c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port,
-			strerror(-ret));
-		return comm_fail(c, ret);
-	}
-	fo->moves++;
 	fo->resent += resent;
 	snprintf(what, sizeof(what), "%d message%s, %llu bytes sent again", nresent,
 		 nresent == 1 ? "" : "s", (unsigned long long)resent);
-	say_moved(c, a, what);
-	fo->since_ns = 0;
-	return 0;
+	return move_done(c, a, ret, "resuming", what);
 }
 
 /* Sender: ask for a move on a pair we can use. 0, or -ENETUNREACH (none left, said). */
