@@ -31,4 +31,17 @@ int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *net
  */
 int rn_fostate_count(const char *dir, const char *ibdev, int port, uint64_t *n, uint64_t *last);
 
+/* Each NIC the record names, in the order first seen: moves off it and the newest's time. */
+struct rn_fostate_nic {
+	char ibdev[64], netdev[64];
+	int port;
+	uint64_t n, last;
+};
+
+/*
+ * Fill @out (room for @max) with every NIC @dir's record names; the count, or -errno when
+ * the record cannot be read (a missing record names none: 0). NICs past @max are dropped.
+ */
+int rn_fostate_nics(const char *dir, struct rn_fostate_nic *out, int max);
+
 #endif /* RN_FOSTATE_H */

@@ -53,30 +53,76 @@ int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *net
 	return ret;
 }
 
+/* One line of the record: 0 with its fields, -EINVAL for a cut or foreign line. */
+static int parse_line(const char *line, long long *t, char *dev, char *netdev, int *port)
+{
+	if (!strchr(line, '\n') || sscanf(line, "%lld %63s %d %63s", t, dev, port, netdev) != 4 ||
+	    *t < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static FILE *record_open(const char *dir, int *err)
+{
+	char path[4096];
+	FILE *f;
+
+	*err = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, RN_FOSTATE_FILE) >= (int)sizeof(path)) {
+		*err = -ENAMETOOLONG;
+		return NULL;
+	}
+	f = fopen(path, "re");
+	if (!f && errno != ENOENT)
+		*err = -errno;
+	return f;
+}
+
+int rn_fostate_nics(const char *dir, struct rn_fostate_nic *out, int max)
+{
+	char line[512], dev[64], netdev[64];
+	long long t;
+	int port, n = 0, i, err;
+	FILE *f = record_open(dir, &err);
+
+	if (!f)
+		return err;
+	while (fgets(line, sizeof(line), f)) {
+		if (parse_line(line, &t, dev, netdev, &port))
+			continue;
+		for (i = 0; i < n; i++)
+			if (out[i].port == port && !strcmp(out[i].ibdev, dev))
+				break;
+		if (i == n) {
+			if (n == max)
+				continue;
+			memset(&out[n], 0, sizeof(out[n]));
+			snprintf(out[n].ibdev, sizeof(out[n].ibdev), "%s", dev);
+			snprintf(out[n].netdev, sizeof(out[n].netdev), "%s", netdev);
+			out[n].port = port;
+			n++;
+		}
+		out[i].n++;
+		if ((uint64_t)t > out[i].last)
+			out[i].last = (uint64_t)t;
+	}
+	fclose(f);
+	return n;
+}
+
 int rn_fostate_count(const char *dir, const char *ibdev, int port, uint64_t *n, uint64_t *last)
 {
-	char path[4096], line[512], dev[128];
-	long long t;
-	int p;
-	FILE *f;
+	struct rn_fostate_nic nics[64];
+	int k = rn_fostate_nics(dir, nics, 64), i;
 
 	*n = 0;
 	*last = 0;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, RN_FOSTATE_FILE) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	while (fgets(line, sizeof(line), f)) {
-		/* a line cut by a full disk, or not ours, counts nothing */
-		if (!strchr(line, '\n') || sscanf(line, "%lld %127s %d", &t, dev, &p) != 3 || t < 0)
-			continue;
-		if (p != port || strcmp(dev, ibdev))
-			continue;
-		(*n)++;
-		if ((uint64_t)t > *last)
-			*last = (uint64_t)t;
-	}
-	fclose(f);
+	if (k < 0)
+		return k;
+	for (i = 0; i < k; i++)
+		if (nics[i].port == port && !strcmp(nics[i].ibdev, ibdev)) {
+			*n = nics[i].n;
+			*last = nics[i].last;
+		}
 	return 0;
 }

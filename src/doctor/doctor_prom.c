@@ -126,33 +126,63 @@ static void write_link_history(FILE *f, const struct rn_doctor *d)
 	}
 }
 
-/* The plugin's record of comms moved off each RDMA port (include/rn_fostate.h). */
+/*
+ * The plugin's record of comms moved off each RDMA port (include/rn_fostate.h): every RDMA
+ * port found here (0 when the record names it not), and every one the record names,
+ * found here or not (a NIC whose link is down has no GID, so the host check lists it
+ * without its RDMA port: it is the one that failed).
+ */
+#define FO_NICS 64
+
+static void fo_series(FILE *f, const char *name, const char *ibdev, int port,
+		      const char *netdev, uint64_t v)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", port);
+	fprintf(f, "%s{", name);
+	label(f, "device", ibdev, 0);
+	label(f, "port", p, 1);
+	label(f, "netdev", netdev, 1);
+	fprintf(f, "} %" PRIu64 "\n", v);
+}
+
 static void write_failovers(FILE *f, const struct rn_doctor *d)
 {
-	uint64_t n[RN_MAX_DEVS * 4] = { 0 }, last[RN_MAX_DEVS * 4] = { 0 };
-	const char *dir = rn_fostate_dir();
-	int i, k = 0, err = 0;
+	struct rn_fostate_nic rec[FO_NICS], all[FO_NICS];
+	int nrec = rn_fostate_nics(rn_fostate_dir(), rec, FO_NICS), n = 0, i, k;
 
-	for (i = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
-		if (d->nics[i].dev && !err) {
-			err = rn_fostate_count(dir, d->nics[i].nic.ibdev, d->nics[i].nic.port, &n[k],
-					       &last[k]);
-			k++;
-		}
-	if (err)
+	if (nrec < 0)
 		return; /* an unreadable record: no series rather than a count of 0 */
+	for (i = 0; i < d->nnics && n < FO_NICS; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+
+		if (!dn->dev)
+			continue;
+		memset(&all[n], 0, sizeof(all[n]));
+		snprintf(all[n].ibdev, sizeof(all[n].ibdev), "%s", dn->nic.ibdev);
+		snprintf(all[n].netdev, sizeof(all[n].netdev), "%s", dn->nic.netdev);
+		all[n++].port = dn->nic.port;
+	}
+	for (k = 0; k < nrec; k++) {
+		for (i = 0; i < n; i++)
+			if (all[i].port == rec[k].port && !strcmp(all[i].ibdev, rec[k].ibdev))
+				break;
+		if (i == n && n == FO_NICS)
+			continue;
+		if (i == n)
+			all[n++] = rec[k];
+		all[i].n = rec[k].n;
+		all[i].last = rec[k].last;
+	}
 	help_typed(f, "roce_nic_failovers_total", "counter", "Comms the plugin moved off this RDMA port to a spare NIC pair (port failover), from the host's record in NCCL_ROCE_STATE_DIR.");
-	for (i = 0, k = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
-		if (d->nics[i].dev) {
-			port_labels(f, "roce_nic_failovers_total", &d->nics[i]);
-			fprintf(f, "} %" PRIu64 "\n", n[k++]);
-		}
+	for (i = 0; i < n; i++)
+		fo_series(f, "roce_nic_failovers_total", all[i].ibdev, all[i].port, all[i].netdev,
+			  all[i].n);
 	help(f, "roce_nic_failover_last_timestamp_seconds", "When a comm last moved off this RDMA port (Unix time; 0: never).");
-	for (i = 0, k = 0; i < d->nnics && k < (int)(sizeof(n) / sizeof(n[0])); i++)
-		if (d->nics[i].dev) {
-			port_labels(f, "roce_nic_failover_last_timestamp_seconds", &d->nics[i]);
-			fprintf(f, "} %" PRIu64 "\n", last[k++]);
-		}
+	for (i = 0; i < n; i++)
+		fo_series(f, "roce_nic_failover_last_timestamp_seconds", all[i].ibdev, all[i].port,
+			  all[i].netdev, all[i].last);
 }
 
 static void write_hw_counters(FILE *f, const struct rn_doctor *d)

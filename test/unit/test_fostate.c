@@ -61,6 +61,19 @@ static void counts_per_nic(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(rn_fostate_count(dir, "mlx5_0", 2, &n, &last), 0);
 	assert_int_equal(n, 1);
+	/* every NIC named, in the order first seen, with its netdev */
+	{
+		struct rn_fostate_nic nics[4];
+
+		assert_int_equal(rn_fostate_nics(dir, nics, 4), 3);
+		assert_string_equal(nics[0].ibdev, "mlx5_0");
+		assert_int_equal(nics[0].port, 1);
+		assert_string_equal(nics[0].netdev, "ens1f0np0");
+		assert_int_equal(nics[0].n, 2);
+		assert_string_equal(nics[1].ibdev, "mlx5_1");
+		assert_int_equal(nics[2].port, 2);
+		assert_int_equal(rn_fostate_nics(dir, nics, 1), 1); /* no room: dropped */
+	}
 	/* a prefix of a name is another NIC */
 	assert_int_equal(rn_fostate_count(dir, "mlx5_", 1, &n, &last), 0);
 	assert_int_equal(n, 0);
