@@ -72,10 +72,17 @@ struct fo_msg {
 };
 _Static_assert(sizeof(struct fo_msg) <= RN_FO_BOX, "a failover message fits its box");
 
+/*
+ * LOC_QP_OP_ERR and GENERAL_ERR too: rxe fails what it sends on a netdev set down with
+ * them, and the port's event may not have been read yet when the completion is. On a
+ * hardware NIC they mean a malformed WR: the spare fails the same way, and the comm with
+ * one WARN naming every pair.
+ */
 int rn_failover_status(int status)
 {
 	return status == IBV_WC_RETRY_EXC_ERR || status == IBV_WC_WR_FLUSH_ERR ||
-	       status == IBV_WC_FATAL_ERR;
+	       status == IBV_WC_FATAL_ERR || status == IBV_WC_LOC_QP_OP_ERR ||
+	       status == IBV_WC_GENERAL_ERR;
 }
 
 static uint32_t msg_sum(const struct fo_msg *m)

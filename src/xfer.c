@@ -936,6 +936,19 @@ int rn_comm_progress(struct rn_comm *c)
 	if ((++c->idle & 15) == 1) {
 		uint64_t now = rn_now_ns();
 
+		/*
+		 * A peer's move request comes over a spare pair: looked for at every idle tick
+		 * (a poll of each spare's CQ, no system call), not only every 100 ms, so that
+		 * a move the peer starts takes milliseconds here. A comm that waits on a failed
+		 * peer NIC is idle by then.
+		 */
+		if (c->fo) {
+			int moves = c->fo->moves;
+
+			rn_failover_poll(c);
+			if (c->err || c->moving || c->fo->moves != moves)
+				return comm_check(c);
+		}
 		if (!c->last_progress_ns || !c->outstanding)
 			c->last_progress_ns = now;
 		if (now - c->last_check_ns >= RN_CHECK_EVERY_NS)
