@@ -50,7 +50,7 @@ stream_with() {
 }
 
 # Both ends exited 0 with checked data, and each end's WARN names the NIC that took over.
-expect_moved() { # label h0-nic-after h1-nic-after
+expect_moved() { # label h0-nic-after h1-nic-after [most moves, 1]
 	local label=$1
 	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
 		show_pair
@@ -61,8 +61,10 @@ expect_moved() { # label h0-nic-after h1-nic-after
 		{ show_pair; t_fail "$label: the sender's WARN does not say it moved to rxe$2 -> eth$3"; }
 	grep -q "NCCL WARN .*failover: recv comm with .*moved to rxe$3:1 -> eth$2 " <<<"$srv_out" ||
 		{ show_pair; t_fail "$label: the receiver's WARN does not say it moved to rxe$3 -> eth$2"; }
-	[ "$(grep -c 'failover: send comm' <<<"$cli_out")" -eq 1 ] ||
-		t_fail "$label: the sender moved more than once"
+	# one move, unless the case breaks two pairs at once: then a move may land on the
+	# second before its failure shows, and the next move takes the comm on
+	[ "$(grep -c 'failover: send comm' <<<"$cli_out")" -le "${4:-1}" ] ||
+		t_fail "$label: the sender moved more than ${4:-1} time(s)"
 }
 
 clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || t_fail "could not clear the faults"; }
@@ -102,7 +104,7 @@ body() {
 
 	stream_with "both ends lose different NICs at once (h0 eth0, h1 eth1: the first spare too)" \
 		"B run 0 -- ip link set eth0 down & B run 1 -- ip link set eth1 down; wait"
-	expect_moved "two NICs down" 2 2
+	expect_moved "two NICs down" 2 2 2
 	t_ok "h0 eth0 and h1 eth1 down: the second spare (rxe2 <-> rxe2) took it, checked data"
 	clear_all
 
