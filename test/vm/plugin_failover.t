@@ -23,8 +23,8 @@ sent_pkts() { B run --timeout 20 "$1" -- cat "/sys/class/infiniband/rxe$2/ports/
 
 # One stream with a fault injected 2 s after the connect: sets srv_out cli_out srv_rc cli_rc.
 # $1: a label, $2: the fault (a shell command on this host, run after the connect)
-stream_with() {
-	local label=$1 fault=$2 srv cli
+stream_with() { # label fault [messages]
+	local label=$1 fault=$2 iters=${3:-$ITERS} srv cli
 	PORT=$((PORT + 1))
 	t_step "$label"
 	# The drivers' own side channel (handles, the checksum verdict) goes over NIC 2, which
@@ -32,13 +32,16 @@ stream_with() {
 	# h1 eth2 from its own eth2 address.
 	B run 0 -- ip route replace "$(bed_ip 1 2)/32" dev eth2 src "$(bed_ip 0 2)" ||
 		t_fail "could not route the side channel over eth2"
-	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 --size "$SIZE" --iters "$ITERS" \
+	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 --size "$SIZE" --iters "$iters" \
 		--window 8 server "$(bed_ip 1 2):$PORT"
 	wait_server 1 "$PORT" "$srv" || t_fail "$label: the server did not listen"
 	drv_start cli 0 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 client "$(bed_ip 1 2):$PORT"
 	wait_out "$cli" "connected [0-9]+ connection" 90 || t_fail "$label: no connection"
 	sleep 2
 	eval "$fault" || t_fail "$label: the fault could not be injected"
+	# a fault that takes its time to land (nft) must land within the stream
+	[ -z "${3:-}" ] || [ "$(B status "$cli")" = running ] ||
+		t_fail "$label: the stream ended before the fault was in (more messages needed)"
 	cli_out=$(B wait --timeout 150 "$cli" 2>&1)
 	cli_rc=$?
 	srv_out=$(B wait --timeout 60 "$srv" 2>&1)
@@ -115,7 +118,7 @@ body() {
 	clear_all
 
 	stream_with "RoCE dropped at the receiver's NIC (only the QPs' retries see it)" \
-		"B fault 1 drop-4791 --nic 0 >/dev/null"
+		"B fault 1 drop-4791 --nic 0 >/dev/null" 900
 	expect_moved "RoCE dropped" 1 1
 	grep -q "failed (RETRY_EXC_ERR" <<<"$cli_out$srv_out" ||
 		t_fail "the drop was not seen as RETRY_EXC_ERR"
