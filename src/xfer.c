@@ -726,13 +726,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	int ret, k, gid_due;
 
 	c->last_check_ns = now;
-	if (c->fo) { /* a peer's move comes over a spare pair */
-		int moves = c->fo->moves;
-
-		rn_failover_poll(c);
-		if (c->err || c->moving || c->fo->moves != moves)
-			return; /* a new pair: its clocks start now */
-	}
+	/* the spares were polled at this idle tick already (rn_comm_progress) */
 	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
 	if (gid_due)
 		c->gid_check_ns = now;
