@@ -139,7 +139,7 @@ struct rn_member {
  * made on. The comm's own fields (mem[0], rpeer[0], qps[], the peer's control rkey,
  * the flush QP) always hold the pair in use; a move swaps them with the chosen path's.
  */
-enum rn_path_state { RN_PATH_SPARE = 1, RN_PATH_DEAD };
+enum rn_path_state { RN_PATH_SPARE = 1, RN_PATH_DEAD, RN_PATH_ARMING };
 
 struct rn_recv_comm;
 struct rn_send_comm;
@@ -153,6 +153,13 @@ struct rn_path {
 	struct ibv_qp *flush_qp;      /* receiver, when it flushes GPU receives */
 	int ok_here, ok_there;        /* the path check passed here / at the peer */
 	char why[160];                /* why it died */
+	/* recovery (src/failover.c): what re-arming its QPs needs, and when to try */
+	uint32_t rqpn[RN_MAX_QPS];    /* the peer's QP numbers on this pair */
+	int planned;                  /* left for a recovered pair, not failed */
+	int gid_was;                  /* the GID index before its last re-arm */
+	uint64_t up_since_ns;         /* our NIC of it seen up since (0: down, or not looked) */
+	uint64_t next_try_ns;         /* no re-arm before this */
+	uint64_t backoff_ms;          /* the wait after a refused re-arm, doubling */
 };
 
 /*
@@ -166,8 +173,17 @@ struct rn_fo_hooks {
 			   uint64_t *resent);
 };
 
+/*
+ * The QP factory's step a recovery takes (src/conn.c: pair @j's QPs, not the pair in use,
+ * through RESET to RTS again, with the GID index of its NIC's address now (the one before
+ * in @old_gid), its CQ drained and its receives posted as at connect. 0 or -errno
+ * (-EADDRNOTAVAIL: the address is gone). Reached through the comm, as the hooks above.
+ */
+typedef int (*rn_rearm_fn)(struct rn_comm *c, int j, int *old_gid);
+
 struct rn_failover {
 	const struct rn_fo_hooks *hooks;
+	rn_rearm_fn rearm_path;
 	int npaths;                   /* path[0] (the comm's own pair) and the spares */
 	int active;                   /* the path in the comm's fields */
 	struct rn_path path[1 + RN_SPARES_MAX];
@@ -179,6 +195,17 @@ struct rn_failover {
 	int moves;                    /* moves made */
 	int exhausted;                /* no pair was left (said): the comm is judged as without spares */
 	uint64_t resent;              /* bytes sent again, all moves */
+	/* recovery: one pair re-armed at a time (the receiver asks, the sender answers) */
+	int tc, sl;                   /* the QPs' traffic class and service level */
+	int rearm;                    /* the pair being re-armed, -1 none */
+	int rearm_step;               /* receiver: 0 its path check, 1 asked, 2 its probe sent */
+	uint32_t rearm_gen;           /* its request's number (a late answer is dropped) */
+	uint64_t rearm_since_ns;      /* receiver: the re-arm began (the WARN's time) */
+	uint64_t rearm_deadline_ns;   /* receiver: the answer is due by then */
+	struct rn_conn_check *chk;    /* the path check of that pair, while it runs */
+	int back;                     /* receiver: path 0 is back, move there at an idle point */
+	uint64_t back_since_ns;       /* since when the move back waits for an idle point */
+	int recoveries;               /* moves back made */
 };
 
 /* The control block's failover mailboxes: one 256-byte inbox and outbox per path. */
@@ -303,6 +330,13 @@ void rn_failover_ctrl(struct rn_comm *c, int q);
 int rn_failover_poll(struct rn_comm *c);
 /* 1 when @status is a path's failure a move can cure (not the peer's protocol). */
 int rn_failover_status(int status);
+/*
+ * Recovery's idle step (src/failover.c): the receiver brings a failed pair back once its
+ * NIC is up again (the GID found again by address, the path checked), the sender answers,
+ * and the comm moves back to its own pair. Never blocks.
+ */
+void rn_failover_recover(struct rn_comm *c, uint64_t now);
+
 /* Pre-post the receives that WRITE_WITH_IMM consumes. */
 int rn_xfer_recv_init(struct rn_recv_comm *rc);
 /* Poll the comm's CQ once (a batch) and run the slow checks when idle. Returns c->err. */
@@ -315,6 +349,8 @@ void rn_events_put(struct rn_evdev *ev);
 void rn_events_poll(struct rn_evdev *ev);
 /* -ENETDOWN (port down now), -EIO (device fatal) or 0. */
 int rn_events_dev_err(const struct rn_evdev *ev, int port);
+/* PORT_ERRs of @port seen at or after @since_ns (the last RN_FLAP_HIST of them at most). */
+unsigned int rn_events_port_errs(struct rn_evdev *ev, int port, uint64_t since_ns);
 /* -EIO after a DEVICE_FATAL event, else 0. */
 int rn_events_dev_fatal(const struct rn_evdev *ev);
 /* How long @port has been down at @now (0: up). A flap within the retry budget is no error. */

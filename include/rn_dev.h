@@ -52,6 +52,7 @@ struct rn_dev {
 	uint32_t max_msg_size;
 	struct rn_mr_cache *mrs;
 	pthread_mutex_t lock;
+	int kept_out_told;          /* the flap limit's WARN was given (src/failover.c, lock) */
 };
 
 /*

@@ -59,6 +59,11 @@ struct rn_config {
 	int failover;                       /* NCCL_ROCE_FAILOVER: move a comm off a failed NIC */
 	int failover_spares;                /* NCCL_ROCE_FAILOVER_SPARES: pairs kept per comm */
 	int ib_port_failover;               /* NCCL_IB_RESILIENCY_PORT_FAILOVER, -1 unset */
+	int recovery;                       /* NCCL_ROCE_RECOVERY: failed pairs come back */
+	int recovery_delay_ms;              /* NCCL_ROCE_RECOVERY_DELAY_MS: up this long first */
+	int flap_max;                       /* NCCL_ROCE_FLAP_MAX: failures kept out past this */
+	int flap_window_s;                  /* NCCL_ROCE_FLAP_WINDOW_S: ... within this window */
+	int ib_port_recovery;               /* NCCL_IB_RESILIENCY_PORT_RECOVERY, -1 unset */
 };
 
 /* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */

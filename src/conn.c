@@ -369,6 +369,8 @@ static void comm_free(struct rn_comm *c)
 	if (!c)
 		return;
 	if (c->fo) {
+		if (c->fo->chk)
+			rn_path_check.free(c->fo->chk);
 		for (i = 0; i < c->fo->npaths; i++)
 			if (i != c->fo->active)
 				path_free(c, &c->fo->path[i]);
@@ -502,7 +504,8 @@ static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, 
 	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
 	c->max_msg = 1u << 30;
 	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
-	rq = role == RN_ROLE_SEND ? 1 : RN_RECV_WRS;
+	/* a sender's receives take failover messages only (posted when it has spares) */
+	rq = role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
 	for (k = 0; k < nmem; k++) {
 		c->mem[k].dev = m[k];
 		/* as members_follow found it just now, whatever GID_CHANGE does later */
@@ -692,6 +695,8 @@ static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
 	return 0;
 }
 
+static int comm_rearm_path(struct rn_comm *c, int j, int *old_gid);
+
 /*
  * Up to @want spare paths on this host's other NICs, from the one after the comm's own
  * (so that the comms of a failed NIC spread over its siblings, not all onto one), each
@@ -710,6 +715,7 @@ static int spares_create(struct rn_comm *c, int want)
 	if (!c->fo)
 		return -ENOMEM;
 	c->fo->hooks = &rn_xfer_fo_hooks;
+	c->fo->rearm_path = comm_rearm_path;
 	c->fo->npaths = 1;
 	c->fo->path[0].state = RN_PATH_SPARE;
 	c->fo->path[0].ok_here = c->fo->path[0].ok_there = 1;
@@ -738,6 +744,91 @@ static int spares_create(struct rn_comm *c, int want)
 		free(c->fo);
 		c->fo = NULL;
 	}
+	return 0;
+}
+
+/* Take every completion left on @cq (a failed pair's flushes): nothing of them is wanted. */
+static void cq_drain(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+	int rounds = 0;
+
+	while (rounds++ < 4096 && rn_verbs.poll_cq(cq, (int)RN_ARRAY_SIZE(wc), wc) > 0)
+		;
+}
+
+/* QP @qp of pair @p back through RESET, INIT, RTR and RTS, as the handshake moved it. */
+static int qp_rearm(struct rn_comm *c, const struct rn_path *p, struct ibv_qp *qp, int flush,
+		    uint32_t rqpn)
+{
+	const struct rn_dev *dev = p->mem.dev;
+	struct ibv_qp_attr a;
+	int mask, ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RESET;
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE));
+	if (ret)
+		return ret;
+	mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+					 IBV_ACCESS_REMOTE_WRITE, &a);
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
+	if (ret)
+		return ret;
+	mask = flush ? qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
+				   dev->nic.active_mtu, c->fo->tc, c->fo->sl, 1, &a) :
+		       qp_attr_rtr(dev, p->mem.gid_index, rqpn, &p->rpeer.gid,
+				   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu), c->fo->tc,
+				   c->fo->sl, 1, &a);
+	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
+	if (ret)
+		return ret;
+	mask = qp_attr_rts(c, dev, &a);
+	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
+}
+
+static int comm_rearm_path(struct rn_comm *c, int j, int *old_gid)
+{
+	struct rn_path *p = &c->fo->path[j];
+	struct rn_dev *d = p->mem.dev;
+	struct rn_vars v = RN_VARS_INIT;
+	int q, i, ret, old = p->mem.gid_index;
+	int n = c->role == RN_ROLE_RECV ? RN_RECV_WRS : RN_FO_RECV_WRS;
+
+	*old_gid = old;
+	if (j == c->fo->active || !p->mem.cq)
+		return -EINVAL;
+	/* by address again: the link's return re-adds its GIDs, maybe at another index */
+	pthread_mutex_lock(&d->lock);
+	ret = rn_gid_refresh(d->ctx, &d->nic, &i, &v);
+	if (ret != -ENOENT)
+		p->mem.gid_index = d->nic.gid_index;
+	pthread_mutex_unlock(&d->lock);
+	rn_vars_free(&v);
+	if (ret == -ENOENT)
+		return -EADDRNOTAVAIL;
+	cq_drain(p->mem.cq);
+	for (q = 0; q < c->nqps; q++) {
+		ret = qp_rearm(c, p, p->qps[q], 0, p->rqpn[q]);
+		if (ret)
+			return ret;
+	}
+	if (p->flush_qp) {
+		ret = qp_rearm(c, p, p->flush_qp, 1, 0);
+		if (ret)
+			return ret;
+	}
+	cq_drain(p->mem.cq); /* a provider may flush on the way to RESET */
+	/* as at connect: the receiver's take data after a move, the sender's RESUMEs */
+	for (q = 0; q < c->nqps; q++)
+		for (i = 0; i < n; i++) {
+			struct ibv_recv_wr wr = { 0 }, *bad;
+
+			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+			ret = rn_verbs_err(rn_verbs.post_recv(p->qps[q], &wr, &bad));
+			if (ret)
+				return ret;
+		}
 	return 0;
 }
 
@@ -1193,8 +1284,22 @@ static int hs_connect_qps(struct rn_hs *hs)
 			goto fail;
 		hs->qp_step++;
 	}
-	for (k = 1; c->fo && k < c->fo->npaths; k++) {
-		/* the receiver's take data after a move, the sender's the receiver's RESUMEs */
+	if (c->fo) {
+		/* what re-arming a pair after a failure needs (comm_rearm_path) */
+		c->fo->tc = tc;
+		c->fo->sl = sl;
+		c->fo->rearm = -1;
+		for (int qi = 0; qi < c->nqps; qi++) {
+			c->fo->path[0].rqpn[qi] = hs->peer.qpn[qi];
+			for (k = 1; k < c->fo->npaths; k++)
+				c->fo->path[k].rqpn[qi] = hs->peer.spare[k - 1].qpn[qi];
+		}
+	}
+	for (k = rc ? 1 : 0; c->fo && k < c->fo->npaths; k++) {
+		/*
+		 * The receiver's take data after a move, the sender's the receiver's RESUMEs
+		 * and, on the comm's own pair too, its recovery requests (REARM).
+		 */
 		int q, i, n = rc ? RN_RECV_WRS : RN_FO_RECV_WRS;
 
 		for (q = 0; q < c->nqps; q++)
@@ -1202,8 +1307,8 @@ static int hs_connect_qps(struct rn_hs *hs)
 				struct ibv_recv_wr wr = { 0 }, *bad;
 
 				wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-				ret = rn_verbs_err(rn_verbs.post_recv(c->fo->path[k].qps[q], &wr,
-								      &bad));
+				ret = rn_verbs_err(rn_verbs.post_recv(k ? c->fo->path[k].qps[q] :
+								      c->qps[q], &wr, &bad));
 				if (ret)
 					goto fail;
 			}

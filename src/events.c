@@ -402,6 +402,21 @@ int rn_events_dev_err(const struct rn_evdev *e, int port)
 	return 0;
 }
 
+unsigned int rn_events_port_errs(struct rn_evdev *e, int port, uint64_t since_ns)
+{
+	unsigned int i, n = 0, k;
+
+	if (!e || port < 0 || port >= RN_PORTS)
+		return 0;
+	pthread_mutex_lock(&e->hist_lock);
+	k = RN_MIN(e->hist[port].n_err, RN_FLAP_HIST);
+	for (i = 0; i < k; i++)
+		if (e->hist[port].err_ns[i] >= since_ns)
+			n++;
+	pthread_mutex_unlock(&e->hist_lock);
+	return n;
+}
+
 int rn_events_dev_fatal(const struct rn_evdev *e)
 {
 	return e && __atomic_load_n(&e->fatal, __ATOMIC_ACQUIRE) ? -EIO : 0;

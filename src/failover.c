@@ -37,10 +37,26 @@
  * new NIC's keys come from rn_mr_on() (host memory and nvidia-peermem by address,
  * DMA-BUF through the fd the registration kept), made on first use.
  *
- * Not built (said in nccl-net-roce(7)): moving back to a NIC that recovers, the flap
- * limit, vNIC comms and the RMA backend's comms (they fail as before).
+ * Recovery: a failed pair comes back when its NICs are up again, and the comm moves back
+ * to its own pair (path 0). The receiver drives it, one pair at a time, from its idle
+ * checks (never blocking):
+ *   - its NIC of the pair up for NCCL_ROCE_RECOVERY_DELAY_MS, its link not flapping
+ *     (NCCL_ROCE_FLAP_MAX), the path check passed again;
+ *   - its QPs of the pair through RESET to RTS again, with the GID index of its address
+ *     now (the link's return re-adds the GIDs, maybe elsewhere: nccl#2157), receives
+ *     posted; then REARM on the pair in use;
+ *   - the sender does the same at its end (the same conditions), and answers ARMED;
+ *   - the receiver sends a probe over the pair itself: its completion says the RC path
+ *     works both ways (a pair whose packets are still dropped fails it, and waits twice
+ *     as long for its next try). Then the pair is a spare again; path 0 takes the comm
+ *     back at the next idle point, by the move above (RESUME marked as a move back).
+ * QP numbers stay; PSNs start at 0 again at both ends, as at connect.
+ *
+ * Not built (said in nccl-net-roce(7)): vNIC comms and the RMA backend's comms (they
+ * fail as before).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +74,9 @@
 
 #define FO_MAGIC 0x524e464fu /* "RNFO" */
 
-enum fo_type { FO_MOVE_REQ = 1, FO_RESUME = 2 };
+enum fo_type { FO_MOVE_REQ = 1, FO_RESUME = 2, FO_REARM = 3, FO_ARMED = 4, FO_PROBE = 5 };
+#define FO_F_BACK 0x1u /* RESUME: a move back to a recovered pair, not a failure */
+#define FO_F_OK 0x2u   /* ARMED: the pair is armed at the sender's end too */
 
 struct fo_msg {
 	uint32_t magic;
@@ -67,6 +85,9 @@ struct fo_msg {
 	uint32_t path;      /* the pair it rides, which is the pair to take */
 	uint32_t dead;      /* MOVE_REQ: the pairs the sender found broken (bit per path) */
 	uint32_t n;         /* RESUME: slots to serve again */
+	uint32_t target;    /* REARM/ARMED/PROBE: the pair being brought back */
+	uint32_t flags;     /* FO_F_* */
+	uint32_t gen;       /* REARM/ARMED/PROBE: the request's number (a late answer is dropped) */
 	uint32_t seq[RN_SLOTS];
 	uint32_t sum;       /* of every word before it: a record overwritten mid-read fails it */
 };
@@ -126,6 +147,8 @@ static void path_dead(struct rn_comm *c, int j, const char *why)
 	if (p->state == RN_PATH_DEAD)
 		return;
 	p->state = RN_PATH_DEAD;
+	p->planned = 0;
+	p->up_since_ns = 0; /* recovery looks at its NIC afresh */
 	snprintf(p->why, sizeof(p->why), "%s", why);
 }
 
@@ -287,7 +310,8 @@ static int read_msg(const struct rn_comm *c, int j, struct fo_msg *m)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));
 	if (m->magic != FO_MAGIC || m->sum != msg_sum(m) || m->path != (uint32_t)j ||
-	    m->n > RN_SLOTS || (m->type != FO_MOVE_REQ && m->type != FO_RESUME))
+	    m->n > RN_SLOTS || m->type < FO_MOVE_REQ || m->type > FO_PROBE ||
+	    m->target > RN_SPARES_MAX)
 		return -EBADMSG;
 	return 0;
 }
@@ -345,10 +369,34 @@ static void fostate_add(const struct rn_comm *c, int a)
 			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_FOSTATE_FILE, strerror(-ret));
 }
 
+/* A move back to the comm's own pair (path 0, in the comm's fields now): one WARN. */
+static void say_back(struct rn_comm *c, int a, const char *what)
+{
+	const struct rn_dev *oa = c->fo->path[a].mem.dev, *nb = c->mem[0].dev;
+	char gid[48] = "";
+
+	if (c->fo->path[0].gid_was != c->mem[0].gid_index)
+		snprintf(gid, sizeof(gid), ", moved from %d", c->fo->path[0].gid_was);
+	rn_warn(RN_SUB_NET, RN_PFX "recovery: %s comm with %s (%s): %s:%d -> %s is back in "
+		"service (its NIC up, its GID found again at index %d%s, the path checked and "
+		"probed); moved back from %s:%d -> %s in %llu ms; %s (recovery %d; "
+		"NCCL_ROCE_RECOVERY=0 turns this off)", c->role == RN_ROLE_SEND ? "send" : "recv",
+		c->peer_str, c->rpeer[0].host, nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev,
+		c->mem[0].gid_index, gid, oa->nic.ibdev, oa->nic.port,
+		c->fo->path[a].rpeer.netdev, (unsigned long long)ms_since(c->fo->since_ns), what,
+		c->fo->recoveries);
+}
+
 /* The one WARN a move gives, on each end (and the old pair's diagnosis, when it has one). */
 static void say_moved(struct rn_comm *c, int a, const char *what)
 {
 	const struct rn_dev *oa = c->fo->path[a].mem.dev, *nb = c->mem[0].dev;
+
+	if (c->fo->path[a].planned) {
+		c->fo->recoveries++;
+		say_back(c, a, what);
+		return;
+	}
 
 	rn_warn(RN_SUB_NET, RN_PFX "failover: %s comm with %s (%s): %s:%d -> %s failed (%s); "
 		"moved to %s:%d -> %s (%s) in %llu ms; %s (move %d; NCCL_ROCE_FAILOVER=0 turns "
@@ -377,7 +425,7 @@ static int move_done(struct rn_comm *c, int a, int ret, const char *step, const 
 }
 
 /* Receiver: move to pair @b and tell the sender where to resume. */
-static int move_recv(struct rn_comm *c, int b)
+static int move_recv(struct rn_comm *c, int b, uint32_t flags)
 {
 	struct rn_failover *fo = c->fo;
 	struct fo_msg m;
@@ -390,6 +438,7 @@ static int move_recv(struct rn_comm *c, int b)
 	ret = fo->hooks->recv_rewind((struct rn_recv_comm *)c, m.seq, &n);
 	if (!ret) {
 		m.type = FO_RESUME;
+		m.flags = flags;
 		m.epoch = ++fo->epoch;
 		m.n = (uint32_t)n;
 		ret = send_msg(c, b, &m);
@@ -409,7 +458,9 @@ static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
 	if (!fo->quiesced) {
 		/* the receiver saw it first: its NIC, or ours silently */
 		quiesce(c);
-		path_dead(c, a, "the receiver moved the comm off it");
+		path_dead(c, a, m->flags & FO_F_BACK ? "left for the recovered pair" :
+			  "the receiver moved the comm off it");
+		fo->path[a].planned = !!(m->flags & FO_F_BACK);
 		if (!fo->since_ns)
 			fo->since_ns = rn_now_ns();
 	}
@@ -470,7 +521,7 @@ int rn_failover_begin(struct rn_comm *c, int err, const char *why)
 			say_none_left(c);
 			return 0;
 		}
-		move_recv(c, b);
+		move_recv(c, b, 0);
 		return !c->err;
 	}
 	quiesce(c);
@@ -484,6 +535,9 @@ int rn_failover_begin(struct rn_comm *c, int err, const char *why)
 	return 1;
 }
 
+static void rearm_asked(struct rn_comm *c, const struct fo_msg *m);
+static void rearm_answered(struct rn_comm *c, const struct fo_msg *a);
+
 /* A message on pair @j (its receive already re-posted). */
 static void take_msg(struct rn_comm *c, int j)
 {
@@ -495,6 +549,20 @@ static void take_msg(struct rn_comm *c, int j)
 		rn_info(RN_SUB_NET, RN_PFX "failover: comm with %s: a message on pair %d was not "
 			"whole; waiting for the next", c->peer_str, j);
 		return;
+	}
+	switch (m.type) {
+	case FO_PROBE: /* its completion at the receiver is the answer */
+		return;
+	case FO_REARM:
+		if (c->role == RN_ROLE_SEND && !c->moving)
+			rearm_asked(c, &m);
+		return;
+	case FO_ARMED:
+		if (c->role == RN_ROLE_RECV)
+			rearm_answered(c, &m);
+		return;
+	default:
+		break;
 	}
 	if (c->role == RN_ROLE_RECV) {
 		if (m.type != FO_MOVE_REQ || m.epoch < fo->epoch || j == fo->active)
@@ -511,7 +579,7 @@ static void take_msg(struct rn_comm *c, int j)
 			comm_fail(c, -ENETUNREACH);
 			return;
 		}
-		move_recv(c, b);
+		move_recv(c, b, 0);
 		return;
 	}
 	if (m.type != FO_RESUME || m.epoch <= fo->seen)
@@ -531,6 +599,357 @@ static void take_msg(struct rn_comm *c, int j)
 		return;
 	}
 	apply_resume(c, j, &m);
+}
+
+/* ---- recovery -------------------------------------------------------------- */
+
+#define RN_BACKOFF_MAX_MS 60000ull
+#define RN_BACK_WAIT_NS (500ull * 1000000ull) /* a busy comm moves back after this anyway */
+
+/*
+ * 1 when our NIC of @p lost its link more than NCCL_ROCE_FLAP_MAX times within
+ * NCCL_ROCE_FLAP_WINDOW_S: it is not brought back (said once per NIC and streak).
+ */
+static int kept_out(const struct rn_comm *c, const struct rn_path *p, uint64_t now)
+{
+	const struct rn_config *cfg = &c->eng->cfg;
+	struct rn_dev *d = p->mem.dev;
+	uint64_t win = (uint64_t)cfg->flap_window_s * 1000000000ull;
+	unsigned int n;
+	int out, tell = 0;
+
+	if (!cfg->flap_max)
+		return 0;
+	n = rn_events_port_errs(p->mem.ev, d->nic.port, now > win ? now - win : 0);
+	out = n > (unsigned int)cfg->flap_max;
+	pthread_mutex_lock(&d->lock);
+	if (out && !d->kept_out_told)
+		tell = d->kept_out_told = 1;
+	else if (!out)
+		d->kept_out_told = 0;
+	pthread_mutex_unlock(&d->lock);
+	if (tell)
+		rn_warn(RN_SUB_NET, RN_PFX "recovery: %s:%d (%s) lost its link %u times within %d s, "
+			"more than NCCL_ROCE_FLAP_MAX=%d: its NIC pairs are kept out of service until "
+			"its link stays up for NCCL_ROCE_FLAP_WINDOW_S; check its cable, transceiver and "
+			"switch port", d->nic.ibdev, d->nic.port, d->nic.netdev, n, cfg->flap_window_s,
+			cfg->flap_max);
+	return out;
+}
+
+/* 1 when our NIC of @p has a link and its GID, -0 when not (its clock starts again). */
+static int nic_up(struct rn_path *p)
+{
+	const struct rn_dev *d = p->mem.dev;
+
+	if (rn_events_dev_err(p->mem.ev, d->nic.port) ||
+	    rn_events_gid_gone(p->mem.ev, d->nic.port, NULL)) {
+		p->up_since_ns = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/* 1 when our NIC of dead pair @p has been up for NCCL_ROCE_RECOVERY_DELAY_MS. */
+static int nic_back(const struct rn_comm *c, struct rn_path *p, uint64_t now)
+{
+	if (!nic_up(p))
+		return 0;
+	if (!p->up_since_ns)
+		p->up_since_ns = now;
+	return now - p->up_since_ns >= (uint64_t)c->eng->cfg.recovery_delay_ms * 1000000ull;
+}
+
+static void check_drop(struct rn_failover *fo)
+{
+	if (fo->chk) {
+		rn_path_check.free(fo->chk);
+		fo->chk = NULL;
+	}
+}
+
+/* Receiver: pair @j is not back (@why); its next try waits twice as long as the last. */
+static void rearm_stop(struct rn_comm *c, int j, const char *why, uint64_t now)
+{
+	struct rn_failover *fo = c->fo;
+	struct rn_path *p = &fo->path[j];
+
+	check_drop(fo);
+	fo->rearm = -1;
+	p->state = RN_PATH_DEAD;
+	p->backoff_ms = p->backoff_ms ? RN_MIN(p->backoff_ms * 2, RN_BACKOFF_MAX_MS) : 1000;
+	p->next_try_ns = now + p->backoff_ms * 1000000ull;
+	rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: %s:%d -> %s not back yet: %s; next "
+		"try in %llu ms", c->peer_str, p->mem.dev->nic.ibdev, p->mem.dev->nic.port,
+		p->rpeer.netdev, why, (unsigned long long)p->backoff_ms);
+}
+
+/* Receiver: pair @j armed at both ends and probed: a spare again, or the comm's own. */
+static void rearm_done(struct rn_comm *c, int j, uint64_t now)
+{
+	struct rn_failover *fo = c->fo;
+	struct rn_path *p = &fo->path[j];
+
+	fo->rearm = -1;
+	p->state = RN_PATH_SPARE;
+	p->ok_here = p->ok_there = 1;
+	p->backoff_ms = 0;
+	rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: %s:%d -> %s is back in service (GID "
+		"index %d, was %d) after %llu ms", c->peer_str, p->mem.dev->nic.ibdev,
+		p->mem.dev->nic.port, p->rpeer.netdev, p->mem.gid_index, p->gid_was,
+		(unsigned long long)ms_since(fo->rearm_since_ns));
+	if (j == 0 && fo->active != 0 && !p->planned) {
+		fo->back = 1;
+		fo->back_since_ns = now;
+	}
+	p->planned = 0;
+}
+
+/* Receiver: start bringing dead pair @j back: its path check first. */
+static void rearm_begin(struct rn_comm *c, int j, uint64_t now)
+{
+	const struct rn_config *cfg = &c->eng->cfg;
+	struct rn_failover *fo = c->fo;
+	struct rn_path *p = &fo->path[j];
+
+	fo->rearm = j;
+	fo->rearm_step = 0;
+	fo->rearm_since_ns = now;
+	fo->rearm_deadline_ns = now + ((uint64_t)cfg->neigh_timeout_ms + 1000) * 1000000ull;
+	p->state = RN_PATH_ARMING;
+	/* a check that cannot start leaves the pair unchecked, as at connect */
+	if (cfg->route_check == RN_ROUTE_CHECK_OFF ||
+	    rn_path_check.start(&p->mem.dev->nic, &p->rpeer, cfg->neigh_timeout_ms, &fo->chk))
+		fo->chk = NULL;
+}
+
+/*
+ * The path check under way (fo->chk) on pair @j: -EAGAIN while it runs, 0 when it passed
+ * (or only warns, or could not run), -EHOSTUNREACH with @why when it refuses the pair.
+ */
+static int check_step(struct rn_comm *c, int j, uint64_t now, char *why, size_t len)
+{
+	const struct rn_config *cfg = &c->eng->cfg;
+	struct rn_failover *fo = c->fo;
+	struct rn_finding f = { 0 };
+	int ret;
+
+	(void)j;
+	if (!fo->chk)
+		return 0;
+	ret = rn_path_check.poll(fo->chk, &f);
+	if (ret == -EAGAIN && now < fo->rearm_deadline_ns)
+		return -EAGAIN;
+	check_drop(fo);
+	if (ret == -EHOSTUNREACH && cfg->route_check == RN_ROUTE_CHECK_STRICT) {
+		snprintf(why, len, "the path check refuses it: [%s] %s", rn_cause_id(f.cause),
+			 f.msg ? f.msg : "");
+		rn_finding_clear(&f);
+		return -EHOSTUNREACH;
+	}
+	rn_finding_clear(&f);
+	return 0;
+}
+
+/* Receiver: the re-arm of fo->rearm, one step per idle check. */
+static void rearm_step(struct rn_comm *c, uint64_t now)
+{
+	struct rn_failover *fo = c->fo;
+	int j = fo->rearm, old, ret;
+	struct fo_msg m;
+	char why[240];
+
+	if (fo->rearm_step == 0) {
+		ret = check_step(c, j, now, why, sizeof(why));
+		if (ret == -EAGAIN)
+			return;
+		if (ret) {
+			rearm_stop(c, j, why, now);
+			return;
+		}
+		ret = fo->rearm_path(c, j, &old);
+		if (!ret) {
+			fo->path[j].gid_was = old;
+			memset(&m, 0, sizeof(m));
+			m.type = FO_REARM;
+			m.target = (uint32_t)j;
+			m.gen = ++fo->rearm_gen;
+			ret = send_msg(c, fo->active, &m);
+		}
+		if (ret) {
+			snprintf(why, sizeof(why), "re-arming its QPs failed: %s", strerror(-ret));
+			rearm_stop(c, j, why, now);
+			return;
+		}
+		fo->rearm_step = 1;
+		fo->rearm_deadline_ns = now + c->stall_ns;
+		return;
+	}
+	if (now > fo->rearm_deadline_ns)
+		rearm_stop(c, j, fo->rearm_step == 1 ? "the peer did not answer" :
+			   "its probe did not complete", now);
+}
+
+/* Receiver: the sender's ARMED for the pair being re-armed: probe it over itself. */
+static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
+{
+	struct rn_failover *fo = c->fo;
+	uint64_t now = rn_now_ns();
+	int j = fo->rearm, ret;
+	struct fo_msg m;
+	char why[96];
+
+	if (j < 0 || a->target != (uint32_t)j || a->gen != fo->rearm_gen || fo->rearm_step != 1)
+		return; /* a late answer to an attempt given up */
+	if (!(a->flags & FO_F_OK)) {
+		rearm_stop(c, j, "the peer's NIC of the pair is not back yet", now);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = FO_PROBE;
+	m.target = (uint32_t)j;
+	m.gen = fo->rearm_gen;
+	ret = send_msg(c, j, &m);
+	if (ret) {
+		snprintf(why, sizeof(why), "posting its probe failed: %s", strerror(-ret));
+		rearm_stop(c, j, why, now);
+		return;
+	}
+	fo->rearm_step = 2;
+	fo->rearm_deadline_ns = now + c->stall_ns;
+}
+
+/* 1 when a receive is posted and not complete: a move now would ask for it again. */
+static int recv_busy(const struct rn_comm *c)
+{
+	const struct rn_recv_comm *rc = (const struct rn_recv_comm *)c;
+	int i;
+
+	for (i = 0; i < RN_SLOTS; i++)
+		if (rc->reqs[i].type == RN_REQ_RECV && !rc->reqs[i].done)
+			return 1;
+	return 0;
+}
+
+/* Receiver: the comm's own pair is back: move there at an idle point (or after a wait). */
+static void move_back(struct rn_comm *c, uint64_t now)
+{
+	struct rn_failover *fo = c->fo;
+	int a = fo->active;
+
+	if (recv_busy(c) && now - fo->back_since_ns < RN_BACK_WAIT_NS)
+		return;
+	fo->back = 0;
+	if (!usable(c, 0, 1))
+		return;
+	fo->since_ns = now;
+	path_dead(c, a, "left for the recovered pair");
+	fo->path[a].planned = 1;
+	move_recv(c, 0, FO_F_BACK);
+}
+
+/* Sender: the receiver asks to bring pair m->target back: answered at the next idle check. */
+static void rearm_asked(struct rn_comm *c, const struct fo_msg *m)
+{
+	struct rn_failover *fo = c->fo;
+
+	check_drop(fo);
+	fo->rearm = (int)m->target;
+	fo->rearm_gen = m->gen;
+	fo->rearm_step = 0;
+	fo->rearm_deadline_ns = rn_now_ns() +
+				((uint64_t)c->eng->cfg.neigh_timeout_ms + 1000) * 1000000ull;
+}
+
+/* Sender: re-arm our end of fo->rearm when our NIC is back and the path passes; ARMED. */
+static void rearm_answer(struct rn_comm *c, uint64_t now)
+{
+	const struct rn_config *cfg = &c->eng->cfg;
+	struct rn_failover *fo = c->fo;
+	int j = fo->rearm, ok = 0, old, ret;
+	struct rn_path *p;
+	struct fo_msg m;
+	char why[240] = "";
+
+	if (j >= fo->npaths || j == fo->active) {
+		snprintf(why, sizeof(why), "it is the pair in use here");
+	} else {
+		p = &fo->path[j];
+		if (!nic_up(p)) {
+			snprintf(why, sizeof(why), "its NIC here is down or has no GID");
+		} else if (kept_out(c, p, now)) {
+			snprintf(why, sizeof(why), "its NIC here flaps (NCCL_ROCE_FLAP_MAX)");
+		} else {
+			if (fo->rearm_step == 0) {
+				fo->rearm_step = 1;
+				if (cfg->route_check == RN_ROUTE_CHECK_OFF ||
+				    rn_path_check.start(&p->mem.dev->nic, &p->rpeer,
+							cfg->neigh_timeout_ms, &fo->chk))
+					fo->chk = NULL;
+			}
+			ret = check_step(c, j, now, why, sizeof(why));
+			if (ret == -EAGAIN)
+				return;
+			if (!ret) {
+				ret = fo->rearm_path(c, j, &old);
+				if (ret)
+					snprintf(why, sizeof(why), "re-arming its QPs failed: %s",
+						 strerror(-ret));
+			}
+			if (!ret) {
+				ok = 1;
+				p->gid_was = old;
+				p->state = RN_PATH_SPARE;
+				p->ok_here = p->ok_there = 1;
+				p->planned = 0;
+			}
+		}
+	}
+	fo->rearm = -1;
+	if (!ok)
+		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: pair %d not re-armed here: %s",
+			c->peer_str, j, why);
+	memset(&m, 0, sizeof(m));
+	m.type = FO_ARMED;
+	m.target = (uint32_t)j;
+	m.gen = fo->rearm_gen;
+	m.flags = ok ? FO_F_OK : 0;
+	if (send_msg(c, fo->active, &m))
+		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: the answer for pair %d was not "
+			"posted", c->peer_str, j);
+}
+
+void rn_failover_recover(struct rn_comm *c, uint64_t now)
+{
+	struct rn_failover *fo = c->fo;
+	int j;
+
+	if (!fo || c->err || c->moving || fo->exhausted || !c->eng->cfg.recovery)
+		return;
+	if (c->role == RN_ROLE_SEND) {
+		if (fo->rearm >= 0)
+			rearm_answer(c, now);
+		return;
+	}
+	if (fo->rearm >= 0) {
+		rearm_step(c, now);
+		return;
+	}
+	if (fo->back) {
+		move_back(c, now);
+		return;
+	}
+	/* the comm's own pair first (j = 0): it is where the comm moves back to */
+	for (j = 0; j < fo->npaths; j++) {
+		struct rn_path *p = &fo->path[j];
+
+		if (j == fo->active || p->state != RN_PATH_DEAD)
+			continue;
+		if (!nic_back(c, p, now) || now < p->next_try_ns || kept_out(c, p, now))
+			continue;
+		rearm_begin(c, j, now);
+		return;
+	}
 }
 
 void rn_failover_ctrl(struct rn_comm *c, int q)
@@ -574,7 +993,19 @@ int rn_failover_poll(struct rn_comm *c)
 		for (i = 0; i < n && !c->err; i++) {
 			int kind = RN_WR_KIND(wc[i].wr_id), q = spare_qp(c, j, wc[i].qp_num);
 
-			if (kind == RN_WR_CTRL && wc[i].status != IBV_WC_SUCCESS) {
+			if (kind == RN_WR_CTRL && j == fo->rearm && fo->rearm_step == 2 &&
+			    c->role == RN_ROLE_RECV) {
+				/* the probe over the pair being brought back: it carries, or not */
+				char why[96];
+
+				if (wc[i].status == IBV_WC_SUCCESS) {
+					rearm_done(c, j, rn_now_ns());
+				} else {
+					snprintf(why, sizeof(why), "its probe failed: %s",
+						 rn_wc_status_str(wc[i].status));
+					rearm_stop(c, j, why, rn_now_ns());
+				}
+			} else if (kind == RN_WR_CTRL && wc[i].status != IBV_WC_SUCCESS) {
 				char why[96];
 
 				snprintf(why, sizeof(why), "a failover message failed: %s",

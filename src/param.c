@@ -260,6 +260,18 @@ static const struct param params[] = {
 	/* NCCL's own (2.29.7+): read where it means the same, an explicit 0 turns ours off */
 	P_INT("NCCL_IB_RESILIENCY_PORT_FAILOVER", ib_port_failover, -1, -1, 1,
 	      "NCCL's port failover; 0 turns NCCL_ROCE_FAILOVER off unless that is set"),
+	P_INT("NCCL_ROCE_RECOVERY", recovery, 1, 0, 1,
+	      "1: a failed NIC pair comes back into service (its GID found again, the path "
+	      "checked) and comms move back to their own NIC; 0: it stays out"),
+	P_INT("NCCL_ROCE_RECOVERY_DELAY_MS", recovery_delay_ms, 1000, 0, 3600000,
+	      "how long a failed NIC must stay up before its pairs are brought back"),
+	P_INT("NCCL_ROCE_FLAP_MAX", flap_max, 3, 0, 15,
+	      "a NIC whose link went down more often than this within NCCL_ROCE_FLAP_WINDOW_S "
+	      "is not brought back by recovery (0: no limit)"),
+	P_INT("NCCL_ROCE_FLAP_WINDOW_S", flap_window_s, 600, 1, 86400,
+	      "the window of NCCL_ROCE_FLAP_MAX, in seconds"),
+	P_INT("NCCL_IB_RESILIENCY_PORT_RECOVERY", ib_port_recovery, -1, -1, 1,
+	      "NCCL's port recovery; 0 turns NCCL_ROCE_RECOVERY off unless that is set"),
 };
 
 const struct rn_param_desc *rn_param_table(size_t *n)
@@ -379,6 +391,9 @@ int rn_config_load(struct rn_config *cfg)
 	if (cfg->ib_port_failover == 0 && !(getenv("NCCL_ROCE_FAILOVER") &&
 					    *getenv("NCCL_ROCE_FAILOVER")))
 		cfg->failover = 0;
+	if (cfg->ib_port_recovery == 0 && !(getenv("NCCL_ROCE_RECOVERY") &&
+					    *getenv("NCCL_ROCE_RECOVERY")))
+		cfg->recovery = 0;
 	if (cfg->addr_range[0]) {
 		struct rn_ip net;
 		int len;

@@ -844,6 +844,8 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		}
 	}
 	qp_watchdog(c, now);
+	if (c->fo && !c->err)
+		rn_failover_recover(c, now); /* a failed pair whose NICs are back */
 	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > rn_comm_stall_bound(c)) {
 		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
 			"posted: the QP stalled", c->peer_str, c->rpeer[0].host,

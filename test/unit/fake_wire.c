@@ -247,6 +247,11 @@ static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 			return EINVAL;
 		q->a.rts = *a;
 		break;
+	case IBV_QPS_RESET:
+		/* any state may go back to RESET: its queues are emptied, nothing completes */
+		q->rq_head = 0;
+		q->rq_count = 0;
+		break;
 	case IBV_QPS_ERR:
 		to_error(q);
 		return 0;

@@ -16,6 +16,7 @@
 
 char fx_last_warn[2048];
 int fx_failover;
+int fx_recovery;
 int fx_nwarn, fx_ninfo;
 static char infos[8192], warns[8192];
 
@@ -142,6 +143,8 @@ void fx_setup(struct fx *f)
 	f->eng.cfg.connect_timeout_ms = 5000;
 	/* a failure fails the comm, as these tests expect; test_failover.c turns moves on */
 	f->eng.cfg.failover = fx_failover;
+	f->eng.cfg.recovery = fx_recovery;
+	f->eng.cfg.recovery_delay_ms = 20;
 	snprintf(f->eng.hostname, sizeof(f->eng.hostname), "testhost");
 	list = rn_verbs.get_device_list(&n);
 	for (i = 0; i < FX_DEVS && i < n; i++) {

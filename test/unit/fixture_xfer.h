@@ -23,6 +23,8 @@ struct fx {
 
 /* NCCL_ROCE_FAILOVER of the engines fx_setup makes (0 unless a test sets it first). */
 extern int fx_failover;
+/* NCCL_ROCE_RECOVERY of those engines (0 unless a test sets it first; delay 20 ms). */
+extern int fx_recovery;
 
 /* Bring up @f with FX_DEVS devices (rxe0/rxe1, 8 MiB max message, is_rxe). */
 void fx_setup(struct fx *f);

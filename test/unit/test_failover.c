@@ -490,6 +490,200 @@ static void later_registrations_follow(void **state)
 	free(b);
 }
 
+/* ---- recovery --------------------------------------------------------------- */
+
+static int setup_rec(void **state)
+{
+	int ret;
+
+	fx_recovery = 1;
+	ret = setup_cfg(state, 1, 0);
+	fx_recovery = 0;
+	return ret;
+}
+
+static int setup_rec_split2(void **state)
+{
+	int ret;
+
+	fx_recovery = 1;
+	ret = setup_cfg(state, 2, 1);
+	fx_recovery = 0;
+	return ret;
+}
+
+/* Both ends' idle progress, as NCCL's proxy polls a comm with nothing posted, until @done. */
+static int idle_until(struct t *t, int (*done)(const struct t *), int ms)
+{
+	int i;
+
+	for (i = 0; i < ms; i++) {
+		if (done(t))
+			return 1;
+		assert_int_equal(rn_comm_progress(&t->sc->c), 0);
+		assert_int_equal(rn_comm_progress(&t->rc->c), 0);
+		usleep(1000);
+	}
+	return done(t);
+}
+
+static int both_back(const struct t *t)
+{
+	return t->sc->c.fo->recoveries == 1 && t->rc->c.fo->recoveries == 1;
+}
+
+static int left_pair_spare(const struct t *t)
+{
+	return t->sc->c.fo->path[1].state == RN_PATH_SPARE &&
+	       t->rc->c.fo->path[1].state == RN_PATH_SPARE;
+}
+
+/* Each end is on the comm's own pair again: rxe0 sends to rxe1. */
+static void check_home(struct t *t)
+{
+	assert_int_equal(t->sc->c.fo->active, 0);
+	assert_int_equal(t->rc->c.fo->active, 0);
+	assert_ptr_equal(t->sc->c.mem[0].dev, &t->f.devs[0]);
+	assert_ptr_equal(t->rc->c.mem[0].dev, &t->f.devs[1]);
+}
+
+/* A stream with no failure: every message once, whole, in its buffer. */
+static void clean_stream(struct t *t)
+{
+	struct run r;
+	int serr, rerr;
+
+	run_init(t, &r);
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	run_free(t, &r);
+}
+
+/*
+ * Recovery: the pair that failed (silently, RETRY_EXC on the sender's QP) is re-armed
+ * at both ends (RESET..RTS, the GID found again, the path checked), probed, and the comm
+ * moves back to it; the pair it left becomes a spare again, and takes the comm at the
+ * next failure. Every stream around it is delivered once, whole and in order.
+ */
+static void recovery_moves_back(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 4, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+	fx_log_reset();
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+	assert_true(fx_warn_seen("recovery: send comm with"));
+	assert_true(fx_warn_seen("recovery: recv comm with"));
+	assert_true(fx_warn_seen("rxe0:1 -> eth1 is back in service"));
+	assert_true(fx_warn_seen("moved back from rxe1:1 -> eth0"));
+	assert_int_equal(t->sc->c.fo->moves, 2);
+	assert_int_equal(t->rc->c.fo->moves, 2);
+	/* the QPs of the pair were re-armed, not made anew: the same numbers */
+	assert_int_equal(t->sc->c.qps[0]->state, IBV_QPS_RTS);
+	clean_stream(t);
+	/* the pair left for the recovered one is brought back as a spare */
+	assert_true(idle_until(t, left_pair_spare, 5000));
+	/* and takes the comm at the next failure */
+	stream_failing(t, &r, 2, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	run_free(t, &r);
+	assert_int_equal(t->sc->c.fo->active, 1);
+	assert_int_equal(t->rc->c.fo->active, 1);
+	assert_int_equal(t->sc->c.fo->moves, 3);
+}
+
+/*
+ * The move back while receives wait for their data (the CTS entries were written on the
+ * spare): after the wait for an idle point it moves anyway; the entries are written again
+ * on the comm's own pair and each message arrives once, whole, of its size.
+ */
+static void recovery_with_receives_posted(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, i;
+
+	stream_failing(t, &r, 1, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	run_free(t, &r);
+	run_init(t, &r);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(post_recv(t, &r), 0);
+	fx_log_reset();
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+	assert_true(fx_warn_seen("4 receives not complete asked again"));
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	run_free(t, &r);
+}
+
+/*
+ * Recovery waits for the path check at both ends: while the sender's check refuses the
+ * pair, the receiver hears "not back yet" and waits longer each time; once it passes,
+ * the comm moves back.
+ */
+static void recovery_waits_for_the_check(void **state)
+{
+	struct t *t = *state;
+	struct fake_path_script no = { 0 };
+	struct run r;
+
+	stream_failing(t, &r, 2, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	run_free(t, &r);
+	no.poll_ret = -EHOSTUNREACH;
+	no.finding.cause = RN_CAUSE_ARP_FLUX;
+	fake_path_set("rxe0", &no); /* the sender's NIC of the failed pair */
+	fx_log_reset();
+	assert_false(idle_until(t, both_back, 600));
+	assert_true(fx_info_seen("not back yet: the peer's NIC of the pair is not back yet"));
+	assert_true(fx_info_seen("pair 0 not re-armed here: the path check refuses it: [arp-flux]"));
+	assert_int_equal(t->sc->c.fo->active, 1);
+	assert_int_equal(t->rc->c.fo->path[0].backoff_ms, 1000);
+	fake_path_set(NULL, NULL);
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+	clean_stream(t);
+}
+
+/* A message split over 2 QPs fails mid-way; the comm comes back and splits there again. */
+static void recovery_split(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 3, t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	run_free(t, &r);
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+	assert_int_equal(t->sc->c.qps[1]->state, IBV_QPS_RTS);
+	clean_stream(t);
+}
+
+/* NCCL_ROCE_RECOVERY=0: the comm stays on the pair it moved to. */
+static void recovery_off_stays(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	int checks;
+
+	stream_failing(t, &r, 2, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	run_free(t, &r);
+	checks = fake_path_checks();
+	assert_false(idle_until(t, both_back, 400));
+	assert_int_equal(t->sc->c.fo->active, 1);
+	assert_int_equal(t->rc->c.fo->path[0].state, RN_PATH_DEAD);
+	assert_int_equal(fake_path_checks(), checks); /* not even tried */
+}
+
 /* NCCL_ROCE_FAILOVER=0: no spare, and a failure fails the comm as before. */
 static void off_means_off(void **state)
 {
@@ -530,6 +724,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(last_pair_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(later_registrations_follow, setup, teardown),
 		cmocka_unit_test(off_means_off),
+		cmocka_unit_test_setup_teardown(recovery_moves_back, setup_rec, teardown),
+		cmocka_unit_test_setup_teardown(recovery_with_receives_posted, setup_rec, teardown),
+		cmocka_unit_test_setup_teardown(recovery_waits_for_the_check, setup_rec, teardown),
+		cmocka_unit_test_setup_teardown(recovery_split, setup_rec_split2, teardown),
+		cmocka_unit_test_setup_teardown(recovery_off_stays, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
