@@ -203,8 +203,8 @@ struct rn_failover {
 	uint64_t rearm_since_ns;      /* receiver: the re-arm began (the WARN's time) */
 	uint64_t rearm_deadline_ns;   /* receiver: the answer is due by then */
 	struct rn_conn_check *chk;    /* the path check of that pair, while it runs */
-	int back;                     /* receiver: path 0 is back, move there at an idle point */
-	uint64_t back_since_ns;       /* since when the move back waits for an idle point */
+	int back;                     /* sender: the receiver asked to move back to path 0 */
+	uint64_t back_next_ns;        /* receiver: when to ask for it (again) */
 	int recoveries;               /* moves back made */
 };
 

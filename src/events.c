@@ -157,8 +157,9 @@ static void hist_up(struct rn_evdev *e, int port)
 
 /*
  * The GID table changed: find the NIC's address again (rn_gid_refresh). Moved: new comms
- * use the new index (said at INFO). Gone: the port is marked, its comms fail naming it
- * (rn_events_gid_gone), new ones are refused by comm creation.
+ * use the new index (said at INFO). Gone: the port is marked (said once), its comms move
+ * to a spare pair or fail naming it (rn_events_gid_gone), new ones are refused by comm
+ * creation.
  */
 static void gid_follow(struct rn_evdev *e)
 {
@@ -177,12 +178,14 @@ static void gid_follow(struct rn_evdev *e)
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of its address moved from index %d to %d; "
 			"new comms use %d", dev->nic.ibdev, port, old, dev->nic.gid_index,
 			dev->nic.gid_index);
-	if (ret == -ENOENT) {
+	if (ret == -ENOENT && __atomic_load_n(&h->gid_gone, __ATOMIC_ACQUIRE)) {
+		/* still gone: said once, at the change that took it */
+	} else if (ret == -ENOENT) {
 		struct rn_finding f = { 0 };
 		char pfx[128];
 
-		snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: GID_CHANGE: its comms fail",
-			 dev->nic.ibdev, port);
+		snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: GID_CHANGE: its comms move to a spare "
+			 "NIC pair, or fail without one", dev->nic.ibdev, port);
 		rn_finding_render(&f, RN_CAUSE_GID_GONE, &v);
 		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 		pthread_mutex_lock(&e->hist_lock);

@@ -48,8 +48,12 @@
  *   - the sender does the same at its end (the same conditions), and answers ARMED;
  *   - the receiver sends a probe over the pair itself: its completion says the RC path
  *     works both ways (a pair whose packets are still dropped fails it, and waits twice
- *     as long for its next try). Then the pair is a spare again; path 0 takes the comm
- *     back at the next idle point, by the move above (RESUME marked as a move back).
+ *     as long for its next try). Then the pair is a spare again.
+ * When path 0 is a spare again, the receiver asks the sender to move back (BACK), and the
+ * move is the sender-started one above, marked as a move back: the sender moves its pair
+ * in use to ERR *first*, so that no clear-to-send entry the receiver wrote over that pair
+ * (a pair that still works: its writes may be in flight) can land after the entries the
+ * receiver writes again on path 0.
  * QP numbers stay; PSNs start at 0 again at both ends, as at connect.
  *
  * Not built (said in nccl-net-roce(7)): vNIC comms and the RMA backend's comms (they
@@ -74,8 +78,10 @@
 
 #define FO_MAGIC 0x524e464fu /* "RNFO" */
 
-enum fo_type { FO_MOVE_REQ = 1, FO_RESUME = 2, FO_REARM = 3, FO_ARMED = 4, FO_PROBE = 5 };
-#define FO_F_BACK 0x1u /* RESUME: a move back to a recovered pair, not a failure */
+enum fo_type {
+	FO_MOVE_REQ = 1, FO_RESUME = 2, FO_REARM = 3, FO_ARMED = 4, FO_PROBE = 5, FO_BACK = 6
+};
+#define FO_F_BACK 0x1u /* MOVE_REQ, RESUME: a move back to a recovered pair, not a failure */
 #define FO_F_OK 0x2u   /* ARMED: the pair is armed at the sender's end too */
 
 struct fo_msg {
@@ -310,7 +316,7 @@ static int read_msg(const struct rn_comm *c, int j, struct fo_msg *m)
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));
 	if (m->magic != FO_MAGIC || m->sum != msg_sum(m) || m->path != (uint32_t)j ||
-	    m->n > RN_SLOTS || m->type < FO_MOVE_REQ || m->type > FO_PROBE ||
+	    m->n > RN_SLOTS || m->type < FO_MOVE_REQ || m->type > FO_BACK ||
 	    m->target > RN_SPARES_MAX)
 		return -EBADMSG;
 	return 0;
@@ -543,7 +549,7 @@ static void take_msg(struct rn_comm *c, int j)
 {
 	struct rn_failover *fo = c->fo;
 	struct fo_msg m;
-	int i, b;
+	int i, b, back;
 
 	if (read_msg(c, j, &m)) {
 		rn_info(RN_SUB_NET, RN_PFX "failover: comm with %s: a message on pair %d was not "
@@ -561,6 +567,10 @@ static void take_msg(struct rn_comm *c, int j)
 		if (c->role == RN_ROLE_RECV)
 			rearm_answered(c, &m);
 		return;
+	case FO_BACK:
+		if (c->role == RN_ROLE_SEND)
+			c->fo->back = 1; /* taken at the next idle check (back_start) */
+		return;
 	default:
 		break;
 	}
@@ -572,14 +582,17 @@ static void take_msg(struct rn_comm *c, int j)
 		for (i = 0; i < fo->npaths; i++)
 			if (m.dead & (1u << i) && i != fo->active)
 				path_dead(c, i, "the sender found it broken");
-		path_dead(c, fo->active, "the sender's side failed (it asked to move)");
 		b = usable(c, j, 1) ? j : pick(c, 1);
+		back = (m.flags & FO_F_BACK) && b == 0;
+		path_dead(c, fo->active, back ? "left for the recovered pair" :
+			  "the sender's side failed (it asked to move)");
+		fo->path[fo->active].planned = back;
 		if (b < 0) {
 			say_none_left(c);
 			comm_fail(c, -ENETUNREACH);
 			return;
 		}
-		move_recv(c, b, 0);
+		move_recv(c, b, back ? FO_F_BACK : 0);
 		return;
 	}
 	if (m.type != FO_RESUME || m.epoch <= fo->seen)
@@ -604,7 +617,7 @@ static void take_msg(struct rn_comm *c, int j)
 /* ---- recovery -------------------------------------------------------------- */
 
 #define RN_BACKOFF_MAX_MS 60000ull
-#define RN_BACK_WAIT_NS (500ull * 1000000ull) /* a busy comm moves back after this anyway */
+#define RN_BACK_EVERY_NS (1000ull * 1000000ull) /* the receiver asks again for a move back */
 
 /*
  * 1 when our NIC of @p lost its link more than NCCL_ROCE_FLAP_MAX times within
@@ -698,10 +711,7 @@ static void rearm_done(struct rn_comm *c, int j, uint64_t now)
 		"index %d, was %d) after %llu ms", c->peer_str, p->mem.dev->nic.ibdev,
 		p->mem.dev->nic.port, p->rpeer.netdev, p->mem.gid_index, p->gid_was,
 		(unsigned long long)ms_since(fo->rearm_since_ns));
-	if (j == 0 && fo->active != 0 && !p->planned) {
-		fo->back = 1;
-		fo->back_since_ns = now;
-	}
+	(void)now;
 	p->planned = 0;
 }
 
@@ -742,8 +752,8 @@ static int check_step(struct rn_comm *c, int j, uint64_t now, char *why, size_t 
 		return -EAGAIN;
 	check_drop(fo);
 	if (ret == -EHOSTUNREACH && cfg->route_check == RN_ROUTE_CHECK_STRICT) {
-		snprintf(why, len, "the path check refuses it: [%s] %s", rn_cause_id(f.cause),
-			 f.msg ? f.msg : "");
+		snprintf(why, len, "the path check refuses it: [%s] %s%s%s", rn_cause_id(f.cause),
+			 f.msg ? f.msg : "", f.fix && *f.fix ? "; fix: " : "", f.fix ? f.fix : "");
 		rn_finding_clear(&f);
 		return -EHOSTUNREACH;
 	}
@@ -757,7 +767,7 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 	struct rn_failover *fo = c->fo;
 	int j = fo->rearm, old, ret;
 	struct fo_msg m;
-	char why[240];
+	char why[480];
 
 	if (fo->rearm_step == 0) {
 		ret = check_step(c, j, now, why, sizeof(why));
@@ -819,35 +829,6 @@ static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
 	fo->rearm_deadline_ns = now + c->stall_ns;
 }
 
-/* 1 when a receive is posted and not complete: a move now would ask for it again. */
-static int recv_busy(const struct rn_comm *c)
-{
-	const struct rn_recv_comm *rc = (const struct rn_recv_comm *)c;
-	int i;
-
-	for (i = 0; i < RN_SLOTS; i++)
-		if (rc->reqs[i].type == RN_REQ_RECV && !rc->reqs[i].done)
-			return 1;
-	return 0;
-}
-
-/* Receiver: the comm's own pair is back: move there at an idle point (or after a wait). */
-static void move_back(struct rn_comm *c, uint64_t now)
-{
-	struct rn_failover *fo = c->fo;
-	int a = fo->active;
-
-	if (recv_busy(c) && now - fo->back_since_ns < RN_BACK_WAIT_NS)
-		return;
-	fo->back = 0;
-	if (!usable(c, 0, 1))
-		return;
-	fo->since_ns = now;
-	path_dead(c, a, "left for the recovered pair");
-	fo->path[a].planned = 1;
-	move_recv(c, 0, FO_F_BACK);
-}
-
 /* Sender: the receiver asks to bring pair m->target back: answered at the next idle check. */
 static void rearm_asked(struct rn_comm *c, const struct fo_msg *m)
 {
@@ -861,6 +842,42 @@ static void rearm_asked(struct rn_comm *c, const struct fo_msg *m)
 				((uint64_t)c->eng->cfg.neigh_timeout_ms + 1000) * 1000000ull;
 }
 
+/*
+ * Sender: the receiver asks to move back to path 0 (BACK). Our pair in use goes to ERR
+ * before MOVE_REQ leaves, so nothing the receiver wrote over it can land after the move.
+ */
+static void back_start(struct rn_comm *c)
+{
+	struct rn_failover *fo = c->fo;
+	int a = fo->active, i;
+	struct fo_msg m;
+
+	fo->back = 0;
+	if (c->moving || a == 0 || !usable(c, 0, 0))
+		return;
+	fo->since_ns = rn_now_ns();
+	path_dead(c, a, "left for the recovered pair");
+	fo->path[a].planned = 1;
+	quiesce(c);
+	fo->quiesced = 1;
+	c->moving = 1;
+	fo->deadline_ns = rn_now_ns() + c->stall_ns;
+	memset(&m, 0, sizeof(m));
+	m.type = FO_MOVE_REQ;
+	m.flags = FO_F_BACK;
+	m.epoch = fo->seen;
+	for (i = 0; i < fo->npaths; i++)
+		if (fo->path[i].state == RN_PATH_DEAD && !fo->path[i].planned)
+			m.dead |= 1u << i;
+	if (!send_msg(c, 0, &m))
+		return;
+	/* path 0 cannot take it after all: a move as any other */
+	path_dead(c, 0, "posting the move request failed");
+	fo->path[a].planned = 0;
+	if (ask_move(c))
+		comm_fail(c, -ENETUNREACH);
+}
+
 /* Sender: re-arm our end of fo->rearm when our NIC is back and the path passes; ARMED. */
 static void rearm_answer(struct rn_comm *c, uint64_t now)
 {
@@ -869,7 +886,7 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 	int j = fo->rearm, ok = 0, old, ret;
 	struct rn_path *p;
 	struct fo_msg m;
-	char why[240] = "";
+	char why[480] = "";
 
 	if (j >= fo->npaths || j == fo->active) {
 		snprintf(why, sizeof(why), "it is the pair in use here");
@@ -929,14 +946,22 @@ void rn_failover_recover(struct rn_comm *c, uint64_t now)
 	if (c->role == RN_ROLE_SEND) {
 		if (fo->rearm >= 0)
 			rearm_answer(c, now);
+		else if (fo->back)
+			back_start(c);
 		return;
 	}
 	if (fo->rearm >= 0) {
 		rearm_step(c, now);
 		return;
 	}
-	if (fo->back) {
-		move_back(c, now);
+	if (fo->active != 0 && usable(c, 0, 1) && now >= fo->back_next_ns) {
+		/* the comm's own pair is back: the sender starts the move (back_start) */
+		struct fo_msg m;
+
+		memset(&m, 0, sizeof(m));
+		m.type = FO_BACK;
+		if (!send_msg(c, fo->active, &m))
+			fo->back_next_ns = now + RN_BACK_EVERY_NS;
 		return;
 	}
 	/* the comm's own pair first (j = 0): it is where the comm moves back to */
