@@ -353,22 +353,10 @@ static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int
 	rn_finding_clear(&f);
 }
 
-/* A run's probes, [ours][theirs], zeroed; free with probes_free. */
+/* A run's probes, [ours][theirs], zeroed (what they own: rn_pair_run_clear). */
 static struct rn_pair_probe (*probes_new(void))[RN_DOCTOR_MAX_NICS]
 {
 	return calloc(RN_DOCTOR_MAX_NICS, sizeof(struct rn_pair_probe[RN_DOCTOR_MAX_NICS]));
-}
-
-static void probes_free(struct rn_pair_probe (*pr)[RN_DOCTOR_MAX_NICS])
-{
-	int i, j;
-
-	for (i = 0; pr && i < RN_DOCTOR_MAX_NICS; i++)
-		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++) {
-			rn_finding_clear(&pr[i][j].diag);
-			rn_probe_ctr_clear(&pr[i][j].ctr);
-		}
-	free(pr);
 }
 
 /* The run's result into the pair's record: both sides' checks, then each probe. */
@@ -417,7 +405,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	}
 	if (!p || !r || !p->cells || !r->probes) {
 		if (r)
-			probes_free(r->probes);
+			free(r->probes);
 		free(r);
 		if (p)
 			rn_sweep_pair_free(p);
@@ -431,8 +419,8 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 	rn_pair_run_a(r);
 	pair_record(x, p, r, b, round);
 	p->ms = rn_doctor_now_ms() - t0;
-	probes_free(r->probes);
 	rn_pair_run_clear(r);
+	free(r->probes);
 	free(r);
 	return p;
 }
@@ -929,8 +917,8 @@ static void recheck_lead(struct ctx *x, struct rn_sweep_recheck *plan, int n, in
 	}
 out:
 	if (run) {
-		probes_free(run->probes);
 		rn_pair_run_clear(run);
+		free(run->probes);
 	}
 	free(run);
 	free(only);

@@ -115,7 +115,7 @@ struct rn_pair_run {
 int rn_pair_run_a(struct rn_pair_run *r);
 /* B's end: answers until A's DONE. 0, or the stop's -errno. */
 int rn_pair_run_b(struct rn_pair_run *r);
-/* Release what a run's checks own (the probes are the caller's). */
+/* Release what a run's checks and probes own (the probes' storage stays the caller's). */
 void rn_pair_run_clear(struct rn_pair_run *r);
 
 /* doctor_wire.c: the pair transport over a connected socket; each message whole within

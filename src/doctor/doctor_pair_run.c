@@ -376,6 +376,13 @@ int rn_pair_run_b(struct rn_pair_run *r)
 
 void rn_pair_run_clear(struct rn_pair_run *r)
 {
+	int i, j;
+
 	rn_dw_checks_clear(&r->ours);
 	rn_dw_checks_clear(&r->theirs);
+	for (i = 0; r->probes && i < RN_DOCTOR_MAX_NICS; i++)
+		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++) {
+			rn_finding_clear(&r->probes[i][j].diag);
+			rn_probe_ctr_clear(&r->probes[i][j].ctr);
+		}
 }

@@ -42,16 +42,13 @@ struct session {
 /* Release what a session's findings own; the session is empty (zero) after. */
 static void session_clear(struct session *s)
 {
-	int i, j;
+	int i;
 
 	rn_dw_inv_clear(&s->local);
 	rn_dw_inv_clear(&s->remote);
+	s->run.probes = s->probes; /* a session's probes are its run's, run or not */
 	rn_pair_run_clear(&s->run);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
-		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++) {
-			rn_finding_clear(&s->probes[i][j].diag);
-			rn_probe_ctr_clear(&s->probes[i][j].ctr);
-		}
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);
 	}
