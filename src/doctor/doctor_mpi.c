@@ -50,10 +50,10 @@ enum { STEP_CHECKS = 1, STEP_REQ, STEP_HANDLE, STEP_RESULT };
  * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
  * may be different builds or machines. A pair's steps are the peer protocol's messages
  * (the pair runner, doctor_pair.h, over mpi_io below: be16 type, then the payload), both
- * sides' CHECKS included (up to 0.9.x the lower rank sent a GO word instead of its own:
+ * sides' CHECKS included (up to 0.3.0 the lower rank sent a GO word instead of its own:
  * a rank of such a build and one of this never meet, and the sweep names the pair as
- * one that did not answer; the fleet facts name the mixed versions). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), be32 length of the
- * host facts that follow (rn_doctor_facts_put: versions, drivers, sysctls), then the
+ * one that did not answer; the fleet facts name the mixed versions). FACTS: be32
+ * gather_err, be64 gather_ms (IEEE 754 bits), be32 length of the host facts that follow (rn_doctor_facts_put: versions, drivers, sysctls), then the
  * peer protocol's INV payload. Pair results (PAIRS), BYE and the second pass below.
  */
 
