@@ -462,16 +462,6 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			   const unsigned char *scope, struct rn_dw_checks *out, double *ms);
 /* 1 when @p's checks found something to fix. */
 int rn_doctor_pair_problem(const struct rn_dw_pair *p);
-/*
- * The transport of one host pair: send a message, receive the next one (which the
- * caller expects to be @type: MPI keeps a tag per step, TCP reads what comes). 0 or
- * -errno, @why filled on a receive error.
- */
-struct rn_pair_io {
-	int (*send)(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len);
-	int (*recv)(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-		    size_t len);
-};
 /* doctor_ctr.c: the local NIC's port counters around a failed RDMA probe */
 #define RN_PROBE_CTR_MAX 16
 struct rn_probe_ctr {
@@ -506,44 +496,6 @@ void rn_probe_ctr_print(FILE *f, const char *indent, const struct rn_probe_ctr *
  * shows: [finding]} or {nic, error}; nothing when not taken. */
 void rn_probe_ctr_json(struct rn_json *j, const char *key, const struct rn_probe_ctr *c,
 		       const char *maker);
-
-/* One RDMA probe's outcome, as the client saw it. */
-struct rn_pair_probe {
-	int tried;
-	int ret;                    /* ours */
-	int peer_ret;               /* the server's side */
-	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
-	double ms;
-	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
-	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
-	struct rn_probe_ctr ctr;    /* our NIC's counters around a failure (rn_probe_ctr_clear) */
-	struct rn_probe_bw bw;      /* in: .want; out: the stream's figures after a good ping */
-};
-/*
- * Client end: ask the other side to listen on its NIC @j (PROBE_REQ, PROBE_HANDLE), ping
- * from our NIC @i, take its side (PROBE_RESULT) and, after a failure, the plugin's
- * diagnosis into @p. 0 (@p says how it went) or -errno when the transport failed (@why).
- */
-int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote,
-		  int i, int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len);
-/*
- * Server end of PROBE_REQ @m (4 bytes, its NIC checked by the caller): listen, answer
- * the handle, accept the ping, send the result. Returns the probe's 0/-errno; *@io_err
- * gets the transport's (nonzero: stop the session).
- */
-int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,
-			 int timeout_ms, int *io_err);
-/* doctor_wire.c: the pair transport over a connected socket; each message whole within
- * @budget_ms and by @end_ms, the session's deadline (0: none). */
-struct rn_dw_io {
-	struct rn_pair_io io;       /* first: the engine's view */
-	int fd;
-	double budget_ms;
-	double end_ms;
-};
-void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms);
-/* The deadline of @t's next message: now + budget, at most the session's end. */
-double rn_dw_io_deadline(const struct rn_dw_io *t);
 
 /* doctor_rdma.c: the RC QP probe through the library's transport. */
 int rn_probe_available(const struct rn_doctor *d, int nic);

@@ -32,6 +32,7 @@
 
 #include <mpi.h>
 
+#include "doctor_pair.h"
 #include "doctor_sweep.h"
 #include "rn_codec.h"
 #include "rn_net.h"
@@ -43,14 +44,16 @@
 #define PROBE_TIMEOUT_MS 6000
 #define WHY_LEN 160
 
-enum { STEP_GO = 0, STEP_CHECKS, STEP_REQ, STEP_HANDLE, STEP_RESULT };
+enum { STEP_CHECKS = 1, STEP_REQ, STEP_HANDLE, STEP_RESULT };
 
 /*
  * Every message goes through the byte codec (rn_codec.h), never a struct's bytes: ranks
- * may be different builds or machines. GO is be32 1; a pair's probes are the peer
- * protocol's messages (doctor_pair.c's engine over mpi_io below: be16 type, then the
- * payload). FACTS: be32 gather_err, be64 gather_ms (IEEE 754 bits), be32 length of the
- * host facts that follow (rn_doctor_facts_put: versions, drivers, sysctls), then the
+ * may be different builds or machines. A pair's steps are the peer protocol's messages
+ * (the pair runner, doctor_pair.h, over mpi_io below: be16 type, then the payload), both
+ * sides' CHECKS included (up to 0.3.0 the lower rank sent a GO word instead of its own:
+ * a rank of such a build and one of this never meet, and the sweep names the pair as
+ * one that did not answer; the fleet facts name the mixed versions). FACTS: be32
+ * gather_err, be64 gather_ms (IEEE 754 bits), be32 length of the host facts that follow (rn_doctor_facts_put: versions, drivers, sysctls), then the
  * peer protocol's INV payload. Pair results (PAIRS), BYE and the second pass below.
  */
 
@@ -132,14 +135,6 @@ static int send_by(const void *buf, int len, int to, int tag, double deadline)
 	return wait_req(&req, deadline);
 }
 
-static int recv_by(void *buf, int len, int from, int tag, double deadline)
-{
-	MPI_Request req;
-
-	MPI_Irecv(buf, len, MPI_BYTE, from, tag, MPI_COMM_WORLD, &req);
-	return wait_req(&req, deadline);
-}
-
 /* A message of unknown size: *@out malloc'ed. */
 static int recv_any_by(void **out, int *len, int from, int tag, double deadline, int *src)
 {
@@ -170,7 +165,7 @@ static int tag_of(int round, int step)
 }
 
 /*
- * The pair engine's transport between two ranks (rn_pair_io): a tag per step of the
+ * The pair runner's transport between two ranks (rn_pair_io): a tag per step of the
  * round, the message's type in front (DONE travels on the request's tag, in order).
  */
 struct mpi_io {
@@ -233,6 +228,17 @@ static int mio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, c
 	return m->payload ? 0 : -ENOMEM;
 }
 
+/* A probe's wait, either end: PROBE_TIMEOUT_MS, at most the round's end, 100 ms at least. */
+static int mio_probe_ms(struct rn_pair_io *io)
+{
+	struct mpi_io *x = (struct mpi_io *)io;
+
+	return (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS, x->deadline - rn_doctor_now_ms()));
+}
+
+#define MPI_IO(x, peer, round, deadline) \
+	{ { mio_send, mio_recv, mio_probe_ms }, (peer), (round), (deadline), (x)->names[peer] }
+
 /* ---- one host pair --------------------------------------------------------------------- */
 
 static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
@@ -283,11 +289,6 @@ static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs
 	}
 }
 
-static int remote_rdma(const struct rn_dw_nic *n)
-{
-	return n->ibdev[0] && n->gid_index >= 0 && n->link_up;
-}
-
 /* A stream's outcome into @bw / @mbps; a failed one keeps its error as a finding (cause 0). */
 static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb,
 		      uint8_t *bw, uint32_t *mbps)
@@ -304,19 +305,15 @@ static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_pro
 	rn_finding_clear(&f);
 }
 
-static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j, int round,
-		      double deadline)
+/* One probe of the run into its cell; @gone: @b stopped answering in it. */
+static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j,
+		       struct rn_pair_probe *pr, int gone)
 {
-	struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
 	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
-	struct rn_pair_probe pr = { 0 };
 	struct rn_finding f = { 0 };
-	char why[RN_DW_WHY_MAX], *msg = NULL, *m;
-	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
+	char *msg = NULL, *m;
 
-	pr.bw.want = x->min_gbps > 0;
-	c->rdma = RN_SW_RDMA_ERROR;
-	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
+	if (gone) {
 		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
 			msg = NULL;
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
@@ -324,29 +321,26 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 		c->rdma = RN_SW_RDMA_TIMEOUT;
 		rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
-		rn_finding_clear(&pr.diag);
-		rn_probe_ctr_clear(&pr.ctr);
 		p->status = -ETIMEDOUT;
 		return;
 	}
-	c->rdma_us = (uint32_t)(pr.ms * 1000);
-	if (!pr.ret && !pr.peer_ret) {
+	c->rdma_us = (uint32_t)(pr->ms * 1000);
+	if (!pr->ret && !pr->peer_ret) {
 		c->rdma = RN_SW_RDMA_OK;
-		if (pr.bw.want)
-			bw_result(p, i, j, &pr.bw, &c->bw, &c->bw_mbps);
+		if (pr->bw.want)
+			bw_result(p, i, j, &pr->bw, &c->bw, &c->bw_mbps);
 		return;
 	}
-	c->rdma = pr.timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
-	if (pr.diag.cause) {
-		c->diag = (uint8_t)pr.diag.cause;
-		rn_finding_move(&f, &pr.diag);
+	c->rdma = pr->timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
+	if (pr->diag.cause) {
+		c->diag = (uint8_t)pr->diag.cause;
+		rn_finding_move(&f, &pr->diag);
 	}
-	rn_finding_clear(&pr.diag);
-	rn_probe_ctr_clear(&pr.ctr); /* the sweep's report carries the diagnosis, not these */
-	/* the message is the probe's error, whole; the fix the diagnosis's */
-	if (asprintf(&msg, "%s%s%s", pr.ret ? pr.why : "",
-		     pr.ret && pr.peer_ret ? "; peer: " : pr.peer_ret ? "peer: " : "",
-		     pr.peer_ret ? pr.peer_why : "") < 0)
+	/* the message is the probe's error, whole; the fix the diagnosis's (the sweep's report
+	 * carries the diagnosis, not the counters) */
+	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
+		     pr->ret && pr->peer_ret ? "; peer: " : pr->peer_ret ? "peer: " : "",
+		     pr->peer_ret ? pr->peer_why : "") < 0)
 		msg = NULL;
 	/* the diagnosis keeps its fixes and advice: only the message changes */
 	m = strdup(msg ? msg : "probe failed");
@@ -359,139 +353,102 @@ static void probe_one(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int 
 	rn_finding_clear(&f);
 }
 
-/* The lower rank of a pair: leads the steps and keeps the record. */
-static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
+/* A run's probes, [ours][theirs], zeroed (what they own: rn_pair_run_clear). */
+static struct rn_pair_probe (*probes_new(void))[RN_DOCTOR_MAX_NICS]
 {
-	struct rn_doctor *d = x->d;
-	double t0 = rn_doctor_now_ms(), ms;
-	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
-	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
-	struct rn_dw_checks *tc = calloc(1, sizeof(*tc));
-	const struct rn_dw_inv *rb = x->inv[b];
-	void *theirs = NULL;
-	uint8_t go[4];
-	int len = 0, i, j;
+	return calloc(RN_DOCTOR_MAX_NICS, sizeof(struct rn_pair_probe[RN_DOCTOR_MAX_NICS]));
+}
 
-	if (!p || !ours || !tc || !rb || !x->inv[x->rank]) {
-		free(ours);
-		free(tc);
-		if (p)
-			free(p);
-		return NULL;
-	}
-	p->a = x->rank;
-	p->b = b;
-	p->na = d->nnics;
-	p->nb = rb->nnics;
-	p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
-	if (!p->cells) {
-		free(ours);
-		free(tc);
-		rn_sweep_pair_free(p);
-		return NULL;
-	}
-	rn_doctor_pair_checks(d, rb, NULL, ours, &ms);
-	rn_put_be32(go, 1);
-	if (send_by(go, sizeof(go), b, tag_of(round, STEP_GO), deadline) ||
-	    recv_any_by(&theirs, &len, b, tag_of(round, STEP_CHECKS), deadline, NULL)) {
+/* The run's result into the pair's record: both sides' checks, then each probe. */
+static void pair_record(struct ctx *x, struct rn_sweep_pair *p, struct rn_pair_run *r, int b,
+			int round)
+{
+	int i, j;
+
+	if (r->step <= RN_PAIR_STEP_B_CHECKS && r->stop != RN_PAIR_BAD) {
 		p->status = -ETIMEDOUT;
 		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
 			 x->names[b], round + 1, x->pair_timeout_s);
-		goto out;
+		return;
 	}
-	rn_doctor_arp_unique(d, rb, NULL, ours);
-	merge_checks(p, ours->pairs, ours->npairs, 0);
-	{
-		/* b's checks in the peer protocol's encoding: findings whole, never pointers */
-		struct rn_dw_msg m = { RN_DW_CHECKS, (uint32_t)len, theirs };
-		char why[128];
-
-		if (!rn_dw_decode_checks(&m, rb, x->inv[x->rank], tc, why, sizeof(why)))
-			merge_checks(p, tc->pairs, tc->npairs, 1);
-		else
-			snprintf(p->err, sizeof(p->err), "%s sent bad checks: %s", x->names[b], why);
+	merge_checks(p, r->ours.pairs, r->ours.npairs, 0);
+	if (r->step == RN_PAIR_STEP_B_CHECKS) {
+		snprintf(p->err, sizeof(p->err), "%s sent bad checks: %.127s", x->names[b], r->why);
+		return;
 	}
-	for (i = 0; i < p->na && !d->no_rdma && !p->status; i++)
-		for (j = 0; j < p->nb && !p->status; j++)
-			if (rn_probe_available(d, i) && remote_rdma(&rb->nics[j]) &&
-			    d->nics[i].nic.ip.family == rb->nics[j].ip.family)
-				probe_one(x, p, b, i, j, round, deadline);
+	merge_checks(p, r->theirs.pairs, r->theirs.npairs, 1);
+	for (i = 0; i < p->na; i++)
+		for (j = 0; j < p->nb; j++)
+			if (r->probes[i][j].tried)
+				probe_cell(x, p, b, i, j, &r->probes[i][j],
+					   r->stop && r->at_i == i && r->at_j == j);
 	if (p->status)
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
-	else {
-		struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
+}
 
-		io.io.send(&io.io, RN_DW_DONE, NULL, 0);
+/* The lower rank of a pair: the runner's A end; keeps the record. */
+static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
+{
+	struct mpi_io io = MPI_IO(x, b, round, deadline);
+	double t0 = rn_doctor_now_ms();
+	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+	struct rn_pair_run *r = calloc(1, sizeof(*r));
+
+	if (p && r && x->inv[b] && x->inv[x->rank]) {
+		p->a = x->rank;
+		p->b = b;
+		p->na = x->d->nnics;
+		p->nb = x->inv[b]->nnics;
+		p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
+		r->probes = probes_new();
 	}
-out:
+	if (!p || !r || !p->cells || !r->probes) {
+		if (r)
+			free(r->probes);
+		free(r);
+		if (p)
+			rn_sweep_pair_free(p);
+		return NULL;
+	}
+	r->d = x->d;
+	r->io = &io.io;
+	r->flags = RN_PAIR_CHECKS | (x->min_gbps > 0 ? RN_PAIR_BW : 0);
+	r->local = x->inv[x->rank];
+	r->remote = x->inv[b];
+	rn_pair_run_a(r);
+	pair_record(x, p, r, b, round);
 	p->ms = rn_doctor_now_ms() - t0;
-	free(theirs);
-	rn_dw_checks_clear(ours);
-	rn_dw_checks_clear(tc);
-	free(ours);
-	free(tc);
+	rn_pair_run_clear(r);
+	free(r->probes);
+	free(r);
 	return p;
 }
 
-/* The higher rank's end of the probes: answer each PROBE_REQ until DONE. */
-static void serve_probes(struct ctx *x, int a, int round, double deadline)
+/*
+ * The higher rank of a pair: the runner's B end, @flags RN_PAIR_CHECKS in a round, 0 in
+ * the second pass (probes alone). A rank without its own facts answers with none.
+ */
+static void pair_b(struct ctx *x, int a, int round, double deadline, unsigned int flags)
 {
-	int n;
+	static const struct rn_dw_inv none;
+	struct mpi_io io = MPI_IO(x, a, round, deadline);
+	struct rn_pair_run *r = calloc(1, sizeof(*r));
 
-	for (n = 0; n < RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS + 1; n++) {
-		struct mpi_io io = { { mio_send, mio_recv }, a, round, deadline, x->names[a] };
-		struct rn_dw_msg m;
-		char why[128];
-		int io_err, tmo;
-
-		if (io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why)))
-			return;
-		if (m.type != RN_DW_PROBE_REQ || m.len != 4) {
-			rn_dw_msg_free(&m); /* DONE, or not ours: the round is over */
-			return;
-		}
-		tmo = (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS,
-						deadline - rn_doctor_now_ms()));
-		rn_pair_probe_answer(x->d, &io.io, &m, tmo, &io_err);
-		rn_dw_msg_free(&m);
-		if (io_err)
-			return;
-	}
-}
-
-/* The higher rank: answers. */
-static void pair_b(struct ctx *x, int a, int round, double deadline)
-{
-	struct rn_doctor *d = x->d;
-	double ms;
-	struct rn_dw_checks *ours = calloc(1, sizeof(*ours));
-	const struct rn_dw_inv *ra = x->inv[a];
-	uint8_t *enc = NULL;
-	size_t elen = 0;
-	uint8_t go[4];
-
-	if (!ours || !ra || recv_by(go, sizeof(go), a, tag_of(round, STEP_GO), deadline)) {
-		if (ra)
-			fprintf(stderr, "roce-doctor-mpi: %s: %s did not start round %d in time\n",
-				d->hostname, x->names[a], round + 1);
-		free(ours);
+	if (!r || !x->inv[a]) {
+		free(r);
 		return;
 	}
-	rn_doctor_pair_checks(d, ra, NULL, ours, &ms);
-	rn_doctor_arp_unique(d, ra, NULL, ours);
-	/* the peer protocol's encoding: the findings' texts travel whole */
-	if (rn_dw_encode_checks(ours, &enc, &elen) ||
-	    send_by(enc, (int)elen, a, tag_of(round, STEP_CHECKS), deadline)) {
-		free(enc);
-		rn_dw_checks_clear(ours);
-		free(ours);
-		return;
-	}
-	free(enc);
-	rn_dw_checks_clear(ours);
-	free(ours);
-	serve_probes(x, a, round, deadline);
+	r->d = x->d;
+	r->io = &io.io;
+	r->flags = flags;
+	r->local = x->inv[x->rank] ? x->inv[x->rank] : &none;
+	r->remote = x->inv[a];
+	if (rn_pair_run_b(r) && r->step == RN_PAIR_STEP_A_CHECKS && r->stop == RN_PAIR_RECV)
+		fprintf(stderr, "roce-doctor-mpi: %s: %s did not start round %d in time\n",
+			x->d->hostname, x->names[a], round + 1);
+	rn_pair_run_clear(r);
+	free(r);
 }
 
 /* ---- facts ----------------------------------------------------------------------------- */
@@ -902,29 +859,69 @@ static int recv_bye(struct ctx *x, double deadline, struct rn_sweep_recheck **pl
 	return code;
 }
 
-/* One recheck this rank leads: our NIC @i against @b's NIC @j. -1: @b stopped answering. */
-static int recheck_one(struct ctx *x, struct rn_sweep_recheck *c, int b, int i, int j, int round,
-		       double deadline)
+/* Plan entry @c as our NIC and @partner's, when it is this rank's with @partner in round @r. */
+static int recheck_nics(const struct ctx *x, const struct rn_sweep_recheck *c, int partner, int r,
+			int *mine, int *theirs)
 {
-	struct mpi_io io = { { mio_send, mio_recv }, b, round, deadline, x->names[b] };
-	struct rn_pair_probe pr = { 0 };
-	char why[RN_DW_WHY_MAX];
-	int tmo = (int)RN_MIN((double)PROBE_TIMEOUT_MS, deadline - rn_doctor_now_ms());
-	uint8_t bw;
+	int me_h = c->h == x->rank;
 
-	pr.bw.want = 1;
-	if (rn_pair_probe(x->d, &io.io, x->inv[b], i, j, RN_MAX(tmo, 100), &pr, why, sizeof(why))) {
-		rn_finding_clear(&pr.diag);
-		return -1;
-	}
-	rn_finding_clear(&pr.diag);
-	if (pr.ret || pr.peer_ret) {
-		c->bw = RN_SW_BW_FAILED; /* the ping itself failed this time */
+	if (c->round != r || (c->h != partner && c->w != partner) ||
+	    (c->h != x->rank && c->w != x->rank))
 		return 0;
+	*mine = me_h ? c->i : c->k;
+	*theirs = me_h ? c->k : c->i;
+	return *mine >= 0 && *mine < x->d->nnics && *theirs >= 0 &&
+	       *theirs < x->inv[partner]->nnics;
+}
+
+/*
+ * This rank leads round @r of the second pass with @partner: the runner's A end over
+ * the plan's NIC pairs alone, each pinged and streamed once, into each plan entry.
+ */
+static void recheck_lead(struct ctx *x, struct rn_sweep_recheck *plan, int n, int r, int partner,
+			 double end)
+{
+	struct mpi_io io = MPI_IO(x, partner, rn_sweep_rounds(x->n) + r, end);
+	unsigned char *only = calloc(RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS, 1);
+	struct rn_pair_run *run = calloc(1, sizeof(*run));
+	int k, i, j;
+
+	if (run)
+		run->probes = probes_new();
+	if (!only || !run || !run->probes)
+		goto out;
+	for (k = 0; k < n; k++)
+		if (recheck_nics(x, &plan[k], partner, r, &i, &j))
+			only[i * RN_DOCTOR_MAX_NICS + j] = 1;
+	run->d = x->d;
+	run->io = &io.io;
+	run->flags = RN_PAIR_BW;
+	run->local = x->inv[x->rank];
+	run->remote = x->inv[partner];
+	run->only = only;
+	rn_pair_run_a(run);
+	for (k = 0; k < n; k++) {
+		const struct rn_pair_probe *pr;
+		uint8_t bw;
+
+		if (!recheck_nics(x, &plan[k], partner, r, &i, &j) || !run->probes[i][j].tried ||
+		    (run->stop && run->at_i == i && run->at_j == j))
+			continue; /* not pinged, or the partner stopped answering in it */
+		pr = &run->probes[i][j];
+		if (pr->ret || pr->peer_ret) {
+			plan[k].bw = RN_SW_BW_FAILED; /* the ping itself failed this time */
+			continue;
+		}
+		bw_result(NULL, 0, 0, &pr->bw, &bw, &plan[k].mbps);
+		plan[k].bw = bw;
 	}
-	bw_result(NULL, 0, 0, &pr.bw, &bw, &c->mbps);
-	c->bw = bw;
-	return 0;
+out:
+	if (run) {
+		rn_pair_run_clear(run);
+		free(run->probes);
+	}
+	free(run);
+	free(only);
 }
 
 /*
@@ -938,35 +935,16 @@ static void run_rechecks(struct ctx *x, struct rn_sweep_recheck *plan, int n, in
 
 	for (r = 0; r < rounds; r++) {
 		double end = t0 + (r + 1) * x->pair_timeout_s * 1000.0;
-		int tround = rn_sweep_rounds(x->n) + r, gone = 0;
 
 		for (k = 0, partner = -1; k < n; k++)
 			if (plan[k].round == r && (plan[k].h == x->rank || plan[k].w == x->rank))
 				partner = plan[k].h == x->rank ? plan[k].w : plan[k].h;
 		if (partner < 0 || !x->inv[partner] || !x->inv[x->rank])
 			continue;
-		if (x->rank > partner) {
-			serve_probes(x, partner, tround, end);
-			continue;
-		}
-		for (k = 0; k < n && !gone; k++) {
-			struct rn_sweep_recheck *c = &plan[k];
-			int me_h = c->h == x->rank, mine = me_h ? c->i : c->k, theirs = me_h ? c->k : c->i;
-
-			if (c->round != r || (c->h != partner && c->w != partner) ||
-			    (c->h != x->rank && c->w != x->rank))
-				continue;
-			if (mine >= x->d->nnics || theirs >= x->inv[partner]->nnics ||
-			    !rn_probe_available(x->d, mine) || !remote_rdma(&x->inv[partner]->nics[theirs]))
-				continue;
-			gone = recheck_one(x, c, partner, mine, theirs, tround, end) < 0;
-		}
-		if (!gone) {
-			struct mpi_io io = { { mio_send, mio_recv }, partner, tround, end,
-					     x->names[partner] };
-
-			io.io.send(&io.io, RN_DW_DONE, NULL, 0);
-		}
+		if (x->rank > partner)
+			pair_b(x, partner, rn_sweep_rounds(x->n) + r, end, 0);
+		else
+			recheck_lead(x, plan, n, r, partner, end);
 	}
 	rn_probe_release();
 }
@@ -1280,7 +1258,7 @@ int main(int argc, char **argv)
 			if (pr)
 				x.mine[x.nmine++] = pr;
 		} else {
-			pair_b(&x, p, r, round_end);
+			pair_b(&x, p, r, round_end, RN_PAIR_CHECKS);
 		}
 		x.round_max_ms = RN_MAX(x.round_max_ms, rn_doctor_now_ms() - r0);
 	}

@@ -3,9 +3,8 @@
  * The pair checks of peer, serve and the sweep: every local NIC against every remote
  * NIC of an inventory, with the plugin's own connection check (rn_conn_check_*: route
  * from our source IP out of our NIC, our neighbour entry for the peer holds the MAC the
- * peer advertised, MTUs agree), all checks in flight at once; and the RDMA probe of
- * a NIC pair, both ends, over a transport the caller gives (rn_pair_io: TCP for
- * peer/serve, MPI for the sweep), in the peer protocol's messages.
+ * peer advertised, MTUs agree), all checks in flight at once. The protocol that
+ * carries them between two hosts is doctor_pair_run.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +13,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "rn_codec.h"
 #include "rn_conncheck.h"
-#include "rn_net.h"
 
 int rn_doctor_pair_problem(const struct rn_dw_pair *p)
 {
@@ -221,120 +218,4 @@ void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
 	}
 	rn_doctor_peer_fix(remote, out);
 	*ms = rn_doctor_now_ms() - t0;
-}
-
-/* ---- the RDMA probe of one NIC pair, over any transport (TCP, MPI) ----------------- */
-
-/* The next message, which must be @type. */
-static int io_recv_type(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-			size_t len)
-{
-	int ret = io->recv(io, type, m, why, len);
-
-	if (!ret && m->type != type) {
-		snprintf(why, len, "unexpected message type %u (wanted %u)", m->type, type);
-		rn_dw_msg_free(m);
-		ret = -EBADMSG;
-	}
-	return ret;
-}
-
-int rn_pair_probe(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_inv *remote, int i,
-		  int j, int timeout_ms, struct rn_pair_probe *p, char *why, size_t len)
-{
-	uint8_t req[4] = { (uint8_t)j, (uint8_t)i, p->bw.want ? RN_DW_PROBE_BW : 0, 0 };
-	struct rn_probe_ctr_snap *ctr = NULL;
-	struct rn_dw_msg m;
-	double t0 = rn_doctor_now_ms();
-	int ret;
-
-	p->tried = 1;
-	if (p->bw.want)
-		timeout_ms += RN_BW_CAP_MS + 2000;
-	ret = io->send(io, RN_DW_PROBE_REQ, req, sizeof(req));
-	if (ret)
-		snprintf(why, len, "cannot send: %s", strerror(-ret));
-	else
-		ret = io_recv_type(io, RN_DW_PROBE_HANDLE, &m, why, len);
-	if (ret)
-		return ret;
-	if (m.len != 4 + RN_HANDLE_SIZE) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe handle");
-		return -EBADMSG;
-	}
-	if (rn_get_be32(m.payload)) {
-		p->peer_ret = -(int)rn_get_be32(m.payload);
-		p->ret = 0;
-		snprintf(p->why, sizeof(p->why), "no handle");
-	} else {
-		/* our NIC's counters around the ping: what they did, should it fail */
-		ctr = rn_probe_ctr_begin(&d->nics[i].nic);
-		p->ret = rn_probe_client(d, i, m.payload + 4, timeout_ms, &p->bw, p->why,
-					 sizeof(p->why));
-	}
-	rn_dw_msg_free(&m);
-	ret = io_recv_type(io, RN_DW_PROBE_RESULT, &m, why, len);
-	if (ret)
-		goto out;
-	if (m.len < 4 || m.len - 4 >= sizeof(p->peer_why) ||
-	    memchr(m.payload + 4, '\0', m.len - 4)) {
-		rn_dw_msg_free(&m);
-		snprintf(why, len, "malformed probe result");
-		ret = -EBADMSG;
-		goto out;
-	}
-	if (!p->peer_ret)
-		p->peer_ret = -(int)rn_get_be32(m.payload);
-	memcpy(p->peer_why, m.payload + 4, m.len - 4); /* whole: it fits, checked above */
-	p->peer_why[m.len - 4] = '\0';
-	rn_dw_msg_free(&m);
-	p->ms = rn_doctor_now_ms() - t0;
-	/* status 12 (retry exceeded) comes back as ETIMEDOUT from either side's probe */
-	p->timeout = p->ret == -ETIMEDOUT || p->peer_ret == -ETIMEDOUT;
-	if (p->ret || p->peer_ret) {
-		struct rn_peer_facts pf;
-
-		/* The plugin's own diagnosis after a failed connection. */
-		rn_dw_peer_facts(remote, j, &pf);
-		if (rn_diagnose_peer(&d->nics[i].nic, &pf, &p->diag))
-			memset(&p->diag, 0, sizeof(p->diag));
-		rn_probe_ctr_end(ctr, &d->nics[i].nic, &pf, &p->ctr);
-		ctr = NULL;
-	}
-out:
-	rn_probe_ctr_end(ctr, NULL, NULL, NULL);
-	return ret;
-}
-
-int rn_pair_probe_answer(struct rn_doctor *d, struct rn_pair_io *io, const struct rn_dw_msg *m,
-			 int timeout_ms, int *io_err)
-{
-	uint8_t h[4 + RN_HANDLE_SIZE] = { 0 }, res[4 + RN_DW_WHY_MAX] = { 0 };
-	struct rn_probe_srv srv = { 0 };
-	char why[RN_DW_WHY_MAX] = "";
-	int nic = m->payload[0], bw = m->payload[2] & RN_DW_PROBE_BW, ret, n;
-
-	if (nic >= d->nnics || !rn_probe_available(d, nic)) {
-		snprintf(why, sizeof(why), "%s has no usable RDMA port here",
-			 nic < d->nnics ? d->nics[nic].nic.netdev : "this NIC");
-		ret = -ENODEV;
-	} else {
-		ret = rn_probe_listen(d, nic, h + 4, &srv, why, sizeof(why));
-	}
-	rn_put_be32(h, (uint32_t)-ret);
-	*io_err = io->send(io, RN_DW_PROBE_HANDLE, h, sizeof(h));
-	if (*io_err || ret) {
-		rn_probe_srv_close(&srv);
-	} else {
-		ret = rn_probe_accept_ping(&srv, timeout_ms + (bw ? RN_BW_CAP_MS + 2000 : 0), bw,
-					   why, sizeof(why));
-	}
-	if (*io_err)
-		return ret;
-	rn_put_be32(res, (uint32_t)-ret);
-	n = ret ? (int)strnlen(why, RN_DW_WHY_MAX - 1) : 0;
-	memcpy(res + 4, why, (size_t)n);
-	*io_err = io->send(io, RN_DW_PROBE_RESULT, res, 4 + (size_t)n);
-	return ret;
 }

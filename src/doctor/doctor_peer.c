@@ -6,23 +6,9 @@
  * of our NIC, our neighbour entry for the peer holds the MAC the peer
  * advertised, MTUs agree). The server sends its results to the client, which
  * prints the matrix (rows: local NICs, columns: remote NICs). Where both ends
- * have RDMA ports, an RC ping over the library's transport confirms the wire.
- *
- *   client                         server
- *   INV ------------------------>  (gather)
- *       <------------------------  INV
- *   neighbour checks (ours)
- *   CHECKS --------------------->  neighbour checks, then ARP uniqueness (its side)
- *       <------------------------  CHECKS
- *   ARP uniqueness (ours)
- * One side checks at a time: the other's ARP requests would rewrite the very
- * neighbour entries being checked (a request carries its sender's MAC), and the
- * raw ARP probes come after both neighbour checks for the same reason.
- *   per pair: PROBE_REQ -------->  listen
- *       <------------------------  PROBE_HANDLE
- *   connect + isend                accept + irecv
- *       <------------------------  PROBE_RESULT
- *   DONE ----------------------->
+ * have RDMA ports, an RC ping over the library's transport confirms the wire. The
+ * steps and their order are the pair runner's (doctor_pair.h: peer is its A end,
+ * serve its B end); this file keeps peer's transport, its clock and its report.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,19 +20,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_pair.h"
 #include "rn_conncheck.h"
 #include "rn_net.h"
 #include "rn_wire.h"
 
 struct session {
 	struct rn_dw_inv local, remote;
-	struct rn_dw_checks ours, theirs;
+	struct rn_pair_run run;     /* both sides' checks; the ARP probe; the probes' counts */
 	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
-	double check_ms;
-	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
 	/* Checks this side could not run: shown, and never counted as passed. */
 	int nskips;
 	struct {
@@ -58,17 +42,13 @@ struct session {
 /* Release what a session's findings own; the session is empty (zero) after. */
 static void session_clear(struct session *s)
 {
-	int i, j;
+	int i;
 
 	rn_dw_inv_clear(&s->local);
 	rn_dw_inv_clear(&s->remote);
-	rn_dw_checks_clear(&s->ours);
-	rn_dw_checks_clear(&s->theirs);
+	s->run.probes = s->probes; /* a session's probes are its run's, run or not */
+	rn_pair_run_clear(&s->run);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
-		for (j = 0; j < RN_DOCTOR_MAX_NICS; j++) {
-			rn_finding_clear(&s->probes[i][j].diag);
-			rn_probe_ctr_clear(&s->probes[i][j].ctr);
-		}
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);
 	}
@@ -116,7 +96,7 @@ static const struct rn_finding *worst(const struct rn_dw_pair *p)
 
 static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
 {
-	const struct rn_dw_pair *a = pair_of(&s->ours, i, j), *b = pair_of(&s->theirs, j, i);
+	const struct rn_dw_pair *a = pair_of(&s->run.ours, i, j), *b = pair_of(&s->run.theirs, j, i);
 	const struct rn_finding *wa = worst(a), *wb = worst(b);
 	const struct rn_pair_probe *p = &s->probes[i][j];
 
@@ -159,10 +139,10 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 		max += s->local.nics[i].nfindings + 2; /* + its RDMA diagnoses and drop */
 	for (i = 0; i < s->remote.nnics; i++)
 		max += s->remote.nics[i].nfindings + 1;
-	for (i = 0; i < s->ours.npairs; i++)
-		max += s->ours.pairs[i].nfindings;
-	for (i = 0; i < s->theirs.npairs; i++)
-		max += s->theirs.pairs[i].nfindings;
+	for (i = 0; i < s->run.ours.npairs; i++)
+		max += s->run.ours.pairs[i].nfindings;
+	for (i = 0; i < s->run.theirs.npairs; i++)
+		max += s->run.theirs.pairs[i].nfindings;
 	max += s->local.nnics * s->remote.nnics;
 	it = calloc((size_t)max + 1, sizeof(*it));
 	who = calloc((size_t)max + 1, sizeof(*who));
@@ -187,8 +167,8 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 		}
 	for (i = 0; i < s->local.nnics; i++) {
 		for (j = 0; j < s->remote.nnics; j++) {
-			const struct rn_dw_pair *pa = pair_of(&s->ours, i, j);
-			const struct rn_dw_pair *pb = pair_of(&s->theirs, j, i);
+			const struct rn_dw_pair *pa = pair_of(&s->run.ours, i, j);
+			const struct rn_dw_pair *pb = pair_of(&s->run.theirs, j, i);
 			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			for (k = 0; pa && k < pa->nfindings; k++, n++) {
@@ -290,7 +270,7 @@ static void print_session(struct rn_doctor *d, const struct session *s, const ch
 			s->nskips == 1 ? "" : "s");
 	else
 		fprintf(f, "verdict: all good");
-	fprintf(f, " (pair checks %.1f ms)\n", s->check_ms);
+	fprintf(f, " (pair checks %.1f ms)\n", s->run.check_ms);
 }
 
 static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pair *p,
@@ -372,8 +352,8 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 			rn_json_str(&j, "local", s->local.nics[i].netdev);
 			rn_json_str(&j, "remote", s->remote.nics[k].netdev);
 			rn_json_str(&j, "result", cell(s, i, k, c, sizeof(c)));
-			json_pair(&j, "local_check", pair_of(&s->ours, i, k), s->local.host);
-			json_pair(&j, "remote_check", pair_of(&s->theirs, k, i), s->remote.host);
+			json_pair(&j, "local_check", pair_of(&s->run.ours, i, k), s->local.host);
+			json_pair(&j, "remote_check", pair_of(&s->run.theirs, k, i), s->remote.host);
 			rn_json_obj(&j, "rdma");
 			rn_json_str(&j, "status", !p->tried ? "skipped" :
 				    !p->ret && !p->peer_ret ? "ok" :
@@ -427,9 +407,9 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	}
 	rn_json_close(&j, ']');
 	rn_json_obj(&j, "summary");
-	rn_json_int(&j, "arp_probed", s->arp_probed > 0 ? s->arp_probed : 0);
+	rn_json_int(&j, "arp_probed", s->run.arp_probed > 0 ? s->run.arp_probed : 0);
 	rn_json_int(&j, "checks_skipped", s->nskips);
-	rn_json_int(&j, "elapsed_us", (long long)(s->check_ms * 1000));
+	rn_json_int(&j, "elapsed_us", (long long)(s->run.check_ms * 1000));
 	rn_json_int(&j, "exit", rc);
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
@@ -493,11 +473,6 @@ static void infer_drops(struct session *s)
 			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
 		}
 	rn_vars_free(&v);
-}
-
-static int remote_rdma(const struct rn_dw_nic *n)
-{
-	return n->ibdev[0] && n->gid_index >= 0 && n->link_up;
 }
 
 /* ---- peer ------------------------------------------------------------------------------ */
@@ -636,15 +611,103 @@ static int recv_inv(int fd, struct run *r, struct rn_dw_msg *m, char *why, size_
 	}
 }
 
+/*
+ * peer's transport (rn_pair_io): the connection, each message by the run's clock. The
+ * server's inventory may come after its queue's WAITs, and what did not come in time
+ * says which of the two deadlines ran out.
+ */
+struct peer_io {
+	struct rn_dw_io t;          /* first: the runner's view */
+	struct run *r;
+};
+
+static int pio_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	struct peer_io *p = (struct peer_io *)io;
+	const struct run *r = p->r;
+
+	/* DONE is a courtesy: the report does not wait on it for long */
+	return rn_dw_send(p->t.fd, type, buf, len, type == RN_DW_DONE ?
+			  RN_MIN(rn_doctor_now_ms() + 1000, r->end) : msg_by(r));
+}
+
+static int pio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		    size_t len)
+{
+	struct peer_io *p = (struct peer_io *)io;
+
+	if (type == RN_DW_INV)
+		return recv_inv(p->t.fd, p->r, m, why, len);
+	if (type == RN_DW_CHECKS)
+		return recv_type(p->t.fd, p->r, type, "the server's pair checks", m, why, len);
+	return rn_dw_recv_by(p->t.fd, m, msg_by(p->r), why, len);
+}
+
+/* A probe needs its messages' time too: a second at least, else it is cut. */
+static int pio_probe_ms(struct rn_pair_io *io)
+{
+	const struct run *r = ((struct peer_io *)io)->r;
+	double left = r->end - rn_doctor_now_ms() - 1000;
+
+	return left <= 0 ? -1 : (int)RN_MIN(RN_DOCTOR_PROBE_TIMEOUT_MS, left);
+}
+
+/* What the run could not do, as the report's "skipped" lines. */
+static void skips(struct rn_doctor *d, struct session *s, const struct run *r)
+{
+	const struct rn_pair_run *x = &s->run;
+	char lim[64];
+
+	if (x->arp_probed == -EPERM)
+		skip(s, "arp-probe", "needs CAP_NET_RAW (run as root): who answers ARP for "
+		     "each address (ARP flux) was not asked");
+	else if (x->arp_probed < 0)
+		skip(s, "arp-probe", "%s", strerror(-x->arp_probed));
+	if (d->no_rdma)
+		skip(s, "rdma-probe", "--no-rdma: the RC ping over each pair was not sent");
+	else if (x->cut)
+		skip(s, "rdma-probe", "the run's %s came after %d of %d probes: %d pair%s not "
+		     "pinged", run_limit(r, lim, sizeof(lim)), x->probed, x->probed + x->cut,
+		     x->cut, x->cut == 1 ? "" : "s");
+	else if (!x->probed)
+		skip(s, "rdma-probe", "no RDMA device on %s: the RC ping was not sent",
+		     !x->local_rdma ? "this host" : !x->remote_rdma ? s->remote.host :
+		     "both ends of any pair");
+	else if (x->probed < x->pairs)
+		skip(s, "rdma-probe", "%d of %d pairs have no RDMA port at one end: not pinged",
+		     x->pairs - x->probed, x->pairs);
+}
+
+/* A run that stopped: what failed, in the step's words. */
+static void run_failed(struct rn_doctor *d, struct session *s, struct run *r, const char *peer)
+{
+	struct rn_pair_run *x = &s->run;
+
+	switch (x->step) {
+	case RN_PAIR_STEP_INV:
+		if (x->ret == -EBUSY)
+			d->err_kind = "busy";
+		rn_doctor_err(d, "%s: %s%s", peer, x->why, x->ret == -ECONNRESET ?
+			      " (the serving doctor logs why it closed)" : "");
+		break;
+	case RN_PAIR_STEP_PROBES:
+		if (x->ret == -ETIMEDOUT)
+			timed_out(r, rn_doctor_now_ms(), "the probe's answer", x->why,
+				  sizeof(x->why));
+		rn_doctor_err(d, "%s: RDMA probe: %s", peer, x->why);
+		break;
+	default:
+		rn_doctor_err(d, "%s: %s", peer, x->why);
+	}
+}
+
 int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 {
 	struct session *s;
-	struct rn_dw_io io;
-	struct rn_dw_msg m;
+	struct peer_io io;
 	struct run r = { 0 };
 	char why[RN_DW_WHY_MAX];
-	int fd = -1, rc = RN_DOCTOR_ERROR, i, j, ret;
-	int pairs = 0, probed = 0, local_rdma = 0, remote_any = 0, cut = 0;
+	int fd = -1, rc = RN_DOCTOR_ERROR, i, ret;
 
 	r.timeout_s = d->timeout_s > 0 ? d->timeout_s : 0;
 	r.end = rn_doctor_now_ms() + (r.timeout_s ? r.timeout_s : RN_DOCTOR_PEER_RUN_S) * 1000.0;
@@ -675,94 +738,22 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		rn_doctor_err(d, "%s", why);
 		goto out;
 	}
-	rn_dw_io_init(&io, fd, r.msg_ms, r.end);
-	ret = rn_dw_send_inv(fd, &s->local, msg_by(&r));
-	if (!ret)
-		ret = recv_inv(fd, &r, &m, why, sizeof(why));
-	else
-		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
-	if (!ret) {
-		ret = rn_dw_decode_inv(&m, &s->remote, why, sizeof(why));
-		rn_dw_msg_free(&m);
-	}
-	if (ret) {
-		if (ret == -EBUSY)
-			d->err_kind = "busy";
-		rn_doctor_err(d, "%s: %s%s", argv[0], why,
-			      ret == -ECONNRESET ? " (the serving doctor logs why it closed)" : "");
+	rn_dw_io_init(&io.t, fd, r.msg_ms, r.end);
+	io.t.io.send = pio_send;
+	io.t.io.recv = pio_recv;
+	io.t.io.probe_ms = pio_probe_ms;
+	io.r = &r;
+	s->run.d = d;
+	s->run.io = &io.t.io;
+	s->run.flags = RN_PAIR_INV | RN_PAIR_CHECKS;
+	s->run.local = &s->local;
+	s->run.remote = &s->remote;
+	s->run.probes = s->probes;
+	if (rn_pair_run_a(&s->run)) {
+		run_failed(d, s, &r, argv[0]);
 		goto out;
 	}
-	rn_doctor_pair_checks(d, &s->remote, NULL, &s->ours, &s->check_ms);
-	ret = rn_dw_send_checks(fd, &s->ours, msg_by(&r));
-	if (ret)
-		snprintf(why, sizeof(why), "cannot send: %s", strerror(-ret));
-	else
-		ret = recv_type(fd, &r, RN_DW_CHECKS, "the server's pair checks", &m, why,
-				sizeof(why));
-	if (!ret) {
-		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
-		rn_dw_msg_free(&m);
-	}
-	if (ret) {
-		rn_doctor_err(d, "%s: %s", argv[0], why);
-		goto out;
-	}
-	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, NULL, &s->ours);
-	if (s->arp_probed == -EPERM)
-		skip(s, "arp-probe", "needs CAP_NET_RAW (run as root): who answers ARP for "
-		     "each address (ARP flux) was not asked");
-	else if (s->arp_probed < 0)
-		skip(s, "arp-probe", "%s", strerror(-s->arp_probed));
-	for (i = 0; i < d->nnics && !d->no_rdma; i++) {
-		for (j = 0; j < s->remote.nnics; j++) {
-			double left;
-
-			if (s->local.nics[i].ip.family != s->remote.nics[j].ip.family)
-				continue;
-			pairs++;
-			if (!rn_probe_available(d, i))
-				continue;
-			local_rdma = 1;
-			if (!remote_rdma(&s->remote.nics[j]))
-				continue;
-			remote_any = 1;
-			/* a probe needs its messages' time too: a second at least */
-			left = r.end - rn_doctor_now_ms() - 1000;
-			if (left <= 0 || cut) {
-				cut++;
-				continue;
-			}
-			ret = rn_pair_probe(d, &io.io, &s->remote, i, j,
-					    (int)RN_MIN(RN_DOCTOR_PROBE_TIMEOUT_MS, left),
-					    &s->probes[i][j], why, sizeof(why));
-			if (ret) {
-				if (ret == -ETIMEDOUT)
-					timed_out(&r, rn_doctor_now_ms(), "the probe's answer", why,
-						  sizeof(why));
-				rn_doctor_err(d, "%s: RDMA probe: %s", argv[0], why);
-				goto out;
-			}
-			probed++;
-		}
-	}
-	for (j = 0; j < s->remote.nnics; j++)
-		remote_any |= remote_rdma(&s->remote.nics[j]);
-	if (d->no_rdma) {
-		skip(s, "rdma-probe", "--no-rdma: the RC ping over each pair was not sent");
-	} else if (cut) {
-		char lim[64];
-
-		skip(s, "rdma-probe", "the run's %s came after %d of %d probes: %d pair%s not "
-		     "pinged", run_limit(&r, lim, sizeof(lim)), probed, probed + cut, cut,
-		     cut == 1 ? "" : "s");
-	} else if (!probed) {
-		skip(s, "rdma-probe", "no RDMA device on %s: the RC ping was not sent",
-		     !local_rdma ? "this host" : !remote_any ? s->remote.host : "both ends of any pair");
-	} else if (probed < pairs) {
-		skip(s, "rdma-probe", "%d of %d pairs have no RDMA port at one end: not pinged",
-		     pairs - probed, pairs);
-	}
-	rn_dw_send(fd, RN_DW_DONE, NULL, 0, RN_MIN(rn_doctor_now_ms() + 1000, r.end));
+	skips(d, s, &r);
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {

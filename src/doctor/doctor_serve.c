@@ -45,7 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_pair.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_ratelimit.h"
@@ -388,11 +388,8 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 /* What the server keeps of one client's session. */
 struct serve_session {
 	struct rn_dw_inv local, remote;
-	struct rn_dw_checks ours, theirs;
+	struct rn_pair_run run;     /* both sides' checks, the ARP probe, the answers */
 	unsigned char scope[RN_DOCTOR_MAX_NICS];
-	unsigned char probed[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
-	double check_ms;
-	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
 };
 
 /* The session's deadline: SERVE_SESSION_MS, more for each pair both ends can probe. */
@@ -413,18 +410,113 @@ static double session_end(struct rn_doctor *d, const struct rn_dw_inv *remote, d
 }
 
 /*
- * One client whose inventory @inv came whole. Every later message must come whole
- * within its deadline and the session's (rn_dw_recv_by), every send goes by them too.
+ * serve's transport (rn_pair_io): every message whole within its deadline and the
+ * session's (rn_dw_recv_by), every send by them too. The probe loop's messages have a
+ * probe's time between them. A client whose CHECKS name no pair has nothing to probe:
+ * its DONE follows our CHECKS at once, so until it says something more the session's
+ * deadline is SERVE_EMPTY_MS from its CHECKS (one that sends nothing more would hold the
+ * one session thread until the session's deadline, and 40 of them the queue for minutes).
+ */
+struct serve_io {
+	struct rn_dw_io t;          /* first: the runner's view */
+	const struct rn_pair_run *run;
+	double end;                 /* the session's deadline */
+	double checks_at;           /* when the client's CHECKS came, 0: not yet */
+	int heard;                  /* a message after them */
+};
+
+static double sio_end(const struct serve_io *x)
+{
+	if (x->checks_at && !x->run->theirs.npairs && !x->heard)
+		return RN_MIN(x->end, x->checks_at + SERVE_EMPTY_MS);
+	return x->end;
+}
+
+static double sio_by(const struct serve_io *x, uint16_t type)
+{
+	double ms = RN_DOCTOR_IO_TIMEOUT_S * 1000.0;
+
+	if (type != RN_DW_INV && type != RN_DW_CHECKS)
+		ms += RN_DOCTOR_PROBE_TIMEOUT_MS;
+	return RN_MIN(rn_doctor_now_ms() + ms, sio_end(x));
+}
+
+static int sio_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
+{
+	struct serve_io *x = (struct serve_io *)io;
+
+	return rn_dw_send(x->t.fd, type, buf, len, sio_by(x, type));
+}
+
+static int sio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
+		    size_t len)
+{
+	struct serve_io *x = (struct serve_io *)io;
+	int ret = rn_dw_recv_by(x->t.fd, m, sio_by(x, type), why, len);
+
+	if (!ret && type == RN_DW_CHECKS)
+		x->checks_at = rn_doctor_now_ms();
+	else if (!ret)
+		x->heard = 1; /* it said something: the session's own deadline from here on */
+	return ret;
+}
+
+/* The accept's wait ends with the session, too. */
+static int sio_probe_ms(struct rn_pair_io *io)
+{
+	struct serve_io *x = (struct serve_io *)io;
+
+	return (int)RN_MAX(RN_MIN(RN_DOCTOR_PROBE_TIMEOUT_MS, x->end - rn_doctor_now_ms()), 1);
+}
+
+/* A run that stopped in the probe loop: the log's words; 1 when the session was cut. */
+static int probes_stopped(struct rn_doctor *d, const struct serve_io *io, const char *who,
+			  double t0, int pairs)
+{
+	const struct rn_pair_run *x = io->run;
+	double now = rn_doctor_now_ms();
+
+	switch (x->stop) {
+	case RN_PAIR_RECV:
+		if (x->ret == -ETIMEDOUT && sio_end(io) < io->end && now >= sio_end(io)) {
+			rn_doctor_slog("%s: cut: its CHECKS named no pair and no DONE came "
+				       "within " STR(SERVE_EMPTY_MS) " ms", who);
+			return 1;
+		}
+		if (x->ret == -ETIMEDOUT && now >= io->end) {
+			rn_doctor_slog("%s: cut: the session's deadline (%.0f s for %d RDMA "
+				       "pair%s) passed before DONE", who, (io->end - t0) / 1000,
+				       pairs, pairs == 1 ? "" : "s");
+			return 1;
+		}
+		rn_doctor_slog("%s: %s before DONE", who, x->why);
+		return 0;
+	case RN_PAIR_TWICE:
+		rn_doctor_slog("%s: cut: a second probe of the pair %s <- its NIC %u (one per "
+			       "NIC pair per session), after %d probe%s", who,
+			       d->nics[x->at_i].nic.netdev, x->at_j, x->answered,
+			       x->answered == 1 ? "" : "s");
+		return 1;
+	case RN_PAIR_BAD:
+		rn_doctor_slog("%s: %s; closing", who, x->why);
+		return 0;
+	default:
+		return 0; /* an answer that could not be sent: the client went */
+	}
+}
+
+/*
+ * One client whose inventory @inv came whole: the pair runner's B end over serve_io.
  * Returns 0/1 (its verdict from our side) or -1 when it was rejected or cut.
  */
 static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const char *who,
 		     const struct rn_dw_msg *inv)
 {
-	struct rn_dw_msg m;
-	struct rn_dw_io io;
+	struct rn_pair_run *x = &s->run;
+	struct serve_io io = { 0 };
 	char why[RN_DW_WHY_MAX], lim[160] = "";
-	int ret, n, problems = 0, probes = 0, pairs, left_out, cut = 0;
-	double t0 = rn_doctor_now_ms(), end;
+	int ret, n, problems = 0, pairs, left_out, cut = 0;
+	double t0 = rn_doctor_now_ms();
 
 	ret = rn_dw_decode_inv(inv, &s->remote, why, sizeof(why));
 	if (ret) {
@@ -435,106 +527,51 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 		rn_doctor_slog("%s: cannot gather this host's facts", who);
 		return -1;
 	}
-	end = session_end(d, &s->remote, t0, &pairs);
-	rn_dw_io_init(&io, fd, RN_DOCTOR_IO_TIMEOUT_S * 1000.0, end);
+	io.end = session_end(d, &s->remote, t0, &pairs);
+	rn_dw_io_init(&io.t, fd, RN_DOCTOR_IO_TIMEOUT_S * 1000.0, io.end);
+	io.t.io.send = sio_send;
+	io.t.io.recv = sio_recv;
+	io.t.io.probe_ms = sio_probe_ms;
+	io.run = x;
 	rn_dw_inv_from_doctor(d, &s->local);
-	ret = rn_dw_send_inv(fd, &s->local, rn_dw_io_deadline(&io));
-	if (ret) {
-		rn_doctor_slog("%s: cannot send the inventory: %s", who, strerror(-ret));
-		return -1;
-	}
-	ret = rn_dw_recv_by(fd, &m, rn_dw_io_deadline(&io), why, sizeof(why));
-	if (!ret) {
-		ret = rn_dw_decode_checks(&m, &s->remote, &s->local, &s->theirs, why, sizeof(why));
-		rn_dw_msg_free(&m);
-	}
-	if (ret) {
-		rn_doctor_slog("%s: %s", who, why);
-		return -1;
-	}
-	/*
-	 * A client whose CHECKS name no pair has nothing to probe: its DONE follows our CHECKS
-	 * at once. One that sends nothing more would hold the one session thread until the
-	 * session's deadline, and 40 of them the queue for minutes.
-	 */
-	if (!s->theirs.npairs)
-		io.end_ms = RN_MIN(end, rn_doctor_now_ms() + SERVE_EMPTY_MS);
 	/* neighbour and ARP work for addresses of our subnets alone, and not for many */
 	left_out = rn_doctor_pair_scope(d, &s->remote, SERVE_PEER_ADDRS, s->scope);
 	if (left_out)
 		snprintf(lim, sizeof(lim), "; %d of its %d addresses got no neighbour or ARP "
 			 "work here (outside this host's subnets, or past the first "
 			 STR(SERVE_PEER_ADDRS) ")", left_out, s->remote.nnics);
-	rn_doctor_pair_checks(d, &s->remote, s->scope, &s->ours, &s->check_ms);
-	s->arp_probed = rn_doctor_arp_unique(d, &s->remote, s->scope, &s->ours);
-	ret = rn_dw_send_checks(fd, &s->ours, rn_dw_io_deadline(&io));
-	if (ret) {
-		rn_doctor_slog("%s: cannot send the pair checks: %s", who, strerror(-ret));
-		return -1;
+	x->d = d;
+	x->io = &io.t.io;
+	x->flags = RN_PAIR_INV | RN_PAIR_CHECKS;
+	x->local = &s->local;
+	x->remote = &s->remote;
+	x->scope = s->scope;
+	if (rn_pair_run_b(x)) {
+		switch (x->step) {
+		case RN_PAIR_STEP_INV:
+			rn_doctor_slog("%s: cannot send the inventory: %s", who, strerror(-x->ret));
+			return -1;
+		case RN_PAIR_STEP_A_CHECKS:
+			rn_doctor_slog("%s: %s", who, x->why);
+			return -1;
+		case RN_PAIR_STEP_B_CHECKS:
+			rn_doctor_slog("%s: cannot send the pair checks: %s", who,
+				       strerror(-x->ret));
+			return -1;
+		default:
+			cut = probes_stopped(d, &io, who, t0, pairs);
+		}
 	}
-	for (n = 0; n < s->ours.npairs; n++)
-		problems += rn_doctor_pair_problem(&s->ours.pairs[n]);
-	/* the probe loop's messages have a probe's time between them */
-	io.budget_ms += RN_DOCTOR_PROBE_TIMEOUT_MS;
-	for (;;) {
-		double left;
-
-		ret = io.io.recv(&io.io, RN_DW_PROBE_REQ, &m, why, sizeof(why));
-		if (ret) {
-			if (ret == -ETIMEDOUT && io.end_ms < end && rn_doctor_now_ms() >= io.end_ms) {
-				rn_doctor_slog("%s: cut: its CHECKS named no pair and no DONE came "
-					       "within " STR(SERVE_EMPTY_MS) " ms", who);
-				cut = 1;
-			} else if (ret == -ETIMEDOUT && rn_doctor_now_ms() >= end) {
-				rn_doctor_slog("%s: cut: the session's deadline (%.0f s for %d RDMA "
-					       "pair%s) passed before DONE", who, (end - t0) / 1000,
-					       pairs, pairs == 1 ? "" : "s");
-				cut = 1;
-			} else {
-				rn_doctor_slog("%s: %s before DONE", who, why);
-			}
-			break;
-		}
-		io.end_ms = end; /* it said something: the session's own deadline from here on */
-		if (m.type == RN_DW_DONE) {
-			rn_dw_msg_free(&m);
-			break;
-		}
-		if (m.type == RN_DW_PROBE_REQ && m.len == 4 && m.payload[0] < d->nnics &&
-		    m.payload[1] < s->remote.nnics) {
-			int io_err;
-
-			if (s->probed[m.payload[0]][m.payload[1]]) {
-				rn_doctor_slog("%s: cut: a second probe of the pair %s <- its NIC "
-					       "%u (one per NIC pair per session), after %d probe%s",
-					       who, d->nics[m.payload[0]].nic.netdev, m.payload[1],
-					       probes, probes == 1 ? "" : "s");
-				rn_dw_msg_free(&m);
-				cut = 1;
-				break;
-			}
-			s->probed[m.payload[0]][m.payload[1]] = 1;
-			probes++;
-			/* the accept's wait ends with the session, too */
-			left = RN_MIN(RN_DOCTOR_PROBE_TIMEOUT_MS, end - rn_doctor_now_ms());
-			problems += rn_pair_probe_answer(d, &io.io, &m, (int)RN_MAX(left, 1),
-							 &io_err) != 0;
-			rn_dw_msg_free(&m);
-			if (io_err)
-				break;
-			continue;
-		}
-		rn_doctor_slog("%s: unexpected message type %u; closing", who, m.type);
-		rn_dw_msg_free(&m);
-		break;
-	}
+	for (n = 0; n < x->ours.npairs; n++)
+		problems += rn_doctor_pair_problem(&x->ours.pairs[n]);
+	problems += x->failed;
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
 	rn_probe_release();
 	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s%s",
-	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", s->ours.npairs,
-	     s->ours.npairs == 1 ? "" : "s", s->check_ms, probes, probes == 1 ? "" : "s", problems,
-	     problems == 1 ? "" : "s",
-	     s->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "", lim);
+	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", x->ours.npairs,
+	     x->ours.npairs == 1 ? "" : "s", x->check_ms, x->answered, x->answered == 1 ? "" : "s",
+	     problems, problems == 1 ? "" : "s",
+	     x->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "", lim);
 	if (cut)
 		return -1;
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
@@ -552,8 +589,7 @@ static int serve_session(struct rn_doctor *d, struct job *j)
 	r = serve_one(d, s, j->fd, j->who, &j->inv);
 	rn_dw_inv_clear(&s->local);
 	rn_dw_inv_clear(&s->remote);
-	rn_dw_checks_clear(&s->ours);
-	rn_dw_checks_clear(&s->theirs);
+	rn_pair_run_clear(&s->run);
 	free(s);
 	return r;
 }

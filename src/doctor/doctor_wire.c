@@ -44,7 +44,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_pair.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"
@@ -889,7 +889,7 @@ int rn_dw_listen(const char *addr, int port, int *fd)
 	return listen_on(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0, fd);
 }
 
-/* ---- the pair engine's transport over one connection (rn_pair_io) ------------------- */
+/* ---- the pair runner's transport over one connection (rn_pair_io) ------------------- */
 
 double rn_dw_io_deadline(const struct rn_dw_io *t)
 {
@@ -913,10 +913,22 @@ static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, ch
 	return rn_dw_recv_by(t->fd, m, rn_dw_io_deadline(t), why, len);
 }
 
+/* A probe's wait: its own bound, at most what is left of the session (a millisecond). */
+static int io_probe_ms(struct rn_pair_io *io)
+{
+	struct rn_dw_io *t = (struct rn_dw_io *)io;
+	double left = RN_DOCTOR_PROBE_TIMEOUT_MS;
+
+	if (t->end_ms > 0)
+		left = RN_MIN(left, t->end_ms - rn_doctor_now_ms());
+	return (int)RN_MAX(left, 1);
+}
+
 void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms)
 {
 	t->io.send = io_send;
 	t->io.recv = io_recv;
+	t->io.probe_ms = io_probe_ms;
 	t->fd = fd;
 	t->budget_ms = budget_ms;
 	t->end_ms = end_ms;

@@ -14,8 +14,10 @@ for f in fuzz_handle fuzz_hs_peer fuzz_listener; do
 	[ -x "$bin" ] || rn_skip "skip: $bin not built (make fuzz)"
 	rn_ns NS "$f"
 	rn_in "$NS" sysctl -qw net.ipv4.ip_local_port_range="61000 61015" || rn_fail "port range"
-	# 8 of the 16 ports held by listeners (as another target's sockets would)
-	rn_in "$NS" python3 -c '
+	# 8 of the 16 ports held by listeners (as another target's sockets would). Started as
+	# a plain command, not through rn_in: a backgrounded function is a subshell, and
+	# killing it left python3 (what "ip netns exec" becomes) holding our fds for an hour.
+	ip netns exec "$NS" python3 -c '
 import socket, sys, time
 s = []
 for p in range(61000, 61008):
@@ -30,6 +32,8 @@ time.sleep(3600)' >"$T/$f.hold" 2>&1 &
 		-artifact_prefix="$T/" "$T/corpus-$f" "$RN_TOP/test/fuzz/corpus/$f" 2>&1)
 	rc=$?
 	kill "$hold"; wait "$hold" 2>/dev/null
+	# and whatever else still runs in the namespace, before it goes
+	for p in $(ip netns pids "$NS"); do kill "$p" 2>/dev/null; done
 	runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' <<<"$out")
 	[ $rc -eq 0 ] && [ -n "$runs" ] ||
 		{ tail -n 30 <<<"$out"; rn_fail "$f aborted (exit $rc) in a namespace short of ports"; }

@@ -108,8 +108,8 @@ static struct session *sample(void)
 					"roce-policy-routing --newer-option ens6f0np0"), 0);
 	for (i = 0; i < N; i++)
 		for (j = 0; j < N; j++) {
-			struct rn_dw_pair *a = &s->ours.pairs[s->ours.npairs++];
-			struct rn_dw_pair *b = &s->theirs.pairs[s->theirs.npairs++];
+			struct rn_dw_pair *a = &s->run.ours.pairs[s->run.ours.npairs++];
+			struct rn_dw_pair *b = &s->run.theirs.pairs[s->run.theirs.npairs++];
 
 			*a = (struct rn_dw_pair){ .local = i, .remote = j };
 			*b = (struct rn_dw_pair){ .local = j, .remote = i };
@@ -178,11 +178,11 @@ static void matrix_and_findings_whole(void **state)
 		}
 	}
 	assert_non_null(strstr(h, s->local.nics[0].findings[0].msg)); /* the first of its cause */
-	for (i = 0; i < s->ours.npairs; i++)
-		for (k = 0; k < s->ours.pairs[i].nfindings; k++) {
-			assert_non_null(strstr(j, s->ours.pairs[i].findings[k].msg));
-			assert_non_null(strstr(j, s->ours.pairs[i].findings[k].fix));
-			assert_non_null(strstr(h, s->ours.pairs[i].findings[k].fix));
+	for (i = 0; i < s->run.ours.npairs; i++)
+		for (k = 0; k < s->run.ours.pairs[i].nfindings; k++) {
+			assert_non_null(strstr(j, s->run.ours.pairs[i].findings[k].msg));
+			assert_non_null(strstr(j, s->run.ours.pairs[i].findings[k].fix));
+			assert_non_null(strstr(h, s->run.ours.pairs[i].findings[k].fix));
 		}
 	assert_non_null(strstr(j, "\"cause\": \"unknown cause 999\""));
 	/*
