@@ -14,6 +14,8 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/nccl-net-roce
+# What other programs read: Prometheus' rules (DATADIR/prometheus)
+DATADIR ?= $(PREFIX)/share/nccl-net-roce
 LDCONFIG ?= ldconfig
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
@@ -241,7 +243,10 @@ INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver
 	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
 	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor $(SBINDIR)/roce-health-check) \
 	$(SBINDIR)/roce-policy-routing
+# Prometheus' alerts and recording rules over roce-doctor's series (README, Fleet monitoring)
+RULES := doc/prometheus/nccl-net-roce.rules.yml
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
+	$(DATADIR)/prometheus/$(notdir $(RULES)) \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
 
@@ -261,12 +266,14 @@ install: all
 		chmod 0644 $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz; \
 	done
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DATADIR)/prometheus
+	install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/
 	$(if $(DOCTOR_SRCS),install -m 0644 src/doctor/README.md $(DESTDIR)$(DOCDIR)/roce-doctor.md)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 # The Debian package build/nccl-net-roce_<version>-<rev>_<arch>.deb (scripts/mkdeb).
@@ -294,7 +301,8 @@ help:
 	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
 	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
 	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) SBINDIR=$(SBINDIR)"
-	@echo "                 MANDIR=$(MANDIR) DOCDIR=$(DOCDIR) DESTDIR=$(DESTDIR); runs ldconfig"
+	@echo "                 MANDIR=$(MANDIR) DOCDIR=$(DOCDIR) DATADIR=$(DATADIR) DESTDIR=$(DESTDIR);"
+	@echo "                 runs ldconfig"
 	@echo "                 unless DESTDIR is set"
 	@echo "  uninstall      removes exactly what install put there (same variables)"
 	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"

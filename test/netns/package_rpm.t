@@ -42,7 +42,8 @@ rpm -qp --provides "$rpmf" | grep -q 'libnccl-net-roce' &&
 files=$(rpm -qpl "$rpmf")
 for f in /usr/lib64/libnccl-net-roce.so /usr/bin/nccl-net-driver /usr/bin/nccl-net-bench \
 	 /usr/sbin/roce-doctor /usr/sbin/roce-policy-routing /usr/share/doc/nccl-net-roce/README.md \
-	 /usr/share/doc/nccl-net-roce/roce-doctor.md /usr/share/licenses/nccl-net-roce-$ver/LICENSE; do
+	 /usr/share/doc/nccl-net-roce/roce-doctor.md /usr/share/licenses/nccl-net-roce-$ver/LICENSE \
+	 /usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml; do
 	grep -qxF "$f" <<<"$files" || fail "$f not in the package"
 done
 for m in man/*.[1-8]; do
