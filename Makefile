@@ -14,7 +14,7 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/nccl-net-roce
-# What other programs read: Prometheus' rules (DATADIR/prometheus)
+# What other programs read: Prometheus' rules (DATADIR/prometheus), LBNL NHC's check (DATADIR/nhc)
 DATADIR ?= $(PREFIX)/share/nccl-net-roce
 LDCONFIG ?= ldconfig
 DESTDIR ?=
@@ -246,7 +246,7 @@ INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver
 # Prometheus' alerts and recording rules over roce-doctor's series (README, Fleet monitoring)
 RULES := doc/prometheus/nccl-net-roce.rules.yml
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
-	$(DATADIR)/prometheus/$(notdir $(RULES)) \
+	$(DATADIR)/prometheus/$(notdir $(RULES)) $(DATADIR)/nhc/roce.nhc \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
 
@@ -268,12 +268,15 @@ install: all
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(DATADIR)/prometheus
 	install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/
+	install -d $(DESTDIR)$(DATADIR)/nhc
+	install -m 0644 scripts/roce.nhc $(DESTDIR)$(DATADIR)/nhc/roce.nhc
 	$(if $(DOCTOR_SRCS),install -m 0644 src/doctor/README.md $(DESTDIR)$(DOCDIR)/roce-doctor.md)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)
+	-rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)/nhc \
+		$(DESTDIR)$(DATADIR)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 # The Debian package build/nccl-net-roce_<version>-<rev>_<arch>.deb (scripts/mkdeb).

@@ -43,7 +43,7 @@ files=$(rpm -qpl "$rpmf")
 for f in /usr/lib64/libnccl-net-roce.so /usr/bin/nccl-net-driver /usr/bin/nccl-net-bench \
 	 /usr/sbin/roce-doctor /usr/sbin/roce-policy-routing /usr/share/doc/nccl-net-roce/README.md \
 	 /usr/share/doc/nccl-net-roce/roce-doctor.md /usr/share/licenses/nccl-net-roce-$ver/LICENSE \
-	 /usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml; do
+	 /usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml /usr/share/nccl-net-roce/nhc/roce.nhc; do
 	grep -qxF "$f" <<<"$files" || fail "$f not in the package"
 done
 for m in man/*.[1-8]; do

@@ -23,6 +23,7 @@ installed_checks() {
 	# the shipped Prometheus rules where the README names them, valid for promtool
 	r=/usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml
 	[ -f "$r" ] || { echo "FAIL: no $r"; exit 1; }
+	[ -f /usr/share/nccl-net-roce/nhc/roce.nhc ] || { echo "FAIL: no NHC check"; exit 1; }
 	if command -v promtool >/dev/null; then
 		promtool check rules "$r" || { echo "FAIL: promtool check rules $r"; exit 1; }
 	fi
