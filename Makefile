@@ -1,7 +1,9 @@
 # nccl-net-roce: route-aware NCCL net plugin for multi-NIC RoCE hosts.
 # Plain make. `make help` lists the targets.
 
-# The project's version: the one place it is set (plugin, tools, package, man pages).
+# The project's version: the one place it is set (plugin, tools, package, man pages), but for
+# scripts/nccl-net-roce.spec's Version, which rpmbuild must read from the spec alone (scripts/mkrpm
+# and test/netns/package_rpm.t refuse a spec whose Version is not this).
 VERSION := 0.3.0
 
 PREFIX ?= /usr/local
@@ -88,7 +90,7 @@ TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
-	deps demo bench install uninstall deb rpm clean help
+	deps demo bench install uninstall deb rpm srpm clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -283,7 +285,10 @@ uninstall:
 deb:
 	$(Q)scripts/mkdeb $(VERSION)
 
-# The RPM build/nccl-net-roce-<version>-1.<arch>.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec).
+# The source RPM build/nccl-net-roce-<version>-1.src.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec),
+# and the RPM build/nccl-net-roce-<version>-1.<arch>.rpm that rpmbuild --rebuild makes of it.
+srpm:
+	$(Q)scripts/mkrpm $(VERSION) srpm
 rpm:
 	$(Q)scripts/mkrpm $(VERSION)
 
@@ -309,7 +314,9 @@ help:
 	@echo "                 unless DESTDIR is set"
 	@echo "  uninstall      removes exactly what install put there (same variables)"
 	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"
-	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild; checked by rpmlint)"
+	@echo "  srpm           build/nccl-net-roce-$(VERSION)-1.src.rpm (rpmbuild -bs)"
+	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild --rebuild of the"
+	@echo "                 source RPM; checked by rpmlint)"
 	@echo "  deps           install the Debian packages the build and tests need"
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"
