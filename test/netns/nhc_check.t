@@ -20,6 +20,7 @@ NHC_FILE=$RN_TOP/scripts/roce.nhc
 nhc() {
 	local ns=$1
 	shift
+	# shellcheck disable=SC2016 # the inner bash expands them
 	ip netns exec "$ns" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ROCE_DOCTOR="${ROCE_DOCTOR:-$DOCTOR}" \
 		bash --norc --noprofile -c '
 die() { local ret=$1; shift; echo "die $ret $*"; return 0; }
