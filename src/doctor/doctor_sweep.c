@@ -553,8 +553,15 @@ int rn_sweep_consistency(struct rn_sweep *s)
 				if (!strcmp(it[k].group, it[g].group) && strcmp(it[k].v, maj))
 					ret = add_diff(s, field, &it[k], maj, count, of, tie, what);
 		}
-		/* each host without the plugin: fatal, whatever the others run */
-		for (h = 0; h < s->n && missing && !ret && field == RN_SW_F_PLUGIN; h++) {
+		/*
+		 * Each host without the plugin where others have one: fatal, whatever version
+		 * they run. NOTE: where no host has it (a sweep before the plugin is
+		 * installed; the sweep itself links the library) that is the fleet's state,
+		 * not one host's fault: "not found" is what they all have.
+		 */
+		if (missing && !n && field == RN_SW_F_PLUGIN)
+			snprintf(s->fleet[field], sizeof(s->fleet[field]), "%s", PLUGIN_NOT_FOUND);
+		for (h = 0; h < s->n && missing && n && !ret && field == RN_SW_F_PLUGIN; h++) {
 			struct fact_item m = { .h = h, .i = -1 };
 			int have = 0;
 
@@ -563,8 +570,7 @@ int rn_sweep_consistency(struct rn_sweep *s)
 				continue;
 			for (k = 0; k < n; k++)
 				have += !strcmp(it[k].v, s->fleet[field]);
-			ret = add_diff(s, field, &m, s->fleet[field][0] ? s->fleet[field] : "none",
-				       have, n + missing, 0, "hosts");
+			ret = add_diff(s, field, &m, s->fleet[field], have, n + missing, 0, "hosts");
 		}
 	}
 	free(it);
