@@ -1,7 +1,9 @@
 # nccl-net-roce: route-aware NCCL net plugin for multi-NIC RoCE hosts.
 # Plain make. `make help` lists the targets.
 
-# The project's version: the one place it is set (plugin, tools, package, man pages).
+# The project's version: the one place it is set (plugin, tools, package, man pages), but for
+# scripts/nccl-net-roce.spec's Version, which rpmbuild must read from the spec alone (scripts/mkrpm
+# and test/netns/package_rpm.t refuse a spec whose Version is not this).
 VERSION := 0.3.0
 
 PREFIX ?= /usr/local
@@ -14,6 +16,8 @@ BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/nccl-net-roce
+# What other programs read: Prometheus' rules (DATADIR/prometheus), LBNL NHC's check (DATADIR/nhc)
+DATADIR ?= $(PREFIX)/share/nccl-net-roce
 LDCONFIG ?= ldconfig
 DESTDIR ?=
 PKG_CONFIG ?= pkg-config
@@ -86,7 +90,7 @@ TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
-	deps demo bench install uninstall deb rpm clean help
+	deps demo bench install uninstall deb rpm srpm clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -241,7 +245,10 @@ INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver
 	$(if $(wildcard src/tools/bench.c),$(BINDIR)/nccl-net-bench) \
 	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor $(SBINDIR)/roce-health-check) \
 	$(SBINDIR)/roce-policy-routing
+# Prometheus' alerts and recording rules over roce-doctor's series (README, Fleet monitoring)
+RULES := doc/prometheus/nccl-net-roce.rules.yml
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
+	$(DATADIR)/prometheus/$(notdir $(RULES)) $(DATADIR)/nhc/roce.nhc \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
 
@@ -261,19 +268,27 @@ install: all
 		chmod 0644 $(DESTDIR)$(MANDIR)/man$$sec/$${m##*/}.gz; \
 	done
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DATADIR)/prometheus
+	install -m 0644 $(RULES) $(DESTDIR)$(DATADIR)/prometheus/
+	install -d $(DESTDIR)$(DATADIR)/nhc
+	install -m 0644 scripts/roce.nhc $(DESTDIR)$(DATADIR)/nhc/roce.nhc
 	$(if $(DOCTOR_SRCS),install -m 0644 src/doctor/README.md $(DESTDIR)$(DOCDIR)/roce-doctor.md)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir $(DESTDIR)$(DOCDIR)
+	-rmdir $(DESTDIR)$(DOCDIR) $(DESTDIR)$(DATADIR)/prometheus $(DESTDIR)$(DATADIR)/nhc \
+		$(DESTDIR)$(DATADIR)
 	$(if $(DESTDIR),,$(LDCONFIG))
 
 # The Debian package build/nccl-net-roce_<version>-<rev>_<arch>.deb (scripts/mkdeb).
 deb:
 	$(Q)scripts/mkdeb $(VERSION)
 
-# The RPM build/nccl-net-roce-<version>-1.<arch>.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec).
+# The source RPM build/nccl-net-roce-<version>-1.src.rpm (scripts/mkrpm, scripts/nccl-net-roce.spec),
+# and the RPM build/nccl-net-roce-<version>-1.<arch>.rpm that rpmbuild --rebuild makes of it.
+srpm:
+	$(Q)scripts/mkrpm $(VERSION) srpm
 rpm:
 	$(Q)scripts/mkrpm $(VERSION)
 
@@ -294,11 +309,13 @@ help:
 	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
 	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
 	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) SBINDIR=$(SBINDIR)"
-	@echo "                 MANDIR=$(MANDIR) DOCDIR=$(DOCDIR) DESTDIR=$(DESTDIR); runs ldconfig"
-	@echo "                 unless DESTDIR is set"
+	@echo "                 MANDIR=$(MANDIR) DOCDIR=$(DOCDIR) DATADIR=$(DATADIR) DESTDIR=$(DESTDIR);"
+	@echo "                 runs ldconfig unless DESTDIR is set"
 	@echo "  uninstall      removes exactly what install put there (same variables)"
 	@echo "  deb            build/nccl-net-roce_$(VERSION)-1_<arch>.deb (dpkg-deb, dpkg-shlibdeps)"
-	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild; checked by rpmlint)"
+	@echo "  srpm           build/nccl-net-roce-$(VERSION)-1.src.rpm (rpmbuild -bs)"
+	@echo "  rpm            build/nccl-net-roce-$(VERSION)-1.<arch>.rpm (rpmbuild --rebuild of the"
+	@echo "                 source RPM; checked by rpmlint)"
 	@echo "  deps           install the Debian packages the build and tests need"
 	@echo "  clean"
 	@echo "Variables: V=1 (show commands), WERROR=1 (default in CI), CC, CFLAGS"

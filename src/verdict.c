@@ -320,6 +320,18 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		.advice = "make {field} on {host} what the other hosts have ({majority}), or change "
 		"them if {value} is the one wanted: hosts that differ give NCCL jobs that differ",
 	},
+	/* NOTE: fatal, unlike a plugin of another version: NCCL there silently runs its own IB
+	 * transport, with none of the route and ARP checks, while the others run the plugin */
+	[RN_CAUSE_PLUGIN_MISSING] = {
+		"plugin-missing", RN_SEV_FATAL,
+		"no NCCL net plugin: NCCL_NET_PLUGIN finds no library on {host}, so NCCL there "
+		"runs its own transport without the plugin's route and ARP checks ({count} of "
+		"{of} hosts run the plugin {majority})",
+		"",
+		"host count of majority",
+		.advice = "install nccl-net-roce {majority} on {host}, or set NCCL_NET_PLUGIN there "
+		"to the library's path",
+	},
 	[RN_CAUSE_BANDWIDTH_LOW] = {
 		"bandwidth-low", RN_SEV_WARN,
 		"{a} -> {b}: {gbps} Gbit/s through the plugin's transport ({mib} MiB), under "

@@ -149,6 +149,33 @@ static void net_admin(const struct rn_doctor *d)
 	rn_vars_free(&v);
 }
 
+/*
+ * No NIC a NetworkAttachmentDefinition can be made for: why, per NIC, on stderr, and
+ * nothing on stdout. NOTE: an empty List would apply cleanly and attach nothing, so a pod
+ * spec built from it would run without its RoCE NICs; a problem (exit 1), not success.
+ */
+static int cni_none(const struct rn_doctor *d)
+{
+	int i;
+
+	if (!d->nnics)
+		fprintf(stderr, "roce-doctor: --cni: no RDMA device in this network namespace "
+			"(rdma link show lists none): no NetworkAttachmentDefinition to print\n");
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_doctor_nic *dn = &d->nics[i];
+
+		fprintf(stderr, "roce-doctor: --cni: %s: %s\n", dn->nic.netdev,
+			dn->err ? "its facts could not be read" :
+			!dn->dev ? "no RDMA device behind it (no RoCE GID holds its address)" :
+			"no IPv4 address (the NAD's static IPAM and sbr need one)");
+	}
+	if (d->nnics)
+		fprintf(stderr, "roce-doctor: --cni: none of the %d NIC%s is a RoCE NIC a pod can "
+			"be given: no NetworkAttachmentDefinition to print\n", d->nnics,
+			d->nnics == 1 ? "" : "s");
+	return RN_DOCTOR_PROBLEMS;
+}
+
 int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 {
 	struct rn_json j;
@@ -157,8 +184,11 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 
 	if (gather_err)
 		return RN_DOCTOR_ERROR;
-	if (!d->nnics)
-		return rn_doctor_err(d, "--cni: no RoCE NIC in this network namespace");
+	for (i = 0; i < d->nnics; i++)
+		n += cni_nic(&d->nics[i]);
+	if (!n)
+		return cni_none(d);
+	n = 0;
 	problems = rn_doctor_host_problems(d);
 	rn_json_begin(&j, d->out);
 	rn_json_str(&j, "apiVersion", "v1");

@@ -8,8 +8,8 @@
  * gets a file, with roce_doctor_up 0.
  *
  * Series: roce_doctor_up, roce_doctor_info{version,host}, roce_host_problems,
- * roce_host_nics, roce_nic_verdict{netdev,ibdev,port} (0 ok, 1 warn, 2 refused,
- * 3 error), roce_nic_link_up, roce_nic_mtu_bytes, roce_nic_finding{netdev,ibdev,port,
+ * roce_host_nics, roce_nic_verdict{device,port,netdev,ibdev} (0 ok, 1 warn, 2 refused,
+ * 3 error), roce_nic_link_up, roce_nic_mtu_bytes, roce_nic_finding{device,port,netdev,ibdev,
  * cause,severity} 1 for every cause found (absent: not found), the check's duration
  * and a timestamp. The link's history: roce_nic_carrier_changes_total,
  * roce_nic_carrier_down_total, roce_nic_link_downed_total (RDMA ports) and
@@ -49,15 +49,22 @@ static void label(FILE *f, const char *name, const char *val, int comma)
 	fputc('"', f);
 }
 
+/*
+ * A NIC's labels: the RDMA port as node-exporter's infiniband collector names it (device,
+ * port; empty on a netdev without one), the netdev, and the RDMA device again as ibdev.
+ * NOTE: ibdev is the name 0.3.0 used; it is kept for one release so that rules and
+ * dashboards written against it keep working (CHANGELOG.md), then removed.
+ */
 static void nic_labels(FILE *f, const char *name, const struct rn_doctor_nic *dn)
 {
 	char port[16];
 
 	snprintf(port, sizeof(port), "%d", dn->dev ? dn->nic.port : 0);
 	fprintf(f, "%s{", name);
-	label(f, "netdev", dn->nic.netdev, 0);
-	label(f, "ibdev", dn->dev ? dn->nic.ibdev : "", 1);
+	label(f, "device", dn->dev ? dn->nic.ibdev : "", 0);
 	label(f, "port", dn->dev ? port : "", 1);
+	label(f, "netdev", dn->nic.netdev, 1);
+	label(f, "ibdev", dn->dev ? dn->nic.ibdev : "", 1);
 }
 
 static void help_typed(FILE *f, const char *name, const char *type, const char *text)

@@ -418,6 +418,14 @@ static void diff_fix(const struct rn_sweep *s, const struct rn_sweep_diff *d, st
 	rn_vars_append(v, "fleet_fix", "", "%s=%ld", rn_sysctl_key(k, sizeof(k), dev, key), m);
 }
 
+/* What doctor_facts.c reads where NCCL_NET_PLUGIN names no library. */
+#define PLUGIN_NOT_FOUND "not found"
+
+static int plugin_missing(int field, const char *value)
+{
+	return field == RN_SW_F_PLUGIN && !strcmp(value, PLUGIN_NOT_FOUND);
+}
+
 static int add_diff(struct rn_sweep *s, int field, const struct fact_item *it, const char *maj,
 		    int count, int of, int tie, const char *what)
 {
@@ -450,7 +458,8 @@ static int add_diff(struct rn_sweep *s, int field, const struct fact_item *it, c
 	rn_vars_set(&v, "what", "%s", what);
 	rn_vars_set(&v, "host", "%s", s->hosts[d->h].name);
 	diff_fix(s, d, &v);
-	ret = rn_finding_render(&d->f, RN_CAUSE_FLEET_DIFFERS, &v);
+	ret = rn_finding_render(&d->f, plugin_missing(field, d->value) ? RN_CAUSE_PLUGIN_MISSING :
+				RN_CAUSE_FLEET_DIFFERS, &v);
 	rn_vars_free(&v);
 	return ret == -ENOMEM ? ret : 0;
 }
@@ -489,7 +498,7 @@ static void majority_of(const struct fact_item *it, int n, const char *group, co
 int rn_sweep_consistency(struct rn_sweep *s)
 {
 	struct fact_item *it;
-	int field, h, i, n, max = 0, k, g, ret = 0;
+	int field, h, i, n, max = 0, k, g, ret = 0, missing;
 
 	diffs_free(s);
 	memset(s->fleet, 0, sizeof(s->fleet));
@@ -499,11 +508,17 @@ int rn_sweep_consistency(struct rn_sweep *s)
 	if (!it)
 		return -ENOMEM;
 	for (field = 0; field < RN_SW_F__MAX && !ret; field++) {
+		missing = 0;
 		for (h = 0, n = 0; h < s->n; h++)
 			for (i = field < RN_SW_F_NIC ? -1 : 0;
 			     i < (field < RN_SW_F_NIC ? 0 : nnics(s, h)); i++) {
 				if (!rn_sweep_fact(s, h, i, field, it[n].v, sizeof(it[n].v)))
 					continue;
+				/* a host without the plugin is no version to vote on: found below */
+				if (plugin_missing(field, it[n].v)) {
+					missing++;
+					continue;
+				}
 				it[n].h = h;
 				it[n].i = i;
 				it[n].group[0] = '\0';
@@ -537,6 +552,25 @@ int rn_sweep_consistency(struct rn_sweep *s)
 			for (k = 0; k < n && !ret; k++)
 				if (!strcmp(it[k].group, it[g].group) && strcmp(it[k].v, maj))
 					ret = add_diff(s, field, &it[k], maj, count, of, tie, what);
+		}
+		/*
+		 * Each host without the plugin where others have one: fatal, whatever version
+		 * they run. NOTE: where no host has it (a sweep before the plugin is
+		 * installed; the sweep itself links the library) that is the fleet's state,
+		 * not one host's fault: "not found" is what they all have.
+		 */
+		if (missing && !n && field == RN_SW_F_PLUGIN)
+			snprintf(s->fleet[field], sizeof(s->fleet[field]), "%s", PLUGIN_NOT_FOUND);
+		for (h = 0; h < s->n && missing && n && !ret && field == RN_SW_F_PLUGIN; h++) {
+			struct fact_item m = { .h = h, .i = -1 };
+			int have = 0;
+
+			if (!rn_sweep_fact(s, h, -1, field, m.v, sizeof(m.v)) ||
+			    !plugin_missing(field, m.v))
+				continue;
+			for (k = 0; k < n; k++)
+				have += !strcmp(it[k].v, s->fleet[field]);
+			ret = add_diff(s, field, &m, s->fleet[field], have, n + missing, 0, "hosts");
 		}
 	}
 	free(it);
@@ -968,6 +1002,10 @@ static void print_fleet(FILE *f, const struct rn_sweep *s)
 			snprintf(who, sizeof(who), "%s", s->hosts[d->h].name);
 		else
 			snprintf(who, sizeof(who), "%s:%s", s->hosts[d->h].name, nic_name(s, d->h, d->i));
+		if (d->f.cause == RN_CAUSE_PLUGIN_MISSING) {
+			fprintf(f, "  %-24s %s (fatal): %s\n", who, rn_cause_id(d->f.cause), d->f.msg);
+			continue;
+		}
 		fprintf(f, "  %-24s %s %s, where %d of %d have %s%s\n", who,
 			rn_sweep_field_name(d->field), d->value, d->count, d->of, d->majority,
 			d->tie ? " (no majority: as many have another value)" : "");

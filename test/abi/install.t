@@ -32,6 +32,14 @@ for m in man/*.[1-8]; do
 	n=$((n + 1))
 done
 [ -f "$p/share/doc/nccl-net-roce/README.md" ] || fail "README not in share/doc/nccl-net-roce"
+rules=$p/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml
+cmp -s "$rules" doc/prometheus/nccl-net-roce.rules.yml || fail "Prometheus rules not installed as $rules"
+[ "$(stat -c %a "$rules")" = 644 ] || fail "rules mode $(stat -c %a "$rules"), want 644"
+cmp -s "$p/share/nccl-net-roce/nhc/roce.nhc" scripts/roce.nhc || fail "NHC check not installed"
+# the installed health check runs the doctor installed beside it (lo: no RoCE GID, exit 1)
+out=$(ROCE_HEALTH_CONF=/dev/null "$p/sbin/roce-health-check" --no-drain --netdev lo)
+[ $? -eq 1 ] && [[ "$out" == "ERROR: roce-doctor: Health check failed: roce: no-gid lo"* ]] ||
+	fail "installed roce-health-check: '$out'"
 echo "installed: $(find "$d" -type f | wc -l) files, $n man pages"
 
 # the loader searches this directory for PREFIX=/usr/local (and /usr): Debian's
@@ -50,4 +58,5 @@ make --no-print-directory uninstall DESTDIR="$d" >"$tmp/log" 2>&1 || { cat "$tmp
 left=$(find "$d" \( -type f -o -type l \) -printf '%P\n')
 [ -z "$left" ] || fail "left behind by uninstall: $left"
 [ -d "$p/share/doc/nccl-net-roce" ] && fail "doc directory left behind"
+[ -d "$p/share/nccl-net-roce" ] && fail "data directory left behind"
 echo ok

@@ -4,8 +4,9 @@
 # their fields are what the README and the doctor say: the DaemonSet on the host network
 # writing roce-doctor's node_exporter textfile and NFD feature file into the hostPath
 # directories those collectors read; the NAD's chain macvlan -> tuning (ARP sysctls of
-# IFNAME) -> sbr, as `roce-doctor --cni` prints it; the pod with the RDMA resource,
-# IPC_LOCK, NCCL_NET_PLUGIN=roce and the NADs it names.
+# IFNAME) -> sbr, as `roce-doctor --cni` prints it, one per NIC (each on its own master);
+# the pod with the RDMA resource, IPC_LOCK, NCCL_NET_PLUGIN=roce, and every NAD it names
+# defined in doc/k8s. (test/abi/k8s_schema.t validates them against Kubernetes' schemas.)
 set -u
 cd "$(dirname "$0")/../.."
 fail() { echo "FAIL: $*"; exit 1; }
@@ -14,8 +15,8 @@ python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3-yaml not installed
 if command -v kubectl >/dev/null; then
 	out=$(kubectl kustomize doc/k8s 2>&1) || { echo "$out"; fail "kubectl kustomize doc/k8s"; }
 	n=$(grep -c '^kind: ' <<<"$out")
-	[ "$n" = 3 ] || fail "kubectl kustomize rendered $n objects, want 3"
-	echo "ok: kubectl kustomize doc/k8s renders the DaemonSet, the NAD and the pod"
+	[ "$n" = 4 ] || fail "kubectl kustomize rendered $n objects, want 4"
+	echo "ok: kubectl kustomize doc/k8s renders the DaemonSet, the two NADs and the pod"
 else
 	echo "note: kubectl not installed: fields only"
 fi
@@ -42,25 +43,35 @@ m = re.search(r"roce-doctor --nfd (\S+)", script)
 assert m and m.group(1).startswith(mounts["features"] + "/"), script
 assert "IPC_LOCK" in c["securityContext"]["capabilities"]["add"]
 
-nad = load("roce-nad.yaml")
-assert nad["apiVersion"] == "k8s.cni.cncf.io/v1" and nad["kind"] == "NetworkAttachmentDefinition"
-conf = json.loads(nad["spec"]["config"])
-assert conf["name"] == nad["metadata"]["name"] and conf["cniVersion"]
-types = [p["type"] for p in conf["plugins"]]
-assert types == ["macvlan", "tuning", "sbr"], types
-assert conf["plugins"][0]["master"]
-assert conf["plugins"][1]["sysctl"] == {"net.ipv4.conf.IFNAME.arp_ignore": "1",
-                                       "net.ipv4.conf.IFNAME.arp_announce": "2"}
+nads = list(yaml.safe_load_all(open("doc/k8s/roce-nad.yaml")))
+assert len(nads) == 2, len(nads)
+masters = set()
+for nad in nads:
+    assert nad["apiVersion"] == "k8s.cni.cncf.io/v1" and nad["kind"] == "NetworkAttachmentDefinition"
+    conf = json.loads(nad["spec"]["config"])
+    assert conf["name"] == nad["metadata"]["name"] and conf["cniVersion"]
+    types = [p["type"] for p in conf["plugins"]]
+    assert types == ["macvlan", "tuning", "sbr"], types
+    assert conf["plugins"][0]["master"]
+    masters.add(conf["plugins"][0]["master"])
+    assert conf["plugins"][1]["sysctl"] == {"net.ipv4.conf.IFNAME.arp_ignore": "1",
+                                           "net.ipv4.conf.IFNAME.arp_announce": "2"}
+assert len(masters) == len(nads), masters
+nad = nads[0]
 
 pod = load("nccl-pod.yaml")
 nets = json.loads(pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"])
-assert nad["metadata"]["name"] in [n["name"] for n in nets], nets
+defined = {n["metadata"]["name"] for n in nads}
+assert {n["name"] for n in nets} <= defined, (nets, defined)
+assert len({n["interface"] for n in nets}) == len(nets), nets
 pc = pod["spec"]["containers"][0]
 env = {e["name"]: e["value"] for e in pc["env"]}
 assert env["NCCL_NET_PLUGIN"] == "roce" and env["NCCL_NET"] == "RoCE", env
 assert "IPC_LOCK" in pc["securityContext"]["capabilities"]["add"]
-res = nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
-assert res in pc["resources"]["limits"] and res in c["resources"]["limits"], res
+for nad in nads:
+    res = nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
+    assert res in pc["resources"]["limits"] and res in c["resources"]["limits"], res
 assert not pod["spec"].get("hostNetwork")
-print("ok: doc/k8s fields: DaemonSet (hostNetwork, textfile + NFD paths), NAD chain %s, pod" % " -> ".join(types))
+print("ok: doc/k8s fields: DaemonSet (hostNetwork, textfile + NFD paths), NADs %s (chain %s), pod attaching them"
+      % (", ".join(sorted(defined)), " -> ".join(types)))
 PY

@@ -17,11 +17,11 @@ RC=$?
 python3 "$CHECK" "$T/before.prom" >"$T/before.txt" || { cat "$T/before.prom"; rn_fail "not valid exposition text"; }
 cat "$T/before.txt"
 for n in nic0 nic1; do
-	grep -qx "roce_nic_verdict{ibdev=,netdev=$n,port=} 2" "$T/before.txt" || rn_fail "$n: verdict not 2 (refused)"
+	grep -qx "roce_nic_verdict{device=,ibdev=,netdev=$n,port=} 2" "$T/before.txt" || rn_fail "$n: verdict not 2 (refused)"
 	# nic0 egresses right by luck (no-rule); nic1's route leaves nic0 (route-wrong-nic)
 	[ $n = nic0 ] && r=no-rule || r=route-wrong-nic
 	for c in arp-flux $r; do
-		grep -q "^roce_nic_finding{cause=$c,ibdev=,netdev=$n,port=,severity=[a-z]*} 1$" "$T/before.txt" ||
+		grep -q "^roce_nic_finding{cause=$c,device=,ibdev=,netdev=$n,port=,severity=[a-z]*} 1$" "$T/before.txt" ||
 			rn_fail "$n: no $c finding series"
 	done
 done
@@ -38,7 +38,7 @@ RC=$?
 [ -s "$T/stdout" ] && rn_fail "--textfile printed to stdout: $(cat "$T/stdout")"
 python3 "$CHECK" "$T/roce.prom" >"$T/after.txt" || { cat "$T/roce.prom"; rn_fail "textfile not valid exposition text"; }
 for n in nic0 nic1; do
-	grep -qx "roce_nic_verdict{ibdev=,netdev=$n,port=} 0" "$T/after.txt" || rn_fail "$n: verdict not 0 after the fix"
+	grep -qx "roce_nic_verdict{device=,ibdev=,netdev=$n,port=} 0" "$T/after.txt" || rn_fail "$n: verdict not 0 after the fix"
 done
 grep -q '^roce_nic_finding' "$T/after.txt" && rn_fail "findings left after the fix: $(grep roce_nic_finding "$T/after.txt")"
 grep -qx 'roce_host_problems{} 0' "$T/after.txt" || rn_fail "roce_host_problems not 0 after the fix"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The RPM as a user of an RPM distribution gets it: `make rpm` builds it with rpmbuild,
+# The RPM as a user of an RPM distribution gets it: the spec stands on its own (rpmspec -P),
+# `make srpm` makes a source RPM (the checkout's files and the spec) that
+# `rpmbuild --rebuild` turns into the binary RPM; `make rpm` builds it that way,
 # rpmlint (with scripts/rpmlint.toml, the plugin's reasons) finds no error in it, and
 # `rpm --root` installs it into a private root (this host's root under a throw-away
 # overlay in a private mount namespace: nothing on the host changes) where the plugin is
@@ -21,10 +23,36 @@ for t in unshare chroot rpmbuild rpm; do
 done
 command -v rpmlint >/dev/null || fail "rpmlint missing (scripts/install-deps --test)"
 
-# 1. build it; rpmlint: errors fail, the rest is printed for the log
+# 0. the spec on its own (rpmspec), the source RPM (make srpm), and the binary RPM that
+# `rpmbuild --rebuild` makes of it in a tree of its own
+ver=$(sed -n 's/^VERSION := //p' Makefile)
+spec=scripts/nccl-net-roce.spec
+rpmspec -P "$spec" >/dev/null || fail "rpmspec -P $spec"
+specver=$(rpmspec -q --srpm --qf '%{version}' "$spec") || fail "rpmspec -q $spec"
+[ "$specver" = "$ver" ] || fail "$spec: Version $specver, the Makefile's $ver"
+srpm=$(make --no-print-directory srpm | tail -1)
+[ "$srpm" = "build/nccl-net-roce-$ver-1.src.rpm" ] || fail "make srpm: $srpm"
+echo "--- rpm -qpl $srpm"; rpm -qpl "$srpm"
+[ "$(rpm -qpl "$srpm" | sort | tr '\n' ' ')" = "nccl-net-roce-$ver.tar.gz nccl-net-roce.spec " ] ||
+	fail "the source RPM does not hold the tarball and the spec"
+rpm -qp --qf '[%{REQUIRENAME}\n]' "$srpm" | grep -qx 'pkgconfig(libibverbs)' ||
+	fail "the source RPM does not BuildRequire libibverbs"
+lint=$(rpmlint -c scripts/rpmlint.toml "$srpm" 2>&1)
+echo "$lint"
+grep -q ': E: ' <<<"$lint" && fail "rpmlint reports errors in the source RPM"
+rtop=$(mktemp -d /tmp/rn-rebuild.XXXXXX)
+rpmbuild --rebuild --nodeps --quiet --define "_topdir $rtop" "$srpm" >"$rtop.log" 2>&1 ||
+	{ cat "$rtop.log"; rm -rf "$rtop" "$rtop.log"; fail "rpmbuild --rebuild $srpm"; }
+rebuilt=$(ls "$rtop"/RPMS/*/nccl-net-roce-"$ver"-1.*.rpm)
+echo "rpmbuild --rebuild $srpm: ${rebuilt##*/}"
+# (rpm's default build-id links under /usr/lib/.build-id are there, mkrpm turns them off)
+rebuilt_files=$(rpm -qpl "$rebuilt" | grep -v '^/usr/lib/\.build-id')
+rm -rf "$rtop" "$rtop.log"
+
+# 1. build it (make rpm: the source RPM rebuilt); rpmlint: errors fail, the rest is printed
 rpmf=$(make --no-print-directory rpm | tail -1)
 [ -f "$rpmf" ] || fail "make rpm made no package ($rpmf)"
-ver=$(sed -n 's/^VERSION := //p' Makefile)
+[ "$(rpm -qpl "$rpmf")" = "$rebuilt_files" ] || fail "make rpm and rpmbuild --rebuild differ"
 [ "$rpmf" = "build/nccl-net-roce-$ver-1.$(rpm --eval '%{_arch}').rpm" ] ||
 	fail "unexpected package name $rpmf"
 echo "--- rpm -qplv $rpmf"; rpm -qplv "$rpmf"
@@ -42,7 +70,8 @@ rpm -qp --provides "$rpmf" | grep -q 'libnccl-net-roce' &&
 files=$(rpm -qpl "$rpmf")
 for f in /usr/lib64/libnccl-net-roce.so /usr/bin/nccl-net-driver /usr/bin/nccl-net-bench \
 	 /usr/sbin/roce-doctor /usr/sbin/roce-policy-routing /usr/share/doc/nccl-net-roce/README.md \
-	 /usr/share/doc/nccl-net-roce/roce-doctor.md /usr/share/licenses/nccl-net-roce-$ver/LICENSE; do
+	 /usr/share/doc/nccl-net-roce/roce-doctor.md /usr/share/licenses/nccl-net-roce-$ver/LICENSE \
+	 /usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml /usr/share/nccl-net-roce/nhc/roce.nhc; do
 	grep -qxF "$f" <<<"$files" || fail "$f not in the package"
 done
 for m in man/*.[1-8]; do

@@ -1,6 +1,6 @@
 # What package.t and package_rpm.t check of an installed package, inside its private root
 # (prepended to each test's inside.sh): the plugin found by NCCL's short name and by its
-# path, its WARN shown at NCCL's defaults, the tools on PATH. Needs $so, the plugin's path.
+# path, its WARN shown at NCCL's defaults, the tools on PATH, the Prometheus rules. Needs $so, the plugin's path.
 installed_checks() {
 	echo "--- NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN nccl-net-driver roce"
 	NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN NCCL_IB_HCA='=rn-no-such-device' \
@@ -20,4 +20,11 @@ installed_checks() {
 	for t in roce-doctor roce-policy-routing nccl-net-bench; do
 		command -v $t >/dev/null || { echo "FAIL: $t not on PATH"; exit 1; }
 	done
+	# the shipped Prometheus rules where the README names them, valid for promtool
+	r=/usr/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml
+	[ -f "$r" ] || { echo "FAIL: no $r"; exit 1; }
+	[ -f /usr/share/nccl-net-roce/nhc/roce.nhc ] || { echo "FAIL: no NHC check"; exit 1; }
+	if command -v promtool >/dev/null; then
+		promtool check rules "$r" || { echo "FAIL: promtool check rules $r"; exit 1; }
+	fi
 }

@@ -350,6 +350,56 @@ static void test_consistency_tie(void **state)
 	rn_sweep_free(&s);
 }
 
+/*
+ * A host where NCCL_NET_PLUGIN finds no plugin, beside one on another version: the missing
+ * one is plugin-missing, fatal, on one line of its own, and is no vote in the version's
+ * majority; the other is fleet-differs. Where no host has the plugin, nothing differs.
+ */
+static void test_consistency_plugin_missing(void **state)
+{
+	const struct rn_sweep_diff *d;
+	struct rn_sweep s;
+	char *t, *line;
+	int h;
+
+	fleet(&s);
+	facts(&s);
+	strcpy(s.hosts[1].hf->plugin, "not found");
+	strcpy(s.hosts[2].hf->plugin, "0.2.9");
+	assert_int_equal(rn_sweep_consistency(&s), 0);
+	assert_int_equal(s.ndiffs, 2);
+	d = diff(&s, 1, -1, RN_SW_F_PLUGIN);
+	assert_int_equal(d->f.cause, RN_CAUSE_PLUGIN_MISSING);
+	assert_int_equal(d->f.sev, RN_SEV_FATAL);
+	assert_int_equal(d->count, 1);
+	assert_int_equal(d->of, 3);
+	assert_string_equal(d->majority, "0.3.0");
+	assert_non_null(strstr(d->f.advice, "install nccl-net-roce 0.3.0 on h1"));
+	/* 0.2.9 against 0.3.0, one each: the missing host did not vote */
+	d = diff(&s, 2, -1, RN_SW_F_PLUGIN);
+	assert_int_equal(d->f.cause, RN_CAUSE_FLEET_DIFFERS);
+	assert_int_equal(d->of, 2);
+	assert_true(d->tie);
+	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_PROBLEMS);
+	t = report(&s, 0);
+	line = strstr(t, "  h1                       plugin-missing (fatal): no NCCL net plugin: "
+			 "NCCL_NET_PLUGIN finds no library on h1, ");
+	assert_non_null(line);
+	assert_null(strchr(line, '\n') ? strstr(strchr(line, '\n'), "  h1                       plugin") :
+		    NULL);
+	free(t);
+	rn_sweep_free(&s);
+
+	fleet(&s);
+	facts(&s);
+	for (h = 0; h < s.n; h++)
+		strcpy(s.hosts[h].hf->plugin, "not found");
+	assert_int_equal(rn_sweep_consistency(&s), 0);
+	assert_int_equal(s.ndiffs, 0);
+	assert_string_equal(s.fleet[RN_SW_F_PLUGIN], "not found");
+	rn_sweep_free(&s);
+}
+
 /* ---- bandwidth: the gate and which end is slow ------------------------------------------ */
 
 /* Every NIC pair measured at @mbps. */
@@ -593,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_consistency_agree),
 		cmocka_unit_test(test_consistency_names_the_odd_ones),
 		cmocka_unit_test(test_consistency_tie),
+		cmocka_unit_test(test_consistency_plugin_missing),
 		cmocka_unit_test(test_bw_the_bad_end),
 		cmocka_unit_test(test_bw_recheck_clears),
 		cmocka_unit_test(test_bw_the_path),
