@@ -681,6 +681,19 @@ static void check_drop(struct rn_failover *fo)
 	}
 }
 
+/* A recovery message of @type about pair @target, over pair @via. 0 or -errno. */
+static int send_rec(struct rn_comm *c, int via, uint32_t type, int target, uint32_t flags)
+{
+	struct fo_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	m.target = (uint32_t)target;
+	m.gen = c->fo->rearm_gen;
+	m.flags = flags;
+	return send_msg(c, via, &m);
+}
+
 /* Receiver: pair @j is not back (@why); its next try waits twice as long as the last. */
 static void rearm_stop(struct rn_comm *c, int j, const char *why, uint64_t now)
 {
@@ -766,7 +779,6 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 {
 	struct rn_failover *fo = c->fo;
 	int j = fo->rearm, old, ret;
-	struct fo_msg m;
 	char why[480];
 
 	if (fo->rearm_step == 0) {
@@ -780,11 +792,8 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 		ret = fo->rearm_path(c, j, &old);
 		if (!ret) {
 			fo->path[j].gid_was = old;
-			memset(&m, 0, sizeof(m));
-			m.type = FO_REARM;
-			m.target = (uint32_t)j;
-			m.gen = ++fo->rearm_gen;
-			ret = send_msg(c, fo->active, &m);
+			fo->rearm_gen++;
+			ret = send_rec(c, fo->active, FO_REARM, j, 0);
 		}
 		if (ret) {
 			snprintf(why, sizeof(why), "re-arming its QPs failed: %s", strerror(-ret));
@@ -806,7 +815,6 @@ static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
 	struct rn_failover *fo = c->fo;
 	uint64_t now = rn_now_ns();
 	int j = fo->rearm, ret;
-	struct fo_msg m;
 	char why[96];
 
 	if (j < 0 || a->target != (uint32_t)j || a->gen != fo->rearm_gen || fo->rearm_step != 1)
@@ -815,11 +823,7 @@ static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
 		rearm_stop(c, j, "the peer's NIC of the pair is not back yet", now);
 		return;
 	}
-	memset(&m, 0, sizeof(m));
-	m.type = FO_PROBE;
-	m.target = (uint32_t)j;
-	m.gen = fo->rearm_gen;
-	ret = send_msg(c, j, &m);
+	ret = send_rec(c, j, FO_PROBE, j, 0);
 	if (ret) {
 		snprintf(why, sizeof(why), "posting its probe failed: %s", strerror(-ret));
 		rearm_stop(c, j, why, now);
@@ -885,7 +889,6 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 	struct rn_failover *fo = c->fo;
 	int j = fo->rearm, ok = 0, old, ret;
 	struct rn_path *p;
-	struct fo_msg m;
 	char why[480] = "";
 
 	if (j >= fo->npaths || j == fo->active) {
@@ -926,12 +929,7 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 	if (!ok)
 		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: pair %d not re-armed here: %s",
 			c->peer_str, j, why);
-	memset(&m, 0, sizeof(m));
-	m.type = FO_ARMED;
-	m.target = (uint32_t)j;
-	m.gen = fo->rearm_gen;
-	m.flags = ok ? FO_F_OK : 0;
-	if (send_msg(c, fo->active, &m))
+	if (send_rec(c, fo->active, FO_ARMED, j, ok ? FO_F_OK : 0))
 		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: the answer for pair %d was not "
 			"posted", c->peer_str, j);
 }
@@ -956,11 +954,7 @@ void rn_failover_recover(struct rn_comm *c, uint64_t now)
 	}
 	if (fo->active != 0 && usable(c, 0, 1) && now >= fo->back_next_ns) {
 		/* the comm's own pair is back: the sender starts the move (back_start) */
-		struct fo_msg m;
-
-		memset(&m, 0, sizeof(m));
-		m.type = FO_BACK;
-		if (!send_msg(c, fo->active, &m))
+		if (!send_rec(c, fo->active, FO_BACK, 0, 0))
 			fo->back_next_ns = now + RN_BACK_EVERY_NS;
 		return;
 	}
