@@ -169,8 +169,8 @@ struct rn_path {
 struct rn_fo_hooks {
 	void (*handle_wc)(struct rn_comm *c, int k, const struct ibv_wc *wc);
 	int (*recv_rewind)(struct rn_recv_comm *rc, uint32_t *seqs, int *n);
-	int (*send_resume)(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
-			   uint64_t *resent);
+	int (*send_resume)(struct rn_send_comm *sc, const uint32_t *seqs, int n, uint32_t tail,
+			   int *nresent, uint64_t *resent);
 };
 
 /*
@@ -198,23 +198,34 @@ struct rn_failover {
 	/* recovery: one pair re-armed at a time (the receiver asks, the sender answers) */
 	int tc, sl;                   /* the QPs' traffic class and service level */
 	int rearm;                    /* the pair being re-armed, -1 none */
-	int rearm_step;               /* receiver: 0 its path check, 1 asked, 2 its probe sent */
+	int rearm_step;               /* receiver: 0 its path check, 1 asked (the sender re-arms
+				       * first), 2 its own end re-armed and the probe sent */
 	uint32_t rearm_gen;           /* its request's number (a late answer is dropped) */
+	uint32_t rearm_epoch;         /* sender: the receiver's moves when it asked */
 	uint64_t rearm_since_ns;      /* receiver: the re-arm began (the WARN's time) */
 	uint64_t rearm_deadline_ns;   /* receiver: the answer is due by then */
 	struct rn_conn_check *chk;    /* the path check of that pair, while it runs */
 	int back;                     /* sender: the receiver asked to move back to path 0 */
 	uint64_t back_next_ns;        /* receiver: when to ask for it (again) */
+	unsigned int back_asks;       /* receiver: asked since the last move (each waits longer) */
 	int recoveries;               /* moves back made */
 };
 
-/* The control block's failover mailboxes: one 256-byte inbox and outbox per path. */
+/*
+ * The control block's failover mailboxes, 256 bytes each: per path an inbox and an outbox
+ * for the moves (MOVE_REQ, RESUME; imm RN_IMM_CTRL), and another pair for recovery's
+ * messages (imm RN_IMM_REC), so that a recovery message sent on the pair a RESUME just
+ * went over cannot overwrite it before the peer reads it.
+ */
 #define RN_CTRL_FO_OFF (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64)
 #define RN_FO_BOX 256
 #define RN_CTRL_INBOX(p) (RN_CTRL_FO_OFF + (size_t)(p) * RN_FO_BOX)
 #define RN_CTRL_OUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(1 + RN_SPARES_MAX + (p)) * RN_FO_BOX)
-#define RN_CTRL_FO_LEN ((size_t)2 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
+#define RN_CTRL_RINBOX(p) (RN_CTRL_FO_OFF + (size_t)(2 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
+#define RN_CTRL_ROUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
+#define RN_CTRL_FO_LEN ((size_t)4 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
 #define RN_IMM_CTRL 0xfffffffeu       /* a failover message landed in the inbox */
+#define RN_IMM_REC 0xfffffffdu        /* a recovery message landed in the recovery inbox */
 #define RN_FO_RECV_WRS 8              /* receives on a sender's spare QP (RESUMEs) */
 
 struct rn_comm {
@@ -308,12 +319,13 @@ void rn_xfer_handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc);
  * rn_xfer_recv_rewind() takes every receive posted and not complete as not delivered,
  * finds its buffers' keys on the new NIC, writes their CTS entries again on QP 0, and
  * lists their slot sequences in @seqs (@n of them); rn_xfer_send_resume() completes the
- * slots the receiver has (those not in @seqs) and posts the others again (those it has
- * matched), counting them in @nresent and their bytes in @resent. 0 or -errno.
+ * slots the receiver has (those not in @seqs, up to its @tail: the last sequence it had
+ * posted at the move) and posts the others again (those it has matched), counting them in
+ * @nresent and their bytes in @resent. 0 or -errno.
  */
 int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n);
-int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
-			uint64_t *resent);
+int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, uint32_t tail,
+			int *nresent, uint64_t *resent);
 
 extern const struct rn_fo_hooks rn_xfer_fo_hooks;
 
@@ -324,8 +336,8 @@ extern const struct rn_fo_hooks rn_xfer_fo_hooks;
  * the caller fails the comm).
  */
 int rn_failover_begin(struct rn_comm *c, int err, const char *why);
-/* A failover message on the pair in use (its imm): taken as one from a spare. */
-void rn_failover_ctrl(struct rn_comm *c, int q);
+/* A failover message (@imm RN_IMM_CTRL or RN_IMM_REC) on the pair in use: as from a spare. */
+void rn_failover_ctrl(struct rn_comm *c, int q, uint32_t imm);
 /* Poll the spare pairs (their messages) and drive a move under way. Returns c->err. */
 int rn_failover_poll(struct rn_comm *c);
 /* 1 when @status is a path's failure a move can cure (not the peer's protocol). */

@@ -94,6 +94,7 @@ struct fo_msg {
 	uint32_t target;    /* REARM/ARMED/PROBE: the pair being brought back */
 	uint32_t flags;     /* FO_F_* */
 	uint32_t gen;       /* REARM/ARMED/PROBE: the request's number (a late answer is dropped) */
+	uint32_t tail;      /* RESUME: the last slot sequence the receiver had posted */
 	uint32_t seq[RN_SLOTS];
 	uint32_t sum;       /* of every word before it: a record overwritten mid-read fails it */
 };
@@ -268,7 +269,13 @@ static void swap_to(struct rn_comm *c, int b)
 	memset(c->qp_wait_ns, 0, sizeof(c->qp_wait_ns));
 }
 
-/* Post @m to the peer's inbox for pair @j, on that pair's QP 0. */
+/* A recovery message: its own mailboxes and imm (rn_conn.h), beside the moves'. */
+static int is_rec(uint32_t type)
+{
+	return type >= FO_REARM;
+}
+
+/* Post @m to the peer's inbox for pair @j (a move's or recovery's), on that pair's QP 0. */
 static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 {
 	struct rn_failover *fo = c->fo;
@@ -278,7 +285,9 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 	uint32_t rkey = active ? (c->role == RN_ROLE_RECV ?
 				  ((struct rn_recv_comm *)c)->rfifo_rkey[0] :
 				  ((struct rn_send_comm *)c)->rsizes_rkey[0]) : fo->path[j].rctrl_rkey;
-	struct fo_msg *out = (struct fo_msg *)((char *)c->ctrl + RN_CTRL_OUTBOX(j));
+	int rec = is_rec(m->type);
+	struct fo_msg *out = (struct fo_msg *)((char *)c->ctrl +
+					       (rec ? RN_CTRL_ROUTBOX(j) : RN_CTRL_OUTBOX(j)));
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_sge sge;
 	int ret;
@@ -297,9 +306,9 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr.imm_data = htobe32(RN_IMM_CTRL);
+	wr.imm_data = htobe32(rec ? RN_IMM_REC : RN_IMM_CTRL);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = c->rctrl_addr + RN_CTRL_INBOX(j);
+	wr.wr.rdma.remote_addr = c->rctrl_addr + (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j));
 	wr.wr.rdma.rkey = rkey;
 	ret = rn_verbs_err(rn_verbs.post_send(qp, &wr, &bad));
 	if (!ret && active)
@@ -307,17 +316,17 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 	return ret;
 }
 
-/* The record in our inbox for pair @j: 0 when whole and meant for it. */
-static int read_msg(const struct rn_comm *c, int j, struct fo_msg *m)
+/* The record in our inbox for pair @j (recovery's: @rec): 0 when whole and meant for it. */
+static int read_msg(const struct rn_comm *c, int j, int rec, struct fo_msg *m)
 {
 	const volatile struct fo_msg *in = (const volatile struct fo_msg *)
-					   ((const char *)c->ctrl + RN_CTRL_INBOX(j));
+		((const char *)c->ctrl + (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j)));
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));
 	if (m->magic != FO_MAGIC || m->sum != msg_sum(m) || m->path != (uint32_t)j ||
 	    m->n > RN_SLOTS || m->type < FO_MOVE_REQ || m->type > FO_BACK ||
-	    m->target > RN_SPARES_MAX)
+	    m->target > RN_SPARES_MAX || is_rec(m->type) != rec)
 		return -EBADMSG;
 	return 0;
 }
@@ -425,6 +434,8 @@ static int move_done(struct rn_comm *c, int a, int ret, const char *step, const 
 		return comm_fail(c, ret);
 	}
 	c->fo->moves++;
+	c->fo->back_asks = 0;
+	c->fo->back_next_ns = 0;
 	say_moved(c, a, what);
 	c->fo->since_ns = 0;
 	return 0;
@@ -447,6 +458,7 @@ static int move_recv(struct rn_comm *c, int b, uint32_t flags)
 		m.flags = flags;
 		m.epoch = ++fo->epoch;
 		m.n = (uint32_t)n;
+		m.tail = ((struct rn_recv_comm *)c)->tail;
 		ret = send_msg(c, b, &m);
 	}
 	snprintf(what, sizeof(what), "%d receive%s not complete asked again", n, n == 1 ? "" : "s");
@@ -466,15 +478,19 @@ static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
 		quiesce(c);
 		path_dead(c, a, m->flags & FO_F_BACK ? "left for the recovered pair" :
 			  "the receiver moved the comm off it");
-		fo->path[a].planned = !!(m->flags & FO_F_BACK);
 		if (!fo->since_ns)
 			fo->since_ns = rn_now_ns();
+	} else if (fo->path[a].planned && !((m->flags & FO_F_BACK) && j == 0)) {
+		/* we asked to move back; the receiver took the comm elsewhere */
+		snprintf(fo->path[a].why, sizeof(fo->path[a].why), "%s",
+			 "the receiver moved the comm off it");
 	}
+	fo->path[a].planned = (m->flags & FO_F_BACK) && j == 0;
 	swap_to(c, j);
 	fo->seen = m->epoch;
 	fo->epoch = m->epoch;
-	ret = fo->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, &nresent,
-				  &resent);
+	ret = fo->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, m->tail,
+				  &nresent, &resent);
 	c->moving = 0;
 	fo->quiesced = 0;
 	fo->resent += resent;
@@ -544,20 +560,24 @@ int rn_failover_begin(struct rn_comm *c, int err, const char *why)
 static void rearm_asked(struct rn_comm *c, const struct fo_msg *m);
 static void rearm_answered(struct rn_comm *c, const struct fo_msg *a);
 
-/* A message on pair @j (its receive already re-posted). */
-static void take_msg(struct rn_comm *c, int j)
+/* A message on pair @j (recovery's: @rec; its receive already re-posted). */
+static void take_msg(struct rn_comm *c, int j, int rec)
 {
 	struct rn_failover *fo = c->fo;
 	struct fo_msg m;
 	int i, b, back;
 
-	if (read_msg(c, j, &m)) {
+	if (read_msg(c, j, rec, &m)) {
 		rn_info(RN_SUB_NET, RN_PFX "failover: comm with %s: a message on pair %d was not "
 			"whole; waiting for the next", c->peer_str, j);
 		return;
 	}
 	switch (m.type) {
-	case FO_PROBE: /* its completion at the receiver is the answer */
+	case FO_PROBE:
+		/* the receiver's completion of it is its answer; here it proves the pair */
+		if (c->role == RN_ROLE_SEND && fo->path[j].state == RN_PATH_ARMING &&
+		    m.gen == fo->rearm_gen && m.target == (uint32_t)j)
+			fo->path[j].state = RN_PATH_SPARE;
 		return;
 	case FO_REARM:
 		if (c->role == RN_ROLE_SEND && !c->moving)
@@ -617,7 +637,8 @@ static void take_msg(struct rn_comm *c, int j)
 /* ---- recovery -------------------------------------------------------------- */
 
 #define RN_BACKOFF_MAX_MS 60000ull
-#define RN_BACK_EVERY_NS (1000ull * 1000000ull) /* the receiver asks again for a move back */
+#define RN_BACK_EVERY_NS (1000ull * 1000000ull) /* the first wait for a move back, doubling */
+#define RN_PLANNED_WAIT_NS (200ull * 1000000ull)
 
 /*
  * 1 when our NIC of @p lost its link more than NCCL_ROCE_FLAP_MAX times within
@@ -663,14 +684,22 @@ static int nic_up(struct rn_path *p)
 	return 1;
 }
 
-/* 1 when our NIC of dead pair @p has been up for NCCL_ROCE_RECOVERY_DELAY_MS. */
+/*
+ * 1 when our NIC of dead pair @p has been up for NCCL_ROCE_RECOVERY_DELAY_MS; a pair left
+ * for a recovered one (planned) never went down: one idle check's wait, for the packets
+ * still in flight on it to go.
+ */
 static int nic_back(const struct rn_comm *c, struct rn_path *p, uint64_t now)
 {
+	uint64_t delay = (uint64_t)c->eng->cfg.recovery_delay_ms * 1000000ull;
+
 	if (!nic_up(p))
 		return 0;
 	if (!p->up_since_ns)
 		p->up_since_ns = now;
-	return now - p->up_since_ns >= (uint64_t)c->eng->cfg.recovery_delay_ms * 1000000ull;
+	if (p->planned)
+		delay = RN_MIN(delay, RN_PLANNED_WAIT_NS);
+	return now - p->up_since_ns >= delay;
 }
 
 static void check_drop(struct rn_failover *fo)
@@ -679,6 +708,19 @@ static void check_drop(struct rn_failover *fo)
 		rn_path_check.free(fo->chk);
 		fo->chk = NULL;
 	}
+}
+
+/* Pair @p's QPs (not the pair in use) to ERR: nothing lands there until its next re-arm. */
+static void quiesce_path(struct rn_path *p, int nqps)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	int q;
+
+	for (q = 0; q < nqps; q++)
+		if (p->qps[q])
+			rn_verbs.modify_qp(p->qps[q], &a, IBV_QP_STATE);
+	if (p->flush_qp)
+		rn_verbs.modify_qp(p->flush_qp, &a, IBV_QP_STATE);
 }
 
 /* A recovery message of @type about pair @target, over pair @via. 0 or -errno. */
@@ -691,6 +733,7 @@ static int send_rec(struct rn_comm *c, int via, uint32_t type, int target, uint3
 	m.target = (uint32_t)target;
 	m.gen = c->fo->rearm_gen;
 	m.flags = flags;
+	m.epoch = c->fo->epoch; /* REARM: the sender must have taken this move (rearm_answer) */
 	return send_msg(c, via, &m);
 }
 
@@ -703,6 +746,8 @@ static void rearm_stop(struct rn_comm *c, int j, const char *why, uint64_t now)
 	check_drop(fo);
 	fo->rearm = -1;
 	p->state = RN_PATH_DEAD;
+	/* in ERR again: a sender that took it for a spare meanwhile fails fast on it */
+	quiesce_path(p, c->nqps);
 	p->backoff_ms = p->backoff_ms ? RN_MIN(p->backoff_ms * 2, RN_BACKOFF_MAX_MS) : 1000;
 	p->next_try_ns = now + p->backoff_ms * 1000000ull;
 	rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: %s:%d -> %s not back yet: %s; next "
@@ -778,7 +823,7 @@ static int check_step(struct rn_comm *c, int j, uint64_t now, char *why, size_t 
 static void rearm_step(struct rn_comm *c, uint64_t now)
 {
 	struct rn_failover *fo = c->fo;
-	int j = fo->rearm, old, ret;
+	int j = fo->rearm, ret;
 	char why[480];
 
 	if (fo->rearm_step == 0) {
@@ -789,14 +834,15 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 			rearm_stop(c, j, why, now);
 			return;
 		}
-		ret = fo->rearm_path(c, j, &old);
-		if (!ret) {
-			fo->path[j].gid_was = old;
-			fo->rearm_gen++;
-			ret = send_rec(c, fo->active, FO_REARM, j, 0);
-		}
+		/*
+		 * The sender re-arms its end first: until it has moved off the pair (it took our
+		 * last RESUME), it may still send on it, and a QP of ours reset meanwhile would
+		 * take its writes (same PSNs from 0) into a pair nobody reads.
+		 */
+		fo->rearm_gen++;
+		ret = send_rec(c, fo->active, FO_REARM, j, 0);
 		if (ret) {
-			snprintf(why, sizeof(why), "re-arming its QPs failed: %s", strerror(-ret));
+			snprintf(why, sizeof(why), "posting the request failed: %s", strerror(-ret));
 			rearm_stop(c, j, why, now);
 			return;
 		}
@@ -814,15 +860,24 @@ static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
 {
 	struct rn_failover *fo = c->fo;
 	uint64_t now = rn_now_ns();
-	int j = fo->rearm, ret;
+	int j = fo->rearm, ret, old;
 	char why[96];
 
 	if (j < 0 || a->target != (uint32_t)j || a->gen != fo->rearm_gen || fo->rearm_step != 1)
 		return; /* a late answer to an attempt given up */
 	if (!(a->flags & FO_F_OK)) {
-		rearm_stop(c, j, "the peer's NIC of the pair is not back yet", now);
+		rearm_stop(c, j, "the peer's NIC of the pair is not back yet, or it has not moved "
+			   "off it yet", now);
 		return;
 	}
+	/* the sender's end is armed (and it is off the pair): ours now, then the probe */
+	ret = fo->rearm_path(c, j, &old);
+	if (ret) {
+		snprintf(why, sizeof(why), "re-arming its QPs failed: %s", strerror(-ret));
+		rearm_stop(c, j, why, now);
+		return;
+	}
+	fo->path[j].gid_was = old;
 	ret = send_rec(c, j, FO_PROBE, j, 0);
 	if (ret) {
 		snprintf(why, sizeof(why), "posting its probe failed: %s", strerror(-ret));
@@ -841,6 +896,7 @@ static void rearm_asked(struct rn_comm *c, const struct fo_msg *m)
 	check_drop(fo);
 	fo->rearm = (int)m->target;
 	fo->rearm_gen = m->gen;
+	fo->rearm_epoch = m->epoch;
 	fo->rearm_step = 0;
 	fo->rearm_deadline_ns = rn_now_ns() +
 				((uint64_t)c->eng->cfg.neigh_timeout_ms + 1000) * 1000000ull;
@@ -891,8 +947,8 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 	struct rn_path *p;
 	char why[480] = "";
 
-	if (j >= fo->npaths || j == fo->active) {
-		snprintf(why, sizeof(why), "it is the pair in use here");
+	if (j >= fo->npaths || j == fo->active || fo->seen < fo->rearm_epoch) {
+		snprintf(why, sizeof(why), "it is the pair in use here (the last move not taken yet)");
 	} else {
 		p = &fo->path[j];
 		if (!nic_up(p)) {
@@ -917,14 +973,16 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 						 strerror(-ret));
 			}
 			if (!ret) {
+				/* a spare once the receiver's probe lands on it (take_msg) */
 				ok = 1;
 				p->gid_was = old;
-				p->state = RN_PATH_SPARE;
+				p->state = RN_PATH_ARMING;
 				p->ok_here = p->ok_there = 1;
 				p->planned = 0;
 			}
 		}
 	}
+	check_drop(fo);
 	fo->rearm = -1;
 	if (!ok)
 		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: pair %d not re-armed here: %s",
@@ -954,8 +1012,9 @@ void rn_failover_recover(struct rn_comm *c, uint64_t now)
 	}
 	if (fo->active != 0 && usable(c, 0, 1) && now >= fo->back_next_ns) {
 		/* the comm's own pair is back: the sender starts the move (back_start) */
+		/* each ask takes a receive at the sender until it polls: later asks wait longer */
 		if (!send_rec(c, fo->active, FO_BACK, 0, 0))
-			fo->back_next_ns = now + RN_BACK_EVERY_NS;
+			fo->back_next_ns = now + (RN_BACK_EVERY_NS << RN_MIN(fo->back_asks++, 6u));
 		return;
 	}
 	/* the comm's own pair first (j = 0): it is where the comm moves back to */
@@ -971,7 +1030,7 @@ void rn_failover_recover(struct rn_comm *c, uint64_t now)
 	}
 }
 
-void rn_failover_ctrl(struct rn_comm *c, int q)
+void rn_failover_ctrl(struct rn_comm *c, int q, uint32_t imm)
 {
 	struct ibv_recv_wr wr = { 0 }, *bad;
 
@@ -981,7 +1040,7 @@ void rn_failover_ctrl(struct rn_comm *c, int q)
 		return;
 	}
 	if (c->fo && !c->draining)
-		take_msg(c, c->fo->active);
+		take_msg(c, c->fo->active, imm == RN_IMM_REC);
 }
 
 /* The data QP of spare @j numbered @qpn, -1 none. */
@@ -1037,8 +1096,9 @@ int rn_failover_poll(struct rn_comm *c)
 
 				wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
 				rn_verbs.post_recv(p->qps[q], &wr, &bad);
-				if (be32toh(wc[i].imm_data) == RN_IMM_CTRL)
-					take_msg(c, j);
+				if (be32toh(wc[i].imm_data) == RN_IMM_CTRL ||
+				    be32toh(wc[i].imm_data) == RN_IMM_REC)
+					take_msg(c, j, be32toh(wc[i].imm_data) == RN_IMM_REC);
 			} else if (j == fo->active) {
 				/* a message moved us here: what follows is the data path's */
 				c->fo->hooks->handle_wc(c, 0, &wc[i]);
@@ -1051,6 +1111,14 @@ int rn_failover_poll(struct rn_comm *c)
 			"closed its side channel during the move (its process ended)", c->peer_str,
 			c->rpeer[0].host);
 		return comm_fail(c, -ECONNRESET);
+	}
+	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns &&
+	    fo->path[fo->active].planned && c->fd >= 0 && !rn_oob_peer_alive(c->fd)) {
+		/*
+		 * A move back asked for on a pair that works: the receiver takes it when NCCL
+		 * next polls it, which may be the next collective. Its process lives: wait on.
+		 */
+		fo->deadline_ns = rn_now_ns() + c->stall_ns;
 	}
 	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns) {
 		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): no answer to the move "

@@ -477,8 +477,8 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 	struct ibv_recv_wr wr, *bad;
 	int i;
 
-	if (rn_unlikely(imm == RN_IMM_CTRL)) { /* a failover message, on the pair in use */
-		rn_failover_ctrl(c, q);
+	if (rn_unlikely(imm == RN_IMM_CTRL || imm == RN_IMM_REC)) {
+		rn_failover_ctrl(c, q, imm); /* a failover message, on the pair in use */
 		return;
 	}
 	if (r->type != RN_REQ_RECV || r->seq != k || r->pending <= 0) {
@@ -571,7 +571,7 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		if (c->role == RN_ROLE_RECV && q >= 0)
 			recv_imm((struct rn_recv_comm *)c, q, be32toh(wc->imm_data));
 		else if (q >= 0) /* a sender's receives take failover messages only */
-			rn_failover_ctrl(c, q);
+			rn_failover_ctrl(c, q, be32toh(wc->imm_data));
 		break;
 	case RN_WR_CTRL: /* a failover message of ours went out */
 		if (q >= 0 && (wc->wr_id >> 11 & 1) && c->sq_used[q] > 0)
@@ -1589,8 +1589,8 @@ static int seq_listed(const uint32_t *seqs, int n, uint32_t seq)
 	return 0;
 }
 
-int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, int *nresent,
-			uint64_t *resent)
+int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, uint32_t tail,
+			int *nresent, uint64_t *resent)
 {
 	struct rn_comm *c = &sc->c;
 	struct rn_dev *dev = c->mem[0].dev;
@@ -1605,8 +1605,13 @@ int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, in
 
 		if (!s->seq)
 			continue;
-		if (!seq_listed(seqs, n, s->seq)) {
-			/* the receiver has it whole, whatever our completions said */
+		/*
+		 * Not listed, and its receive was posted before the move (seq <= tail): the
+		 * receiver has it whole, whatever our completions said. A slot past @tail was
+		 * served from an entry the receiver wrote after the move (on the new pair), and
+		 * we may have posted it on the old pair before we took the RESUME: it goes again.
+		 */
+		if (!seq_listed(seqs, n, s->seq) && (int32_t)(s->seq - tail) <= 0) {
 			if (s->posted) {
 				for (r = 0; r < s->n; r++)
 					if (s->reqs[r])

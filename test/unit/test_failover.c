@@ -667,6 +667,40 @@ static void recovery_split(void **state)
 	clean_stream(t);
 }
 
+/*
+ * The receiver moves (its CTS write fails: RESUME goes over the spare), then, while the
+ * sender is not polled at all, asks to bring the failed pair back: its REARM goes over the
+ * same pair as the RESUME. Both must reach the sender (each has its own mailbox), and the
+ * receiver must not reset its end of the pair before the sender has left it. Meanwhile the
+ * sender serves entries the receiver wrote after its move, on the old pair (it has not
+ * taken the RESUME yet): those go again, since the RESUME could not list them (its tail).
+ * Every message arrives once, and the comm comes back.
+ */
+static void recovery_message_after_resume(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, i;
+
+	run_init(t, &r);
+	assert_int_equal(post_recv(t, &r), 0);
+	fake_wire_fail_qp(t->rc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(post_recv(t, &r), 0);
+	for (i = 0; i < 400 && t->rc->c.fo->path[0].state != RN_PATH_ARMING; i++) {
+		assert_int_equal(rn_comm_progress(&t->rc->c), 0);
+		usleep(1000);
+	}
+	assert_int_equal(t->rc->c.fo->active, 1);
+	assert_int_equal(t->rc->c.fo->path[0].state, RN_PATH_ARMING); /* REARM sent on 1 */
+	assert_int_equal(t->sc->c.fo->active, 0);                     /* not polled yet */
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	run_free(t, &r);
+	assert_true(t->sc->c.fo->moves >= 1);
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+}
+
 /* NCCL_ROCE_RECOVERY=0: the comm stays on the pair it moved to. */
 static void recovery_off_stays(void **state)
 {
@@ -728,6 +762,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recovery_with_receives_posted, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_waits_for_the_check, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_split, setup_rec_split2, teardown),
+		cmocka_unit_test_setup_teardown(recovery_message_after_resume, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_off_stays, setup, teardown),
 	};
 
