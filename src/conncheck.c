@@ -113,6 +113,46 @@ int rn_neigh_valid(uint16_t state)
 			 NUD_PROBE)) != 0;
 }
 
+/*
+ * A peer behind a router (outside our subnet; IPv4: IPv6 judged the QP's lookup above).
+ * The QP's lookup (oif = our netdev) must find a gateway, or the kernel assumes the peer
+ * on-link and its ARP never resolves; TCP's (no oif, @r) must leave our NIC, and its fix
+ * is a default route via that gateway in our table, never the subnet's route. 1 with the
+ * finding in @f, 0 when the subnet's judgment applies.
+ */
+static int conn_routed(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		       const struct rn_nl_route *r, struct rn_vars *v, struct rn_finding *f)
+{
+	struct rn_nl_route q;
+	struct rn_nl_link l;
+
+	if (rn_nl.route_get(&peer->ip, &nic->ip, nic->ifindex, &q) < 0)
+		q.type = 0;
+	/* on-link out of our NIC without oif too: meant so (a proxy-ARP router) */
+	if (q.type == RTN_UNICAST && q.oif == nic->ifindex && !q.gw.family &&
+	    r->oif != nic->ifindex) {
+		rn_route_gw_vars(NULL, nic, NULL, v);
+		if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
+			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
+				       "through %s (table %u)", rn_vars_get(v, "ip"), l.name,
+				       r->table);
+		rn_finding_render(f, RN_CAUSE_NO_GATEWAY, v);
+		return 1;
+	}
+	if (r->oif == nic->ifindex || !q.gw.family || q.oif != nic->ifindex)
+		return 0;
+	if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
+		rn_vars_set(v, "other_dev", "%s", l.name);
+	else
+		rn_vars_set(v, "other_dev", "ifindex %d", r->oif);
+	rn_vars_set(v, "used_table", "%u", r->table);
+	rn_route_gw_vars(NULL, nic, &q.gw, v);
+	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+	rn_vars_set(v, "alt", "%s", "");
+	rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
+	return 1;
+}
+
 int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v,
 		  struct rn_ip *nexthop, int *nh_is_peer, struct rn_finding *f)
 {
@@ -136,6 +176,11 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	}
 	if (r.type == RTN_LOCAL)
 		return 2; /* both ends on this host: the kernel loops it back, no ARP */
+	if (nic->ip.family == AF_INET && !rn_ip_in_prefix(&peer->ip, &nic->ip, nic->prefixlen)) {
+		ret = conn_routed(nic, peer, &r, v, f);
+		if (ret)
+			return ret;
+	}
 	if (r.oif != nic->ifindex) {
 		struct rn_nl_link l;
 

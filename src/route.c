@@ -519,19 +519,27 @@ static int offsubnet_dst(const struct rn_host *host, const struct rn_nic *nic, s
 }
 
 /*
- * This NIC's gateway: a route with a gateway out of it (its table first, then any),
- * else the other end of a /31 (/127) or /30. 0 or -ENOENT.
+ * This NIC's gateway: the one NCCL_ROCE_GATEWAYS (roce-doctor --gateway) gives it, else a
+ * route with a gateway out of it (its table first, then any), else a route of any table
+ * whose gateway is in our subnet (main's default via the ToR out of another NIC of the
+ * subnet), else the other end of a /31 (/127) or /30. 0 or -ENOENT.
  */
-static int nic_gateway(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *gw)
+static int nic_gateway(const struct rn_host *host, const struct rn_nic *nic,
+		       const struct rn_config *cfg, struct rn_ip *gw)
 {
 	int pass, i;
 
-	for (pass = 0; pass < 2; pass++)
+	if (cfg && !rn_cfg_gateway(cfg->gateways, nic->netdev, nic->ip.family, gw))
+		return 0;
+	for (pass = 0; pass < 3; pass++)
 		for (i = 0; i < host->nroutes; i++) {
 			const struct rn_nl_route *r = &host->routes[i];
 
-			if (r->gw.family != nic->ip.family || r->oif != nic->ifindex ||
-			    r->nhops > 1 || (!pass && r->table != (uint32_t)nic->table))
+			if (r->gw.family != nic->ip.family || r->nhops > 1 ||
+			    (pass < 2 && r->oif != nic->ifindex) ||
+			    (!pass && r->table != (uint32_t)nic->table) ||
+			    (pass == 2 && (!rn_ip_in_prefix(&r->gw, &nic->ip, nic->prefixlen) ||
+					   r->table == RN_TABLE_LOCAL)))
 				continue;
 			*gw = r->gw;
 			return 0;
@@ -567,16 +575,15 @@ static int nic_is_l3(const struct rn_host *host, const struct rn_nic *nic)
 
 		if (r->gw.family == nic->ip.family && r->oif == nic->ifindex &&
 		    (r->table == (uint32_t)nic->table || r->table == RN_TABLE_MAIN))
-			return !nic_gateway(host, nic, &gw);
+			return !nic_gateway(host, nic, NULL, &gw);
 	}
 	return 0;
 }
 
-/* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
-static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
+		      const struct rn_ip *gw, struct rn_vars *v)
 {
 	char ip[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
-	struct rn_ip gw;
 	uint32_t t, prio;
 
 	rn_ip_str(&nic->ip, ip, sizeof(ip));
@@ -587,8 +594,9 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 	} else {
 		rn_propose_table(host, nic->ifindex, &t, &prio);
 	}
-	if (nic_gateway(host, nic, &gw)) {
-		rn_vars_set(v, "gw", "its gateway (not known here)");
+	if (!gw) {
+		rn_vars_set(v, "gw", "its gateway (not known here: NCCL_ROCE_GATEWAYS or "
+			    "roce-doctor --gateway names it)");
 		rn_vars_set(v, "gw_fix", "%s", "");
 		rn_vars_set(v, "gw_hint", "; add 'default via <gateway> dev %s' to table %u%s%s",
 			    nic->netdev, t, prio ? " and a 'from " : "", prio ? ip : "");
@@ -596,7 +604,7 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 			rn_vars_append(v, "gw_hint", "", "' rule for it");
 		return;
 	}
-	rn_ip_str(&gw, g, sizeof(g));
+	rn_ip_str(gw, g, sizeof(g));
 	rn_vars_set(v, "gw", "%s", g);
 	rn_vars_set(v, "gw_hint", "%s", "");
 	if (prio)
@@ -609,8 +617,18 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 			    g, nic->netdev, t);
 }
 
+/* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
+static void gw_vars(const struct rn_host *host, const struct rn_nic *nic,
+		    const struct rn_config *cfg, struct rn_vars *v)
+{
+	struct rn_ip gw;
+
+	rn_route_gw_vars(host, nic, nic_gateway(host, nic, cfg, &gw) ? NULL : &gw, v);
+}
+
 /* The table's default or gateway routes must name our NIC (not only reach the gateway). */
-static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
+static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
+			    const struct rn_config *cfg, struct rn_vars *v)
 {
 	char b[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN];
 	int i;
@@ -631,7 +649,7 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_
 		else
 			rn_vars_set(v, "routed", "the default route (via %s)",
 				    rn_ip_str(&r->gw, g, sizeof(g)));
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		/*
 		 * Through our NIC's own gateway; when no route names one, through this route's
 		 * gateway where it is on our subnet (a copy of the other NIC's line, "default
@@ -714,31 +732,40 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	return 1;
 }
 
+/* "mgmt0 (the management NIC: main's default route)" for a link that holds main's default. */
+static void other_dev_var(struct rn_host *host, const struct rn_nic *nic, int oif,
+			  struct rn_vars *v)
+{
+	if (oif && oif == rn_host_mgmt_ifindex(host, nic->ip.family))
+		rn_vars_set(v, "other_dev", "%s (the management NIC: main's default route)",
+			    link_name(host, oif));
+	else
+		rn_vars_set(v, "other_dev", "%s", link_name(host, oif));
+}
+
 /*
- * An L3 NIC: a remote GPU host sits outside our subnet. A RoCE QP's lookup pins
- * oif to the GID's netdev; with no route out of it the kernel assumes the peer is
- * on-link and ARP for it never resolves. TCP from our IP (no oif) must leave our NIC
- * too, unless it is a multipath route that includes it (ECMP over the NICs: each
- * QP's lookup takes its own NIC's next hop).
+ * A routed destination @dst: a RoCE QP's lookup pins oif to the GID's netdev; with no
+ * route out of it the kernel assumes the peer is on-link and ARP for it never resolves.
+ * TCP from our IP (no oif) must leave our NIC too, unless it is a multipath route that
+ * includes it (ECMP over the NICs: each QP's lookup takes its own NIC's next hop).
+ * 1 when a finding was made.
  */
-static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v, int *wrong_dev)
+static int judge_routed(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg,
+			const struct rn_ip *dst, struct rn_vars *v, int *wrong_dev)
 {
 	struct rn_nl_route q, w;
-	struct rn_ip dst;
 	char buf[INET6_ADDRSTRLEN];
-	int ret, i;
+	int ret, i, wret;
 
-	if (!nic_is_l3(host, nic) || offsubnet_dst(host, nic, &dst))
-		return;
-	rn_vars_set(v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-	ret = rn_host_route_get(host, &dst, &nic->ip, nic->ifindex, &q);
+	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
+	ret = rn_host_route_get(host, dst, &nic->ip, nic->ifindex, &q);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
-		return;
+		return 1;
 	}
 	if (q.oif && q.oif != nic->ifindex) {
 		/*
@@ -747,43 +774,95 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 		 * ours. IPv4 pins oif and never gets here.
 		 */
 		*wrong_dev = q.oif;
-		rn_vars_set(v, "other_dev", "%s", link_name(host, q.oif));
+		other_dev_var(host, nic, q.oif, v);
 		rn_vars_set(v, "used_table", "%u", q.table);
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
-		return;
+		return 1;
 	}
+	/* TCP's and ARP's lookup (no oif), to name where it goes instead */
+	wret = nic->ip.family == AF_INET ? rn_host_route_get(host, dst, &nic->ip, 0, &w) : -ENOENT;
 	if (q.type == RTN_UNICAST && !q.gw.family) {
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
+		if (!wret && w.oif && w.oif != nic->ifindex) {
+			/* the replies' reverse route is that one too: rp_filter judges it */
+			*wrong_dev = w.oif;
+			other_dev_var(host, nic, w.oif, v);
+			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
+				       "through %s", rn_vars_get(v, "ip"), rn_vars_get(v, "other_dev"));
+		}
 		rn_nic_add_finding(nic, RN_CAUSE_NO_GATEWAY, v);
-		return;
+		return 1;
 	}
-	if (nic->ip.family != AF_INET)
-		return; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
-	ret = rn_host_route_get(host, &dst, &nic->ip, 0, &w);
-	if (ret < 0 || w.oif == nic->ifindex)
-		return;
+	if (wret || w.oif == nic->ifindex)
+		return 0; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
 	for (i = 0; i < host->nroutes; i++) {
 		const struct rn_nl_route *r = &host->routes[i];
 
 		if (r->table == w.table && r->table == q.table && r->nhops > 1 &&
-		    r->dst.family == dst.family && rn_ip_in_prefix(&dst, &r->dst, r->dst_len))
-			return; /* ECMP including our NIC */
+		    r->dst.family == dst->family && rn_ip_in_prefix(dst, &r->dst, r->dst_len))
+			return 0; /* ECMP including our NIC */
 	}
 	*wrong_dev = w.oif;
-	rn_vars_set(v, "other_dev", "%s", link_name(host, w.oif));
+	other_dev_var(host, nic, w.oif, v);
 	rn_vars_set(v, "used_table", "%u", w.table);
 	if (nic->table != RN_TABLE_MAIN && w.table != (uint32_t)nic->table &&
 	    shadow_vars(host, nic, w.table, v)) {
 		rn_nic_add_finding(nic, RN_CAUSE_RULE_SHADOWED, v);
-		return;
+		return 1;
 	}
-	gw_vars(host, nic, v);
+	gw_vars(host, nic, cfg, v);
 	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 	alt_vars(nic, v, 0);
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+	return 1;
+}
+
+/* The first address of @net/@len that is a host's (network + 1; the address of a /32). */
+static void first_host(const struct rn_ip *net, int len, struct rn_ip *out)
+{
+	rn_ip_mask(net, len, out);
+	if (out->family == AF_INET && len < 31)
+		out->v4.s_addr = htonl(ntohl(out->v4.s_addr) + 1);
+	else if (out->family == AF_INET6 && len < 127)
+		out->v6.s6_addr[15] |= 1;
+}
+
+/*
+ * Peers behind a router: those of NCCL_ROCE_PEER_SUBNETS (roce-doctor --peer-subnet),
+ * else, on an L3 NIC (a /31 or /30 to the ToR, a gateway route out of it) or one whose
+ * gateway is configured, a neighbouring block. First the route to the gateway itself
+ * (from our IP it must leave our NIC), then to each routed destination.
+ */
+static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg,
+			 struct rn_vars *v, int *wrong_dev)
+{
+	struct rn_ip dst, net, gw;
+	int i, len, ret, n = 0, have_gw;
+
+	have_gw = !rn_cfg_gateway(cfg->gateways, nic->netdev, nic->ip.family, &gw);
+	if (have_gw && rn_ip_in_prefix(&gw, &nic->ip, nic->prefixlen) &&
+	    nic->ip.family == AF_INET && !rn_ip_equal(&gw, &nic->ip)) {
+		if (judge_egress(host, nic, &gw, v, wrong_dev))
+			return;
+	}
+	for (i = 0; (ret = rn_cfg_cidr_at(cfg->peer_subnets, i, &net, &len)) != -ENOENT; i++) {
+		if (ret || net.family != nic->ip.family)
+			continue;
+		first_host(&net, len, &dst);
+		/* a peer in our own subnet is judged by the subnet's check */
+		if (rn_ip_in_prefix(&dst, &nic->ip, nic->prefixlen) ||
+		    rn_host_addr_find(host, 0, &dst))
+			continue;
+		n++;
+		if (judge_routed(host, nic, cfg, &dst, v, wrong_dev))
+			return;
+	}
+	if (n || !(have_gw || nic_is_l3(host, nic)) || offsubnet_dst(host, nic, &dst))
+		return;
+	judge_routed(host, nic, cfg, &dst, v, wrong_dev);
 }
 
 /* 1 when @nic is the only link with an address in its subnet that no rule routes. */
@@ -967,7 +1046,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 
 	check_arp_silent(host, nic, self, &v);
 	/* The table's own routes must name our NIC (its default route above all). */
-	found = check_table_devs(host, nic, &v);
+	found = check_table_devs(host, nic, cfg, &v);
 
 	/* The kernel's own answer for a peer in our subnet. */
 	if (!found && !rn_route_probe_dst(host, nic, &dst)) {
@@ -1012,7 +1091,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
 	}
 	if (!found)
-		check_l3(host, nic, &v, &wrong_dev);
+		check_routed(host, nic, cfg, &v, &wrong_dev);
 
 	if (v4) {
 		find_l2_sharing(host, nic, &s);
