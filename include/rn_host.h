@@ -21,8 +21,9 @@
 
 /*
  * The kernel's combination of conf/all and conf/<dev> (include/linux/inetdevice.h):
- * arp_ignore, arp_announce, rp_filter = max(all, dev); arp_filter, accept_local =
- * all OR dev. An unreadable value (-1) counts as the kernel default 0.
+ * arp_ignore, arp_announce, rp_filter = max(all, dev); arp_filter, accept_local,
+ * proxy_arp = all OR dev; forwarding = dev's own. An unreadable value (-1) counts as
+ * the kernel default 0.
  */
 void rn_sysctls_effective(const struct rn_sysctls *all, const struct rn_sysctls *dev,
 			  struct rn_sysctls *eff);

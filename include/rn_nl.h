@@ -30,6 +30,8 @@ struct rn_sysctls {
 	int arp_filter;
 	int rp_filter;
 	int accept_local;
+	int proxy_arp;  /* answers ARP for addresses routed out of another link */
+	int forwarding; /* the device's own: conf/all's is copied to every device */
 };
 
 struct rn_nl_link {

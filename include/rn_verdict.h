@@ -48,6 +48,7 @@ enum rn_cause {
 	RN_CAUSE_BANDWIDTH_LOW,       /* sweep: a NIC pair under --min-gbps */
 	RN_CAUSE_SLOW_NIC,            /* sweep: the end of slow pairs slow with every peer */
 	RN_CAUSE_GID_MOVED,           /* a live comm's source GID index now holds another entry */
+	RN_CAUSE_PROXY_ARP,           /* proxy_arp on a RoCE NIC of a forwarding host */
 	RN_CAUSE__MAX
 };
 

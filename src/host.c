@@ -187,6 +187,9 @@ void rn_sysctls_effective(const struct rn_sysctls *all, const struct rn_sysctls 
 	eff->rp_filter = maxv(all->rp_filter, dev->rp_filter);
 	eff->arp_filter = orv(all->arp_filter, dev->arp_filter);
 	eff->accept_local = orv(all->accept_local, dev->accept_local);
+	eff->proxy_arp = orv(all->proxy_arp, dev->proxy_arp);
+	/* IN_DEV_FORWARD reads the device's alone (writing all's sets every device's) */
+	eff->forwarding = dev->forwarding < 0 ? maxv(all->forwarding, 0) : dev->forwarding;
 }
 
 static int read_one(const char *name, const char *key, int *out)
@@ -206,6 +209,8 @@ int rn_sysctls_read(const char *name, struct rn_sysctls *out)
 	read_one(name, "arp_filter", &out->arp_filter);
 	read_one(name, "rp_filter", &out->rp_filter);
 	read_one(name, "accept_local", &out->accept_local);
+	read_one(name, "proxy_arp", &out->proxy_arp);
+	read_one(name, "forwarding", &out->forwarding);
 	return ret;
 }
 

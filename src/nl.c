@@ -317,6 +317,8 @@ static void parse_inet_conf(struct nlattr *spec, struct rn_nl_link *l)
 			l->inet_conf.arp_filter = (int)c[IPV4_DEVCONF_ARPFILTER - 1];
 			l->inet_conf.rp_filter = (int)c[IPV4_DEVCONF_RP_FILTER - 1];
 			l->inet_conf.accept_local = (int)c[IPV4_DEVCONF_ACCEPT_LOCAL - 1];
+			l->inet_conf.proxy_arp = (int)c[IPV4_DEVCONF_PROXY_ARP - 1];
+			l->inet_conf.forwarding = (int)c[IPV4_DEVCONF_FORWARDING - 1];
 			l->has_inet_conf = 1;
 		}
 	}

@@ -290,6 +290,68 @@ static void check_arp_silent(struct rn_host *host, struct rn_nic *nic, struct rn
 	rn_nic_add_finding(nic, RN_CAUSE_ARP_SILENT, v);
 }
 
+/*
+ * proxy_arp (all OR dev) on a NIC that forwards: arp_process answers a request that came
+ * in on it for any address whose route leaves another link (arp_fwd_proxy), with this
+ * NIC's MAC. On a host whose NICs share a subnet the route to the others' peers leaves
+ * the first NIC: every other NIC answers for the whole subnet.
+ */
+static void check_proxy_arp(struct rn_host *host, struct rn_nic *nic, struct rn_host_link *self,
+			    struct rn_vars *v)
+{
+	const struct rn_sysctls *e;
+
+	if (nic->ip.family != AF_INET || !self)
+		return;
+	e = rn_host_sysctls(host, self);
+	if (!e->proxy_arp || e->forwarding <= 0)
+		return;
+	rn_vars_set(v, "sysctls", "%s", "");
+	rn_vars_set(v, "where", "%s", "");
+	if (host->all.proxy_arp > 0) {
+		add_key(v, "sysctls", "all", "proxy_arp", 0);
+		rn_vars_append(v, "where", ", ", "all=%d", host->all.proxy_arp);
+	}
+	if (self->dev.proxy_arp > 0) {
+		add_key(v, "sysctls", self->link.name, "proxy_arp", 0);
+		rn_vars_append(v, "where", ", ", "%s=%d", self->link.name, self->dev.proxy_arp);
+	}
+	rn_nic_add_finding(nic, RN_CAUSE_PROXY_ARP, v);
+}
+
+/*
+ * The host's RoCE NICs (here: the links that share our subnet or L2 segment) should carry
+ * one MTU: jumbo frames from a 9000 NIC to a 1500 one are lost (RoCE itself takes the
+ * smaller active MTU; kernel traffic and throughput do not). The odd one out is named,
+ * against the MTU most of them have (a tie: the larger), with the command that sets it.
+ */
+static void check_host_mtu(struct rn_nic *nic, const struct share *s, struct rn_vars *v)
+{
+	int i, k, best = 0, best_n = 0, n;
+
+	if (s->n < 2 || nic->mtu <= 0)
+		return;
+	for (i = 0; i < s->n; i++) {
+		for (n = 0, k = 0; k < s->n; k++)
+			n += s->l[k]->link.mtu == s->l[i]->link.mtu;
+		if (n > best_n || (n == best_n && s->l[i]->link.mtu > best)) {
+			best = s->l[i]->link.mtu;
+			best_n = n;
+		}
+	}
+	if (best <= 0 || nic->mtu == best)
+		return;
+	rn_vars_set(v, "what", "netdev MTU %d here but %d on ", nic->mtu, best);
+	for (n = 0, i = 1; i < s->n; i++)
+		if (s->l[i]->link.mtu == best)
+			rn_vars_append(v, "what", n++ ? ", " : "", "%s", s->l[i]->link.name);
+	rn_vars_append(v, "what", "", " (this host's other NICs of its subnet or L2 segment): "
+		       "frames larger than %d are lost between them", RN_MIN(nic->mtu, best));
+	rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev, best);
+	rn_vars_set(v, "fix_host", "%s", "");
+	rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, v);
+}
+
 static const char *ipf(const struct rn_nic *nic)
 {
 	return nic->ip.family == AF_INET6 ? "ip -6" : "ip";
@@ -1096,6 +1158,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	if (v4) {
 		find_l2_sharing(host, nic, &s);
 		check_arp(host, nic, &s, &v);
+		check_proxy_arp(host, nic, self, &v);
+		check_host_mtu(nic, &s, &v);
 		/* Said once: route-wrong-nic and no-route already carry the same fix. */
 		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
 			rn_route_fix_vars(host, nic, &v);

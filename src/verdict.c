@@ -311,6 +311,14 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{qos_fix}",
 		"nic dev what tc dscp prio how lossless qos_fix",
 	},
+	[RN_CAUSE_PROXY_ARP] = {
+		"proxy-arp", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): proxy_arp is on ({where}) and the host forwards on {dev}: it "
+		"answers ARP requests for other hosts of {subnet} routed out of another link with "
+		"{dev}'s MAC, so peers can send their frames here",
+		"sysctl -w {sysctls}",
+		"nic dev ip where subnet sysctls",
+	},
 	/* The fleet sweep's (roce-doctor-mpi): what only a comparison of hosts shows. */
 	[RN_CAUSE_FLEET_DIFFERS] = {
 		"fleet-differs", RN_SEV_WARN,

@@ -187,6 +187,10 @@ void fake_sysctl(struct fake_nl_host *h, const char *name, const char *key, int 
 		s->v.rp_filter = value;
 	else if (!strcmp(key, "accept_local"))
 		s->v.accept_local = value;
+	else if (!strcmp(key, "proxy_arp"))
+		s->v.proxy_arp = value;
+	else if (!strcmp(key, "forwarding"))
+		s->v.forwarding = value;
 	else
 		abort();
 }
@@ -459,6 +463,10 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 		v = s ? s->v.rp_filter : 0;
 	else if (!strcmp(key, "accept_local"))
 		v = s ? s->v.accept_local : 0;
+	else if (!strcmp(key, "proxy_arp"))
+		v = s ? s->v.proxy_arp : 0;
+	else if (!strcmp(key, "forwarding"))
+		v = s ? s->v.forwarding : 0;
 	else
 		return -ENOENT;
 	snprintf(buf, len, "%d", v);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include "fake_nl.h"
 #include "rn_log.h"
@@ -442,6 +444,111 @@ static void test_l3_gateway_per_nic(void **state)
 	assert_string_equal(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table 102");
 }
 
+/*
+ * Routed peers (#31): per-NIC tables with the subnet route alone, main's default through
+ * a management NIC. The host alone cannot tell: no finding. NCCL_ROCE_PEER_SUBNETS makes
+ * the QP's lookup (oif) judged: no route there, so no-gateway naming the management NIC,
+ * with NCCL_ROCE_GATEWAYS the per-NIC default as the fix; once in the table, all good.
+ */
+static void test_routed_peers_per_nic_default(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_link(&H, 4, "mgmt0", 0x20, 1);
+	fake_addr(&H, 4, "198.19.255.2/24", 0);
+	fake_route(&H, RN_TABLE_MAIN, "default", 4, NULL, "198.19.255.1");
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 0);
+	snprintf(cfg.peer_subnets, sizeof(cfg.peer_subnets), "198.19.8.0/24");
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_NO_GATEWAY);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "198.19.8.1"));
+	assert_non_null(strstr(f->msg, "mgmt0 (the management NIC: main's default route)"));
+	assert_string_equal(f->fix, ""); /* no gateway known: only what to add */
+	assert_non_null(strstr(f->msg, "roce-doctor --gateway"));
+	snprintf(cfg.gateways, sizeof(cfg.gateways), "eth1=198.18.0.253,198.18.0.254");
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_NO_GATEWAY);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip route replace default via 198.18.0.254 dev eth0 table 101");
+	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 0);
+	/* a peer subnet that is our own is judged by the subnet's check alone */
+	snprintf(cfg.peer_subnets, sizeof(cfg.peer_subnets), "198.18.0.0/24");
+	snprintf(cfg.gateways, sizeof(cfg.gateways), "%s", "");
+	renew(&n0, assess("eth1"));
+	assert_int_equal(n0.nfindings, 0);
+}
+
+/* The list knobs: entry by entry, a NETDEV=GW entry before a plain one. */
+static void test_cfg_lists(void **state)
+{
+	struct rn_ip ip;
+	char dev[16];
+	int len;
+
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/24,198.19.9.7", 1, &ip, &len), 0);
+	assert_int_equal(len, 32);
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/24", 1, &ip, &len), -ENOENT);
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/33", 0, &ip, &len), -EINVAL);
+	assert_int_equal(rn_cfg_cidr_at("a,,b", 1, &ip, &len), -EINVAL);
+	assert_int_equal(rn_cfg_gateway_at("ens1f0np0.100=198.18.0.1", 0, dev, sizeof(dev), &ip), 0);
+	assert_string_equal(dev, "ens1f0np0.100");
+	assert_int_equal(rn_cfg_gateway_at("=198.18.0.1", 0, dev, sizeof(dev), &ip), -EINVAL);
+	assert_int_equal(rn_cfg_gateway("198.18.0.1,eth0=198.18.0.9", "eth0", AF_INET, &ip), 0);
+	assert_int_equal(ntohl(ip.v4.s_addr) & 0xff, 9);
+	assert_int_equal(rn_cfg_gateway("198.18.0.1,eth0=198.18.0.9", "eth1", AF_INET, &ip), 0);
+	assert_int_equal(ntohl(ip.v4.s_addr) & 0xff, 1);
+	assert_int_equal(rn_cfg_gateway("eth0=198.18.0.9", "eth1", AF_INET, &ip), -ENOENT);
+}
+
+/* proxy_arp (all OR dev) counts only while the NIC forwards; the fix names the keys set. */
+static void test_proxy_arp_while_forwarding(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_sysctl(&H, "eth0", "proxy_arp", 1);
+	renew(&n0, assess("eth0"));
+	assert_null(find(&n0, RN_CAUSE_PROXY_ARP)); /* no forwarding: no proxy answers */
+	fake_sysctl(&H, "eth0", "forwarding", 1);
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_PROXY_ARP);
+	assert_non_null(f);
+	assert_int_equal(f->sev, RN_SEV_WARN);
+	assert_int_equal(n0.verdict, RN_VERDICT_WARN);
+	assert_string_equal(f->fix, "sysctl -w net.ipv4.conf.eth0.proxy_arp=0");
+	fake_sysctl(&H, "all", "proxy_arp", 1);
+	fake_sysctl(&H, "eth0", "proxy_arp", 0);
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_PROXY_ARP);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "sysctl -w net.ipv4.conf.all.proxy_arp=0");
+}
+
+/* MTUs across the subnet's NICs: the odd one is named, set to the others' (a tie: larger). */
+static void test_mtu_differs_across_nics(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	H.links[H.nlinks - 1].mtu = 9000; /* eth1 */
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
+	assert_null(find(&n1, RN_CAUSE_MTU_MISMATCH));
+	f = find(&n0, RN_CAUSE_MTU_MISMATCH);
+	assert_non_null(f);
+	assert_int_equal(f->sev, RN_SEV_WARN);
+	assert_string_equal(f->fix, "ip link set dev eth0 mtu 9000");
+	assert_non_null(strstr(f->msg, "9000 on eth1"));
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -567,6 +674,10 @@ int main(void)
 		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
 		cmocka_unit_test_setup(test_l3_gateway_per_nic, setup_shared),
+		cmocka_unit_test_setup(test_routed_peers_per_nic_default, setup_shared),
+		cmocka_unit_test(test_cfg_lists),
+		cmocka_unit_test_setup(test_proxy_arp_while_forwarding, setup_shared),
+		cmocka_unit_test_setup(test_mtu_differs_across_nics, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
