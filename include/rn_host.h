@@ -68,6 +68,10 @@ struct rn_host {
 	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
 	signed char *l2;           /* nlinks x nlinks, by position in @links */
 	double l2_ms;              /* how long the ARP probes took */
+	/* IPv4 neighbour entries (rn_host_neighs), dumped on first use */
+	int neigh_state;           /* 0 not dumped, 1 dumped, -errno could not */
+	struct rn_nl_neigh *neighs;
+	int nneighs;
 };
 
 struct rn_host_link *rn_host_link_by_index(struct rn_host *host, int ifindex);
@@ -85,6 +89,12 @@ const struct rn_nl_addr *rn_host_addr_find(const struct rn_host *host, int ifind
  */
 #define RN_L2_WAIT_MS 30
 int rn_host_same_l2(struct rn_host *host, int a, int b);
+
+/*
+ * The IPv4 neighbour table (every link), dumped once per snapshot on first use: the
+ * number of entries with *@out set, or -errno.
+ */
+int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out);
 
 /*
  * rn_nl.route_get's answer (RTM_GETROUTE for @dst from @src, out of @oif when not 0)

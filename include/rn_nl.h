@@ -142,6 +142,8 @@ struct rn_nl_ops {
 	 */
 	int (*route_get)(const struct rn_ip *dst, const struct rn_ip *src, int oif,
 			 struct rn_nl_route *out);
+	/* Every neighbour entry of @family (all links): the static ones are judged. */
+	int (*neigh_dump)(int family, struct rn_nl_neigh **out, int *n);
 	/* The neighbour entry for @ip on @ifindex; -ENOENT when there is none. */
 	int (*neigh_get)(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out);
 	/*

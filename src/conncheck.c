@@ -90,6 +90,13 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	 */
 	rn_vars_set(v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
 		    "net.ipv4.conf.all.arp_announce=2");
+	/* neigh-wrong-mac's words for an entry the kernel learned (a static one: below) */
+	rn_vars_set(v, "who", "peer");
+	rn_vars_set(v, "wrong", "NIC");
+	rn_vars_set(v, "why", "ARP flux on host %s (its arp_ignore/arp_announce) or a stale or "
+		    "static neighbour entry here", rn_vars_get(v, "peer_host"));
+	rn_vars_set(v, "neigh_fix", "ip neigh flush dev %s to %s nud all", nic->netdev,
+		    rn_vars_get(v, "peer_ip"));
 	if (nic->table == RN_TABLE_MAIN) {
 		uint32_t t, prio;
 
@@ -263,6 +270,9 @@ static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
 	if (c->nh_is_peer && memcmp(nb->mac, c->peer.mac, 6)) {
 		rn_conn_vars(&c->nic, &c->peer, &v);
 		rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb->mac, b, sizeof(b)));
+		if (nb->state & (NUD_PERMANENT | NUD_NOARP))
+			rn_neigh_static_vars(c->nic.netdev, rn_vars_get(&v, "peer_ip"), nb->state,
+					     "peer", &v);
 		add(c, RN_CAUSE_NEIGH_WRONG_MAC, &v);
 		rn_vars_free(&v);
 		decide(c, -EHOSTUNREACH);

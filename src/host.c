@@ -641,10 +641,25 @@ int rn_host_same_l2(struct rn_host *host, int a, int b)
 	return host->l2[ia * host->nlinks + ib];
 }
 
+int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out)
+{
+	if (!host->neigh_state) {
+		int ret = rn_nl.neigh_dump ? rn_nl.neigh_dump(AF_INET, &host->neighs,
+							      &host->nneighs) : -EOPNOTSUPP;
+
+		host->neigh_state = ret ? ret : 1;
+	}
+	if (host->neigh_state < 0)
+		return host->neigh_state;
+	*out = host->neighs;
+	return host->nneighs;
+}
+
 void rn_host_free(struct rn_host *host)
 {
 	if (!host)
 		return;
+	free(host->neighs);
 	free(host->l2);
 	free(host->links);
 	free(host->addrs);

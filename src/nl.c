@@ -625,6 +625,36 @@ static int neigh_cb(struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+static int neigh_dump_cb(struct nlmsghdr *h, void *arg)
+{
+	struct ndmsg *ndm = nlmsg_data(h);
+	struct nlattr *tb[NDA_MAX + 1];
+	struct rn_nl_neigh *nb;
+
+	if (h->nlmsg_type != RTM_NEWNEIGH || nlmsg_parse(h, sizeof(*ndm), tb, NDA_MAX, NULL) < 0)
+		return -EIO;
+	if (ndm->ndm_family != AF_INET && ndm->ndm_family != AF_INET6)
+		return 0; /* a bridge's FDB rides the same dump with AF_BRIDGE */
+	nb = vec_push(arg);
+	if (!nb)
+		return -ENOMEM;
+	get_ip(tb[NDA_DST], ndm->ndm_family, &nb->ip);
+	nb->ifindex = ndm->ndm_ifindex;
+	nb->state = ndm->ndm_state;
+	if (tb[NDA_LLADDR] && nla_len(tb[NDA_LLADDR]) == 6) {
+		memcpy(nb->mac, nla_data(tb[NDA_LLADDR]), 6);
+		nb->has_mac = 1;
+	}
+	return 0;
+}
+
+static int real_neigh_dump(int family, struct rn_nl_neigh **out, int *n)
+{
+	struct ndmsg ndm = { .ndm_family = (uint8_t)family };
+
+	return dump(RTM_GETNEIGH, &ndm, sizeof(ndm), neigh_dump_cb, sizeof(**out), (void **)out, n);
+}
+
 static int real_neigh_get(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out)
 {
 	struct ndmsg ndm = { .ndm_family = (uint8_t)ip->family, .ndm_ifindex = ifindex };
@@ -803,6 +833,7 @@ const struct rn_nl_ops rn_nl_real_ops = {
 	.rule_dump = real_rule_dump,
 	.route_dump = real_route_dump,
 	.route_get = real_route_get,
+	.neigh_dump = real_neigh_dump,
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
@@ -816,6 +847,7 @@ struct rn_nl_ops rn_nl = {
 	.rule_dump = real_rule_dump,
 	.route_dump = real_route_dump,
 	.route_get = real_route_get,
+	.neigh_dump = real_neigh_dump,
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
@@ -835,6 +867,8 @@ void rn_nl_set_ops(const struct rn_nl_ops *ops)
 		rn_nl.route_dump = ops->route_dump;
 	if (ops->route_get)
 		rn_nl.route_get = ops->route_get;
+	if (ops->neigh_dump)
+		rn_nl.neigh_dump = ops->neigh_dump;
 	if (ops->neigh_get)
 		rn_nl.neigh_get = ops->neigh_get;
 	if (ops->neigh_probe)

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
 #include "rn_host.h"
@@ -927,6 +928,82 @@ static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct 
 	judge_routed(host, nic, cfg, &dst, v, wrong_dev);
 }
 
+void rn_neigh_static_vars(const char *dev, const char *ip, uint16_t state, const char *who,
+			  struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN];
+
+	/* @ip may be @v's own value, replaced below */
+	snprintf(b, sizeof(b), "%s", ip);
+	ip = b;
+	rn_vars_set(v, "who", "%s", who);
+	rn_vars_set(v, "peer_ip", "%s", ip);
+	rn_vars_set(v, "wrong", "MAC");
+	rn_vars_set(v, "why", "a %s neighbour entry (ip neigh replace ... nud %s, a static-ARP "
+		    "workaround's leftover that 'ip neigh flush' keeps) holds a MAC that does not "
+		    "answer for %s, so every frame from %s to it is lost",
+		    state & NUD_NOARP ? "NOARP" : "PERMANENT",
+		    state & NUD_NOARP ? "noarp" : "permanent", ip, dev);
+	rn_vars_set(v, "neigh_fix", "ip neigh del %s dev %s", ip, dev);
+	/* nothing on the peer caused it: no first part there */
+	rn_vars_set(v, "peer_fix", "%s", "");
+	rn_vars_set(v, "peer_host", "%s", "");
+}
+
+#define MAX_STATIC 16
+/* How long the probe of static entries waits for answers (less when all came). */
+#define STATIC_WAIT_MS 50
+
+/*
+ * PERMANENT and NOARP neighbour entries on our NIC for hosts of our subnet and for our
+ * gateway: the kernel never checks them (a static-ARP workaround's leftover, which 'ip
+ * neigh flush' keeps), so an ARP probe asks who answers for each (root: CAP_NET_RAW;
+ * without it nothing can be told and nothing is said). One that answers with another MAC
+ * than the entry's is neigh-wrong-mac, fixed by deleting the entry.
+ */
+static void check_static_neigh(struct rn_host *host, struct rn_nic *nic,
+			       const struct rn_config *cfg, struct rn_vars *v)
+{
+	const struct rn_nl_neigh *nb, *which[MAX_STATIC];
+	struct rn_arp_query q[MAX_STATIC];
+	char ip[INET6_ADDRSTRLEN], b[32];
+	struct rn_ip gw;
+	int i, n = 0, nn, has_gw;
+
+	if (nic->ip.family != AF_INET || !rn_nl.arp_probe)
+		return;
+	nn = rn_host_neighs(host, &nb);
+	if (nn <= 0)
+		return;
+	has_gw = !nic_gateway(host, nic, cfg, &gw);
+	for (i = 0; i < nn && n < MAX_STATIC; i++) {
+		const struct rn_nl_neigh *e = &nb[i];
+
+		if (e->ifindex != nic->ifindex || !e->has_mac || e->ip.family != AF_INET ||
+		    !(e->state & (NUD_PERMANENT | NUD_NOARP)) ||
+		    (!rn_ip_in_prefix(&e->ip, &nic->ip, nic->prefixlen) &&
+		     !(has_gw && rn_ip_equal(&e->ip, &gw))))
+			continue;
+		memset(&q[n], 0, sizeof(q[n]));
+		q[n].ifindex = nic->ifindex;
+		memcpy(q[n].mac, nic->mac, 6);
+		q[n].target = e->ip.v4;
+		which[n++] = e;
+	}
+	if (!n || rn_nl.arp_probe(q, n, STATIC_WAIT_MS))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!q[i].answered || !memcmp(q[i].answer, which[i]->mac, 6))
+			continue;
+		rn_vars_set(v, "got_mac", "%s", rn_mac_str(which[i]->mac, b, sizeof(b)));
+		rn_vars_set(v, "peer_mac", "%s", rn_mac_str(q[i].answer, b, sizeof(b)));
+		rn_neigh_static_vars(nic->netdev, rn_ip_str(&which[i]->ip, ip, sizeof(ip)),
+				     which[i]->state, has_gw && rn_ip_equal(&which[i]->ip, &gw) ?
+				     "gateway" : "peer", v);
+		rn_nic_add_finding(nic, RN_CAUSE_NEIGH_WRONG_MAC, v);
+	}
+}
+
 /* 1 when @nic is the only link with an address in its subnet that no rule routes. */
 static int only_unruled(const struct rn_host *host, const struct rn_nic *nic,
 			const struct rn_ip *net)
@@ -1179,6 +1256,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		}
 	}
 	check_stale_rules(host, nic, &v);
+	check_static_neigh(host, nic, cfg, &v);
 out:
 	rn_vars_free(&v);
 	return 0;

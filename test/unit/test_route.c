@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <linux/neighbour.h>
 #include <sys/socket.h>
 
 #include "fake_nl.h"
@@ -549,6 +550,38 @@ static void test_mtu_differs_across_nics(void **state)
 	assert_non_null(strstr(f->msg, "9000 on eth1"));
 }
 
+/*
+ * Static neighbour entries (#31): a PERMANENT one for the gateway whose MAC is not the one
+ * that answers the ARP probe is neigh-wrong-mac, fixed by deleting it; a right one, one
+ * nobody answers for, or no probe (no CAP_NET_RAW) says nothing.
+ */
+static void test_static_neigh_judged_by_probe(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
+	fake_neigh(&H, 2, "198.18.0.254", 0x99, NUD_PERMANENT);
+	fake_neigh(&H, 2, "198.18.0.30", 0x30, NUD_NOARP);   /* right */
+	fake_neigh(&H, 2, "198.18.0.31", 0x99, NUD_NOARP);   /* nobody answers */
+	fake_neigh(&H, 2, "198.18.0.32", 0x99, NUD_REACHABLE); /* learned: not ours to judge */
+	fake_arp_peer(&H, "198.18.0.254", 0x54);
+	fake_arp_peer(&H, "198.18.0.30", 0x30);
+	fake_arp_peer(&H, "198.18.0.32", 0x32);
+	renew(&n0, assess("eth0")); /* arp_ret -EPERM: the probe cannot run */
+	assert_int_equal(n0.nfindings, 0);
+	H.arp_ret = 0;
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 1);
+	f = find(&n0, RN_CAUSE_NEIGH_WRONG_MAC);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip neigh del 198.18.0.254 dev eth0");
+	assert_string_equal(f->pre_fix, "");
+	assert_non_null(strstr(f->msg, "gateway 198.18.0.254 is reached at the wrong MAC (MAC "
+			       "02:00:00:00:00:99 instead of 02:00:00:00:00:54) from eth0"));
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -678,6 +711,7 @@ int main(void)
 		cmocka_unit_test(test_cfg_lists),
 		cmocka_unit_test_setup(test_proxy_arp_while_forwarding, setup_shared),
 		cmocka_unit_test_setup(test_mtu_differs_across_nics, setup_shared),
+		cmocka_unit_test_setup(test_static_neigh_judged_by_probe, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
