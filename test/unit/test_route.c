@@ -582,6 +582,29 @@ static void test_static_neigh_judged_by_probe(void **state)
 			       "02:00:00:00:00:99 instead of 02:00:00:00:00:54) from eth0"));
 }
 
+/* An addressless NIC: no command, the advice names the subnet its segment carries. */
+static void test_addressless_nic_says_what_to_do(void **state)
+{
+	struct rn_nic n AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_link(&H, 4, "eth2", 0x12, 1);
+	renew(&n, assess("eth2")); /* no probe (no CAP_NET_RAW): the general words */
+	f = find(&n, RN_CAUSE_NO_GID);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "");
+	assert_non_null(strstr(f->advice, "give eth2 an IPv4 address of the RoCE fabric"));
+	assert_non_null(strstr(f->advice, "; or leave it out of NCCL: NCCL_IB_HCA=^"));
+	H.arp_ret = 0;
+	H.l2[4][2] = 1; /* eth2 hears eth0 */
+	renew(&n, assess("eth2"));
+	f = find(&n, RN_CAUSE_NO_GID);
+	assert_non_null(f);
+	assert_non_null(strstr(f->advice, "give eth2 an IPv4 address in 198.18.0.0/24 (eth0's "
+			       "subnet, which its L2 segment carries) (ip addr add <address>/24 dev "
+			       "eth2)"));
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -712,6 +735,7 @@ int main(void)
 		cmocka_unit_test_setup(test_proxy_arp_while_forwarding, setup_shared),
 		cmocka_unit_test_setup(test_mtu_differs_across_nics, setup_shared),
 		cmocka_unit_test_setup(test_static_neigh_judged_by_probe, setup_shared),
+		cmocka_unit_test_setup(test_addressless_nic_says_what_to_do, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
