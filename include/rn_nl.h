@@ -75,6 +75,8 @@ struct rn_nl_rule {
 	 * tos/dscp, a fwmark mask, goto, suppress_ifgroup, tun_id): rn_host_route_get asks the
 	 * kernel when such a rule is in its way */
 	int opaque;
+	/* those selectors as `ip rule` shows them ("uidrange 1000-1000 ipproto 6"), "" none */
+	char more[96];
 };
 
 struct rn_nl_route {

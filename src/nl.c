@@ -425,6 +425,52 @@ static int real_addr_dump(int family, struct rn_nl_addr **out, int *n)
 
 /* rules */
 
+/* Append " KEY A-B" for a port or uid range attribute (one value when A == B: "dport 80"). */
+static void more_range(char *buf, size_t len, const char *key, uint32_t a, uint32_t b)
+{
+	size_t o = strlen(buf);
+
+	if (o >= len)
+		return;
+	if (a == b)
+		snprintf(buf + o, len - o, "%s%s %u", o ? " " : "", key, a);
+	else
+		snprintf(buf + o, len - o, "%s%s %u-%u", o ? " " : "", key, a, b);
+}
+
+/* The selectors beside from/to/iif/oif/fwmark, as words, so that a message can name them. */
+static void rule_more(struct nlattr **tb, const struct fib_rule_hdr *frh, char *buf, size_t len)
+{
+	size_t o;
+
+	buf[0] = '\0';
+	if (tb[FRA_UID_RANGE] && nla_len(tb[FRA_UID_RANGE]) >= (int)sizeof(struct fib_rule_uid_range)) {
+		const struct fib_rule_uid_range *u = nla_data(tb[FRA_UID_RANGE]);
+
+		more_range(buf, len, "uidrange", u->start, u->end);
+	}
+	if (tb[FRA_IP_PROTO] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%sipproto %u", o ? " " : "", nla_get_u8(tb[FRA_IP_PROTO]));
+	if (tb[FRA_SPORT_RANGE] &&
+	    nla_len(tb[FRA_SPORT_RANGE]) >= (int)sizeof(struct fib_rule_port_range)) {
+		const struct fib_rule_port_range *p = nla_data(tb[FRA_SPORT_RANGE]);
+
+		more_range(buf, len, "sport", p->start, p->end);
+	}
+	if (tb[FRA_DPORT_RANGE] &&
+	    nla_len(tb[FRA_DPORT_RANGE]) >= (int)sizeof(struct fib_rule_port_range)) {
+		const struct fib_rule_port_range *p = nla_data(tb[FRA_DPORT_RANGE]);
+
+		more_range(buf, len, "dport", p->start, p->end);
+	}
+	if (frh->tos && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%stos 0x%x", o ? " " : "", frh->tos);
+	if (tb[FRA_L3MDEV] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%sl3mdev", o ? " " : "");
+	if (tb[FRA_TUN_ID] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%stun_id", o ? " " : "");
+}
+
 static int rule_cb(struct nlmsghdr *h, void *arg)
 {
 	struct fib_rule_hdr *frh = nlmsg_data(h);
@@ -463,6 +509,7 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 		     frh->action != FR_ACT_BLACKHOLE && frh->action != FR_ACT_UNREACHABLE &&
 		     frh->action != FR_ACT_PROHIBIT) ||
 		    (tb[FRA_SUPPRESS_IFGROUP] && nla_get_u32(tb[FRA_SUPPRESS_IFGROUP]) != UINT32_MAX);
+	rule_more(tb, frh, r->more, sizeof(r->more));
 	return 0;
 }
 

@@ -1091,14 +1091,17 @@ static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " iif %s", r->iif);
 		if (r->oif[0] && o < sizeof(b))
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " oif %s", r->oif);
-		if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
+		if (r->more[0] && o < sizeof(b))
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " %s", r->more);
+		else if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
 			snprintf(b + o, sizeof(b) - o, " and more selectors");
 		rn_vars_append(v, "qualified", "", "%s'%s' (pref %u)", n++ ? ", " : "; ", b,
 			       r->priority);
 	}
 	if (n)
 		rn_vars_append(v, "qualified", "", " match%s only marked, forwarded or selected "
-			       "traffic, and RoCE's is none of those", n == 1 ? "es" : "");
+			       "traffic (fwmark, iif/oif, uidrange, ipproto, ports), and RoCE's is none "
+			       "of those", n == 1 ? "es" : "");
 }
 
 static int has_route_fix(const struct rn_nic *nic)

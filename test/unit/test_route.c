@@ -605,6 +605,28 @@ static void test_addressless_nic_says_what_to_do(void **state)
 			       "eth2)"));
 }
 
+/* A 'from IP uidrange ... lookup T' rule is not the NIC's rule: judged as no rule at all. */
+static void test_rule_with_uidrange_does_not_count(void **state)
+{
+	struct rn_nic n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+	int i;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	for (i = 0; i < H.nrules; i++)
+		if (H.rules[i].table == 102) {
+			snprintf(H.rules[i].more, sizeof(H.rules[i].more), "uidrange 1000-1999");
+			H.rules[i].opaque = 1;
+		}
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n1.table, RN_TABLE_MAIN);
+	/* the fake's lookup takes the rule (no uid in it): the finding is no-rule's */
+	f = find(&n1, RN_CAUSE_NO_RULE);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "'from 198.18.0.2 lookup 102 uidrange 1000-1999' (pref 102) "
+			       "matches only marked"));
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -736,6 +758,7 @@ int main(void)
 		cmocka_unit_test_setup(test_mtu_differs_across_nics, setup_shared),
 		cmocka_unit_test_setup(test_static_neigh_judged_by_probe, setup_shared),
 		cmocka_unit_test_setup(test_addressless_nic_says_what_to_do, setup_shared),
+		cmocka_unit_test_setup(test_rule_with_uidrange_does_not_count, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),
