@@ -69,6 +69,9 @@ struct rn_nic {
 	struct rn_ip ip;         /* the GID's address = our source IP */
 	int prefixlen;
 	int table;               /* policy table that routes @ip; 254 (main) when none */
+	/* its gateway (a route's, NCCL_ROCE_GATEWAYS, a /31's other end); family 0: none known.
+	 * The connection check's fix for a routed peer names it. */
+	struct rn_ip gw;
 	/* verdict */
 	enum rn_verdict_kind verdict;
 	int nfindings;

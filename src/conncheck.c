@@ -138,7 +138,8 @@ static int conn_routed(const struct rn_nic *nic, const struct rn_peer_facts *pee
 	/* on-link out of our NIC without oif too: meant so (a proxy-ARP router) */
 	if (q.type == RTN_UNICAST && q.oif == nic->ifindex && !q.gw.family &&
 	    r->oif != nic->ifindex) {
-		rn_route_gw_vars(NULL, nic, NULL, v);
+		/* the gateway the NIC's assessment knew (a route's, NCCL_ROCE_GATEWAYS) */
+		rn_route_gw_vars(NULL, nic, nic->gw.family == nic->ip.family ? &nic->gw : NULL, v);
 		if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
 			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
 				       "through %s (table %u)", rn_vars_get(v, "ip"), l.name,

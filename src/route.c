@@ -1184,6 +1184,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	}
 	rn_vars_set(&v, "table", "%u", table);
 	rn_vars_set(&v, "prio", "%u", prio);
+	if (nic_gateway(host, nic, cfg, &nic->gw))
+		memset(&nic->gw, 0, sizeof(nic->gw));
 	rn_vars_set(&v, "routed", "%s", net_s);
 
 	check_arp_silent(host, nic, self, &v);

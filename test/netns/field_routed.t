@@ -91,7 +91,13 @@ out=$(rn_in "$H" "$PC" conn ens1f0np0 198.19.8.5 02:00:00:00:00:05 500 2>&1)
 echo "    $out"
 grep -q "result=refused cause=no-gateway" <<<"$out" || rn_fail "routed peer: conn check: $out"
 grep -q "leaves through mgmt0" <<<"$out" || rn_fail "routed peer: mgmt0 not named: $out"
-ip -n "$H" route add default via $GW dev ens1f0np0 table 101
+# the NIC's gateway named (NCCL_ROCE_GATEWAYS): the fix is its per-NIC default, pasted
+out=$(rn_in "$H" "$PC" -g $GW conn ens1f0np0 198.19.8.5 02:00:00:00:00:05 500 2>&1)
+echo "    $out"
+fix=$(sed -n 's/^paste ens1f0np0 no-gateway here //p' <<<"$out")
+[ "$fix" = "ip route replace default via $GW dev ens1f0np0 table 101" ] ||
+	rn_fail "routed peer, gateway known: the fix is '$fix'"
+rn_in "$H" bash -c "set -e; $fix" || rn_fail "routed peer: the pasted fix failed"
 out=$(rn_in "$H" "$PC" conn ens1f0np0 198.19.8.5 02:00:00:00:00:05 2000 2>&1)
 echo "    $out"
 grep -q "result=ok" <<<"$out" || rn_fail "routed peer with the per-NIC default: $out"
