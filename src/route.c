@@ -661,12 +661,22 @@ void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
 		rn_vars_set(v, "gw", "its gateway (not known here: NCCL_ROCE_GATEWAYS or "
 			    "roce-doctor --gateway names it)");
 		rn_vars_set(v, "gw_fix", "%s", "");
-		rn_vars_set(v, "gw_hint", "; add 'default via <gateway> dev %s' to table %u%s%s",
-			    nic->netdev, t, prio ? " and a 'from " : "", prio ? ip : "");
+		rn_vars_set(v, "gw_hint", "%s", "");
+		/* the gateway is the fabric's to say: what to do with it, as text */
+		rn_vars_set(v, "gw_todo", "find %s's gateway (the router's address in %s), then "
+			    "add %s's default route via it in table %u: %s route replace default via "
+			    "<gateway> dev %s table %u", nic->netdev, net, nic->netdev, t, ipf(nic),
+			    nic->netdev, t);
 		if (prio)
-			rn_vars_append(v, "gw_hint", "", "' rule for it");
+			rn_vars_append(v, "gw_todo", "", "; %s route replace %s dev %s src %s table %u; "
+				       "%s rule add from %s lookup %u priority %u", ipf(nic), net,
+				       nic->netdev, ip, t, ipf(nic), ip, t, prio);
+		rn_vars_append(v, "gw_todo", "", " (or roce-policy-routing --gateway=%s=<gateway> "
+			       "%s, or roce-doctor --gateway %s=<gateway> to print the commands)",
+			       nic->netdev, nic->netdev, nic->netdev);
 		return;
 	}
+	rn_vars_set(v, "gw_todo", "%s", "");
 	rn_ip_str(gw, g, sizeof(g));
 	rn_vars_set(v, "gw", "%s", g);
 	rn_vars_set(v, "gw_hint", "%s", "");

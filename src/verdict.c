@@ -201,7 +201,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{subnet}: the kernel assumes it is on-link, so ARP for remote GPU hosts never "
 		"resolves (an L3 fabric needs a default route via {gw} in {dev}'s own table{gw_hint})",
 		"{gw_fix}",
-		"nic dev ip dst subnet gw gw_hint gw_fix",
+		"nic dev ip dst subnet gw gw_hint gw_fix gw_todo",
+		/* "" where the gateway is known (the fix is the command) */
+		.advice = "{gw_todo}",
 	},
 	[RN_CAUSE_STALE_RULE] = {
 		"stale-rule", RN_SEV_WARN,

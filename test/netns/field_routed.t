@@ -70,6 +70,9 @@ fl_expect ens1f0np0 no-gateway
 [ ! -s "$J.fixes" ] || rn_fail "$FL_NAME: a command printed without a gateway: $(cat "$J.fixes")"
 jq_py "$J" "[f['message'] for n in d['nics'] for f in n['findings']][0]" |
 	grep -q "roce-doctor --gateway" || rn_fail "$FL_NAME: the message does not say how to name it"
+jq_py "$J" "[f['advice'] for n in d['nics'] for f in n['findings']][0]" | tee /dev/stderr |
+	grep -q "^find ens1f0np0's gateway (the router's address in 198.18.1.0/24), then add ens1f0np0's default route via it in table 101: ip route replace default via <gateway> dev ens1f0np0 table 101 (or roce-policy-routing --gateway=ens1f0np0=<gateway> ens1f0np0" ||
+	rn_fail "$FL_NAME: the advice does not say what to do"
 # The doctor's own options say the same as the knobs.
 ip netns exec "$H" "$DOCTOR" --netdev $DEVS --json --peer-subnet $PEERS --gateway $GW >"$FL_T/o.json"
 [ $? = 1 ] || rn_fail "--peer-subnet/--gateway: not judged bad"
