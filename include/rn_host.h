@@ -50,6 +50,8 @@ struct rn_host_link {
 	struct rn_sysctls eff;     /* combined with conf/all */
 };
 
+#define RN_HOST_ROCE_MAX 64
+
 struct rn_host {
 	struct rn_host_link *links;
 	int nlinks;
@@ -68,6 +70,9 @@ struct rn_host {
 	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
 	signed char *l2;           /* nlinks x nlinks, by position in @links */
 	double l2_ms;              /* how long the ARP probes took */
+	/* the links the caller assesses as RoCE NICs (rn_host_mark_roce): the MTU check's set */
+	int roce_links[RN_HOST_ROCE_MAX];
+	int nroce_links;
 	/* IPv4 neighbour entries (rn_host_neighs), dumped on first use */
 	int neigh_state;           /* 0 not dumped, 1 dumped, -errno could not */
 	struct rn_nl_neigh *neighs;

@@ -226,6 +226,21 @@ struct rn_host_link *rn_host_link_by_index(struct rn_host *host, int ifindex)
 	return NULL;
 }
 
+void rn_host_mark_roce(struct rn_host *host, int ifindex, const char *name)
+{
+	struct rn_host_link *l;
+	int i;
+
+	if (!host || !ifindex || !(l = rn_host_link_by_index(host, ifindex)) ||
+	    (name && name[0] && strcmp(l->link.name, name)))
+		return;
+	for (i = 0; i < host->nroce_links; i++)
+		if (host->roce_links[i] == ifindex)
+			return;
+	if (host->nroce_links < RN_HOST_ROCE_MAX)
+		host->roce_links[host->nroce_links++] = ifindex;
+}
+
 struct rn_host_link *rn_host_link_by_name(struct rn_host *host, const char *name)
 {
 	int i;

@@ -321,32 +321,45 @@ static void check_proxy_arp(struct rn_host *host, struct rn_nic *nic, struct rn_
 }
 
 /*
- * The host's RoCE NICs (here: the links that share our subnet or L2 segment) should carry
- * one MTU: jumbo frames from a 9000 NIC to a 1500 one are lost (RoCE itself takes the
- * smaller active MTU; kernel traffic and throughput do not). The odd one out is named,
- * against the MTU most of them have (a tie: the larger), with the command that sets it.
+ * The host's RoCE NICs (those the caller marked, rn_host_mark_roce, whatever their subnet:
+ * rails) and the links that share our subnet or L2 segment should carry one MTU: jumbo
+ * frames from a 9000 NIC to a 1500 one are lost (RoCE itself takes the smaller active
+ * MTU; kernel traffic and throughput do not). The odd one out is named, against the MTU
+ * most of them have (a tie: the larger), with the command that sets it.
  */
-static void check_host_mtu(struct rn_nic *nic, const struct share *s, struct rn_vars *v)
+static void check_host_mtu(struct rn_host *host, struct rn_nic *nic, const struct share *s,
+			   struct rn_vars *v)
 {
-	int i, k, best = 0, best_n = 0, n;
+	struct rn_host_link *set[MAX_SHARE + RN_HOST_ROCE_MAX];
+	int i, k, best = 0, best_n = 0, n, nset = 0;
 
-	if (s->n < 2 || nic->mtu <= 0)
+	for (i = 0; i < s->n; i++)
+		set[nset++] = s->l[i];
+	for (i = 0; i < host->nroce_links; i++) {
+		struct rn_host_link *l = rn_host_link_by_index(host, host->roce_links[i]);
+
+		for (k = 0; l && k < nset && set[k] != l; k++)
+			;
+		if (l && k == nset && l->link.oper_up)
+			set[nset++] = l;
+	}
+	if (nset < 2 || nic->mtu <= 0)
 		return;
-	for (i = 0; i < s->n; i++) {
-		for (n = 0, k = 0; k < s->n; k++)
-			n += s->l[k]->link.mtu == s->l[i]->link.mtu;
-		if (n > best_n || (n == best_n && s->l[i]->link.mtu > best)) {
-			best = s->l[i]->link.mtu;
+	for (i = 0; i < nset; i++) {
+		for (n = 0, k = 0; k < nset; k++)
+			n += set[k]->link.mtu == set[i]->link.mtu;
+		if (n > best_n || (n == best_n && set[i]->link.mtu > best)) {
+			best = set[i]->link.mtu;
 			best_n = n;
 		}
 	}
 	if (best <= 0 || nic->mtu == best)
 		return;
 	rn_vars_set(v, "what", "netdev MTU %d here but %d on ", nic->mtu, best);
-	for (n = 0, i = 1; i < s->n; i++)
-		if (s->l[i]->link.mtu == best)
-			rn_vars_append(v, "what", n++ ? ", " : "", "%s", s->l[i]->link.name);
-	rn_vars_append(v, "what", "", " (this host's other NICs of its subnet or L2 segment): "
+	for (n = 0, i = 0; i < nset; i++)
+		if (set[i]->link.ifindex != nic->ifindex && set[i]->link.mtu == best)
+			rn_vars_append(v, "what", n++ ? ", " : "", "%s", set[i]->link.name);
+	rn_vars_append(v, "what", "", " (this host's other RoCE NICs or NICs of its subnet): "
 		       "frames larger than %d are lost between them", RN_MIN(nic->mtu, best));
 	rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev, best);
 	rn_vars_set(v, "fix_host", "%s", "");
@@ -1251,7 +1264,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		find_l2_sharing(host, nic, &s);
 		check_arp(host, nic, &s, &v);
 		check_proxy_arp(host, nic, self, &v);
-		check_host_mtu(nic, &s, &v);
+		check_host_mtu(host, nic, &s, &v);
 		/* Said once: route-wrong-nic and no-route already carry the same fix. */
 		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
 			rn_route_fix_vars(host, nic, &v);

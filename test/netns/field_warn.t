@@ -52,5 +52,27 @@ good
 ip -n "$H" link set ens2f0np0 mtu 9000
 fl_layout "MTU 1500, 1500, 9000" "$DEVS" ens1f0np0= ens1f1np1.100= ens2f0np0=mtu-mismatch
 
+# Rails: one subnet and one segment per NIC, jumbo on two, 1500 on the third: the host's
+# RoCE NICs are compared whatever their subnet.
+rails() {
+	local i
+	fl_host
+	for i in 0 1 2; do
+		fl_seg r$i
+		fl_nic "${NICS[i]}" r$i 198.18.$((1 + i)).11/24
+	done
+}
+rails
+ip -n "$H" link set ens1f0np0 mtu 9000
+ip -n "$H" link set ens2f0np0 mtu 9000
+fl_layout "rails: MTU 9000, 1500, 9000" "$DEVS" ens1f0np0= ens1f1np1.100=mtu-mismatch \
+	ens2f0np0=
+grep -qx 'ip link set dev ens1f1np1.100 mtu 9000' "$FL_PASTE_LAST" ||
+	rn_fail "rails mtu-mismatch: the fix does not raise the odd NIC"
+# only the NICs judged are compared: one alone has nothing to differ from
+rails
+ip -n "$H" link set ens1f0np0 mtu 9000
+fl_layout "rails: ens1f0np0 (9000) judged alone" ens1f0np0 ens1f0np0=
+
 printf '%s\n' "${FL_REPORT[@]}"
 echo PASS
