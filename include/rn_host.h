@@ -21,8 +21,9 @@
 
 /*
  * The kernel's combination of conf/all and conf/<dev> (include/linux/inetdevice.h):
- * arp_ignore, arp_announce, rp_filter = max(all, dev); arp_filter, accept_local =
- * all OR dev. An unreadable value (-1) counts as the kernel default 0.
+ * arp_ignore, arp_announce, rp_filter = max(all, dev); arp_filter, accept_local,
+ * proxy_arp = all OR dev; forwarding = dev's own. An unreadable value (-1) counts as
+ * the kernel default 0.
  */
 void rn_sysctls_effective(const struct rn_sysctls *all, const struct rn_sysctls *dev,
 			  struct rn_sysctls *eff);
@@ -49,6 +50,8 @@ struct rn_host_link {
 	struct rn_sysctls eff;     /* combined with conf/all */
 };
 
+#define RN_HOST_ROCE_MAX 64
+
 struct rn_host {
 	struct rn_host_link *links;
 	int nlinks;
@@ -67,6 +70,13 @@ struct rn_host {
 	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
 	signed char *l2;           /* nlinks x nlinks, by position in @links */
 	double l2_ms;              /* how long the ARP probes took */
+	/* the links the caller assesses as RoCE NICs (rn_host_mark_roce): the MTU check's set */
+	int roce_links[RN_HOST_ROCE_MAX];
+	int nroce_links;
+	/* IPv4 neighbour entries (rn_host_neighs), dumped on first use */
+	int neigh_state;           /* 0 not dumped, 1 dumped, -errno could not */
+	struct rn_nl_neigh *neighs;
+	int nneighs;
 };
 
 struct rn_host_link *rn_host_link_by_index(struct rn_host *host, int ifindex);
@@ -84,6 +94,12 @@ const struct rn_nl_addr *rn_host_addr_find(const struct rn_host *host, int ifind
  */
 #define RN_L2_WAIT_MS 30
 int rn_host_same_l2(struct rn_host *host, int a, int b);
+
+/*
+ * The IPv4 neighbour table (every link), dumped once per snapshot on first use: the
+ * number of entries with *@out set, or -errno.
+ */
+int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out);
 
 /*
  * rn_nl.route_get's answer (RTM_GETROUTE for @dst from @src, out of @oif when not 0)

@@ -30,6 +30,8 @@ struct rn_sysctls {
 	int arp_filter;
 	int rp_filter;
 	int accept_local;
+	int proxy_arp;  /* answers ARP for addresses routed out of another link */
+	int forwarding; /* the device's own: conf/all's is copied to every device */
 };
 
 struct rn_nl_link {
@@ -73,6 +75,8 @@ struct rn_nl_rule {
 	 * tos/dscp, a fwmark mask, goto, suppress_ifgroup, tun_id): rn_host_route_get asks the
 	 * kernel when such a rule is in its way */
 	int opaque;
+	/* those selectors as `ip rule` shows them ("uidrange 1000-1000 ipproto 6"), "" none */
+	char more[96];
 };
 
 struct rn_nl_route {
@@ -140,6 +144,8 @@ struct rn_nl_ops {
 	 */
 	int (*route_get)(const struct rn_ip *dst, const struct rn_ip *src, int oif,
 			 struct rn_nl_route *out);
+	/* Every neighbour entry of @family (all links): the static ones are judged. */
+	int (*neigh_dump)(int family, struct rn_nl_neigh **out, int *n);
 	/* The neighbour entry for @ip on @ifindex; -ENOENT when there is none. */
 	int (*neigh_get)(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out);
 	/*

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+struct rn_ip;
+
 enum rn_route_check {
 	RN_ROUTE_CHECK_OFF = 0,
 	RN_ROUTE_CHECK_WARN = 1,
@@ -64,7 +66,26 @@ struct rn_config {
 	int flap_max;                       /* NCCL_ROCE_FLAP_MAX: failures kept out past this */
 	int flap_window_s;                  /* NCCL_ROCE_FLAP_WINDOW_S: ... within this window */
 	int ib_port_recovery;               /* NCCL_IB_RESILIENCY_PORT_RECOVERY, -1 unset */
+	char peer_subnets[RN_CFG_STR_MAX];  /* NCCL_ROCE_PEER_SUBNETS: routed peers, CIDR,... */
+	char gateways[RN_CFG_STR_MAX];      /* NCCL_ROCE_GATEWAYS: GW or NETDEV=GW,... */
 };
+
+/*
+ * The list knobs, entry by entry (NCCL_ROCE_PEER_SUBNETS, NCCL_ROCE_GATEWAYS): the
+ * @i-th CIDR of @list (an address alone is a host prefix). 0, -ENOENT past the end,
+ * -EINVAL for an entry that does not parse.
+ */
+int rn_cfg_cidr_at(const char *list, int i, struct rn_ip *net, int *len);
+/*
+ * The @i-th entry of a gateway list: its NETDEV into @dev ("" for a plain GW), its
+ * address into @gw. 0, -ENOENT past the end, -EINVAL for an entry that does not parse.
+ */
+int rn_cfg_gateway_at(const char *list, int i, char *dev, size_t len, struct rn_ip *gw);
+/*
+ * The gateway NCCL_ROCE_GATEWAYS gives @netdev in @family: its own NETDEV=GW entry
+ * first, else the first plain GW entry of that family. 0 or -ENOENT.
+ */
+int rn_cfg_gateway(const char *list, const char *netdev, int family, struct rn_ip *gw);
 
 /* Fill @cfg with the defaults, then the environment. Returns the number of bad values. */
 int rn_config_load(struct rn_config *cfg);

@@ -69,6 +69,9 @@ struct rn_nic {
 	struct rn_ip ip;         /* the GID's address = our source IP */
 	int prefixlen;
 	int table;               /* policy table that routes @ip; 254 (main) when none */
+	/* its gateway (a route's, NCCL_ROCE_GATEWAYS, a /31's other end); family 0: none known.
+	 * The connection check's fix for a routed peer names it. */
+	struct rn_ip gw;
 	/* verdict */
 	enum rn_verdict_kind verdict;
 	int nfindings;
@@ -92,6 +95,12 @@ struct rn_host; /* opaque snapshot of host facts */
  */
 int rn_host_snapshot(struct rn_host **out);
 void rn_host_free(struct rn_host *host);
+/*
+ * Say that link @ifindex (named @name: an ifindex read in another namespace's /sys is
+ * ignored) is one of the RoCE NICs about to be assessed: the checks that compare the
+ * host's RoCE NICs (MTU) take it in, whatever its subnet (rails).
+ */
+void rn_host_mark_roce(struct rn_host *host, int ifindex, const char *name);
 
 /*
  * Choose the GID and source IP of @nic (identity filled in) from its GID table
@@ -119,6 +128,7 @@ struct rn_assess_ops {
 	int (*assess)(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
 		      const struct rn_config *cfg);
 	void (*log)(const struct rn_nic *nic);
+	void (*mark_roce)(struct rn_host *host, int ifindex, const char *name); /* NULL: none */
 };
 extern struct rn_assess_ops rn_assess;
 

@@ -49,6 +49,7 @@ enum rn_cause {
 	RN_CAUSE_SLOW_NIC,            /* sweep: the end of slow pairs slow with every peer */
 	RN_CAUSE_GID_MOVED,           /* a live comm's source GID index now holds another entry */
 	RN_CAUSE_PLUGIN_MISSING,      /* sweep: NCCL_NET_PLUGIN finds no plugin on a host */
+	RN_CAUSE_PROXY_ARP,           /* proxy_arp on a RoCE NIC of a forwarding host */
 	RN_CAUSE__MAX
 };
 

@@ -90,6 +90,13 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	 */
 	rn_vars_set(v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
 		    "net.ipv4.conf.all.arp_announce=2");
+	/* neigh-wrong-mac's words for an entry the kernel learned (a static one: below) */
+	rn_vars_set(v, "who", "peer");
+	rn_vars_set(v, "wrong", "NIC");
+	rn_vars_set(v, "why", "ARP flux on host %s (its arp_ignore/arp_announce) or a stale or "
+		    "static neighbour entry here", rn_vars_get(v, "peer_host"));
+	rn_vars_set(v, "neigh_fix", "ip neigh flush dev %s to %s nud all", nic->netdev,
+		    rn_vars_get(v, "peer_ip"));
 	if (nic->table == RN_TABLE_MAIN) {
 		uint32_t t, prio;
 
@@ -111,6 +118,47 @@ int rn_neigh_valid(uint16_t state)
 {
 	return (state & (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_STALE | NUD_DELAY |
 			 NUD_PROBE)) != 0;
+}
+
+/*
+ * A peer behind a router (outside our subnet; IPv4: IPv6 judged the QP's lookup above).
+ * The QP's lookup (oif = our netdev) must find a gateway, or the kernel assumes the peer
+ * on-link and its ARP never resolves; TCP's (no oif, @r) must leave our NIC, and its fix
+ * is a default route via that gateway in our table, never the subnet's route. 1 with the
+ * finding in @f, 0 when the subnet's judgment applies.
+ */
+static int conn_routed(const struct rn_nic *nic, const struct rn_peer_facts *peer,
+		       const struct rn_nl_route *r, struct rn_vars *v, struct rn_finding *f)
+{
+	struct rn_nl_route q;
+	struct rn_nl_link l;
+
+	if (rn_nl.route_get(&peer->ip, &nic->ip, nic->ifindex, &q) < 0)
+		q.type = 0;
+	/* on-link out of our NIC without oif too: meant so (a proxy-ARP router) */
+	if (q.type == RTN_UNICAST && q.oif == nic->ifindex && !q.gw.family &&
+	    r->oif != nic->ifindex) {
+		/* the gateway the NIC's assessment knew (a route's, NCCL_ROCE_GATEWAYS) */
+		rn_route_gw_vars(NULL, nic, nic->gw.family == nic->ip.family ? &nic->gw : NULL, v);
+		if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
+			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
+				       "through %s (table %u)", rn_vars_get(v, "ip"), l.name,
+				       r->table);
+		rn_finding_render(f, RN_CAUSE_NO_GATEWAY, v);
+		return 1;
+	}
+	if (r->oif == nic->ifindex || !q.gw.family || q.oif != nic->ifindex)
+		return 0;
+	if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
+		rn_vars_set(v, "other_dev", "%s", l.name);
+	else
+		rn_vars_set(v, "other_dev", "ifindex %d", r->oif);
+	rn_vars_set(v, "used_table", "%u", r->table);
+	rn_route_gw_vars(NULL, nic, &q.gw, v);
+	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
+	rn_vars_set(v, "alt", "%s", "");
+	rn_finding_render(f, RN_CAUSE_ROUTE_WRONG_NIC, v);
+	return 1;
 }
 
 int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, struct rn_vars *v,
@@ -136,6 +184,11 @@ int rn_conn_route(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	}
 	if (r.type == RTN_LOCAL)
 		return 2; /* both ends on this host: the kernel loops it back, no ARP */
+	if (nic->ip.family == AF_INET && !rn_ip_in_prefix(&peer->ip, &nic->ip, nic->prefixlen)) {
+		ret = conn_routed(nic, peer, &r, v, f);
+		if (ret)
+			return ret;
+	}
 	if (r.oif != nic->ifindex) {
 		struct rn_nl_link l;
 
@@ -218,6 +271,9 @@ static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
 	if (c->nh_is_peer && memcmp(nb->mac, c->peer.mac, 6)) {
 		rn_conn_vars(&c->nic, &c->peer, &v);
 		rn_vars_set(&v, "got_mac", "%s", rn_mac_str(nb->mac, b, sizeof(b)));
+		if (nb->state & (NUD_PERMANENT | NUD_NOARP))
+			rn_neigh_static_vars(c->nic.netdev, rn_vars_get(&v, "peer_ip"), nb->state,
+					     "peer", &v);
 		add(c, RN_CAUSE_NEIGH_WRONG_MAC, &v);
 		rn_vars_free(&v);
 		decide(c, -EHOSTUNREACH);

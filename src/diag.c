@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <string.h>
 #include <net/if.h>
+#include <linux/neighbour.h>
 
 #include "rn_conncheck.h"
 #include "rn_host.h"
+#include "rn_route.h"
 
 static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 		    struct rn_finding *out, struct rn_vars *v)
@@ -41,6 +43,9 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 			char b[32];
 
 			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
+			if (nb.state & (NUD_PERMANENT | NUD_NOARP))
+				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"), nb.state,
+						     "peer", v);
 			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 		}
 		return 0;
@@ -53,6 +58,9 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 			char b[32];
 
 			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
+			if (nb.state & (NUD_PERMANENT | NUD_NOARP))
+				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"), nb.state,
+						     "peer", v);
 			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 			return 0;
 		}

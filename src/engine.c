@@ -35,6 +35,7 @@ struct rn_assess_ops rn_assess = {
 	.free = rn_host_free,
 	.assess = rn_nic_assess,
 	.log = rn_nic_log,
+	.mark_roce = rn_host_mark_roce,
 };
 
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -126,6 +127,9 @@ static int engine_init(struct rn_engine *eng)
 		return ret == -ENODEV ? -ENODEV : ret;
 	}
 	t_snap = rn_now_ms();
+	/* every RoCE NIC of the host, so that each one's MTU is compared with the others' */
+	for (i = 0; i < n && rn_assess.mark_roce; i++)
+		rn_assess.mark_roce(host, found[i]->nic.ifindex, found[i]->nic.netdev);
 	for (i = 0; i < n; i++) {
 		struct rn_nic *nic = &found[i]->nic;
 		int usable;

@@ -299,8 +299,54 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, st
 			       "(other pods')", foreign, foreign == 1 ? "" : "s");
 }
 
+#define SEG_PROBES 8
+
+/*
+ * The IPv4 subnet @nic's L2 segment carries, for an addressless NIC: an ARP probe out of
+ * it for the address of each other up link (root; the sender address 0.0.0.0 needs none
+ * of ours); the first that answers is on its segment. "198.18.0.0/24 (nic0's subnet, on
+ * its L2 segment)" into @v's "seg", its prefix length into "seg_len"; 0, or -errno.
+ */
+static int segment_subnet(struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+{
+	struct rn_arp_query q[SEG_PROBES];
+	const struct rn_nl_addr *which[SEG_PROBES];
+	char b[INET6_ADDRSTRLEN];
+	struct rn_ip net;
+	int i, n = 0;
+
+	if (!host || !rn_nl.arp_probe || !nic->ifindex)
+		return -ENOENT;
+	for (i = 0; i < host->naddrs && n < SEG_PROBES; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+		const struct rn_host_link *l = rn_host_link_by_index(host, a->ifindex);
+
+		if (a->ip.family != AF_INET || a->ifindex == nic->ifindex || !l ||
+		    !l->link.oper_up || (l->link.flags & IFF_LOOPBACK) || l->link.master)
+			continue;
+		memset(&q[n], 0, sizeof(q[n]));
+		q[n].ifindex = nic->ifindex;
+		memcpy(q[n].mac, nic->mac, 6);
+		q[n].target = a->ip.v4;
+		which[n++] = a;
+	}
+	if (!n || rn_nl.arp_probe(q, n, RN_L2_WAIT_MS))
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		if (!q[i].answered)
+			continue;
+		rn_ip_mask(&which[i]->ip, which[i]->prefixlen, &net);
+		rn_vars_set(v, "seg", "%s/%d (%s's subnet, which its L2 segment carries)",
+			    rn_ip_str(&net, b, sizeof(b)), which[i]->prefixlen,
+			    rn_host_link_by_index(host, which[i]->ifindex)->link.name);
+		rn_vars_set(v, "seg_len", "%d", which[i]->prefixlen);
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* What to tell a user with no usable GID: the knob or the address that would help. */
-static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
+static void no_gid_fix(struct rn_host *host, const struct cand *c, int n, const struct rn_nic *nic,
 		       const struct want *w, struct rn_vars *v)
 {
 	int i, pass;
@@ -330,11 +376,23 @@ static void no_gid_fix(const struct cand *c, int n, const struct rn_nic *nic,
 			}
 		}
 	}
-	/* No command fits: the address is the site's to choose. Say what to do instead. */
+	/*
+	 * No command fits: the address is the site's to choose (a free one of the subnet is
+	 * for the site's plan to say, not a probe). Say what to do instead: the subnet its
+	 * segment carries where a probe tells, or leave the NIC out of NCCL.
+	 */
 	rn_vars_set(v, "fix", "%s", "");
-	rn_vars_set(v, "todo", "give %s an %s address of the RoCE fabric (ip addr add "
-		    "<address>/<prefix> dev %s), then run again", nic->netdev,
-		    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
+	if (w->family == AF_INET && !segment_subnet(host, nic, v))
+		rn_vars_set(v, "todo", "give %s an IPv4 address in %s (ip addr add <address>/%s "
+			    "dev %s), then run again", nic->netdev, rn_vars_get(v, "seg"),
+			    rn_vars_get(v, "seg_len"), nic->netdev);
+	else
+		rn_vars_set(v, "todo", "give %s an %s address of the RoCE fabric (ip addr add "
+			    "<address>/<prefix> dev %s), then run again", nic->netdev,
+			    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
+	rn_vars_append(v, "todo", "", "; or leave it out of NCCL: NCCL_IB_HCA=^%s%s",
+		       nic->ibdev[0] ? nic->ibdev : "<its RDMA device>",
+		       nic->ibdev[0] ? "" : " (ibv_devices names it)");
 }
 
 static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct cand *c)
@@ -499,7 +557,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		rn_vars_set(v, "want", "%s%s%s, RoCE v%d, on %s", fam_str(w.family),
 			    w.has_range ? " in " : "", w.has_range ? cfg->addr_range : "",
 			    w.type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2, nic->netdev);
-		no_gid_fix(c, n, nic, &w, v);
+		no_gid_fix(host, c, n, nic, &w, v);
 		*cause = RN_CAUSE_NO_GID;
 		nic->gid_index = -1;
 		memset(&nic->ip, 0, sizeof(nic->ip));

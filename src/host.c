@@ -187,6 +187,9 @@ void rn_sysctls_effective(const struct rn_sysctls *all, const struct rn_sysctls 
 	eff->rp_filter = maxv(all->rp_filter, dev->rp_filter);
 	eff->arp_filter = orv(all->arp_filter, dev->arp_filter);
 	eff->accept_local = orv(all->accept_local, dev->accept_local);
+	eff->proxy_arp = orv(all->proxy_arp, dev->proxy_arp);
+	/* IN_DEV_FORWARD reads the device's alone (writing all's sets every device's) */
+	eff->forwarding = dev->forwarding < 0 ? maxv(all->forwarding, 0) : dev->forwarding;
 }
 
 static int read_one(const char *name, const char *key, int *out)
@@ -206,6 +209,8 @@ int rn_sysctls_read(const char *name, struct rn_sysctls *out)
 	read_one(name, "arp_filter", &out->arp_filter);
 	read_one(name, "rp_filter", &out->rp_filter);
 	read_one(name, "accept_local", &out->accept_local);
+	read_one(name, "proxy_arp", &out->proxy_arp);
+	read_one(name, "forwarding", &out->forwarding);
 	return ret;
 }
 
@@ -219,6 +224,21 @@ struct rn_host_link *rn_host_link_by_index(struct rn_host *host, int ifindex)
 		if (host->links[i].link.ifindex == ifindex)
 			return &host->links[i];
 	return NULL;
+}
+
+void rn_host_mark_roce(struct rn_host *host, int ifindex, const char *name)
+{
+	struct rn_host_link *l;
+	int i;
+
+	if (!host || !ifindex || !(l = rn_host_link_by_index(host, ifindex)) ||
+	    (name && name[0] && strcmp(l->link.name, name)))
+		return;
+	for (i = 0; i < host->nroce_links; i++)
+		if (host->roce_links[i] == ifindex)
+			return;
+	if (host->nroce_links < RN_HOST_ROCE_MAX)
+		host->roce_links[host->nroce_links++] = ifindex;
 }
 
 struct rn_host_link *rn_host_link_by_name(struct rn_host *host, const char *name)
@@ -636,10 +656,25 @@ int rn_host_same_l2(struct rn_host *host, int a, int b)
 	return host->l2[ia * host->nlinks + ib];
 }
 
+int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out)
+{
+	if (!host->neigh_state) {
+		int ret = rn_nl.neigh_dump ? rn_nl.neigh_dump(AF_INET, &host->neighs,
+							      &host->nneighs) : -EOPNOTSUPP;
+
+		host->neigh_state = ret ? ret : 1;
+	}
+	if (host->neigh_state < 0)
+		return host->neigh_state;
+	*out = host->neighs;
+	return host->nneighs;
+}
+
 void rn_host_free(struct rn_host *host)
 {
 	if (!host)
 		return;
+	free(host->neighs);
 	free(host->l2);
 	free(host->links);
 	free(host->addrs);

@@ -317,6 +317,8 @@ static void parse_inet_conf(struct nlattr *spec, struct rn_nl_link *l)
 			l->inet_conf.arp_filter = (int)c[IPV4_DEVCONF_ARPFILTER - 1];
 			l->inet_conf.rp_filter = (int)c[IPV4_DEVCONF_RP_FILTER - 1];
 			l->inet_conf.accept_local = (int)c[IPV4_DEVCONF_ACCEPT_LOCAL - 1];
+			l->inet_conf.proxy_arp = (int)c[IPV4_DEVCONF_PROXY_ARP - 1];
+			l->inet_conf.forwarding = (int)c[IPV4_DEVCONF_FORWARDING - 1];
 			l->has_inet_conf = 1;
 		}
 	}
@@ -423,6 +425,52 @@ static int real_addr_dump(int family, struct rn_nl_addr **out, int *n)
 
 /* rules */
 
+/* Append " KEY A-B" for a port or uid range attribute (one value when A == B: "dport 80"). */
+static void more_range(char *buf, size_t len, const char *key, uint32_t a, uint32_t b)
+{
+	size_t o = strlen(buf);
+
+	if (o >= len)
+		return;
+	if (a == b)
+		snprintf(buf + o, len - o, "%s%s %u", o ? " " : "", key, a);
+	else
+		snprintf(buf + o, len - o, "%s%s %u-%u", o ? " " : "", key, a, b);
+}
+
+/* The selectors beside from/to/iif/oif/fwmark, as words, so that a message can name them. */
+static void rule_more(struct nlattr **tb, const struct fib_rule_hdr *frh, char *buf, size_t len)
+{
+	size_t o;
+
+	buf[0] = '\0';
+	if (tb[FRA_UID_RANGE] && nla_len(tb[FRA_UID_RANGE]) >= (int)sizeof(struct fib_rule_uid_range)) {
+		const struct fib_rule_uid_range *u = nla_data(tb[FRA_UID_RANGE]);
+
+		more_range(buf, len, "uidrange", u->start, u->end);
+	}
+	if (tb[FRA_IP_PROTO] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%sipproto %u", o ? " " : "", nla_get_u8(tb[FRA_IP_PROTO]));
+	if (tb[FRA_SPORT_RANGE] &&
+	    nla_len(tb[FRA_SPORT_RANGE]) >= (int)sizeof(struct fib_rule_port_range)) {
+		const struct fib_rule_port_range *p = nla_data(tb[FRA_SPORT_RANGE]);
+
+		more_range(buf, len, "sport", p->start, p->end);
+	}
+	if (tb[FRA_DPORT_RANGE] &&
+	    nla_len(tb[FRA_DPORT_RANGE]) >= (int)sizeof(struct fib_rule_port_range)) {
+		const struct fib_rule_port_range *p = nla_data(tb[FRA_DPORT_RANGE]);
+
+		more_range(buf, len, "dport", p->start, p->end);
+	}
+	if (frh->tos && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%stos 0x%x", o ? " " : "", frh->tos);
+	if (tb[FRA_L3MDEV] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%sl3mdev", o ? " " : "");
+	if (tb[FRA_TUN_ID] && (o = strlen(buf)) < len)
+		snprintf(buf + o, len - o, "%stun_id", o ? " " : "");
+}
+
 static int rule_cb(struct nlmsghdr *h, void *arg)
 {
 	struct fib_rule_hdr *frh = nlmsg_data(h);
@@ -461,6 +509,7 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 		     frh->action != FR_ACT_BLACKHOLE && frh->action != FR_ACT_UNREACHABLE &&
 		     frh->action != FR_ACT_PROHIBIT) ||
 		    (tb[FRA_SUPPRESS_IFGROUP] && nla_get_u32(tb[FRA_SUPPRESS_IFGROUP]) != UINT32_MAX);
+	rule_more(tb, frh, r->more, sizeof(r->more));
 	return 0;
 }
 
@@ -621,6 +670,36 @@ static int neigh_cb(struct nlmsghdr *h, void *arg)
 		o->nb->has_mac = 1;
 	}
 	return 0;
+}
+
+static int neigh_dump_cb(struct nlmsghdr *h, void *arg)
+{
+	struct ndmsg *ndm = nlmsg_data(h);
+	struct nlattr *tb[NDA_MAX + 1];
+	struct rn_nl_neigh *nb;
+
+	if (h->nlmsg_type != RTM_NEWNEIGH || nlmsg_parse(h, sizeof(*ndm), tb, NDA_MAX, NULL) < 0)
+		return -EIO;
+	if (ndm->ndm_family != AF_INET && ndm->ndm_family != AF_INET6)
+		return 0; /* a bridge's FDB rides the same dump with AF_BRIDGE */
+	nb = vec_push(arg);
+	if (!nb)
+		return -ENOMEM;
+	get_ip(tb[NDA_DST], ndm->ndm_family, &nb->ip);
+	nb->ifindex = ndm->ndm_ifindex;
+	nb->state = ndm->ndm_state;
+	if (tb[NDA_LLADDR] && nla_len(tb[NDA_LLADDR]) == 6) {
+		memcpy(nb->mac, nla_data(tb[NDA_LLADDR]), 6);
+		nb->has_mac = 1;
+	}
+	return 0;
+}
+
+static int real_neigh_dump(int family, struct rn_nl_neigh **out, int *n)
+{
+	struct ndmsg ndm = { .ndm_family = (uint8_t)family };
+
+	return dump(RTM_GETNEIGH, &ndm, sizeof(ndm), neigh_dump_cb, sizeof(**out), (void **)out, n);
 }
 
 static int real_neigh_get(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out)
@@ -801,6 +880,7 @@ const struct rn_nl_ops rn_nl_real_ops = {
 	.rule_dump = real_rule_dump,
 	.route_dump = real_route_dump,
 	.route_get = real_route_get,
+	.neigh_dump = real_neigh_dump,
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
@@ -814,6 +894,7 @@ struct rn_nl_ops rn_nl = {
 	.rule_dump = real_rule_dump,
 	.route_dump = real_route_dump,
 	.route_get = real_route_get,
+	.neigh_dump = real_neigh_dump,
 	.neigh_get = real_neigh_get,
 	.neigh_probe = real_neigh_probe,
 	.link_get = real_link_get,
@@ -833,6 +914,8 @@ void rn_nl_set_ops(const struct rn_nl_ops *ops)
 		rn_nl.route_dump = ops->route_dump;
 	if (ops->route_get)
 		rn_nl.route_get = ops->route_get;
+	if (ops->neigh_dump)
+		rn_nl.neigh_dump = ops->neigh_dump;
 	if (ops->neigh_get)
 		rn_nl.neigh_get = ops->neigh_get;
 	if (ops->neigh_probe)

@@ -201,6 +201,98 @@ static int check_cidr(const char *v)
 	return rn_cidr_parse(v, &net, &len);
 }
 
+/* The @i-th comma-separated entry of @list into @buf. 0, -ENOENT, -EINVAL (too long). */
+static int entry_at(const char *list, int i, char *buf, size_t size)
+{
+	const char *e = list;
+	size_t n;
+
+	for (; i > 0 && e; i--) {
+		e = strchr(e, ',');
+		if (e)
+			e++;
+	}
+	if (!e || !*e)
+		return -ENOENT;
+	n = strcspn(e, ",");
+	if (n >= size)
+		return -EINVAL;
+	memcpy(buf, e, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+int rn_cfg_cidr_at(const char *list, int i, struct rn_ip *net, int *len)
+{
+	char b[INET6_ADDRSTRLEN + 8];
+	int ret = entry_at(list, i, b, sizeof(b));
+
+	return ret ? ret : rn_cidr_parse(b, net, len);
+}
+
+int rn_cfg_gateway_at(const char *list, int i, char *dev, size_t len, struct rn_ip *gw)
+{
+	char b[IF_NAMESIZE + INET6_ADDRSTRLEN + 2], *eq;
+	int ret = entry_at(list, i, b, sizeof(b));
+
+	if (ret)
+		return ret;
+	eq = strchr(b, '=');
+	if (eq && (eq == b || eq - b >= IF_NAMESIZE || (size_t)(eq - b) >= len))
+		return -EINVAL;
+	if (rn_ip_parse(eq ? eq + 1 : b, gw))
+		return -EINVAL;
+	if (eq)
+		*eq = '\0';
+	snprintf(dev, len, "%s", eq ? b : "");
+	return 0;
+}
+
+int rn_cfg_gateway(const char *list, const char *netdev, int family, struct rn_ip *gw)
+{
+	char dev[IF_NAMESIZE];
+	struct rn_ip any = { 0 }, ip;
+	int i, ret;
+
+	for (i = 0; (ret = rn_cfg_gateway_at(list, i, dev, sizeof(dev), &ip)) != -ENOENT; i++) {
+		if (ret || ip.family != family)
+			continue;
+		if (!dev[0] && !any.family)
+			any = ip;
+		else if (dev[0] && !strcmp(dev, netdev)) {
+			*gw = ip;
+			return 0;
+		}
+	}
+	if (!any.family)
+		return -ENOENT;
+	*gw = any;
+	return 0;
+}
+
+static int check_cidrs(const char *v)
+{
+	struct rn_ip net;
+	int i, len, ret;
+
+	for (i = 0; (ret = rn_cfg_cidr_at(v, i, &net, &len)) != -ENOENT; i++)
+		if (ret)
+			return ret;
+	return 0;
+}
+
+static int check_gateways(const char *v)
+{
+	char dev[IF_NAMESIZE];
+	struct rn_ip ip;
+	int i, ret;
+
+	for (i = 0; (ret = rn_cfg_gateway_at(v, i, dev, sizeof(dev), &ip)) != -ENOENT; i++)
+		if (ret)
+			return ret;
+	return 0;
+}
+
 static const struct param params[] = {
 	/* read entry by entry: load_hca */
 	P_STR("NCCL_IB_HCA", ib_hca,
@@ -272,6 +364,13 @@ static const struct param params[] = {
 	      "the window of NCCL_ROCE_FLAP_MAX, in seconds"),
 	P_INT("NCCL_IB_RESILIENCY_PORT_RECOVERY", ib_port_recovery, -1, -1, 1,
 	      "NCCL's port recovery; 0 turns NCCL_ROCE_RECOVERY off unless that is set"),
+	/* an L3 fabric: what the host alone cannot tell (roce-doctor --peer-subnet, --gateway) */
+	P_STR("NCCL_ROCE_PEER_SUBNETS", peer_subnets,
+	      "subnets (or addresses) of peers behind a router: each NIC's route to them is "
+	      "judged", check_cidrs, "a comma list of address/prefix such as 198.19.0.0/24"),
+	P_STR("NCCL_ROCE_GATEWAYS", gateways,
+	      "a NIC's gateway where no route names one: GW for every NIC, NETDEV=GW for one",
+	      check_gateways, "a comma list of GW or NETDEV=GW such as ens1f0np0=198.18.0.1"),
 };
 
 const struct rn_param_desc *rn_param_table(size_t *n)

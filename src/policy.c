@@ -23,9 +23,12 @@ const struct rn_nl_rule *rn_rule_for_src(const struct rn_host *host, const struc
 	for (i = 0; i < host->nrules; i++) {
 		const struct rn_nl_rule *r = &host->rules[i];
 
-		/* Only plain 'from <prefix> lookup <table>' rules decide a source's table. */
+		/*
+		 * Only plain 'from <prefix> lookup <table>' rules decide a source's table: one that
+		 * also asks for a uid, a protocol, ports or a tos selects nothing of RoCE's.
+		 */
 		if (r->family != ip->family || r->action != FR_ACT_TO_TBL || r->src_len == 0 ||
-		    r->dst_len || r->iif[0] || r->oif[0] || r->fwmark || r->invert)
+		    r->dst_len || r->iif[0] || r->oif[0] || r->fwmark || r->invert || r->more[0])
 			continue;
 		if (rn_ip_in_prefix(ip, &r->src, r->src_len))
 			return r;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <linux/fib_rules.h>
+#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 
 #include "rn_host.h"
@@ -290,6 +291,81 @@ static void check_arp_silent(struct rn_host *host, struct rn_nic *nic, struct rn
 	rn_nic_add_finding(nic, RN_CAUSE_ARP_SILENT, v);
 }
 
+/*
+ * proxy_arp (all OR dev) on a NIC that forwards: arp_process answers a request that came
+ * in on it for any address whose route leaves another link (arp_fwd_proxy), with this
+ * NIC's MAC. On a host whose NICs share a subnet the route to the others' peers leaves
+ * the first NIC: every other NIC answers for the whole subnet.
+ */
+static void check_proxy_arp(struct rn_host *host, struct rn_nic *nic, struct rn_host_link *self,
+			    struct rn_vars *v)
+{
+	const struct rn_sysctls *e;
+
+	if (nic->ip.family != AF_INET || !self)
+		return;
+	e = rn_host_sysctls(host, self);
+	if (!e->proxy_arp || e->forwarding <= 0)
+		return;
+	rn_vars_set(v, "sysctls", "%s", "");
+	rn_vars_set(v, "where", "%s", "");
+	if (host->all.proxy_arp > 0) {
+		add_key(v, "sysctls", "all", "proxy_arp", 0);
+		rn_vars_append(v, "where", ", ", "all=%d", host->all.proxy_arp);
+	}
+	if (self->dev.proxy_arp > 0) {
+		add_key(v, "sysctls", self->link.name, "proxy_arp", 0);
+		rn_vars_append(v, "where", ", ", "%s=%d", self->link.name, self->dev.proxy_arp);
+	}
+	rn_nic_add_finding(nic, RN_CAUSE_PROXY_ARP, v);
+}
+
+/*
+ * The host's RoCE NICs (those the caller marked, rn_host_mark_roce, whatever their subnet:
+ * rails) and the links that share our subnet or L2 segment should carry one MTU: jumbo
+ * frames from a 9000 NIC to a 1500 one are lost (RoCE itself takes the smaller active
+ * MTU; kernel traffic and throughput do not). The odd one out is named, against the MTU
+ * most of them have (a tie: the larger), with the command that sets it.
+ */
+static void check_host_mtu(struct rn_host *host, struct rn_nic *nic, const struct share *s,
+			   struct rn_vars *v)
+{
+	struct rn_host_link *set[MAX_SHARE + RN_HOST_ROCE_MAX];
+	int i, k, best = 0, best_n = 0, n, nset = 0;
+
+	for (i = 0; i < s->n; i++)
+		set[nset++] = s->l[i];
+	for (i = 0; i < host->nroce_links; i++) {
+		struct rn_host_link *l = rn_host_link_by_index(host, host->roce_links[i]);
+
+		for (k = 0; l && k < nset && set[k] != l; k++)
+			;
+		if (l && k == nset && l->link.oper_up)
+			set[nset++] = l;
+	}
+	if (nset < 2 || nic->mtu <= 0)
+		return;
+	for (i = 0; i < nset; i++) {
+		for (n = 0, k = 0; k < nset; k++)
+			n += set[k]->link.mtu == set[i]->link.mtu;
+		if (n > best_n || (n == best_n && set[i]->link.mtu > best)) {
+			best = set[i]->link.mtu;
+			best_n = n;
+		}
+	}
+	if (best <= 0 || nic->mtu == best)
+		return;
+	rn_vars_set(v, "what", "netdev MTU %d here but %d on ", nic->mtu, best);
+	for (n = 0, i = 0; i < nset; i++)
+		if (set[i]->link.ifindex != nic->ifindex && set[i]->link.mtu == best)
+			rn_vars_append(v, "what", n++ ? ", " : "", "%s", set[i]->link.name);
+	rn_vars_append(v, "what", "", " (this host's other RoCE NICs or NICs of its subnet): "
+		       "frames larger than %d are lost between them", RN_MIN(nic->mtu, best));
+	rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev, best);
+	rn_vars_set(v, "fix_host", "%s", "");
+	rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, v);
+}
+
 static const char *ipf(const struct rn_nic *nic)
 {
 	return nic->ip.family == AF_INET6 ? "ip -6" : "ip";
@@ -519,19 +595,27 @@ static int offsubnet_dst(const struct rn_host *host, const struct rn_nic *nic, s
 }
 
 /*
- * This NIC's gateway: a route with a gateway out of it (its table first, then any),
- * else the other end of a /31 (/127) or /30. 0 or -ENOENT.
+ * This NIC's gateway: the one NCCL_ROCE_GATEWAYS (roce-doctor --gateway) gives it, else a
+ * route with a gateway out of it (its table first, then any), else a route of any table
+ * whose gateway is in our subnet (main's default via the ToR out of another NIC of the
+ * subnet), else the other end of a /31 (/127) or /30. 0 or -ENOENT.
  */
-static int nic_gateway(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *gw)
+static int nic_gateway(const struct rn_host *host, const struct rn_nic *nic,
+		       const struct rn_config *cfg, struct rn_ip *gw)
 {
 	int pass, i;
 
-	for (pass = 0; pass < 2; pass++)
+	if (cfg && !rn_cfg_gateway(cfg->gateways, nic->netdev, nic->ip.family, gw))
+		return 0;
+	for (pass = 0; pass < 3; pass++)
 		for (i = 0; i < host->nroutes; i++) {
 			const struct rn_nl_route *r = &host->routes[i];
 
-			if (r->gw.family != nic->ip.family || r->oif != nic->ifindex ||
-			    r->nhops > 1 || (!pass && r->table != (uint32_t)nic->table))
+			if (r->gw.family != nic->ip.family || r->nhops > 1 ||
+			    (pass < 2 && r->oif != nic->ifindex) ||
+			    (!pass && r->table != (uint32_t)nic->table) ||
+			    (pass == 2 && (!rn_ip_in_prefix(&r->gw, &nic->ip, nic->prefixlen) ||
+					   r->table == RN_TABLE_LOCAL)))
 				continue;
 			*gw = r->gw;
 			return 0;
@@ -567,16 +651,15 @@ static int nic_is_l3(const struct rn_host *host, const struct rn_nic *nic)
 
 		if (r->gw.family == nic->ip.family && r->oif == nic->ifindex &&
 		    (r->table == (uint32_t)nic->table || r->table == RN_TABLE_MAIN))
-			return !nic_gateway(host, nic, &gw);
+			return !nic_gateway(host, nic, NULL, &gw);
 	}
 	return 0;
 }
 
-/* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
-static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
+		      const struct rn_ip *gw, struct rn_vars *v)
 {
 	char ip[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
-	struct rn_ip gw;
 	uint32_t t, prio;
 
 	rn_ip_str(&nic->ip, ip, sizeof(ip));
@@ -587,16 +670,27 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 	} else {
 		rn_propose_table(host, nic->ifindex, &t, &prio);
 	}
-	if (nic_gateway(host, nic, &gw)) {
-		rn_vars_set(v, "gw", "its gateway (not known here)");
+	if (!gw) {
+		rn_vars_set(v, "gw", "its gateway (not known here: NCCL_ROCE_GATEWAYS or "
+			    "roce-doctor --gateway names it)");
 		rn_vars_set(v, "gw_fix", "%s", "");
-		rn_vars_set(v, "gw_hint", "; add 'default via <gateway> dev %s' to table %u%s%s",
-			    nic->netdev, t, prio ? " and a 'from " : "", prio ? ip : "");
+		rn_vars_set(v, "gw_hint", "%s", "");
+		/* the gateway is the fabric's to say: what to do with it, as text */
+		rn_vars_set(v, "gw_todo", "find %s's gateway (the router's address in %s), then "
+			    "add %s's default route via it in table %u: %s route replace default via "
+			    "<gateway> dev %s table %u", nic->netdev, net, nic->netdev, t, ipf(nic),
+			    nic->netdev, t);
 		if (prio)
-			rn_vars_append(v, "gw_hint", "", "' rule for it");
+			rn_vars_append(v, "gw_todo", "", "; %s route replace %s dev %s src %s table %u; "
+				       "%s rule add from %s lookup %u priority %u", ipf(nic), net,
+				       nic->netdev, ip, t, ipf(nic), ip, t, prio);
+		rn_vars_append(v, "gw_todo", "", " (or roce-policy-routing --gateway=%s=<gateway> "
+			       "%s, or roce-doctor --gateway %s=<gateway> to print the commands)",
+			       nic->netdev, nic->netdev, nic->netdev);
 		return;
 	}
-	rn_ip_str(&gw, g, sizeof(g));
+	rn_vars_set(v, "gw_todo", "%s", "");
+	rn_ip_str(gw, g, sizeof(g));
 	rn_vars_set(v, "gw", "%s", g);
 	rn_vars_set(v, "gw_hint", "%s", "");
 	if (prio)
@@ -609,8 +703,18 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic, struct
 			    g, nic->netdev, t);
 }
 
+/* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
+static void gw_vars(const struct rn_host *host, const struct rn_nic *nic,
+		    const struct rn_config *cfg, struct rn_vars *v)
+{
+	struct rn_ip gw;
+
+	rn_route_gw_vars(host, nic, nic_gateway(host, nic, cfg, &gw) ? NULL : &gw, v);
+}
+
 /* The table's default or gateway routes must name our NIC (not only reach the gateway). */
-static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
+static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
+			    const struct rn_config *cfg, struct rn_vars *v)
 {
 	char b[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN];
 	int i;
@@ -631,7 +735,7 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic, struct rn_
 		else
 			rn_vars_set(v, "routed", "the default route (via %s)",
 				    rn_ip_str(&r->gw, g, sizeof(g)));
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		/*
 		 * Through our NIC's own gateway; when no route names one, through this route's
 		 * gateway where it is on our subnet (a copy of the other NIC's line, "default
@@ -714,31 +818,40 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	return 1;
 }
 
+/* "mgmt0 (the management NIC: main's default route)" for a link that holds main's default. */
+static void other_dev_var(struct rn_host *host, const struct rn_nic *nic, int oif,
+			  struct rn_vars *v)
+{
+	if (oif && oif == rn_host_mgmt_ifindex(host, nic->ip.family))
+		rn_vars_set(v, "other_dev", "%s (the management NIC: main's default route)",
+			    link_name(host, oif));
+	else
+		rn_vars_set(v, "other_dev", "%s", link_name(host, oif));
+}
+
 /*
- * An L3 NIC: a remote GPU host sits outside our subnet. A RoCE QP's lookup pins
- * oif to the GID's netdev; with no route out of it the kernel assumes the peer is
- * on-link and ARP for it never resolves. TCP from our IP (no oif) must leave our NIC
- * too, unless it is a multipath route that includes it (ECMP over the NICs: each
- * QP's lookup takes its own NIC's next hop).
+ * A routed destination @dst: a RoCE QP's lookup pins oif to the GID's netdev; with no
+ * route out of it the kernel assumes the peer is on-link and ARP for it never resolves.
+ * TCP from our IP (no oif) must leave our NIC too, unless it is a multipath route that
+ * includes it (ECMP over the NICs: each QP's lookup takes its own NIC's next hop).
+ * 1 when a finding was made.
  */
-static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v, int *wrong_dev)
+static int judge_routed(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg,
+			const struct rn_ip *dst, struct rn_vars *v, int *wrong_dev)
 {
 	struct rn_nl_route q, w;
-	struct rn_ip dst;
 	char buf[INET6_ADDRSTRLEN];
-	int ret, i;
+	int ret, i, wret;
 
-	if (!nic_is_l3(host, nic) || offsubnet_dst(host, nic, &dst))
-		return;
-	rn_vars_set(v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-	ret = rn_host_route_get(host, &dst, &nic->ip, nic->ifindex, &q);
+	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
+	ret = rn_host_route_get(host, dst, &nic->ip, nic->ifindex, &q);
 	if (ret < 0) {
 		rn_vars_set(v, "err", "%s", strerror(-ret));
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
-		return;
+		return 1;
 	}
 	if (q.oif && q.oif != nic->ifindex) {
 		/*
@@ -747,43 +860,171 @@ static void check_l3(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v
 		 * ours. IPv4 pins oif and never gets here.
 		 */
 		*wrong_dev = q.oif;
-		rn_vars_set(v, "other_dev", "%s", link_name(host, q.oif));
+		other_dev_var(host, nic, q.oif, v);
 		rn_vars_set(v, "used_table", "%u", q.table);
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
 		rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 		alt_vars(nic, v, 0);
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
-		return;
+		return 1;
 	}
+	/* TCP's and ARP's lookup (no oif), to name where it goes instead */
+	wret = nic->ip.family == AF_INET ? rn_host_route_get(host, dst, &nic->ip, 0, &w) : -ENOENT;
 	if (q.type == RTN_UNICAST && !q.gw.family) {
-		gw_vars(host, nic, v);
+		gw_vars(host, nic, cfg, v);
+		if (!wret && w.oif && w.oif != nic->ifindex) {
+			/* the replies' reverse route is that one too: rp_filter judges it */
+			*wrong_dev = w.oif;
+			other_dev_var(host, nic, w.oif, v);
+			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
+				       "through %s", rn_vars_get(v, "ip"), rn_vars_get(v, "other_dev"));
+		}
 		rn_nic_add_finding(nic, RN_CAUSE_NO_GATEWAY, v);
-		return;
+		return 1;
 	}
-	if (nic->ip.family != AF_INET)
-		return; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
-	ret = rn_host_route_get(host, &dst, &nic->ip, 0, &w);
-	if (ret < 0 || w.oif == nic->ifindex)
-		return;
+	if (wret || w.oif == nic->ifindex)
+		return 0; /* IPv6 sends ND from the egress link's own address: no asymmetry harm */
 	for (i = 0; i < host->nroutes; i++) {
 		const struct rn_nl_route *r = &host->routes[i];
 
 		if (r->table == w.table && r->table == q.table && r->nhops > 1 &&
-		    r->dst.family == dst.family && rn_ip_in_prefix(&dst, &r->dst, r->dst_len))
-			return; /* ECMP including our NIC */
+		    r->dst.family == dst->family && rn_ip_in_prefix(dst, &r->dst, r->dst_len))
+			return 0; /* ECMP including our NIC */
 	}
 	*wrong_dev = w.oif;
-	rn_vars_set(v, "other_dev", "%s", link_name(host, w.oif));
+	other_dev_var(host, nic, w.oif, v);
 	rn_vars_set(v, "used_table", "%u", w.table);
 	if (nic->table != RN_TABLE_MAIN && w.table != (uint32_t)nic->table &&
 	    shadow_vars(host, nic, w.table, v)) {
 		rn_nic_add_finding(nic, RN_CAUSE_RULE_SHADOWED, v);
-		return;
+		return 1;
 	}
-	gw_vars(host, nic, v);
+	gw_vars(host, nic, cfg, v);
 	rn_vars_set(v, "route_fix", "%s", rn_vars_get(v, "gw_fix"));
 	alt_vars(nic, v, 0);
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+	return 1;
+}
+
+/* The first address of @net/@len that is a host's (network + 1; the address of a /32). */
+static void first_host(const struct rn_ip *net, int len, struct rn_ip *out)
+{
+	rn_ip_mask(net, len, out);
+	if (out->family == AF_INET && len < 31)
+		out->v4.s_addr = htonl(ntohl(out->v4.s_addr) + 1);
+	else if (out->family == AF_INET6 && len < 127)
+		out->v6.s6_addr[15] |= 1;
+}
+
+/*
+ * Peers behind a router: those of NCCL_ROCE_PEER_SUBNETS (roce-doctor --peer-subnet),
+ * else, on an L3 NIC (a /31 or /30 to the ToR, a gateway route out of it) or one whose
+ * gateway is configured, a neighbouring block. First the route to the gateway itself
+ * (from our IP it must leave our NIC), then to each routed destination.
+ */
+static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg,
+			 struct rn_vars *v, int *wrong_dev)
+{
+	struct rn_ip dst, net, gw;
+	int i, len, ret, n = 0, have_gw;
+
+	have_gw = !rn_cfg_gateway(cfg->gateways, nic->netdev, nic->ip.family, &gw);
+	if (have_gw && rn_ip_in_prefix(&gw, &nic->ip, nic->prefixlen) &&
+	    nic->ip.family == AF_INET && !rn_ip_equal(&gw, &nic->ip)) {
+		if (judge_egress(host, nic, &gw, v, wrong_dev))
+			return;
+	}
+	for (i = 0; (ret = rn_cfg_cidr_at(cfg->peer_subnets, i, &net, &len)) != -ENOENT; i++) {
+		if (ret || net.family != nic->ip.family)
+			continue;
+		first_host(&net, len, &dst);
+		/* a peer in our own subnet is judged by the subnet's check */
+		if (rn_ip_in_prefix(&dst, &nic->ip, nic->prefixlen) ||
+		    rn_host_addr_find(host, 0, &dst))
+			continue;
+		n++;
+		if (judge_routed(host, nic, cfg, &dst, v, wrong_dev))
+			return;
+	}
+	if (n || !(have_gw || nic_is_l3(host, nic)) || offsubnet_dst(host, nic, &dst))
+		return;
+	judge_routed(host, nic, cfg, &dst, v, wrong_dev);
+}
+
+void rn_neigh_static_vars(const char *dev, const char *ip, uint16_t state, const char *who,
+			  struct rn_vars *v)
+{
+	char b[INET6_ADDRSTRLEN];
+
+	/* @ip may be @v's own value, replaced below */
+	snprintf(b, sizeof(b), "%s", ip);
+	ip = b;
+	rn_vars_set(v, "who", "%s", who);
+	rn_vars_set(v, "peer_ip", "%s", ip);
+	rn_vars_set(v, "wrong", "MAC");
+	rn_vars_set(v, "why", "a %s neighbour entry (ip neigh replace ... nud %s, a static-ARP "
+		    "workaround's leftover that 'ip neigh flush' keeps) holds a MAC that does not "
+		    "answer for %s, so every frame from %s to it is lost",
+		    state & NUD_NOARP ? "NOARP" : "PERMANENT",
+		    state & NUD_NOARP ? "noarp" : "permanent", ip, dev);
+	rn_vars_set(v, "neigh_fix", "ip neigh del %s dev %s", ip, dev);
+	/* nothing on the peer caused it: no first part there */
+	rn_vars_set(v, "peer_fix", "%s", "");
+	rn_vars_set(v, "peer_host", "%s", "");
+}
+
+#define MAX_STATIC 16
+/* How long the probe of static entries waits for answers (less when all came). */
+#define STATIC_WAIT_MS 50
+
+/*
+ * PERMANENT and NOARP neighbour entries on our NIC for hosts of our subnet and for our
+ * gateway: the kernel never checks them (a static-ARP workaround's leftover, which 'ip
+ * neigh flush' keeps), so an ARP probe asks who answers for each (root: CAP_NET_RAW;
+ * without it nothing can be told and nothing is said). One that answers with another MAC
+ * than the entry's is neigh-wrong-mac, fixed by deleting the entry.
+ */
+static void check_static_neigh(struct rn_host *host, struct rn_nic *nic,
+			       const struct rn_config *cfg, struct rn_vars *v)
+{
+	const struct rn_nl_neigh *nb, *which[MAX_STATIC];
+	struct rn_arp_query q[MAX_STATIC];
+	char ip[INET6_ADDRSTRLEN], b[32];
+	struct rn_ip gw;
+	int i, n = 0, nn, has_gw;
+
+	if (nic->ip.family != AF_INET || !rn_nl.arp_probe)
+		return;
+	nn = rn_host_neighs(host, &nb);
+	if (nn <= 0)
+		return;
+	has_gw = !nic_gateway(host, nic, cfg, &gw);
+	for (i = 0; i < nn && n < MAX_STATIC; i++) {
+		const struct rn_nl_neigh *e = &nb[i];
+
+		if (e->ifindex != nic->ifindex || !e->has_mac || e->ip.family != AF_INET ||
+		    !(e->state & (NUD_PERMANENT | NUD_NOARP)) ||
+		    (!rn_ip_in_prefix(&e->ip, &nic->ip, nic->prefixlen) &&
+		     !(has_gw && rn_ip_equal(&e->ip, &gw))))
+			continue;
+		memset(&q[n], 0, sizeof(q[n]));
+		q[n].ifindex = nic->ifindex;
+		memcpy(q[n].mac, nic->mac, 6);
+		q[n].target = e->ip.v4;
+		which[n++] = e;
+	}
+	if (!n || rn_nl.arp_probe(q, n, STATIC_WAIT_MS))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!q[i].answered || !memcmp(q[i].answer, which[i]->mac, 6))
+			continue;
+		rn_vars_set(v, "got_mac", "%s", rn_mac_str(which[i]->mac, b, sizeof(b)));
+		rn_vars_set(v, "peer_mac", "%s", rn_mac_str(q[i].answer, b, sizeof(b)));
+		rn_neigh_static_vars(nic->netdev, rn_ip_str(&which[i]->ip, ip, sizeof(ip)),
+				     which[i]->state, has_gw && rn_ip_equal(&which[i]->ip, &gw) ?
+				     "gateway" : "peer", v);
+		rn_nic_add_finding(nic, RN_CAUSE_NEIGH_WRONG_MAC, v);
+	}
 }
 
 /* 1 when @nic is the only link with an address in its subnet that no rule routes. */
@@ -873,14 +1114,17 @@ static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " iif %s", r->iif);
 		if (r->oif[0] && o < sizeof(b))
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " oif %s", r->oif);
-		if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
+		if (r->more[0] && o < sizeof(b))
+			o += (size_t)snprintf(b + o, sizeof(b) - o, " %s", r->more);
+		else if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
 			snprintf(b + o, sizeof(b) - o, " and more selectors");
 		rn_vars_append(v, "qualified", "", "%s'%s' (pref %u)", n++ ? ", " : "; ", b,
 			       r->priority);
 	}
 	if (n)
 		rn_vars_append(v, "qualified", "", " match%s only marked, forwarded or selected "
-			       "traffic, and RoCE's is none of those", n == 1 ? "es" : "");
+			       "traffic (fwmark, iif/oif, uidrange, ipproto, ports), and RoCE's is none "
+			       "of those", n == 1 ? "es" : "");
 }
 
 static int has_route_fix(const struct rn_nic *nic)
@@ -963,11 +1207,13 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	}
 	rn_vars_set(&v, "table", "%u", table);
 	rn_vars_set(&v, "prio", "%u", prio);
+	if (nic_gateway(host, nic, cfg, &nic->gw))
+		memset(&nic->gw, 0, sizeof(nic->gw));
 	rn_vars_set(&v, "routed", "%s", net_s);
 
 	check_arp_silent(host, nic, self, &v);
 	/* The table's own routes must name our NIC (its default route above all). */
-	found = check_table_devs(host, nic, &v);
+	found = check_table_devs(host, nic, cfg, &v);
 
 	/* The kernel's own answer for a peer in our subnet. */
 	if (!found && !rn_route_probe_dst(host, nic, &dst)) {
@@ -1012,11 +1258,13 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
 	}
 	if (!found)
-		check_l3(host, nic, &v, &wrong_dev);
+		check_routed(host, nic, cfg, &v, &wrong_dev);
 
 	if (v4) {
 		find_l2_sharing(host, nic, &s);
 		check_arp(host, nic, &s, &v);
+		check_proxy_arp(host, nic, self, &v);
+		check_host_mtu(host, nic, &s, &v);
 		/* Said once: route-wrong-nic and no-route already carry the same fix. */
 		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
 			rn_route_fix_vars(host, nic, &v);
@@ -1036,6 +1284,7 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 		}
 	}
 	check_stale_rules(host, nic, &v);
+	check_static_neigh(host, nic, cfg, &v);
 out:
 	rn_vars_free(&v);
 	return 0;

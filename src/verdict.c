@@ -74,12 +74,15 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 	},
 	[RN_CAUSE_NEIGH_WRONG_MAC] = {
 		"neigh-wrong-mac", RN_SEV_FATAL,
-		"peer {peer_ip} is reached at the wrong NIC (MAC {got_mac} instead of "
-		"{peer_mac}): ARP flux on host {peer_host} (its arp_ignore/arp_announce) "
-		"or a stale or static neighbour entry here",
-		/* 'nud all': a static (permanent) entry too, which a plain flush keeps */
-		"ip neigh flush dev {dev} to {peer_ip} nud all",
-		"peer_ip got_mac peer_mac peer_host dev peer_fix",
+		"{who} {peer_ip} is reached at the wrong {wrong} (MAC {got_mac} instead of "
+		"{peer_mac}) from {dev}: {why}",
+		/*
+		 * A learned entry: 'ip neigh flush dev D to IP nud all' (a static one too, which
+		 * a plain flush keeps). A PERMANENT or NOARP entry that an ARP probe proves wrong:
+		 * 'ip neigh del IP dev D' (rn_neigh_static_vars).
+		 */
+		"{neigh_fix}",
+		"who peer_ip wrong got_mac peer_mac dev why neigh_fix peer_host peer_fix",
 		/* the peer first: flushed before it stops answering for other NICs, the
 		 * entry would learn the wrong MAC again */
 		.pre = "{peer_fix}", .pre_on = "{peer_host}",
@@ -198,7 +201,9 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"{subnet}: the kernel assumes it is on-link, so ARP for remote GPU hosts never "
 		"resolves (an L3 fabric needs a default route via {gw} in {dev}'s own table{gw_hint})",
 		"{gw_fix}",
-		"nic dev ip dst subnet gw gw_hint gw_fix",
+		"nic dev ip dst subnet gw gw_hint gw_fix gw_todo",
+		/* "" where the gateway is known (the fix is the command) */
+		.advice = "{gw_todo}",
 	},
 	[RN_CAUSE_STALE_RULE] = {
 		"stale-rule", RN_SEV_WARN,
@@ -310,6 +315,14 @@ static const struct cause_row catalogue[RN_CAUSE__MAX] = {
 		"there under load (completion error 12 or a hang)",
 		"{qos_fix}",
 		"nic dev what tc dscp prio how lossless qos_fix",
+	},
+	[RN_CAUSE_PROXY_ARP] = {
+		"proxy-arp", RN_SEV_WARN,
+		"{nic} ({dev} {ip}): proxy_arp is on ({where}) and the host forwards on {dev}: it "
+		"answers ARP requests for other hosts of {subnet} routed out of another link with "
+		"{dev}'s MAC, so peers can send their frames here",
+		"sysctl -w {sysctls}",
+		"nic dev ip where subnet sysctls",
 	},
 	/* The fleet sweep's (roce-doctor-mpi): what only a comparison of hosts shows. */
 	[RN_CAUSE_FLEET_DIFFERS] = {

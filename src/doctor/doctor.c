@@ -72,6 +72,11 @@ static void usage(FILE *f)
 		"                      stdout: macvlan/sriov + tuning + sbr per NIC); how to attach\n"
 		"                      them and the NET_ADMIN commands on stderr\n"
 		"      --nfd FILE      host: node-feature-discovery labels (verdict, causes) to FILE\n"
+		"      --peer-subnet CIDR  host, peer: peers also sit behind a router in CIDR (an\n"
+		"                      address alone is one peer; repeatable, or a comma list):\n"
+		"                      each NIC's route to them is judged (NCCL_ROCE_PEER_SUBNETS)\n"
+		"      --gateway GW, --gateway NETDEV=GW  the NICs' (one NIC's) gateway where no route\n"
+		"                      names it, for the fix's per-NIC default (NCCL_ROCE_GATEWAYS)\n"
 		"  -v, --verbose       show the library's log lines (NCCL_DEBUG=INFO style)\n"
 		"  -h, --help          this text\n"
 		"  -V, --version       print the version\n"
@@ -150,6 +155,51 @@ static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi,
 	return 0;
 }
 
+/*
+ * --peer-subnet CIDR (an address alone: one peer) and --gateway GW|NETDEV=GW, checked as
+ * their knobs check NCCL_ROCE_PEER_SUBNETS and NCCL_ROCE_GATEWAYS, appended to @list.
+ */
+static int add_list(FILE *jerr, char *list, const char *arg, int cidr)
+{
+	char one[RN_CFG_STR_MAX];
+	struct rn_ip ip;
+	int i, len, ret, n = 0;
+
+	for (i = 0; (ret = cidr ? rn_cfg_cidr_at(arg, i, &ip, &len) :
+				  rn_cfg_gateway_at(arg, i, one, sizeof(one), &ip)) != -ENOENT; i++) {
+		if (ret)
+			return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: '%s' is not %s",
+					    cidr ? "--peer-subnet" : "--gateway", arg, cidr ?
+					    "a comma list of address[/prefix]" :
+					    "a comma list of GW or NETDEV=GW (IP addresses)");
+		n++;
+	}
+	if (!n || strlen(list) + strlen(arg) + 2 > RN_CFG_STR_MAX)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: %s",
+				    cidr ? "--peer-subnet" : "--gateway", n ? "too long a list" :
+				    "empty");
+	if (*list)
+		strcat(list, ",");
+	strcat(list, arg);
+	return 0;
+}
+
+/* The options' list after the environment's: an entry of either counts. */
+static int join_list(FILE *jerr, char *cfg, const char *opt, const char *name)
+{
+	size_t l = strlen(cfg);
+
+	if (!*opt)
+		return 0;
+	if (l + strlen(opt) + 2 > RN_CFG_STR_MAX)
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: the list with the "
+				    "environment's is too long", name);
+	if (l)
+		strcat(cfg, ",");
+	strcat(cfg, opt);
+	return 0;
+}
+
 /* The options given that @cmd does not take, and the words after it: before any work. */
 static int check_cmd(FILE *jerr, const struct rn_doctor_cmd *cmd, unsigned int given, int json,
 		     int nargs, char **args)
@@ -189,6 +239,8 @@ int main(int argc, char **argv)
 		{ "textfile", required_argument, NULL, 'F' },
 		{ "cni", no_argument, NULL, 'C' },
 		{ "nfd", required_argument, NULL, 'N' },
+		{ "peer-subnet", required_argument, NULL, 'S' },
+		{ "gateway", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -197,6 +249,8 @@ int main(int argc, char **argv)
 	struct rn_doctor *d;
 	const struct rn_doctor_cmd *cmd = &cmds[0];
 	const char *netdevs = NULL;
+	/* appended to the environment's lists once it is read */
+	char subnets[RN_CFG_STR_MAX] = "", gateways[RN_CFG_STR_MAX] = "";
 	unsigned int given = 0;
 	int c, rc = RN_DOCTOR_ERROR, first;
 	size_t i;
@@ -263,6 +317,11 @@ int main(int argc, char **argv)
 		case 'N':
 			d->nfd = optarg;
 			break;
+		case 'S':
+		case 'G':
+			if (add_list(jerr, c == 'S' ? subnets : gateways, optarg, c == 'S'))
+				goto out;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = RN_DOCTOR_OK;
@@ -315,6 +374,9 @@ int main(int argc, char **argv)
 	}
 
 	d->bad_env = rn_config_load(&d->cfg);
+	if (join_list(jerr, d->cfg.peer_subnets, subnets, "--peer-subnet") ||
+	    join_list(jerr, d->cfg.gateways, gateways, "--gateway"))
+		goto out;
 	if (gethostname(d->hostname, sizeof(d->hostname) - 1))
 		snprintf(d->hostname, sizeof(d->hostname), "?");
 	rn_doctor_log_init(d->verbose);

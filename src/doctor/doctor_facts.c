@@ -336,7 +336,7 @@ int rn_doctor_facts_read(const struct rn_doctor *d, struct rn_doctor_facts *f)
 	read_plugin(f);
 	read_nccl(f);
 	f->all = d->host && d->host->all_read ? d->host->all :
-		 (struct rn_sysctls){ -1, -1, -1, -1, -1 };
+		 (struct rn_sysctls){ -1, -1, -1, -1, -1, -1, -1 };
 	f->nnics = d->nnics;
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_doctor_nic *dn = &d->nics[i];

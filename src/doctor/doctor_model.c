@@ -146,6 +146,9 @@ int rn_doctor_gather(struct rn_doctor *d)
 			d->nnics++;
 		}
 	}
+	/* every RoCE NIC judged, so that each one's MTU is compared with the others' */
+	for (i = 0; i < d->nnics; i++)
+		rn_host_mark_roce(d->host, d->nics[i].nic.ifindex, d->nics[i].nic.netdev);
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
 

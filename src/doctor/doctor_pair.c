@@ -80,7 +80,9 @@ void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c)
 		goto out;
 	for (n = 0; n < c->npairs; n++)
 		for (k = 0; k < c->pairs[n].nfindings; k++)
-			if (c->pairs[n].findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC)
+			/* a static entry's finding has no first part: nothing there made it */
+			if (c->pairs[n].findings[k].cause == RN_CAUSE_NEIGH_WRONG_MAC &&
+			    rn_finding_pre_fix(&c->pairs[n].findings[k])[0])
 				rn_finding_set_where(&c->pairs[n].findings[k], NULL, pre ? pre : "",
 						     pre ? NULL : "", NULL);
 out:

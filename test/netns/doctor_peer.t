@@ -122,6 +122,21 @@ echo "pair checks took $(jq_py "$T/fixed.json" "d['summary']['elapsed_us']") us 
 [ "$(jq_py "$T/fixed.json" "[k['check'] for k in d['skipped']]")" = rdma-probe ] ||
 	rn_fail "after the fix as root: skipped is '$(jq_py "$T/fixed.json" "d['skipped']")', want rdma-probe only"
 
+echo "== a PERMANENT entry on A for B's nic1 holding B nic0's MAC (a static-ARP leftover)"
+mac0=$(ip -n "$B" -o link show dev nic0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+ip1=$(ip -n "$B" -4 -o addr show dev nic1 | awk '{print $4}' | cut -d/ -f1)
+ip -n "$A" neigh replace "$ip1" lladdr "$mac0" nud permanent dev nic1
+peer static
+echo "pairs: $(pairs static)"
+[ $RC -eq 1 ] || rn_fail "static entry: exit $RC, want 1"
+fix=$(jq_py "$T/static.json" "sorted(set((f['pre_fix'] or '-', f['fix']) for p in d['pairs'] if p['local'] == 'nic1' and p['remote'] == 'nic1' for f in p['local_check']['findings'] if f['cause'] == 'neigh-wrong-mac'))")
+echo "fix: $fix"
+[ "$fix" = "('-', 'ip neigh del $ip1 dev nic1')" ] ||
+	rn_fail "static entry: the fix is '$fix', want the entry's deletion alone"
+rn_in "$A" bash -c "set -e; ip neigh del $ip1 dev nic1" || rn_fail "static entry: the pasted fix failed"
+peer static_fixed
+[ $RC -eq 0 ] || { cat "$T/static_fixed.json"; rn_fail "static entry deleted: exit $RC, want 0"; }
+
 echo "== without CAP_NET_RAW: the ARP probe is skipped, and said so"
 on_a setpriv --bounding-set=-net_raw --inh-caps=-net_raw "$DOCTOR" peer 198.18.0.21 \
 	--netdev nic0,nic1 --json --timeout 5 >"$T/nocap.json" 2>"$T/nocap.err"

@@ -43,7 +43,12 @@ fl_expect nic1 no-gid
 [ -z "$(jq_py "$J" "[f['fix'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]")" ] ||
 	rn_fail "a command is printed where none can fix it"
 jq_py "$J" "[f['advice'] for n in d['nics'] for f in n['findings'] if n['netdev'] == 'nic1'][0]" |
-	grep -q "give nic1 an IPv4 address" || rn_fail "the advice does not say what to do"
+	grep -q "give nic1 an IPv4 address in 198.18.0.0/24 (nic0's subnet, which its L2 segment carries) (ip addr add <address>/24 dev nic1), then run again; or leave it out of NCCL: NCCL_IB_HCA=^" ||
+	rn_fail "the advice does not say what to do"
+# the text report shows it too, below the finding
+ip netns exec "$H" "$DOCTOR" --netdev nic0,nic1 >"$FL_T/text" 2>&1
+grep -A3 'no-gid' "$FL_T/text" | sed 's/^/    | /'
+grep -q "NCCL_IB_HCA=^" "$FL_T/text" || rn_fail "the text report does not say what to do"
 FL_REPORT+=("$FL_NAME nic1: no-gid (no command; the message says to give it an address)")
 
 dual() {

@@ -127,5 +127,20 @@ echo "    $msg"
 grep -q "no 'from 198.18.0.11' rule selects a table for it; 'from 198.18.0.11 fwmark 0x1 lookup 101' (pref 101) matches only marked" <<<"$msg" ||
 	rn_fail "no-rule does not name the fwmark rule that does not count"
 
+# The same with uidrange (a per-user routing scheme's rules) and ipproto: named as such.
+flat
+for i in 0 1 2; do
+	ip -n "$H" route add 198.18.0.0/24 dev nic$i src "${ips[i]}" table $((101 + i))
+	ip -n "$H" rule add from "${ips[i]}" uidrange 1000-1999 lookup $((101 + i)) priority $((101 + i))
+done
+ip -n "$H" rule add from "${ips[0]}" ipproto tcp lookup 101 priority 200
+fl_layout "seed rules that also match uidrange 1000-1999" nic0,nic1,nic2 nic0=no-rule \
+	nic1=route-wrong-nic nic2=route-wrong-nic
+pre=$FL_T/j$((FL_J - 1)).json
+msg=$(jq_py "$pre" "[f['message'] for n in d['nics'] if n['netdev'] == 'nic0' for f in n['findings'] if f['cause'] == 'no-rule'][0]")
+echo "    $msg"
+grep -q "no 'from 198.18.0.11' rule selects a table for it; 'from 198.18.0.11 lookup 101 uidrange 1000-1999' (pref 101), 'from 198.18.0.11 lookup 101 ipproto 6' (pref 200) match only marked, forwarded or selected traffic (fwmark, iif/oif, uidrange, ipproto, ports)" <<<"$msg" ||
+	rn_fail "no-rule does not name the uidrange and ipproto rules that do not count"
+
 printf '%s\n' "${FL_REPORT[@]}"
 echo PASS

@@ -319,12 +319,15 @@ int main(int argc, char **argv)
 
 	rn_config_defaults(&cfg);
 	rn_log_set_level(RN_LOG_NONE);
-	while ((opt = getopt(argc, argv, "+c:v6")) != -1) {
+	while ((opt = getopt(argc, argv, "+c:g:v6")) != -1) {
 		switch (opt) {
 		case 'c':
 			cfg.route_check = !strcmp(optarg, "off")    ? RN_ROUTE_CHECK_OFF
 					  : !strcmp(optarg, "warn") ? RN_ROUTE_CHECK_WARN
 								    : RN_ROUTE_CHECK_STRICT;
+			break;
+		case 'g': /* NCCL_ROCE_GATEWAYS */
+			snprintf(cfg.gateways, sizeof(cfg.gateways), "%s", optarg);
 			break;
 		case 'v':
 			rn_log_set_level(RN_LOG_INFO);
@@ -339,7 +342,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 	if (argc < 2) {
-		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-v] [-6] "
+		fprintf(stderr, "usage: rn-pathcheck [-c strict|warn|off] [-g GATEWAYS] [-v] [-6] "
 				"nic DEV...|conn DEV IP MAC [MS [HOST [PEERDEV [MTU [CAUSE]]]]]|"
 				"diag DEV IP MAC|bench N DEV...|routes DEV...\n");
 		return 2;

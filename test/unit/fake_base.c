@@ -288,12 +288,19 @@ static int n_dcb_get(const char *ifname, struct rn_nl_dcb *out)
 	return -ENOSYS;
 }
 
+static int n_neigh_dump(int family, struct rn_nl_neigh **out, int *n)
+{
+	(void)family, (void)out, (void)n;
+	return -ENOSYS;
+}
+
 static const struct rn_nl_ops nl_fail = {
 	.link_dump = n_link_dump,
 	.addr_dump = n_addr_dump,
 	.rule_dump = n_rule_dump,
 	.route_dump = n_route_dump,
 	.route_get = n_route_get,
+	.neigh_dump = n_neigh_dump,
 	.neigh_get = n_neigh_get,
 	.neigh_probe = n_neigh_probe,
 	.link_get = n_link_get,

@@ -173,6 +173,17 @@ static struct fake_sysctl *sys_entry(struct fake_nl_host *h, const char *name, i
 	return &h->sys[h->nsys++];
 }
 
+void fake_arp_peer(struct fake_nl_host *h, const char *ip, int mac_last)
+{
+	if (h->narp_peers == (int)(sizeof(h->arp_peers) / sizeof(h->arp_peers[0])) ||
+	    rn_ip_parse(ip, &h->arp_peers[h->narp_peers].ip))
+		abort();
+	memset(h->arp_peers[h->narp_peers].mac, 0, 6);
+	h->arp_peers[h->narp_peers].mac[0] = 0x02;
+	h->arp_peers[h->narp_peers].mac[5] = (uint8_t)mac_last;
+	h->narp_peers++;
+}
+
 void fake_sysctl(struct fake_nl_host *h, const char *name, const char *key, int value)
 {
 	struct fake_sysctl *s = sys_entry(h, name, 1);
@@ -187,6 +198,10 @@ void fake_sysctl(struct fake_nl_host *h, const char *name, const char *key, int 
 		s->v.rp_filter = value;
 	else if (!strcmp(key, "accept_local"))
 		s->v.accept_local = value;
+	else if (!strcmp(key, "proxy_arp"))
+		s->v.proxy_arp = value;
+	else if (!strcmp(key, "forwarding"))
+		s->v.forwarding = value;
 	else
 		abort();
 }
@@ -341,6 +356,13 @@ static int f_route_get(const struct rn_ip *dst, const struct rn_ip *src, int oif
 	return -ENETUNREACH;
 }
 
+static int f_neigh_dump(int family, struct rn_nl_neigh **out, int *n)
+{
+	/* not in cur->dumps: asked on first use, as the L2 probe, not by the snapshot */
+	DUP_ARRAY(cur->neighs, cur->nneighs, family, ip.family, out, n);
+	return 0;
+}
+
 static int f_neigh_get(int ifindex, const struct rn_ip *ip, struct rn_nl_neigh *out)
 {
 	int i;
@@ -397,6 +419,11 @@ static int f_arp_probe(struct rn_arp_query *q, int n, int wait_ms)
 					memcpy(q[i].answer, cur->links[k].mac, 6);
 			q[i].answered = 1;
 		}
+		for (a = 0; a < cur->narp_peers && !q[i].answered; a++)
+			if (!memcmp(&cur->arp_peers[a].ip.v4, &q[i].target, 4)) {
+				memcpy(q[i].answer, cur->arp_peers[a].mac, 6);
+				q[i].answered = 1;
+			}
 	}
 	return 0;
 }
@@ -419,6 +446,7 @@ static const struct rn_nl_ops fake_ops = {
 	.rule_dump = f_rule_dump,
 	.route_dump = f_route_dump,
 	.route_get = f_route_get,
+	.neigh_dump = f_neigh_dump,
 	.neigh_get = f_neigh_get,
 	.neigh_probe = f_neigh_probe,
 	.link_get = f_link_get,
@@ -459,6 +487,10 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 		v = s ? s->v.rp_filter : 0;
 	else if (!strcmp(key, "accept_local"))
 		v = s ? s->v.accept_local : 0;
+	else if (!strcmp(key, "proxy_arp"))
+		v = s ? s->v.proxy_arp : 0;
+	else if (!strcmp(key, "forwarding"))
+		v = s ? s->v.forwarding : 0;
 	else
 		return -ENOENT;
 	snprintf(buf, len, "%d", v);

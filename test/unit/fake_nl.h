@@ -41,6 +41,12 @@ struct fake_nl_host {
 	int arp_ret;
 	unsigned char l2[FAKE_NL_MAX][FAKE_NL_MAX];
 	int arp_probes;
+	/* hosts beyond ours that answer ARP probes (fake_arp_peer) */
+	struct {
+		struct rn_ip ip;
+		uint8_t mac[6];
+	} arp_peers[8];
+	int narp_peers;
 	/* DCB per netdev (dcb_get); a netdev not listed has none (-EOPNOTSUPP) */
 	struct {
 		char name[IF_NAMESIZE];
@@ -66,6 +72,8 @@ void fake_route(struct fake_nl_host *h, uint32_t table, const char *dst, int ifi
 void fake_neigh(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last,
 		uint16_t state);
 void fake_neigh_on_probe(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last);
+/* Another host's @ip answers ARP probes with MAC 02:00:00:00:00:<mac_last>. */
+void fake_arp_peer(struct fake_nl_host *h, const char *ip, int mac_last);
 /* Set conf/<name>/<key> (arp_ignore, arp_announce, arp_filter, rp_filter, accept_local). */
 void fake_sysctl(struct fake_nl_host *h, const char *name, const char *key, int value);
 /* The seed's fix for @n NICs with ifindex first..: per-NIC table 100+i, arp sysctls. */

@@ -99,6 +99,19 @@ static void test_stale_wrong_mac_refused(void **state)
 	assert_non_null(strstr(f.fix, "ip neigh flush dev eth1 to 198.18.0.10"));
 }
 
+/* A PERMANENT entry: nothing on the peer made it; deleting it is the whole fix. */
+static void test_static_wrong_mac_deleted(void **state)
+{
+	struct rn_finding f AUTO_FINDING = { 0 };
+
+	fake_neigh(&H, 3, "198.18.0.10", 0x21, NUD_PERMANENT);
+	assert_int_equal(run(1000, &f, NULL), -EHOSTUNREACH);
+	assert_int_equal(f.cause, RN_CAUSE_NEIGH_WRONG_MAC);
+	assert_non_null(strstr(f.msg, "PERMANENT"));
+	assert_string_equal(f.fix, "ip neigh del 198.18.0.10 dev eth1");
+	assert_string_equal(f.pre_fix, "");
+}
+
 static void test_entry_on_other_nic_does_not_count(void **state)
 {
 	struct rn_finding f AUTO_FINDING = { 0 };
@@ -277,6 +290,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_right_mac_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_wrong_mac_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_static_wrong_mac_deleted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_entry_on_other_nic_does_not_count, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_absent_then_resolved_by_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_incomplete_then_wrong_mac, setup, teardown),

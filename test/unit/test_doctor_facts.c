@@ -252,14 +252,14 @@ static void codec_roundtrip_and_refusals(void **state)
 	strcpy(in.kernel, "6.1.0-21-amd64");
 	strcpy(in.rdma_core, "44.0");
 	strcpy(in.nccl, "2.21.5+cuda12.4");
-	in.all = (struct rn_sysctls){ 1, 2, 0, 0, 0 };
+	in.all = (struct rn_sysctls){ 1, 2, 0, 0, 0, 0, 0 };
 	in.nnics = 2;
 	strcpy(in.nics[0].driver, "mlx5_core");
 	strcpy(in.nics[0].fw, "28.39.1002");
-	in.nics[0].eff = (struct rn_sysctls){ 1, 2, 0, 2, 0 };
+	in.nics[0].eff = (struct rn_sysctls){ 1, 2, 0, 2, 0, 0, 0 };
 	strcpy(in.nics[1].driver, "none");
 	strcpy(in.nics[1].fw, "none");
-	in.nics[1].dev = (struct rn_sysctls){ -1, -1, -1, -1, -1 };
+	in.nics[1].dev = (struct rn_sysctls){ -1, -1, -1, -1, -1, 0, 0 };
 	rn_doctor_facts_put(&b, &in);
 	assert_int_equal(b.err, 0);
 	r = (struct rn_rbuf){ b.p, b.len, 0, 0 };

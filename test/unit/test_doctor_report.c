@@ -83,6 +83,11 @@ static void pair_finding(struct rn_dw_pair *p, int i, int j, const char *peer_ho
 	rn_vars_set(&v, "peer_host", "%s", peer_host);
 	rn_vars_set(&v, "dev", "ens%df0np0", i + 1);
 	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.ens%df0np0.arp_ignore=1", j + 1);
+	rn_vars_set(&v, "who", "peer");
+	rn_vars_set(&v, "wrong", "NIC");
+	rn_vars_set(&v, "why", "ARP flux on host %s", peer_host);
+	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev ens%df0np0 to 198.18.0.%d nud all", i + 1,
+		    21 + j);
 	assert_int_equal(rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC,
 					   &v), 0);
 	p->status = 1;

@@ -126,6 +126,10 @@ static void checks_roundtrip(void **state)
 	rn_vars_set(&v, "peer_mac", "52:54:00:18:01:00");
 	rn_vars_set(&v, "dev", "eth1");
 	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	rn_vars_set(&v, "who", "peer");
+	rn_vars_set(&v, "wrong", "NIC");
+	rn_vars_set(&v, "why", "ARP flux on host %s", "hostb");
+	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "eth1", "198.18.0.20");
 	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	rn_vars_free(&v);
 	assert_int_equal(rn_dw_send_checks(sp[0], in, 0), 0);

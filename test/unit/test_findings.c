@@ -248,6 +248,10 @@ static void nccl_log_names_where_fixes_run(void **state)
 		    "net.ipv4.conf.all.arp_announce=2");
 	rn_vars_set(&v, "ip", "198.18.0.1");
 	rn_vars_set(&v, "peer_dev", "ens2f0np0");
+	rn_vars_set(&v, "who", "peer");
+	rn_vars_set(&v, "wrong", "NIC");
+	rn_vars_set(&v, "why", "ARP flux on host %s", "gpu7");
+	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "ens1f0np0", "198.18.0.11");
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	assert_int_equal(rn_finding_render(&g, RN_CAUSE_PEER_DIED, &v), 0);
 	rn_plugin_log_attach(nccl_logger);

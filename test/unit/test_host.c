@@ -16,7 +16,7 @@
 
 static struct rn_sysctls S(int ig, int an, int fi, int rp, int al)
 {
-	struct rn_sysctls s = { ig, an, fi, rp, al };
+	struct rn_sysctls s = { ig, an, fi, rp, al, 0, 0 };
 
 	return s;
 }

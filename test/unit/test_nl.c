@@ -55,6 +55,8 @@ static int group_setup(void **state)
 	    sh("ip addr add 198.18.0.2/24 dev rnd1") ||
 	    sh("ip route replace 198.18.0.0/24 dev rnd1 src 198.18.0.2 table 102") ||
 	    sh("ip rule add from 198.18.0.2 lookup 102 priority 102") ||
+	    sh("ip rule add from 198.18.0.2 uidrange 1000-1999 ipproto tcp dport 80 lookup 102 "
+	       "priority 103") ||
 	    sh("ip neigh replace 198.18.0.20 lladdr 02:00:00:00:00:20 dev rnd1 nud permanent"))
 		return 0;
 	have_ns = 1;
@@ -175,6 +177,11 @@ static void test_rules_and_routes(void **state)
 			assert_int_equal(r[i].action, FR_ACT_TO_TBL);
 			assert_int_equal(r[i].src_len, 32);
 			assert_string_equal(rn_ip_str(&r[i].src, b, sizeof(b)), "198.18.0.2");
+			assert_string_equal(r[i].more, "");
+		} else if (r[i].priority == 103) {
+			/* the selectors a message names, as `ip rule` shows them */
+			assert_string_equal(r[i].more, "uidrange 1000-1999 ipproto 6 dport 80");
+			assert_true(r[i].opaque);
 		}
 	free(r);
 	assert_true(found);
@@ -240,6 +247,19 @@ static void test_neigh(void **state)
 	assert_true(nb.state & NUD_PERMANENT);
 	rn_ip_parse("198.18.0.21", &ip);
 	assert_int_equal(rn_nl.neigh_get(i1, &ip, &nb), -ENOENT);
+	/* the dump holds the permanent entry with its MAC (the host check judges it) */
+	{
+		struct rn_nl_neigh *all;
+		int n, k, seen = 0;
+
+		assert_int_equal(rn_nl.neigh_dump(AF_INET, &all, &n), 0);
+		for (k = 0; k < n; k++)
+			if (all[k].ifindex == i1 && all[k].has_mac && all[k].mac[5] == 0x20 &&
+			    (all[k].state & NUD_PERMANENT))
+				seen = 1;
+		free(all);
+		assert_true(seen);
+	}
 	/* The probe leaves (ARP into an empty veth), nothing answers, nothing blocks. */
 	rn_ip_parse("198.18.0.2", &src);
 	assert_int_equal(rn_nl.neigh_probe(i1, &src, &ip), 0);

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <linux/neighbour.h>
+#include <sys/socket.h>
 
 #include "fake_nl.h"
 #include "rn_log.h"
@@ -442,6 +445,188 @@ static void test_l3_gateway_per_nic(void **state)
 	assert_string_equal(f->fix, "ip route replace default via 198.18.0.3 dev eth1 table 102");
 }
 
+/*
+ * Routed peers (#31): per-NIC tables with the subnet route alone, main's default through
+ * a management NIC. The host alone cannot tell: no finding. NCCL_ROCE_PEER_SUBNETS makes
+ * the QP's lookup (oif) judged: no route there, so no-gateway naming the management NIC,
+ * with NCCL_ROCE_GATEWAYS the per-NIC default as the fix; once in the table, all good.
+ */
+static void test_routed_peers_per_nic_default(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_link(&H, 4, "mgmt0", 0x20, 1);
+	fake_addr(&H, 4, "198.19.255.2/24", 0);
+	fake_route(&H, RN_TABLE_MAIN, "default", 4, NULL, "198.19.255.1");
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 0);
+	snprintf(cfg.peer_subnets, sizeof(cfg.peer_subnets), "198.19.8.0/24");
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_NO_GATEWAY);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "198.19.8.1"));
+	assert_non_null(strstr(f->msg, "mgmt0 (the management NIC: main's default route)"));
+	assert_string_equal(f->fix, ""); /* no gateway known: only what to add */
+	assert_non_null(strstr(f->msg, "roce-doctor --gateway"));
+	snprintf(cfg.gateways, sizeof(cfg.gateways), "eth1=198.18.0.253,198.18.0.254");
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_NO_GATEWAY);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip route replace default via 198.18.0.254 dev eth0 table 101");
+	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 0);
+	/* a peer subnet that is our own is judged by the subnet's check alone */
+	snprintf(cfg.peer_subnets, sizeof(cfg.peer_subnets), "198.18.0.0/24");
+	snprintf(cfg.gateways, sizeof(cfg.gateways), "%s", "");
+	renew(&n0, assess("eth1"));
+	assert_int_equal(n0.nfindings, 0);
+}
+
+/* The list knobs: entry by entry, a NETDEV=GW entry before a plain one. */
+static void test_cfg_lists(void **state)
+{
+	struct rn_ip ip;
+	char dev[16];
+	int len;
+
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/24,198.19.9.7", 1, &ip, &len), 0);
+	assert_int_equal(len, 32);
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/24", 1, &ip, &len), -ENOENT);
+	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/33", 0, &ip, &len), -EINVAL);
+	assert_int_equal(rn_cfg_cidr_at("a,,b", 1, &ip, &len), -EINVAL);
+	assert_int_equal(rn_cfg_gateway_at("ens1f0np0.100=198.18.0.1", 0, dev, sizeof(dev), &ip), 0);
+	assert_string_equal(dev, "ens1f0np0.100");
+	assert_int_equal(rn_cfg_gateway_at("=198.18.0.1", 0, dev, sizeof(dev), &ip), -EINVAL);
+	assert_int_equal(rn_cfg_gateway("198.18.0.1,eth0=198.18.0.9", "eth0", AF_INET, &ip), 0);
+	assert_int_equal(ntohl(ip.v4.s_addr) & 0xff, 9);
+	assert_int_equal(rn_cfg_gateway("198.18.0.1,eth0=198.18.0.9", "eth1", AF_INET, &ip), 0);
+	assert_int_equal(ntohl(ip.v4.s_addr) & 0xff, 1);
+	assert_int_equal(rn_cfg_gateway("eth0=198.18.0.9", "eth1", AF_INET, &ip), -ENOENT);
+}
+
+/* proxy_arp (all OR dev) counts only while the NIC forwards; the fix names the keys set. */
+static void test_proxy_arp_while_forwarding(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_sysctl(&H, "eth0", "proxy_arp", 1);
+	renew(&n0, assess("eth0"));
+	assert_null(find(&n0, RN_CAUSE_PROXY_ARP)); /* no forwarding: no proxy answers */
+	fake_sysctl(&H, "eth0", "forwarding", 1);
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_PROXY_ARP);
+	assert_non_null(f);
+	assert_int_equal(f->sev, RN_SEV_WARN);
+	assert_int_equal(n0.verdict, RN_VERDICT_WARN);
+	assert_string_equal(f->fix, "sysctl -w net.ipv4.conf.eth0.proxy_arp=0");
+	fake_sysctl(&H, "all", "proxy_arp", 1);
+	fake_sysctl(&H, "eth0", "proxy_arp", 0);
+	renew(&n0, assess("eth0"));
+	f = find(&n0, RN_CAUSE_PROXY_ARP);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "sysctl -w net.ipv4.conf.all.proxy_arp=0");
+}
+
+/* MTUs across the subnet's NICs: the odd one is named, set to the others' (a tie: larger). */
+static void test_mtu_differs_across_nics(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 }, n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	H.links[H.nlinks - 1].mtu = 9000; /* eth1 */
+	renew(&n0, assess("eth0"));
+	renew(&n1, assess("eth1"));
+	assert_null(find(&n1, RN_CAUSE_MTU_MISMATCH));
+	f = find(&n0, RN_CAUSE_MTU_MISMATCH);
+	assert_non_null(f);
+	assert_int_equal(f->sev, RN_SEV_WARN);
+	assert_string_equal(f->fix, "ip link set dev eth0 mtu 9000");
+	assert_non_null(strstr(f->msg, "9000 on eth1"));
+}
+
+/*
+ * Static neighbour entries (#31): a PERMANENT one for the gateway whose MAC is not the one
+ * that answers the ARP probe is neigh-wrong-mac, fixed by deleting it; a right one, one
+ * nobody answers for, or no probe (no CAP_NET_RAW) says nothing.
+ */
+static void test_static_neigh_judged_by_probe(void **state)
+{
+	struct rn_nic n0 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
+	fake_neigh(&H, 2, "198.18.0.254", 0x99, NUD_PERMANENT);
+	fake_neigh(&H, 2, "198.18.0.30", 0x30, NUD_NOARP);   /* right */
+	fake_neigh(&H, 2, "198.18.0.31", 0x99, NUD_NOARP);   /* nobody answers */
+	fake_neigh(&H, 2, "198.18.0.32", 0x99, NUD_REACHABLE); /* learned: not ours to judge */
+	fake_arp_peer(&H, "198.18.0.254", 0x54);
+	fake_arp_peer(&H, "198.18.0.30", 0x30);
+	fake_arp_peer(&H, "198.18.0.32", 0x32);
+	renew(&n0, assess("eth0")); /* arp_ret -EPERM: the probe cannot run */
+	assert_int_equal(n0.nfindings, 0);
+	H.arp_ret = 0;
+	renew(&n0, assess("eth0"));
+	assert_int_equal(n0.nfindings, 1);
+	f = find(&n0, RN_CAUSE_NEIGH_WRONG_MAC);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "ip neigh del 198.18.0.254 dev eth0");
+	assert_string_equal(f->pre_fix, "");
+	assert_non_null(strstr(f->msg, "gateway 198.18.0.254 is reached at the wrong MAC (MAC "
+			       "02:00:00:00:00:99 instead of 02:00:00:00:00:54) from eth0"));
+}
+
+/* An addressless NIC: no command, the advice names the subnet its segment carries. */
+static void test_addressless_nic_says_what_to_do(void **state)
+{
+	struct rn_nic n AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+
+	fake_link(&H, 4, "eth2", 0x12, 1);
+	renew(&n, assess("eth2")); /* no probe (no CAP_NET_RAW): the general words */
+	f = find(&n, RN_CAUSE_NO_GID);
+	assert_non_null(f);
+	assert_string_equal(f->fix, "");
+	assert_non_null(strstr(f->advice, "give eth2 an IPv4 address of the RoCE fabric"));
+	assert_non_null(strstr(f->advice, "; or leave it out of NCCL: NCCL_IB_HCA=^"));
+	H.arp_ret = 0;
+	H.l2[4][2] = 1; /* eth2 hears eth0 */
+	renew(&n, assess("eth2"));
+	f = find(&n, RN_CAUSE_NO_GID);
+	assert_non_null(f);
+	assert_non_null(strstr(f->advice, "give eth2 an IPv4 address in 198.18.0.0/24 (eth0's "
+			       "subnet, which its L2 segment carries) (ip addr add <address>/24 dev "
+			       "eth2)"));
+}
+
+/* A 'from IP uidrange ... lookup T' rule is not the NIC's rule: judged as no rule at all. */
+static void test_rule_with_uidrange_does_not_count(void **state)
+{
+	struct rn_nic n1 AUTO_NIC = { 0 };
+	const struct rn_finding *f;
+	int i;
+
+	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
+	for (i = 0; i < H.nrules; i++)
+		if (H.rules[i].table == 102) {
+			snprintf(H.rules[i].more, sizeof(H.rules[i].more), "uidrange 1000-1999");
+			H.rules[i].opaque = 1;
+		}
+	renew(&n1, assess("eth1"));
+	assert_int_equal(n1.table, RN_TABLE_MAIN);
+	/* the fake's lookup takes the rule (no uid in it): the finding is no-rule's */
+	f = find(&n1, RN_CAUSE_NO_RULE);
+	assert_non_null(f);
+	assert_non_null(strstr(f->msg, "'from 198.18.0.2 lookup 102 uidrange 1000-1999' (pref 102) "
+			       "matches only marked"));
+}
+
 static int ninfo, nwarn, warn_ok;
 
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
@@ -567,6 +752,13 @@ int main(void)
 		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
 		cmocka_unit_test_setup(test_l3_gateway_per_nic, setup_shared),
+		cmocka_unit_test_setup(test_routed_peers_per_nic_default, setup_shared),
+		cmocka_unit_test(test_cfg_lists),
+		cmocka_unit_test_setup(test_proxy_arp_while_forwarding, setup_shared),
+		cmocka_unit_test_setup(test_mtu_differs_across_nics, setup_shared),
+		cmocka_unit_test_setup(test_static_neigh_judged_by_probe, setup_shared),
+		cmocka_unit_test_setup(test_addressless_nic_says_what_to_do, setup_shared),
+		cmocka_unit_test_setup(test_rule_with_uidrange_does_not_count, setup_shared),
 		cmocka_unit_test_setup(test_down_peer_link_does_not_share, setup_shared),
 		cmocka_unit_test_setup(test_link_down_refused, setup_shared),
 		cmocka_unit_test_setup(test_secondary_ip_with_its_own_rule, setup_shared),

@@ -195,7 +195,7 @@ static void facts(struct rn_sweep *s)
 		strcpy(f->kernel, "6.1.0-21-amd64");
 		strcpy(f->rdma_core, "44.0");
 		strcpy(f->nccl, "2.21.5+cuda12.4");
-		f->all = (struct rn_sysctls){ 1, 2, 0, 0, 0 };
+		f->all = (struct rn_sysctls){ 1, 2, 0, 0, 0, 0, 0 };
 		f->nnics = s->hosts[h].inv->nnics;
 		for (i = 0; i < f->nnics; i++) {
 			strcpy(f->nics[i].driver, "mlx5_core");

@@ -80,6 +80,10 @@ static void test_render_wrong_mac_names_peer(void **state)
 	rn_vars_set(&v, "peer_host", "gpu7");
 	rn_vars_set(&v, "dev", "eth0");
 	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	rn_vars_set(&v, "who", "peer");
+	rn_vars_set(&v, "wrong", "NIC");
+	rn_vars_set(&v, "why", "ARP flux on host %s", "gpu7");
+	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "eth0", "198.18.0.10");
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	assert_non_null(strstr(f.msg, "198.18.0.10"));
 	assert_non_null(strstr(f.msg, "02:00:00:00:00:01"));
