@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The plugin's route checks end to end on real kernel Soft-RoCE (2 guests x 2 NICs):
-# - fixed hosts, but h0's neighbour entry for h1/eth0 poisoned with h1/eth1's MAC (what ARP flux
-#   does): connect is refused within seconds, naming the wrong MAC, instead of a QP that hangs
-#   or dies with completion error 12 later; nccl-net-bench says "connection refused by the
-#   plugin" with the reason and exits 1;
+# - fixed hosts, but h0's neighbour entry for h1/eth0 poisoned with h1/eth1's MAC: a static
+#   (permanent) entry is refused at init, rxe0 named with neigh-wrong-mac and 'ip neigh del';
+#   a learned one (what ARP flux does) makes connect refused within seconds, naming the wrong
+#   MAC, instead of a QP that hangs or dies with completion error 12 later; nccl-net-bench
+#   says "connection refused by the plugin" with the reason and exits 1;
 # - broken hosts (kernel defaults, one /24) with NCCL_ROCE_ROUTE_CHECK=strict: init offers no
 #   device, naming the ARP-flux cause and the fix (scripts/roce-policy-routing).
 set -u
@@ -27,8 +28,22 @@ body() {
 	drv_pair 18651 0 "--size 65537 --iters 4" "${FAULT_ENV[@]}"
 	expect_ok "fixed: h0/rxe0 -> h1/rxe0 connects and moves checked data"
 
-	t_step "poisoned ARP: h0 eth0 holds h1 eth1's MAC ($wrong) for $(bed_ip 1 0)"
+	t_step "a static entry: h0 eth0 holds h1 eth1's MAC ($wrong) for $(bed_ip 1 0), nud permanent"
 	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || t_fail "could not poison"
+	out=$(drv_run 0 -- --comms 1 probe)
+	echo "$out" | grep -E "WARN|devices:" | sed 's/^/  | /'
+	grep -q "NCCL WARN.*rxe0:1 \[neigh-wrong-mac\]: peer $(bed_ip 1 0) is reached at the wrong MAC (MAC $wrong instead of $right) from eth0: a PERMANENT neighbour entry.*; fix: ip neigh del $(bed_ip 1 0) dev eth0" <<<"$out" ||
+		t_fail "static entry: init does not refuse rxe0 naming the entry and its fix"
+	grep -q "NCCL WARN.*refused by the route check: rxe0:1 eth0 neigh-wrong-mac" <<<"$out" ||
+		t_fail "static entry: the summary does not name rxe0's refusal"
+	t_ok "static entry: init refuses rxe0 with neigh-wrong-mac and 'ip neigh del' (an ARP probe gets $right)"
+
+	# What ARP flux leaves is a learned entry, which only the connection check can judge
+	# (against the MAC the peer announces): the same wrong MAC, reachable for the test's time.
+	t_step "poisoned ARP: h0 eth0 learned h1 eth1's MAC ($wrong) for $(bed_ip 1 0)"
+	B run 0 -- sh -c "sysctl -qw net.ipv4.neigh.eth0.base_reachable_time_ms=600000 &&
+		ip neigh replace $(bed_ip 1 0) lladdr $wrong dev eth0 nud reachable" ||
+		t_fail "could not make the entry a learned one"
 	t0=$(date +%s.%N)
 	drv_pair 18652 0 "--size 65537 --iters 4 --timeout-ms 20000" "${FAULT_ENV[@]}"
 	show_pair
