@@ -756,7 +756,7 @@ static void rearm_stop(struct rn_comm *c, int j, const char *why, uint64_t now)
 }
 
 /* Receiver: pair @j armed at both ends and probed: a spare again, or the comm's own. */
-static void rearm_done(struct rn_comm *c, int j, uint64_t now)
+static void rearm_done(struct rn_comm *c, int j)
 {
 	struct rn_failover *fo = c->fo;
 	struct rn_path *p = &fo->path[j];
@@ -769,7 +769,6 @@ static void rearm_done(struct rn_comm *c, int j, uint64_t now)
 		"index %d, was %d) after %llu ms", c->peer_str, p->mem.dev->nic.ibdev,
 		p->mem.dev->nic.port, p->rpeer.netdev, p->mem.gid_index, p->gid_was,
 		(unsigned long long)ms_since(fo->rearm_since_ns));
-	(void)now;
 	p->planned = 0;
 }
 
@@ -792,17 +791,16 @@ static void rearm_begin(struct rn_comm *c, int j, uint64_t now)
 }
 
 /*
- * The path check under way (fo->chk) on pair @j: -EAGAIN while it runs, 0 when it passed
+ * The path check under way (fo->chk): -EAGAIN while it runs, 0 when it passed
  * (or only warns, or could not run), -EHOSTUNREACH with @why when it refuses the pair.
  */
-static int check_step(struct rn_comm *c, int j, uint64_t now, char *why, size_t len)
+static int check_step(struct rn_comm *c, uint64_t now, char *why, size_t len)
 {
 	const struct rn_config *cfg = &c->eng->cfg;
 	struct rn_failover *fo = c->fo;
 	struct rn_finding f = { 0 };
 	int ret;
 
-	(void)j;
 	if (!fo->chk)
 		return 0;
 	ret = rn_path_check.poll(fo->chk, &f);
@@ -827,7 +825,7 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 	char why[480];
 
 	if (fo->rearm_step == 0) {
-		ret = check_step(c, j, now, why, sizeof(why));
+		ret = check_step(c, now, why, sizeof(why));
 		if (ret == -EAGAIN)
 			return;
 		if (ret) {
@@ -963,7 +961,7 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 							cfg->neigh_timeout_ms, &fo->chk))
 					fo->chk = NULL;
 			}
-			ret = check_step(c, j, now, why, sizeof(why));
+			ret = check_step(c, now, why, sizeof(why));
 			if (ret == -EAGAIN)
 				return;
 			if (!ret) {
@@ -1077,7 +1075,7 @@ int rn_failover_poll(struct rn_comm *c)
 				char why[96];
 
 				if (wc[i].status == IBV_WC_SUCCESS) {
-					rearm_done(c, j, rn_now_ns());
+					rearm_done(c, j);
 				} else {
 					snprintf(why, sizeof(why), "its probe failed: %s",
 						 rn_wc_status_str(wc[i].status));
