@@ -274,6 +274,8 @@ struct rn_comm {
 	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
 	/* failover (src/failover.c): NULL without spare pairs */
 	struct rn_failover *fo;
+	struct rn_vfail *vf;          /* a vNIC comm's member pairs out (src/vfail.c): NULL without */
+	int qp_any;                   /* QP q is not on member q % nmem (a vNIC that lost a pair) */
 	int moving;                   /* send side: waiting for the receiver's RESUME */
 	int draining;                 /* a move takes the old pair's last completions */
 	struct rn_dev *reg_dev;       /* the NIC NCCL's registrations are made on (mem[0] at creation) */
@@ -348,6 +350,44 @@ int rn_failover_status(int status);
  * and the comm moves back to its own pair. Never blocks.
  */
 void rn_failover_recover(struct rn_comm *c, uint64_t now);
+
+/*
+ * src/vfail.c: a vNIC comm (either end fused) whose member pair fails goes on over its
+ * other members' QPs; see the file. NULL c->vf: the comm fails as before.
+ */
+struct rn_vfail;
+/*
+ * After the handshake: take the comm's QPs as made, post the sender's receives; @hooks are
+ * the data path's steps (rn_xfer_fo_hooks, as failover's). 0 or -errno.
+ */
+int rn_vfail_attach(struct rn_comm *c, const struct rn_fo_hooks *hooks);
+/* Before the comm's QPs are destroyed: every QP made is in c->qps again. */
+void rn_vfail_free(struct rn_comm *c);
+/*
+ * A failed completion of member @k's QP: 1 when it is handled (the echo of a pair already
+ * out, or that pair is left out now and the comm goes on), 0 when the comm fails (no pair
+ * left: said, with every pair's cause).
+ */
+int rn_vfail_wc(struct rn_comm *c, int k, const struct ibv_wc *wc);
+/* Our member @k failed (port down, fatal, GID gone: @why): as above. */
+int rn_vfail_member(struct rn_comm *c, int k, const char *why);
+/* 1 when every pair of our member @k is out (its checks are over). */
+int rn_vfail_member_out(const struct rn_comm *c, int k);
+/* A message (imm RN_IMM_CTRL) on QP @q: its receive posted again, the record taken. */
+void rn_vfail_ctrl(struct rn_comm *c, int q, uint32_t imm);
+/* Polls every member while the sender waits, and takes the step a message asked for. */
+int rn_vfail_poll(struct rn_comm *c);
+/* The member a GPU flush reads through: the first one with a pair left. */
+int rn_vfail_flush_member(const struct rn_comm *c);
+/* 1 when member @k here still has a pair in use. */
+int rn_vfail_member_live(const struct rn_comm *c, int k);
+/* Idle tick: a peer that does not answer within the bound fails the comm. */
+void rn_vfail_tick(struct rn_comm *c, uint64_t now);
+/* 1 when a step is due (a message taken): rn_comm_progress runs it after its batch. */
+int rn_vfail_due(const struct rn_comm *c);
+void rn_vfail_step(struct rn_comm *c);
+/* QP @q, or the first QP left when @q's pair is out (a CTS written before the move). */
+int rn_vfail_live_qp(const struct rn_comm *c, int q);
 
 /* Pre-post the receives that WRITE_WITH_IMM consumes. */
 int rn_xfer_recv_init(struct rn_recv_comm *rc);

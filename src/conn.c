@@ -368,6 +368,7 @@ static void comm_free(struct rn_comm *c)
 
 	if (!c)
 		return;
+	rn_vfail_free(c); /* every QP made is in c->qps again */
 	if (c->fo) {
 		if (c->fo->chk)
 			rn_path_check.free(c->fo->chk);
@@ -1312,6 +1313,12 @@ static int hs_connect_qps(struct rn_hs *hs)
 				if (ret)
 					goto fail;
 			}
+	}
+	/* a vNIC's member pair that fails is left out (src/vfail.c): the net traffic's only */
+	if (c->eng->cfg.failover && (c->nmem > 1 || c->rmem > 1) && !(c->flags & RN_CONN_RMA)) {
+		ret = rn_vfail_attach(c, &rn_xfer_fo_hooks);
+		if (ret)
+			goto fail;
 	}
 	if (rc) {
 		c->rctrl_addr = hs->peer.fifo_addr;

@@ -332,6 +332,9 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
+	/* a vNIC's member pair out: the comm goes on over the others (src/vfail.c) */
+	if (c->vf && rn_vfail_wc(c, k, wc))
+		return;
 	if (c->moving)
 		return; /* the old pair's flushes: the move under way answers them */
 	/*
@@ -461,6 +464,12 @@ static int qp_index(const struct rn_comm *c, int k, uint32_t qp_num)
 {
 	int q;
 
+	if (rn_unlikely(c->qp_any)) { /* a vNIC that lost a pair: its QPs left, in order */
+		for (q = 0; q < c->nqps; q++)
+			if (c->qp_mem[q] == k && c->qps[q]->qp_num == qp_num)
+				return q;
+		return -1;
+	}
 	for (q = k; q < c->nqps; q += c->nmem)
 		if (c->qps[q]->qp_num == qp_num)
 			return q;
@@ -478,7 +487,10 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 	int i;
 
 	if (rn_unlikely(imm == RN_IMM_CTRL || imm == RN_IMM_REC)) {
-		rn_failover_ctrl(c, q, imm); /* a failover message, on the pair in use */
+		if (c->vf)
+			rn_vfail_ctrl(c, q, imm); /* a vNIC's: the sender's move request */
+		else
+			rn_failover_ctrl(c, q, imm); /* a failover message, on the pair in use */
 		return;
 	}
 	if (r->type != RN_REQ_RECV || r->seq != k || r->pending <= 0) {
@@ -570,7 +582,9 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	case RN_WR_RECV:
 		if (c->role == RN_ROLE_RECV && q >= 0)
 			recv_imm((struct rn_recv_comm *)c, q, be32toh(wc->imm_data));
-		else if (q >= 0) /* a sender's receives take failover messages only */
+		else if (q >= 0 && c->vf) /* a sender's receives take failover messages only */
+			rn_vfail_ctrl(c, q, be32toh(wc->imm_data));
+		else if (q >= 0)
 			rn_failover_ctrl(c, q, be32toh(wc->imm_data));
 		break;
 	case RN_WR_CTRL: /* a failover message of ours went out */
@@ -736,17 +750,21 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 		struct rn_evdev *ev = c->mem[k].ev;
 		uint64_t down;
 
-		if (!ev)
-			continue;
+		if (!ev || (c->vf && rn_vfail_member_out(c, k)))
+			continue; /* a vNIC's member out: the comm went on without it */
 		down = rn_events_port_down_ns(ev, dev->nic.port, now);
-		if (c->fo && !c->err && (rn_events_dev_fatal(ev) || down)) {
+		if ((c->fo || c->vf) && !c->err && (rn_events_dev_fatal(ev) || down)) {
 			char why[96];
 
 			/* a pair to move to: no waiting for the port to come back */
 			snprintf(why, sizeof(why), "%s", rn_events_dev_fatal(ev) ?
 				 "device fatal error" : "port down");
-			if (rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why))
+			if (c->vf ? rn_vfail_member(c, k, why) :
+			    rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why)) {
+				if (c->vf)
+					continue; /* its other members may be down too */
 				return;
+			}
 		}
 		if (rn_events_dev_fatal(ev) && !c->err) {
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
@@ -783,12 +801,13 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 
 			if (!gid_gone(c, k, &f))
 				continue;
-			if (c->fo) {
+			if (c->fo || c->vf) {
 				char why[200];
 
 				snprintf(why, sizeof(why), "[%s] %s", rn_cause_id(f.cause),
 					 f.msg ? f.msg : "its address left the GID table");
-				if (rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
+				if (c->vf ? rn_vfail_member(c, k, why) :
+				    rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
 					rn_finding_clear(&f);
 					return;
 				}
@@ -843,6 +862,8 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			comm_fail(c, -ECONNRESET);
 		}
 	}
+	if (c->vf)
+		rn_vfail_tick(c, now);
 	qp_watchdog(c, now);
 	if (c->fo && !c->err)
 		rn_failover_recover(c, now); /* a failed pair whose NICs are back */
@@ -894,7 +915,7 @@ int rn_comm_progress(struct rn_comm *c)
 	if (c->err)
 		return c->err;
 	if (rn_unlikely(c->moving)) /* the old pair is drained: only the spares speak */
-		return rn_failover_poll(c);
+		return c->vf ? rn_vfail_poll(c) : rn_failover_poll(c);
 	n = rn_verbs.poll_cq(c->mem[0].cq, RN_POLL_BATCH, wc);
 	if (n < 0) {
 		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->mem[0].dev->nic.ibdev);
@@ -904,7 +925,7 @@ int rn_comm_progress(struct rn_comm *c)
 		struct ibv_cq *cq = c->mem[0].cq;
 
 		handle_wc(c, 0, &wc[i]);
-		if (rn_unlikely(c->mem[0].cq != cq || c->moving))
+		if (rn_unlikely(c->mem[0].cq != cq || (c->moving && !c->vf)))
 			break; /* a failover moved the comm: the rest is the old pair's echo */
 	}
 	if (rn_unlikely(c->nmem > 1)) {
@@ -922,6 +943,9 @@ int rn_comm_progress(struct rn_comm *c)
 			n += m;
 		}
 	}
+	/* a vNIC's move, after the batch: its other completions are taken first */
+	if (rn_unlikely(c->vf != NULL) && rn_vfail_due(c))
+		rn_vfail_step(c);
 	if (n > 0) {
 		c->idle = 0;
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
@@ -1331,6 +1355,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 		e[i].seq = k + 1;
 	}
 	q = (int)(k % (uint32_t)c->nqps);
+	if (rn_unlikely(c->vf != NULL))
+		q = rn_vfail_live_qp(c, q); /* not through a pair out, before the move */
 	if (c->sq_used[q] >= c->sq_cap) {
 		ret = rn_comm_progress(c);
 		return ret ? ret : 0; /* a full send queue drains as completions come */
@@ -1397,11 +1423,14 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 	memset(req, 0, sizeof(*req));
 	req->type = RN_REQ_FLUSH;
 	req->comm = c;
-	req->pending = c->nmem;
+	req->pending = 0;
 	req->data = data[last];
 	req->mr = mrs[last];
 	/* a read through every member NIC: each pushes its own earlier writes ahead */
 	for (k = 0; k < c->nmem; k++) {
+		if (rn_unlikely(c->vf != NULL) && !rn_vfail_member_live(c, k))
+			continue; /* a member out carries nothing any more */
+		req->pending++;
 		sge.addr = (uintptr_t)rc->flush_buf;
 		sge.length = 1;
 		sge.lkey = c->mem[k].ctrl_mr->lkey;
@@ -1426,8 +1455,7 @@ int rn_iflush(struct rn_recv_comm *rc, int n, void **data, int *sizes, struct rn
 		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[k], &wr, &bad));
 		if (ret) {
 			/* the reads already posted complete into a request nobody waits for */
-			req->pending = k;
-			if (!k)
+			if (--req->pending == 0)
 				req->type = RN_REQ_FREE;
 			return comm_fail(c, ret);
 		}
@@ -1499,7 +1527,7 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 	struct rn_comm *c = &rc->c;
 	struct rn_dev *dev = c->mem[0].dev;
 	uint32_t k, first = 0;
-	int i, q, ret, have = 0;
+	int i, q, ret, have = 0, fm;
 
 	*n = 0;
 	counts_reset(c);
@@ -1516,7 +1544,8 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 		/* not whole: every QP's part of it comes again */
 		r->pending = c->split ? c->nqps : 1;
 		e = rc->stage[k % RN_SLOTS];
-		for (q = 0; q < r->n; q++) {
+		/* a vNIC's members keep their keys: only a move to another NIC needs new ones */
+		for (q = 0; q < r->n && !c->vf; q++) {
 			struct rn_mr *m;
 
 			if (!r->mrs[q])
@@ -1540,7 +1569,9 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 	if (c->split && have)
 		for (q = 0; q < c->nqps; q++)
 			rc->qp_next[q] = first;
-	/* a GPU flush in flight was on the old NIC: read again through the new one */
+	/* a GPU flush in flight was on the old NIC: read again through the new one (a vNIC's
+	 * first member left) */
+	fm = c->vf ? rn_vfail_flush_member(c) : 0;
 	rc->flush_used = 0;
 	for (i = 0; i < RN_SLOTS; i++) {
 		struct rn_req *r = &rc->flush_reqs[i];
@@ -1550,26 +1581,30 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 
 		if (r->type != RN_REQ_FLUSH || r->done)
 			continue;
-		if (!rc->flush_qp[0] || !r->mr) {
+		if (!rc->flush_qp[fm] || !r->mr) {
 			r->pending = 0;
 			r->done = 1;
 			continue;
 		}
-		ret = rn_mr_on(r->mr, dev, &m);
-		if (ret)
-			return ret;
+		if (c->vf) {
+			m = r->mr; /* its keys on every member: rn_mr_rkey below */
+		} else {
+			ret = rn_mr_on(r->mr, dev, &m);
+			if (ret)
+				return ret;
+		}
 		memset(&wr, 0, sizeof(wr));
 		sge.addr = (uintptr_t)rc->flush_buf;
 		sge.length = 1;
-		sge.lkey = c->mem[0].ctrl_mr->lkey;
+		sge.lkey = c->mem[fm].ctrl_mr->lkey;
 		wr.wr_id = (uintptr_t)r | RN_WR_FLUSH;
 		wr.sg_list = &sge;
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_RDMA_READ;
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = (uintptr_t)r->data;
-		wr.wr.rdma.rkey = m->ibmr->rkey;
-		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[0], &wr, &bad));
+		wr.wr.rdma.rkey = c->vf ? rn_mr_rkey(m, fm) : m->ibmr->rkey;
+		ret = rn_verbs_err(rn_verbs.post_send(rc->flush_qp[fm], &wr, &bad));
 		if (ret)
 			return ret;
 		r->pending = 1;
@@ -1624,7 +1659,7 @@ int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, ui
 		s->pending = 0;
 		s->bytes = 0;
 		memset(s->qp_wrs, 0, sizeof(s->qp_wrs));
-		for (r = 0; r < s->n; r++) {
+		for (r = 0; r < s->n && !c->vf; r++) { /* a vNIC's members keep their keys */
 			struct rn_req *req = s->reqs[r];
 			struct rn_mr *m;
 

@@ -423,7 +423,7 @@ static void garbage_then_serve(void **state)
 	/* 4: wrong version */
 	fd = raw_client(handle);
 	len = rn_msg_encode_hello(msg, hi.nonce, &hello);
-	msg[5] = 7;
+	msg[5] = RN_WIRE_VERSION + 1; /* a version this build does not know */
 	assert_int_equal(write(fd, msg, len), (ssize_t)len);
 	pump_accept(lc, 20);
 	close(fd);

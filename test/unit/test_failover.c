@@ -742,6 +742,152 @@ static void off_means_off(void **state)
 	assert_int_equal(fx_close(&t2.f, t2.sc, t2.rc), 0);
 }
 
+/* ---- a vNIC's member pair lost (src/vfail.c) --------------------------------- */
+
+/* vNIC (rxe0+rxe1) to vNIC: QP q on member q % 2 at both ends, pairs (0,0) and (1,1). */
+static int setup_vnic_cfg(void **state, int qps_per_conn, int split)
+{
+	static struct t t;
+	static const int members[] = { 0, 1 };
+	int vdev;
+
+	fx_failover = 1;
+	fx_setup(&t.f);
+	fx_failover = 0;
+	fake_path_set(NULL, NULL);
+	t.f.eng.cfg.qps_per_conn = qps_per_conn;
+	t.f.eng.cfg.split_data_on_qps = split;
+	assert_int_equal(rn_vdev_make(&t.f.eng, members, 2, &vdev), 0);
+	assert_int_equal(fx_connect(&t.f, vdev, vdev, 0, &t.sc, &t.rc), 0);
+	assert_null(t.sc->c.fo); /* no spare pairs: its members are its siblings */
+	assert_non_null(t.sc->c.vf);
+	assert_non_null(t.rc->c.vf);
+	*state = &t;
+	return 0;
+}
+
+static int setup_vnic_split(void **state)
+{
+	return setup_vnic_cfg(state, 1, 1);
+}
+
+static int setup_vnic_2qps(void **state)
+{
+	return setup_vnic_cfg(state, 2, 0); /* split all the same: a vNIC splits */
+}
+
+/* Both ends went on over the QPs of pair (0,0) only, and each said so once. */
+static void check_vnic_left(struct t *t, int nqps)
+{
+	int q;
+
+	assert_int_equal(t->sc->c.nqps, nqps);
+	assert_int_equal(t->rc->c.nqps, nqps);
+	for (q = 0; q < nqps; q++) {
+		assert_int_equal(t->sc->c.qp_mem[q], 0);
+		assert_int_equal(t->rc->c.qp_mem[q], 0);
+	}
+	assert_int_equal(fx_warn_count("failover: send comm with"), 1);
+	assert_int_equal(fx_warn_count("failover: recv comm with"), 1);
+	assert_true(fx_warn_seen("vNIC member pair rxe1:1 -> eth1 ("));
+	assert_true(fx_warn_seen("left out; going on over"));
+	assert_true(fx_warn_seen("(rxe0:1 -> eth0)"));
+}
+
+/* The sender's QP of pair (1,1) fails mid-stream: split messages go on over QP 0 alone. */
+static void vnic_sender_pair_fails(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	stream_failing(t, &r, 4, t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_vnic_left(t, 1);
+	assert_true(fx_warn_seen("RETRY_EXC_ERR"));
+	run_free(t, &r);
+}
+
+/* The receiver's CTS write on pair (1,1) fails first: it tells the sender (DROP). */
+static void vnic_receiver_pair_fails(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+
+	/* message 5's CTS goes over QP 1 (slot 5 % 2), the failing one */
+	stream_failing(t, &r, 5, t->rc->c.qps[1], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_vnic_left(t, 1);
+	assert_true(fx_warn_seen("the receiver's side of the pair failed"));
+	run_free(t, &r);
+}
+
+/* 2 QPs a pair (4 in all): messages go on split over QPs 0 and 2, the two of pair (0,0). */
+static void vnic_two_qps_a_pair(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr;
+
+	assert_int_equal(t->sc->c.nqps, 4);
+	stream_failing(t, &r, 6, t->sc->c.qps[3], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_vnic_left(t, 2);
+	run_free(t, &r);
+	/* and a second stream, on the QPs left only */
+	run_init(t, &r);
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	run_free(t, &r);
+}
+
+/* Both pairs fail: one WARN naming both, with their causes; an error, no hang. */
+static void vnic_last_pair_gone(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, ret;
+
+	run_init(t, &r);
+	assert_int_equal(post_recv(t, &r), 0);
+	fx_log_reset();
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	fake_wire_fail_qp(t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x82);
+	assert_int_equal(post_send(t, &r), 0);
+	ret = run_all(t, &r, &serr, &rerr);
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, -ETIMEDOUT);
+	assert_true(fx_warn_seen("no vNIC member pair left"));
+	assert_true(fx_warn_seen("rxe0:1 -> eth0 ("));
+	assert_true(fx_warn_seen("rxe1:1 -> eth1 ("));
+	run_free(t, &r);
+}
+
+/* NCCL_ROCE_FAILOVER=0: a vNIC comm keeps no such state and fails as before. */
+static void vnic_off_fails(void **state)
+{
+	static const int members[] = { 0, 1 };
+	struct t t2;
+	struct run r;
+	int serr, rerr, vdev;
+
+	(void)state;
+	fx_failover = 0;
+	fx_setup(&t2.f);
+	fake_path_set(NULL, NULL);
+	assert_int_equal(rn_vdev_make(&t2.f.eng, members, 2, &vdev), 0);
+	assert_int_equal(fx_connect(&t2.f, vdev, vdev, 0, &t2.sc, &t2.rc), 0);
+	assert_null(t2.sc->c.vf);
+	assert_null(t2.rc->c.vf);
+	run_init(&t2, &r);
+	assert_int_equal(post_recv(&t2, &r), 0);
+	fake_wire_fail_qp(t2.sc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(post_send(&t2, &r), 0);
+	assert_int_equal(run_all(&t2, &r, &serr, &rerr), -EREMOTEIO);
+	assert_false(fx_warn_seen("failover:"));
+	run_free(&t2, &r);
+	assert_int_equal(fx_close(&t2.f, t2.sc, t2.rc), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +910,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recovery_split, setup_rec_split2, teardown),
 		cmocka_unit_test_setup_teardown(recovery_message_after_resume, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_off_stays, setup, teardown),
+		cmocka_unit_test_setup_teardown(vnic_sender_pair_fails, setup_vnic_split, teardown),
+		cmocka_unit_test_setup_teardown(vnic_receiver_pair_fails, setup_vnic_split, teardown),
+		cmocka_unit_test_setup_teardown(vnic_two_qps_a_pair, setup_vnic_2qps, teardown),
+		cmocka_unit_test_setup_teardown(vnic_last_pair_gone, setup_vnic_split, teardown),
+		cmocka_unit_test(vnic_off_fails),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
