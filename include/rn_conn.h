@@ -371,8 +371,10 @@ void rn_vfail_free(struct rn_comm *c);
 int rn_vfail_wc(struct rn_comm *c, int k, const struct ibv_wc *wc);
 /* Our member @k failed (port down, fatal, GID gone: @why): as above. */
 int rn_vfail_member(struct rn_comm *c, int k, const char *why);
-/* 1 when every pair of our member @k is out (its checks are over). */
+/* 1 when every pair of our member @k is out (its checks are over), 0 once none is left. */
 int rn_vfail_member_out(const struct rn_comm *c, int k);
+/* 1 when @c (a vNIC comm) has left a pair out: its side channel may be on a NIC that is down. */
+int rn_vfail_moved(const struct rn_comm *c);
 /* A message (imm RN_IMM_CTRL) on QP @q: its receive posted again, the record taken. */
 void rn_vfail_ctrl(struct rn_comm *c, int q, uint32_t imm);
 /* Polls every member while the sender waits, and takes the step a message asked for. */

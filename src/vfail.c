@@ -90,6 +90,7 @@ struct rn_vfail {
 	int due;                           /* msg holds a MOVE_REQ or RESUME to act on */
 	struct vf_msg msg;
 	int moves;
+	int exhausted;                     /* no pair was left (said): judged as before */
 	uint64_t resent;
 	unsigned int polls;
 };
@@ -288,15 +289,28 @@ static int begin(struct rn_comm *c, uint64_t mask, const char *why)
 	struct rn_vfail *vf = c->vf;
 	uint64_t before = vf->dead;
 
-	if (c->err)
+	if (c->err || vf->exhausted)
 		return 0;
 	mark(c, mask, why);
 	if (!live_pairs(c)) {
+		/* the comm fails as a vNIC comm without this: through the caller, diagnosed */
 		say_none_left(c);
+		vf->exhausted = 1;
+		vf->state = VF_IDLE;
+		c->moving = 0;
 		return 0;
 	}
 	if (vf->dead == before)
 		return 1; /* known already: the round under way covers it */
+	{
+		char out[300];
+
+		say_pairs(c, vf->dead & ~before, 1, out, sizeof(out));
+		rn_info(RN_SUB_NET, RN_PFX "failover: %s comm with %s: vNIC member pair %s out; %s",
+			c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, out,
+			c->role == RN_ROLE_SEND ? "letting the QPs left finish what they carry" :
+			"telling the sender");
+	}
 	if (c->role == RN_ROLE_SEND) {
 		if (vf->state == VF_IDLE) {
 			vf->state = VF_DRAIN;
@@ -412,7 +426,12 @@ int rn_vfail_member_live(const struct rn_comm *c, int k)
 
 int rn_vfail_member_out(const struct rn_comm *c, int k)
 {
-	return !rn_vfail_member_live(c, k);
+	return !c->vf->exhausted && !rn_vfail_member_live(c, k);
+}
+
+int rn_vfail_moved(const struct rn_comm *c)
+{
+	return c->vf && c->vf->moves > 0;
 }
 
 int rn_vfail_flush_member(const struct rn_comm *c)
@@ -671,6 +690,8 @@ static void ask(struct rn_comm *c)
 		return;
 	}
 	vf->state = VF_WAIT;
+	rn_info(RN_SUB_NET, RN_PFX "failover: send comm with %s: the QPs left are drained after "
+		"%llu ms; move request sent", c->peer_str, (unsigned long long)ms_since(vf->since_ns));
 }
 
 int rn_vfail_due(const struct rn_comm *c)

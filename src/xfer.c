@@ -823,7 +823,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
 	if (ret && !c->err)
 		comm_fail(c, ret);
-	if (c->fd >= 0 && !c->err && c->fo && c->fo->moves &&
+	if (c->fd >= 0 && !c->err && ((c->fo && c->fo->moves) || rn_vfail_moved(c)) &&
 	    rn_oob_peer_alive(c->fd) == -ETIMEDOUT) {
 		/*
 		 * The side channel left from the failed NIC's address and TCP gave up on it:

@@ -9,6 +9,9 @@
 # pulled (carrier lost, no admin-down); RoCE dropped at the receiver's NIC (nft: only the
 # QP's own retries see it); every NIC of the receiver down (one clear error, no hang).
 # roce-doctor --prometheus counts the moves per NIC from the host's record.
+# Then a vNIC of rxe0+rxe1 at both ends (NIC fusion, --merge 0,1): a member of the receiver,
+# then of the sender, set down mid-stream: the comm leaves that member pair's QPs out and goes
+# on over the other pair, checked; both members of the receiver down: one error naming both.
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
@@ -17,6 +20,7 @@ plugin_prereq
 PORT=18900
 SIZE=256K
 ITERS=320
+DEV=(--dev 0) # the device the streams run on: a NIC, or a vNIC (--merge)
 
 # rxe<i>'s sent packets on host <h>
 sent_pkts() { B run --timeout 20 "$1" -- cat "/sys/class/infiniband/rxe$2/ports/1/hw_counters/sent_pkts"; }
@@ -32,10 +36,10 @@ stream_with() { # label fault [messages]
 	# h1 eth2 from its own eth2 address.
 	B run 0 -- ip route replace "$(bed_ip 1 2)/32" dev eth2 src "$(bed_ip 0 2)" ||
 		t_fail "could not route the side channel over eth2"
-	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 --size "$SIZE" --iters "$iters" \
+	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v "${DEV[@]}" --size "$SIZE" --iters "$iters" \
 		--window 8 server "$(bed_ip 1 2):$PORT"
 	wait_server 1 "$PORT" "$srv" || t_fail "$label: the server did not listen"
-	drv_start cli 0 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 client "$(bed_ip 1 2):$PORT"
+	drv_start cli 0 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v "${DEV[@]}" client "$(bed_ip 1 2):$PORT"
 	wait_out "$cli" "connected [0-9]+ connection" 90 || t_fail "$label: no connection"
 	sleep 2
 	eval "$fault" || t_fail "$label: the fault could not be injected"
@@ -46,9 +50,9 @@ stream_with() { # label fault [messages]
 	cli_rc=$?
 	srv_out=$(B wait --timeout 60 "$srv" 2>&1)
 	srv_rc=$?
-	grep -hE "failover|no NIC pair|longest gap|checksums|MB/s|spare pairs" <<<"$cli_out" |
+	grep -hE "failover|no NIC pair|no vNIC|longest gap|checksums|MB/s|spare pairs" <<<"$cli_out" |
 		sed 's/^/  client| /' | cut -c1-400
-	grep -hE "failover|no NIC pair|longest gap|MB/s" <<<"$srv_out" | sed 's/^/  server| /' |
+	grep -hE "failover|no NIC pair|no vNIC|longest gap|MB/s" <<<"$srv_out" | sed 's/^/  server| /' |
 		cut -c1-400
 }
 
@@ -135,6 +139,51 @@ body() {
 		t_fail "an end hung until the driver's own timeout instead of failing"
 	t_ok "all NICs down: one error naming every pair, no hang"
 	clear_all
+
+	DEV=(--merge 0,1)
+	# The pair left carries the stream while the other fails: a guest starved of CPU for half
+	# a second on a loaded machine must not run its QPs out of retries (4.096 us x 2^17 x 7)
+	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
+	before=$(sent_pkts 0 0)
+	stream_with "vNIC rxe0+rxe1 at both ends: the receiver's member eth1 set down mid-stream" \
+		"B run 1 -- ip link set eth1 down"
+	expect_vnic_left "receiver's member down" 0 "rxe1:1 -> eth1"
+	after=$(sent_pkts 0 0)
+	echo "  h0 rxe0 sent_pkts: $before -> $after"
+	t_ok "vNIC, receiver's member down: pair rxe1 <-> rxe1 left out, rxe0 <-> rxe0 carried on, checked"
+	clear_all
+
+	stream_with "vNIC: the sender's member eth0 set down mid-stream (the comm's side channel's NIC)" \
+		"B run 0 -- ip link set eth0 down"
+	expect_vnic_left "sender's member down" 1 "rxe0:1 -> eth0"
+	t_ok "vNIC, sender's member down: pair rxe0 <-> rxe0 left out, rxe1 <-> rxe1 carried on, checked"
+	clear_all
+
+	stream_with "vNIC: both members of the receiver down: the last pair goes" \
+		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down'"
+	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
+		{ show_pair; t_fail "vNIC: both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
+	grep -q "NCCL WARN .*no vNIC member pair left: rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (" <<<"$srv_out$cli_out" ||
+		{ show_pair; t_fail "vNIC: the error does not name both member pairs and why"; }
+	grep -q "no progress for" <<<"$cli_out$srv_out" &&
+		t_fail "vNIC: an end hung until the driver's own timeout instead of failing"
+	t_ok "vNIC, both members down: one error naming both pairs, no hang"
+	clear_all
+}
+
+# The vNIC streams: both ends exited 0 with checked data, and each end's WARN says which
+# member pair was left out and that the comm went on over the other one's QP.
+expect_vnic_left() { # label member-left pair-out
+	local label=$1 m=$2
+	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
+		show_pair
+		t_fail "$label: server exit $srv_rc, client exit $cli_rc"
+	fi
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "$label: no checksum verdict"; }
+	grep -q "NCCL WARN .*failover: send comm with .*vNIC member pair $3 (.*) left out; going on over 1 of 2 QPs (rxe$m:1 -> eth$m) in [0-9]* ms; [0-9]* messages\?, [0-9]* bytes sent again" <<<"$cli_out" ||
+		{ show_pair; t_fail "$label: the sender's WARN does not say it went on over rxe$m"; }
+	grep -q "NCCL WARN .*failover: recv comm with .*vNIC member pair .* left out; going on over 1 of 2 QPs (rxe$m:1 -> eth$m)" <<<"$srv_out" ||
+		{ show_pair; t_fail "$label: the receiver's WARN does not say it went on over rxe$m"; }
 }
 
 bed_attempt body
