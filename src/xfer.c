@@ -44,6 +44,8 @@
 #include "rn_conn.h"
 #include "rn_conncheck.h"
 #include "rn_counters.h"
+#include "rn_errlog.h"
+#include "rn_fostate.h"
 #include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_mr.h"
@@ -292,18 +294,55 @@ static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_pe
 }
 
 /*
+ * The comm failed (member @k against @peer): one record in the host's journal, so that the
+ * cause outlives the job's log (roce-doctor, the scheduler's health check read it). Said
+ * once a process when it cannot be written; never fails anything.
+ */
+static void journal(const struct rn_comm *c, int k, const struct rn_peer_facts *peer,
+		    enum rn_cause cause, const char *status, const char *counters)
+{
+	static int told;
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_errlog_rec r = { 0 };
+	char ip[64], pip[64];
+	int ret;
+
+	rn_ip_str(&dev->nic.ip, ip, sizeof(ip));
+	rn_ip_str(&peer->ip, pip, sizeof(pip));
+	r.cause = cause != RN_CAUSE_NONE ? rn_cause_id(cause) : NULL;
+	r.status = status;
+	r.ibdev = dev->nic.ibdev;
+	r.port = dev->nic.port;
+	r.netdev = dev->nic.netdev;
+	r.ip = ip;
+	r.peer_host = peer->host;
+	r.peer_netdev = peer->netdev;
+	r.peer_ip = pip;
+	r.counters = counters;
+	ret = rn_errlog_add(rn_fostate_dir(), &r);
+	if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		rn_info(RN_SUB_NET, RN_PFX "the host's journal %s/%s was not written: %s "
+			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_ERRLOG_FILE, strerror(-ret));
+}
+
+/*
  * WARN what member @k's counters show since the comm began (@lifetime) or over the QP's retry
- * window: the cause they name, when @cause_too and they name one, then the figures.
+ * window: the cause they name, when @cause_too and they name one, then the figures. The
+ * comm fails of it: journalled with @cause, else the counters' when @cause_too, and @status.
  */
 static void counters_warn(struct rn_comm *c, int k, const struct rn_peer_facts *peer,
-			  int lifetime, int cause_too, const char *pfx)
+			  int lifetime, int cause_too, const char *pfx, enum rn_cause cause,
+			  const char *status)
 {
 	struct rn_finding f = { 0 };
 	struct rn_vars cv = RN_VARS_INIT;
+	enum rn_cause cc = counters_cause(c, k, peer, lifetime, &f, &cv);
 
-	if (counters_cause(c, k, peer, lifetime, &f, &cv) != RN_CAUSE_NONE && cause_too)
+	if (cc != RN_CAUSE_NONE && cause_too)
 		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 	rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
+	journal(c, k, peer, cause != RN_CAUSE_NONE ? cause : cause_too ? cc : RN_CAUSE_NONE,
+		status, rn_vars_get(&cv, "counters"));
 	rn_vars_free(&cv);
 	rn_finding_clear(&f);
 }
@@ -448,6 +487,9 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "extra"));
 		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
 	}
+	/* the journal's cause: the first finding the WARN named */
+	journal(c, k, peer, nlog ? logged[0]->cause : RN_CAUSE_NONE, rn_wc_status_str(wc->status),
+		vget(&v, "counters"));
 	free(line);
 	rn_vars_free(&v);
 	rn_finding_clear(&f);
@@ -679,7 +721,8 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 				(unsigned long long)((now - c->qp_wait_ns[q]) / 1000000),
 				c->qp_out[q]);
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
-			counters_warn(c, k, &c->rpeer[c->qp_rmem[q]], 0, 1, pfx);
+			counters_warn(c, k, &c->rpeer[c->qp_rmem[q]], 0, 1, pfx, RN_CAUSE_NONE,
+				      "stall");
 			comm_fail(c, -ETIMEDOUT);
 		}
 	}
@@ -748,6 +791,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	for (k = 0; k < c->nmem; k++) {
 		const struct rn_dev *dev = c->mem[k].dev;
 		struct rn_evdev *ev = c->mem[k].ev;
+		enum rn_cause cause;
 		uint64_t down;
 
 		if (!ev || (c->vf && rn_vfail_member_out(c, k)))
@@ -770,6 +814,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
 				"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
 				c->rpeer[0].host);
+			journal(c, k, &c->rpeer[k % c->rmem], RN_CAUSE_NONE, "device-fatal", NULL);
 			comm_fail(c, -EIO);
 		} else if (down > c->port_grace_ns && !c->err) {
 			struct rn_finding f = { 0 };
@@ -791,9 +836,10 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			}
 			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			cause = f.cause;
 			rn_finding_clear(&f);
 			/* the figures: link downs, lost carriers, what was sent meanwhile */
-			counters_warn(c, k, &c->rpeer[k % c->rmem], 1, 0, pfx);
+			counters_warn(c, k, &c->rpeer[k % c->rmem], 1, 0, pfx, cause, "port-down");
 			comm_fail(c, -ENETDOWN);
 		} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
 			struct rn_finding f = { 0 };
@@ -816,6 +862,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
 				 dev->nic.port, c->peer_str, c->rpeer[0].host);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			journal(c, k, &c->rpeer[k % c->rmem], f.cause, "gid-gone", NULL);
 			rn_finding_clear(&f);
 			comm_fail(c, -EADDRNOTAVAIL);
 		}
@@ -857,6 +904,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending",
 				 c->peer_str);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+			journal(c, 0, &c->rpeer[0], RN_CAUSE_PEER_DIED, "peer-closed", NULL);
 			rn_vars_free(&v);
 			rn_finding_clear(&f);
 			comm_fail(c, -ECONNRESET);
@@ -872,6 +920,7 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 			"posted: the QP stalled", c->peer_str, c->rpeer[0].host,
 			(unsigned long long)((now - c->last_progress_ns) / 1000000),
 			c->outstanding);
+		journal(c, 0, &c->rpeer[0], RN_CAUSE_NONE, "stall", NULL);
 		comm_fail(c, -ETIMEDOUT);
 	}
 }

@@ -22,6 +22,7 @@
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
 #include "rn_clock.h"
+#include "rn_errlog.h"
 #include "rn_fostate.h"
 #include "rn_verbs.h"
 
@@ -54,6 +55,8 @@ static int group_teardown(void **state)
 
 	(void)state;
 	snprintf(p, sizeof(p), "%s/%s", state_dir, RN_FOSTATE_FILE);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/%s", state_dir, RN_ERRLOG_FILE);
 	unlink(p);
 	rmdir(state_dir);
 	return 0;
@@ -719,6 +722,23 @@ static void recovery_off_stays(void **state)
 }
 
 /* NCCL_ROCE_FAILOVER=0: no spare, and a failure fails the comm as before. */
+/* The host's journal of failed comms holds a line with @what (src/errlog.c). */
+static int journal_has(const char *what)
+{
+	char p[128], line[4096];
+	int found = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", state_dir, RN_ERRLOG_FILE);
+	f = fopen(p, "r");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = !!strstr(line, what);
+	fclose(f);
+	return found;
+}
+
 static void off_means_off(void **state)
 {
 	struct t t2;
@@ -738,6 +758,9 @@ static void off_means_off(void **state)
 	assert_int_equal(post_send(&t2, &r), 0);
 	assert_int_equal(run_all(&t2, &r, &serr, &rerr), -EREMOTEIO);
 	assert_false(fx_warn_seen("failover:"));
+	/* the failed comm, in the host's journal: what failed, on which NIC, against whom */
+	assert_true(journal_has("\"status\": \"RETRY_EXC_ERR\", \"nic\": \"rxe0:1\""));
+	assert_true(journal_has("\"peer_host\": \"testhost\""));
 	run_free(&t2, &r);
 	assert_int_equal(fx_close(&t2.f, t2.sc, t2.rc), 0);
 }
