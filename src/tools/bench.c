@@ -20,6 +20,7 @@
  * Exit (rn_cli.h): 0 done; 1 the plugin failed or refused (its reason is printed);
  * 2 usage; 3 the plugin offers no device.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -874,6 +875,29 @@ static void conn_stats(double *t, long n, double total, double *v)
 	v[4] = t[n - 1] * 1e3;
 }
 
+/* This process's resident memory (KiB) and open fds, -1 where /proc cannot say. */
+static void footprint(long *rss_kib, long *fds)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	DIR *d;
+
+	*rss_kib = *fds = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", rss_kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	*fds = 0;
+	while (readdir(d))
+		(*fds)++;
+	closedir(d);
+	*fds -= 3; /* ".", "..", and the directory's own fd */
+}
+
 /*
  * The server listens N times and hands the N handles over at once; then connection k is
  * connected (client) and accepted (server), each side timing its own call from the first
@@ -889,6 +913,7 @@ static int run_conn(struct bench *b, int client)
 	struct wire_row mine = { .ok = 1, .test = TEST_CONN, .side = !client, .iters = (uint64_t)n },
 			theirs;
 	int ret = EXIT_FAILED;
+	long rss0, fds0, rss1, fds1;
 	ncclResult_t res;
 
 	if (!handles || !lcs || !comms || !t) {
@@ -911,6 +936,7 @@ static int run_conn(struct bench *b, int client)
 		err("side channel: the peer went away during the handshake");
 		goto close;
 	}
+	footprint(&rss0, &fds0);
 	t_all = tool_now();
 	for (k = 0; k < n; k++) {
 		double t0 = tool_now();
@@ -922,6 +948,12 @@ static int run_conn(struct bench *b, int client)
 		t[k] = tool_now() - t0;
 	}
 	conn_stats(t, n, tool_now() - t_all, mine.v);
+	/* what the N connections hold (the plugin's QPs, CQs and control blocks live in it) */
+	footprint(&rss1, &fds1);
+	if (rss0 >= 0 && rss1 >= 0 && fds0 >= 0 && fds1 >= 0)
+		say("%s side: %ld connection(s) hold %.1f MiB resident (%.1f KiB each) and %ld fds "
+		    "(%.2f each)", client ? "connect" : "accept", n, (double)(rss1 - rss0) / 1024,
+		    (double)(rss1 - rss0) / (double)n, fds1 - fds0, (double)(fds1 - fds0) / (double)n);
 	mine.magic = ROW_MAGIC;
 	/* the client's row first, then the server's */
 	if (client ? send_row(b, &mine) || recv_row(b, &theirs) :
