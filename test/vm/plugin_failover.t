@@ -82,6 +82,10 @@ body() {
 	# the nft fault must land within the stream: its module loaded beforehand
 	B run 1 -- modprobe nf_tables || t_fail "no nf_tables in the guest"
 	echo "bed: 2 hosts x 3 NICs, scenario fixed; streams of $ITERS x $SIZE over h0 rxe0 -> h1 rxe0"
+	# The pair that takes over carries the stream at once: a guest starved of CPU for half a
+	# second on a loaded machine must not run its QPs out of retries (4.096 us x 2^17 x 7);
+	# only the case that finds its failure through the retries (RoCE dropped) runs shorter.
+	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
 
 	before=$(sent_pkts 0 1)
 	stream_with "the receiver's NIC (h1 eth0) set down mid-stream, and left down" \
@@ -121,8 +125,10 @@ body() {
 	t_ok "carrier lost: moved, checked data"
 	clear_all
 
+	FAULT_ENV=(NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=6)
 	stream_with "RoCE dropped at the receiver's NIC (only the QPs' retries see it)" \
 		"B fault 1 drop-4791 --nic 0 >/dev/null" 900
+	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
 	expect_moved "RoCE dropped" 1 1
 	grep -q "failed (RETRY_EXC_ERR" <<<"$cli_out$srv_out" ||
 		t_fail "the drop was not seen as RETRY_EXC_ERR"
@@ -140,10 +146,7 @@ body() {
 	t_ok "all NICs down: one error naming every pair, no hang"
 	clear_all
 
-	DEV=(--merge 0,1)
-	# The pair left carries the stream while the other fails: a guest starved of CPU for half
-	# a second on a loaded machine must not run its QPs out of retries (4.096 us x 2^17 x 7)
-	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
+	DEV=(--merge 0,1) # the pair left carries the stream while the other fails (as above)
 	before=$(sent_pkts 0 0)
 	stream_with "vNIC rxe0+rxe1 at both ends: the receiver's member eth1 set down mid-stream" \
 		"B run 1 -- ip link set eth1 down"
