@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"       roce-doctor [options] peer <ip|name> [--port N] [--timeout S] [--no-rdma]\n"
 		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
-		"                          [--scontrol PATH]\n"
+		"                          [--scontrol PATH] [--journal-window S]\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
 		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"

@@ -15,6 +15,11 @@
  * The node is --node, else $SLURMD_NODENAME (slurmd sets it for the health check and the
  * Prolog), else the short host name. Slurm runs the program with no arguments and an
  * empty environment: scripts/roce-health-check is what slurm.conf names.
+ * The plugin's journal of failed comms (NCCL_ROCE_STATE_DIR/errors.jsonl) counts too: a
+ * comm that failed within --journal-window seconds with a cause that names a node drains
+ * that node, this one (its reason says what failed, where and when; the node comes back
+ * once the window has passed and the host is clean) or the peer, when the cause's fix runs
+ * there (replies-elsewhere): the peer's own health check resumes it once it is clean.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +35,8 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "doctor_journal.h"
+#include "rn_fostate.h"
 
 #define PROG "roce-doctor health"
 /* Every reason we set starts so; a reason without it is someone else's (an admin's). */
@@ -46,6 +53,7 @@ struct rn_health {
 	int drain;
 	int timeout_s;
 	int verbose;
+	int journal_s;       /* the journal's records of the last this many seconds count */
 };
 
 static volatile pid_t child_pid;
@@ -317,23 +325,32 @@ static int out_of_service(const char *state)
 	return drained(state) || strstr(state, "DOWN") || strstr(state, "FAIL");
 }
 
-static int act(const struct rn_health *h, int problems, const char *why)
+/*
+ * Drain @node (@problems) with @why, or resume it when it is clean and we drained it; a
+ * peer (@self 0) is only ever drained here: its own health check resumes it.
+ */
+static int act(const struct rn_health *h, const char *node, int self, int problems,
+	       const char *why)
 {
+	struct rn_health on = *h;
 	char state[128], cur[1024], out[2048], arg_node[300], arg_reason[400];
 	const char *args[6];
 	int ret, tmo = h->timeout_s * 1000 / 3;
 
-	ret = node_state(h, state, sizeof(state), cur, sizeof(cur), tmo);
+	on.node = node;
+	ret = node_state(&on, state, sizeof(state), cur, sizeof(cur), tmo);
 	if (ret)
 		return RN_DOCTOR_ERROR;
 	if (h->verbose)
-		printf(PROG ": node %s State=%s Reason=%s\n", h->node, state, cur);
-	snprintf(arg_node, sizeof(arg_node), "nodename=%s", h->node);
+		printf(PROG ": node %s State=%s Reason=%s\n", node, state, cur);
+	if (!self && (!problems || (drained(state) && ours(cur))))
+		return RN_DOCTOR_OK; /* drained already for this, or by the peer's own check */
+	snprintf(arg_node, sizeof(arg_node), "nodename=%s", node);
 	args[0] = "update";
 	args[1] = arg_node;
 	if (problems) {
 		if (out_of_service(state) && !ours(cur)) {
-			printf(PROG ": node %s stays %s as it was (Reason=%s)\n", h->node,
+			printf(PROG ": node %s stays %s as it was (Reason=%s)\n", node,
 			       drained(state) ? "drained" : "out of service", cur);
 			return RN_DOCTOR_PROBLEMS;
 		}
@@ -357,16 +374,46 @@ static int act(const struct rn_health *h, int problems, const char *why)
 			scontrol_err(ret, out, tmo, err, sizeof(err)));
 		return RN_DOCTOR_ERROR;
 	}
-	printf(PROG ": node %s %s\n", h->node,
-	       problems ? "drained" : "resumed (roce-doctor had drained it)");
+	if (self)
+		printf(PROG ": node %s %s\n", node,
+		       problems ? "drained" : "resumed (roce-doctor had drained it)");
+	else
+		printf(PROG ": node %s drained (the peer at fault): %s\n", node, why);
 	return problems ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+}
+
+/*
+ * Each peer the journal puts at fault, once, its newest record: drained with the cause
+ * (said only, with --no-drain). This node's own state does not hang on them.
+ */
+static void journal_peers(const struct rn_health *h, const struct rn_journal *jn)
+{
+	char why[RN_HEALTH_REASON_MAX + 1];
+	int i, k, done;
+
+	for (i = 0; jn && i < jn->n; i++) {
+		const struct rn_journal_hit *p = &jn->hit[i];
+
+		if (!p->peer || !strcmp(p->node, h->node))
+			continue;
+		for (k = 0, done = 0; k < i && !done; k++)
+			done = jn->hit[k].peer && !strcmp(jn->hit[k].node, p->node);
+		if (done)
+			continue;
+		p = rn_journal_latest(jn, 1, p->node);
+		rn_journal_reason(p, why, sizeof(why));
+		if (!h->drain)
+			printf(PROG ": node %s is at fault: %s\n", p->node, why);
+		else
+			act(h, p->node, 0, 1, why);
+	}
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
-		"                          [--scontrol PATH] [-v]\n"
+		"                          [--scontrol PATH] [--journal-window S] [-v]\n"
 		"\n"
 		"The host check for Slurm's HealthCheckProgram and Prolog (LBNL NHC's contract):\n"
 		"on a problem it prints 'ERROR: roce-doctor: Health check failed: <reason>', drains\n"
@@ -381,6 +428,9 @@ static void usage(FILE *f)
 		"  -t, --timeout S     give up after S seconds, node untouched (default 20;\n"
 		"                      slurmd kills a health check after 60)\n"
 		"      --scontrol PATH the scontrol to run (default: scontrol on PATH, /usr/bin)\n"
+		"      --journal-window S  a comm the plugin failed within S seconds (its journal,\n"
+		"                      $NCCL_ROCE_STATE_DIR/errors.jsonl) drains the node its cause\n"
+		"                      names: this one, or the peer (default 900; 0: not read)\n"
 		"  -v, --verbose       say what was checked and found, and how long it took\n"
 		"\n"
 		"Exit status: 0 healthy, 1 problems found (node drained), 2 the check could not\n"
@@ -395,11 +445,15 @@ int rn_doctor_health(int argc, char **argv)
 		{ "no-drain", no_argument, NULL, 'D' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "scontrol", required_argument, NULL, 'S' },
+		{ "journal-window", required_argument, NULL, 'J' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20 };
+	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20,
+				.journal_s = 900 };
+	const struct rn_journal_hit *here;
+	struct rn_journal *jn = NULL;
 	char why[RN_HEALTH_REASON_MAX + 1], host[64];
 	struct rn_doctor *d;
 	int c, rc = RN_DOCTOR_ERROR, problems;
@@ -436,6 +490,13 @@ int rn_doctor_health(int argc, char **argv)
 			break;
 		case 'S':
 			h.scontrol = optarg;
+			break;
+		case 'J':
+			if (rn_cli_int(optarg, 0, 30 * 86400, &h.journal_s)) {
+				rn_cli_error(PROG, NULL, rc, "--journal-window: '%s' is not a number "
+					     "of seconds in 0..2592000", optarg);
+				goto out;
+			}
 			break;
 		case 'v':
 			h.verbose++;
@@ -479,20 +540,35 @@ int rn_doctor_health(int argc, char **argv)
 		printf(PROG ": %d NIC%s checked in %.1f ms on node %s: %s\n", d->nnics,
 		       d->nnics == 1 ? "" : "s", d->gather_ms, h.node,
 		       problems ? "problems" : "all good");
-	if (problems) {
+	if (problems)
 		reason_fit(d, why, sizeof(why));
-		printf("ERROR: roce-doctor: Health check failed: %s\n", why);
+	jn = calloc(1, sizeof(*jn));
+	if (jn)
+		rn_journal_scan(rn_fostate_dir(), h.journal_s, jn);
+	if (jn && h.verbose && h.journal_s)
+		printf(PROG ": journal %s: %d record%s read, %d naming a node within %d s\n",
+		       rn_fostate_dir(), jn->records, jn->records == 1 ? "" : "s", jn->n,
+		       h.journal_s);
+	/* the host is clean now, but a comm failed here lately for a cause of this host's */
+	here = jn ? rn_journal_latest(jn, 0, NULL) : NULL;
+	if (!problems && here) {
+		problems = 1;
+		rn_journal_reason(here, why, sizeof(why));
 	}
+	if (problems)
+		printf("ERROR: roce-doctor: Health check failed: %s\n", why);
 	if (!h.drain)
 		rc = problems ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	else
-		rc = act(&h, problems, problems ? why : "");
+		rc = act(&h, h.node, 1, problems, problems ? why : "");
+	journal_peers(&h, jn);
 	if (h.verbose)
 		printf(PROG ": done in %.1f ms, exit %d\n", rn_doctor_now_ms() - t0, rc);
 	alarm(0);
 out:
 	rn_doctor_release(d);
 	free(d);
+	free(jn);
 	fflush(stdout);
 	return rc;
 }
