@@ -225,6 +225,20 @@ struct rn_failover {
 #define RN_CTRL_ROUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
 #define RN_CTRL_FO_LEN ((size_t)4 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
 #define RN_IMM_CTRL 0xfffffffeu       /* a failover message landed in the inbox */
+/*
+ * The checksum of a control record's first @len bytes (whole 32-bit words), FNV-1a style
+ * from @seed: a record the peer overwrites while we read it fails it (src/failover.c,
+ * src/vfail.c; each with a seed of its own, so that one's record is never the other's).
+ */
+static inline uint32_t rn_ctrl_sum(const void *rec, size_t len, uint32_t seed)
+{
+	const uint32_t *w = (const uint32_t *)rec;
+	size_t i;
+
+	for (i = 0; i < len / 4; i++)
+		seed = (seed ^ w[i]) * 16777619u;
+	return seed;
+}
 #define RN_IMM_REC 0xfffffffdu        /* a recovery message landed in the recovery inbox */
 #define RN_FO_RECV_WRS 8              /* receives on a sender's spare QP (RESUMEs) */
 
@@ -342,6 +356,11 @@ int rn_failover_begin(struct rn_comm *c, int err, const char *why);
 void rn_failover_ctrl(struct rn_comm *c, int q, uint32_t imm);
 /* Poll the spare pairs (their messages) and drive a move under way. Returns c->err. */
 int rn_failover_poll(struct rn_comm *c);
+/*
+ * A move off @from's NIC (to @to's) in the host's record, its cause one word read off @why
+ * (port-down, device-fatal, gid-gone, peer-moved, completion); said once when unwritable.
+ */
+void rn_failover_record(const struct rn_dev *from, const struct rn_dev *to, const char *why);
 /* 1 when @status is a path's failure a move can cure (not the peer's protocol). */
 int rn_failover_status(int status);
 /*

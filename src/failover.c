@@ -115,13 +115,7 @@ int rn_failover_status(int status)
 
 static uint32_t msg_sum(const struct fo_msg *m)
 {
-	const uint32_t *w = (const uint32_t *)m;
-	uint32_t s = 0x9e3779b9u;
-	size_t i;
-
-	for (i = 0; i < offsetof(struct fo_msg, sum) / 4; i++)
-		s = (s ^ w[i]) * 16777619u;
-	return s;
+	return rn_ctrl_sum(m, offsetof(struct fo_msg, sum), 0x9e3779b9u);
 }
 
 static int comm_fail(struct rn_comm *c, int err)
@@ -361,12 +355,10 @@ static void say_why_left(struct rn_comm *c, int a)
 	rn_finding_clear(&f);
 }
 
-/* The move, in the host's record (roce-doctor --prometheus counts it per NIC). */
-static void fostate_add(const struct rn_comm *c, int a)
+void rn_failover_record(const struct rn_dev *from, const struct rn_dev *to, const char *why)
 {
 	static int told;
-	const struct rn_path *p = &c->fo->path[a];
-	const char *why = p->why, *cause = "completion";
+	const char *cause = "completion";
 	int ret;
 
 	if (!strncmp(why, "port down", 9))
@@ -375,13 +367,20 @@ static void fostate_add(const struct rn_comm *c, int a)
 		cause = "device-fatal";
 	else if (strstr(why, "[gid-gone]"))
 		cause = "gid-gone";
-	else if (!strncmp(why, "the receiver moved", 18) || !strncmp(why, "the sender's side", 17))
+	else if (!strncmp(why, "the receiver moved", 18) || !strncmp(why, "the sender's side", 17) ||
+		 strstr(why, "side of the pair failed"))
 		cause = "peer-moved";
-	ret = rn_fostate_add(rn_fostate_dir(), p->mem.dev->nic.ibdev, p->mem.dev->nic.port,
-			     p->mem.dev->nic.netdev, c->mem[0].dev->nic.ibdev, cause);
+	ret = rn_fostate_add(rn_fostate_dir(), from->nic.ibdev, from->nic.port, from->nic.netdev,
+			     to->nic.ibdev, cause);
 	if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
 		rn_info(RN_SUB_NET, RN_PFX "failover: the host's record %s/%s was not written: %s "
 			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_FOSTATE_FILE, strerror(-ret));
+}
+
+/* The move, in the host's record (roce-doctor --prometheus counts it per NIC). */
+static void fostate_add(const struct rn_comm *c, int a)
+{
+	rn_failover_record(c->fo->path[a].mem.dev, c->mem[0].dev, c->fo->path[a].why);
 }
 
 /* A move back to the comm's own pair (path 0, in the comm's fields now): one WARN. */

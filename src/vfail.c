@@ -41,7 +41,6 @@
 #include "rn_clock.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
-#include "rn_fostate.h"
 #include "rn_log.h"
 #include "rn_oob.h"
 #include "rn_verbs.h"
@@ -199,13 +198,7 @@ static void say_none_left(struct rn_comm *c)
 
 static uint32_t msg_sum(const struct vf_msg *m)
 {
-	const uint32_t *w = (const uint32_t *)m;
-	uint32_t s = 0x811c9dc5u;
-	size_t i;
-
-	for (i = 0; i < offsetof(struct vf_msg, sum) / 4; i++)
-		s = (s ^ w[i]) * 16777619u;
-	return s;
+	return rn_ctrl_sum(m, offsetof(struct vf_msg, sum), 0x811c9dc5u);
 }
 
 /* The first QP of c->qps whose pair is not out: messages ride it. -1 none. */
@@ -539,34 +532,15 @@ static uint64_t ms_since(uint64_t t0)
 	return t0 && now > t0 ? (now - t0) / 1000000ull : 0;
 }
 
-/* The move in the host's record, per pair out whose NIC is ours (roce-doctor --prometheus). */
+/* The move in the host's record, per pair out (roce-doctor --prometheus counts them per NIC). */
 static void record(const struct rn_comm *c, uint64_t add)
 {
-	static int told;
-	const struct rn_dev *to = c->mem[c->qp_mem[0]].dev;
-	int bit, ret;
+	int bit;
 
-	for (bit = 0; bit < VF_PAIRS; bit++) {
-		const char *why = c->vf->why[bit], *cause = "completion";
-		const struct rn_dev *d = c->mem[our_mem(c, bit)].dev;
-
-		if (!(add >> bit & 1))
-			continue;
-		if (!strncmp(why, "port down", 9))
-			cause = "port-down";
-		else if (!strncmp(why, "device fatal", 12))
-			cause = "device-fatal";
-		else if (strstr(why, "[gid-gone]"))
-			cause = "gid-gone";
-		else if (strstr(why, "side of the pair failed"))
-			cause = "peer-moved";
-		ret = rn_fostate_add(rn_fostate_dir(), d->nic.ibdev, d->nic.port, d->nic.netdev,
-				     to->nic.ibdev, cause);
-		if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-			rn_info(RN_SUB_NET, RN_PFX "failover: the host's record %s/%s was not "
-				"written: %s (NCCL_ROCE_STATE_DIR)", rn_fostate_dir(),
-				RN_FOSTATE_FILE, strerror(-ret));
-	}
+	for (bit = 0; bit < VF_PAIRS; bit++)
+		if (add >> bit & 1)
+			rn_failover_record(c->mem[our_mem(c, bit)].dev, c->mem[c->qp_mem[0]].dev,
+					   c->vf->why[bit]);
 }
 
 /* The one WARN a round gives, on each end. */

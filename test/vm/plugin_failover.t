@@ -137,12 +137,7 @@ body() {
 
 	stream_with "every NIC of the receiver down: the last pair goes" \
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down; ip link set eth2 down'"
-	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
-		{ show_pair; t_fail "both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
-	grep -q "NCCL WARN .*no NIC pair left to move to: .*rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (.*rxe2:1 -> eth2 (" <<<"$srv_out" ||
-		{ show_pair; t_fail "the receiver's error does not name every pair and why"; }
-	grep -q "no progress for" <<<"$cli_out$srv_out" &&
-		t_fail "an end hung until the driver's own timeout instead of failing"
+	expect_none_left "all NICs down" "no NIC pair left to move to: .*rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (.*rxe2:1 -> eth2 ("
 	t_ok "all NICs down: one error naming every pair, no hang"
 	clear_all
 
@@ -164,14 +159,19 @@ body() {
 
 	stream_with "vNIC: both members of the receiver down: the last pair goes" \
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down'"
-	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
-		{ show_pair; t_fail "vNIC: both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
-	grep -q "NCCL WARN .*no vNIC member pair left: rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (" <<<"$srv_out$cli_out" ||
-		{ show_pair; t_fail "vNIC: the error does not name both member pairs and why"; }
-	grep -q "no progress for" <<<"$cli_out$srv_out" &&
-		t_fail "vNIC: an end hung until the driver's own timeout instead of failing"
+	expect_none_left "vNIC, both members down" "no vNIC member pair left: rxe0:1 -> eth0 (.*rxe1:1 -> eth1 ("
 	t_ok "vNIC, both members down: one error naming both pairs, no hang"
 	clear_all
+}
+
+# The last pair gone: both ends failed, one says so naming every pair (ERE $2), no hang.
+expect_none_left() { # label ere
+	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
+		{ show_pair; t_fail "$1: both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
+	grep -q "NCCL WARN .*$2" <<<"$srv_out$cli_out" ||
+		{ show_pair; t_fail "$1: the error does not name every pair and why"; }
+	grep -q "no progress for" <<<"$cli_out$srv_out" &&
+		t_fail "$1: an end hung until the driver's own timeout instead of failing"
 }
 
 # The vNIC streams: both ends exited 0 with checked data, and each end's WARN says which
