@@ -174,7 +174,7 @@ struct rn_fo_hooks {
 };
 
 /*
- * The QP factory's step a recovery takes (src/conn.c: pair @j's QPs, not the pair in use,
+ * The QP factory's step a recovery takes (src/comm.c: pair @j's QPs, not the pair in use,
  * through RESET to RTS again, with the GID index of its NIC's address now (the one before
  * in @old_gid), its CQ drained and its receives posted as at connect. 0 or -errno
  * (-EADDRNOTAVAIL: the address is gone). Reached through the comm, as the hooks above.

@@ -25,7 +25,7 @@
  *         the facts of member 0, FIFO and sizes addresses + member 0's rkeys, the
  *         member count; then per further member its facts and its two rkeys (the
  *         control block is registered on every member's PD); then nqps QP numbers. QP q
- *         belongs to member q % members on each side (see src/conn.c). Before version 4
+ *         belongs to member q % members on each side (see src/comm.c). Before version 4
  *         HELLO had no members and CTS entries were 32 bytes: a HELLO or a handle older
  *         than RN_WIRE_HELLO_MIN is refused (-EPROTO), so mixed versions fail at connect.
  * VERDICT (12 + m + f bytes in version 2; 28 + the six texts' bytes from 3): be16 cause,

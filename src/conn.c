@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "rn_clock.h"
+#include "rn_comm.h"
 #include "rn_compiler.h"
 #include "rn_conn.h"
 #include "rn_counters.h"
@@ -164,126 +165,6 @@ static struct rn_dev *dev_of(struct rn_engine *eng, int devidx)
 	return rn_engine_members(eng, devidx, m) > 0 ? m[0] : NULL;
 }
 
-/* ---- QPs -------------------------------------------------------------------- */
-
-/* QPs are created in RESET on member @m; the handshake moves them on (hs_connect_qps). */
-static struct ibv_qp *qp_create_on(struct rn_comm *c, const struct rn_member *m, int send_wr,
-				   int recv_wr, int *max_inline)
-{
-	struct ibv_qp_init_attr ia = { 0 };
-	struct ibv_qp *qp;
-
-	ia.qp_context = c;
-	ia.send_cq = m->cq;
-	ia.recv_cq = m->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = (uint32_t)send_wr;
-	ia.cap.max_recv_wr = (uint32_t)recv_wr;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = max_inline ? (uint32_t)*max_inline : 0;
-	errno = 0;
-	qp = rn_verbs.create_qp(m->dev->pd, &ia);
-	if (!qp && max_inline && *max_inline) {
-		/* a device that inlines less: no inline at all, as before */
-		*max_inline = 0;
-		ia.cap.max_inline_data = 0;
-		errno = 0;
-		qp = rn_verbs.create_qp(m->dev->pd, &ia);
-	}
-	if (qp && max_inline) /* what the device granted (verbs writes it back) */
-		*max_inline = RN_MIN(*max_inline, (int)ia.cap.max_inline_data);
-	return qp;
-}
-
-static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr,
-			        int *max_inline)
-{
-	return qp_create_on(c, &c->mem[k], send_wr, recv_wr, max_inline);
-}
-
-static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
-{
-	static int told;
-	int r = c->eng->cfg.retry_cnt;
-
-	/* rxe takes 7 as "retry forever": a broken path would hang instead of failing. */
-	if (dev->is_rxe && r > 6) {
-		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-			rn_info(RN_SUB_NET,
-				RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
-				"(rxe retries 7 forever)", dev->nic.ibdev, r);
-		r = 6;
-	}
-	return r;
-}
-
-static int retry_cnt_for(const struct rn_comm *c)
-{
-	return retry_cnt_dev(c, c->mem[0].dev);
-}
-
-static int qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ibv_qp_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_INIT;
-	a->pkey_index = 0;
-	a->port_num = (uint8_t)dev->nic.port;
-	a->qp_access_flags = access;
-	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-}
-
-static int qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl, int rd_atom,
-		       struct ibv_qp_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_RTR;
-	a->path_mtu = mtu;
-	a->dest_qp_num = remote_qpn;
-	a->rq_psn = 0;
-	a->max_dest_rd_atomic = (uint8_t)rd_atom;
-	a->min_rnr_timer = 12;
-	a->ah_attr.is_global = 1;
-	a->ah_attr.grh.dgid = *dgid;
-	a->ah_attr.grh.sgid_index = (uint8_t)sgid_index;
-	a->ah_attr.grh.hop_limit = 255;
-	a->ah_attr.grh.flow_label = 0;
-	a->ah_attr.grh.traffic_class = (uint8_t)tc;
-	a->ah_attr.sl = (uint8_t)sl;
-	a->ah_attr.src_path_bits = 0;
-	a->ah_attr.port_num = (uint8_t)dev->nic.port;
-	return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-}
-
-/*
- * READs and atomics in flight per QP. The net protocol has one READ at a time (the flush
- * QP's); an RMA comm's peer READs and signals it (iget, iputSignal's FETCH_AND_ADD), so it
- * takes what the device allows, up to 16 (@dest: as the responder).
- */
-static int rd_atom_of(const struct rn_comm *c, const struct rn_dev *dev, int dest)
-{
-	int cap = dest ? dev->attr.max_qp_rd_atom : dev->attr.max_qp_init_rd_atom;
-
-	if (!(c->flags & RN_CONN_RMA))
-		return 1;
-	return cap > 0 ? RN_MIN(cap, 16) : 1;
-}
-
-static int qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct ibv_qp_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_RTS;
-	a->timeout = (uint8_t)c->eng->cfg.timeout;
-	a->retry_cnt = (uint8_t)retry_cnt_dev(c, dev);
-	a->rnr_retry = 7;
-	a->sq_psn = 0;
-	a->max_rd_atomic = (uint8_t)rd_atom_of(c, dev, 0);
-	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
-}
-
 /* ---- what the engine owns --------------------------------------------------- */
 
 /*
@@ -338,559 +219,6 @@ static void own_add_comm(struct rn_comm *c)
 	own_add(&c->own, c->eng, RN_OWN_COMM);
 }
 
-/* ---- comms ------------------------------------------------------------------ */
-
-/* What a path's slot holds (a spare's, or the pair a move left): all of it. */
-static void path_free(struct rn_comm *c, struct rn_path *p)
-{
-	int q;
-
-	for (q = 0; q < c->nqps; q++)
-		if (p->qps[q])
-			rn_verbs.destroy_qp(p->qps[q]);
-	if (p->flush_qp)
-		rn_verbs.destroy_qp(p->flush_qp);
-	if (p->mem.ctrl_mr)
-		rn_verbs.dereg_mr(p->mem.ctrl_mr);
-	if (p->mem.cq)
-		rn_verbs.destroy_cq(p->mem.cq);
-	rn_events_put(p->mem.ev);
-	memset(p->qps, 0, sizeof(p->qps));
-	p->flush_qp = NULL;
-	p->mem.ctrl_mr = NULL;
-	p->mem.cq = NULL;
-	p->mem.ev = NULL;
-}
-
-static void comm_free(struct rn_comm *c)
-{
-	int i;
-
-	if (!c)
-		return;
-	rn_vfail_free(c); /* every QP made is in c->qps again */
-	if (c->fo) {
-		if (c->fo->chk)
-			rn_path_check.free(c->fo->chk);
-		for (i = 0; i < c->fo->npaths; i++)
-			if (i != c->fo->active)
-				path_free(c, &c->fo->path[i]);
-		free(c->fo);
-		c->fo = NULL;
-	}
-	if (c->role == RN_ROLE_RECV) {
-		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
-
-		for (i = 0; i < c->nmem; i++)
-			if (rc->flush_qp[i])
-				rn_verbs.destroy_qp(rc->flush_qp[i]);
-	}
-	for (i = 0; i < c->nqps; i++)
-		if (c->qps[i])
-			rn_verbs.destroy_qp(c->qps[i]);
-	for (i = 0; i < c->nmem; i++) {
-		if (c->mem[i].ctrl_mr)
-			rn_verbs.dereg_mr(c->mem[i].ctrl_mr);
-		if (c->mem[i].cq)
-			rn_verbs.destroy_cq(c->mem[i].cq);
-	}
-	if (c->ctrl)
-		munmap(c->ctrl, c->ctrl_len);
-	for (i = 0; i < c->nmem; i++)
-		rn_events_put(c->mem[i].ev);
-	if (c->fd >= 0)
-		close(c->fd);
-	rn_ctr_snap_free(c->ctr0);
-	free(c);
-}
-
-/* The QP's own retry budget: the first try and every retry, each one ack timeout. */
-static uint64_t retry_budget_ns(const struct rn_comm *c)
-{
-	int t = c->eng->cfg.timeout;
-
-	if (t <= 0 || t >= 32)
-		return 30ull * 1000000000ull;
-	return (4096ull << t) /* 4.096 us * 2^t */ * (uint64_t)(retry_cnt_for(c) + 1);
-}
-
-static uint64_t stall_bound_ns(const struct rn_comm *c)
-{
-	/* the retry budget twice over, plus slack for a busy host */
-	return retry_budget_ns(c) * 2 + 1000000000ull;
-}
-
-/*
- * The GID index of @dev's address now: the kernel moves it when the address is re-added
- * or the link comes back, and the old index may hold another address by then (NCCL#1333).
- * -EADDRNOTAVAIL (logged with gid-gone) when the address is gone; a table that cannot be
- * read keeps the index chosen at init.
- */
-static int gid_follow(struct rn_dev *dev)
-{
-	struct rn_vars v = RN_VARS_INIT;
-	struct rn_finding f = { 0 };
-	int old, ret;
-
-	pthread_mutex_lock(&dev->lock);
-	ret = rn_gid_refresh(dev->ctx, &dev->nic, &old, &v);
-	pthread_mutex_unlock(&dev->lock);
-	if (ret == 1) {
-		char ip[INET6_ADDRSTRLEN];
-
-		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of %s moved from index %d to %d; this "
-			"comm and later ones use %d", dev->nic.ibdev, dev->nic.port,
-			rn_ip_str(&dev->nic.ip, ip, sizeof(ip)), old, dev->nic.gid_index,
-			dev->nic.gid_index);
-	}
-	if (ret == -ENOENT) {
-		char pfx[128];
-
-		snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: new comm refused", dev->nic.ibdev,
-			 dev->nic.port);
-		rn_finding_render(&f, RN_CAUSE_GID_GONE, &v);
-		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-		rn_finding_clear(&f);
-	}
-	rn_vars_free(&v);
-	return ret == -ENOENT ? -EADDRNOTAVAIL : 0;
-}
-
-/* Each member's GID index now (gid_follow): -EADDRNOTAVAIL when one's address is gone. */
-static int members_follow(struct rn_engine *eng, int devidx)
-{
-	struct rn_dev *m[RN_VNIC_MAX];
-	int nmem = rn_engine_members(eng, devidx, m), k;
-
-	for (k = 0; k < nmem; k++)
-		if (gid_follow(m[k]))
-			return -EADDRNOTAVAIL;
-	return 0;
-}
-
-/*
- * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
- * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
- */
-static struct rn_comm *comm_create(struct rn_engine *eng, int devidx, int role, int nqps,
-				   int rmem)
-{
-	struct rn_dev *m[RN_VNIC_MAX];
-	int nmem = rn_engine_members(eng, devidx, m);
-	struct rn_dev *dev = nmem > 0 ? m[0] : NULL;
-	size_t sz = role == RN_ROLE_SEND ? sizeof(struct rn_send_comm) :
-					   sizeof(struct rn_recv_comm);
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct rn_comm *c;
-	int i, k, cqe, sq, rq, err;
-
-	if (!dev || rmem < 1 || rmem > RN_VNIC_MAX || nqps < RN_MAX(nmem, rmem)) {
-		errno = dev ? EPROTO : ENODEV;
-		return NULL;
-	}
-	c = calloc(1, sz);
-	if (!c)
-		return NULL;
-	c->created_ns = rn_now_ns();
-	/* NULL: judged without (the error path says so) */
-	c->ctr0 = rn_ctr_snap_shared(c->created_ns);
-	c->fd = -1;
-	c->role = role;
-	c->eng = eng;
-	c->reg_dev = dev;
-	c->nmem = nmem;
-	c->rmem = rmem;
-	c->nqps = nqps;
-	/* a vNIC connection splits every message over all its NICs (see rn_conn.h) */
-	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
-	c->max_msg = 1u << 30;
-	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
-	/* a sender's receives take failover messages only (posted when it has spares) */
-	rq = role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
-	for (k = 0; k < nmem; k++) {
-		c->mem[k].dev = m[k];
-		/* as members_follow found it just now, whatever GID_CHANGE does later */
-		pthread_mutex_lock(&m[k]->lock);
-		c->mem[k].gid_index = m[k]->nic.gid_index;
-		pthread_mutex_unlock(&m[k]->lock);
-		c->mem[k].ev = rn_events_get(m[k]);
-		if (m[k]->max_msg_size)
-			c->max_msg = RN_MIN(c->max_msg, m[k]->max_msg_size);
-		/*
-		 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
-		 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need
-		 * far less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
-		 */
-		if (m[k]->attr.max_qp_wr > 0 && m[k]->attr.max_qp_wr < sq)
-			sq = m[k]->attr.max_qp_wr;
-	}
-	c->sq_cap = sq;
-	for (i = 0; i < nqps; i++) {
-		c->qp_mem[i] = (uint8_t)(i % nmem);
-		c->qp_rmem[i] = (uint8_t)(i % rmem);
-	}
-	for (k = 0; k < nmem; k++) {
-		int kq = (nqps - k + nmem - 1) / nmem; /* this member's QPs */
-
-		/*
-		 * Every WR that can complete at once (a QP in error flushes unsignalled ones
-		 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
-		 */
-		cqe = kq * (sq + rq) + (role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
-		if (m[k]->attr.max_cqe > 0 && cqe > m[k]->attr.max_cqe)
-			cqe = m[k]->attr.max_cqe;
-		errno = 0;
-		c->mem[k].cq = rn_verbs.create_cq(m[k]->ctx, cqe, c, NULL, 0);
-		if (!c->mem[k].cq)
-			goto err;
-	}
-	/*
-	 * FIFO or staging (16 KiB) + sizes (1 KiB) + flush target + the failover mailboxes,
-	 * in one registration.
-	 */
-	c->ctrl_len = (RN_CTRL_FO_OFF + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
-	/*
-	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
-	 * DataLoader) would otherwise make the next write here copy-on-write the page
-	 * away from the one the NIC writes the peer's CTS entries into.
-	 */
-	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	if (c->ctrl == MAP_FAILED) {
-		c->ctrl = NULL;
-		goto err;
-	}
-	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
-		goto err;
-	for (k = 0; k < nmem; k++) {
-		c->mem[k].ctrl_mr = rn_verbs.reg_mr_iova2(m[k]->pd, c->ctrl, c->ctrl_len,
-							  (uintptr_t)c->ctrl,
-							  IBV_ACCESS_LOCAL_WRITE |
-							  IBV_ACCESS_REMOTE_WRITE);
-		if (!c->mem[k].ctrl_mr)
-			goto err;
-	}
-	for (i = 0; i < nqps; i++) {
-		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
-		int inl = sizeof(struct rn_cts);
-
-		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq, role == RN_ROLE_RECV ? &inl : NULL);
-		if (!c->qps[i])
-			goto err;
-		if (role == RN_ROLE_RECV)
-			((struct rn_recv_comm *)c)->cts_inline = i ? RN_MIN(inl,
-				((struct rn_recv_comm *)c)->cts_inline) : inl;
-	}
-	if (role == RN_ROLE_SEND) {
-		struct rn_send_comm *sc = (struct rn_send_comm *)c;
-
-		sc->fifo = c->ctrl;
-		sc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
-		rn_xfer_send_init(sc);
-	} else {
-		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
-
-		rc->stage = c->ctrl;
-		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
-		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
-		/* as NCCL: only a device that can take GPU memory needs the flush QP */
-		c->flush_enabled = !eng->cfg.gdr_flush_disable;
-		for (k = 0; k < nmem; k++)
-			c->flush_enabled &= !!(m[k]->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
-		/* every NIC that wrote into the GPU buffer gets its read (as net_ib) */
-		for (k = 0; k < nmem && c->flush_enabled; k++) {
-			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1, NULL);
-			if (!rc->flush_qp[k])
-				goto err;
-		}
-	}
-	c->stall_ns = stall_bound_ns(c);
-	/* a port back within the QPs' retry budget cost them nothing (net_ib's behaviour) */
-	c->port_grace_ns = retry_budget_ns(c) + 1000000000ull;
-	return c;
-err:
-	err = errno ? errno : EIO;
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d: creating the %s comm's CQ/QPs failed: %s",
-		dev->nic.ibdev, dev->nic.port, role == RN_ROLE_SEND ? "send" : "recv",
-		strerror(err));
-	comm_free(c);
-	errno = err;
-	return NULL;
-}
-
-/* ---- spare NIC pairs (failover: src/failover.c) ------------------------------ */
-
-/*
- * Which comms keep spares: NCCL's net traffic on one NIC against one (a vNIC spreads
- * every message over its members already; the RMA backend's one-sided traffic has no
- * slot to resume from).
- */
-static int spares_wanted(const struct rn_engine *eng, int nmem, int rmem, unsigned int flags)
-{
-	if (!eng->cfg.failover || nmem != 1 || rmem != 1 || (flags & RN_CONN_RMA))
-		return 0;
-	return RN_MIN(eng->cfg.failover_spares, RN_MIN(eng->ndevs - 1, RN_SPARES_MAX));
-}
-
-/*
- * Spare path @p on @d: its CQ, the control block registered there, nqps QPs sized as the
- * comm's. -errno when @d cannot carry the comm as it is (its queues, inline, GPU flush).
- */
-static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
-{
-	int sq = c->sq_cap, rq = c->role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
-	struct rn_recv_comm *rc = c->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
-	int q, cqe = c->nqps * (sq + rq) + (rc ? RN_SLOTS + 2 : 0);
-
-	memset(p, 0, sizeof(*p));
-	p->state = RN_PATH_SPARE;
-	p->mem.dev = d;
-	if (d->attr.max_qp_wr > 0 && d->attr.max_qp_wr < sq)
-		return -ENOSPC;
-	if (rc && c->flush_enabled && !(d->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF)))
-		return -EOPNOTSUPP;
-	{
-		/* by address now, as the comm's own pair (the index moves: GID_CHANGE) */
-		struct rn_vars v = RN_VARS_INIT;
-		int old, ret;
-
-		pthread_mutex_lock(&d->lock);
-		ret = rn_gid_refresh(d->ctx, &d->nic, &old, &v);
-		p->mem.gid_index = ret == -ENOENT ? -1 : d->nic.gid_index;
-		pthread_mutex_unlock(&d->lock);
-		rn_vars_free(&v);
-	}
-	if (p->mem.gid_index < 0)
-		return -EADDRNOTAVAIL;
-	p->mem.ev = rn_events_get(d);
-	if (p->mem.ev && rn_events_dev_err(p->mem.ev, d->nic.port))
-		return -ENETDOWN;
-	if (d->attr.max_cqe > 0 && cqe > d->attr.max_cqe)
-		cqe = d->attr.max_cqe;
-	errno = 0;
-	p->mem.cq = rn_verbs.create_cq(d->ctx, cqe, c, NULL, 0);
-	if (!p->mem.cq)
-		return errno ? -errno : -EIO;
-	p->mem.ctrl_mr = rn_verbs.reg_mr_iova2(d->pd, c->ctrl, c->ctrl_len, (uintptr_t)c->ctrl,
-					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	if (!p->mem.ctrl_mr)
-		return errno ? -errno : -EIO;
-	for (q = 0; q < c->nqps; q++) {
-		int inl = rc ? rc->cts_inline : 0;
-
-		p->qps[q] = qp_create_on(c, &p->mem, sq, rq, rc ? &inl : NULL);
-		if (!p->qps[q])
-			return errno ? -errno : -EIO;
-		if (rc && inl < rc->cts_inline)
-			return -EOPNOTSUPP; /* the data path posts CTS entries inline */
-	}
-	if (rc && c->flush_enabled) {
-		p->flush_qp = qp_create_on(c, &p->mem, RN_SLOTS + 1, 1, NULL);
-		if (!p->flush_qp)
-			return errno ? -errno : -EIO;
-	}
-	if (d->max_msg_size && d->max_msg_size < c->max_msg)
-		c->max_msg = d->max_msg_size; /* nothing was sent yet: every pair takes it */
-	return 0;
-}
-
-static int comm_rearm_path(struct rn_comm *c, int j, int *old_gid);
-
-/*
- * Up to @want spare paths on this host's other NICs, from the one after the comm's own
- * (so that the comms of a failed NIC spread over its siblings, not all onto one), each
- * with an address of the comm's family. A sibling that cannot carry the comm is passed
- * over (INFO). 0 (no spare is no error) or -ENOMEM.
- */
-static int spares_create(struct rn_comm *c, int want)
-{
-	struct rn_engine *eng = c->eng;
-	struct rn_dev *own = c->mem[0].dev;
-	int i, at = 0, n;
-
-	if (want <= 0)
-		return 0;
-	c->fo = calloc(1, sizeof(*c->fo));
-	if (!c->fo)
-		return -ENOMEM;
-	c->fo->hooks = &rn_xfer_fo_hooks;
-	c->fo->rearm_path = comm_rearm_path;
-	c->fo->npaths = 1;
-	c->fo->path[0].state = RN_PATH_SPARE;
-	c->fo->path[0].ok_here = c->fo->path[0].ok_there = 1;
-	for (i = 0; i < eng->ndevs; i++)
-		if (eng->devs[i] == own)
-			at = i;
-	for (n = 1; n < eng->ndevs && c->fo->npaths <= want; n++) {
-		struct rn_dev *d = eng->devs[(at + n) % eng->ndevs];
-		struct rn_path *p = &c->fo->path[c->fo->npaths];
-		int ret;
-
-		if (d == own || d->nic.ip.family != own->nic.ip.family)
-			continue;
-		ret = path_create(c, p, d);
-		if (ret) {
-			rn_info(RN_SUB_NET, RN_PFX "%s:%d: no spare pair for a comm on %s:%d: %s",
-				d->nic.ibdev, d->nic.port, own->nic.ibdev, own->nic.port,
-				strerror(-ret));
-			path_free(c, p);
-			memset(p, 0, sizeof(*p));
-			continue;
-		}
-		c->fo->npaths++;
-	}
-	if (c->fo->npaths == 1) {
-		free(c->fo);
-		c->fo = NULL;
-	}
-	return 0;
-}
-
-/* Take every completion left on @cq (a failed pair's flushes): nothing of them is wanted. */
-static void cq_drain(struct ibv_cq *cq)
-{
-	struct ibv_wc wc[16];
-	int rounds = 0;
-
-	while (rounds++ < 4096 && rn_verbs.poll_cq(cq, (int)RN_ARRAY_SIZE(wc), wc) > 0)
-		;
-}
-
-/* QP @qp of pair @p back through RESET, INIT, RTR and RTS, as the handshake moved it. */
-static int qp_rearm(struct rn_comm *c, const struct rn_path *p, struct ibv_qp *qp, int flush,
-		    uint32_t rqpn)
-{
-	const struct rn_dev *dev = p->mem.dev;
-	struct ibv_qp_attr a;
-	int mask, ret;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RESET;
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE));
-	if (ret)
-		return ret;
-	mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-					 IBV_ACCESS_REMOTE_WRITE, &a);
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
-	if (ret)
-		return ret;
-	mask = flush ? qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
-				   dev->nic.active_mtu, c->fo->tc, c->fo->sl, 1, &a) :
-		       qp_attr_rtr(dev, p->mem.gid_index, rqpn, &p->rpeer.gid,
-				   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu), c->fo->tc,
-				   c->fo->sl, 1, &a);
-	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
-	if (ret)
-		return ret;
-	mask = qp_attr_rts(c, dev, &a);
-	return rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
-}
-
-static int comm_rearm_path(struct rn_comm *c, int j, int *old_gid)
-{
-	struct rn_path *p = &c->fo->path[j];
-	struct rn_dev *d = p->mem.dev;
-	struct rn_vars v = RN_VARS_INIT;
-	int q, i, ret, old = p->mem.gid_index;
-	int n = c->role == RN_ROLE_RECV ? RN_RECV_WRS : RN_FO_RECV_WRS;
-
-	*old_gid = old;
-	if (j == c->fo->active || !p->mem.cq)
-		return -EINVAL;
-	/* by address again: the link's return re-adds its GIDs, maybe at another index */
-	pthread_mutex_lock(&d->lock);
-	ret = rn_gid_refresh(d->ctx, &d->nic, &i, &v);
-	if (ret != -ENOENT)
-		p->mem.gid_index = d->nic.gid_index;
-	pthread_mutex_unlock(&d->lock);
-	rn_vars_free(&v);
-	if (ret == -ENOENT)
-		return -EADDRNOTAVAIL;
-	cq_drain(p->mem.cq);
-	for (q = 0; q < c->nqps; q++) {
-		ret = qp_rearm(c, p, p->qps[q], 0, p->rqpn[q]);
-		if (ret)
-			return ret;
-	}
-	if (p->flush_qp) {
-		ret = qp_rearm(c, p, p->flush_qp, 1, 0);
-		if (ret)
-			return ret;
-	}
-	cq_drain(p->mem.cq); /* a provider may flush on the way to RESET */
-	/* as at connect: the receiver's take data after a move, the sender's RESUMEs */
-	for (q = 0; q < c->nqps; q++)
-		for (i = 0; i < n; i++) {
-			struct ibv_recv_wr wr = { 0 }, *bad;
-
-			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-			ret = rn_verbs_err(rn_verbs.post_recv(p->qps[q], &wr, &bad));
-			if (ret)
-				return ret;
-		}
-	return 0;
-}
-
-/* Keep the first @n spares (what both ends offer). */
-static void spares_trim(struct rn_comm *c, int n)
-{
-	int i;
-
-	if (!c->fo)
-		return;
-	for (i = 1 + n; i < c->fo->npaths; i++) {
-		path_free(c, &c->fo->path[i]);
-		memset(&c->fo->path[i], 0, sizeof(c->fo->path[i]));
-	}
-	c->fo->npaths = RN_MIN(c->fo->npaths, 1 + n);
-	if (c->fo->npaths == 1) {
-		free(c->fo);
-		c->fo = NULL;
-	}
-}
-
-/* The peer's end of each spare its HELLO offers (as many as we kept). */
-static void spares_take_peer(struct rn_comm *c, const struct rn_hello *h)
-{
-	int j;
-
-	spares_trim(c, h->spares);
-	for (j = 1; c->fo && j < c->fo->npaths; j++) {
-		c->fo->path[j].rpeer = h->spare[j - 1].facts;
-		c->fo->path[j].rctrl_rkey = h->spare[j - 1].ctrl_rkey;
-		c->fo->path[j].ok_there = 1; /* the receiver's: told in READY */
-	}
-}
-
-/* READY's mask: bit j-1 when our check passed spare j. */
-static uint32_t spares_ok(const struct rn_comm *c)
-{
-	uint32_t m = 0;
-	int j;
-
-	for (j = 1; c->fo && j < c->fo->npaths; j++)
-		if (c->fo->path[j].ok_here)
-			m |= 1u << (j - 1);
-	return m;
-}
-
-/* The connector's verdicts on the spares (READY): a bit for a spare we lack is a lie. */
-static int ready_take(struct rn_comm *c, const uint8_t *p, uint32_t len)
-{
-	uint32_t m;
-	int j;
-
-	if (rn_msg_decode_ready(p, len, &m))
-		return -EBADMSG;
-	if (m >> (c->fo ? c->fo->npaths - 1 : 0))
-		return -EBADMSG;
-	for (j = 1; c->fo && j < c->fo->npaths; j++)
-		c->fo->path[j].ok_there = !!(m & (1u << (j - 1)));
-	return 0;
-}
-
 /* ---- handshake -------------------------------------------------------------- */
 
 static void hs_free(struct rn_hs *hs)
@@ -902,7 +230,7 @@ static void hs_free(struct rn_hs *hs)
 	rn_verdict_msg_clear(&hs->mine);
 	rn_verdict_msg_clear(&hs->theirs);
 	if (hs->comm)
-		comm_free(hs->comm); /* closes hs->fd too once it was handed over */
+		rn_comm_free(hs->comm); /* closes hs->fd too once it was handed over */
 	else if (hs->fd >= 0)
 		close(hs->fd);
 	free(hs);
@@ -1224,20 +552,20 @@ static int hs_connect_qps(struct rn_hs *hs)
 
 		switch (hs->qp_step % 3) {
 		case 0:
-			mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+			mask = rn_qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
 					    c->flags & RN_CONN_RMA ? RN_RMA_QP_ACCESS :
 								     IBV_ACCESS_REMOTE_WRITE, &a);
 			break;
 		case 1:
-			mask = flush ? qp_attr_rtr(dev, mem->gid_index, qp->qp_num, &dev->nic.gid,
+			mask = flush ? rn_qp_attr_rtr(dev, mem->gid_index, qp->qp_num, &dev->nic.gid,
 						   dev->nic.active_mtu, tc, sl, 1, &a) :
-				       qp_attr_rtr(dev, mem->gid_index, hs->peer.qpn[q],
+				       rn_qp_attr_rtr(dev, mem->gid_index, hs->peer.qpn[q],
 						   &peer->gid,
 						   RN_MIN(dev->nic.active_mtu, peer->active_mtu),
-						   tc, sl, rd_atom_of(c, dev, 1), &a);
+						   tc, sl, rn_qp_rd_atom(c, dev, 1), &a);
 			break;
 		default:
-			mask = qp_attr_rts(c, dev, &a);
+			mask = rn_qp_attr_rts(c, dev, &a);
 			break;
 		}
 		ret = hs_modify_qp(hs, qp, &a, mask);
@@ -1263,19 +591,19 @@ static int hs_connect_qps(struct rn_hs *hs)
 		qp = flush ? p->flush_qp : p->qps[q];
 		switch (st % 3) {
 		case 0:
-			mask = qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+			mask = rn_qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
 					    IBV_ACCESS_REMOTE_WRITE, &a);
 			break;
 		case 1:
-			mask = flush ? qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
+			mask = flush ? rn_qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
 						   dev->nic.active_mtu, tc, sl, 1, &a) :
-				       qp_attr_rtr(dev, p->mem.gid_index, hs->peer.spare[j - 1].qpn[q],
+				       rn_qp_attr_rtr(dev, p->mem.gid_index, hs->peer.spare[j - 1].qpn[q],
 						   &p->rpeer.gid,
 						   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu),
 						   tc, sl, 1, &a);
 			break;
 		default:
-			mask = qp_attr_rts(c, dev, &a);
+			mask = rn_qp_attr_rts(c, dev, &a);
 			break;
 		}
 		ret = hs_modify_qp(hs, qp, &a, mask);
@@ -1379,11 +707,11 @@ static void comm_take_peer(struct rn_comm *c, const struct rn_hello *h)
 static int hs_build_recv_comm(struct rn_hs *hs)
 {
 	struct rn_comm *c;
-	int ret = members_follow(hs->eng, hs->devidx);
+	int ret = rn_comm_members_follow(hs->eng, hs->devidx);
 
 	if (ret)
 		return ret;
-	c = comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members);
+	c = rn_comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members);
 	if (!c) /* EPROTO: fewer QPs than our members (a peer that ignored our handle) */
 		return errno == EPROTO ? -EBADMSG : errno ? -errno : -EIO;
 	c->flags = hs->flags;
@@ -1392,11 +720,11 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 	c->peer_addr = hs->peer_addr;
 	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
 	comm_take_peer(c, &hs->peer);
-	ret = spares_create(c, RN_MIN(hs->peer.spares, spares_wanted(hs->eng, c->nmem, c->rmem,
+	ret = rn_comm_spares_create(c, RN_MIN(hs->peer.spares, rn_comm_spares_wanted(hs->eng, c->nmem, c->rmem,
 								     c->flags)));
 	if (ret)
 		return ret;
-	spares_take_peer(c, &hs->peer);
+	rn_comm_spares_take_peer(c, &hs->peer);
 	hs_hello(hs, 0, 0);
 	return 0;
 }
@@ -1474,7 +802,7 @@ static int hs_progress(struct rn_hs *hs)
 				hs->state = HS_SEND_HELLO;
 			} else {
 				comm_take_peer(hs->comm, &hs->peer);
-				spares_take_peer(hs->comm, &hs->peer);
+				rn_comm_spares_take_peer(hs->comm, &hs->peer);
 				hs->state = HS_CHECK;
 			}
 			break;
@@ -1514,7 +842,7 @@ static int hs_progress(struct rn_hs *hs)
 				return ret;
 			if (hs->role == RN_ROLE_SEND) {
 				hs->out.len = rn_msg_encode_ready_mask(hs->out.data, hs->nonce,
-								       spares_ok(hs->comm));
+								       rn_comm_spares_ok(hs->comm));
 				hs->out.off = 0;
 				hs->state = HS_SEND_READY;
 			} else {
@@ -1534,7 +862,7 @@ static int hs_progress(struct rn_hs *hs)
 				return ret;
 			if (hs->in.hdr.type != RN_MSG_READY || hs->in.hdr.nonce != hs->nonce)
 				return -EBADMSG;
-			ret = ready_take(hs->comm, hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len);
+			ret = rn_comm_ready_take(hs->comm, hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len);
 			if (ret)
 				return ret;
 			hs->state = HS_DONE;
@@ -1834,7 +1162,7 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	 * order, the HELLO goes out in this very call when the peer answers within the
 	 * QPs' creation (a LAN round trip always does), not on NCCL's next call.
 	 */
-	ret = members_follow(eng, devidx); /* before the SYN: a refused comm sends nothing */
+	ret = rn_comm_members_follow(eng, devidx); /* before the SYN: a refused comm sends nothing */
 	if (ret)
 		goto err;
 	if (rn_oob_local_addr(dev, &eng->cfg, &hs->local_addr))
@@ -1845,14 +1173,14 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 			strerror(-ret));
 		goto err;
 	}
-	errno = 0; /* the connect's EINPROGRESS is no reason of comm_create's */
-	hs->comm = comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
+	errno = 0; /* the connect's EINPROGRESS is no reason of rn_comm_create's */
+	hs->comm = rn_comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
 	if (!hs->comm) {
 		ret = errno ? -errno : -EIO;
 		goto err;
 	}
 	hs->comm->flags = flags;
-	ret = spares_create(hs->comm, spares_wanted(eng, nmem, hi.members, flags));
+	ret = rn_comm_spares_create(hs->comm, rn_comm_spares_wanted(eng, nmem, hi.members, flags));
 	if (ret)
 		goto err;
 	hs->comm->fd = hs->fd;
@@ -2107,7 +1435,7 @@ static int close_comm(struct rn_comm *c, const char *what)
 			"after the last finalize closed it)", what, (void *)c);
 		return -EINVAL;
 	}
-	comm_free(c);
+	rn_comm_free(c);
 	return 0;
 }
 
@@ -2193,6 +1521,6 @@ void rn_conn_close_all(struct rn_engine *eng, struct rn_conn_counts *n)
 		if (o->kind == RN_OWN_LISTEN)
 			listen_free(rn_container_of(o, struct rn_listen_comm, own));
 		else
-			comm_free(rn_container_of(o, struct rn_comm, own));
+			rn_comm_free(rn_container_of(o, struct rn_comm, own));
 	}
 }

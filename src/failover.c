@@ -5,7 +5,7 @@
  * every peer NIC).
  *
  * The pairs: at connect time each end offers up to NCCL_ROCE_FAILOVER_SPARES of its
- * other NICs (src/conn.c); spare j of one end pairs with spare j of the other, and its
+ * other NICs (src/comm.c); spare j of one end pairs with spare j of the other, and its
  * QPs are connected and path-checked then, beside the comm's own, with receives posted.
  * Nothing of them is touched while the comm's own pair works (the data path polls one
  * CQ, as before); the idle checks look at their CQs every 100 ms for the peer's word.

@@ -4,7 +4,7 @@
  * is a list of physical devices; NCCL numbers it after them. Its properties are the
  * members' (names joined with '+', speeds summed, the fewest QPs and the pointer types
  * all support, the first member's identity; made here alone), and
- * a connection on it carries a QP per member (src/conn.c), every message split over
+ * a connection on it carries a QP per member (src/comm.c), every message split over
  * them (src/xfer.c).
  *
  * Every device the engine offers is a RoCE port (discovery keeps Ethernet links

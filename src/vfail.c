@@ -7,7 +7,7 @@
  *
  * A pair is (sender member, receiver member), bit s * RN_VNIC_MAX + r of a mask both
  * ends read the same way; QP q belongs to the pair (q % sender members, q % receiver
- * members) at both ends (src/conn.c). A failed completion names its QP's pair; a member
+ * members) at both ends (src/comm.c). A failed completion names its QP's pair; a member
  * of ours that goes down (port, fatal error, GID gone) takes every pair it is in.
  *
  * Where to resume: the receiver decides, the sender says when.
@@ -514,7 +514,7 @@ static void compact(struct rn_comm *c, uint64_t mask)
 
 /*
  * Receiver: where each QP left expects its next slot after the rewind. A vNIC comm
- * splits every message over all its QPs (src/conn.c), and a QP delivers in order, so the
+ * splits every message over all its QPs (src/comm.c), and a QP delivers in order, so the
  * slots not whole are the last ones: each QP expects the first of them, or the next posted.
  */
 static void expect(struct rn_recv_comm *rc, const uint32_t *seqs, int n)
