@@ -119,6 +119,61 @@ void rn_journal_scan(const char *dir, long long window_s, struct rn_journal *j)
 	scan_file(path, j->since, j);
 }
 
+/* The counts of @path's records into @out (@n used of @max), by NIC and cause. */
+static void count_file(const char *path, struct rn_journal_count *out, int *n, int max)
+{
+	char line[RN_ERRLOG_LINE + 2], nic[64], netdev[64], cause[48];
+	long long t;
+	FILE *f = fopen(path, "re");
+	int i, port;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon;
+
+		if (!strchr(line, '\n') || line[0] != '{' || number(line, "time", &t) ||
+		    field(line, "nic", nic, sizeof(nic)) || field(line, "cause", cause, sizeof(cause)))
+			continue;
+		if (field(line, "netdev", netdev, sizeof(netdev)))
+			netdev[0] = '\0';
+		colon = strrchr(nic, ':');
+		if (!colon || sscanf(colon + 1, "%d", &port) != 1)
+			continue;
+		*colon = '\0';
+		for (i = 0; i < *n; i++)
+			if (out[i].port == port && !strcmp(out[i].ibdev, nic) &&
+			    !strcmp(out[i].cause, cause))
+				break;
+		if (i == *n) {
+			if (*n == max)
+				continue;
+			memset(&out[i], 0, sizeof(out[i]));
+			snprintf(out[i].ibdev, sizeof(out[i].ibdev), "%s", nic);
+			snprintf(out[i].netdev, sizeof(out[i].netdev), "%s", netdev);
+			snprintf(out[i].cause, sizeof(out[i].cause), "%s", cause);
+			out[i].port = port;
+			(*n)++;
+		}
+		out[i].n++;
+		if (t > out[i].last)
+			out[i].last = t;
+	}
+	fclose(f);
+}
+
+int rn_journal_counts(const char *dir, struct rn_journal_count *out, int max)
+{
+	char path[4096];
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s.1", dir, RN_ERRLOG_FILE);
+	count_file(path, out, &n, max);
+	snprintf(path, sizeof(path), "%s/%s", dir, RN_ERRLOG_FILE);
+	count_file(path, out, &n, max);
+	return n;
+}
+
 const struct rn_journal_hit *rn_journal_latest(const struct rn_journal *j, int peer,
 					       const char *node)
 {

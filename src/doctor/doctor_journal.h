@@ -28,6 +28,15 @@ void rn_journal_scan(const char *dir, long long window_s, struct rn_journal *j);
 /* The newest hit on this host (@peer 0) or on a peer (@peer 1, of @node when not NULL). */
 const struct rn_journal_hit *rn_journal_latest(const struct rn_journal *j, int peer,
 					       const char *node);
+/* The journal's records per NIC and cause (roce-doctor --prometheus). */
+struct rn_journal_count {
+	char ibdev[64], netdev[64], cause[48];
+	int port;
+	long long n, last; /* records, and the newest one's time (unix s) */
+};
+
+/* Fill @out (room for @max) from @dir's journal and its rotated half; how many filled. */
+int rn_journal_counts(const char *dir, struct rn_journal_count *out, int max);
 /* A drain reason for @h: "roce: <cause> seen from <host> <nic> <age>s ago (journal <path>)". */
 void rn_journal_reason(const struct rn_journal_hit *h, char *buf, size_t len);
 

@@ -33,6 +33,7 @@
 
 #include "doctor.h"
 #include "rn_fostate.h"
+#include "doctor_journal.h"
 
 /* A label value: backslash, double quote and newline escaped (the format's rules). */
 static void label(FILE *f, const char *name, const char *val, int comma)
@@ -192,6 +193,40 @@ static void write_failovers(FILE *f, const struct rn_doctor *d)
 			  all[i].netdev, all[i].last);
 }
 
+/*
+ * The plugin's journal of failed comms (include/rn_errlog.h), per RDMA port and cause: a
+ * series only for what the journal holds (a cause is not known before a comm fails of it).
+ * The rotated half counts too; a count that falls back is a rotation (a counter reset).
+ */
+#define JOURNAL_SERIES 128
+
+static void jn_series(FILE *f, const char *name, const struct rn_journal_count *c, long long v)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", c->port);
+	fprintf(f, "%s{", name);
+	label(f, "device", c->ibdev, 0);
+	label(f, "port", p, 1);
+	label(f, "netdev", c->netdev, 1);
+	label(f, "cause", c->cause, 1);
+	fprintf(f, "} %lld\n", v);
+}
+
+static void write_comm_failures(FILE *f)
+{
+	struct rn_journal_count *c = calloc(JOURNAL_SERIES, sizeof(*c));
+	int n = c ? rn_journal_counts(rn_fostate_dir(), c, JOURNAL_SERIES) : 0, i;
+
+	help_typed(f, "roce_comm_failures_total", "counter", "Comms the plugin failed on this RDMA port, by cause (the verdict catalogue's id), from the host's journal in NCCL_ROCE_STATE_DIR (errors.jsonl).");
+	for (i = 0; i < n; i++)
+		jn_series(f, "roce_comm_failures_total", &c[i], c[i].n);
+	help(f, "roce_comm_failure_last_timestamp_seconds", "When a comm last failed on this RDMA port of this cause (Unix time).");
+	for (i = 0; i < n; i++)
+		jn_series(f, "roce_comm_failure_last_timestamp_seconds", &c[i], c[i].last);
+	free(c);
+}
+
 static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 {
 	int i, k;
@@ -276,6 +311,7 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 	write_link_history(f, d);
 	write_hw_counters(f, d);
 	write_failovers(f, d);
+	write_comm_failures(f);
 }
 
 struct prom_args {

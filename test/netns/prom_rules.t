@@ -11,7 +11,8 @@
 #            only once it is 15 min old (and 5 min more)
 # and over the RDMA ports of the doctor's sysfs fixture (test/unit/test_doctor_prom.c with
 # RN_PROM_OUT, the plugin's failover record in NCCL_ROCE_STATE_DIR, as the plugin writes
-# it): comms moved off rxe0 (1, then 3) fire RoceNicFailover; its flapping link
+# it): comms moved off rxe0 (1, then 3) fire RoceNicFailover; two comms failed on rxe0 at
+# 10 min (the plugin's journal, written by its own writer) fire RoceCommFailed for 15 min; its flapping link
 # RoceNicLinkFlapping; its completer_retry_err growing (the fixture's 3, then 9: the
 # fixture's sysfs is fixed, so the second file has the count raised) RoceNicTransportErrors,
 # which stops once the count stops growing. The recording rules' values are checked too.
@@ -20,13 +21,15 @@ rn_require_netns
 command -v promtool >/dev/null || rn_skip "skip: promtool (Debian's prometheus) not installed"
 FX=$RN_TOP/build/test/test_doctor_prom
 [ -x "$FX" ] || rn_fail "build/test/test_doctor_prom missing: run make tests first"
+JOURNAL=$RN_TOP/build/test/rn-journal
+[ -x "$JOURNAL" ] || rn_fail "build/test/rn-journal missing: run make tests first"
 RULES=$RN_TOP/doc/prometheus/nccl-net-roce.rules.yml
 SERIES=$RN_TOP/test/netns/prom_series.py
 rn_tmpdir T
 
 out=$(promtool check rules "$RULES" 2>&1) || { echo "$out"; rn_fail "promtool check rules failed"; }
 echo "$out"
-grep -q 'SUCCESS: 15 rules found' <<<"$out" || rn_fail "promtool check rules: not the 15 rules"
+grep -q 'SUCCESS: 16 rules found' <<<"$out" || rn_fail "promtool check rules: not the 16 rules"
 
 # textfile NAME ARGS...: the doctor's --textfile in the host namespace, its exit status checked
 textfile() {
@@ -54,6 +57,13 @@ for n in 1 3; do
 	for ((i = 0; i < n; i++)); do
 		echo "$((1796000000 + i)) rxe0 1 nic0 mlx5_0 4242 port-down"
 	done >"$T/st$n/failovers"
+	# and, from 10 min, two comms failed on rxe0:1 (the plugin's own journal writer)
+	if [ "$n" = 3 ]; then
+		for i in 1 2; do
+			"$JOURNAL" "$T/st$n" route-wrong-nic RETRY_EXC_ERR rxe0:1 nic0 peer1 nic1 ||
+				rn_fail "rn-journal"
+		done
+	fi
 	NCCL_ROCE_STATE_DIR=$T/st$n RN_PROM_OUT=$T/fx$n.prom "$FX" >"$T/fx$n.log" 2>&1 ||
 		{ cat "$T/fx$n.log"; rn_fail "test_doctor_prom failed"; }
 	grep -q "^roce_nic_failovers_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\"} $n\$" \
@@ -64,6 +74,14 @@ grep -qxF "$c 3" "$T/fx3.prom" || rn_fail "fixture: completer_retry_err is not 3
 awk -v c="$c" '$0 == c " 3" { $0 = c " 9" } { print }' "$T/fx3.prom" >"$T/fx3.new" &&
 	mv "$T/fx3.new" "$T/fx3.prom"
 grep -qxF "$c 9" "$T/fx3.prom" || rn_fail "could not raise completer_retry_err"
+j='{device="rxe0",port="1",netdev="nic0",cause="route-wrong-nic"}'
+grep -qxF "roce_comm_failures_total$j 2" "$T/fx3.prom" || rn_fail "fixture: not 2 comm failures"
+grep -q "^roce_comm_failures_total" "$T/fx1.prom" && rn_fail "fixture: failures without a journal"
+# promtool's clock starts at 0: the newest failure at 10 min, as the series begin there
+awk -v j="roce_comm_failure_last_timestamp_seconds$j" '$1 == j { $2 = 600 } { print }' \
+	"$T/fx3.prom" >"$T/fx3.new" && mv "$T/fx3.new" "$T/fx3.prom"
+grep -qxF "roce_comm_failure_last_timestamp_seconds$j 600" "$T/fx3.prom" ||
+	rn_fail "could not set the failure's time"
 
 {
 	printf 'rule_files:\n  - %s\nevaluation_interval: 1m\ntests:\n' "$RULES"
