@@ -128,7 +128,7 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SAN_DOCTOR_LIB): $(call san,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS)))
+$(SAN_DOCTOR_LIB): $(call san,$(filter-out src/doctor/doctor_main.c,$(DOCTOR_SRCS)))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -136,8 +136,8 @@ $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
 
-# The doctor's objects without its main: doctor.c is main and the command table only.
-DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
+# The doctor's objects without its main: doctor_main.c is main and the command table only.
+DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor_main.c,$(DOCTOR_SRCS))) \
 	$(BUILD)/obj/mpi/doctor_mpi.o
 
 $(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)

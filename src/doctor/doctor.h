@@ -88,7 +88,7 @@ struct rn_doctor {
 	const char *err_kind;        /* its kind there, NULL: "system" ("busy": try later) */
 };
 
-/* doctor_util.c (doctor.c is main and the command table only) */
+/* doctor_util.c (doctor_main.c is main and the command table only) */
 double rn_doctor_now_ms(void);
 const char *rn_doctor_sev_str(enum rn_severity s);
 /* "rxe0:1" or the netdev for a netdev-only NIC. */
