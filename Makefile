@@ -170,7 +170,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_DOCTOR_LIB) $(SAN_
 # OOB) links the fakes too, and one named fuzz_doctor_* the doctor's wire code.
 FUZZ_FLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
 	-Itest/unit -Isrc/doctor $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_DOCTOR_SRCS := src/doctor/doctor_wire.c src/doctor/doctor_util.c
+FUZZ_DOCTOR_SRCS := src/doctor/doctor_wire.c src/doctor/doctor_io.c src/doctor/doctor_util.c
 fz = $(patsubst %.c,$(BUILD)/fz/%.o,$(1))
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
 	$(if $(findstring fuzz_doctor_,$(1)),$(FUZZ_DOCTOR_SRCS))

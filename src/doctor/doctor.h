@@ -216,7 +216,7 @@ int rn_doctor_nfd(struct rn_doctor *d, const char *file, int gather_err);
 void rn_json_finding(struct rn_json *j, const struct rn_finding *f, const char *maker);
 void rn_json_sysctls(struct rn_json *j, const char *key, const struct rn_sysctls *s);
 
-/* doctor_wire.c: the peer protocol (see the top of that file). */
+/* doctor_wire.c: the peer protocol (see the top of that file); doctor_io.c: its TCP transport. */
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
 #define RN_DW_VERSION 3              /* 2: findings carry whole, length-prefixed texts */
 					  /* 3: and where their fixes run, and advice */
@@ -325,6 +325,8 @@ int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len
  */
 int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len);
 void rn_dw_msg_free(struct rn_dw_msg *m);
+/* Encode a header for a payload of @len bytes: 0, or -EMSGSIZE over its type's limit. */
+int rn_dw_encode_hdr(uint8_t *hdr, uint16_t type, size_t len);
 /* Validate a header (RN_DW_HDR_LEN bytes) into @m's type and len: 0 or as rn_dw_recv. */
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len);
 /* One whole message by @deadline_ms (rn_doctor_now_ms): a bound per message, not per read. */
@@ -344,6 +346,14 @@ struct rn_dw_reader {
 /* An empty reader without an admit hook (set one after). */
 void rn_dw_reader_init(struct rn_dw_reader *r);
 void rn_dw_reader_free(struct rn_dw_reader *r);
+/*
+ * For a transport's reads: where the next bytes of the message go (*@n: how many it still
+ * needs), then how many were put there: 0 with the whole message in *@out, -EAGAIN for
+ * more, or an error with @why.
+ */
+uint8_t *rn_dw_reader_room(struct rn_dw_reader *r, size_t *n);
+int rn_dw_reader_took(struct rn_dw_reader *r, size_t n, struct rn_dw_msg *out, char *why,
+		      size_t len);
 /*
  * Read what @fd has (never blocks): 0 with the whole message in *@out (the reader starts
  * the next one), -EAGAIN for more, or an error with @why. Reads no byte past the message.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pair protocol of peer, serve and the MPI sweep: one runner per end of a host pair
- * (doctor_pair_run.c), over a transport the caller gives (TCP: rn_dw_io, doctor_wire.c;
+ * (doctor_pair_run.c), over a transport the caller gives (TCP: rn_dw_io, doctor_io.c;
  * MPI: doctor_mpi.c). The runner owns the order of the steps; a transport owns how a
  * message travels and by when; a caller owns what it makes of the result.
  *
@@ -118,7 +118,7 @@ int rn_pair_run_b(struct rn_pair_run *r);
 /* Release what a run's checks and probes own (the probes' storage stays the caller's). */
 void rn_pair_run_clear(struct rn_pair_run *r);
 
-/* doctor_wire.c: the pair transport over a connected socket; each message whole within
+/* doctor_io.c: the pair transport over a connected socket; each message whole within
  * @budget_ms and by @end_ms, the session's deadline (0: none). */
 struct rn_dw_io {
 	struct rn_pair_io io;       /* first: the runner's view */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * roce-doctor's peer protocol (src/doctor/doctor_wire.c, compiled in here: the
- * doctor is not part of the library): inventory and pair-check round trips over a
+ * roce-doctor's peer protocol (src/doctor/doctor_wire.c, and its TCP transport
+ * doctor_io.c; linked in here: the doctor is not part of the library): inventory and pair-check round trips over a
  * socketpair, and every rejection a serving doctor must survive.
  */
 #include <setjmp.h>
