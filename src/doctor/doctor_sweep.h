@@ -2,7 +2,8 @@
 /*
  * The fleet sweep (roce-doctor-mpi): every pair of hosts checked in a round-robin
  * tournament, the results gathered on rank 0 and reported. This half is MPI-free
- * (schedule, model, text/JSON/SVG output); doctor_mpi.c moves the bytes.
+ * (schedule, model: doctor_sweep.c; the bandwidth gate: doctor_sweep_bw.c; text and
+ * JSON: doctor_sweep_report.c; SVG: doctor_sweep_svg.c); doctor_mpi.c moves the bytes.
  */
 #ifndef RN_DOCTOR_SWEEP_H
 #define RN_DOCTOR_SWEEP_H
@@ -154,6 +155,23 @@ struct rn_sweep {
 };
 
 long rn_sweep_pair_index(int n, int a, int b);
+/* The model as the gate, the report and the SVG read it (doctor_sweep.c): host @h's NICs
+ * (0 without an inventory), NIC @i's netdev, the cell of (h1, i1) x (h2, i2) in either
+ * order (NULL: that pair has no result). */
+int rn_sweep_nnics(const struct rn_sweep *s, int h);
+const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i);
+const struct rn_sweep_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
+					     int i2);
+/* A NIC with a verdict other than ok or a finding of WARN and above. */
+int rn_sweep_nic_problem(const struct rn_dw_nic *n);
+/* Bad NIC pairs that involve host @h (every host when @h < 0). */
+int rn_sweep_bad_pairs(const struct rn_sweep *s, int h);
+/* Its facts or its results never came. */
+int rn_sweep_host_missing(const struct rn_sweep *s, int h);
+/* missing, hung, error, problem or ok. */
+const char *rn_sweep_host_status(const struct rn_sweep *s, int h);
+/* Release the @n findings of *@fs and the array; *@fs is NULL after. */
+void rn_sweep_findings_free(struct rn_finding **fs, int n);
 /* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
 int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f);
 int rn_sweep_init(struct rn_sweep *s, int n);
@@ -184,6 +202,8 @@ int rn_sweep_bw_plan(struct rn_sweep *s);
  * bandwidth-low findings. */
 void rn_sweep_bw_blame(struct rn_sweep *s);
 const char *rn_sweep_blame_str(int blame);
+/* A second-pass figure under the bar (a failed stream is slow). */
+int rn_sweep_recheck_slow(const struct rn_sweep *s, const struct rn_sweep_recheck *r);
 void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose);
 void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc);
 int rn_sweep_svg(const char *path, const struct rn_sweep *s);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The fleet sweep's MPI-free half (src/doctor/doctor_sweep.c, compiled in here with the
+ * The fleet sweep's MPI-free half (src/doctor/doctor_sweep*.c, linked in here with the
  * JSON writer): the round-robin tournament meets every pair of hosts exactly once in
  * N-1 rounds (N odd: N rounds, one bye each), the cells' worst cause, the firewall
  * inference (a NIC that times out with every peer, not one that fails with one host
