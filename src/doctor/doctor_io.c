@@ -15,7 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "doctor_pair.h"
+#include "doctor_io.h"
 
 /* ---- a message whole by a deadline ---------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "doctor.h"
+#include "doctor_wire.h"
 
 /* Rounds of disjoint pairs that meet every pair once (odd @n: one host sits out each). */
 int rn_sweep_rounds(int n);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor_probe.h"
 #include "doctor_sweep.h"
 
 /* ---- bandwidth: the gate, and which end of a slow pair is the bad one ------------------ */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor_probe.h"
 #include "doctor_sweep.h"
 
 /* ---- text ------------------------------------------------------------------------------ */

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor_pair.h"
+#include "doctor_wire.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../../src/doctor/doctor.h"
+#include "../../src/doctor/doctor_io.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"
