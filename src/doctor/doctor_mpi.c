@@ -241,19 +241,7 @@ static int mio_probe_ms(struct rn_pair_io *io)
 
 /* ---- one host pair --------------------------------------------------------------------- */
 
-static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
-{
-	int k;
-
-	for (k = 0; k < p->nfindings; k++)
-		if (p->findings[k].sev >= RN_SEV_WARN && p->findings[k].sev + 1 > *sev) {
-			*cause = (uint8_t)p->findings[k].cause;
-			*sev = (uint8_t)(p->findings[k].sev + 1);
-		}
-	return *cause != 0;
-}
-
-/* One side's checks into the cells: @by_b when @c holds b's checks (local = b's NIC). */
+/* One side's checks into the cells and their findings: @by_b when they are b's (local = b's NIC). */
 static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs, int npairs,
 			 int by_b)
 {
@@ -262,43 +250,21 @@ static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs
 	for (n = 0; n < npairs; n++) {
 		const struct rn_dw_pair *q = &pairs[n];
 		int i = by_b ? q->remote : q->local, j = by_b ? q->local : q->remote;
-		struct rn_sweep_cell *c;
 
 		if (i < 0 || i >= p->na || j < 0 || j >= p->nb)
 			continue;
-		c = &p->cells[i * p->nb + j];
-		if (by_b) {
-			c->b_checked = q->status != 2;
-			worst_of(q, &c->b_cause, &c->b_sev);
-		} else {
-			c->a_checked = q->status != 2;
-			worst_of(q, &c->a_cause, &c->a_sev);
-		}
+		rn_pair_cell_checks(&p->cells[i * p->nb + j], q, by_b);
 		for (k = 0; k < q->nfindings; k++)
 			if (q->findings[k].sev >= RN_SEV_WARN)
 				rn_sweep_add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
 	}
-	/* the severities are kept +1 so that "none" is 0; back to rn_severity */
-	for (n = 0; n < p->na * p->nb; n++) {
-		struct rn_sweep_cell *c = &p->cells[n];
-
-		if (!by_b && c->a_sev)
-			c->a_sev--;
-		if (by_b && c->b_sev)
-			c->b_sev--;
-	}
 }
 
-/* A stream's outcome into @bw / @mbps; a failed one keeps its error as a finding (cause 0). */
-static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb,
-		      uint8_t *bw, uint32_t *mbps)
+/* A failed stream keeps its error as a finding of the pair (cause 0). */
+static void bw_failed(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb)
 {
 	struct rn_finding f = { 0 };
 
-	*bw = pb->ret ? RN_SW_BW_FAILED : RN_SW_BW_OK;
-	*mbps = pb->ret ? 0 : (uint32_t)RN_MIN(pb->gbps * 1000, (double)UINT32_MAX);
-	if (!pb->ret || !p)
-		return;
 	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, pb->why[0] ? pb->why : "the stream failed",
 		       "");
 	rn_sweep_add_find(p, i, j, RN_SW_BY_BW, &f);
@@ -309,7 +275,7 @@ static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_pro
 static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j,
 		       struct rn_pair_probe *pr, int gone)
 {
-	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
+	struct rn_pair_cell *c = &p->cells[i * p->nb + j];
 	struct rn_finding f = { 0 };
 	char *msg = NULL, *m;
 
@@ -318,24 +284,20 @@ static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int
 			msg = NULL;
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
 		free(msg);
-		c->rdma = RN_SW_RDMA_TIMEOUT;
+		c->rdma = RN_PAIR_RDMA_TIMEOUT;
 		rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
 		rn_finding_clear(&f);
 		p->status = -ETIMEDOUT;
 		return;
 	}
-	c->rdma_us = (uint32_t)(pr->ms * 1000);
-	if (!pr->ret && !pr->peer_ret) {
-		c->rdma = RN_SW_RDMA_OK;
-		if (pr->bw.want)
-			bw_result(p, i, j, &pr->bw, &c->bw, &c->bw_mbps);
+	rn_pair_cell_probe(c, pr);
+	if (c->rdma == RN_PAIR_RDMA_OK) {
+		if (c->bw == RN_PAIR_BW_FAILED)
+			bw_failed(p, i, j, &pr->bw);
 		return;
 	}
-	c->rdma = pr->timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
-	if (pr->diag.cause) {
-		c->diag = (uint8_t)pr->diag.cause;
+	if (pr->diag.cause)
 		rn_finding_move(&f, &pr->diag);
-	}
 	/* the message is the probe's error, whole; the fix the diagnosis's (the sweep's report
 	 * carries the diagnosis, not the counters) */
 	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
@@ -633,9 +595,10 @@ static char *pack_pairs(struct ctx *x, int *len)
 		rn_wb_u64(&b, bits);
 		rn_wb_field(&b, p->err, sizeof(p->err));
 		for (c = 0; c < p->na * p->nb; c++) {
-			const struct rn_sweep_cell *e = &p->cells[c];
-			const uint8_t u[8] = { e->a_cause, e->a_sev, e->b_cause, e->b_sev,
-					       e->a_checked, e->b_checked, e->rdma, e->diag };
+			const struct rn_pair_cell *e = &p->cells[c];
+			const uint8_t u[8] = { (uint8_t)e->a_cause, e->a_sev, (uint8_t)e->b_cause,
+					       e->b_sev, e->a_checked, e->b_checked, e->rdma,
+					       (uint8_t)e->diag };
 
 			rn_wb_put(&b, u, sizeof(u));
 			rn_wb_u32(&b, e->rdma_us);
@@ -690,7 +653,7 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 			return -ENOMEM;
 		}
 		for (c = 0; c < p->na * p->nb; c++) {
-			struct rn_sweep_cell *e = &p->cells[c];
+			struct rn_pair_cell *e = &p->cells[c];
 			const uint8_t *u = rn_rb_take(&b, 8);
 
 			if (!u)
@@ -706,7 +669,7 @@ static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
 			e->rdma_us = rn_rb_u32(&b);
 			e->bw = (uint8_t)rn_rb_u8(&b);
 			e->bw_mbps = rn_rb_u32(&b);
-			if (e->bw > RN_SW_BW_FAILED)
+			if (e->bw > RN_PAIR_BW_FAILED)
 				goto bad;
 		}
 		for (c = 0; c < p->nfind && !b.err; c++) {
@@ -901,19 +864,16 @@ static void recheck_lead(struct ctx *x, struct rn_sweep_recheck *plan, int n, in
 	run->only = only;
 	rn_pair_run_a(run);
 	for (k = 0; k < n; k++) {
-		const struct rn_pair_probe *pr;
-		uint8_t bw;
+		struct rn_pair_cell c = { 0 };
 
 		if (!recheck_nics(x, &plan[k], partner, r, &i, &j) || !run->probes[i][j].tried ||
 		    (run->stop && run->at_i == i && run->at_j == j))
 			continue; /* not pinged, or the partner stopped answering in it */
-		pr = &run->probes[i][j];
-		if (pr->ret || pr->peer_ret) {
-			plan[k].bw = RN_SW_BW_FAILED; /* the ping itself failed this time */
-			continue;
-		}
-		bw_result(NULL, 0, 0, &pr->bw, &bw, &plan[k].mbps);
-		plan[k].bw = bw;
+		rn_pair_cell_probe(&c, &run->probes[i][j]);
+		/* a failed ping this time is a failed stream */
+		plan[k].bw = c.rdma == RN_PAIR_RDMA_OK ? c.bw : RN_PAIR_BW_FAILED;
+		if (c.rdma == RN_PAIR_RDMA_OK)
+			plan[k].mbps = c.bw_mbps;
 	}
 out:
 	if (run) {
@@ -956,10 +916,10 @@ static void send_rechecks(struct ctx *x, const struct rn_sweep_recheck *plan, in
 	int k, cnt = 0;
 
 	for (k = 0; k < n; k++)
-		cnt += plan[k].bw != RN_SW_BW_NONE && RN_MIN(plan[k].h, plan[k].w) == x->rank;
+		cnt += plan[k].bw != RN_PAIR_BW_NONE && RN_MIN(plan[k].h, plan[k].w) == x->rank;
 	rn_wb_u32(&b, (uint32_t)cnt);
 	for (k = 0; k < n; k++) {
-		if (plan[k].bw == RN_SW_BW_NONE || RN_MIN(plan[k].h, plan[k].w) != x->rank)
+		if (plan[k].bw == RN_PAIR_BW_NONE || RN_MIN(plan[k].h, plan[k].w) != x->rank)
 			continue;
 		rn_wb_u32(&b, (uint32_t)k);
 		rn_wb_u8(&b, (unsigned int)plan[k].bw);
@@ -995,7 +955,7 @@ static void collect_rechecks(struct ctx *x, struct rn_sweep *s, double deadline)
 				uint32_t mbps = rn_rb_u32(&b);
 				struct rn_sweep_recheck *r;
 
-				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_SW_BW_FAILED)
+				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_PAIR_BW_FAILED)
 					break;
 				r = &s->rechecks[idx];
 				/* only the rank that led it says how it went */

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "doctor_pair.h"
+#include "doctor_result.h"
 #include "rn_conncheck.h"
 #include "rn_net.h"
 #include "rn_wire.h"
@@ -82,48 +82,47 @@ static const struct rn_dw_pair *pair_of(const struct rn_dw_checks *c, int local,
 	return NULL;
 }
 
-/* The worst finding of a pair, fatal first. */
-static const struct rn_finding *worst(const struct rn_dw_pair *p)
+/* NIC pair (@i, @j) as both reports judge it: our checks (a), theirs (b), the probe. */
+static void cell_fill(const struct session *s, int i, int j, struct rn_pair_cell *c)
 {
-	const struct rn_finding *w = NULL;
-	int k;
-
-	for (k = 0; p && k < p->nfindings; k++)
-		if (p->findings[k].sev >= RN_SEV_WARN && (!w || p->findings[k].sev > w->sev))
-			w = &p->findings[k];
-	return w;
+	memset(c, 0, sizeof(*c));
+	rn_pair_cell_checks(c, pair_of(&s->run.ours, i, j), 0);
+	rn_pair_cell_checks(c, pair_of(&s->run.theirs, j, i), 1);
+	rn_pair_cell_probe(c, &s->probes[i][j]);
 }
 
 static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
 {
-	const struct rn_dw_pair *a = pair_of(&s->run.ours, i, j), *b = pair_of(&s->run.theirs, j, i);
-	const struct rn_finding *wa = worst(a), *wb = worst(b);
-	const struct rn_pair_probe *p = &s->probes[i][j];
-
+	static const char *const words[] = {
+		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
+		[RN_PAIR_SLOW] = "bandwidth-low", [RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
+	};
+	struct rn_pair_cell c;
 	char lb[32];
+	int cause;
+	enum rn_pair_judged v;
 
-	if (wa && (!wb || wa->sev >= wb->sev))
-		snprintf(buf, len, "%s", rn_cause_label(wa->cause, lb, sizeof(lb)));
-	else if (wb)
-		snprintf(buf, len, "%s(peer)", rn_cause_label(wb->cause, lb, sizeof(lb)));
-	else if (p->tried && (p->ret || p->peer_ret))
-		snprintf(buf, len, "%s", p->timeout ? "rdma-timeout" : "rdma-error");
-	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
-		snprintf(buf, len, "-");
+	cell_fill(s, i, j, &c);
+	v = rn_pair_judge(&c, &cause);
+	if (v == RN_PAIR_BY_A || v == RN_PAIR_BY_B)
+		snprintf(buf, len, "%s%s", rn_cause_label((enum rn_cause)cause, lb, sizeof(lb)),
+			 v == RN_PAIR_BY_B ? "(peer)" : "");
 	else
-		snprintf(buf, len, "ok");
+		snprintf(buf, len, "%s", words[v]);
 	return buf;
 }
 
 static int session_problems(const struct session *s)
 {
-	char c[64];
+	struct rn_pair_cell c;
 	int i, j;
 
 	for (i = 0; i < s->local.nnics; i++)
-		for (j = 0; j < s->remote.nnics; j++)
-			if (strcmp(cell(s, i, j, c, sizeof(c)), "ok") && strcmp(c, "-"))
+		for (j = 0; j < s->remote.nnics; j++) {
+			cell_fill(s, i, j, &c);
+			if (rn_pair_cell_bad(&c))
 				return 1;
+		}
 	return 0;
 }
 
@@ -421,58 +420,46 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 
 /* ---- the RDMA probe, client side ------------------------------------------------------ */
 
-/*
- * Every probe to one remote NIC (or from one local NIC) timed out while the others
- * passed and the live route and neighbours look right: the packets die at that NIC,
- * most often a firewall dropping RoCE v2 (UDP 4791). Needs another NIC that works
- * to tell which end it is.
- */
-/*
- * NIC @x of one side (the remote side's when @by_remote) timed out with every NIC of the
- * other side it was tried with, while another NIC of its own side got through to those.
- */
-static int all_timed_out(const struct session *s, int x, int by_remote)
+/* The session as a grid of two hosts for rn_pair_drops: 0 is this one, 1 the remote. */
+struct session_grid {
+	const struct session *s;
+	struct rn_pair_cell cells[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS]; /* [local][remote] */
+};
+
+static int grid_nnics(const void *arg, int h)
 {
-	int n = by_remote ? s->local.nnics : s->remote.nnics;
-	int own = by_remote ? s->remote.nnics : s->local.nnics;
-	int tried = 0, bad = 0, others_ok = 0, y, k;
+	const struct session *s = ((const struct session_grid *)arg)->s;
 
-	for (y = 0; y < n; y++) {
-		const struct rn_pair_probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
-
-		if (!p->tried)
-			continue;
-		tried++;
-		bad += p->timeout && !p->diag.cause;
-		for (k = 0; k < own; k++) {
-			const struct rn_pair_probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
-
-			others_ok |= k != x && q->tried && !q->ret && !q->peer_ret;
-		}
-	}
-	return tried && bad == tried && others_ok;
+	return h ? s->remote.nnics : s->local.nnics;
 }
 
+static const struct rn_pair_cell *grid_cell(const void *arg, int h1, int i1, int h2, int i2)
+{
+	const struct session_grid *g = arg;
+
+	return h1 == h2 ? NULL : h1 ? &g->cells[i2][i1] : &g->cells[i1][i2];
+}
+
+/* NICs where RDMA dies while route and neighbours are right (rn_pair_drops). */
 static void infer_drops(struct session *s)
 {
-	struct rn_vars v = RN_VARS_INIT;
-	int i;
+	struct session_grid *sg = calloc(1, sizeof(*sg));
+	struct rn_pair_grid g = { 2, grid_nnics, grid_cell, sg };
+	int i, j;
 
-	for (i = 0; i < s->remote.nnics; i++)
-		if (all_timed_out(s, i, 1)) {
-			struct rn_finding *f = &s->drops_remote[i];
-
-			rn_vars_set(&v, "dev", "%s", s->remote.nics[i].netdev);
-			/* made here, about the remote's NIC: its fix runs there */
-			if (!rn_finding_render(f, RN_CAUSE_FIREWALL, &v))
-				rn_finding_set_where(f, s->remote.host, NULL, NULL, NULL);
-		}
+	if (!sg)
+		return;
+	sg->s = s;
 	for (i = 0; i < s->local.nnics; i++)
-		if (all_timed_out(s, i, 0)) {
-			rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
-			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
-		}
-	rn_vars_free(&v);
+		for (j = 0; j < s->remote.nnics; j++)
+			cell_fill(s, i, j, &sg->cells[i][j]);
+	for (i = 0; i < s->remote.nnics; i++)
+		/* made here, about the remote's NIC: its fix runs there */
+		if (rn_pair_drops(&g, 1, i, s->remote.nics[i].netdev, &s->drops_remote[i]) == 1)
+			rn_finding_set_where(&s->drops_remote[i], s->remote.host, NULL, NULL, NULL);
+	for (i = 0; i < s->local.nnics; i++)
+		rn_pair_drops(&g, 0, i, s->local.nics[i].netdev, &s->drops_local[i]);
+	free(sg);
 }
 
 /* ---- peer ------------------------------------------------------------------------------ */

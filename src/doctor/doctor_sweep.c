@@ -127,27 +127,19 @@ void rn_sweep_free(struct rn_sweep *s)
 	memset(s, 0, sizeof(*s));
 }
 
-const char *rn_sweep_cell_str(const struct rn_sweep_cell *c, char *buf, size_t len)
+const char *rn_sweep_cell_str(const struct rn_pair_cell *c, char *buf, size_t len)
 {
-	if (c->a_cause && c->a_sev >= c->b_sev)
-		snprintf(buf, len, "%s", rn_cause_id((enum rn_cause)c->a_cause));
-	else if (c->b_cause)
-		snprintf(buf, len, "%s", rn_cause_id((enum rn_cause)c->b_cause));
-	else if (c->rdma == RN_SW_RDMA_TIMEOUT || c->rdma == RN_SW_RDMA_ERROR)
-		snprintf(buf, len, "%s", c->rdma == RN_SW_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
-	else if (c->slow)
-		snprintf(buf, len, "%s", rn_cause_id(RN_CAUSE_BANDWIDTH_LOW));
-	else if (!c->a_checked && !c->b_checked && c->rdma == RN_SW_RDMA_SKIPPED)
-		snprintf(buf, len, "-");
-	else
-		snprintf(buf, len, "ok");
-	return buf;
-}
+	static const char *const words[] = {
+		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
+		[RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
+	};
+	int cause;
+	enum rn_pair_judged v = rn_pair_judge(c, &cause);
 
-int rn_sweep_cell_bad(const struct rn_sweep_cell *c)
-{
-	return c->a_cause || c->b_cause || c->rdma == RN_SW_RDMA_TIMEOUT ||
-	       c->rdma == RN_SW_RDMA_ERROR || c->slow;
+	if (v == RN_PAIR_SLOW)
+		cause = RN_CAUSE_BANDWIDTH_LOW;
+	snprintf(buf, len, "%s", cause ? rn_cause_id((enum rn_cause)cause) : words[v]);
+	return buf;
 }
 
 int rn_sweep_nnics(const struct rn_sweep *s, int h)
@@ -161,7 +153,7 @@ const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i)
 }
 
 /* The cell of (h1, i1) x (h2, i2) in either order, NULL when that pair has no result. */
-const struct rn_sweep_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
+const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
 					   int i2)
 {
 	const struct rn_sweep_pair *p = s->pairs[rn_sweep_pair_index(s->n, h1, h2)];
@@ -172,37 +164,20 @@ const struct rn_sweep_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, i
 	return &p->cells[i * p->nb + j];
 }
 
-/* Probe results of host @h's NIC @x: tried, timed out without a diagnosis, and whether a
- * sibling NIC of @h got through to a peer that @x timed out with. */
-static void nic_probes(const struct rn_sweep *s, int h, int x, int *tried, int *bad, int *sib_ok)
+static int grid_nnics(const void *arg, int h)
 {
-	int o, k, y;
+	return rn_sweep_nnics(arg, h);
+}
 
-	*tried = *bad = *sib_ok = 0;
-	for (o = 0; o < s->n; o++) {
-		if (o == h)
-			continue;
-		for (y = 0; y < rn_sweep_nnics(s, o); y++) {
-			const struct rn_sweep_cell *c = rn_sweep_cell_of(s, h, x, o, y);
-
-			if (!c || c->rdma == RN_SW_RDMA_SKIPPED)
-				continue;
-			(*tried)++;
-			if (c->rdma != RN_SW_RDMA_TIMEOUT || c->diag)
-				continue;
-			(*bad)++;
-			for (k = 0; k < rn_sweep_nnics(s, h); k++) {
-				const struct rn_sweep_cell *q = k == x ? NULL : rn_sweep_cell_of(s, h, k, o, y);
-
-				*sib_ok |= q && q->rdma == RN_SW_RDMA_OK;
-			}
-		}
-	}
+static const struct rn_pair_cell *grid_cell(const void *arg, int h1, int i1, int h2, int i2)
+{
+	return rn_sweep_cell_of(arg, h1, i1, h2, i2);
 }
 
 void rn_sweep_infer(struct rn_sweep *s)
 {
-	int h, x, tried, bad, sib_ok;
+	const struct rn_pair_grid g = { s->n, grid_nnics, grid_cell, s };
+	int h, x;
 
 	for (h = 0; h < s->n; h++) {
 		if (!rn_sweep_nnics(s, h))
@@ -211,16 +186,8 @@ void rn_sweep_infer(struct rn_sweep *s)
 		s->hosts[h].drops = calloc((size_t)rn_sweep_nnics(s, h), sizeof(struct rn_finding));
 		if (!s->hosts[h].drops)
 			continue;
-		for (x = 0; x < rn_sweep_nnics(s, h); x++) {
-			struct rn_vars v = RN_VARS_INIT;
-
-			nic_probes(s, h, x, &tried, &bad, &sib_ok);
-			if (!tried || bad != tried || !sib_ok)
-				continue;
-			rn_vars_set(&v, "dev", "%s", rn_sweep_nic_name(s, h, x));
-			rn_finding_render(&s->hosts[h].drops[x], RN_CAUSE_FIREWALL, &v);
-			rn_vars_free(&v);
-		}
+		for (x = 0; x < rn_sweep_nnics(s, h); x++)
+			rn_pair_drops(&g, h, x, rn_sweep_nic_name(s, h, x), &s->hosts[h].drops[x]);
 	}
 }
 
@@ -246,7 +213,7 @@ int rn_sweep_bad_pairs(const struct rn_sweep *s, int h)
 		if (!p || (h >= 0 && p->a != h && p->b != h))
 			continue;
 		for (c = 0; !p->status && c < p->na * p->nb; c++)
-			n += rn_sweep_cell_bad(&p->cells[c]);
+			n += rn_pair_cell_bad(&p->cells[c]);
 	}
 	return n;
 }

@@ -11,26 +11,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "doctor_wire.h"
+#include "doctor_result.h"
 
 /* Rounds of disjoint pairs that meet every pair once (odd @n: one host sits out each). */
 int rn_sweep_rounds(int n);
 /* @rank's partner in @round, or -1 (a bye). */
 int rn_sweep_partner(int n, int round, int rank);
-
-enum rn_sweep_rdma {
-	RN_SW_RDMA_SKIPPED = 0,
-	RN_SW_RDMA_OK,
-	RN_SW_RDMA_TIMEOUT,
-	RN_SW_RDMA_ERROR,
-};
-
-/* --min-gbps: the stream after a good ping (rn_bw_*, doctor_rdma.c). */
-enum rn_sweep_bw {
-	RN_SW_BW_NONE = 0,          /* not measured */
-	RN_SW_BW_OK,                /* measured: bw_mbps */
-	RN_SW_BW_FAILED,            /* the stream failed after a good ping (counts as slow) */
-};
 
 /* Which end of a slow NIC pair is the bad one (rn_sweep_bw_blame). */
 enum rn_sweep_blame {
@@ -40,21 +26,6 @@ enum rn_sweep_blame {
 	RN_SW_BLAME_BOTH,
 	RN_SW_BLAME_PATH,           /* both ends fast with other peers: the path between them */
 	RN_SW_BLAME_UNKNOWN,        /* no third NIC measured against an end that is not fast */
-};
-
-/* One NIC pair (host a's NIC i, host b's NIC j; a < b): the worst finding of each side. */
-struct rn_sweep_cell {
-	uint8_t a_cause, a_sev;     /* found by a (checking toward b), 0: none */
-	uint8_t b_cause, b_sev;     /* found by b */
-	uint8_t a_checked, b_checked;
-	uint8_t rdma;               /* enum rn_sweep_rdma */
-	uint8_t diag;               /* rn_diagnose_peer's cause after a failed probe */
-	uint32_t rdma_us;
-	uint8_t bw;                 /* enum rn_sweep_bw */
-	uint8_t slow;               /* under --min-gbps (rank 0, rn_sweep_bw_judge) */
-	uint8_t blame;              /* enum rn_sweep_blame (rank 0) */
-	uint8_t pad;
-	uint32_t bw_mbps;           /* a -> b through the plugin's transport, Mbit/s */
 };
 
 enum { RN_SW_BY_A = 0, RN_SW_BY_B = 1, RN_SW_BY_RDMA = 2, RN_SW_BY_BW = 3 };
@@ -73,7 +44,7 @@ struct rn_sweep_pair {
 	char err[160];
 	int na, nb;
 	double ms;
-	struct rn_sweep_cell *cells;    /* na * nb, row = a's NIC */
+	struct rn_pair_cell *cells;    /* na * nb, row = a's NIC */
 	int nfind;
 	struct rn_sweep_find *finds;
 };
@@ -160,7 +131,7 @@ long rn_sweep_pair_index(int n, int a, int b);
  * order (NULL: that pair has no result). */
 int rn_sweep_nnics(const struct rn_sweep *s, int h);
 const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i);
-const struct rn_sweep_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
+const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
 					     int i2);
 /* A NIC with a verdict other than ok or a finding of WARN and above. */
 int rn_sweep_nic_problem(const struct rn_dw_nic *n);
@@ -177,9 +148,9 @@ int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struc
 int rn_sweep_init(struct rn_sweep *s, int n);
 void rn_sweep_free(struct rn_sweep *s);
 void rn_sweep_pair_free(struct rn_sweep_pair *p);
-/* The worst cause of a cell as text: a cause id, rdma-timeout, rdma-error, ok or "-". */
-const char *rn_sweep_cell_str(const struct rn_sweep_cell *c, char *buf, size_t len);
-int rn_sweep_cell_bad(const struct rn_sweep_cell *c);
+/* A cell's judgment (rn_pair_judge) as text: a cause id, rdma-timeout, rdma-error,
+ * bandwidth-low, ok or "-". */
+const char *rn_sweep_cell_str(const struct rn_pair_cell *c, char *buf, size_t len);
 /* A NIC that times out with every peer while its siblings get through: a firewall. */
 void rn_sweep_infer(struct rn_sweep *s);
 /* RN_DOCTOR_OK, _PROBLEMS, or _ERROR when a host is missing. */

@@ -23,11 +23,11 @@ void rn_sweep_bw_judge(struct rn_sweep *s)
 		struct rn_sweep_pair *p = s->pairs[k];
 
 		for (c = 0; p && c < p->na * p->nb; c++) {
-			struct rn_sweep_cell *e = &p->cells[c];
+			struct rn_pair_cell *e = &p->cells[c];
 
 			e->slow = s->min_gbps > 0 &&
-				  (e->bw == RN_SW_BW_FAILED ||
-				   (e->bw == RN_SW_BW_OK && e->bw_mbps < s->min_gbps * 1000));
+				  (e->bw == RN_PAIR_BW_FAILED ||
+				   (e->bw == RN_PAIR_BW_OK && e->bw_mbps < s->min_gbps * 1000));
 			e->blame = RN_SW_BLAME_NONE;
 		}
 	}
@@ -42,7 +42,7 @@ static const struct rn_sweep_recheck *recheck_of(const struct rn_sweep *s, int h
 	for (k = 0; k < s->nrechecks; k++) {
 		const struct rn_sweep_recheck *r = &s->rechecks[k];
 
-		if (r->bw != RN_SW_BW_NONE &&
+		if (r->bw != RN_PAIR_BW_NONE &&
 		    ((r->h == h1 && r->i == i1 && r->w == h2 && r->k == i2) ||
 		     (r->h == h2 && r->i == i2 && r->w == h1 && r->k == i1)))
 			return r;
@@ -52,23 +52,23 @@ static const struct rn_sweep_recheck *recheck_of(const struct rn_sweep *s, int h
 
 int rn_sweep_recheck_slow(const struct rn_sweep *s, const struct rn_sweep_recheck *r)
 {
-	return r->bw == RN_SW_BW_FAILED || r->mbps < s->min_gbps * 1000;
+	return r->bw == RN_PAIR_BW_FAILED || r->mbps < s->min_gbps * 1000;
 }
 
 /* A measured pair: 0 fast, 1 slow, -1 not measured (the second pass wins: it ran alone). */
 static int edge(const struct rn_sweep *s, int h1, int i1, int h2, int i2, uint32_t *mbps)
 {
 	const struct rn_sweep_recheck *r = recheck_of(s, h1, i1, h2, i2);
-	const struct rn_sweep_cell *c;
+	const struct rn_pair_cell *c;
 
 	if (r) {
-		*mbps = r->bw == RN_SW_BW_OK ? r->mbps : 0;
+		*mbps = r->bw == RN_PAIR_BW_OK ? r->mbps : 0;
 		return rn_sweep_recheck_slow(s, r);
 	}
 	c = h1 == h2 ? NULL : rn_sweep_cell_of(s, h1, i1, h2, i2);
-	if (!c || c->bw == RN_SW_BW_NONE)
+	if (!c || c->bw == RN_PAIR_BW_NONE)
 		return -1;
-	*mbps = c->bw == RN_SW_BW_OK ? c->bw_mbps : 0;
+	*mbps = c->bw == RN_PAIR_BW_OK ? c->bw_mbps : 0;
 	return c->slow;
 }
 
@@ -117,7 +117,7 @@ static int end_state(const struct rn_sweep *s, int h, int x, int ph, int pi, int
 	for (k = 0; k < s->nrechecks; k++) {
 		const struct rn_sweep_recheck *r = &s->rechecks[k];
 
-		if (r->h == h && r->i == x && r->bw != RN_SW_BW_NONE) {
+		if (r->h == h && r->i == x && r->bw != RN_PAIR_BW_NONE) {
 			*wh = r->w;
 			*wi = r->k;
 			return rn_sweep_recheck_slow(s, r) ? END_BAD : END_GOOD;
@@ -279,7 +279,7 @@ static void slow_nic(struct rn_sweep *s, int h, int x, int wh, int wi)
 	rn_vars_set(&v, "best", "%.2f", b.best / 1000.0);
 	rn_vars_set(&v, "witness", "%s:%s", wh >= 0 ? s->hosts[wh].name : "?",
 		    wh >= 0 ? rn_sweep_nic_name(s, wh, wi) : "?");
-	if (r && r->bw == RN_SW_BW_OK)
+	if (r && r->bw == RN_PAIR_BW_OK)
 		rn_vars_set(&v, "recheck", " (measured again alone against it: %.2f Gbit/s)",
 			    r->mbps / 1000.0);
 	else if (r)
@@ -294,7 +294,7 @@ static void slow_nic(struct rn_sweep *s, int h, int x, int wh, int wi)
 
 static void bw_low(struct rn_sweep *s, struct rn_sweep_pair *p, int i, int j)
 {
-	const struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
+	const struct rn_pair_cell *c = &p->cells[i * p->nb + j];
 	struct rn_vars v = RN_VARS_INIT;
 	struct rn_finding f = { 0 };
 	char a[160], b[160];
@@ -303,7 +303,7 @@ static void bw_low(struct rn_sweep *s, struct rn_sweep_pair *p, int i, int j)
 	snprintf(b, sizeof(b), "%s:%s", s->hosts[p->b].name, rn_sweep_nic_name(s, p->b, j));
 	rn_vars_set(&v, "a", "%s", a);
 	rn_vars_set(&v, "b", "%s", b);
-	rn_vars_set(&v, "gbps", "%.2f", c->bw == RN_SW_BW_OK ? c->bw_mbps / 1000.0 : 0.0);
+	rn_vars_set(&v, "gbps", "%.2f", c->bw == RN_PAIR_BW_OK ? c->bw_mbps / 1000.0 : 0.0);
 	rn_vars_set(&v, "mib", "%llu", (unsigned long long)(RN_BW_BYTES >> 20));
 	rn_vars_set(&v, "min", "%g", s->min_gbps);
 	switch (c->blame) {
@@ -342,7 +342,7 @@ void rn_sweep_bw_blame(struct rn_sweep *s)
 
 		for (i = 0; p && !p->status && i < p->na; i++)
 			for (j = 0; j < p->nb; j++) {
-				struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
+				struct rn_pair_cell *c = &p->cells[i * p->nb + j];
 
 				if (!c->slow)
 					continue;

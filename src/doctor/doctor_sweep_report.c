@@ -14,10 +14,10 @@
 /* ---- text ------------------------------------------------------------------------------ */
 
 /* Bad for its bandwidth alone: the checks and the ping were fine. */
-static int only_slow(const struct rn_sweep_cell *c)
+static int only_slow(const struct rn_pair_cell *c)
 {
-	return c->slow && !c->a_cause && !c->b_cause && c->rdma != RN_SW_RDMA_TIMEOUT &&
-	       c->rdma != RN_SW_RDMA_ERROR;
+	return c->slow && !c->a_cause && !c->b_cause && c->rdma != RN_PAIR_RDMA_TIMEOUT &&
+	       c->rdma != RN_PAIR_RDMA_ERROR;
 }
 
 static int any_facts(const struct rn_sweep *s)
@@ -94,9 +94,9 @@ static int bw_figures(const struct rn_sweep *s, uint32_t **v, int *nslow)
 		const struct rn_sweep_pair *p = s->pairs[k];
 
 		for (c = 0; p && !p->status && c < p->na * p->nb; c++) {
-			if (p->cells[c].bw == RN_SW_BW_NONE)
+			if (p->cells[c].bw == RN_PAIR_BW_NONE)
 				continue;
-			(*v)[n++] = p->cells[c].bw == RN_SW_BW_OK ? p->cells[c].bw_mbps : 0;
+			(*v)[n++] = p->cells[c].bw == RN_PAIR_BW_OK ? p->cells[c].bw_mbps : 0;
 			*nslow += p->cells[c].slow;
 		}
 	}
@@ -151,11 +151,11 @@ static void print_bw(FILE *f, const struct rn_sweep *s)
 
 		fprintf(f, "  %s:%s against %s:%s: ", s->hosts[r->h].name, rn_sweep_nic_name(s, r->h, r->i),
 			s->hosts[r->w].name, rn_sweep_nic_name(s, r->w, r->k));
-		if (r->bw == RN_SW_BW_OK)
+		if (r->bw == RN_PAIR_BW_OK)
 			fprintf(f, "%.2f Gbit/s: %s\n", r->mbps / 1000.0,
 				rn_sweep_recheck_slow(s, r) ? "slow" : "fast (the first figure was a passing load)");
 		else
-			fprintf(f, "%s\n", r->bw == RN_SW_BW_FAILED ? "the stream failed: slow" :
+			fprintf(f, "%s\n", r->bw == RN_PAIR_BW_FAILED ? "the stream failed: slow" :
 			       "did not run");
 	}
 	for (h = 0; h < s->n; h++)
@@ -172,16 +172,16 @@ static void print_bw(FILE *f, const struct rn_sweep *s)
 /* The heat map's mark for one NIC pair. */
 static char mark(const struct rn_sweep *s, int h1, int i1, int h2, int i2)
 {
-	const struct rn_sweep_cell *c;
+	const struct rn_pair_cell *c;
 
 	if (h1 == h2)
 		return i1 == i2 ? '\\' : ' ';
 	c = rn_sweep_cell_of(s, h1, i1, h2, i2);
 	if (!c)
 		return '?';
-	if (rn_sweep_cell_bad(c))
+	if (rn_pair_cell_bad(c))
 		return only_slow(c) ? 's' : 'X';
-	return !c->a_checked && !c->b_checked && c->rdma == RN_SW_RDMA_SKIPPED ? '-' : '.';
+	return !c->a_checked && !c->b_checked && c->rdma == RN_PAIR_RDMA_SKIPPED ? '-' : '.';
 }
 
 static char host_mark(const struct rn_sweep *s, int h1, int h2)
@@ -364,9 +364,9 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 		}
 		for (i = 0; i < p->na; i++)
 			for (j = 0; j < p->nb; j++) {
-				const struct rn_sweep_cell *x = &p->cells[i * p->nb + j];
+				const struct rn_pair_cell *x = &p->cells[i * p->nb + j];
 
-				if (!rn_sweep_cell_bad(x))
+				if (!rn_pair_cell_bad(x))
 					continue;
 				if (!nbad++)
 					fprintf(f, "\nbad NIC pairs:\n");
@@ -376,11 +376,11 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 				if (x->a_cause && x->b_cause && x->a_cause != x->b_cause)
 					fprintf(f, ", %s", rn_cause_id((enum rn_cause)(x->a_sev >= x->b_sev ? x->b_cause : x->a_cause)));
 				if ((x->a_cause || x->b_cause) &&
-				    (x->rdma == RN_SW_RDMA_TIMEOUT || x->rdma == RN_SW_RDMA_ERROR))
-					fprintf(f, ", %s", x->rdma == RN_SW_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
+				    (x->rdma == RN_PAIR_RDMA_TIMEOUT || x->rdma == RN_PAIR_RDMA_ERROR))
+					fprintf(f, ", %s", x->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
 				if (x->slow && !only_slow(x))
 					fprintf(f, ", %s", rn_cause_id(RN_CAUSE_BANDWIDTH_LOW));
-				if (x->slow && x->bw == RN_SW_BW_OK)
+				if (x->slow && x->bw == RN_PAIR_BW_OK)
 					fprintf(f, " %.2f Gbit/s", x->bw_mbps / 1000.0);
 				else if (x->slow)
 					fprintf(f, " (the stream failed)");
@@ -439,8 +439,8 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 
 static const char *rdma_str(int r)
 {
-	return r == RN_SW_RDMA_OK ? "ok" : r == RN_SW_RDMA_TIMEOUT ? "timeout" :
-	       r == RN_SW_RDMA_ERROR ? "error" : "skipped";
+	return r == RN_PAIR_RDMA_OK ? "ok" : r == RN_PAIR_RDMA_TIMEOUT ? "timeout" :
+	       r == RN_PAIR_RDMA_ERROR ? "error" : "skipped";
 }
 
 /* "rdma-core" as a JSON key: rdma_core. */
@@ -457,13 +457,13 @@ static const char *json_key(const char *name, char *buf, size_t len)
 
 static void json_cell_bw(struct rn_json *j, const struct rn_sweep_pair *p, int i, int x)
 {
-	const struct rn_sweep_cell *c = &p->cells[i * p->nb + x];
+	const struct rn_pair_cell *c = &p->cells[i * p->nb + x];
 	int q;
 
 	rn_json_obj(j, "bandwidth");
-	rn_json_str(j, "status", c->bw == RN_SW_BW_OK ? "ok" : c->bw == RN_SW_BW_FAILED ? "failed" :
+	rn_json_str(j, "status", c->bw == RN_PAIR_BW_OK ? "ok" : c->bw == RN_PAIR_BW_FAILED ? "failed" :
 		    "skipped");
-	if (c->bw == RN_SW_BW_OK)
+	if (c->bw == RN_PAIR_BW_OK)
 		rn_json_num(j, "gbps", c->bw_mbps / 1000.0, 3);
 	else
 		rn_json_null(j, "gbps");
@@ -540,13 +540,13 @@ static void json_bw(struct rn_json *j, const struct rn_sweep *s)
 		rn_json_str(j, "witness_host", s->hosts[r->w].name);
 		rn_json_str(j, "witness_nic", rn_sweep_nic_name(s, r->w, r->k));
 		rn_json_int(j, "round", r->round);
-		rn_json_str(j, "status", r->bw == RN_SW_BW_OK ? "ok" : r->bw == RN_SW_BW_FAILED ?
+		rn_json_str(j, "status", r->bw == RN_PAIR_BW_OK ? "ok" : r->bw == RN_PAIR_BW_FAILED ?
 			    "failed" : "skipped");
-		if (r->bw == RN_SW_BW_OK)
+		if (r->bw == RN_PAIR_BW_OK)
 			rn_json_num(j, "gbps", r->mbps / 1000.0, 3);
 		else
 			rn_json_null(j, "gbps");
-		rn_json_bool(j, "slow", r->bw != RN_SW_BW_NONE && rn_sweep_recheck_slow(s, r));
+		rn_json_bool(j, "slow", r->bw != RN_PAIR_BW_NONE && rn_sweep_recheck_slow(s, r));
 		rn_json_close(j, '}');
 	}
 	rn_json_close(j, ']');
@@ -632,9 +632,9 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 		}
 		for (i = 0; i < p->na; i++)
 			for (x = 0; x < p->nb; x++) {
-				const struct rn_sweep_cell *cl = &p->cells[i * p->nb + x];
+				const struct rn_pair_cell *cl = &p->cells[i * p->nb + x];
 
-				if (!rn_sweep_cell_bad(cl))
+				if (!rn_pair_cell_bad(cl))
 					continue;
 				rn_json_obj(&j, NULL);
 				rn_json_str(&j, "host_a", s->hosts[p->a].name);
@@ -647,8 +647,8 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 					rn_json_str(&j, NULL, rn_cause_id((enum rn_cause)cl->a_cause));
 				if (cl->b_cause && cl->b_cause != cl->a_cause)
 					rn_json_str(&j, NULL, rn_cause_id((enum rn_cause)cl->b_cause));
-				if (cl->rdma == RN_SW_RDMA_TIMEOUT || cl->rdma == RN_SW_RDMA_ERROR)
-					rn_json_str(&j, NULL, cl->rdma == RN_SW_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
+				if (cl->rdma == RN_PAIR_RDMA_TIMEOUT || cl->rdma == RN_PAIR_RDMA_ERROR)
+					rn_json_str(&j, NULL, cl->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
 				rn_json_close(&j, ']');
 				rn_json_arr(&j, "findings");
 				for (q = 0; q < p->nfind; q++) {

@@ -18,7 +18,7 @@
 
 static const char *cell_colour(const struct rn_sweep *s, int h1, int i1, int h2, int i2)
 {
-	const struct rn_sweep_cell *c;
+	const struct rn_pair_cell *c;
 
 	if (h1 == h2)
 		return "#eeeeee";
@@ -26,11 +26,11 @@ static const char *cell_colour(const struct rn_sweep *s, int h1, int i1, int h2,
 	if (!c)
 		return "#8e6bbf";
 	if (c->a_sev >= RN_SEV_FATAL || c->b_sev >= RN_SEV_FATAL ||
-	    c->rdma == RN_SW_RDMA_TIMEOUT || c->rdma == RN_SW_RDMA_ERROR)
+	    c->rdma == RN_PAIR_RDMA_TIMEOUT || c->rdma == RN_PAIR_RDMA_ERROR)
 		return "#d7301f";
 	if (c->a_cause || c->b_cause || c->slow)
 		return "#f28e2b";
-	if (!c->a_checked && !c->b_checked && c->rdma == RN_SW_RDMA_SKIPPED)
+	if (!c->a_checked && !c->b_checked && c->rdma == RN_PAIR_RDMA_SKIPPED)
 		return "#bbbbbb";
 	return "#3a9d4a";
 }
@@ -155,7 +155,7 @@ static void svg_fill(FILE *f, const void *arg)
 		for (i = 0; i < rn_sweep_nnics(s, h); i++, y++)
 			for (h2 = 0, x = 0; h2 < s->n; h2++)
 				for (i2 = 0; i2 < rn_sweep_nnics(s, h2); i2++, x++) {
-					const struct rn_sweep_cell *cl = h == h2 ? NULL : rn_sweep_cell_of(s, h, i, h2, i2);
+					const struct rn_pair_cell *cl = h == h2 ? NULL : rn_sweep_cell_of(s, h, i, h2, i2);
 
 					fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
 						"fill=\"%s\" stroke=\"white\"><title>",
@@ -167,7 +167,7 @@ static void svg_fill(FILE *f, const void *arg)
 					fprintf(f, ":%s: %s", rn_sweep_nic_name(s, h2, i2),
 						h == h2 ? "same host" : cl ? rn_sweep_cell_str(cl, c, sizeof(c)) :
 						"no result");
-					if (cl && cl->bw == RN_SW_BW_OK)
+					if (cl && cl->bw == RN_PAIR_BW_OK)
 						fprintf(f, ", %.2f Gbit/s", cl->bw_mbps / 1000.0);
 					fprintf(f, "</title></rect>\n");
 				}

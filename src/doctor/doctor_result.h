@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One NIC pair's result and its one judgment (doctor_result.c), for every report of a
+ * pair: peer renders one host pair's cells, the sweep N(N-1)/2 of them. A cell is filled
+ * from both sides' checks and the probe (the runner's output) and judged here alone: its
+ * word, whether it is bad, and which NICs drop RDMA (a firewall) over a grid of cells.
+ */
+#ifndef RN_DOCTOR_RESULT_H
+#define RN_DOCTOR_RESULT_H
+
+#include "doctor_pair.h"
+
+enum rn_pair_rdma {
+	RN_PAIR_RDMA_SKIPPED = 0,
+	RN_PAIR_RDMA_OK,
+	RN_PAIR_RDMA_TIMEOUT,
+	RN_PAIR_RDMA_ERROR,
+};
+
+/* --min-gbps: the stream after a good ping (rn_bw_*, doctor_rdma.c). */
+enum rn_pair_bw {
+	RN_PAIR_BW_NONE = 0,        /* not measured */
+	RN_PAIR_BW_OK,              /* measured: bw_mbps */
+	RN_PAIR_BW_FAILED,          /* the stream failed after a good ping (counts as slow) */
+};
+
+/* One NIC pair (a's NIC i, b's NIC j; a leads the run): the worst finding of each side. */
+struct rn_pair_cell {
+	uint16_t a_cause, b_cause;  /* the worst found by a (checking toward b), by b; 0: none
+				     * (a cause this build does not know is kept as its number) */
+	uint8_t a_sev, b_sev;
+	uint8_t a_checked, b_checked;
+	uint8_t rdma;               /* enum rn_pair_rdma */
+	uint16_t diag;              /* rn_diagnose_peer's cause after a failed probe */
+	uint32_t rdma_us;
+	uint8_t bw;                 /* enum rn_pair_bw */
+	uint8_t slow;               /* under --min-gbps (the sweep's rank 0, rn_sweep_bw_judge) */
+	uint8_t blame;              /* enum rn_sweep_blame (rank 0) */
+	uint8_t pad;
+	uint32_t bw_mbps;           /* a -> b through the plugin's transport, Mbit/s */
+};
+
+/* What a cell comes to, worst first: every report words it from this. */
+enum rn_pair_judged {
+	RN_PAIR_BY_A,               /* a's checks found @cause (the worse of the two sides) */
+	RN_PAIR_BY_B,               /* b's checks did */
+	RN_PAIR_TIMEOUT,            /* the checks are clean, the probe timed out */
+	RN_PAIR_ERROR,              /* ... or failed otherwise */
+	RN_PAIR_SLOW,               /* ... or its stream is under --min-gbps */
+	RN_PAIR_UNCHECKED,          /* nothing was checked or probed */
+	RN_PAIR_OK,
+};
+
+/* One side's checks of the pair into @c (@by_b: b's; a NULL @q is not checked). */
+void rn_pair_cell_checks(struct rn_pair_cell *c, const struct rn_dw_pair *q, int by_b);
+/* A tried probe's outcome into @c: the ping, its diagnosis, the stream's figures. */
+void rn_pair_cell_probe(struct rn_pair_cell *c, const struct rn_pair_probe *pr);
+/* The judgment of @c; @cause gets the finding's cause for RN_PAIR_BY_A/B (NULL: unwanted). */
+enum rn_pair_judged rn_pair_judge(const struct rn_pair_cell *c, int *cause);
+/* 1 when @c is a problem: anything but ok and unchecked. */
+int rn_pair_cell_bad(const struct rn_pair_cell *c);
+
+/* Cells over hosts: peer's two, the sweep's fleet. @cell: NULL where a pair has no result. */
+struct rn_pair_grid {
+	int nhosts;
+	int (*nnics)(const void *arg, int h);
+	const struct rn_pair_cell *(*cell)(const void *arg, int h1, int i1, int h2, int i2);
+	const void *arg;
+};
+/*
+ * Host @h's NIC @x timed out (without a diagnosis) with every NIC it was probed with, while
+ * a sibling NIC got through to those: RDMA dies at @x, most often a firewall dropping
+ * RoCE v2 (UDP 4791). 1 when so, with the finding (firewall, "dev" @netdev) in @f; 0 when
+ * not; -errno when the finding could not be made.
+ */
+int rn_pair_drops(const struct rn_pair_grid *g, int h, int x, const char *netdev,
+		  struct rn_finding *f);
+
+#endif /* RN_DOCTOR_RESULT_H */
