@@ -64,7 +64,7 @@ struct ctx {
 	double min_gbps;            /* --min-gbps: 0 none */
 	char (*names)[64];
 	struct rn_dw_inv **inv;     /* every host's facts (NULL: not received) */
-	struct rn_sweep_pair **mine;    /* pairs this rank led ("a"), one per round */
+	struct rn_pair_result **mine;    /* pairs this rank led ("a"), one per round */
 	int nmine;
 	double round_max_ms;
 };
@@ -242,7 +242,7 @@ static int mio_probe_ms(struct rn_pair_io *io)
 /* ---- one host pair --------------------------------------------------------------------- */
 
 /* One side's checks into the cells and their findings: @by_b when they are b's (local = b's NIC). */
-static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs, int npairs,
+static void merge_checks(struct rn_pair_result *p, const struct rn_dw_pair *pairs, int npairs,
 			 int by_b)
 {
 	int n, k;
@@ -256,23 +256,23 @@ static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs
 		rn_pair_cell_checks(&p->cells[i * p->nb + j], q, by_b);
 		for (k = 0; k < q->nfindings; k++)
 			if (q->findings[k].sev >= RN_SEV_WARN)
-				rn_sweep_add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
+				rn_pair_result_add_find(p, i, j, by_b ? RN_PAIR_FROM_B : RN_PAIR_FROM_A, &q->findings[k]);
 	}
 }
 
 /* A failed stream keeps its error as a finding of the pair (cause 0). */
-static void bw_failed(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb)
+static void bw_failed(struct rn_pair_result *p, int i, int j, const struct rn_probe_bw *pb)
 {
 	struct rn_finding f = { 0 };
 
 	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, pb->why[0] ? pb->why : "the stream failed",
 		       "");
-	rn_sweep_add_find(p, i, j, RN_SW_BY_BW, &f);
+	rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_BW, &f);
 	rn_finding_clear(&f);
 }
 
 /* One probe of the run into its cell; @gone: @b stopped answering in it. */
-static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j,
+static void probe_cell(struct ctx *x, struct rn_pair_result *p, int b, int i, int j,
 		       struct rn_pair_probe *pr, int gone)
 {
 	struct rn_pair_cell *c = &p->cells[i * p->nb + j];
@@ -285,7 +285,7 @@ static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int
 		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
 		free(msg);
 		c->rdma = RN_PAIR_RDMA_TIMEOUT;
-		rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
+		rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_RDMA, &f);
 		rn_finding_clear(&f);
 		p->status = -ETIMEDOUT;
 		return;
@@ -311,7 +311,7 @@ static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int
 		f.msg = m;
 	}
 	free(msg);
-	rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
+	rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_RDMA, &f);
 	rn_finding_clear(&f);
 }
 
@@ -322,7 +322,7 @@ static struct rn_pair_probe (*probes_new(void))[RN_DOCTOR_MAX_NICS]
 }
 
 /* The run's result into the pair's record: both sides' checks, then each probe. */
-static void pair_record(struct ctx *x, struct rn_sweep_pair *p, struct rn_pair_run *r, int b,
+static void pair_record(struct ctx *x, struct rn_pair_result *p, struct rn_pair_run *r, int b,
 			int round)
 {
 	int i, j;
@@ -350,11 +350,11 @@ static void pair_record(struct ctx *x, struct rn_sweep_pair *p, struct rn_pair_r
 }
 
 /* The lower rank of a pair: the runner's A end; keeps the record. */
-static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
+static struct rn_pair_result *pair_a(struct ctx *x, int b, int round, double deadline)
 {
 	struct mpi_io io = MPI_IO(x, b, round, deadline);
 	double t0 = rn_doctor_now_ms();
-	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+	struct rn_pair_result *p = calloc(1, sizeof(*p));
 	struct rn_pair_run *r = calloc(1, sizeof(*r));
 
 	if (p && r && x->inv[b] && x->inv[x->rank]) {
@@ -370,7 +370,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 			free(r->probes);
 		free(r);
 		if (p)
-			rn_sweep_pair_free(p);
+			rn_pair_result_free(p);
 		return NULL;
 	}
 	r->d = x->d;
@@ -569,126 +569,28 @@ out:
 
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
-/*
- * PAIRS, the pairs a rank led, to rank 0: per pair be32 a, b, status, na, nb, nfind,
- * be64 ms (IEEE 754 bits), err[160]; na * nb cells (u8 a_cause, a_sev, b_cause, b_sev,
- * a_checked, b_checked, rdma, diag, be32 rdma_us, u8 bw, be32 bw_mbps); nfind x (be16 i,
- * j, by, then the peer protocol's FINDING, texts whole). Whether a pair is slow and
- * which end is to blame, rank 0 decides.
- */
+/* The pairs a rank led, to rank 0: one RESULTS message (doctor_result.h). NULL: no memory. */
 static char *pack_pairs(struct ctx *x, int *len)
 {
-	struct rn_wbuf b = { 0 };
-	uint64_t bits;
-	int k, q, c;
+	uint8_t *buf = NULL;
+	size_t n = 0;
 
-	for (k = 0; k < x->nmine; k++) {
-		const struct rn_sweep_pair *p = x->mine[k];
-
-		rn_wb_u32(&b, (uint32_t)p->a);
-		rn_wb_u32(&b, (uint32_t)p->b);
-		rn_wb_u32(&b, (uint32_t)p->status);
-		rn_wb_u32(&b, (uint32_t)p->na);
-		rn_wb_u32(&b, (uint32_t)p->nb);
-		rn_wb_u32(&b, (uint32_t)p->nfind);
-		memcpy(&bits, &p->ms, sizeof(bits));
-		rn_wb_u64(&b, bits);
-		rn_wb_field(&b, p->err, sizeof(p->err));
-		for (c = 0; c < p->na * p->nb; c++) {
-			const struct rn_pair_cell *e = &p->cells[c];
-			const uint8_t u[8] = { (uint8_t)e->a_cause, e->a_sev, (uint8_t)e->b_cause,
-					       e->b_sev, e->a_checked, e->b_checked, e->rdma,
-					       (uint8_t)e->diag };
-
-			rn_wb_put(&b, u, sizeof(u));
-			rn_wb_u32(&b, e->rdma_us);
-			rn_wb_u8(&b, e->bw);
-			rn_wb_u32(&b, e->bw_mbps);
-		}
-		for (q = 0; q < p->nfind; q++) {
-			rn_wb_u16(&b, (uint16_t)p->finds[q].i);
-			rn_wb_u16(&b, (uint16_t)p->finds[q].j);
-			rn_wb_u16(&b, (uint16_t)p->finds[q].by);
-			rn_dw_put_finding(&b, &p->finds[q].f);
-		}
-	}
-	if (b.err || b.len > INT_MAX) {
-		free(b.p);
+	if (rn_pair_results_encode(x->mine, x->nmine, &buf, &n) || n > INT_MAX) {
+		free(buf);
 		return NULL;
 	}
-	*len = (int)b.len;
-	return b.p ? (char *)b.p : calloc(1, 1);
+	*len = (int)n;
+	return (char *)buf;
 }
 
-static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
+/* A decoded pair into the sweep's table, replacing any there. */
+static void take_pair(void *arg, struct rn_pair_result *p)
 {
-	struct rn_rbuf b = { (const uint8_t *)buf, (size_t)len, 0, 0 };
+	struct rn_sweep *s = arg;
+	long k = rn_sweep_pair_index(s->n, p->a, p->b);
 
-	while (b.off < b.len && !b.err) {
-		struct rn_sweep_pair *p = calloc(1, sizeof(*p));
-		uint64_t bits;
-		int c;
-		long k;
-
-		if (!p)
-			return -ENOMEM;
-		p->a = (int32_t)rn_rb_u32(&b);
-		p->b = (int32_t)rn_rb_u32(&b);
-		p->status = (int32_t)rn_rb_u32(&b);
-		p->na = (int32_t)rn_rb_u32(&b);
-		p->nb = (int32_t)rn_rb_u32(&b);
-		p->nfind = (int32_t)rn_rb_u32(&b);
-		bits = rn_rb_u64(&b);
-		memcpy(&p->ms, &bits, sizeof(p->ms));
-		rn_rb_field(&b, p->err, sizeof(p->err));
-		if (b.err || p->a != from || p->b <= p->a || p->b >= s->n || p->na < 0 ||
-		    p->nb < 0 || p->na > RN_DOCTOR_MAX_NICS || p->nb > RN_DOCTOR_MAX_NICS ||
-		    p->nfind < 0 ||
-		    p->nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
-			goto bad;
-		p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
-		p->finds = calloc((size_t)RN_MAX(p->nfind, 1), sizeof(*p->finds));
-		if (!p->cells || !p->finds) {
-			rn_sweep_pair_free(p);
-			return -ENOMEM;
-		}
-		for (c = 0; c < p->na * p->nb; c++) {
-			struct rn_pair_cell *e = &p->cells[c];
-			const uint8_t *u = rn_rb_take(&b, 8);
-
-			if (!u)
-				goto bad;
-			e->a_cause = u[0];
-			e->a_sev = u[1];
-			e->b_cause = u[2];
-			e->b_sev = u[3];
-			e->a_checked = u[4];
-			e->b_checked = u[5];
-			e->rdma = u[6];
-			e->diag = u[7];
-			e->rdma_us = rn_rb_u32(&b);
-			e->bw = (uint8_t)rn_rb_u8(&b);
-			e->bw_mbps = rn_rb_u32(&b);
-			if (e->bw > RN_PAIR_BW_FAILED)
-				goto bad;
-		}
-		for (c = 0; c < p->nfind && !b.err; c++) {
-			p->finds[c].i = (int16_t)rn_rb_u16(&b);
-			p->finds[c].j = (int16_t)rn_rb_u16(&b);
-			p->finds[c].by = (int16_t)rn_rb_u16(&b);
-			rn_dw_get_finding(&b, &p->finds[c].f);
-		}
-		if (b.err)
-			goto bad;
-		k = rn_sweep_pair_index(s->n, p->a, p->b);
-		rn_sweep_pair_free(s->pairs[k]);
-		s->pairs[k] = p;
-		continue;
-bad:
-		rn_sweep_pair_free(p);
-		return -EBADMSG;
-	}
-	return 0;
+	rn_pair_result_free(s->pairs[k]);
+	s->pairs[k] = p;
 }
 
 /* A rank whose partners all said it did not answer: no point waiting for it. */
@@ -698,7 +600,7 @@ static int declared_hung(const struct rn_sweep *s, int h)
 	int said = 0;
 
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		if (p && p->b == h && p->status)
 			said++;
@@ -732,8 +634,12 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 			continue;
 		}
 		if (src > 0 && src < x->n && !s->hosts[src].results) {
-			if (unpack_pairs(s, src, buf, len))
-				fprintf(stderr, "roce-doctor-mpi: malformed results from %s\n", x->names[src]);
+			char why[RN_DW_WHY_MAX];
+
+			if (rn_pair_results_decode(buf, (size_t)len, src, s->n, take_pair, s, why,
+						   sizeof(why)))
+				fprintf(stderr, "roce-doctor-mpi: malformed results from %s: %s\n",
+					x->names[src], why);
 			s->hosts[src].results = 1;
 			got++;
 		}
@@ -1213,7 +1119,7 @@ int main(int argc, char **argv)
 		if (p < 0)
 			continue;
 		if (x.rank < p) {
-			struct rn_sweep_pair *pr = pair_a(&x, p, r, round_end);
+			struct rn_pair_result *pr = pair_a(&x, p, r, round_end);
 
 			if (pr)
 				x.mine[x.nmine++] = pr;
@@ -1328,7 +1234,7 @@ int main(int argc, char **argv)
 		if (x.inv[r])
 			rn_dw_inv_clear(x.inv[r]);
 		free(x.inv[r]);
-		rn_sweep_pair_free(x.mine[r]);
+		rn_pair_result_free(x.mine[r]);
 	}
 	free(x.inv);
 	free(x.mine);

@@ -5,9 +5,11 @@
  * cannot disagree on a pair.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doctor_result.h"
+#include "rn_codec.h"
 
 void rn_pair_cell_checks(struct rn_pair_cell *c, const struct rn_dw_pair *q, int by_b)
 {
@@ -107,4 +109,179 @@ int rn_pair_drops(const struct rn_pair_grid *g, int h, int x, const char *netdev
 	k = rn_finding_render(f, RN_CAUSE_FIREWALL, &v);
 	rn_vars_free(&v);
 	return k ? k : 1;
+}
+
+/* ---- a host pair's result ------------------------------------------------------------ */
+
+void rn_pair_result_free(struct rn_pair_result *p)
+{
+	int k;
+
+	if (!p)
+		return;
+	for (k = 0; p->finds && k < p->nfind; k++)
+		rn_finding_clear(&p->finds[k].f);
+	free(p->cells);
+	free(p->finds);
+	free(p);
+}
+
+int rn_pair_result_add_find(struct rn_pair_result *p, int i, int j, int by,
+			    const struct rn_finding *f)
+{
+	struct rn_pair_find *x = realloc(p->finds, (size_t)(p->nfind + 1) * sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	p->finds = x;
+	x = &p->finds[p->nfind++];
+	memset(x, 0, sizeof(*x));
+	x->i = (int16_t)i;
+	x->j = (int16_t)j;
+	x->by = (int16_t)by;
+	return rn_finding_copy(&x->f, f);
+}
+
+/* ---- RESULTS (doctor_result.h) ---------------------------------------------------------- */
+
+static void put_result(struct rn_wbuf *b, const struct rn_pair_result *p)
+{
+	uint64_t bits;
+	int c, q;
+
+	rn_wb_u32(b, (uint32_t)p->a);
+	rn_wb_u32(b, (uint32_t)p->b);
+	rn_wb_u32(b, (uint32_t)p->status);
+	rn_wb_u32(b, (uint32_t)p->na);
+	rn_wb_u32(b, (uint32_t)p->nb);
+	rn_wb_u32(b, (uint32_t)p->nfind);
+	memcpy(&bits, &p->ms, sizeof(bits));
+	rn_wb_u64(b, bits);
+	rn_wb_field(b, p->err, sizeof(p->err));
+	for (c = 0; c < p->na * p->nb; c++) {
+		const struct rn_pair_cell *e = &p->cells[c];
+
+		rn_wb_u16(b, e->a_cause);
+		rn_wb_u8(b, e->a_sev);
+		rn_wb_u16(b, e->b_cause);
+		rn_wb_u8(b, e->b_sev);
+		rn_wb_u8(b, e->a_checked);
+		rn_wb_u8(b, e->b_checked);
+		rn_wb_u8(b, e->rdma);
+		rn_wb_u16(b, e->diag);
+		rn_wb_u32(b, e->rdma_us);
+		rn_wb_u8(b, e->bw);
+		rn_wb_u32(b, e->bw_mbps);
+	}
+	for (q = 0; q < p->nfind; q++) {
+		rn_wb_u16(b, (uint16_t)p->finds[q].i);
+		rn_wb_u16(b, (uint16_t)p->finds[q].j);
+		rn_wb_u16(b, (uint16_t)p->finds[q].by);
+		rn_dw_put_finding(b, &p->finds[q].f);
+	}
+}
+
+int rn_pair_results_encode(struct rn_pair_result *const *p, int n, uint8_t **out, size_t *len)
+{
+	struct rn_wbuf b = { 0 };
+	static const uint8_t room[RN_DW_HDR_LEN];
+	int k, ret;
+
+	rn_wb_put(&b, room, sizeof(room)); /* the header's place: its length comes last */
+	for (k = 0; k < n; k++)
+		put_result(&b, p[k]);
+	ret = b.err ? b.err : rn_dw_encode_hdr(b.p, RN_DW_RESULTS, b.len - RN_DW_HDR_LEN);
+	if (ret) {
+		free(b.p);
+		return ret;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}
+
+static int bad_cell(const struct rn_pair_cell *e)
+{
+	return e->a_sev > RN_SEV_FATAL || e->b_sev > RN_SEV_FATAL || e->a_checked > 1 ||
+	       e->b_checked > 1 || e->rdma > RN_PAIR_RDMA_ERROR || e->bw > RN_PAIR_BW_FAILED;
+}
+
+static void get_cell(struct rn_rbuf *b, struct rn_pair_cell *e)
+{
+	e->a_cause = rn_rb_u16(b);
+	e->a_sev = (uint8_t)rn_rb_u8(b);
+	e->b_cause = rn_rb_u16(b);
+	e->b_sev = (uint8_t)rn_rb_u8(b);
+	e->a_checked = (uint8_t)rn_rb_u8(b);
+	e->b_checked = (uint8_t)rn_rb_u8(b);
+	e->rdma = (uint8_t)rn_rb_u8(b);
+	e->diag = rn_rb_u16(b);
+	e->rdma_us = rn_rb_u32(b);
+	e->bw = (uint8_t)rn_rb_u8(b);
+	e->bw_mbps = rn_rb_u32(b);
+}
+
+/* One pair at @b, checked against who sent it: 0, -EBADMSG, -ENOMEM. */
+static int get_result(struct rn_rbuf *b, int from, int nhosts, struct rn_pair_result *p)
+{
+	uint64_t bits;
+	int c;
+
+	p->a = (int32_t)rn_rb_u32(b);
+	p->b = (int32_t)rn_rb_u32(b);
+	p->status = (int32_t)rn_rb_u32(b);
+	p->na = (int32_t)rn_rb_u32(b);
+	p->nb = (int32_t)rn_rb_u32(b);
+	p->nfind = (int32_t)rn_rb_u32(b);
+	bits = rn_rb_u64(b);
+	memcpy(&p->ms, &bits, sizeof(p->ms));
+	rn_rb_field(b, p->err, sizeof(p->err));
+	if (b->err || p->a != from || p->b <= p->a || p->b >= nhosts || p->na < 0 || p->nb < 0 ||
+	    p->na > RN_DOCTOR_MAX_NICS || p->nb > RN_DOCTOR_MAX_NICS || p->nfind < 0 ||
+	    p->nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS) {
+		p->nfind = 0;
+		return -EBADMSG;
+	}
+	p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
+	p->finds = calloc((size_t)RN_MAX(p->nfind, 1), sizeof(*p->finds));
+	if (!p->cells || !p->finds)
+		return -ENOMEM;
+	for (c = 0; c < p->na * p->nb; c++) {
+		get_cell(b, &p->cells[c]);
+		if (b->err || bad_cell(&p->cells[c]))
+			return -EBADMSG;
+	}
+	for (c = 0; c < p->nfind && !b->err; c++) {
+		p->finds[c].i = (int16_t)rn_rb_u16(b);
+		p->finds[c].j = (int16_t)rn_rb_u16(b);
+		p->finds[c].by = (int16_t)rn_rb_u16(b);
+		rn_dw_get_finding(b, &p->finds[c].f);
+	}
+	return b->err ? -EBADMSG : 0;
+}
+
+int rn_pair_results_decode(const uint8_t *buf, size_t len, int from, int nhosts,
+			   void (*take)(void *arg, struct rn_pair_result *p), void *arg,
+			   char *why, size_t why_len)
+{
+	struct rn_rbuf b = { buf, len, RN_DW_HDR_LEN, 0 };
+	uint32_t plen;
+	int ret = rn_dw_decode_results_hdr(buf, len, &plen, why, why_len);
+
+	if (ret == -EBADMSG && len >= 4 && rn_get_be32(buf) != RN_DW_MAGIC)
+		snprintf(why, why_len, "not pair results in the peer protocol (a rank of another "
+			 "roce-doctor-mpi build?)");
+	while (!ret && b.off < b.len) {
+		struct rn_pair_result *p = calloc(1, sizeof(*p));
+
+		ret = p ? get_result(&b, from, nhosts, p) : -ENOMEM;
+		if (ret) {
+			rn_pair_result_free(p);
+			snprintf(why, why_len, "%s", ret == -ENOMEM ? "out of memory" :
+				 "pair results that do not decode");
+			break;
+		}
+		take(arg, p);
+	}
+	return ret;
 }

@@ -60,6 +60,53 @@ enum rn_pair_judged rn_pair_judge(const struct rn_pair_cell *c, int *cause);
 /* 1 when @c is a problem: anything but ok and unchecked. */
 int rn_pair_cell_bad(const struct rn_pair_cell *c);
 
+/* Where a finding of a NIC pair came from. */
+enum { RN_PAIR_FROM_A = 0, RN_PAIR_FROM_B = 1, RN_PAIR_FROM_RDMA = 2, RN_PAIR_FROM_BW = 3 };
+
+/* A finding of a NIC pair, kept for its message and fix. */
+struct rn_pair_find {
+	int16_t i, j;
+	int16_t by;                 /* RN_PAIR_FROM_* */
+	int16_t pad;
+	struct rn_finding f;        /* RDMA: cause = diagnosis (or none), msg = the probe's error */
+};
+
+/* One host pair's result: a's NICs x b's, each a cell, and the findings behind the cells. */
+struct rn_pair_result {
+	int a, b;                   /* the sweep's ranks, a < b */
+	int status;                 /* 0 checked, -ETIMEDOUT: b did not answer in time */
+	char err[160];
+	int na, nb;
+	double ms;
+	struct rn_pair_cell *cells; /* na * nb, row = a's NIC */
+	int nfind;
+	struct rn_pair_find *finds;
+};
+
+/* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
+int rn_pair_result_add_find(struct rn_pair_result *p, int i, int j, int by,
+			    const struct rn_finding *f);
+void rn_pair_result_free(struct rn_pair_result *p);
+
+/*
+ * RESULTS, host pairs' results as one message of the peer protocol (the sweep's ranks send
+ * theirs to rank 0 over MPI): the protocol's header, at RN_DW_RESULTS_VERSION, then per
+ * pair be32 a, b, status, na, nb, nfind, be64 ms (IEEE 754 bits), err[160]; na * nb cells
+ * (be16 a_cause, u8 a_sev, be16 b_cause, u8 b_sev, u8 a_checked, b_checked, rdma, be16
+ * diag, be32 rdma_us, u8 bw, be32 bw_mbps); nfind x (be16 i, j, by, then a FINDING).
+ * Whether a pair is slow and which end is to blame, rank 0 decides.
+ */
+int rn_pair_results_encode(struct rn_pair_result *const *p, int n, uint8_t **out,
+			   size_t *len);
+/*
+ * Decode what rank @from sent (of @nhosts): each pair (a == @from < b < @nhosts) to
+ * @take, which owns it after. 0, or -EBADMSG / -EPROTO (another build: @why says so)
+ * / -ENOMEM; the pairs taken before an error stay taken.
+ */
+int rn_pair_results_decode(const uint8_t *buf, size_t len, int from, int nhosts,
+			   void (*take)(void *arg, struct rn_pair_result *p), void *arg,
+			   char *why, size_t why_len);
+
 /* Cells over hosts: peer's two, the sweep's fleet. @cell: NULL where a pair has no result. */
 struct rn_pair_grid {
 	int nhosts;

@@ -64,34 +64,6 @@ int rn_sweep_init(struct rn_sweep *s, int n)
 	return 0;
 }
 
-void rn_sweep_pair_free(struct rn_sweep_pair *p)
-{
-	int k;
-
-	if (!p)
-		return;
-	for (k = 0; p->finds && k < p->nfind; k++)
-		rn_finding_clear(&p->finds[k].f);
-	free(p->cells);
-	free(p->finds);
-	free(p);
-}
-
-int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f)
-{
-	struct rn_sweep_find *x = realloc(p->finds, (size_t)(p->nfind + 1) * sizeof(*x));
-
-	if (!x)
-		return -ENOMEM;
-	p->finds = x;
-	x = &p->finds[p->nfind++];
-	memset(x, 0, sizeof(*x));
-	x->i = (int16_t)i;
-	x->j = (int16_t)j;
-	x->by = (int16_t)by;
-	return rn_finding_copy(&x->f, f);
-}
-
 static void diffs_free(struct rn_sweep *s);
 static int host_differs(const struct rn_sweep *s, int h);
 
@@ -111,7 +83,7 @@ void rn_sweep_free(struct rn_sweep *s)
 	int h;
 
 	for (k = 0; s->pairs && k < np; k++)
-		rn_sweep_pair_free(s->pairs[k]);
+		rn_pair_result_free(s->pairs[k]);
 	for (h = 0; s->hosts && h < s->n; h++) {
 		rn_sweep_findings_free(&s->hosts[h].drops, rn_sweep_nnics(s, h));
 		rn_sweep_findings_free(&s->hosts[h].slow, rn_sweep_nnics(s, h));
@@ -156,7 +128,7 @@ const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i)
 const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
 					   int i2)
 {
-	const struct rn_sweep_pair *p = s->pairs[rn_sweep_pair_index(s->n, h1, h2)];
+	const struct rn_pair_result *p = s->pairs[rn_sweep_pair_index(s->n, h1, h2)];
 	int i = h1 < h2 ? i1 : i2, j = h1 < h2 ? i2 : i1;
 
 	if (!p || p->status || i >= p->na || j >= p->nb)
@@ -208,7 +180,7 @@ int rn_sweep_bad_pairs(const struct rn_sweep *s, int h)
 	int c, n = 0;
 
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		if (!p || (h >= 0 && p->a != h && p->b != h))
 			continue;
@@ -230,7 +202,7 @@ static int unanswered_pairs(const struct rn_sweep *s, int h)
 	int n = 0;
 
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		n += p && p->status && (h < 0 || p->a == h || p->b == h);
 	}

@@ -28,27 +28,6 @@ enum rn_sweep_blame {
 	RN_SW_BLAME_UNKNOWN,        /* no third NIC measured against an end that is not fast */
 };
 
-enum { RN_SW_BY_A = 0, RN_SW_BY_B = 1, RN_SW_BY_RDMA = 2, RN_SW_BY_BW = 3 };
-
-/* A finding of a NIC pair, kept for its message and fix. */
-struct rn_sweep_find {
-	int16_t i, j;
-	int16_t by;                 /* RN_SW_BY_* */
-	int16_t pad;
-	struct rn_finding f;        /* RDMA: cause = diagnosis (or none), msg = the probe's error */
-};
-
-struct rn_sweep_pair {
-	int a, b;                   /* ranks, a < b */
-	int status;                 /* 0 checked, -ETIMEDOUT: b did not answer in time */
-	char err[160];
-	int na, nb;
-	double ms;
-	struct rn_pair_cell *cells;    /* na * nb, row = a's NIC */
-	int nfind;
-	struct rn_sweep_find *finds;
-};
-
 struct rn_sweep_host {
 	char name[64];
 	int facts;                  /* its facts arrived */
@@ -106,7 +85,7 @@ struct rn_sweep_recheck {
 struct rn_sweep {
 	int n;
 	struct rn_sweep_host *hosts;
-	struct rn_sweep_pair **pairs;   /* rn_sweep_pair_index(); NULL: no result */
+	struct rn_pair_result **pairs;   /* rn_sweep_pair_index(); NULL: no result */
 	int rounds;
 	int pair_timeout_s;
 	int no_rdma;
@@ -143,11 +122,8 @@ int rn_sweep_host_missing(const struct rn_sweep *s, int h);
 const char *rn_sweep_host_status(const struct rn_sweep *s, int h);
 /* Release the @n findings of *@fs and the array; *@fs is NULL after. */
 void rn_sweep_findings_free(struct rn_finding **fs, int n);
-/* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
-int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f);
 int rn_sweep_init(struct rn_sweep *s, int n);
 void rn_sweep_free(struct rn_sweep *s);
-void rn_sweep_pair_free(struct rn_sweep_pair *p);
 /* A cell's judgment (rn_pair_judge) as text: a cause id, rdma-timeout, rdma-error,
  * bandwidth-low, ok or "-". */
 const char *rn_sweep_cell_str(const struct rn_pair_cell *c, char *buf, size_t len);

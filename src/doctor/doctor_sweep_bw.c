@@ -20,7 +20,7 @@ void rn_sweep_bw_judge(struct rn_sweep *s)
 	int c;
 
 	for (k = 0; k < np; k++) {
-		struct rn_sweep_pair *p = s->pairs[k];
+		struct rn_pair_result *p = s->pairs[k];
 
 		for (c = 0; p && c < p->na * p->nb; c++) {
 			struct rn_pair_cell *e = &p->cells[c];
@@ -241,7 +241,7 @@ int rn_sweep_bw_plan(struct rn_sweep *s)
 		goto out;
 	}
 	for (k = 0; k < np && !ret; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		for (i = 0; p && !p->status && i < p->na && !ret; i++)
 			for (j = 0; j < p->nb && !ret; j++) {
@@ -292,7 +292,7 @@ static void slow_nic(struct rn_sweep *s, int h, int x, int wh, int wi)
 	rn_vars_free(&v);
 }
 
-static void bw_low(struct rn_sweep *s, struct rn_sweep_pair *p, int i, int j)
+static void bw_low(struct rn_sweep *s, struct rn_pair_result *p, int i, int j)
 {
 	const struct rn_pair_cell *c = &p->cells[i * p->nb + j];
 	struct rn_vars v = RN_VARS_INIT;
@@ -325,7 +325,7 @@ static void bw_low(struct rn_sweep *s, struct rn_sweep_pair *p, int i, int j)
 		break;
 	}
 	if (!rn_finding_render(&f, RN_CAUSE_BANDWIDTH_LOW, &v))
-		rn_sweep_add_find(p, i, j, RN_SW_BY_BW, &f);
+		rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_BW, &f);
 	rn_finding_clear(&f);
 	rn_vars_free(&v);
 }
@@ -338,7 +338,7 @@ void rn_sweep_bw_blame(struct rn_sweep *s)
 	for (h = 0; h < s->n; h++)
 		rn_sweep_findings_free(&s->hosts[h].slow, rn_sweep_nnics(s, h));
 	for (k = 0; k < np; k++) {
-		struct rn_sweep_pair *p = s->pairs[k];
+		struct rn_pair_result *p = s->pairs[k];
 
 		for (i = 0; p && !p->status && i < p->na; i++)
 			for (j = 0; j < p->nb; j++) {

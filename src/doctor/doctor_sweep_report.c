@@ -91,7 +91,7 @@ static int bw_figures(const struct rn_sweep *s, uint32_t **v, int *nslow)
 	if (!*v)
 		return 0;
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		for (c = 0; p && !p->status && c < p->na * p->nb; c++) {
 			if (p->cells[c].bw == RN_PAIR_BW_NONE)
@@ -295,18 +295,18 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 		it[n++].f = &d->f;
 	}
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		for (f = 0; p && f < p->nfind; f++) {
-			const struct rn_sweep_find *x = &p->finds[f];
-			int from = x->by == RN_SW_BY_B ? p->b : p->a, to = x->by == RN_SW_BY_B ? p->a : p->b;
-			int fi = x->by == RN_SW_BY_B ? x->j : x->i, ti = x->by == RN_SW_BY_B ? x->i : x->j;
+			const struct rn_pair_find *x = &p->finds[f];
+			int from = x->by == RN_PAIR_FROM_B ? p->b : p->a, to = x->by == RN_PAIR_FROM_B ? p->a : p->b;
+			int fi = x->by == RN_PAIR_FROM_B ? x->j : x->i, ti = x->by == RN_PAIR_FROM_B ? x->i : x->j;
 
 			if (!x->f.cause || x->f.sev < RN_SEV_WARN)
 				continue;
 			snprintf(who[n], sizeof(who[n]), "%s:%s->%s:%s%s", s->hosts[from].name,
 				 rn_sweep_nic_name(s, from, fi), s->hosts[to].name, rn_sweep_nic_name(s, to, ti),
-				 x->by == RN_SW_BY_RDMA ? "(rdma)" : x->by == RN_SW_BY_BW ? "(bandwidth)" : "");
+				 x->by == RN_PAIR_FROM_RDMA ? "(rdma)" : x->by == RN_PAIR_FROM_BW ? "(bandwidth)" : "");
 			it[n].who = who[n];
 			it[n].host = s->hosts[from].name;
 			it[n++].f = &x->f;
@@ -351,7 +351,7 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 	print_fleet(f, s);
 
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		if (!p)
 			continue;
@@ -410,13 +410,13 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 	free(who);
 	/* Probe errors without a diagnosis say what the wire did. */
 	for (k = 0, nbad = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 		int q;
 
 		for (q = 0; p && q < p->nfind; q++) {
-			const struct rn_sweep_find *x = &p->finds[q];
+			const struct rn_pair_find *x = &p->finds[q];
 
-			if ((x->by != RN_SW_BY_RDMA && (x->by != RN_SW_BY_BW || x->f.cause)) ||
+			if ((x->by != RN_PAIR_FROM_RDMA && (x->by != RN_PAIR_FROM_BW || x->f.cause)) ||
 			    (!verbose && nbad >= 8))
 				continue;
 			if (!nbad++)
@@ -455,7 +455,7 @@ static const char *json_key(const char *name, char *buf, size_t len)
 	return buf;
 }
 
-static void json_cell_bw(struct rn_json *j, const struct rn_sweep_pair *p, int i, int x)
+static void json_cell_bw(struct rn_json *j, const struct rn_pair_result *p, int i, int x)
 {
 	const struct rn_pair_cell *c = &p->cells[i * p->nb + x];
 	int q;
@@ -470,7 +470,7 @@ static void json_cell_bw(struct rn_json *j, const struct rn_sweep_pair *p, int i
 	rn_json_bool(j, "slow", c->slow);
 	rn_json_str(j, "blame", c->slow ? rn_sweep_blame_str(c->blame) : NULL);
 	for (q = 0; q < p->nfind; q++)
-		if (p->finds[q].by == RN_SW_BY_BW && !p->finds[q].f.cause && p->finds[q].i == i &&
+		if (p->finds[q].by == RN_PAIR_FROM_BW && !p->finds[q].f.cause && p->finds[q].i == i &&
 		    p->finds[q].j == x)
 			rn_json_str(j, "error", p->finds[q].f.msg);
 	rn_json_close(j, '}');
@@ -614,7 +614,7 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 	rn_json_close(&j, ']');
 	rn_json_arr(&j, "bad_pairs");
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		if (!p)
 			continue;
@@ -652,17 +652,17 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 				rn_json_close(&j, ']');
 				rn_json_arr(&j, "findings");
 				for (q = 0; q < p->nfind; q++) {
-					const struct rn_sweep_find *fd = &p->finds[q];
+					const struct rn_pair_find *fd = &p->finds[q];
 					const struct rn_finding *fi = &fd->f;
-					const char *by = s->hosts[fd->by == RN_SW_BY_B ? p->b : p->a].name;
+					const char *by = s->hosts[fd->by == RN_PAIR_FROM_B ? p->b : p->a].name;
 					int pre = rn_finding_pre_fix(fi)[0] != '\0';
 
 					if (fd->i != i || fd->j != x || !fi->cause)
 						continue;
 					rn_json_obj(&j, NULL);
 					rn_json_str(&j, "found_by",
-						    fd->by == RN_SW_BY_RDMA ? "rdma" :
-						    fd->by == RN_SW_BY_BW ? "bandwidth" : by);
+						    fd->by == RN_PAIR_FROM_RDMA ? "rdma" :
+						    fd->by == RN_PAIR_FROM_BW ? "bandwidth" : by);
 					rn_json_str(&j, "cause", rn_cause_id(fi->cause));
 					rn_json_str(&j, "severity", rn_doctor_sev_str(fi->sev));
 					rn_json_str(&j, "message", fi->msg);
@@ -680,7 +680,7 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 				rn_json_str(&j, "status", rdma_str(cl->rdma));
 				rn_json_int(&j, "elapsed_us", cl->rdma_us);
 				for (q = 0; q < p->nfind; q++)
-					if (p->finds[q].by == RN_SW_BY_RDMA && p->finds[q].i == i &&
+					if (p->finds[q].by == RN_PAIR_FROM_RDMA && p->finds[q].i == i &&
 					    p->finds[q].j == x)
 						rn_json_str(&j, "error", p->finds[q].f.msg);
 				rn_json_close(&j, '}');

@@ -30,6 +30,8 @@
  * PROBE_RESULT: be32 errno (0: the ping arrived), then the reason (the rest of the
  *         payload, < RN_DW_WHY_MAX bytes, no NUL)
  * DONE: empty
+ * RESULTS (the sweep's ranks to rank 0, over MPI; never on a connection): version 4 in its
+ *         header, which readers of 2 and 3 refuse; the payload is doctor_result.h's.
  * WAIT, BUSY (server, only to a client whose caps have bit 0): be16 sessions ahead,
  *         be16 0, be32 how long a session there takes (ms, 0 unknown). WAIT: queued,
  *         the inventory comes when its turn does; BUSY: not taken, the server closes.
@@ -403,6 +405,7 @@ size_t rn_dw_type_max(unsigned int type)
 	case RN_DW_DONE: return 0;
 	case RN_DW_WAIT:
 	case RN_DW_BUSY: return RN_DW_WAIT_LEN;
+	case RN_DW_RESULTS: return RN_DW_RESULTS_MAX;
 	}
 	return 0;
 }
@@ -414,7 +417,8 @@ int rn_dw_encode_hdr(uint8_t *hdr, uint16_t type, size_t len)
 	if (len > rn_dw_type_max(type))
 		return -EMSGSIZE;
 	rn_wb_u32(&h, RN_DW_MAGIC);
-	rn_wb_u16(&h, RN_DW_VERSION);
+	/* RESULTS carries its own version: a reader of 2 or 3 refuses it at the header */
+	rn_wb_u16(&h, type == RN_DW_RESULTS ? RN_DW_RESULTS_VERSION : RN_DW_VERSION);
 	rn_wb_u16(&h, type);
 	rn_wb_u32(&h, (uint32_t)len);
 	rn_wb_u32(&h, 0);
@@ -424,29 +428,42 @@ int rn_dw_encode_hdr(uint8_t *hdr, uint16_t type, size_t len)
 	return h.err;
 }
 
+/* The magic, and the version within [@min, @max]: 0, -EBADMSG or -EPROTO with @why. */
+static int hdr_check(struct rn_rbuf *b, unsigned int min, unsigned int max, unsigned int *type,
+		     uint32_t *len, char *why, size_t why_len)
+{
+	uint32_t magic = rn_rb_u32(b);
+	unsigned int version = rn_rb_u16(b);
+
+	*type = rn_rb_u16(b);
+	*len = rn_rb_u32(b);
+	if (magic != RN_DW_MAGIC) {
+		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
+		return -EBADMSG;
+	}
+	if (version < min || version > max) {
+		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %u to %u",
+			 version, min, max);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
 {
 	static const char *const names[] = { "", "an inventory", "pair checks", "a probe request",
 					     "a probe handle", "a probe result", "DONE", "WAIT",
 					     "BUSY" };
 	struct rn_rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
-	uint32_t magic, len;
-	unsigned int version, type;
+	uint32_t len;
+	unsigned int type;
+	int ret;
 
 	memset(m, 0, sizeof(*m));
-	magic = rn_rb_u32(&b);
-	version = rn_rb_u16(&b);
-	type = rn_rb_u16(&b);
-	len = rn_rb_u32(&b);
-	if (magic != RN_DW_MAGIC) {
-		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
-		return -EBADMSG;
-	}
-	if (version < RN_DW_VERSION_MIN || version > RN_DW_VERSION) {
-		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %d to %d",
-			 version, RN_DW_VERSION_MIN, RN_DW_VERSION);
-		return -EPROTO;
-	}
+	ret = hdr_check(&b, RN_DW_VERSION_MIN, RN_DW_VERSION, &type, &len, why, why_len);
+	if (ret)
+		return ret;
+	/* RESULTS is the sweep's, never a connection's (rn_dw_decode_results_hdr) */
 	if (type < RN_DW_INV || type > RN_DW_BUSY || rn_rb_u32(&b)) {
 		snprintf(why, why_len, "unknown message type %u", type);
 		return -EBADMSG;
@@ -459,6 +476,29 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 	}
 	m->type = (uint16_t)type;
 	m->len = len;
+	return 0;
+}
+
+int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *why,
+			     size_t why_len)
+{
+	struct rn_rbuf b = { buf, n, 0, 0 };
+	unsigned int type;
+	int ret;
+
+	if (n < RN_DW_HDR_LEN) {
+		snprintf(why, why_len, "not a roce-doctor message (%zu bytes)", n);
+		return -EBADMSG;
+	}
+	ret = hdr_check(&b, RN_DW_RESULTS_VERSION, RN_DW_RESULTS_VERSION, &type, len, why,
+			why_len);
+	if (ret)
+		return ret;
+	if (type != RN_DW_RESULTS || rn_rb_u32(&b) || *len != n - RN_DW_HDR_LEN) {
+		snprintf(why, why_len, "not pair results (type %u, %u of %zu bytes)", type, *len,
+			 n - RN_DW_HDR_LEN);
+		return -EBADMSG;
+	}
 	return 0;
 }
 

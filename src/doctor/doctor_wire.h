@@ -12,6 +12,8 @@
 #define RN_DW_VERSION 3              /* 2: findings carry whole, length-prefixed texts */
 					  /* 3: and where their fixes run, and advice */
 #define RN_DW_VERSION_MIN 2          /* a receiver still reads version 2 */
+/* RESULTS came with 4, and only 4 reads it: a rank of another build is refused, by name. */
+#define RN_DW_RESULTS_VERSION 4
 #define RN_DW_HDR_LEN 16
 #define RN_DW_MAX_PAYLOAD (1u << 24)
 /*
@@ -22,6 +24,8 @@
  */
 #define RN_DW_INV_MAX (1u << 20)
 #define RN_DW_CHECKS_MAX (4u << 20)
+/* A rank's pairs: 64 MiB is 2,500 pairs of 32 x 32 NICs, a rank's share of a 5,000 hosts sweep. */
+#define RN_DW_RESULTS_MAX (64u << 20)
 /* Bounds a receiver enforces: a NIC has at most one finding or two per cause. */
 #define RN_DW_MAX_FINDINGS 64
 #define RN_DW_PAIR_FINDINGS 8
@@ -38,6 +42,7 @@ enum rn_dw_type {
 	RN_DW_DONE = 6,
 	RN_DW_WAIT = 7,         /* server: your inventory is queued, N sessions ahead */
 	RN_DW_BUSY = 8,         /* server: cannot take you now, N ahead (then it closes) */
+	RN_DW_RESULTS = 9,      /* the sweep: a rank's host pairs' results (doctor_result.h) */
 };
 /* INV's caps (a version-3 receiver ignores them): the sender reads WAIT and BUSY. */
 #define RN_DW_CAP_WAIT 1u
@@ -108,6 +113,13 @@ int rn_dw_encode_hdr(uint8_t *hdr, uint16_t type, size_t len);
  * bad length), -EPROTO (another version) or -EMSGSIZE, @why filled.
  */
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len);
+/*
+ * RESULTS' header at the front of @n bytes: 0 with its payload's length (the rest of
+ * them), -EBADMSG (not ours, not RESULTS, a length that does not match), -EPROTO (another
+ * version: a rank of another build), @why filled.
+ */
+int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *why,
+			     size_t why_len);
 /* A message read piece by piece as its bytes arrive (the server never blocks on one client). */
 struct rn_dw_reader {
 	uint8_t hdr[RN_DW_HDR_LEN];

@@ -86,7 +86,7 @@ static void fleet(struct rn_sweep *s)
 	}
 	for (a = 0; a < 3; a++)
 		for (b = a + 1; b < 3; b++) {
-			struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+			struct rn_pair_result *p = calloc(1, sizeof(*p));
 
 			assert_non_null(p);
 			p->a = a;
@@ -104,7 +104,7 @@ static void fleet(struct rn_sweep *s)
 
 static struct rn_pair_cell *cell(struct rn_sweep *s, int a, int i, int b, int j)
 {
-	struct rn_sweep_pair *p = s->pairs[rn_sweep_pair_index(s->n, a, b)];
+	struct rn_pair_result *p = s->pairs[rn_sweep_pair_index(s->n, a, b)];
 
 	return &p->cells[i * p->nb + j];
 }
@@ -423,7 +423,7 @@ static int finds_with(const struct rn_sweep *s, const char *text)
 
 	for (k = 0; k < (long)s->n * (s->n - 1) / 2; k++)
 		for (q = 0; s->pairs[k] && q < s->pairs[k]->nfind; q++)
-			n += s->pairs[k]->finds[q].by == RN_SW_BY_BW &&
+			n += s->pairs[k]->finds[q].by == RN_PAIR_FROM_BW &&
 			     s->pairs[k]->finds[q].f.cause == RN_CAUSE_BANDWIDTH_LOW &&
 			     strstr(s->pairs[k]->finds[q].f.msg, text) != NULL;
 	return n;
@@ -545,7 +545,7 @@ static void small_fleet(struct rn_sweep *s, int n, int nics)
 	}
 	for (a = 0; a < n; a++)
 		for (b = a + 1; b < n; b++) {
-			struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+			struct rn_pair_result *p = calloc(1, sizeof(*p));
 
 			assert_non_null(p);
 			p->a = a;
