@@ -420,21 +420,18 @@ static void pair_b(struct ctx *x, int a, int round, double deadline, unsigned in
  * deadline. Before that each rank tells rank 0 it is ready, so rank 0 can name a host
  * that hangs in its own check. Returns 0, or -ETIMEDOUT (rank 0 has marked who).
  */
-static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
+/* This rank's FACTS: be32 gather_err, be64 gather_ms, be32 facts length, facts, INV. */
+static int facts_pack(struct ctx *x, int gather_err, double gather_ms, struct rn_wbuf *mb)
 {
 	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
 	struct rn_doctor_facts *hf = calloc(1, sizeof(*hf));
-	struct rn_wbuf fb = { 0 }, mb = { 0 };
+	struct rn_wbuf fb = { 0 };
 	uint64_t ms_bits;
-	MPI_Request req, *ready = NULL;
-	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
-	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
-	char *all = NULL;
 	uint8_t *enc = NULL;
 	size_t elen = 0;
-	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
+	int ret = -ENOMEM;
 
-	if (!inv || !hf || !lens || !displs)
+	if (!inv || !hf)
 		goto out;
 	if (!gather_err && rn_dw_inv_from_doctor(x->d, inv))
 		goto out;
@@ -447,37 +444,122 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 		hf->nnics = 0; /* as the inventory: no NIC read */
 	rn_doctor_facts_put(&fb, hf);
 	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
-	rn_wb_u32(&mb, (uint32_t)gather_err);
-	rn_wb_u64(&mb, ms_bits);
-	rn_wb_u32(&mb, (uint32_t)fb.len);
-	rn_wb_put(&mb, fb.p, fb.len);
-	rn_wb_put(&mb, enc, elen);
-	if (fb.err || mb.err || mb.len > INT_MAX)
+	rn_wb_u32(mb, (uint32_t)gather_err);
+	rn_wb_u64(mb, ms_bits);
+	rn_wb_u32(mb, (uint32_t)fb.len);
+	rn_wb_put(mb, fb.p, fb.len);
+	rn_wb_put(mb, enc, elen);
+	if (!fb.err && !mb->err && mb->len <= INT_MAX)
+		ret = 0;
+out:
+	free(fb.p);
+	free(hf);
+	free(enc);
+	if (inv)
+		rn_dw_inv_clear(inv);
+	free(inv);
+	return ret;
+}
+
+/*
+ * Rank 0: every rank's "ready" by @deadline, in *@flags (1 each that sent it). 0, or
+ * -ETIMEDOUT with the ranks that did not named, -ENOMEM.
+ */
+static int ready_wait(struct ctx *x, double deadline, int **flags)
+{
+	MPI_Request *ready = calloc((size_t)x->n, sizeof(*ready));
+	int h, ret = 0;
+
+	*flags = calloc((size_t)x->n, sizeof(int));
+	if (!ready || !*flags) {
+		free(ready);
+		return -ENOMEM;
+	}
+	for (h = 1; h < x->n; h++)
+		MPI_Irecv(&(*flags)[h], 1, MPI_INT, h, TAG_READY, MPI_COMM_WORLD, &ready[h]);
+	(*flags)[0] = 1;
+	for (h = 1; h < x->n; h++)
+		if (wait_req(&ready[h], deadline))
+			(*flags)[h] = 0;
+	for (h = 0; h < x->n; h++)
+		if (!(*flags)[h]) {
+			fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
+				x->names[h], h, x->pair_timeout_s);
+			ret = -ETIMEDOUT;
+		}
+	free(ready);
+	return ret;
+}
+
+/* Host @h's FACTS (@p, @len bytes) into x->inv[h] and, on rank 0 (@s), its facts. */
+static void facts_unpack(struct ctx *x, struct rn_sweep *s, int h, const uint8_t *p, int len)
+{
+	struct rn_rbuf b = { p, (size_t)len, 0, 0 };
+	struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
+	struct rn_doctor_facts *f = calloc(1, sizeof(*f));
+	struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
+	char why[128];
+	int32_t gerr = (int32_t)rn_rb_u32(&b);
+	uint64_t ms_bits = rn_rb_u64(&b);
+	uint32_t flen = rn_rb_u32(&b);
+	double fms;
+
+	if (hv && f && !b.err && flen <= b.len - b.off) {
+		struct rn_rbuf fr = { b.p + b.off, flen, 0, 0 };
+
+		b.off += flen;
+		if (rn_doctor_facts_get(&fr, f) || fr.off != fr.len) {
+			free(f);
+			f = NULL; /* no facts to compare, the inventory still counts */
+		}
+	} else {
+		b.err = -EBADMSG;
+	}
+	if (!hv || b.err)
+		goto drop;
+	m.len = (uint32_t)(b.len - b.off);
+	m.payload = (uint8_t *)p + b.off;
+	if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
+		rn_dw_inv_clear(hv);
+		goto drop;
+	}
+	/* per NIC, in the inventory's order: a count that disagrees is not ours */
+	if (f && f->nnics != hv->nnics) {
+		free(f);
+		f = NULL;
+	}
+	x->inv[h] = hv;
+	if (!s) {
+		free(f);
+		return;
+	}
+	s->hosts[h].facts = 1;
+	memcpy(&fms, &ms_bits, sizeof(fms));
+	s->hosts[h].gather_err = gerr;
+	s->hosts[h].gather_ms = fms;
+	s->hosts[h].hf = f;
+	return;
+drop:
+	free(hv);
+	free(f);
+}
+
+static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
+{
+	struct rn_wbuf mb = { 0 };
+	MPI_Request req;
+	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
+	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
+	char *all = NULL;
+	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
+
+	if (!lens || !displs || facts_pack(x, gather_err, gather_ms, &mb))
 		goto out;
 	len = (int)mb.len;
-	if (x->rank) {
+	if (x->rank)
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
-	} else {
-		ready = calloc((size_t)x->n, sizeof(*ready));
-		flags = calloc((size_t)x->n, sizeof(int));
-		if (!ready || !flags)
-			goto out;
-		for (h = 1; h < x->n; h++)
-			MPI_Irecv(&flags[h], 1, MPI_INT, h, TAG_READY, MPI_COMM_WORLD, &ready[h]);
-		flags[0] = 1;
-		for (h = 1; h < x->n; h++)
-			if (wait_req(&ready[h], deadline))
-				flags[h] = 0;
-		ret = 0;
-		for (h = 0; h < x->n; h++)
-			if (!flags[h]) {
-				fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
-					x->names[h], h, x->pair_timeout_s);
-				ret = -ETIMEDOUT;
-			}
-		if (ret)
-			goto out;
-	}
+	else if ((ret = ready_wait(x, deadline, &flags)))
+		goto out;
 	ret = -ETIMEDOUT;
 	MPI_Iallgather(&len, 1, MPI_INT, lens, 1, MPI_INT, MPI_COMM_WORLD, &req);
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
@@ -494,58 +576,8 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	MPI_Iallgatherv(mb.p, len, MPI_BYTE, all, lens, displs, MPI_BYTE, MPI_COMM_WORLD, &req);
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
 		goto out;
-	for (h = 0; h < x->n; h++) {
-		struct rn_rbuf b = { (const uint8_t *)all + displs[h], (size_t)lens[h], 0, 0 };
-		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
-		struct rn_doctor_facts *f = calloc(1, sizeof(*f));
-		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
-		char why[128];
-		int32_t gerr = (int32_t)rn_rb_u32(&b);
-		uint32_t flen;
-		double fms;
-
-		ms_bits = rn_rb_u64(&b);
-		flen = rn_rb_u32(&b);
-		if (hv && f && !b.err && flen <= b.len - b.off) {
-			struct rn_rbuf fr = { b.p + b.off, flen, 0, 0 };
-
-			b.off += flen;
-			if (rn_doctor_facts_get(&fr, f) || fr.off != fr.len) {
-				free(f);
-				f = NULL; /* no facts to compare, the inventory still counts */
-			}
-		} else {
-			b.err = -EBADMSG;
-		}
-		if (!hv || b.err) {
-			free(hv);
-			free(f);
-			continue;
-		}
-		m.len = (uint32_t)(b.len - b.off);
-		m.payload = (uint8_t *)all + displs[h] + b.off;
-		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
-			rn_dw_inv_clear(hv);
-			free(hv);
-			free(f);
-			continue;
-		}
-		/* per NIC, in the inventory's order: a count that disagrees is not ours */
-		if (f && f->nnics != hv->nnics) {
-			free(f);
-			f = NULL;
-		}
-		x->inv[h] = hv;
-		if (s) {
-			s->hosts[h].facts = 1;
-			memcpy(&fms, &ms_bits, sizeof(fms));
-			s->hosts[h].gather_err = gerr;
-			s->hosts[h].gather_ms = fms;
-			s->hosts[h].hf = f;
-		} else {
-			free(f);
-		}
-	}
+	for (h = 0; h < x->n; h++)
+		facts_unpack(x, s, h, (const uint8_t *)all + displs[h], lens[h]);
 	ret = 0;
 out:
 	/* Rank 0 stopped at the ready messages: the hosts that sent one are not the culprits. */
@@ -553,17 +585,10 @@ out:
 		for (h = 0; h < x->n; h++)
 			s->hosts[h].facts = s->hosts[h].results = flags[h];
 	free(flags);
-	free(ready);
 	free(all);
-	free(fb.p);
 	free(mb.p);
-	free(hf);
 	free(lens);
 	free(displs);
-	free(enc);
-	if (inv)
-		rn_dw_inv_clear(inv);
-	free(inv);
 	return ret;
 }
 

@@ -556,63 +556,128 @@ static void json_bw(struct rn_json *j, const struct rn_sweep *s)
 	rn_json_close(j, '}');
 }
 
-void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
+/* Host @h: its facts, its NICs with their own findings and what the fleet inferred. */
+static void json_host(struct rn_json *j, const struct rn_sweep *s, int h)
+{
+	const struct rn_doctor_facts *hf = s->hosts[h].hf;
+	char b[INET6_ADDRSTRLEN], c[64], v[RN_FACT_LEN];
+	int i, q;
+
+	rn_json_obj(j, NULL);
+	rn_json_int(j, "rank", h);
+	rn_json_str(j, "host", s->hosts[h].name);
+	rn_json_str(j, "status", rn_sweep_host_status(s, h));
+	rn_json_int(j, "bad_pairs", rn_sweep_bad_pairs(s, h));
+	rn_json_int(j, "gather_us", (long long)(s->hosts[h].gather_ms * 1000));
+	for (q = 0; q < RN_SW_F_NIC; q++)
+		rn_json_str(j, json_key(rn_sweep_field_name(q), c, sizeof(c)),
+			    rn_sweep_fact(s, h, -1, q, v, sizeof(v)));
+	rn_json_str(j, "plugin_path", hf && hf->plugin_path[0] ? hf->plugin_path : NULL);
+	rn_json_str(j, "nccl_path", hf && hf->nccl_path[0] ? hf->nccl_path : NULL);
+	rn_json_arr(j, "nics");
+	for (i = 0; i < rn_sweep_nnics(s, h); i++) {
+		const struct rn_dw_nic *n = &s->hosts[h].inv->nics[i];
+
+		rn_json_obj(j, NULL);
+		rn_json_str(j, "netdev", n->netdev);
+		rn_json_str(j, "ibdev", n->ibdev[0] ? n->ibdev : NULL);
+		rn_json_str(j, "ip", n->ip.family ? rn_ip_str(&n->ip, b, sizeof(b)) : NULL);
+		rn_json_str(j, "verdict", rn_verdict_str((enum rn_verdict_kind)n->verdict));
+		rn_json_str(j, "driver", rn_sweep_fact(s, h, i, RN_SW_F_DRIVER, v, sizeof(v)));
+		rn_json_str(j, "firmware", rn_sweep_fact(s, h, i, RN_SW_F_FW, v, sizeof(v)));
+		rn_json_int(j, "mtu", n->mtu);
+		if (hf && i < hf->nnics)
+			rn_json_sysctls(j, "sysctl", &hf->nics[i].eff);
+		else
+			rn_json_null(j, "sysctl");
+		rn_json_arr(j, "findings");
+		for (q = 0; q < n->nfindings; q++)
+			rn_json_finding(j, &n->findings[q], s->hosts[h].name);
+		if (s->hosts[h].drops && s->hosts[h].drops[i].cause)
+			rn_json_finding(j, &s->hosts[h].drops[i], s->hosts[h].name);
+		if (s->hosts[h].slow && s->hosts[h].slow[i].cause)
+			rn_json_finding(j, &s->hosts[h].slow[i], s->hosts[h].name);
+		rn_json_close(j, ']');
+		rn_json_close(j, '}');
+	}
+	rn_json_close(j, ']');
+	rn_json_close(j, '}');
+}
+
+/* The findings of NIC pair (@i, @x) of @p, each with who found it and where its fix runs. */
+static void json_cell_findings(struct rn_json *j, const struct rn_sweep *s,
+			       const struct rn_pair_result *p, int i, int x)
+{
+	int q;
+
+	rn_json_arr(j, "findings");
+	for (q = 0; q < p->nfind; q++) {
+		const struct rn_pair_find *fd = &p->finds[q];
+		const struct rn_finding *fi = &fd->f;
+		const char *by = s->hosts[fd->by == RN_PAIR_FROM_B ? p->b : p->a].name;
+		int pre = rn_finding_pre_fix(fi)[0] != '\0';
+
+		if (fd->i != i || fd->j != x || !fi->cause)
+			continue;
+		rn_json_obj(j, NULL);
+		rn_json_str(j, "found_by",
+			    fd->by == RN_PAIR_FROM_RDMA ? "rdma" :
+			    fd->by == RN_PAIR_FROM_BW ? "bandwidth" : by);
+		rn_json_str(j, "cause", rn_cause_id(fi->cause));
+		rn_json_str(j, "severity", rn_doctor_sev_str(fi->sev));
+		rn_json_str(j, "message", fi->msg);
+		rn_json_str(j, "fix", rn_finding_fix(fi));
+		rn_json_str(j, "fix_host", rn_finding_fix(fi)[0] ? rn_finding_where(fi, 0, by) : "");
+		rn_json_str(j, "pre_fix", rn_finding_pre_fix(fi));
+		rn_json_str(j, "pre_host", pre ? rn_finding_where(fi, 1, by) : "");
+		rn_json_str(j, "advice", rn_finding_advice(fi));
+		rn_json_close(j, '}');
+	}
+	rn_json_close(j, ']');
+}
+
+/* One bad NIC pair (@i, @x) of @p: its ends, its causes, findings, probe and stream. */
+static void json_bad_cell(struct rn_json *j, const struct rn_sweep *s,
+			  const struct rn_pair_result *p, int i, int x)
+{
+	const struct rn_pair_cell *cl = &p->cells[i * p->nb + x];
+	char c[64];
+	int q;
+
+	rn_json_obj(j, NULL);
+	rn_json_str(j, "host_a", s->hosts[p->a].name);
+	rn_json_str(j, "nic_a", rn_sweep_nic_name(s, p->a, i));
+	rn_json_str(j, "host_b", s->hosts[p->b].name);
+	rn_json_str(j, "nic_b", rn_sweep_nic_name(s, p->b, x));
+	rn_json_str(j, "result", rn_sweep_cell_str(cl, c, sizeof(c)));
+	rn_json_arr(j, "causes");
+	if (cl->a_cause)
+		rn_json_str(j, NULL, rn_cause_id((enum rn_cause)cl->a_cause));
+	if (cl->b_cause && cl->b_cause != cl->a_cause)
+		rn_json_str(j, NULL, rn_cause_id((enum rn_cause)cl->b_cause));
+	if (cl->rdma == RN_PAIR_RDMA_TIMEOUT || cl->rdma == RN_PAIR_RDMA_ERROR)
+		rn_json_str(j, NULL, cl->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
+	rn_json_close(j, ']');
+	json_cell_findings(j, s, p, i, x);
+	rn_json_obj(j, "rdma");
+	rn_json_str(j, "status", rdma_str(cl->rdma));
+	rn_json_int(j, "elapsed_us", cl->rdma_us);
+	for (q = 0; q < p->nfind; q++)
+		if (p->finds[q].by == RN_PAIR_FROM_RDMA && p->finds[q].i == i && p->finds[q].j == x)
+			rn_json_str(j, "error", p->finds[q].f.msg);
+	rn_json_close(j, '}');
+	if (s->min_gbps > 0)
+		json_cell_bw(j, p, i, x);
+	rn_json_close(j, '}');
+}
+
+/* Every bad NIC pair, and every host pair that did not answer; returns the pairs checked. */
+static int json_bad_pairs(struct rn_json *j, const struct rn_sweep *s)
 {
 	long k, np = (long)s->n * (s->n - 1) / 2;
-	struct rn_json j;
-	char b[INET6_ADDRSTRLEN], c[64], v[RN_FACT_LEN];
-	int h, i, q, x, pairs = 0;
+	int i, x, pairs = 0;
 
-	rn_json_begin(&j, f);
-	rn_json_str(&j, "schema", "roce-doctor-sweep/1");
-	rn_json_str(&j, "version", RN_DOCTOR_VERSION);
-	rn_json_str(&j, "command", "sweep");
-	rn_json_arr(&j, "hosts");
-	for (h = 0; h < s->n; h++) {
-		const struct rn_doctor_facts *hf = s->hosts[h].hf;
-
-		rn_json_obj(&j, NULL);
-		rn_json_int(&j, "rank", h);
-		rn_json_str(&j, "host", s->hosts[h].name);
-		rn_json_str(&j, "status", rn_sweep_host_status(s, h));
-		rn_json_int(&j, "bad_pairs", rn_sweep_bad_pairs(s, h));
-		rn_json_int(&j, "gather_us", (long long)(s->hosts[h].gather_ms * 1000));
-		for (q = 0; q < RN_SW_F_NIC; q++)
-			rn_json_str(&j, json_key(rn_sweep_field_name(q), c, sizeof(c)),
-				    rn_sweep_fact(s, h, -1, q, v, sizeof(v)));
-		rn_json_str(&j, "plugin_path", hf && hf->plugin_path[0] ? hf->plugin_path : NULL);
-		rn_json_str(&j, "nccl_path", hf && hf->nccl_path[0] ? hf->nccl_path : NULL);
-		rn_json_arr(&j, "nics");
-		for (i = 0; i < rn_sweep_nnics(s, h); i++) {
-			const struct rn_dw_nic *n = &s->hosts[h].inv->nics[i];
-
-			rn_json_obj(&j, NULL);
-			rn_json_str(&j, "netdev", n->netdev);
-			rn_json_str(&j, "ibdev", n->ibdev[0] ? n->ibdev : NULL);
-			rn_json_str(&j, "ip", n->ip.family ? rn_ip_str(&n->ip, b, sizeof(b)) : NULL);
-			rn_json_str(&j, "verdict", rn_verdict_str((enum rn_verdict_kind)n->verdict));
-			rn_json_str(&j, "driver", rn_sweep_fact(s, h, i, RN_SW_F_DRIVER, v, sizeof(v)));
-			rn_json_str(&j, "firmware", rn_sweep_fact(s, h, i, RN_SW_F_FW, v, sizeof(v)));
-			rn_json_int(&j, "mtu", n->mtu);
-			if (hf && i < hf->nnics)
-				rn_json_sysctls(&j, "sysctl", &hf->nics[i].eff);
-			else
-				rn_json_null(&j, "sysctl");
-			rn_json_arr(&j, "findings");
-			for (q = 0; q < n->nfindings; q++)
-				rn_json_finding(&j, &n->findings[q], s->hosts[h].name);
-			if (s->hosts[h].drops && s->hosts[h].drops[i].cause)
-				rn_json_finding(&j, &s->hosts[h].drops[i], s->hosts[h].name);
-			if (s->hosts[h].slow && s->hosts[h].slow[i].cause)
-				rn_json_finding(&j, &s->hosts[h].slow[i], s->hosts[h].name);
-			rn_json_close(&j, ']');
-			rn_json_close(&j, '}');
-		}
-		rn_json_close(&j, ']');
-		rn_json_close(&j, '}');
-	}
-	rn_json_close(&j, ']');
-	rn_json_arr(&j, "bad_pairs");
+	rn_json_arr(j, "bad_pairs");
 	for (k = 0; k < np; k++) {
 		const struct rn_pair_result *p = s->pairs[k];
 
@@ -620,76 +685,40 @@ void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
 			continue;
 		pairs += !p->status;
 		if (p->status) {
-			rn_json_obj(&j, NULL);
-			rn_json_str(&j, "host_a", s->hosts[p->a].name);
-			rn_json_null(&j, "nic_a");
-			rn_json_str(&j, "host_b", s->hosts[p->b].name);
-			rn_json_null(&j, "nic_b");
-			rn_json_str(&j, "result", "no-answer");
-			rn_json_str(&j, "error", p->err);
-			rn_json_close(&j, '}');
+			rn_json_obj(j, NULL);
+			rn_json_str(j, "host_a", s->hosts[p->a].name);
+			rn_json_null(j, "nic_a");
+			rn_json_str(j, "host_b", s->hosts[p->b].name);
+			rn_json_null(j, "nic_b");
+			rn_json_str(j, "result", "no-answer");
+			rn_json_str(j, "error", p->err);
+			rn_json_close(j, '}');
 			continue;
 		}
 		for (i = 0; i < p->na; i++)
-			for (x = 0; x < p->nb; x++) {
-				const struct rn_pair_cell *cl = &p->cells[i * p->nb + x];
-
-				if (!rn_pair_cell_bad(cl))
-					continue;
-				rn_json_obj(&j, NULL);
-				rn_json_str(&j, "host_a", s->hosts[p->a].name);
-				rn_json_str(&j, "nic_a", rn_sweep_nic_name(s, p->a, i));
-				rn_json_str(&j, "host_b", s->hosts[p->b].name);
-				rn_json_str(&j, "nic_b", rn_sweep_nic_name(s, p->b, x));
-				rn_json_str(&j, "result", rn_sweep_cell_str(cl, c, sizeof(c)));
-				rn_json_arr(&j, "causes");
-				if (cl->a_cause)
-					rn_json_str(&j, NULL, rn_cause_id((enum rn_cause)cl->a_cause));
-				if (cl->b_cause && cl->b_cause != cl->a_cause)
-					rn_json_str(&j, NULL, rn_cause_id((enum rn_cause)cl->b_cause));
-				if (cl->rdma == RN_PAIR_RDMA_TIMEOUT || cl->rdma == RN_PAIR_RDMA_ERROR)
-					rn_json_str(&j, NULL, cl->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
-				rn_json_close(&j, ']');
-				rn_json_arr(&j, "findings");
-				for (q = 0; q < p->nfind; q++) {
-					const struct rn_pair_find *fd = &p->finds[q];
-					const struct rn_finding *fi = &fd->f;
-					const char *by = s->hosts[fd->by == RN_PAIR_FROM_B ? p->b : p->a].name;
-					int pre = rn_finding_pre_fix(fi)[0] != '\0';
-
-					if (fd->i != i || fd->j != x || !fi->cause)
-						continue;
-					rn_json_obj(&j, NULL);
-					rn_json_str(&j, "found_by",
-						    fd->by == RN_PAIR_FROM_RDMA ? "rdma" :
-						    fd->by == RN_PAIR_FROM_BW ? "bandwidth" : by);
-					rn_json_str(&j, "cause", rn_cause_id(fi->cause));
-					rn_json_str(&j, "severity", rn_doctor_sev_str(fi->sev));
-					rn_json_str(&j, "message", fi->msg);
-					rn_json_str(&j, "fix", rn_finding_fix(fi));
-					rn_json_str(&j, "fix_host", rn_finding_fix(fi)[0] ?
-						    rn_finding_where(fi, 0, by) : "");
-					rn_json_str(&j, "pre_fix", rn_finding_pre_fix(fi));
-					rn_json_str(&j, "pre_host",
-						    pre ? rn_finding_where(fi, 1, by) : "");
-					rn_json_str(&j, "advice", rn_finding_advice(fi));
-					rn_json_close(&j, '}');
-				}
-				rn_json_close(&j, ']');
-				rn_json_obj(&j, "rdma");
-				rn_json_str(&j, "status", rdma_str(cl->rdma));
-				rn_json_int(&j, "elapsed_us", cl->rdma_us);
-				for (q = 0; q < p->nfind; q++)
-					if (p->finds[q].by == RN_PAIR_FROM_RDMA && p->finds[q].i == i &&
-					    p->finds[q].j == x)
-						rn_json_str(&j, "error", p->finds[q].f.msg);
-				rn_json_close(&j, '}');
-				if (s->min_gbps > 0)
-					json_cell_bw(&j, p, i, x);
-				rn_json_close(&j, '}');
-			}
+			for (x = 0; x < p->nb; x++)
+				if (rn_pair_cell_bad(&p->cells[i * p->nb + x]))
+					json_bad_cell(j, s, p, i, x);
 	}
+	rn_json_close(j, ']');
+	return pairs;
+}
+
+void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc)
+{
+	long np = (long)s->n * (s->n - 1) / 2;
+	struct rn_json j;
+	int h, pairs;
+
+	rn_json_begin(&j, f);
+	rn_json_str(&j, "schema", "roce-doctor-sweep/1");
+	rn_json_str(&j, "version", RN_DOCTOR_VERSION);
+	rn_json_str(&j, "command", "sweep");
+	rn_json_arr(&j, "hosts");
+	for (h = 0; h < s->n; h++)
+		json_host(&j, s, h);
 	rn_json_close(&j, ']');
+	pairs = json_bad_pairs(&j, s);
 	json_fleet(&j, s);
 	json_bw(&j, s);
 	rn_json_arr(&j, "missing");

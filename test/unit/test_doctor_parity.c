@@ -41,6 +41,8 @@ static void check_forms(const char *text, const char *json)
 {
 	int k, bad = 0;
 
+	if (getenv("TEST_VERBOSE"))
+		printf("%s\n%s\n", text, json);
 	for (k = 0; k < nforms; k++) {
 		if (!strstr(text, forms[k].text)) {
 			print_error("%s: '%s' not in the text\n", forms[k].field, forms[k].text);
