@@ -241,110 +241,26 @@ static int mio_probe_ms(struct rn_pair_io *io)
 
 /* ---- one host pair --------------------------------------------------------------------- */
 
-/* One side's checks into the cells and their findings: @by_b when they are b's (local = b's NIC). */
-static void merge_checks(struct rn_pair_result *p, const struct rn_dw_pair *pairs, int npairs,
-			 int by_b)
-{
-	int n, k;
-
-	for (n = 0; n < npairs; n++) {
-		const struct rn_dw_pair *q = &pairs[n];
-		int i = by_b ? q->remote : q->local, j = by_b ? q->local : q->remote;
-
-		if (i < 0 || i >= p->na || j < 0 || j >= p->nb)
-			continue;
-		rn_pair_cell_checks(&p->cells[i * p->nb + j], q, by_b);
-		for (k = 0; k < q->nfindings; k++)
-			if (q->findings[k].sev >= RN_SEV_WARN)
-				rn_pair_result_add_find(p, i, j, by_b ? RN_PAIR_FROM_B : RN_PAIR_FROM_A, &q->findings[k]);
-	}
-}
-
-/* A failed stream keeps its error as a finding of the pair (cause 0). */
-static void bw_failed(struct rn_pair_result *p, int i, int j, const struct rn_probe_bw *pb)
-{
-	struct rn_finding f = { 0 };
-
-	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, pb->why[0] ? pb->why : "the stream failed",
-		       "");
-	rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_BW, &f);
-	rn_finding_clear(&f);
-}
-
-/* One probe of the run into its cell; @gone: @b stopped answering in it. */
-static void probe_cell(struct ctx *x, struct rn_pair_result *p, int b, int i, int j,
-		       struct rn_pair_probe *pr, int gone)
-{
-	struct rn_pair_cell *c = &p->cells[i * p->nb + j];
-	struct rn_finding f = { 0 };
-	char *msg = NULL, *m;
-
-	if (gone) {
-		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
-			msg = NULL;
-		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
-		free(msg);
-		c->rdma = RN_PAIR_RDMA_TIMEOUT;
-		rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_RDMA, &f);
-		rn_finding_clear(&f);
-		p->status = -ETIMEDOUT;
-		return;
-	}
-	rn_pair_cell_probe(c, pr);
-	if (c->rdma == RN_PAIR_RDMA_OK) {
-		if (c->bw == RN_PAIR_BW_FAILED)
-			bw_failed(p, i, j, &pr->bw);
-		return;
-	}
-	if (pr->diag.cause)
-		rn_finding_move(&f, &pr->diag);
-	/* the message is the probe's error, whole; the fix the diagnosis's (the sweep's report
-	 * carries the diagnosis, not the counters) */
-	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
-		     pr->ret && pr->peer_ret ? "; peer: " : pr->peer_ret ? "peer: " : "",
-		     pr->peer_ret ? pr->peer_why : "") < 0)
-		msg = NULL;
-	/* the diagnosis keeps its fixes and advice: only the message changes */
-	m = strdup(msg ? msg : "probe failed");
-	if (m) {
-		free(f.msg);
-		f.msg = m;
-	}
-	free(msg);
-	rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_RDMA, &f);
-	rn_finding_clear(&f);
-}
-
 /* A run's probes, [ours][theirs], zeroed (what they own: rn_pair_run_clear). */
 static struct rn_pair_probe (*probes_new(void))[RN_DOCTOR_MAX_NICS]
 {
 	return calloc(RN_DOCTOR_MAX_NICS, sizeof(struct rn_pair_probe[RN_DOCTOR_MAX_NICS]));
 }
 
-/* The run's result into the pair's record: both sides' checks, then each probe. */
+/* The run's result into the pair's record (rn_pair_result_run), and why it is partial. */
 static void pair_record(struct ctx *x, struct rn_pair_result *p, struct rn_pair_run *r, int b,
 			int round)
 {
-	int i, j;
-
 	if (r->step <= RN_PAIR_STEP_B_CHECKS && r->stop != RN_PAIR_BAD) {
 		p->status = -ETIMEDOUT;
 		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
 			 x->names[b], round + 1, x->pair_timeout_s);
 		return;
 	}
-	merge_checks(p, r->ours.pairs, r->ours.npairs, 0);
-	if (r->step == RN_PAIR_STEP_B_CHECKS) {
+	rn_pair_result_run(p, r, x->names[b]);
+	if (r->step == RN_PAIR_STEP_B_CHECKS)
 		snprintf(p->err, sizeof(p->err), "%s sent bad checks: %.127s", x->names[b], r->why);
-		return;
-	}
-	merge_checks(p, r->theirs.pairs, r->theirs.npairs, 1);
-	for (i = 0; i < p->na; i++)
-		for (j = 0; j < p->nb; j++)
-			if (r->probes[i][j].tried)
-				probe_cell(x, p, b, i, j, &r->probes[i][j],
-					   r->stop && r->at_i == i && r->at_j == j);
-	if (p->status)
+	else if (p->status)
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
 }

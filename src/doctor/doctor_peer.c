@@ -29,6 +29,7 @@ struct session {
 	struct rn_dw_inv local, remote;
 	struct rn_pair_run run;     /* both sides' checks; the ARP probe; the probes' counts */
 	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	struct rn_pair_result res;  /* the run's result, judged as the sweep's (session_record) */
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	/* Checks this side could not run: shown, and never counted as passed. */
@@ -48,6 +49,10 @@ static void session_clear(struct session *s)
 	rn_dw_inv_clear(&s->remote);
 	s->run.probes = s->probes; /* a session's probes are its run's, run or not */
 	rn_pair_run_clear(&s->run);
+	for (i = 0; i < s->res.nfind; i++)
+		rn_finding_clear(&s->res.finds[i].f);
+	free(s->res.finds);
+	free(s->res.cells);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);
@@ -82,13 +87,17 @@ static const struct rn_dw_pair *pair_of(const struct rn_dw_checks *c, int local,
 	return NULL;
 }
 
-/* NIC pair (@i, @j) as both reports judge it: our checks (a), theirs (b), the probe. */
-static void cell_fill(const struct session *s, int i, int j, struct rn_pair_cell *c)
+/* The run into the session's pair result: one cell per NIC pair, as the sweep's. 0 or -ENOMEM. */
+static int session_record(struct session *s)
 {
-	memset(c, 0, sizeof(*c));
-	rn_pair_cell_checks(c, pair_of(&s->run.ours, i, j), 0);
-	rn_pair_cell_checks(c, pair_of(&s->run.theirs, j, i), 1);
-	rn_pair_cell_probe(c, &s->probes[i][j]);
+	s->res.na = s->local.nnics;
+	s->res.nb = s->remote.nnics;
+	s->res.cells = calloc((size_t)RN_MAX(s->res.na * s->res.nb, 1), sizeof(*s->res.cells));
+	if (!s->res.cells)
+		return -ENOMEM;
+	rn_pair_result_run(&s->res, &s->run, s->remote.host);
+	s->res.status = 0; /* a run that failed never gets here: every probe's outcome is its own */
+	return 0;
 }
 
 static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
@@ -97,13 +106,10 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
 		[RN_PAIR_SLOW] = "bandwidth-low", [RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
 	};
-	struct rn_pair_cell c;
 	char lb[32];
 	int cause;
-	enum rn_pair_judged v;
+	enum rn_pair_judged v = rn_pair_judge(&s->res.cells[i * s->res.nb + j], &cause);
 
-	cell_fill(s, i, j, &c);
-	v = rn_pair_judge(&c, &cause);
 	if (v == RN_PAIR_BY_A || v == RN_PAIR_BY_B)
 		snprintf(buf, len, "%s%s", rn_cause_label((enum rn_cause)cause, lb, sizeof(lb)),
 			 v == RN_PAIR_BY_B ? "(peer)" : "");
@@ -114,16 +120,7 @@ static const char *cell(const struct session *s, int i, int j, char *buf, size_t
 
 static int session_problems(const struct session *s)
 {
-	struct rn_pair_cell c;
-	int i, j;
-
-	for (i = 0; i < s->local.nnics; i++)
-		for (j = 0; j < s->remote.nnics; j++) {
-			cell_fill(s, i, j, &c);
-			if (rn_pair_cell_bad(&c))
-				return 1;
-		}
-	return 0;
+	return rn_pair_result_bad(&s->res) > 0;
 }
 
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
@@ -421,45 +418,34 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 /* ---- the RDMA probe, client side ------------------------------------------------------ */
 
 /* The session as a grid of two hosts for rn_pair_drops: 0 is this one, 1 the remote. */
-struct session_grid {
-	const struct session *s;
-	struct rn_pair_cell cells[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS]; /* [local][remote] */
-};
-
 static int grid_nnics(const void *arg, int h)
 {
-	const struct session *s = ((const struct session_grid *)arg)->s;
+	const struct rn_pair_result *p = arg;
 
-	return h ? s->remote.nnics : s->local.nnics;
+	return h ? p->nb : p->na;
 }
 
 static const struct rn_pair_cell *grid_cell(const void *arg, int h1, int i1, int h2, int i2)
 {
-	const struct session_grid *g = arg;
+	const struct rn_pair_result *p = arg;
 
-	return h1 == h2 ? NULL : h1 ? &g->cells[i2][i1] : &g->cells[i1][i2];
+	if (h1 == h2)
+		return NULL;
+	return h1 ? &p->cells[i2 * p->nb + i1] : &p->cells[i1 * p->nb + i2];
 }
 
 /* NICs where RDMA dies while route and neighbours are right (rn_pair_drops). */
 static void infer_drops(struct session *s)
 {
-	struct session_grid *sg = calloc(1, sizeof(*sg));
-	struct rn_pair_grid g = { 2, grid_nnics, grid_cell, sg };
-	int i, j;
+	struct rn_pair_grid g = { 2, grid_nnics, grid_cell, &s->res };
+	int i;
 
-	if (!sg)
-		return;
-	sg->s = s;
-	for (i = 0; i < s->local.nnics; i++)
-		for (j = 0; j < s->remote.nnics; j++)
-			cell_fill(s, i, j, &sg->cells[i][j]);
 	for (i = 0; i < s->remote.nnics; i++)
 		/* made here, about the remote's NIC: its fix runs there */
 		if (rn_pair_drops(&g, 1, i, s->remote.nics[i].netdev, &s->drops_remote[i]) == 1)
 			rn_finding_set_where(&s->drops_remote[i], s->remote.host, NULL, NULL, NULL);
 	for (i = 0; i < s->local.nnics; i++)
 		rn_pair_drops(&g, 0, i, s->local.nics[i].netdev, &s->drops_local[i]);
-	free(sg);
 }
 
 /* ---- peer ------------------------------------------------------------------------------ */
@@ -741,6 +727,10 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	}
 	skips(d, s, &r);
+	if (session_record(s)) {
+		rc = rn_doctor_err(d, "out of memory");
+		goto out;
+	}
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {

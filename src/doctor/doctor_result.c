@@ -5,6 +5,7 @@
  * cannot disagree on a pair.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,109 @@ int rn_pair_result_add_find(struct rn_pair_result *p, int i, int j, int by,
 	x->j = (int16_t)j;
 	x->by = (int16_t)by;
 	return rn_finding_copy(&x->f, f);
+}
+
+/* ---- a run into a host pair's result ---------------------------------------------------- */
+
+/* One side's checks into the cells and their findings: @by_b when they are b's (local = b's NIC). */
+static void result_checks(struct rn_pair_result *p, const struct rn_dw_checks *c, int by_b)
+{
+	int n, k;
+
+	for (n = 0; n < c->npairs; n++) {
+		const struct rn_dw_pair *q = &c->pairs[n];
+		int i = by_b ? q->remote : q->local, j = by_b ? q->local : q->remote;
+
+		if (i < 0 || i >= p->na || j < 0 || j >= p->nb)
+			continue;
+		rn_pair_cell_checks(&p->cells[i * p->nb + j], q, by_b);
+		for (k = 0; k < q->nfindings; k++)
+			if (q->findings[k].sev >= RN_SEV_WARN)
+				rn_pair_result_add_find(p, i, j, by_b ? RN_PAIR_FROM_B : RN_PAIR_FROM_A,
+							&q->findings[k]);
+	}
+}
+
+/* A finding without a cause of NIC pair (@i, @j): what a probe or a stream said. */
+static void result_note(struct rn_pair_result *p, int i, int j, int by, const char *msg)
+{
+	struct rn_finding f = { 0 };
+
+	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg, "");
+	rn_pair_result_add_find(p, i, j, by, &f);
+	rn_finding_clear(&f);
+}
+
+/* A failed probe's finding: its diagnosis (fixes, advice) with the probe's error, whole, as
+ * the message (the sweep's report carries the diagnosis, not the counters). */
+static void result_probe_failed(struct rn_pair_result *p, int i, int j,
+				const struct rn_pair_probe *pr)
+{
+	struct rn_finding f = { 0 };
+	char *msg = NULL;
+
+	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
+		     pr->ret && pr->peer_ret ? "; peer: " : pr->peer_ret ? "peer: " : "",
+		     pr->peer_ret ? pr->peer_why : "") < 0)
+		msg = NULL;
+	if (!pr->diag.cause) {
+		result_note(p, i, j, RN_PAIR_FROM_RDMA, msg ? msg : "probe failed");
+		free(msg);
+		return;
+	}
+	if (!rn_finding_copy(&f, &pr->diag)) {
+		char *m = strdup(msg ? msg : "probe failed");
+
+		if (m) {
+			free(f.msg);
+			f.msg = m;
+		}
+		rn_pair_result_add_find(p, i, j, RN_PAIR_FROM_RDMA, &f);
+	}
+	rn_finding_clear(&f);
+	free(msg);
+}
+
+void rn_pair_result_run(struct rn_pair_result *p, const struct rn_pair_run *r, const char *peer)
+{
+	char msg[128];
+	int i, j;
+
+	result_checks(p, &r->ours, 0);
+	if (r->step < RN_PAIR_STEP_PROBES)
+		return; /* the other side's checks never came whole */
+	result_checks(p, &r->theirs, 1);
+	for (i = 0; r->probes && i < p->na; i++)
+		for (j = 0; j < p->nb; j++) {
+			const struct rn_pair_probe *pr = &r->probes[i][j];
+			struct rn_pair_cell *c = &p->cells[i * p->nb + j];
+
+			if (!pr->tried)
+				continue;
+			if (r->stop && r->at_i == i && r->at_j == j) {
+				/* the other end stopped answering in this one */
+				snprintf(msg, sizeof(msg), "%s did not answer the probe request", peer);
+				c->rdma = RN_PAIR_RDMA_TIMEOUT;
+				result_note(p, i, j, RN_PAIR_FROM_RDMA, msg);
+				p->status = -ETIMEDOUT;
+				continue;
+			}
+			rn_pair_cell_probe(c, pr);
+			if (c->rdma == RN_PAIR_RDMA_OK && c->bw == RN_PAIR_BW_FAILED)
+				result_note(p, i, j, RN_PAIR_FROM_BW,
+					    pr->bw.why[0] ? pr->bw.why : "the stream failed");
+			else if (c->rdma != RN_PAIR_RDMA_OK)
+				result_probe_failed(p, i, j, pr);
+		}
+}
+
+int rn_pair_result_bad(const struct rn_pair_result *p)
+{
+	int c, n = 0;
+
+	for (c = 0; !p->status && c < p->na * p->nb; c++)
+		n += rn_pair_cell_bad(&p->cells[c]);
+	return n;
 }
 
 /* ---- RESULTS (doctor_result.h) ---------------------------------------------------------- */

@@ -87,6 +87,14 @@ struct rn_pair_result {
 int rn_pair_result_add_find(struct rn_pair_result *p, int i, int j, int by,
 			    const struct rn_finding *f);
 void rn_pair_result_free(struct rn_pair_result *p);
+/*
+ * A run of the pair runner (A's end) into @p (na x nb zeroed cells, no findings yet): both
+ * sides' checks (only ours when B's never came whole), then each tried probe; the probe the
+ * other end, @peer, stopped answering in times out and makes @p's status -ETIMEDOUT.
+ */
+void rn_pair_result_run(struct rn_pair_result *p, const struct rn_pair_run *r, const char *peer);
+/* How many of @p's NIC pairs are bad (rn_pair_cell_bad); 0 when @p has no result. */
+int rn_pair_result_bad(const struct rn_pair_result *p);
 
 /*
  * RESULTS, host pairs' results as one message of the peer protocol (the sweep's ranks send

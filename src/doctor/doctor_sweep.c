@@ -177,15 +177,13 @@ int rn_sweep_nic_problem(const struct rn_dw_nic *n)
 int rn_sweep_bad_pairs(const struct rn_sweep *s, int h)
 {
 	long k, np = (long)s->n * (s->n - 1) / 2;
-	int c, n = 0;
+	int n = 0;
 
 	for (k = 0; k < np; k++) {
 		const struct rn_pair_result *p = s->pairs[k];
 
-		if (!p || (h >= 0 && p->a != h && p->b != h))
-			continue;
-		for (c = 0; !p->status && c < p->na * p->nb; c++)
-			n += rn_pair_cell_bad(&p->cells[c]);
+		if (p && (h < 0 || p->a == h || p->b == h))
+			n += rn_pair_result_bad(p);
 	}
 	return n;
 }
