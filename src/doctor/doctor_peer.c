@@ -49,10 +49,7 @@ static void session_clear(struct session *s)
 	rn_dw_inv_clear(&s->remote);
 	s->run.probes = s->probes; /* a session's probes are its run's, run or not */
 	rn_pair_run_clear(&s->run);
-	for (i = 0; i < s->res.nfind; i++)
-		rn_finding_clear(&s->res.finds[i].f);
-	free(s->res.finds);
-	free(s->res.cells);
+	rn_pair_result_clear(&s->res);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);

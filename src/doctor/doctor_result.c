@@ -114,16 +114,24 @@ int rn_pair_drops(const struct rn_pair_grid *g, int h, int x, const char *netdev
 
 /* ---- a host pair's result ------------------------------------------------------------ */
 
-void rn_pair_result_free(struct rn_pair_result *p)
+void rn_pair_result_clear(struct rn_pair_result *p)
 {
 	int k;
 
-	if (!p)
-		return;
 	for (k = 0; p->finds && k < p->nfind; k++)
 		rn_finding_clear(&p->finds[k].f);
 	free(p->cells);
 	free(p->finds);
+	p->cells = NULL;
+	p->finds = NULL;
+	p->nfind = 0;
+}
+
+void rn_pair_result_free(struct rn_pair_result *p)
+{
+	if (!p)
+		return;
+	rn_pair_result_clear(p);
 	free(p);
 }
 

@@ -86,6 +86,8 @@ struct rn_pair_result {
 /* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
 int rn_pair_result_add_find(struct rn_pair_result *p, int i, int j, int by,
 			    const struct rn_finding *f);
+/* Release what @p owns (its cells, its findings); free: and @p itself. */
+void rn_pair_result_clear(struct rn_pair_result *p);
 void rn_pair_result_free(struct rn_pair_result *p);
 /*
  * A run of the pair runner (A's end) into @p (na x nb zeroed cells, no findings yet): both
