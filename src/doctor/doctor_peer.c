@@ -323,6 +323,25 @@ static void json_inv(struct rn_json *j, const char *key, const struct rn_dw_inv 
 	rn_json_close(j, '}');
 }
 
+/* The NICs of @inv where RDMA dies (@drops[i].cause set), each a finding @maker made. */
+static void json_drops(struct rn_json *j, const struct rn_dw_inv *inv,
+		       const struct rn_finding *drops, const char *maker)
+{
+	int i;
+
+	for (i = 0; i < inv->nnics; i++) {
+		if (!drops[i].cause)
+			continue;
+		rn_json_obj(j, NULL);
+		rn_json_str(j, "host", inv->host);
+		rn_json_str(j, "netdev", inv->nics[i].netdev);
+		rn_json_arr(j, "findings");
+		rn_json_finding(j, &drops[i], maker);
+		rn_json_close(j, ']');
+		rn_json_close(j, '}');
+	}
+}
+
 static void json_session(struct rn_doctor *d, const struct session *s, const char *peer, int rc)
 {
 	struct rn_json j;
@@ -368,28 +387,8 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_close(&j, ']');
 	/* NICs where RDMA dies while route and neighbours are right (inferred from the matrix). */
 	rn_json_arr(&j, "drops");
-	for (i = 0; i < s->local.nnics; i++) {
-		if (!s->drops_local[i].cause)
-			continue;
-		rn_json_obj(&j, NULL);
-		rn_json_str(&j, "host", s->local.host);
-		rn_json_str(&j, "netdev", s->local.nics[i].netdev);
-		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_local[i], s->local.host);
-		rn_json_close(&j, ']');
-		rn_json_close(&j, '}');
-	}
-	for (k = 0; k < s->remote.nnics; k++) {
-		if (!s->drops_remote[k].cause)
-			continue;
-		rn_json_obj(&j, NULL);
-		rn_json_str(&j, "host", s->remote.host);
-		rn_json_str(&j, "netdev", s->remote.nics[k].netdev);
-		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_remote[k], s->local.host);
-		rn_json_close(&j, ']');
-		rn_json_close(&j, '}');
-	}
+	json_drops(&j, &s->local, s->drops_local, s->local.host);
+	json_drops(&j, &s->remote, s->drops_remote, s->local.host);
 	rn_json_close(&j, ']');
 	rn_json_arr(&j, "skipped");
 	for (i = 0; i < s->nskips; i++) {

@@ -327,6 +327,8 @@ static void peer_parity(void **state)
 	s->run.check_ms = 1.5;
 	h = report(s, 0);
 	j = report(s, 1);
+	if (getenv("TEST_VERBOSE"))
+		fprintf(stderr, "%s\n%s\n", h, j);
 	both(h, j, "local host", "gpu-node-a.rack17.example (8 NICs)",
 	     "\"host\": \"gpu-node-a.rack17.example\"");
 	both(h, j, "remote host", "<-> gpu-node-b.rack17.example via",
