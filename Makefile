@@ -128,7 +128,7 @@ $(SAN_LIB): $(call san,$(CORE_SRCS) $(PLUGIN_SRCS))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(SAN_DOCTOR_LIB): $(call san,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS)))
+$(SAN_DOCTOR_LIB): $(call san,$(filter-out src/doctor/doctor_main.c,$(DOCTOR_SRCS)))
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -136,8 +136,8 @@ $(DOCTOR): $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(call obj,$(DOCTOR_SRCS)) $(CORE_LIB) $(LDLIBS)
 
-# The doctor's objects without its main: doctor.c is main and the command table only.
-DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor.c,$(DOCTOR_SRCS))) \
+# The doctor's objects without its main: doctor_main.c is main and the command table only.
+DOCTOR_MPI_OBJS := $(call obj,$(filter-out src/doctor/doctor_main.c,$(DOCTOR_SRCS))) \
 	$(BUILD)/obj/mpi/doctor_mpi.o
 
 $(BUILD)/obj/mpi/doctor_mpi.o: $(DOCTOR_MPI_SRC)
@@ -170,7 +170,7 @@ $(BUILD)/test/%: test/unit/%.c $(call san,$(FAKE_SRCS)) $(SAN_DOCTOR_LIB) $(SAN_
 # OOB) links the fakes too, and one named fuzz_doctor_* the doctor's wire code.
 FUZZ_FLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -DRN_VERSION='"$(VERSION)"' -Iinclude -Iplugin \
 	-Itest/unit -Isrc/doctor $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_DOCTOR_SRCS := src/doctor/doctor_wire.c src/doctor/doctor_util.c
+FUZZ_DOCTOR_SRCS := src/doctor/doctor_wire.c src/doctor/doctor_io.c src/doctor/doctor_util.c
 fz = $(patsubst %.c,$(BUILD)/fz/%.o,$(1))
 fuzz_extra = $(if $(shell grep -lE '"(fuzz_fx|fixture_xfer)[.]h"' $(1) 2>/dev/null),$(FAKE_SRCS)) \
 	$(if $(findstring fuzz_doctor_,$(1)),$(FUZZ_DOCTOR_SRCS))

@@ -21,7 +21,7 @@
 #include <linux/if_packet.h>
 #include <sys/socket.h>
 
-#include "doctor.h"
+#include "doctor_pair.h"
 #include "rn_arp.h"
 #include "rn_conncheck.h"
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor.h"
+#include "doctor_probe.h"
 #include "rn_conncheck.h"
 #include "rn_json.h"
 

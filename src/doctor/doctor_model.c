@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "doctor.h"
+#include "doctor_probe.h"
 #include "rn_nic.h"
 #include "rn_policy.h"
 #include "rn_route.h"

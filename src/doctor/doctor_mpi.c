@@ -64,7 +64,7 @@ struct ctx {
 	double min_gbps;            /* --min-gbps: 0 none */
 	char (*names)[64];
 	struct rn_dw_inv **inv;     /* every host's facts (NULL: not received) */
-	struct rn_sweep_pair **mine;    /* pairs this rank led ("a"), one per round */
+	struct rn_pair_result **mine;    /* pairs this rank led ("a"), one per round */
 	int nmine;
 	double round_max_ms;
 };
@@ -241,158 +241,36 @@ static int mio_probe_ms(struct rn_pair_io *io)
 
 /* ---- one host pair --------------------------------------------------------------------- */
 
-static int worst_of(const struct rn_dw_pair *p, uint8_t *cause, uint8_t *sev)
-{
-	int k;
-
-	for (k = 0; k < p->nfindings; k++)
-		if (p->findings[k].sev >= RN_SEV_WARN && p->findings[k].sev + 1 > *sev) {
-			*cause = (uint8_t)p->findings[k].cause;
-			*sev = (uint8_t)(p->findings[k].sev + 1);
-		}
-	return *cause != 0;
-}
-
-/* One side's checks into the cells: @by_b when @c holds b's checks (local = b's NIC). */
-static void merge_checks(struct rn_sweep_pair *p, const struct rn_dw_pair *pairs, int npairs,
-			 int by_b)
-{
-	int n, k;
-
-	for (n = 0; n < npairs; n++) {
-		const struct rn_dw_pair *q = &pairs[n];
-		int i = by_b ? q->remote : q->local, j = by_b ? q->local : q->remote;
-		struct rn_sweep_cell *c;
-
-		if (i < 0 || i >= p->na || j < 0 || j >= p->nb)
-			continue;
-		c = &p->cells[i * p->nb + j];
-		if (by_b) {
-			c->b_checked = q->status != 2;
-			worst_of(q, &c->b_cause, &c->b_sev);
-		} else {
-			c->a_checked = q->status != 2;
-			worst_of(q, &c->a_cause, &c->a_sev);
-		}
-		for (k = 0; k < q->nfindings; k++)
-			if (q->findings[k].sev >= RN_SEV_WARN)
-				rn_sweep_add_find(p, i, j, by_b ? RN_SW_BY_B : RN_SW_BY_A, &q->findings[k]);
-	}
-	/* the severities are kept +1 so that "none" is 0; back to rn_severity */
-	for (n = 0; n < p->na * p->nb; n++) {
-		struct rn_sweep_cell *c = &p->cells[n];
-
-		if (!by_b && c->a_sev)
-			c->a_sev--;
-		if (by_b && c->b_sev)
-			c->b_sev--;
-	}
-}
-
-/* A stream's outcome into @bw / @mbps; a failed one keeps its error as a finding (cause 0). */
-static void bw_result(struct rn_sweep_pair *p, int i, int j, const struct rn_probe_bw *pb,
-		      uint8_t *bw, uint32_t *mbps)
-{
-	struct rn_finding f = { 0 };
-
-	*bw = pb->ret ? RN_SW_BW_FAILED : RN_SW_BW_OK;
-	*mbps = pb->ret ? 0 : (uint32_t)RN_MIN(pb->gbps * 1000, (double)UINT32_MAX);
-	if (!pb->ret || !p)
-		return;
-	rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, pb->why[0] ? pb->why : "the stream failed",
-		       "");
-	rn_sweep_add_find(p, i, j, RN_SW_BY_BW, &f);
-	rn_finding_clear(&f);
-}
-
-/* One probe of the run into its cell; @gone: @b stopped answering in it. */
-static void probe_cell(struct ctx *x, struct rn_sweep_pair *p, int b, int i, int j,
-		       struct rn_pair_probe *pr, int gone)
-{
-	struct rn_sweep_cell *c = &p->cells[i * p->nb + j];
-	struct rn_finding f = { 0 };
-	char *msg = NULL, *m;
-
-	if (gone) {
-		if (asprintf(&msg, "%s did not answer the probe request", x->names[b]) < 0)
-			msg = NULL;
-		rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, msg ? msg : "no answer", "");
-		free(msg);
-		c->rdma = RN_SW_RDMA_TIMEOUT;
-		rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
-		rn_finding_clear(&f);
-		p->status = -ETIMEDOUT;
-		return;
-	}
-	c->rdma_us = (uint32_t)(pr->ms * 1000);
-	if (!pr->ret && !pr->peer_ret) {
-		c->rdma = RN_SW_RDMA_OK;
-		if (pr->bw.want)
-			bw_result(p, i, j, &pr->bw, &c->bw, &c->bw_mbps);
-		return;
-	}
-	c->rdma = pr->timeout ? RN_SW_RDMA_TIMEOUT : RN_SW_RDMA_ERROR;
-	if (pr->diag.cause) {
-		c->diag = (uint8_t)pr->diag.cause;
-		rn_finding_move(&f, &pr->diag);
-	}
-	/* the message is the probe's error, whole; the fix the diagnosis's (the sweep's report
-	 * carries the diagnosis, not the counters) */
-	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
-		     pr->ret && pr->peer_ret ? "; peer: " : pr->peer_ret ? "peer: " : "",
-		     pr->peer_ret ? pr->peer_why : "") < 0)
-		msg = NULL;
-	/* the diagnosis keeps its fixes and advice: only the message changes */
-	m = strdup(msg ? msg : "probe failed");
-	if (m) {
-		free(f.msg);
-		f.msg = m;
-	}
-	free(msg);
-	rn_sweep_add_find(p, i, j, RN_SW_BY_RDMA, &f);
-	rn_finding_clear(&f);
-}
-
 /* A run's probes, [ours][theirs], zeroed (what they own: rn_pair_run_clear). */
 static struct rn_pair_probe (*probes_new(void))[RN_DOCTOR_MAX_NICS]
 {
 	return calloc(RN_DOCTOR_MAX_NICS, sizeof(struct rn_pair_probe[RN_DOCTOR_MAX_NICS]));
 }
 
-/* The run's result into the pair's record: both sides' checks, then each probe. */
-static void pair_record(struct ctx *x, struct rn_sweep_pair *p, struct rn_pair_run *r, int b,
+/* The run's result into the pair's record (rn_pair_result_run), and why it is partial. */
+static void pair_record(struct ctx *x, struct rn_pair_result *p, struct rn_pair_run *r, int b,
 			int round)
 {
-	int i, j;
-
 	if (r->step <= RN_PAIR_STEP_B_CHECKS && r->stop != RN_PAIR_BAD) {
 		p->status = -ETIMEDOUT;
 		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
 			 x->names[b], round + 1, x->pair_timeout_s);
 		return;
 	}
-	merge_checks(p, r->ours.pairs, r->ours.npairs, 0);
-	if (r->step == RN_PAIR_STEP_B_CHECKS) {
+	rn_pair_result_run(p, r, x->names[b]);
+	if (r->step == RN_PAIR_STEP_B_CHECKS)
 		snprintf(p->err, sizeof(p->err), "%s sent bad checks: %.127s", x->names[b], r->why);
-		return;
-	}
-	merge_checks(p, r->theirs.pairs, r->theirs.npairs, 1);
-	for (i = 0; i < p->na; i++)
-		for (j = 0; j < p->nb; j++)
-			if (r->probes[i][j].tried)
-				probe_cell(x, p, b, i, j, &r->probes[i][j],
-					   r->stop && r->at_i == i && r->at_j == j);
-	if (p->status)
+	else if (p->status)
 		snprintf(p->err, sizeof(p->err), "%s stopped answering during the RDMA probes",
 			 x->names[b]);
 }
 
 /* The lower rank of a pair: the runner's A end; keeps the record. */
-static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double deadline)
+static struct rn_pair_result *pair_a(struct ctx *x, int b, int round, double deadline)
 {
 	struct mpi_io io = MPI_IO(x, b, round, deadline);
 	double t0 = rn_doctor_now_ms();
-	struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+	struct rn_pair_result *p = calloc(1, sizeof(*p));
 	struct rn_pair_run *r = calloc(1, sizeof(*r));
 
 	if (p && r && x->inv[b] && x->inv[x->rank]) {
@@ -408,7 +286,7 @@ static struct rn_sweep_pair *pair_a(struct ctx *x, int b, int round, double dead
 			free(r->probes);
 		free(r);
 		if (p)
-			rn_sweep_pair_free(p);
+			rn_pair_result_free(p);
 		return NULL;
 	}
 	r->d = x->d;
@@ -458,21 +336,18 @@ static void pair_b(struct ctx *x, int a, int round, double deadline, unsigned in
  * deadline. Before that each rank tells rank 0 it is ready, so rank 0 can name a host
  * that hangs in its own check. Returns 0, or -ETIMEDOUT (rank 0 has marked who).
  */
-static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
+/* This rank's FACTS: be32 gather_err, be64 gather_ms, be32 facts length, facts, INV. */
+static int facts_pack(struct ctx *x, int gather_err, double gather_ms, struct rn_wbuf *mb)
 {
 	struct rn_dw_inv *inv = calloc(1, sizeof(*inv));
 	struct rn_doctor_facts *hf = calloc(1, sizeof(*hf));
-	struct rn_wbuf fb = { 0 }, mb = { 0 };
+	struct rn_wbuf fb = { 0 };
 	uint64_t ms_bits;
-	MPI_Request req, *ready = NULL;
-	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
-	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
-	char *all = NULL;
 	uint8_t *enc = NULL;
 	size_t elen = 0;
-	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
+	int ret = -ENOMEM;
 
-	if (!inv || !hf || !lens || !displs)
+	if (!inv || !hf)
 		goto out;
 	if (!gather_err && rn_dw_inv_from_doctor(x->d, inv))
 		goto out;
@@ -485,37 +360,122 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 		hf->nnics = 0; /* as the inventory: no NIC read */
 	rn_doctor_facts_put(&fb, hf);
 	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
-	rn_wb_u32(&mb, (uint32_t)gather_err);
-	rn_wb_u64(&mb, ms_bits);
-	rn_wb_u32(&mb, (uint32_t)fb.len);
-	rn_wb_put(&mb, fb.p, fb.len);
-	rn_wb_put(&mb, enc, elen);
-	if (fb.err || mb.err || mb.len > INT_MAX)
+	rn_wb_u32(mb, (uint32_t)gather_err);
+	rn_wb_u64(mb, ms_bits);
+	rn_wb_u32(mb, (uint32_t)fb.len);
+	rn_wb_put(mb, fb.p, fb.len);
+	rn_wb_put(mb, enc, elen);
+	if (!fb.err && !mb->err && mb->len <= INT_MAX)
+		ret = 0;
+out:
+	free(fb.p);
+	free(hf);
+	free(enc);
+	if (inv)
+		rn_dw_inv_clear(inv);
+	free(inv);
+	return ret;
+}
+
+/*
+ * Rank 0: every rank's "ready" by @deadline, in *@flags (1 each that sent it). 0, or
+ * -ETIMEDOUT with the ranks that did not named, -ENOMEM.
+ */
+static int ready_wait(struct ctx *x, double deadline, int **flags)
+{
+	MPI_Request *ready = calloc((size_t)x->n, sizeof(*ready));
+	int h, ret = 0;
+
+	*flags = calloc((size_t)x->n, sizeof(int));
+	if (!ready || !*flags) {
+		free(ready);
+		return -ENOMEM;
+	}
+	for (h = 1; h < x->n; h++)
+		MPI_Irecv(&(*flags)[h], 1, MPI_INT, h, TAG_READY, MPI_COMM_WORLD, &ready[h]);
+	(*flags)[0] = 1;
+	for (h = 1; h < x->n; h++)
+		if (wait_req(&ready[h], deadline))
+			(*flags)[h] = 0;
+	for (h = 0; h < x->n; h++)
+		if (!(*flags)[h]) {
+			fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
+				x->names[h], h, x->pair_timeout_s);
+			ret = -ETIMEDOUT;
+		}
+	free(ready);
+	return ret;
+}
+
+/* Host @h's FACTS (@p, @len bytes) into x->inv[h] and, on rank 0 (@s), its facts. */
+static void facts_unpack(struct ctx *x, struct rn_sweep *s, int h, const uint8_t *p, int len)
+{
+	struct rn_rbuf b = { p, (size_t)len, 0, 0 };
+	struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
+	struct rn_doctor_facts *f = calloc(1, sizeof(*f));
+	struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
+	char why[128];
+	int32_t gerr = (int32_t)rn_rb_u32(&b);
+	uint64_t ms_bits = rn_rb_u64(&b);
+	uint32_t flen = rn_rb_u32(&b);
+	double fms;
+
+	if (hv && f && !b.err && flen <= b.len - b.off) {
+		struct rn_rbuf fr = { b.p + b.off, flen, 0, 0 };
+
+		b.off += flen;
+		if (rn_doctor_facts_get(&fr, f) || fr.off != fr.len) {
+			free(f);
+			f = NULL; /* no facts to compare, the inventory still counts */
+		}
+	} else {
+		b.err = -EBADMSG;
+	}
+	if (!hv || b.err)
+		goto drop;
+	m.len = (uint32_t)(b.len - b.off);
+	m.payload = (uint8_t *)p + b.off;
+	if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
+		rn_dw_inv_clear(hv);
+		goto drop;
+	}
+	/* per NIC, in the inventory's order: a count that disagrees is not ours */
+	if (f && f->nnics != hv->nnics) {
+		free(f);
+		f = NULL;
+	}
+	x->inv[h] = hv;
+	if (!s) {
+		free(f);
+		return;
+	}
+	s->hosts[h].facts = 1;
+	memcpy(&fms, &ms_bits, sizeof(fms));
+	s->hosts[h].gather_err = gerr;
+	s->hosts[h].gather_ms = fms;
+	s->hosts[h].hf = f;
+	return;
+drop:
+	free(hv);
+	free(f);
+}
+
+static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, double gather_ms)
+{
+	struct rn_wbuf mb = { 0 };
+	MPI_Request req;
+	double deadline = rn_doctor_now_ms() + x->pair_timeout_s * 1000.0;
+	int *lens = calloc((size_t)x->n, sizeof(int)), *displs = calloc((size_t)x->n, sizeof(int));
+	char *all = NULL;
+	int len, total = 0, h, ret = -ENOMEM, one = 1, *flags = NULL;
+
+	if (!lens || !displs || facts_pack(x, gather_err, gather_ms, &mb))
 		goto out;
 	len = (int)mb.len;
-	if (x->rank) {
+	if (x->rank)
 		send_by(&one, sizeof(one), 0, TAG_READY, deadline);
-	} else {
-		ready = calloc((size_t)x->n, sizeof(*ready));
-		flags = calloc((size_t)x->n, sizeof(int));
-		if (!ready || !flags)
-			goto out;
-		for (h = 1; h < x->n; h++)
-			MPI_Irecv(&flags[h], 1, MPI_INT, h, TAG_READY, MPI_COMM_WORLD, &ready[h]);
-		flags[0] = 1;
-		for (h = 1; h < x->n; h++)
-			if (wait_req(&ready[h], deadline))
-				flags[h] = 0;
-		ret = 0;
-		for (h = 0; h < x->n; h++)
-			if (!flags[h]) {
-				fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
-					x->names[h], h, x->pair_timeout_s);
-				ret = -ETIMEDOUT;
-			}
-		if (ret)
-			goto out;
-	}
+	else if ((ret = ready_wait(x, deadline, &flags)))
+		goto out;
 	ret = -ETIMEDOUT;
 	MPI_Iallgather(&len, 1, MPI_INT, lens, 1, MPI_INT, MPI_COMM_WORLD, &req);
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
@@ -532,58 +492,8 @@ static int exchange_facts(struct ctx *x, struct rn_sweep *s, int gather_err, dou
 	MPI_Iallgatherv(mb.p, len, MPI_BYTE, all, lens, displs, MPI_BYTE, MPI_COMM_WORLD, &req);
 	if (wait_req(&req, deadline + (x->rank ? 2000.0 * x->pair_timeout_s : 0)))
 		goto out;
-	for (h = 0; h < x->n; h++) {
-		struct rn_rbuf b = { (const uint8_t *)all + displs[h], (size_t)lens[h], 0, 0 };
-		struct rn_dw_inv *hv = calloc(1, sizeof(*hv));
-		struct rn_doctor_facts *f = calloc(1, sizeof(*f));
-		struct rn_dw_msg m = { RN_DW_INV, 0, NULL };
-		char why[128];
-		int32_t gerr = (int32_t)rn_rb_u32(&b);
-		uint32_t flen;
-		double fms;
-
-		ms_bits = rn_rb_u64(&b);
-		flen = rn_rb_u32(&b);
-		if (hv && f && !b.err && flen <= b.len - b.off) {
-			struct rn_rbuf fr = { b.p + b.off, flen, 0, 0 };
-
-			b.off += flen;
-			if (rn_doctor_facts_get(&fr, f) || fr.off != fr.len) {
-				free(f);
-				f = NULL; /* no facts to compare, the inventory still counts */
-			}
-		} else {
-			b.err = -EBADMSG;
-		}
-		if (!hv || b.err) {
-			free(hv);
-			free(f);
-			continue;
-		}
-		m.len = (uint32_t)(b.len - b.off);
-		m.payload = (uint8_t *)all + displs[h] + b.off;
-		if (rn_dw_decode_inv(&m, hv, why, sizeof(why))) {
-			rn_dw_inv_clear(hv);
-			free(hv);
-			free(f);
-			continue;
-		}
-		/* per NIC, in the inventory's order: a count that disagrees is not ours */
-		if (f && f->nnics != hv->nnics) {
-			free(f);
-			f = NULL;
-		}
-		x->inv[h] = hv;
-		if (s) {
-			s->hosts[h].facts = 1;
-			memcpy(&fms, &ms_bits, sizeof(fms));
-			s->hosts[h].gather_err = gerr;
-			s->hosts[h].gather_ms = fms;
-			s->hosts[h].hf = f;
-		} else {
-			free(f);
-		}
-	}
+	for (h = 0; h < x->n; h++)
+		facts_unpack(x, s, h, (const uint8_t *)all + displs[h], lens[h]);
 	ret = 0;
 out:
 	/* Rank 0 stopped at the ready messages: the hosts that sent one are not the culprits. */
@@ -591,141 +501,37 @@ out:
 		for (h = 0; h < x->n; h++)
 			s->hosts[h].facts = s->hosts[h].results = flags[h];
 	free(flags);
-	free(ready);
 	free(all);
-	free(fb.p);
 	free(mb.p);
-	free(hf);
 	free(lens);
 	free(displs);
-	free(enc);
-	if (inv)
-		rn_dw_inv_clear(inv);
-	free(inv);
 	return ret;
 }
 
 /* ---- results to rank 0 ----------------------------------------------------------------- */
 
-/*
- * PAIRS, the pairs a rank led, to rank 0: per pair be32 a, b, status, na, nb, nfind,
- * be64 ms (IEEE 754 bits), err[160]; na * nb cells (u8 a_cause, a_sev, b_cause, b_sev,
- * a_checked, b_checked, rdma, diag, be32 rdma_us, u8 bw, be32 bw_mbps); nfind x (be16 i,
- * j, by, then the peer protocol's FINDING, texts whole). Whether a pair is slow and
- * which end is to blame, rank 0 decides.
- */
+/* The pairs a rank led, to rank 0: one RESULTS message (doctor_result.h). NULL: no memory. */
 static char *pack_pairs(struct ctx *x, int *len)
 {
-	struct rn_wbuf b = { 0 };
-	uint64_t bits;
-	int k, q, c;
+	uint8_t *buf = NULL;
+	size_t n = 0;
 
-	for (k = 0; k < x->nmine; k++) {
-		const struct rn_sweep_pair *p = x->mine[k];
-
-		rn_wb_u32(&b, (uint32_t)p->a);
-		rn_wb_u32(&b, (uint32_t)p->b);
-		rn_wb_u32(&b, (uint32_t)p->status);
-		rn_wb_u32(&b, (uint32_t)p->na);
-		rn_wb_u32(&b, (uint32_t)p->nb);
-		rn_wb_u32(&b, (uint32_t)p->nfind);
-		memcpy(&bits, &p->ms, sizeof(bits));
-		rn_wb_u64(&b, bits);
-		rn_wb_field(&b, p->err, sizeof(p->err));
-		for (c = 0; c < p->na * p->nb; c++) {
-			const struct rn_sweep_cell *e = &p->cells[c];
-			const uint8_t u[8] = { e->a_cause, e->a_sev, e->b_cause, e->b_sev,
-					       e->a_checked, e->b_checked, e->rdma, e->diag };
-
-			rn_wb_put(&b, u, sizeof(u));
-			rn_wb_u32(&b, e->rdma_us);
-			rn_wb_u8(&b, e->bw);
-			rn_wb_u32(&b, e->bw_mbps);
-		}
-		for (q = 0; q < p->nfind; q++) {
-			rn_wb_u16(&b, (uint16_t)p->finds[q].i);
-			rn_wb_u16(&b, (uint16_t)p->finds[q].j);
-			rn_wb_u16(&b, (uint16_t)p->finds[q].by);
-			rn_dw_put_finding(&b, &p->finds[q].f);
-		}
-	}
-	if (b.err || b.len > INT_MAX) {
-		free(b.p);
+	if (rn_pair_results_encode(x->mine, x->nmine, &buf, &n) || n > INT_MAX) {
+		free(buf);
 		return NULL;
 	}
-	*len = (int)b.len;
-	return b.p ? (char *)b.p : calloc(1, 1);
+	*len = (int)n;
+	return (char *)buf;
 }
 
-static int unpack_pairs(struct rn_sweep *s, int from, const char *buf, int len)
+/* A decoded pair into the sweep's table, replacing any there. */
+static void take_pair(void *arg, struct rn_pair_result *p)
 {
-	struct rn_rbuf b = { (const uint8_t *)buf, (size_t)len, 0, 0 };
+	struct rn_sweep *s = arg;
+	long k = rn_sweep_pair_index(s->n, p->a, p->b);
 
-	while (b.off < b.len && !b.err) {
-		struct rn_sweep_pair *p = calloc(1, sizeof(*p));
-		uint64_t bits;
-		int c;
-		long k;
-
-		if (!p)
-			return -ENOMEM;
-		p->a = (int32_t)rn_rb_u32(&b);
-		p->b = (int32_t)rn_rb_u32(&b);
-		p->status = (int32_t)rn_rb_u32(&b);
-		p->na = (int32_t)rn_rb_u32(&b);
-		p->nb = (int32_t)rn_rb_u32(&b);
-		p->nfind = (int32_t)rn_rb_u32(&b);
-		bits = rn_rb_u64(&b);
-		memcpy(&p->ms, &bits, sizeof(p->ms));
-		rn_rb_field(&b, p->err, sizeof(p->err));
-		if (b.err || p->a != from || p->b <= p->a || p->b >= s->n || p->na < 0 ||
-		    p->nb < 0 || p->na > RN_DOCTOR_MAX_NICS || p->nb > RN_DOCTOR_MAX_NICS ||
-		    p->nfind < 0 ||
-		    p->nfind > RN_DOCTOR_MAX_NICS * RN_DOCTOR_MAX_NICS * 2 * RN_DW_PAIR_FINDINGS)
-			goto bad;
-		p->cells = calloc((size_t)RN_MAX(p->na * p->nb, 1), sizeof(*p->cells));
-		p->finds = calloc((size_t)RN_MAX(p->nfind, 1), sizeof(*p->finds));
-		if (!p->cells || !p->finds) {
-			rn_sweep_pair_free(p);
-			return -ENOMEM;
-		}
-		for (c = 0; c < p->na * p->nb; c++) {
-			struct rn_sweep_cell *e = &p->cells[c];
-			const uint8_t *u = rn_rb_take(&b, 8);
-
-			if (!u)
-				goto bad;
-			e->a_cause = u[0];
-			e->a_sev = u[1];
-			e->b_cause = u[2];
-			e->b_sev = u[3];
-			e->a_checked = u[4];
-			e->b_checked = u[5];
-			e->rdma = u[6];
-			e->diag = u[7];
-			e->rdma_us = rn_rb_u32(&b);
-			e->bw = (uint8_t)rn_rb_u8(&b);
-			e->bw_mbps = rn_rb_u32(&b);
-			if (e->bw > RN_SW_BW_FAILED)
-				goto bad;
-		}
-		for (c = 0; c < p->nfind && !b.err; c++) {
-			p->finds[c].i = (int16_t)rn_rb_u16(&b);
-			p->finds[c].j = (int16_t)rn_rb_u16(&b);
-			p->finds[c].by = (int16_t)rn_rb_u16(&b);
-			rn_dw_get_finding(&b, &p->finds[c].f);
-		}
-		if (b.err)
-			goto bad;
-		k = rn_sweep_pair_index(s->n, p->a, p->b);
-		rn_sweep_pair_free(s->pairs[k]);
-		s->pairs[k] = p;
-		continue;
-bad:
-		rn_sweep_pair_free(p);
-		return -EBADMSG;
-	}
-	return 0;
+	rn_pair_result_free(s->pairs[k]);
+	s->pairs[k] = p;
 }
 
 /* A rank whose partners all said it did not answer: no point waiting for it. */
@@ -735,7 +541,7 @@ static int declared_hung(const struct rn_sweep *s, int h)
 	int said = 0;
 
 	for (k = 0; k < np; k++) {
-		const struct rn_sweep_pair *p = s->pairs[k];
+		const struct rn_pair_result *p = s->pairs[k];
 
 		if (p && p->b == h && p->status)
 			said++;
@@ -769,8 +575,12 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 			continue;
 		}
 		if (src > 0 && src < x->n && !s->hosts[src].results) {
-			if (unpack_pairs(s, src, buf, len))
-				fprintf(stderr, "roce-doctor-mpi: malformed results from %s\n", x->names[src]);
+			char why[RN_DW_WHY_MAX];
+
+			if (rn_pair_results_decode(buf, (size_t)len, src, s->n, take_pair, s, why,
+						   sizeof(why)))
+				fprintf(stderr, "roce-doctor-mpi: malformed results from %s: %s\n",
+					x->names[src], why);
 			s->hosts[src].results = 1;
 			got++;
 		}
@@ -901,19 +711,16 @@ static void recheck_lead(struct ctx *x, struct rn_sweep_recheck *plan, int n, in
 	run->only = only;
 	rn_pair_run_a(run);
 	for (k = 0; k < n; k++) {
-		const struct rn_pair_probe *pr;
-		uint8_t bw;
+		struct rn_pair_cell c = { 0 };
 
 		if (!recheck_nics(x, &plan[k], partner, r, &i, &j) || !run->probes[i][j].tried ||
 		    (run->stop && run->at_i == i && run->at_j == j))
 			continue; /* not pinged, or the partner stopped answering in it */
-		pr = &run->probes[i][j];
-		if (pr->ret || pr->peer_ret) {
-			plan[k].bw = RN_SW_BW_FAILED; /* the ping itself failed this time */
-			continue;
-		}
-		bw_result(NULL, 0, 0, &pr->bw, &bw, &plan[k].mbps);
-		plan[k].bw = bw;
+		rn_pair_cell_probe(&c, &run->probes[i][j]);
+		/* a failed ping this time is a failed stream */
+		plan[k].bw = c.rdma == RN_PAIR_RDMA_OK ? c.bw : RN_PAIR_BW_FAILED;
+		if (c.rdma == RN_PAIR_RDMA_OK)
+			plan[k].mbps = c.bw_mbps;
 	}
 out:
 	if (run) {
@@ -956,10 +763,10 @@ static void send_rechecks(struct ctx *x, const struct rn_sweep_recheck *plan, in
 	int k, cnt = 0;
 
 	for (k = 0; k < n; k++)
-		cnt += plan[k].bw != RN_SW_BW_NONE && RN_MIN(plan[k].h, plan[k].w) == x->rank;
+		cnt += plan[k].bw != RN_PAIR_BW_NONE && RN_MIN(plan[k].h, plan[k].w) == x->rank;
 	rn_wb_u32(&b, (uint32_t)cnt);
 	for (k = 0; k < n; k++) {
-		if (plan[k].bw == RN_SW_BW_NONE || RN_MIN(plan[k].h, plan[k].w) != x->rank)
+		if (plan[k].bw == RN_PAIR_BW_NONE || RN_MIN(plan[k].h, plan[k].w) != x->rank)
 			continue;
 		rn_wb_u32(&b, (uint32_t)k);
 		rn_wb_u8(&b, (unsigned int)plan[k].bw);
@@ -995,7 +802,7 @@ static void collect_rechecks(struct ctx *x, struct rn_sweep *s, double deadline)
 				uint32_t mbps = rn_rb_u32(&b);
 				struct rn_sweep_recheck *r;
 
-				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_SW_BW_FAILED)
+				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_PAIR_BW_FAILED)
 					break;
 				r = &s->rechecks[idx];
 				/* only the rank that led it says how it went */
@@ -1253,7 +1060,7 @@ int main(int argc, char **argv)
 		if (p < 0)
 			continue;
 		if (x.rank < p) {
-			struct rn_sweep_pair *pr = pair_a(&x, p, r, round_end);
+			struct rn_pair_result *pr = pair_a(&x, p, r, round_end);
 
 			if (pr)
 				x.mine[x.nmine++] = pr;
@@ -1368,7 +1175,7 @@ int main(int argc, char **argv)
 		if (x.inv[r])
 			rn_dw_inv_clear(x.inv[r]);
 		free(x.inv[r]);
-		rn_sweep_pair_free(x.mine[r]);
+		rn_pair_result_free(x.mine[r]);
 	}
 	free(x.inv);
 	free(x.mine);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_pair.h"
 #include "rn_conncheck.h"
 
 int rn_doctor_pair_problem(const struct rn_dw_pair *p)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The pair protocol of peer, serve and the MPI sweep: one runner per end of a host pair
- * (doctor_pair_run.c), over a transport the caller gives (TCP: rn_dw_io, doctor_wire.c;
+ * (doctor_pair_run.c), over a transport the caller gives (TCP: rn_dw_io, doctor_io.c;
  * MPI: doctor_mpi.c). The runner owns the order of the steps; a transport owns how a
  * message travels and by when; a caller owns what it makes of the result.
  *
@@ -25,23 +25,43 @@
 #ifndef RN_DOCTOR_PAIR_H
 #define RN_DOCTOR_PAIR_H
 
-#include "doctor.h"
+#include "doctor_io.h"
+#include "doctor_probe.h"
 
+/* doctor_pair.c: the pair checks of peer, serve and the sweep */
 /*
- * The transport of one host pair: send a message, receive the next one (which the
- * runner expects to be @type: MPI keeps a tag per step, TCP reads what comes), and the
- * clock of the probes. 0 or -errno, @why filled on a receive error.
+ * neigh-wrong-mac's first part, run on the remote, as the doctor there names it: the
+ * ARP sysctls of the remote's own arp-flux findings (its inventory), none when it
+ * reports no flux (the stale entry is ours alone).
  */
-struct rn_pair_io {
-	int (*send)(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len);
-	int (*recv)(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-		    size_t len);
-	/*
-	 * How long the next probe may wait for its ping, ms: asked by A before each probe
-	 * and by B before each answer. Below 0 (A): no time is left for it, the pair is cut.
-	 */
-	int (*probe_ms)(struct rn_pair_io *io);
-};
+void rn_doctor_peer_fix(const struct rn_dw_inv *remote, struct rn_dw_checks *c);
+/*
+ * Which of @remote's NICs get neighbour and ARP work here (@in[j] = 1, RN_DOCTOR_MAX_NICS
+ * entries): those whose address is inside one of this host's NICs' subnets, the first
+ * @max distinct addresses of them. Returns how many of @remote's NICs were left out.
+ */
+int rn_doctor_pair_scope(const struct rn_doctor *d, const struct rn_dw_inv *remote, int max,
+			 unsigned char *in);
+/*
+ * Every local NIC against every @remote NIC, all checks in flight at once. @scope (NULL:
+ * every NIC) from rn_doctor_pair_scope: a NIC outside it gets the route check alone,
+ * and the neighbour check too only where that route goes through a gateway (ours).
+ */
+void rn_doctor_pair_checks(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			   const unsigned char *scope, struct rn_dw_checks *out, double *ms);
+/* 1 when @p's checks found something to fix. */
+int rn_doctor_pair_problem(const struct rn_dw_pair *p);
+
+/* doctor_arp.c */
+/*
+ * ARP uniqueness for every checked IPv4 pair of @c: answers from a MAC other than
+ * the one @remote advertised become neigh-wrong-mac. Returns the pairs probed, or
+ * -errno (-EPERM without CAP_NET_RAW: nothing probed).
+ */
+int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
+			 const unsigned char *scope, struct rn_dw_checks *c);
+
+/* doctor_pair_run.c: the runner */
 
 /* One RDMA probe's outcome, as the client saw it. */
 struct rn_pair_probe {
@@ -117,17 +137,5 @@ int rn_pair_run_a(struct rn_pair_run *r);
 int rn_pair_run_b(struct rn_pair_run *r);
 /* Release what a run's checks and probes own (the probes' storage stays the caller's). */
 void rn_pair_run_clear(struct rn_pair_run *r);
-
-/* doctor_wire.c: the pair transport over a connected socket; each message whole within
- * @budget_ms and by @end_ms, the session's deadline (0: none). */
-struct rn_dw_io {
-	struct rn_pair_io io;       /* first: the runner's view */
-	int fd;
-	double budget_ms;
-	double end_ms;
-};
-void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms);
-/* The deadline of @t's next message: now + budget, at most the session's end. */
-double rn_dw_io_deadline(const struct rn_dw_io *t);
 
 #endif

@@ -20,7 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "doctor_pair.h"
+#include "doctor_result.h"
 #include "rn_conncheck.h"
 #include "rn_net.h"
 #include "rn_wire.h"
@@ -29,6 +29,7 @@ struct session {
 	struct rn_dw_inv local, remote;
 	struct rn_pair_run run;     /* both sides' checks; the ARP probe; the probes' counts */
 	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
+	struct rn_pair_result res;  /* the run's result, judged as the sweep's (session_record) */
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	/* Checks this side could not run: shown, and never counted as passed. */
@@ -48,6 +49,7 @@ static void session_clear(struct session *s)
 	rn_dw_inv_clear(&s->remote);
 	s->run.probes = s->probes; /* a session's probes are its run's, run or not */
 	rn_pair_run_clear(&s->run);
+	rn_pair_result_clear(&s->res);
 	for (i = 0; i < RN_DOCTOR_MAX_NICS; i++) {
 		rn_finding_clear(&s->drops_local[i]);
 		rn_finding_clear(&s->drops_remote[i]);
@@ -82,49 +84,40 @@ static const struct rn_dw_pair *pair_of(const struct rn_dw_checks *c, int local,
 	return NULL;
 }
 
-/* The worst finding of a pair, fatal first. */
-static const struct rn_finding *worst(const struct rn_dw_pair *p)
+/* The run into the session's pair result: one cell per NIC pair, as the sweep's. 0 or -ENOMEM. */
+static int session_record(struct session *s)
 {
-	const struct rn_finding *w = NULL;
-	int k;
-
-	for (k = 0; p && k < p->nfindings; k++)
-		if (p->findings[k].sev >= RN_SEV_WARN && (!w || p->findings[k].sev > w->sev))
-			w = &p->findings[k];
-	return w;
+	s->res.na = s->local.nnics;
+	s->res.nb = s->remote.nnics;
+	s->res.cells = calloc((size_t)RN_MAX(s->res.na * s->res.nb, 1), sizeof(*s->res.cells));
+	if (!s->res.cells)
+		return -ENOMEM;
+	rn_pair_result_run(&s->res, &s->run, s->remote.host);
+	s->res.status = 0; /* a run that failed never gets here: every probe's outcome is its own */
+	return 0;
 }
 
 static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
 {
-	const struct rn_dw_pair *a = pair_of(&s->run.ours, i, j), *b = pair_of(&s->run.theirs, j, i);
-	const struct rn_finding *wa = worst(a), *wb = worst(b);
-	const struct rn_pair_probe *p = &s->probes[i][j];
-
+	static const char *const words[] = {
+		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
+		[RN_PAIR_SLOW] = "bandwidth-low", [RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
+	};
 	char lb[32];
+	int cause;
+	enum rn_pair_judged v = rn_pair_judge(&s->res.cells[i * s->res.nb + j], &cause);
 
-	if (wa && (!wb || wa->sev >= wb->sev))
-		snprintf(buf, len, "%s", rn_cause_label(wa->cause, lb, sizeof(lb)));
-	else if (wb)
-		snprintf(buf, len, "%s(peer)", rn_cause_label(wb->cause, lb, sizeof(lb)));
-	else if (p->tried && (p->ret || p->peer_ret))
-		snprintf(buf, len, "%s", p->timeout ? "rdma-timeout" : "rdma-error");
-	else if ((!a || a->status == 2) && (!b || b->status == 2) && !p->tried)
-		snprintf(buf, len, "-");
+	if (v == RN_PAIR_BY_A || v == RN_PAIR_BY_B)
+		snprintf(buf, len, "%s%s", rn_cause_label((enum rn_cause)cause, lb, sizeof(lb)),
+			 v == RN_PAIR_BY_B ? "(peer)" : "");
 	else
-		snprintf(buf, len, "ok");
+		snprintf(buf, len, "%s", words[v]);
 	return buf;
 }
 
 static int session_problems(const struct session *s)
 {
-	char c[64];
-	int i, j;
-
-	for (i = 0; i < s->local.nnics; i++)
-		for (j = 0; j < s->remote.nnics; j++)
-			if (strcmp(cell(s, i, j, c, sizeof(c)), "ok") && strcmp(c, "-"))
-				return 1;
-	return 0;
+	return rn_pair_result_bad(&s->res) > 0;
 }
 
 /* Both hosts' own NIC findings, then the pairs', grouped by cause; returns how many. */
@@ -330,6 +323,25 @@ static void json_inv(struct rn_json *j, const char *key, const struct rn_dw_inv 
 	rn_json_close(j, '}');
 }
 
+/* The NICs of @inv where RDMA dies (@drops[i].cause set), each a finding @maker made. */
+static void json_drops(struct rn_json *j, const struct rn_dw_inv *inv,
+		       const struct rn_finding *drops, const char *maker)
+{
+	int i;
+
+	for (i = 0; i < inv->nnics; i++) {
+		if (!drops[i].cause)
+			continue;
+		rn_json_obj(j, NULL);
+		rn_json_str(j, "host", inv->host);
+		rn_json_str(j, "netdev", inv->nics[i].netdev);
+		rn_json_arr(j, "findings");
+		rn_json_finding(j, &drops[i], maker);
+		rn_json_close(j, ']');
+		rn_json_close(j, '}');
+	}
+}
+
 static void json_session(struct rn_doctor *d, const struct session *s, const char *peer, int rc)
 {
 	struct rn_json j;
@@ -375,28 +387,8 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_close(&j, ']');
 	/* NICs where RDMA dies while route and neighbours are right (inferred from the matrix). */
 	rn_json_arr(&j, "drops");
-	for (i = 0; i < s->local.nnics; i++) {
-		if (!s->drops_local[i].cause)
-			continue;
-		rn_json_obj(&j, NULL);
-		rn_json_str(&j, "host", s->local.host);
-		rn_json_str(&j, "netdev", s->local.nics[i].netdev);
-		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_local[i], s->local.host);
-		rn_json_close(&j, ']');
-		rn_json_close(&j, '}');
-	}
-	for (k = 0; k < s->remote.nnics; k++) {
-		if (!s->drops_remote[k].cause)
-			continue;
-		rn_json_obj(&j, NULL);
-		rn_json_str(&j, "host", s->remote.host);
-		rn_json_str(&j, "netdev", s->remote.nics[k].netdev);
-		rn_json_arr(&j, "findings");
-		rn_json_finding(&j, &s->drops_remote[k], s->local.host);
-		rn_json_close(&j, ']');
-		rn_json_close(&j, '}');
-	}
+	json_drops(&j, &s->local, s->drops_local, s->local.host);
+	json_drops(&j, &s->remote, s->drops_remote, s->local.host);
 	rn_json_close(&j, ']');
 	rn_json_arr(&j, "skipped");
 	for (i = 0; i < s->nskips; i++) {
@@ -421,58 +413,35 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 
 /* ---- the RDMA probe, client side ------------------------------------------------------ */
 
-/*
- * Every probe to one remote NIC (or from one local NIC) timed out while the others
- * passed and the live route and neighbours look right: the packets die at that NIC,
- * most often a firewall dropping RoCE v2 (UDP 4791). Needs another NIC that works
- * to tell which end it is.
- */
-/*
- * NIC @x of one side (the remote side's when @by_remote) timed out with every NIC of the
- * other side it was tried with, while another NIC of its own side got through to those.
- */
-static int all_timed_out(const struct session *s, int x, int by_remote)
+/* The session as a grid of two hosts for rn_pair_drops: 0 is this one, 1 the remote. */
+static int grid_nnics(const void *arg, int h)
 {
-	int n = by_remote ? s->local.nnics : s->remote.nnics;
-	int own = by_remote ? s->remote.nnics : s->local.nnics;
-	int tried = 0, bad = 0, others_ok = 0, y, k;
+	const struct rn_pair_result *p = arg;
 
-	for (y = 0; y < n; y++) {
-		const struct rn_pair_probe *p = by_remote ? &s->probes[y][x] : &s->probes[x][y];
-
-		if (!p->tried)
-			continue;
-		tried++;
-		bad += p->timeout && !p->diag.cause;
-		for (k = 0; k < own; k++) {
-			const struct rn_pair_probe *q = by_remote ? &s->probes[y][k] : &s->probes[k][y];
-
-			others_ok |= k != x && q->tried && !q->ret && !q->peer_ret;
-		}
-	}
-	return tried && bad == tried && others_ok;
+	return h ? p->nb : p->na;
 }
 
+static const struct rn_pair_cell *grid_cell(const void *arg, int h1, int i1, int h2, int i2)
+{
+	const struct rn_pair_result *p = arg;
+
+	if (h1 == h2)
+		return NULL;
+	return h1 ? &p->cells[i2 * p->nb + i1] : &p->cells[i1 * p->nb + i2];
+}
+
+/* NICs where RDMA dies while route and neighbours are right (rn_pair_drops). */
 static void infer_drops(struct session *s)
 {
-	struct rn_vars v = RN_VARS_INIT;
+	struct rn_pair_grid g = { 2, grid_nnics, grid_cell, &s->res };
 	int i;
 
 	for (i = 0; i < s->remote.nnics; i++)
-		if (all_timed_out(s, i, 1)) {
-			struct rn_finding *f = &s->drops_remote[i];
-
-			rn_vars_set(&v, "dev", "%s", s->remote.nics[i].netdev);
-			/* made here, about the remote's NIC: its fix runs there */
-			if (!rn_finding_render(f, RN_CAUSE_FIREWALL, &v))
-				rn_finding_set_where(f, s->remote.host, NULL, NULL, NULL);
-		}
+		/* made here, about the remote's NIC: its fix runs there */
+		if (rn_pair_drops(&g, 1, i, s->remote.nics[i].netdev, &s->drops_remote[i]) == 1)
+			rn_finding_set_where(&s->drops_remote[i], s->remote.host, NULL, NULL, NULL);
 	for (i = 0; i < s->local.nnics; i++)
-		if (all_timed_out(s, i, 0)) {
-			rn_vars_set(&v, "dev", "%s", s->local.nics[i].netdev);
-			rn_finding_render(&s->drops_local[i], RN_CAUSE_FIREWALL, &v);
-		}
-	rn_vars_free(&v);
+		rn_pair_drops(&g, 0, i, s->local.nics[i].netdev, &s->drops_local[i]);
 }
 
 /* ---- peer ------------------------------------------------------------------------------ */
@@ -754,6 +723,10 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	}
 	skips(d, s, &r);
+	if (session_record(s)) {
+		rc = rn_doctor_err(d, "out of memory");
+		goto out;
+	}
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_probe.h"
 #include "rn_conn.h"
 #include "rn_net.h"
 

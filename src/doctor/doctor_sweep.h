@@ -2,7 +2,8 @@
 /*
  * The fleet sweep (roce-doctor-mpi): every pair of hosts checked in a round-robin
  * tournament, the results gathered on rank 0 and reported. This half is MPI-free
- * (schedule, model, text/JSON/SVG output); doctor_mpi.c moves the bytes.
+ * (schedule, model: doctor_sweep.c; the bandwidth gate: doctor_sweep_bw.c; text and
+ * JSON: doctor_sweep_report.c; SVG: doctor_sweep_svg.c); doctor_mpi.c moves the bytes.
  */
 #ifndef RN_DOCTOR_SWEEP_H
 #define RN_DOCTOR_SWEEP_H
@@ -10,26 +11,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "doctor.h"
+#include "doctor_result.h"
 
 /* Rounds of disjoint pairs that meet every pair once (odd @n: one host sits out each). */
 int rn_sweep_rounds(int n);
 /* @rank's partner in @round, or -1 (a bye). */
 int rn_sweep_partner(int n, int round, int rank);
-
-enum rn_sweep_rdma {
-	RN_SW_RDMA_SKIPPED = 0,
-	RN_SW_RDMA_OK,
-	RN_SW_RDMA_TIMEOUT,
-	RN_SW_RDMA_ERROR,
-};
-
-/* --min-gbps: the stream after a good ping (rn_bw_*, doctor_rdma.c). */
-enum rn_sweep_bw {
-	RN_SW_BW_NONE = 0,          /* not measured */
-	RN_SW_BW_OK,                /* measured: bw_mbps */
-	RN_SW_BW_FAILED,            /* the stream failed after a good ping (counts as slow) */
-};
 
 /* Which end of a slow NIC pair is the bad one (rn_sweep_bw_blame). */
 enum rn_sweep_blame {
@@ -39,42 +26,6 @@ enum rn_sweep_blame {
 	RN_SW_BLAME_BOTH,
 	RN_SW_BLAME_PATH,           /* both ends fast with other peers: the path between them */
 	RN_SW_BLAME_UNKNOWN,        /* no third NIC measured against an end that is not fast */
-};
-
-/* One NIC pair (host a's NIC i, host b's NIC j; a < b): the worst finding of each side. */
-struct rn_sweep_cell {
-	uint8_t a_cause, a_sev;     /* found by a (checking toward b), 0: none */
-	uint8_t b_cause, b_sev;     /* found by b */
-	uint8_t a_checked, b_checked;
-	uint8_t rdma;               /* enum rn_sweep_rdma */
-	uint8_t diag;               /* rn_diagnose_peer's cause after a failed probe */
-	uint32_t rdma_us;
-	uint8_t bw;                 /* enum rn_sweep_bw */
-	uint8_t slow;               /* under --min-gbps (rank 0, rn_sweep_bw_judge) */
-	uint8_t blame;              /* enum rn_sweep_blame (rank 0) */
-	uint8_t pad;
-	uint32_t bw_mbps;           /* a -> b through the plugin's transport, Mbit/s */
-};
-
-enum { RN_SW_BY_A = 0, RN_SW_BY_B = 1, RN_SW_BY_RDMA = 2, RN_SW_BY_BW = 3 };
-
-/* A finding of a NIC pair, kept for its message and fix. */
-struct rn_sweep_find {
-	int16_t i, j;
-	int16_t by;                 /* RN_SW_BY_* */
-	int16_t pad;
-	struct rn_finding f;        /* RDMA: cause = diagnosis (or none), msg = the probe's error */
-};
-
-struct rn_sweep_pair {
-	int a, b;                   /* ranks, a < b */
-	int status;                 /* 0 checked, -ETIMEDOUT: b did not answer in time */
-	char err[160];
-	int na, nb;
-	double ms;
-	struct rn_sweep_cell *cells;    /* na * nb, row = a's NIC */
-	int nfind;
-	struct rn_sweep_find *finds;
 };
 
 struct rn_sweep_host {
@@ -134,7 +85,7 @@ struct rn_sweep_recheck {
 struct rn_sweep {
 	int n;
 	struct rn_sweep_host *hosts;
-	struct rn_sweep_pair **pairs;   /* rn_sweep_pair_index(); NULL: no result */
+	struct rn_pair_result **pairs;   /* rn_sweep_pair_index(); NULL: no result */
 	int rounds;
 	int pair_timeout_s;
 	int no_rdma;
@@ -154,14 +105,28 @@ struct rn_sweep {
 };
 
 long rn_sweep_pair_index(int n, int a, int b);
-/* Append a copy of @f to @p's findings (NIC @i of a, @j of b, found by @by). 0 or -ENOMEM. */
-int rn_sweep_add_find(struct rn_sweep_pair *p, int i, int j, int by, const struct rn_finding *f);
+/* The model as the gate, the report and the SVG read it (doctor_sweep.c): host @h's NICs
+ * (0 without an inventory), NIC @i's netdev, the cell of (h1, i1) x (h2, i2) in either
+ * order (NULL: that pair has no result). */
+int rn_sweep_nnics(const struct rn_sweep *s, int h);
+const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i);
+const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
+					     int i2);
+/* A NIC with a verdict other than ok or a finding of WARN and above. */
+int rn_sweep_nic_problem(const struct rn_dw_nic *n);
+/* Bad NIC pairs that involve host @h (every host when @h < 0). */
+int rn_sweep_bad_pairs(const struct rn_sweep *s, int h);
+/* Its facts or its results never came. */
+int rn_sweep_host_missing(const struct rn_sweep *s, int h);
+/* missing, hung, error, problem or ok. */
+const char *rn_sweep_host_status(const struct rn_sweep *s, int h);
+/* Release the @n findings of *@fs and the array; *@fs is NULL after. */
+void rn_sweep_findings_free(struct rn_finding **fs, int n);
 int rn_sweep_init(struct rn_sweep *s, int n);
 void rn_sweep_free(struct rn_sweep *s);
-void rn_sweep_pair_free(struct rn_sweep_pair *p);
-/* The worst cause of a cell as text: a cause id, rdma-timeout, rdma-error, ok or "-". */
-const char *rn_sweep_cell_str(const struct rn_sweep_cell *c, char *buf, size_t len);
-int rn_sweep_cell_bad(const struct rn_sweep_cell *c);
+/* A cell's judgment (rn_pair_judge) as text: a cause id, rdma-timeout, rdma-error,
+ * bandwidth-low, ok or "-". */
+const char *rn_sweep_cell_str(const struct rn_pair_cell *c, char *buf, size_t len);
 /* A NIC that times out with every peer while its siblings get through: a firewall. */
 void rn_sweep_infer(struct rn_sweep *s);
 /* RN_DOCTOR_OK, _PROBLEMS, or _ERROR when a host is missing. */
@@ -184,6 +149,8 @@ int rn_sweep_bw_plan(struct rn_sweep *s);
  * bandwidth-low findings. */
 void rn_sweep_bw_blame(struct rn_sweep *s);
 const char *rn_sweep_blame_str(int blame);
+/* A second-pass figure under the bar (a failed stream is slow). */
+int rn_sweep_recheck_slow(const struct rn_sweep *s, const struct rn_sweep_recheck *r);
 void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose);
 void rn_sweep_json(FILE *f, const struct rn_sweep *s, int rc);
 int rn_sweep_svg(const char *path, const struct rn_sweep *s);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The helpers every doctor file shares (the CLI, the MPI sweep and the unit tests link
- * this file alone, never doctor.c's main): the clock, names, the error and log sinks,
+ * this file alone, never doctor_main.c's main): the clock, names, the error and log sinks,
  * and the whole-or-nothing report file writer.
  */
 #include <errno.h>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The peer protocol between `roce-doctor peer` and `roce-doctor serve`, over TCP.
+ * The peer protocol between `roce-doctor peer` and `roce-doctor serve` (and the MPI
+ * sweep's ranks): its messages as bytes. Moving them is a transport's (TCP: doctor_io.c).
  * Big-endian; fixed-size fields except a finding's texts and a probe's reason,
  * which are length-prefixed. A receiver checks the magic, the version, the type,
  * the length against the maximum and, per type, that the payload is exactly as
@@ -29,22 +30,17 @@
  * PROBE_RESULT: be32 errno (0: the ping arrived), then the reason (the rest of the
  *         payload, < RN_DW_WHY_MAX bytes, no NUL)
  * DONE: empty
+ * RESULTS (the sweep's ranks to rank 0, over MPI; never on a connection): version 4 in its
+ *         header, which readers of 2 and 3 refuse; the payload is doctor_result.h's.
  * WAIT, BUSY (server, only to a client whose caps have bit 0): be16 sessions ahead,
  *         be16 0, be32 how long a session there takes (ms, 0 unknown). WAIT: queued,
  *         the inventory comes when its turn does; BUSY: not taken, the server closes.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
-#include "doctor_pair.h"
+#include "doctor_wire.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"
@@ -216,14 +212,6 @@ void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f)
 	f->sev = (enum rn_severity)(s <= RN_SEV_FATAL ? s : RN_SEV_FATAL);
 }
 
-static int send_buf(int fd, uint16_t type, struct rn_wbuf *b, double deadline_ms)
-{
-	int ret = b->err ? b->err : rn_dw_send(fd, type, b->p, b->len, deadline_ms);
-
-	free(b->p);
-	return ret;
-}
-
 static void put_inv(struct rn_wbuf *bp, const struct rn_dw_inv *inv)
 {
 	struct rn_wbuf b = *bp;
@@ -254,14 +242,6 @@ static void put_inv(struct rn_wbuf *bp, const struct rn_dw_inv *inv)
 			rn_dw_put_finding(&b, &n->findings[k]);
 	}
 	*bp = b;
-}
-
-int rn_dw_send_inv(int fd, const struct rn_dw_inv *inv, double deadline_ms)
-{
-	struct rn_wbuf b = { 0 };
-
-	put_inv(&b, inv);
-	return send_buf(fd, RN_DW_INV, &b, deadline_ms);
 }
 
 int rn_dw_encode_inv(const struct rn_dw_inv *inv, uint8_t **out, size_t *len)
@@ -363,14 +343,6 @@ static void put_checks(struct rn_wbuf *bp, const struct rn_dw_checks *c)
 	*bp = b;
 }
 
-int rn_dw_send_checks(int fd, const struct rn_dw_checks *c, double deadline_ms)
-{
-	struct rn_wbuf b = { 0 };
-
-	put_checks(&b, c);
-	return send_buf(fd, RN_DW_CHECKS, &b, deadline_ms);
-}
-
 int rn_dw_encode_checks(const struct rn_dw_checks *c, uint8_t **out, size_t *len)
 {
 	struct rn_wbuf b = { 0 };
@@ -420,7 +392,7 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 	return 0;
 }
 
-/* ---- framing and sockets ------------------------------------------------------------ */
+/* ---- framing ------------------------------------------------------------------------- */
 
 size_t rn_dw_type_max(unsigned int type)
 {
@@ -433,108 +405,48 @@ size_t rn_dw_type_max(unsigned int type)
 	case RN_DW_DONE: return 0;
 	case RN_DW_WAIT:
 	case RN_DW_BUSY: return RN_DW_WAIT_LEN;
+	case RN_DW_RESULTS: return RN_DW_RESULTS_MAX;
 	}
 	return 0;
 }
 
-/* Wait for @ev on @fd until @deadline_ms: 1 ready, 0 the deadline passed, -errno. */
-static int wait_fd(int fd, short ev, double deadline_ms)
+int rn_dw_encode_hdr(uint8_t *hdr, uint16_t type, size_t len)
 {
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = ev };
-		double left = deadline_ms - rn_doctor_now_ms();
-		int r;
-
-		if (left <= 0)
-			return 0;
-		r = poll(&pfd, 1, (int)left + 1);
-		if (r > 0)
-			return 1;
-		if (r < 0 && errno != EINTR)
-			return -errno;
-	}
-}
-
-/*
- * @iov whole. Deadline 0: blocking sends (the socket's timeout bounds each); RN_DW_NOW:
- * never waits; else every send is non-blocking and the wait between them ends at the
- * deadline, so a peer that reads a byte now and then cannot stretch it.
- */
-static int write_iov(int fd, struct iovec *iov, int n, double deadline_ms)
-{
-	int flags = MSG_NOSIGNAL | (deadline_ms ? MSG_DONTWAIT : 0);
-
-	while (n) {
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t k = sendmsg(fd, &mh, flags);
-		int r;
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return -errno;
-			if (!deadline_ms || deadline_ms == RN_DW_NOW)
-				return -ETIMEDOUT;
-			r = wait_fd(fd, POLLOUT, deadline_ms);
-			if (r <= 0)
-				return r ? r : -ETIMEDOUT;
-			continue;
-		}
-		while (n && (size_t)k >= iov->iov_len) {
-			k -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (uint8_t *)iov->iov_base + k;
-			iov->iov_len -= (size_t)k;
-		}
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, size_t *got)
-{
-	uint8_t *p = buf;
-
-	*got = 0;
-	while (len) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n == 0)
-			return -ECONNRESET;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-		*got += (size_t)n;
-	}
-	return 0;
-}
-
-int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len, double deadline_ms)
-{
-	uint8_t hdr[RN_DW_HDR_LEN];
-	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { (void *)payload, len } };
 	struct rn_wbuf h = { 0 };
 
 	if (len > rn_dw_type_max(type))
 		return -EMSGSIZE;
 	rn_wb_u32(&h, RN_DW_MAGIC);
-	rn_wb_u16(&h, RN_DW_VERSION);
+	/* RESULTS carries its own version: a reader of 2 or 3 refuses it at the header */
+	rn_wb_u16(&h, type == RN_DW_RESULTS ? RN_DW_RESULTS_VERSION : RN_DW_VERSION);
 	rn_wb_u16(&h, type);
 	rn_wb_u32(&h, (uint32_t)len);
 	rn_wb_u32(&h, 0);
-	if (h.err)
-		return h.err;
-	memcpy(hdr, h.p, sizeof(hdr));
+	if (!h.err)
+		memcpy(hdr, h.p, RN_DW_HDR_LEN);
 	free(h.p);
-	/* one sendmsg for both: a small message leaves whole or not at all (RN_DW_NOW) */
-	return write_iov(fd, iov, len ? 2 : 1, deadline_ms);
+	return h.err;
+}
+
+/* The magic, and the version within [@min, @max]: 0, -EBADMSG or -EPROTO with @why. */
+static int hdr_check(struct rn_rbuf *b, unsigned int min, unsigned int max, unsigned int *type,
+		     uint32_t *len, char *why, size_t why_len)
+{
+	uint32_t magic = rn_rb_u32(b);
+	unsigned int version = rn_rb_u16(b);
+
+	*type = rn_rb_u16(b);
+	*len = rn_rb_u32(b);
+	if (magic != RN_DW_MAGIC) {
+		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
+		return -EBADMSG;
+	}
+	if (version < min || version > max) {
+		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %u to %u",
+			 version, min, max);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
@@ -543,23 +455,15 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 					     "a probe handle", "a probe result", "DONE", "WAIT",
 					     "BUSY" };
 	struct rn_rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
-	uint32_t magic, len;
-	unsigned int version, type;
+	uint32_t len;
+	unsigned int type;
+	int ret;
 
 	memset(m, 0, sizeof(*m));
-	magic = rn_rb_u32(&b);
-	version = rn_rb_u16(&b);
-	type = rn_rb_u16(&b);
-	len = rn_rb_u32(&b);
-	if (magic != RN_DW_MAGIC) {
-		snprintf(why, why_len, "not a roce-doctor message (bad magic 0x%08x)", magic);
-		return -EBADMSG;
-	}
-	if (version < RN_DW_VERSION_MIN || version > RN_DW_VERSION) {
-		snprintf(why, why_len, "protocol version %u, this roce-doctor speaks %d to %d",
-			 version, RN_DW_VERSION_MIN, RN_DW_VERSION);
-		return -EPROTO;
-	}
+	ret = hdr_check(&b, RN_DW_VERSION_MIN, RN_DW_VERSION, &type, &len, why, why_len);
+	if (ret)
+		return ret;
+	/* RESULTS is the sweep's, never a connection's (rn_dw_decode_results_hdr) */
 	if (type < RN_DW_INV || type > RN_DW_BUSY || rn_rb_u32(&b)) {
 		snprintf(why, why_len, "unknown message type %u", type);
 		return -EBADMSG;
@@ -575,39 +479,27 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 	return 0;
 }
 
-int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
+int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *why,
+			     size_t why_len)
 {
-	uint8_t hdr[RN_DW_HDR_LEN];
-	size_t got;
+	struct rn_rbuf b = { buf, n, 0, 0 };
+	unsigned int type;
 	int ret;
 
-	memset(m, 0, sizeof(*m));
-	ret = read_all(fd, hdr, sizeof(hdr), &got);
-	if (ret && got) {
-		snprintf(why, why_len, "not a roce-doctor message (%zu bytes, then %s)", got,
-			 ret == -ECONNRESET ? "the connection closed" : strerror(-ret));
+	if (n < RN_DW_HDR_LEN) {
+		snprintf(why, why_len, "not a roce-doctor message (%zu bytes)", n);
 		return -EBADMSG;
 	}
-	if (ret) {
-		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
-			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
-		return ret;
-	}
-	ret = rn_dw_decode_hdr(hdr, m, why, why_len);
+	ret = hdr_check(&b, RN_DW_RESULTS_VERSION, RN_DW_RESULTS_VERSION, &type, len, why,
+			why_len);
 	if (ret)
 		return ret;
-	m->payload = malloc(m->len ? m->len : 1);
-	if (!m->payload) {
-		snprintf(why, why_len, "out of memory");
-		return -ENOMEM;
+	if (type != RN_DW_RESULTS || rn_rb_u32(&b) || *len != n - RN_DW_HDR_LEN) {
+		snprintf(why, why_len, "not pair results (type %u, %u of %zu bytes)", type, *len,
+			 n - RN_DW_HDR_LEN);
+		return -EBADMSG;
 	}
-	ret = read_all(fd, m->payload, m->len, &got);
-	if (ret) {
-		snprintf(why, why_len, "message cut short (%s)",
-			 ret == -ECONNRESET ? "connection closed" : strerror(-ret));
-		rn_dw_msg_free(m);
-	}
-	return ret;
+	return 0;
 }
 
 /* ---- a message as its bytes arrive (the server's non-blocking reads) ------------------- */
@@ -623,8 +515,7 @@ void rn_dw_reader_free(struct rn_dw_reader *r)
 	r->got = 0;
 }
 
-/* Where the next bytes of the message go, and how many it still needs. */
-static uint8_t *reader_space(struct rn_dw_reader *r, size_t *n)
+uint8_t *rn_dw_reader_room(struct rn_dw_reader *r, size_t *n)
 {
 	if (r->got < RN_DW_HDR_LEN) {
 		*n = RN_DW_HDR_LEN - r->got;
@@ -658,11 +549,19 @@ static int reader_advance(struct rn_dw_reader *r, size_t n, char *why, size_t le
 	return r->m.payload && r->got == RN_DW_HDR_LEN + r->m.len;
 }
 
-static void reader_take(struct rn_dw_reader *r, struct rn_dw_msg *out)
+int rn_dw_reader_took(struct rn_dw_reader *r, size_t n, struct rn_dw_msg *out, char *why,
+		      size_t len)
 {
+	int ret = reader_advance(r, n, why, len);
+
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return -EAGAIN;
 	*out = r->m;
 	memset(&r->m, 0, sizeof(r->m));
 	r->got = 0;
+	return 0;
 }
 
 int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t *used,
@@ -671,86 +570,17 @@ int rn_dw_reader_feed(struct rn_dw_reader *r, const uint8_t *p, size_t n, size_t
 	*used = 0;
 	while (*used < n) {
 		size_t room, k;
-		uint8_t *dst = reader_space(r, &room);
+		uint8_t *dst = rn_dw_reader_room(r, &room);
 		int ret;
 
 		k = RN_MIN(room, n - *used);
 		memcpy(dst, p + *used, k);
 		*used += k;
-		ret = reader_advance(r, k, why, len);
-		if (ret < 0)
+		ret = rn_dw_reader_took(r, k, out, why, len);
+		if (ret != -EAGAIN)
 			return ret;
-		if (ret) {
-			reader_take(r, out);
-			return 0;
-		}
 	}
 	return -EAGAIN;
-}
-
-int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
-		    size_t len)
-{
-	for (;;) {
-		size_t room;
-		uint8_t *dst = reader_space(r, &room);
-		ssize_t n = recv(fd, dst, room, MSG_DONTWAIT);
-		int ret;
-
-		if (n == 0) {
-			if (r->got && r->got < RN_DW_HDR_LEN)
-				snprintf(why, len, "not a roce-doctor message (%zu bytes, then the "
-					 "connection closed)", r->got);
-			else if (r->got)
-				snprintf(why, len, "message cut short after %zu bytes (connection "
-					 "closed)", r->got);
-			else
-				snprintf(why, len, "connection closed");
-			return r->got ? -EBADMSG : -ECONNRESET;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return -EAGAIN;
-			ret = -errno;
-			snprintf(why, len, "%s", strerror(errno));
-			return ret;
-		}
-		ret = reader_advance(r, (size_t)n, why, len);
-		if (ret < 0)
-			return ret;
-		if (ret) {
-			reader_take(r, out);
-			return 0;
-		}
-	}
-}
-
-int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, size_t len)
-{
-	struct rn_dw_reader r;
-	int ret;
-
-	rn_dw_reader_init(&r);
-	memset(m, 0, sizeof(*m));
-	for (;;) {
-		ret = rn_dw_read_some(fd, &r, m, why, len);
-		if (ret != -EAGAIN)
-			break;
-		ret = wait_fd(fd, POLLIN, deadline_ms);
-		if (!ret) {
-			snprintf(why, len, "no whole message in time (%zu bytes came)", r.got);
-			ret = -ETIMEDOUT;
-			break;
-		}
-		if (ret < 0) {
-			snprintf(why, len, "poll: %s", strerror(-ret));
-			break;
-		}
-	}
-	rn_dw_reader_free(&r);
-	return ret;
 }
 
 void rn_dw_msg_free(struct rn_dw_msg *m)
@@ -774,162 +604,4 @@ int rn_dw_get_wait(const struct rn_dw_msg *m, int *ahead, double *session_ms)
 	*ahead = rn_get_be16(m->payload);
 	*session_ms = rn_get_be32(m->payload + 4);
 	return 0;
-}
-
-int rn_dw_set_timeout(int fd, int secs)
-{
-	struct timeval tv = { .tv_sec = secs };
-
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
-		return -errno;
-	return 0;
-}
-
-int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why,
-		  size_t len)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
-	char ps[16];
-	int s = -1, ret = -EHOSTUNREACH, g;
-
-	snprintf(ps, sizeof(ps), "%d", port);
-	g = getaddrinfo(host, ps, &hints, &res);
-	if (g) {
-		snprintf(why, len, "cannot resolve '%s': %s", host, gai_strerror(g));
-		return -EINVAL;
-	}
-	for (ai = res; ai; ai = ai->ai_next) {
-		socklen_t sl = sizeof(int);
-		int err = 0, r;
-
-		s = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (s < 0) {
-			ret = -errno;
-			continue;
-		}
-		if (connect(s, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
-			ret = -errno;
-			goto next;
-		}
-		r = wait_fd(s, POLLOUT, deadline_ms);
-		if (r <= 0) {
-			ret = r ? r : -ETIMEDOUT;
-			goto next;
-		}
-		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &sl) || err) {
-			ret = -(err ? err : errno);
-			goto next;
-		}
-		freeaddrinfo(res);
-		*fd = s;
-		return 0;
-next:
-		close(s);
-		s = -1;
-	}
-	freeaddrinfo(res);
-	snprintf(why, len, "cannot connect to %s port %d: %s (is `roce-doctor serve` running there?)",
-		 host, port, strerror(-ret));
-	return ret;
-}
-
-static int listen_on(int family, const struct sockaddr *sa, socklen_t sl, int v6only, int *fd)
-{
-	int one = 1, s, ret;
-
-	s = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -errno;
-	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (family == AF_INET6)
-		setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-	/*
-	 * The kernel's largest accept queue: a flood that arrives while a session runs
-	 * must not make the kernel drop a real client's SYN (a retransmit costs it 1-3 s).
-	 */
-	if (bind(s, sa, sl) || listen(s, SOMAXCONN)) {
-		ret = -errno;
-		close(s);
-		return ret;
-	}
-	*fd = s;
-	return 0;
-}
-
-int rn_dw_addr_is_any(const char *addr)
-{
-	struct in6_addr a6;
-	struct in_addr a4;
-
-	if (inet_pton(AF_INET, addr, &a4) == 1)
-		return a4.s_addr == htonl(INADDR_ANY);
-	return inet_pton(AF_INET6, addr, &a6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&a6);
-}
-
-int rn_dw_listen(const char *addr, int port, int *fd)
-{
-	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
-	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	if (addr) {
-		/*
-		 * That address alone, its family alone (IPv6 without the mapped IPv4 ones).
-		 * inet_pton's forms only: getaddrinfo would take inet_aton's too ("127.1",
-		 * "0x7fffffff", "0"), which no operator means.
-		 */
-		if (inet_pton(AF_INET, addr, &a4.sin_addr) == 1)
-			return listen_on(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 1, fd);
-		if (inet_pton(AF_INET6, addr, &a6.sin6_addr) == 1)
-			return listen_on(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 1, fd);
-		return -EINVAL;
-	}
-	/* Dual-stack where IPv6 exists (any NIC address, either family), else IPv4 only. */
-	if (!listen_on(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 0, fd))
-		return 0;
-	return listen_on(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0, fd);
-}
-
-/* ---- the pair runner's transport over one connection (rn_pair_io) ------------------- */
-
-double rn_dw_io_deadline(const struct rn_dw_io *t)
-{
-	double by = rn_doctor_now_ms() + t->budget_ms;
-
-	return t->end_ms > 0 ? RN_MIN(by, t->end_ms) : by;
-}
-
-static int io_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t len)
-{
-	struct rn_dw_io *t = (struct rn_dw_io *)io;
-
-	return rn_dw_send(t->fd, type, buf, len, rn_dw_io_deadline(t));
-}
-
-static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-		   size_t len)
-{
-	struct rn_dw_io *t = (struct rn_dw_io *)io;
-
-	return rn_dw_recv_by(t->fd, m, rn_dw_io_deadline(t), why, len);
-}
-
-/* A probe's wait: its own bound, at most what is left of the session (a millisecond). */
-static int io_probe_ms(struct rn_pair_io *io)
-{
-	struct rn_dw_io *t = (struct rn_dw_io *)io;
-	double left = RN_DOCTOR_PROBE_TIMEOUT_MS;
-
-	if (t->end_ms > 0)
-		left = RN_MIN(left, t->end_ms - rn_doctor_now_ms());
-	return (int)RN_MAX(left, 1);
-}
-
-void rn_dw_io_init(struct rn_dw_io *t, int fd, double budget_ms, double end_ms)
-{
-	t->io.send = io_send;
-	t->io.recv = io_recv;
-	t->io.probe_ms = io_probe_ms;
-	t->fd = fd;
-	t->budget_ms = budget_ms;
-	t->end_ms = end_ms;
 }

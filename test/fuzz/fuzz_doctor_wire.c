@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_io.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,7 @@
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
-#include "../../src/doctor/doctor.h"
+#include "../../src/doctor/doctor_probe.h"
 #include "rn_conn.h"
 #include "rn_net.h"
 

@@ -18,7 +18,7 @@
 
 #include "fixture_sysfs.h"
 #include "rn_log.h"
-#include "../../src/doctor/doctor.h"
+#include "../../src/doctor/doctor_probe.h"
 #include "rn_conncheck.h"
 #include "rn_json.h"
 

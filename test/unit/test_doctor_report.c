@@ -2,7 +2,8 @@
 /*
  * roce-doctor's peer report (src/doctor/doctor_peer.c over the rest of the doctor): eight
  * mlx5-named NICs a side, long findings on NICs and pairs, and a cause from a newer peer. The matrix names each pair's cause, the human report and the JSON
- * carry every message and fix whole.
+ * carry every message and fix whole; and parity: every field the report carries is in
+ * both forms (the host and sweep reports' parity is test_doctor_parity.c's).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,6 +102,7 @@ static struct session *sample(void)
 	int i, j;
 
 	assert_non_null(s);
+	s->run.step = RN_PAIR_STEP_END; /* a run that went through, as peer reports only those */
 	fill_inv(&s->local, ha, 11);
 	fill_inv(&s->remote, hb, 21);
 	for (i = 0; i < N; i += 2)
@@ -139,6 +141,8 @@ static char *report(struct session *s, int json)
 	size_t len = 0;
 
 	assert_non_null(d);
+	if (!s->res.cells) /* as peer does after its run: the session's result, judged */
+		assert_int_equal(session_record(s), 0);
 	d->out = open_memstream(&buf, &len);
 	assert_non_null(d->out);
 	d->verbose = 1;
@@ -261,11 +265,130 @@ static void probe_counters_shown(void **state)
 	free(s);
 }
 
+/* @a, then @b after it, then @c after that, in @hay: one pair's fields in their order. */
+static int in_order(const char *hay, const char *a, const char *b, const char *c)
+{
+	const char *p = strstr(hay, a);
+
+	p = p ? strstr(p + strlen(a), b) : NULL;
+	return p && strstr(p + strlen(b), c);
+}
+
+static void both(const char *h, const char *j, const char *field, const char *ht, const char *jt)
+{
+	if (!strstr(h, ht))
+		fail_msg("%s: '%s' not in the text", field, ht);
+	if (!strstr(j, jt))
+		fail_msg("%s: '%s' not in the JSON", field, jt);
+}
+
+/*
+ * A finding: its cause and its fix in both; its message whole in the JSON, in the text the
+ * first of its cause's (the text groups a cause's findings: one screen for 8 NICs).
+ */
+static void finding_both(const char *h, const char *j, const char *field,
+			 const struct rn_finding *x)
+{
+	char lb[32], t[160];
+	const char *label = rn_cause_label(x->cause, lb, sizeof(lb));
+
+	snprintf(t, sizeof(t), "\"cause\": \"%s\"", label);
+	both(h, j, field, label, t);
+	snprintf(t, sizeof(t), "\"message\": \"%.100s", rn_finding_msg(x));
+	if (!strstr(j, t))
+		fail_msg("%s: '%s' not in the JSON", field, t);
+	if (rn_finding_fix(x)[0])
+		both(h, j, field, rn_finding_fix(x), rn_finding_fix(x));
+}
+
+/*
+ * Parity: one session rendered both ways, every field the peer report carries in both.
+ * JSON alone, by design: a NIC's prefix length, MAC, link, GID and its index, MTUs, own
+ * verdict and ibdev (the text's matrix shows the pair, the findings the NIC), each check's
+ * status (the text's cell words it), a probe's time, arp_probed and the exit code; and a
+ * finding's message but the first of its cause (the text groups them).
+ */
+static void peer_parity(void **state)
+{
+	struct session *s = sample();
+	struct rn_pair_probe *p = &s->probes[3][4];
+	char *h, *j, a[64], b[64], c[96], ip[INET6_ADDRSTRLEN];
+	int i, k, f;
+
+	p->tried = 1;
+	p->ret = -EHOSTUNREACH;
+	p->ms = 2;
+	snprintf(p->why, sizeof(p->why), "connect: no route to the peer's GID");
+	snprintf(s->skips[0].why, sizeof(s->skips[0].why), "no CAP_NET_RAW here");
+	s->skips[0].check = "arp-probe";
+	s->nskips = 1;
+	assert_int_equal(rn_finding_set(&s->drops_local[6], RN_CAUSE_FIREWALL, RN_SEV_FATAL,
+					"RDMA dies at ens7f0np0", "open udp 4791 on ens7f0np0"), 0);
+	s->run.check_ms = 1.5;
+	h = report(s, 0);
+	j = report(s, 1);
+	if (getenv("TEST_VERBOSE"))
+		fprintf(stderr, "%s\n%s\n", h, j);
+	both(h, j, "local host", "gpu-node-a.rack17.example (8 NICs)",
+	     "\"host\": \"gpu-node-a.rack17.example\"");
+	both(h, j, "remote host", "<-> gpu-node-b.rack17.example via",
+	     "\"host\": \"gpu-node-b.rack17.example\"");
+	both(h, j, "peer", "via 198.18.0.21", "\"peer\": \"198.18.0.21\"");
+	for (i = 0; i < N; i++) {
+		const struct rn_dw_nic *ln = &s->local.nics[i], *rm = &s->remote.nics[i];
+
+		snprintf(a, sizeof(a), "%s %s", ln->netdev, rn_ip_str(&ln->ip, ip, sizeof(ip)));
+		snprintf(b, sizeof(b), "\"ip\": \"%s\"", ip);
+		both(h, j, "local NIC", a, b);
+		snprintf(a, sizeof(a), " %s", rn_ip_str(&rm->ip, ip, sizeof(ip)));
+		snprintf(b, sizeof(b), "\"ip\": \"%s\"", ip);
+		both(h, j, "remote NIC", a, b);
+		for (k = 0; k < N; k++) {
+			char w[64], row[64];
+
+			cell(s, i, k, w, sizeof(w));
+			snprintf(row, sizeof(row), "\n%s %s", ln->netdev,
+				 rn_ip_str(&ln->ip, ip, sizeof(ip)));
+			snprintf(a, sizeof(a), "\"local\": \"%s\"", ln->netdev);
+			snprintf(b, sizeof(b), "\"remote\": \"%s\"", s->remote.nics[k].netdev);
+			snprintf(c, sizeof(c), "\"result\": \"%s\"", w);
+			if (!in_order(j, a, b, c))
+				fail_msg("pair %d x %d: '%s' not in the JSON", i, k, w);
+			if (!strstr(strstr(h, row), w))
+				fail_msg("pair %d x %d: '%s' not in the text's row", i, k, w);
+		}
+	}
+	for (i = 0; i < s->run.ours.npairs; i++)
+		for (f = 0; f < s->run.ours.pairs[i].nfindings; f++) {
+			const struct rn_finding *x = &s->run.ours.pairs[i].findings[f];
+
+			finding_both(h, j, "our check's finding", x);
+		}
+	for (i = 0; i < s->run.theirs.npairs; i++)
+		for (f = 0; f < s->run.theirs.pairs[i].nfindings; f++) {
+			const struct rn_finding *x = &s->run.theirs.pairs[i].findings[f];
+
+			finding_both(h, j, "their check's finding", x);
+		}
+	both(h, j, "probe error", "connect: no route to the peer's GID",
+	     "\"error\": \"connect: no route to the peer's GID\"");
+	both(h, j, "skip", "skipped: arp-probe: no CAP_NET_RAW here", "\"why\": \"no CAP_NET_RAW here\"");
+	both(h, j, "skip check", "arp-probe", "\"check\": \"arp-probe\"");
+	both(h, j, "drop", "RDMA dies at ens7f0np0", "\"message\": \"RDMA dies at ens7f0np0\"");
+	both(h, j, "drop fix", "open udp 4791 on ens7f0np0", "\"fix\": \"open udp 4791 on ens7f0np0\"");
+	both(h, j, "check time", "(pair checks 1.5 ms)", "\"elapsed_us\": 1500");
+	free(h);
+	free(j);
+	session_clear(s);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(matrix_and_findings_whole),
 		cmocka_unit_test(probe_counters_shown),
+		cmocka_unit_test(peer_parity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

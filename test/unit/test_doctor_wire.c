@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * roce-doctor's peer protocol (src/doctor/doctor_wire.c, compiled in here: the
- * doctor is not part of the library): inventory and pair-check round trips over a
+ * roce-doctor's peer protocol (src/doctor/doctor_wire.c, and its TCP transport
+ * doctor_io.c; linked in here: the doctor is not part of the library): inventory and pair-check round trips over a
  * socketpair, and every rejection a serving doctor must survive.
  */
 #include <setjmp.h>
@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../../src/doctor/doctor.h"
+#include "../../src/doctor/doctor_io.h"
 #include "rn_codec.h"
 #include "rn_net.h"
 #include "rn_nic.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The fleet sweep's MPI-free half (src/doctor/doctor_sweep.c, compiled in here with the
+ * The fleet sweep's MPI-free half (src/doctor/doctor_sweep*.c, linked in here with the
  * JSON writer): the round-robin tournament meets every pair of hosts exactly once in
  * N-1 rounds (N odd: N rounds, one bye each), the cells' worst cause, the firewall
  * inference (a NIC that times out with every peer, not one that fails with one host
@@ -86,7 +86,7 @@ static void fleet(struct rn_sweep *s)
 	}
 	for (a = 0; a < 3; a++)
 		for (b = a + 1; b < 3; b++) {
-			struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+			struct rn_pair_result *p = calloc(1, sizeof(*p));
 
 			assert_non_null(p);
 			p->a = a;
@@ -96,15 +96,15 @@ static void fleet(struct rn_sweep *s)
 			assert_non_null(p->cells);
 			for (c = 0; c < 4; c++) {
 				p->cells[c].a_checked = p->cells[c].b_checked = 1;
-				p->cells[c].rdma = RN_SW_RDMA_OK;
+				p->cells[c].rdma = RN_PAIR_RDMA_OK;
 			}
 			s->pairs[rn_sweep_pair_index(3, a, b)] = p;
 		}
 }
 
-static struct rn_sweep_cell *cell(struct rn_sweep *s, int a, int i, int b, int j)
+static struct rn_pair_cell *cell(struct rn_sweep *s, int a, int i, int b, int j)
 {
-	struct rn_sweep_pair *p = s->pairs[rn_sweep_pair_index(s->n, a, b)];
+	struct rn_pair_result *p = s->pairs[rn_sweep_pair_index(s->n, a, b)];
 
 	return &p->cells[i * p->nb + j];
 }
@@ -122,10 +122,10 @@ static void test_cells_and_exit(void **state)
 	cell(&s, 0, 1, 2, 0)->b_sev = RN_SEV_FATAL;
 	cell(&s, 0, 1, 2, 0)->a_cause = RN_CAUSE_MTU_MISMATCH;
 	cell(&s, 0, 1, 2, 0)->a_sev = RN_SEV_WARN;
-	cell(&s, 0, 1, 2, 0)->rdma = RN_SW_RDMA_TIMEOUT;
+	cell(&s, 0, 1, 2, 0)->rdma = RN_PAIR_RDMA_TIMEOUT;
 	assert_string_equal(rn_sweep_cell_str(cell(&s, 0, 1, 2, 0), buf, sizeof(buf)), "route-wrong-nic");
 	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_PROBLEMS);
-	*cell(&s, 0, 1, 2, 0) = (struct rn_sweep_cell){ 0 };
+	*cell(&s, 0, 1, 2, 0) = (struct rn_pair_cell){ 0 };
 	assert_string_equal(rn_sweep_cell_str(cell(&s, 0, 1, 2, 0), buf, sizeof(buf)), "-");
 	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_OK);
 	/* a host whose results never came: incomplete, exit 2 */
@@ -143,10 +143,10 @@ static void test_infer(void **state)
 	/* h2:eth1 times out with every NIC of every peer; its eth0 gets through */
 	for (o = 0; o < 2; o++)
 		for (y = 0; y < 2; y++)
-			cell(&s, o, y, 2, 1)->rdma = RN_SW_RDMA_TIMEOUT;
+			cell(&s, o, y, 2, 1)->rdma = RN_PAIR_RDMA_TIMEOUT;
 	/* h1:eth0 times out with h0 only (one pair of hosts): not the NIC's firewall */
-	cell(&s, 0, 0, 1, 0)->rdma = RN_SW_RDMA_TIMEOUT;
-	cell(&s, 0, 1, 1, 0)->rdma = RN_SW_RDMA_TIMEOUT;
+	cell(&s, 0, 0, 1, 0)->rdma = RN_PAIR_RDMA_TIMEOUT;
+	cell(&s, 0, 1, 1, 0)->rdma = RN_PAIR_RDMA_TIMEOUT;
 	rn_sweep_infer(&s);
 	assert_int_equal(s.hosts[2].drops[1].cause, RN_CAUSE_FIREWALL);
 	assert_int_equal(s.hosts[2].drops[0].cause, 0);
@@ -165,7 +165,7 @@ static void test_json(void **state)
 	FILE *f;
 
 	fleet(&s);
-	cell(&s, 1, 0, 2, 1)->rdma = RN_SW_RDMA_ERROR;
+	cell(&s, 1, 0, 2, 1)->rdma = RN_PAIR_RDMA_ERROR;
 	f = open_memstream(&text, &len);
 	assert_non_null(f);
 	rn_sweep_json(f, &s, rn_sweep_exit(&s));
@@ -411,7 +411,7 @@ static void bw_all(struct rn_sweep *s, uint32_t mbps)
 	s->min_gbps = 10;
 	for (k = 0; k < (long)s->n * (s->n - 1) / 2; k++)
 		for (c = 0; s->pairs[k] && c < s->pairs[k]->na * s->pairs[k]->nb; c++) {
-			s->pairs[k]->cells[c].bw = RN_SW_BW_OK;
+			s->pairs[k]->cells[c].bw = RN_PAIR_BW_OK;
 			s->pairs[k]->cells[c].bw_mbps = mbps;
 		}
 }
@@ -423,7 +423,7 @@ static int finds_with(const struct rn_sweep *s, const char *text)
 
 	for (k = 0; k < (long)s->n * (s->n - 1) / 2; k++)
 		for (q = 0; s->pairs[k] && q < s->pairs[k]->nfind; q++)
-			n += s->pairs[k]->finds[q].by == RN_SW_BY_BW &&
+			n += s->pairs[k]->finds[q].by == RN_PAIR_FROM_BW &&
 			     s->pairs[k]->finds[q].f.cause == RN_CAUSE_BANDWIDTH_LOW &&
 			     strstr(s->pairs[k]->finds[q].f.msg, text) != NULL;
 	return n;
@@ -454,9 +454,9 @@ static void test_bw_the_bad_end(void **state)
 	assert_int_equal(s.rechecks[0].i, 1);
 	assert_int_equal(s.rechecks[0].w, 0);
 	assert_int_equal(s.rechecks[0].k, 0);
-	assert_int_equal(s.rechecks[0].bw, RN_SW_BW_NONE);
+	assert_int_equal(s.rechecks[0].bw, RN_PAIR_BW_NONE);
 	/* alone it is as slow */
-	s.rechecks[0].bw = RN_SW_BW_OK;
+	s.rechecks[0].bw = RN_PAIR_BW_OK;
 	s.rechecks[0].mbps = 3100;
 	rn_sweep_bw_blame(&s);
 	for (o = 0; o < 2; o++)
@@ -501,7 +501,7 @@ static void test_bw_recheck_clears(void **state)
 			cell(&s, o, y, 2, 1)->bw_mbps = 3000;
 	rn_sweep_bw_judge(&s);
 	assert_int_equal(rn_sweep_bw_plan(&s), 0);
-	s.rechecks[0].bw = RN_SW_BW_OK;
+	s.rechecks[0].bw = RN_PAIR_BW_OK;
 	s.rechecks[0].mbps = 25000;
 	rn_sweep_bw_blame(&s);
 	assert_int_equal(cell(&s, 0, 0, 2, 1)->blame, RN_SW_BLAME_PATH);
@@ -545,7 +545,7 @@ static void small_fleet(struct rn_sweep *s, int n, int nics)
 	}
 	for (a = 0; a < n; a++)
 		for (b = a + 1; b < n; b++) {
-			struct rn_sweep_pair *p = calloc(1, sizeof(*p));
+			struct rn_pair_result *p = calloc(1, sizeof(*p));
 
 			assert_non_null(p);
 			p->a = a;
@@ -555,7 +555,7 @@ static void small_fleet(struct rn_sweep *s, int n, int nics)
 			assert_non_null(p->cells);
 			for (c = 0; c < nics * nics; c++) {
 				p->cells[c].a_checked = p->cells[c].b_checked = 1;
-				p->cells[c].rdma = RN_SW_RDMA_OK;
+				p->cells[c].rdma = RN_PAIR_RDMA_OK;
 			}
 			s->pairs[rn_sweep_pair_index(n, a, b)] = p;
 		}
@@ -569,7 +569,7 @@ static void test_bw_two_hosts_sibling_witness(void **state)
 
 	small_fleet(&s, 2, 2);
 	cell(&s, 0, 0, 1, 0)->bw_mbps = 1000;
-	cell(&s, 0, 1, 1, 0)->bw = RN_SW_BW_FAILED; /* a stream that failed is slow */
+	cell(&s, 0, 1, 1, 0)->bw = RN_PAIR_BW_FAILED; /* a stream that failed is slow */
 	rn_sweep_bw_judge(&s);
 	assert_true(cell(&s, 0, 1, 1, 0)->slow);
 	assert_int_equal(rn_sweep_bw_plan(&s), 0);
@@ -620,7 +620,7 @@ static void test_bw_skipped(void **state)
 	s.no_rdma = 1;
 	for (k = 0; k < 3; k++)
 		for (c = 0; c < 4; c++)
-			s.pairs[k]->cells[c].rdma = RN_SW_RDMA_SKIPPED;
+			s.pairs[k]->cells[c].rdma = RN_PAIR_RDMA_SKIPPED;
 	rn_sweep_bw_judge(&s);
 	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_OK);
 	t = report(&s, 0);

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doctor.h"
+#include "doctor_probe.h"
 #include "rn_log.h"
 
 static void usage(FILE *f)
