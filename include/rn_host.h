@@ -111,18 +111,6 @@ int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out);
 int rn_host_route_get(struct rn_host *host, const struct rn_ip *dst, const struct rn_ip *src,
 		      int oif, struct rn_nl_route *out);
 
-/* IP helpers */
-int rn_ip_parse(const char *s, struct rn_ip *ip);
-int rn_ip_equal(const struct rn_ip *a, const struct rn_ip *b);
-/* 1 when @ip is inside @net/@len (same family). */
-int rn_ip_in_prefix(const struct rn_ip *ip, const struct rn_ip *net, int len);
-/* @ip with the host bits cleared. */
-void rn_ip_mask(const struct rn_ip *ip, int len, struct rn_ip *out);
-/* "198.18.0.0/24" style CIDR parse (NCCL_IB_ADDR_RANGE). */
-int rn_cidr_parse(const char *s, struct rn_ip *net, int *len);
-const char *rn_mac_str(const uint8_t mac[6], char *buf, size_t len);
-/* The RoCE GID for an address (IPv4-mapped for AF_INET). */
-void rn_gid_from_ip(const struct rn_ip *ip, union ibv_gid *gid);
 /* An address RoCE v2 can use: not link-scoped (fe80::), not tentative (DAD). */
 int rn_addr_usable(const struct rn_nl_addr *a);
 

@@ -17,7 +17,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 
-#include "rn_path.h"
+#include "rn_ip.h"
 
 /*
  * The five sysctls that decide ARP and reverse-path behaviour. -1 = unreadable. Here

@@ -18,21 +18,9 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+#include "rn_ip.h"
 #include "rn_param.h"
 #include "rn_verdict.h"
-
-struct rn_ip {
-	int family; /* AF_INET or AF_INET6; 0 = none */
-	union {
-		struct in_addr v4;
-		struct in6_addr v6;
-	};
-};
-
-/* "198.18.0.1" or "fd00::1" into @buf (>= INET6_ADDRSTRLEN); returns @buf. */
-const char *rn_ip_str(const struct rn_ip *ip, char *buf, size_t len);
-/* The address a RoCE GID carries (IPv4-mapped or IPv6); -EINVAL for link-local/zero. */
-int rn_ip_from_gid(const union ibv_gid *gid, struct rn_ip *ip);
 
 /* Why a NIC's GID (its source IP) was chosen. */
 enum rn_gid_why {

@@ -180,7 +180,5 @@ int rn_msg_decode_ready(const uint8_t *p, size_t len, uint32_t *spares_ok);
 
 /* "198.18.0.1:41000" / "[fd00::1]:41000" into @buf; returns @buf. */
 const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t len);
-/* GID as "fe80:0000:..." (39 chars + NUL) into @buf (>= 40); returns @buf. */
-const char *rn_gid_str(const union ibv_gid *gid, char *buf, size_t len);
 
 #endif /* RN_WIRE_H */

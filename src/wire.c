@@ -440,14 +440,3 @@ const char *rn_sockaddr_str(const struct sockaddr_storage *ss, char *buf, size_t
 	}
 	return buf;
 }
-
-const char *rn_gid_str(const union ibv_gid *gid, char *buf, size_t len)
-{
-	const uint8_t *r = gid->raw;
-
-	snprintf(buf, len,
-		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-		 r[13], r[14], r[15]);
-	return buf;
-}
