@@ -275,21 +275,152 @@ int rn_comm_members_follow(struct rn_engine *eng, int devidx)
 	return 0;
 }
 
+/* Each member's NIC, GID index, events and limits; the send queue depth @sq they allow. */
+static void members_take(struct rn_comm *c, struct rn_dev *const *m, int *sq)
+{
+	int k;
+
+	for (k = 0; k < c->nmem; k++) {
+		c->mem[k].dev = m[k];
+		/* as rn_comm_members_follow found it just now, whatever GID_CHANGE does later */
+		pthread_mutex_lock(&m[k]->lock);
+		c->mem[k].gid_index = m[k]->nic.gid_index;
+		pthread_mutex_unlock(&m[k]->lock);
+		c->mem[k].ev = rn_events_get(m[k]);
+		if (m[k]->max_msg_size)
+			c->max_msg = RN_MIN(c->max_msg, m[k]->max_msg_size);
+		/*
+		 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
+		 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need
+		 * far less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
+		 */
+		if (m[k]->attr.max_qp_wr > 0 && m[k]->attr.max_qp_wr < *sq)
+			*sq = m[k]->attr.max_qp_wr;
+	}
+}
+
+/* A CQ per member, for its QPs' every WR of @sq + @rq each. 0, or -1 with errno. */
+static int cqs_create(struct rn_comm *c, int sq, int rq)
+{
+	int k, cqe;
+
+	for (k = 0; k < c->nmem; k++) {
+		const struct rn_dev *d = c->mem[k].dev;
+		int kq = (c->nqps - k + c->nmem - 1) / c->nmem; /* this member's QPs */
+
+		/*
+		 * Every WR that can complete at once (a QP in error flushes unsignalled ones
+		 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
+		 */
+		cqe = kq * (sq + rq) + (c->role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
+		if (d->attr.max_cqe > 0 && cqe > d->attr.max_cqe)
+			cqe = d->attr.max_cqe;
+		errno = 0;
+		c->mem[k].cq = rn_verbs.create_cq(d->ctx, cqe, c, NULL, 0);
+		if (!c->mem[k].cq)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The control block: FIFO or staging (16 KiB) + sizes (1 KiB) + flush target + the
+ * failover mailboxes, in one mapping registered on every member. 0, or -1 with errno.
+ */
+static int ctrl_create(struct rn_comm *c)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	int k;
+
+	c->ctrl_len = (RN_CTRL_FO_OFF + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
+	/*
+	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
+	 * DataLoader) would otherwise make the next write here copy-on-write the page
+	 * away from the one the NIC writes the peer's CTS entries into.
+	 */
+	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (c->ctrl == MAP_FAILED) {
+		c->ctrl = NULL;
+		return -1;
+	}
+	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
+		return -1;
+	for (k = 0; k < c->nmem; k++) {
+		c->mem[k].ctrl_mr = rn_verbs.reg_mr_iova2(c->mem[k].dev->pd, c->ctrl, c->ctrl_len,
+							  (uintptr_t)c->ctrl,
+							  IBV_ACCESS_LOCAL_WRITE |
+							  IBV_ACCESS_REMOTE_WRITE);
+		if (!c->mem[k].ctrl_mr)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The data QPs (QP q on member q % nmem), and the view of the control block each role
+ * has: a sender's FIFO, a receiver's staging and, where the NICs take GPU memory, its
+ * flush QP per member. 0, or -1 with errno.
+ */
+static int qps_create(struct rn_comm *c, int sq, int rq)
+{
+	int i, k;
+
+	for (i = 0; i < c->nqps; i++) {
+		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
+		int inl = sizeof(struct rn_cts);
+
+		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq,
+				      c->role == RN_ROLE_RECV ? &inl : NULL);
+		if (!c->qps[i])
+			return -1;
+		if (c->role == RN_ROLE_RECV)
+			((struct rn_recv_comm *)c)->cts_inline = i ? RN_MIN(inl,
+				((struct rn_recv_comm *)c)->cts_inline) : inl;
+	}
+	if (c->role == RN_ROLE_SEND) {
+		struct rn_send_comm *sc = (struct rn_send_comm *)c;
+
+		sc->fifo = c->ctrl;
+		sc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
+				     sizeof(struct rn_cts));
+		rn_xfer_send_init(sc);
+	} else {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+		rc->stage = c->ctrl;
+		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
+				     sizeof(struct rn_cts));
+		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
+		/* as NCCL: only a device that can take GPU memory needs the flush QP */
+		c->flush_enabled = !c->eng->cfg.gdr_flush_disable;
+		for (k = 0; k < c->nmem; k++)
+			c->flush_enabled &= !!(c->mem[k].dev->ptr_support &
+					       (RN_PTR_CUDA | RN_PTR_DMABUF));
+		/* every NIC that wrote into the GPU buffer gets its read (as net_ib) */
+		for (k = 0; k < c->nmem && c->flush_enabled; k++) {
+			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1, NULL);
+			if (!rc->flush_qp[k])
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
  * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
  */
 struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps,
-				   int rmem)
+			       int rmem)
 {
 	struct rn_dev *m[RN_VNIC_MAX];
 	int nmem = rn_engine_members(eng, devidx, m);
 	struct rn_dev *dev = nmem > 0 ? m[0] : NULL;
 	size_t sz = role == RN_ROLE_SEND ? sizeof(struct rn_send_comm) :
 					   sizeof(struct rn_recv_comm);
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	struct rn_comm *c;
-	int i, k, cqe, sq, rq, err;
+	int i, sq, rq, err;
 
 	if (!dev || rmem < 1 || rmem > RN_VNIC_MAX || nqps < RN_MAX(nmem, rmem)) {
 		errno = dev ? EPROTO : ENODEV;
@@ -312,107 +443,16 @@ struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int 
 	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
 	c->max_msg = 1u << 30;
 	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
-	/* a sender's receives take failover messages only (posted when it has spares) */
+	/* a sender's receives take failover messages only (and a vNIC's member loss's) */
 	rq = role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
-	for (k = 0; k < nmem; k++) {
-		c->mem[k].dev = m[k];
-		/* as rn_comm_members_follow found it just now, whatever GID_CHANGE does later */
-		pthread_mutex_lock(&m[k]->lock);
-		c->mem[k].gid_index = m[k]->nic.gid_index;
-		pthread_mutex_unlock(&m[k]->lock);
-		c->mem[k].ev = rn_events_get(m[k]);
-		if (m[k]->max_msg_size)
-			c->max_msg = RN_MIN(c->max_msg, m[k]->max_msg_size);
-		/*
-		 * Queues sized as net_ib's (2 x 256 send WRs per QP) where the data goes; a
-		 * receiver's QPs only carry its CTS writes, one per FIFO slot, so they need
-		 * far less, and only they take receives (the sender's WRITE_WITH_IMM lands there).
-		 */
-		if (m[k]->attr.max_qp_wr > 0 && m[k]->attr.max_qp_wr < sq)
-			sq = m[k]->attr.max_qp_wr;
-	}
+	members_take(c, m, &sq);
 	c->sq_cap = sq;
 	for (i = 0; i < nqps; i++) {
 		c->qp_mem[i] = (uint8_t)(i % nmem);
 		c->qp_rmem[i] = (uint8_t)(i % rmem);
 	}
-	for (k = 0; k < nmem; k++) {
-		int kq = (nqps - k + nmem - 1) / nmem; /* this member's QPs */
-
-		/*
-		 * Every WR that can complete at once (a QP in error flushes unsignalled ones
-		 * too), plus the flush QP's reads: an overflowing CQ would kill the comm.
-		 */
-		cqe = kq * (sq + rq) + (role == RN_ROLE_RECV ? RN_SLOTS + 2 : 0);
-		if (m[k]->attr.max_cqe > 0 && cqe > m[k]->attr.max_cqe)
-			cqe = m[k]->attr.max_cqe;
-		errno = 0;
-		c->mem[k].cq = rn_verbs.create_cq(m[k]->ctx, cqe, c, NULL, 0);
-		if (!c->mem[k].cq)
-			goto err;
-	}
-	/*
-	 * FIFO or staging (16 KiB) + sizes (1 KiB) + flush target + the failover mailboxes,
-	 * in one registration.
-	 */
-	c->ctrl_len = (RN_CTRL_FO_OFF + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
-	/*
-	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
-	 * DataLoader) would otherwise make the next write here copy-on-write the page
-	 * away from the one the NIC writes the peer's CTS entries into.
-	 */
-	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	if (c->ctrl == MAP_FAILED) {
-		c->ctrl = NULL;
+	if (cqs_create(c, sq, rq) || ctrl_create(c) || qps_create(c, sq, rq))
 		goto err;
-	}
-	if (madvise(c->ctrl, c->ctrl_len, MADV_DONTFORK))
-		goto err;
-	for (k = 0; k < nmem; k++) {
-		c->mem[k].ctrl_mr = rn_verbs.reg_mr_iova2(m[k]->pd, c->ctrl, c->ctrl_len,
-							  (uintptr_t)c->ctrl,
-							  IBV_ACCESS_LOCAL_WRITE |
-							  IBV_ACCESS_REMOTE_WRITE);
-		if (!c->mem[k].ctrl_mr)
-			goto err;
-	}
-	for (i = 0; i < nqps; i++) {
-		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
-		int inl = sizeof(struct rn_cts);
-
-		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq, role == RN_ROLE_RECV ? &inl : NULL);
-		if (!c->qps[i])
-			goto err;
-		if (role == RN_ROLE_RECV)
-			((struct rn_recv_comm *)c)->cts_inline = i ? RN_MIN(inl,
-				((struct rn_recv_comm *)c)->cts_inline) : inl;
-	}
-	if (role == RN_ROLE_SEND) {
-		struct rn_send_comm *sc = (struct rn_send_comm *)c;
-
-		sc->fifo = c->ctrl;
-		sc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
-		rn_xfer_send_init(sc);
-	} else {
-		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
-
-		rc->stage = c->ctrl;
-		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
-		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
-		/* as NCCL: only a device that can take GPU memory needs the flush QP */
-		c->flush_enabled = !eng->cfg.gdr_flush_disable;
-		for (k = 0; k < nmem; k++)
-			c->flush_enabled &= !!(m[k]->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF));
-		/* every NIC that wrote into the GPU buffer gets its read (as net_ib) */
-		for (k = 0; k < nmem && c->flush_enabled; k++) {
-			rc->flush_qp[k] = qp_create(c, k, RN_SLOTS + 1, 1, NULL);
-			if (!rc->flush_qp[k])
-				goto err;
-		}
-	}
 	c->stall_ns = stall_bound_ns(c);
 	/* a port back within the QPs' retry budget cost them nothing (net_ib's behaviour) */
 	c->port_grace_ns = retry_budget_ns(c) + 1000000000ull;
