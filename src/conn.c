@@ -733,6 +733,80 @@ static int hs_build_recv_comm(struct rn_hs *hs)
  * One step of either side. 0 = done, -EAGAIN = call again, else the error.
  * Failures before a valid HELLO are the peer's garbage (the caller may ignore them).
  */
+/*
+ * HELLO in: from its first byte the handshake is bounded (a stranger on the listener gets
+ * a short while to finish it, a connector the whole timeout); once whole and valid the
+ * peer is real, with no deadline, and its facts are taken (the receiver builds its comm).
+ */
+static int hs_recv_hello(struct rn_hs *hs)
+{
+	int ret = rn_oob_recv(hs->fd, &hs->in);
+
+	if (!hs->first_byte_ns && hs->in.off) {
+		hs->first_byte_ns = rn_now_ns();
+		hs->deadline_ns = hs->first_byte_ns +
+			ms_ns(hs->role == RN_ROLE_SEND ? hs->eng->cfg.connect_timeout_ms :
+			      RN_MIN(hs->eng->cfg.connect_timeout_ms, RN_HS_HELLO_MS));
+	}
+	if (ret)
+		return ret;
+	ret = hs_take_hello(hs);
+	if (ret)
+		return ret;
+	hs->hello_ok = 1;
+	/*
+	 * A real peer: no deadline from here on, as net_ib. Its next message comes when
+	 * NCCL next calls its connect or accept, and its proxy thread may be held elsewhere
+	 * for minutes (real NCCL: a 45 s first accept failed a 30 s deadline counted from the
+	 * first byte). A dead peer is told by its kernel or by TCP (keepalive, user timeout).
+	 */
+	hs->deadline_ns = 0;
+	if (hs->role == RN_ROLE_RECV) {
+		ret = hs_build_recv_comm(hs);
+		if (ret)
+			return ret;
+		hs->state = HS_SEND_HELLO;
+	} else {
+		comm_take_peer(hs->comm, &hs->peer);
+		rn_comm_spares_take_peer(hs->comm, &hs->peer);
+		hs->state = HS_CHECK;
+	}
+	return 0;
+}
+
+/* The peer's VERDICT in: both verdicts decide (either refusing ends it on both sides). */
+static int hs_recv_verdict(struct rn_hs *hs)
+{
+	int ret = rn_oob_recv(hs->fd, &hs->in);
+
+	if (ret)
+		return ret;
+	if (hs->in.hdr.type != RN_MSG_VERDICT || hs->in.hdr.nonce != hs->nonce)
+		return -EBADMSG;
+	ret = rn_msg_decode_verdict(hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len, &hs->theirs);
+	if (ret)
+		return ret;
+	ret = hs_decide(hs);
+	if (ret)
+		return ret;
+	hs->state = HS_CONNECT_QPS;
+	return 0;
+}
+
+/* The QPs are at RTS: the sender tells its verdicts on the spares (READY), the receiver waits. */
+static void hs_after_qps(struct rn_hs *hs)
+{
+	if (hs->role == RN_ROLE_SEND) {
+		hs->out.len = rn_msg_encode_ready_mask(hs->out.data, hs->nonce,
+						       rn_comm_spares_ok(hs->comm));
+		hs->out.off = 0;
+		hs->state = HS_SEND_READY;
+	} else {
+		rn_oob_recv_reset(&hs->in);
+		hs->state = HS_RECV_READY;
+	}
+}
+
 static int hs_progress(struct rn_hs *hs)
 {
 	int ret;
@@ -767,44 +841,9 @@ static int hs_progress(struct rn_hs *hs)
 			}
 			break;
 		case HS_RECV_HELLO:
-			ret = rn_oob_recv(hs->fd, &hs->in);
-			if (!hs->first_byte_ns && hs->in.off) {
-				/*
-				 * The peer has started its side: from now on the handshake is
-				 * bounded. A stranger on the listener gets a short while to
-				 * finish its HELLO, a connector the whole timeout.
-				 */
-				hs->first_byte_ns = rn_now_ns();
-				hs->deadline_ns = hs->first_byte_ns +
-					ms_ns(hs->role == RN_ROLE_SEND ?
-					      hs->eng->cfg.connect_timeout_ms :
-					      RN_MIN(hs->eng->cfg.connect_timeout_ms,
-						     RN_HS_HELLO_MS));
-			}
+			ret = hs_recv_hello(hs);
 			if (ret)
 				return ret;
-			ret = hs_take_hello(hs);
-			if (ret)
-				return ret;
-			hs->hello_ok = 1;
-			/*
-			 * A real peer: no deadline from here on, as net_ib. Its next message
-			 * comes when NCCL next calls its connect or accept, and its proxy
-			 * thread may be held elsewhere for minutes (real NCCL: a 45 s first
-			 * accept failed a 30 s deadline counted from the first byte). A dead
-			 * peer is told by its kernel or by TCP (keepalive, user timeout).
-			 */
-			hs->deadline_ns = 0;
-			if (hs->role == RN_ROLE_RECV) {
-				ret = hs_build_recv_comm(hs);
-				if (ret)
-					return ret;
-				hs->state = HS_SEND_HELLO;
-			} else {
-				comm_take_peer(hs->comm, &hs->peer);
-				rn_comm_spares_take_peer(hs->comm, &hs->peer);
-				hs->state = HS_CHECK;
-			}
 			break;
 		case HS_CHECK:
 			ret = hs_check(hs);
@@ -822,33 +861,15 @@ static int hs_progress(struct rn_hs *hs)
 			hs->state = HS_RECV_VERDICT;
 			break;
 		case HS_RECV_VERDICT:
-			ret = rn_oob_recv(hs->fd, &hs->in);
+			ret = hs_recv_verdict(hs);
 			if (ret)
 				return ret;
-			if (hs->in.hdr.type != RN_MSG_VERDICT || hs->in.hdr.nonce != hs->nonce)
-				return -EBADMSG;
-			ret = rn_msg_decode_verdict(hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len,
-						    &hs->theirs);
-			if (ret)
-				return ret;
-			ret = hs_decide(hs);
-			if (ret)
-				return ret;
-			hs->state = HS_CONNECT_QPS;
 			break;
 		case HS_CONNECT_QPS:
 			ret = hs_connect_qps(hs);
 			if (ret)
 				return ret;
-			if (hs->role == RN_ROLE_SEND) {
-				hs->out.len = rn_msg_encode_ready_mask(hs->out.data, hs->nonce,
-								       rn_comm_spares_ok(hs->comm));
-				hs->out.off = 0;
-				hs->state = HS_SEND_READY;
-			} else {
-				rn_oob_recv_reset(&hs->in);
-				hs->state = HS_RECV_READY;
-			}
+			hs_after_qps(hs);
 			break;
 		case HS_SEND_READY:
 			ret = rn_oob_send(hs->fd, &hs->out);
