@@ -418,32 +418,134 @@ static void set_choice(struct rn_host *host, struct rn_nic *nic, const struct ca
 		nic->table = (int)r->table;
 }
 
+/* No GID chosen: the NIC is refused with no-gid (what was wanted and the fix set by the caller). */
+static void no_gid(struct rn_nic *nic, enum rn_cause *cause)
+{
+	*cause = RN_CAUSE_NO_GID;
+	nic->gid_index = -1;
+	memset(&nic->ip, 0, sizeof(nic->ip));
+}
+
+/* What a GID must be (family, RoCE version, NCCL_IB_ADDR_RANGE): -EINVAL (said) on a bad range. */
+static int want_init(const struct rn_config *cfg, struct ibv_context *ctx, struct rn_nic *nic,
+		     struct want *w, struct rn_vars *v, enum rn_cause *cause)
+{
+	w->family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET;
+	w->type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
+	if (!cfg->addr_range[0])
+		return 0;
+	if (rn_cidr_parse(cfg->addr_range, &w->net, &w->len) || w->net.family != w->family) {
+		rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+		rn_vars_set(v, "dev", "%s", nic->netdev);
+		rn_vars_set(v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR", cfg->addr_range,
+			    fam_str(w->family));
+		rn_vars_set(v, "have", "-");
+		rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or set a %s CIDR",
+			    fam_str(w->family));
+		*cause = RN_CAUSE_NO_GID;
+		nic->gid_index = -1;
+		return -EINVAL;
+	}
+	w->has_range = 1;
+	return 0;
+}
+
+/*
+ * The automatic choice among the @n candidates: the address policy routing sends from,
+ * else the netdev's primary address, else the first usable GID. Its index in @c (-1:
+ * none), and why in @why.
+ */
+static int auto_pick(struct rn_host *host, const struct rn_nic *nic, const struct cand *c,
+		     int n, const struct want *w, enum rn_gid_why *why)
+{
+	struct rn_ip psrc = { 0 };
+	int i, k;
+
+	if (rn_policy_source(host, nic->ifindex, w->family, &psrc, NULL)) {
+		*why = RN_GID_WHY_POLICY;
+		for (i = 0; i < n; i++)
+			if (cand_ok(&c[i], nic, w) && rn_ip_equal(&c[i].ip, &psrc))
+				return i;
+	}
+	/* No policy source: the netdev's primary address. */
+	*why = RN_GID_WHY_PRIMARY;
+	for (i = 0; i < host->naddrs; i++) {
+		const struct rn_nl_addr *a = &host->addrs[i];
+
+		if (a->ifindex != nic->ifindex || a->ip.family != w->family ||
+		    (a->flags & IFA_F_SECONDARY) || !rn_addr_usable(a))
+			continue;
+		for (k = 0; k < n; k++)
+			if (cand_ok(&c[k], nic, w) && rn_ip_equal(&c[k].ip, &a->ip))
+				return k;
+	}
+	*why = RN_GID_WHY_FIRST;
+	for (i = 0; i < n; i++)
+		if (cand_ok(&c[i], nic, w))
+			return i;
+	return -1;
+}
+
+/*
+ * NCCL_IB_GID_INDEX named candidate @forced: it is the NIC's GID, unless link-local
+ * (refused by name); one that is not the automatic choice @pick says so (gid-forced-mismatch).
+ */
+static void take_forced(struct rn_host *host, struct rn_nic *nic, const struct cand *c, int n,
+			int forced, int pick, const struct rn_config *cfg, struct rn_vars *v,
+			enum rn_cause *cause)
+{
+	char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
+
+	if (!c[forced].ip.family) {
+		/* a link-local (fe80::) GID reaches no other host: refuse it by name now */
+		describe(host, c, n, v);
+		rn_vars_set(v, "want", "a routable GID, not NCCL_IB_GID_INDEX=%d (link-local %s, "
+			    "which RoCE cannot route to another host)", cfg->gid_index,
+			    inet_ntop(AF_INET6, c[forced].gid.raw, fip, sizeof(fip)) ? fip :
+			    "fe80::");
+		if (pick >= 0)
+			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX  # the automatic choice is "
+				    "index %d; or: export NCCL_IB_GID_INDEX=%d", c[pick].index,
+				    c[pick].index);
+		else
+			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
+		no_gid(nic, cause);
+		return;
+	}
+	set_choice(host, nic, &c[forced]);
+	nic->gid_why = RN_GID_WHY_FORCED;
+	if (pick == forced)
+		return;
+	rn_vars_set(v, "forced", "%d", cfg->gid_index);
+	if (c[forced].link)
+		rn_vars_set(v, "forced_what", "%s %s on ifindex %d",
+			    rn_ip_str(&c[forced].ip, fip, sizeof(fip)), type_str(c[forced].type),
+			    c[forced].ifindex);
+	else
+		rn_vars_set(v, "forced_what", "%s %s, not an address of this network namespace: "
+			    "another pod's GID", c[forced].ip.family ?
+			    rn_ip_str(&c[forced].ip, fip, sizeof(fip)) : "link-local",
+			    type_str(c[forced].type));
+	if (pick >= 0) {
+		rn_vars_set(v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
+		rn_vars_set(v, "auto", "%d", c[pick].index);
+	} else {
+		rn_vars_set(v, "ip", "no address");
+		rn_vars_set(v, "auto", "none");
+	}
+	*cause = RN_CAUSE_GID_FORCED_MISMATCH;
+}
+
 static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *nic,
 		      const struct rn_config *cfg, struct rn_vars *v, enum rn_cause *cause)
 {
 	struct cand *c = NULL;
-	struct want w = { .family = cfg->addr_family == AF_INET6 ? AF_INET6 : AF_INET };
-	struct rn_ip psrc = { 0 };
+	struct want w = { 0 };
 	enum rn_gid_why why = RN_GID_WHY_NONE;
-	int n, i, pick = -1, forced = -1, max;
+	int n, i, pick, forced = -1, max;
 
-	w.type = ctx ? want_type(cfg) : IBV_GID_TYPE_ROCE_V2;
-	if (cfg->addr_range[0]) {
-		if (rn_cidr_parse(cfg->addr_range, &w.net, &w.len) || w.net.family != w.family) {
-			rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
-				    nic->port);
-			rn_vars_set(v, "dev", "%s", nic->netdev);
-			rn_vars_set(v, "want", "NCCL_IB_ADDR_RANGE='%s' is not a %s CIDR",
-				    cfg->addr_range, fam_str(w.family));
-			rn_vars_set(v, "have", "-");
-			rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or set a %s CIDR",
-				    fam_str(w.family));
-			*cause = RN_CAUSE_NO_GID;
-			nic->gid_index = -1;
-			return 0;
-		}
-		w.has_range = 1;
-	}
+	if (want_init(cfg, ctx, nic, &w, v, cause))
+		return 0;
 	max = ctx ? gid_table_len(ctx, nic->port) : RN_MAX(host->naddrs, 1);
 	c = calloc((size_t)max, sizeof(*c));
 	if (!c)
@@ -469,33 +571,7 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 		free(c);
 		return -ENODEV;
 	}
-
-	if (rn_policy_source(host, nic->ifindex, w.family, &psrc, NULL)) {
-		for (i = 0; i < n && pick < 0; i++)
-			if (cand_ok(&c[i], nic, &w) && rn_ip_equal(&c[i].ip, &psrc))
-				pick = i;
-		why = RN_GID_WHY_POLICY;
-	}
-	/* No policy source: the netdev's primary address. */
-	if (pick < 0)
-		why = RN_GID_WHY_PRIMARY;
-	for (i = 0; i < host->naddrs && pick < 0; i++) {
-		const struct rn_nl_addr *a = &host->addrs[i];
-		int k;
-
-		if (a->ifindex != nic->ifindex || a->ip.family != w.family ||
-		    (a->flags & IFA_F_SECONDARY) || !rn_addr_usable(a))
-			continue;
-		for (k = 0; k < n && pick < 0; k++)
-			if (cand_ok(&c[k], nic, &w) && rn_ip_equal(&c[k].ip, &a->ip))
-				pick = k;
-	}
-	if (pick < 0)
-		why = RN_GID_WHY_FIRST;
-	for (i = 0; i < n && pick < 0; i++)
-		if (cand_ok(&c[i], nic, &w))
-			pick = i;
-
+	pick = auto_pick(host, nic, c, n, &w, &why);
 	rn_vars_set(v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(v, "dev", "%s", nic->netdev);
 	if (ctx && cfg->gid_index >= 0 && forced < 0) {
@@ -506,66 +582,19 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			"(automatic choice)", cfg->gid_index, nic->ibdev, nic->port,
 			rn_vars_get(v, "have"));
 	}
-	if (forced >= 0 && !c[forced].ip.family) {
-		char g[INET6_ADDRSTRLEN];
-
-		/* a link-local (fe80::) GID reaches no other host: refuse it by name now */
-		describe(host, c, n, v);
-		rn_vars_set(v, "want", "a routable GID, not NCCL_IB_GID_INDEX=%d (link-local %s, "
-			    "which RoCE cannot route to another host)", cfg->gid_index,
-			    inet_ntop(AF_INET6, c[forced].gid.raw, g, sizeof(g)) ? g : "fe80::");
-		if (pick >= 0)
-			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX  # the automatic choice is "
-				    "index %d; or: export NCCL_IB_GID_INDEX=%d", c[pick].index,
-				    c[pick].index);
-		else
-			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
-		*cause = RN_CAUSE_NO_GID;
-		nic->gid_index = -1;
-		memset(&nic->ip, 0, sizeof(nic->ip));
-		goto out;
-	}
 	if (forced >= 0) {
-		set_choice(host, nic, &c[forced]);
-		nic->gid_why = RN_GID_WHY_FORCED;
-		if (pick != forced) {
-			char ip[INET6_ADDRSTRLEN], fip[INET6_ADDRSTRLEN];
-
-			rn_vars_set(v, "forced", "%d", cfg->gid_index);
-			if (c[forced].link)
-				rn_vars_set(v, "forced_what", "%s %s on ifindex %d",
-					    rn_ip_str(&c[forced].ip, fip, sizeof(fip)),
-					    type_str(c[forced].type), c[forced].ifindex);
-			else
-				rn_vars_set(v, "forced_what", "%s %s, not an address of this network "
-					    "namespace: another pod's GID", c[forced].ip.family ?
-					    rn_ip_str(&c[forced].ip, fip, sizeof(fip)) : "link-local",
-					    type_str(c[forced].type));
-			if (pick >= 0) {
-				rn_vars_set(v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
-				rn_vars_set(v, "auto", "%d", c[pick].index);
-			} else {
-				rn_vars_set(v, "ip", "no address");
-				rn_vars_set(v, "auto", "none");
-			}
-			*cause = RN_CAUSE_GID_FORCED_MISMATCH;
-		}
-		goto out;
-	}
-	if (pick < 0) {
+		take_forced(host, nic, c, n, forced, pick, cfg, v, cause);
+	} else if (pick < 0) {
 		describe(host, c, n, v);
 		rn_vars_set(v, "want", "%s%s%s, RoCE v%d, on %s", fam_str(w.family),
 			    w.has_range ? " in " : "", w.has_range ? cfg->addr_range : "",
 			    w.type == IBV_GID_TYPE_ROCE_V1 ? 1 : 2, nic->netdev);
 		no_gid_fix(host, c, n, nic, &w, v);
-		*cause = RN_CAUSE_NO_GID;
-		nic->gid_index = -1;
-		memset(&nic->ip, 0, sizeof(nic->ip));
-		goto out;
+		no_gid(nic, cause);
+	} else {
+		set_choice(host, nic, &c[pick]);
+		nic->gid_why = why;
 	}
-	set_choice(host, nic, &c[pick]);
-	nic->gid_why = why;
-out:
 	free(c);
 	return 0;
 }
