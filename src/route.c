@@ -1138,65 +1138,62 @@ static int has_route_fix(const struct rn_nic *nic)
 	return 0;
 }
 
-int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
+/* A link that is down or without carrier says it all (1); an MTU the netdev cannot carry warns. */
+static int check_link(struct rn_nic *nic, const struct rn_host_link *self, struct rn_vars *v)
 {
-	struct rn_vars v = RN_VARS_INIT;
-	struct share s;
-	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
-	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN + 8], buf[INET6_ADDRSTRLEN];
-	char key[IF_NAMESIZE + 40];
-	struct rn_nl_route r;
-	struct rn_ip dst;
-	uint32_t table, prio;
-	int i, ret, wrong_dev = 0, v4 = nic->ip.family == AF_INET, found, mgmt;
-
-	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
-	rn_vars_set(&v, "dev", "%s", nic->netdev);
-	rn_vars_set(&v, "ipf", "%s", ipf(nic));
 	if (!nic->link_up || (self && !self->link.oper_up)) {
 		/* admin-up without carrier: the cable or the switch, not a command here */
-		rn_vars_set(&v, "since", "%s", "");
+		rn_vars_set(v, "since", "%s", "");
 		rn_nic_add_finding(nic, self && (self->link.flags & IFF_UP) ? RN_CAUSE_NO_CARRIER :
-				   RN_CAUSE_LINK_DOWN, &v);
-		goto out;
+				   RN_CAUSE_LINK_DOWN, v);
+		return 1;
 	}
 	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {
-		rn_vars_set(&v, "what",
+		rn_vars_set(v, "what",
 			    "port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
 			    rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
-		rn_vars_set(&v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev,
+		rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev,
 			    rn_ibv_mtu_bytes(nic->active_mtu) + 96);
-		rn_vars_set(&v, "fix_host", "%s", "");
-		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, &v);
+		rn_vars_set(v, "fix_host", "%s", "");
+		rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, v);
 	}
-	if (!nic->ip.family)
-		goto out;
+	return 0;
+}
 
-	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
-	rn_vars_set(&v, "subnet", "%s", subnet_str(nic, net_s, sizeof(net_s)));
-	find_sharing(host, nic, &s);
-	mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
+/* The NICs that share the subnet, as the fix names them ("devs") and the message ("others"). */
+static void share_vars(struct rn_host *host, const struct rn_nic *nic, const struct share *s,
+		       struct rn_vars *v)
+{
+	int i, mgmt = rn_host_mgmt_ifindex(host, nic->ip.family);
+
 	/* the script's default family is 4 */
-	rn_vars_set(&v, "devs", "%s", nic->ip.family == AF_INET6 ? "--family 6" : "");
-	for (i = 0; i < s.n; i++) {
+	rn_vars_set(v, "devs", "%s", nic->ip.family == AF_INET6 ? "--family 6" : "");
+	for (i = 0; i < s->n; i++) {
 		/*
 		 * The script never configures the management NIC unless told to: leave it
 		 * out of the command (the 'all' ARP sysctls still cover it), or name
 		 * --force when it is the NIC being judged.
 		 */
-		if (!i && s.l[i]->link.ifindex == mgmt)
-			rn_vars_append(&v, "devs", " ", "--force %s", s.l[i]->link.name);
-		else if (s.l[i]->link.ifindex != mgmt)
-			rn_vars_append(&v, "devs", " ", "%s", s.l[i]->link.name);
+		if (!i && s->l[i]->link.ifindex == mgmt)
+			rn_vars_append(v, "devs", " ", "--force %s", s->l[i]->link.name);
+		else if (s->l[i]->link.ifindex != mgmt)
+			rn_vars_append(v, "devs", " ", "%s", s->l[i]->link.name);
 	}
-	if (!rn_vars_get(&v, "devs")[0])
-		rn_vars_set(&v, "devs", "%s", nic->netdev);
-	rn_vars_set(&v, "others", "%s", "");
+	if (!rn_vars_get(v, "devs")[0])
+		rn_vars_set(v, "devs", "%s", nic->netdev);
+	rn_vars_set(v, "others", "%s", "");
 	/* "7 other NICs: a, b, ...": a long list says how long it is, and stays whole */
-	if (s.n > 2)
-		rn_vars_set(&v, "others", "%d other NICs: ", s.n - 1);
-	for (i = 1; i < s.n; i++)
-		rn_vars_append(&v, "others", i > 1 ? ", " : "", "%s", s.l[i]->link.name);
+	if (s->n > 2)
+		rn_vars_set(v, "others", "%d other NICs: ", s->n - 1);
+	for (i = 1; i < s->n; i++)
+		rn_vars_append(v, "others", i > 1 ? ", " : "", "%s", s->l[i]->link.name);
+}
+
+/* The NIC's table and rule priority, or the ones the fix would give it. */
+static void table_vars(struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
+{
+	uint32_t table, prio;
+
 	if (nic->table != RN_TABLE_MAIN) {
 		const struct rn_nl_rule *rule = rn_rule_for_src(host, &nic->ip);
 
@@ -1205,8 +1202,116 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	} else {
 		rn_propose_table(host, nic->ifindex, &table, &prio);
 	}
-	rn_vars_set(&v, "table", "%u", table);
-	rn_vars_set(&v, "prio", "%u", prio);
+	rn_vars_set(v, "table", "%u", table);
+	rn_vars_set(v, "prio", "%u", prio);
+}
+
+/* IPv6: the route to @dst judged as the QP's lookup sees it (oif = the GID's netdev). 1: found. */
+static int judge_egress6(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
+			 struct rn_vars *v)
+{
+	char buf[INET6_ADDRSTRLEN];
+	struct rn_nl_route r;
+	int ret;
+
+	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
+	ret = rn_host_route_get(host, dst, &nic->ip, nic->ifindex, &r);
+	if (ret < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-ret));
+		rn_route_fix_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
+		return 1;
+	}
+	if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
+		/* oif is only a preference for IPv6: a more specific route wins */
+		rn_vars_set(v, "other_dev", "%s", link_name(host, r.oif));
+		rn_vars_set(v, "used_table", "%u", r.table);
+		rn_route_fix_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return 1;
+	}
+	return 0;
+}
+
+/* Main's gateways on our NIC must be reached through it (IPv4). 1: found, the NIC in @wrong_dev. */
+static int check_main_gateways(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v,
+			       int *wrong_dev)
+{
+	char buf[INET6_ADDRSTRLEN];
+	struct rn_nl_route r;
+	int i;
+
+	for (i = 0; i < host->nroutes; i++) {
+		const struct rn_nl_route *g = &host->routes[i];
+
+		if (g->table != RN_TABLE_MAIN || nic->table != RN_TABLE_MAIN || !g->gw.family ||
+		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST ||
+		    g->oif != nic->ifindex)
+			continue;
+		if (rn_host_route_get(host, &g->gw, &nic->ip, 0, &r) < 0 || r.oif == nic->ifindex)
+			continue;
+		*wrong_dev = r.oif;
+		rn_vars_set(v, "dst", "gateway %s", rn_ip_str(&g->gw, buf, sizeof(buf)));
+		rn_vars_set(v, "other_dev", "%s", link_name(host, r.oif));
+		rn_vars_set(v, "used_table", "%u", r.table);
+		rn_route_fix_vars(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		return 1;
+	}
+	return 0;
+}
+
+/* IPv4's segment: ARP, proxy ARP, MTU across the host's NICs, a subnet shared without rules. */
+static void check_segment(struct rn_host *host, struct rn_nic *nic, struct rn_host_link *self,
+			  struct share *s, struct rn_vars *v)
+{
+	find_l2_sharing(host, nic, s);
+	check_arp(host, nic, s, v);
+	check_proxy_arp(host, nic, self, v);
+	check_host_mtu(host, nic, s, v);
+	/* Said once: route-wrong-nic and no-route already carry the same fix. */
+	if (s->nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
+		rn_route_fix_vars(host, nic, v);
+		qualified_rules(host, nic, v);
+		rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, v);
+	}
+}
+
+/* Strict rp_filter drops what comes back on the NIC when the route left by @wrong_dev. */
+static void check_rp_filter(struct rn_host *host, struct rn_nic *nic, struct rn_host_link *self,
+			    int wrong_dev, struct rn_vars *v)
+{
+	const struct rn_sysctls *e = rn_host_sysctls(host, self);
+	char key[IF_NAMESIZE + 40];
+
+	if (e->rp_filter != 1)
+		return;
+	rn_vars_set(v, "value", "%d", e->rp_filter);
+	rn_vars_set(v, "other_dev", "%s", link_name(host, wrong_dev));
+	rn_vars_set(v, "rp_keys", "net.ipv4.conf.all.rp_filter=2 %s=2",
+		    rn_sysctl_key(key, sizeof(key), nic->netdev, "rp_filter"));
+	rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, v);
+}
+
+int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	struct share s;
+	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
+	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN + 8];
+	struct rn_ip dst;
+	int wrong_dev = 0, v4 = nic->ip.family == AF_INET, found;
+
+	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
+	rn_vars_set(&v, "dev", "%s", nic->netdev);
+	rn_vars_set(&v, "ipf", "%s", ipf(nic));
+	if (check_link(nic, self, &v) || !nic->ip.family)
+		goto out;
+	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
+	rn_vars_set(&v, "subnet", "%s", subnet_str(nic, net_s, sizeof(net_s)));
+	find_sharing(host, nic, &s);
+	share_vars(host, nic, &s, &v);
+	table_vars(host, nic, &v);
 	if (nic_gateway(host, nic, cfg, &nic->gw))
 		memset(&nic->gw, 0, sizeof(nic->gw));
 	rn_vars_set(&v, "routed", "%s", net_s);
@@ -1214,75 +1319,18 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	check_arp_silent(host, nic, self, &v);
 	/* The table's own routes must name our NIC (its default route above all). */
 	found = check_table_devs(host, nic, cfg, &v);
-
 	/* The kernel's own answer for a peer in our subnet. */
-	if (!found && !rn_route_probe_dst(host, nic, &dst)) {
-		if (v4) {
-			found = judge_egress(host, nic, &dst, &v, &wrong_dev);
-		} else {
-			/* IPv6: judged as the QP's lookup sees it (oif = the GID's netdev). */
-			rn_vars_set(&v, "dst", "%s", rn_ip_str(&dst, buf, sizeof(buf)));
-			ret = rn_host_route_get(host, &dst, &nic->ip, nic->ifindex, &r);
-			if (ret < 0) {
-				rn_vars_set(&v, "err", "%s", strerror(-ret));
-				rn_route_fix_vars(host, nic, &v);
-				rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, &v);
-				found = 1;
-			} else if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
-				/* oif is only a preference for IPv6: a more specific route wins */
-				rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
-				rn_vars_set(&v, "used_table", "%u", r.table);
-				rn_route_fix_vars(host, nic, &v);
-				rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
-				found = 1;
-			}
-		}
-	}
-	/* Main's gateways on our NIC must be reached through it. */
-	for (i = 0; i < host->nroutes && !found && v4; i++) {
-		const struct rn_nl_route *g = &host->routes[i];
-
-		if (g->table != RN_TABLE_MAIN || nic->table != RN_TABLE_MAIN || !g->gw.family ||
-		    g->gw.family != nic->ip.family || g->type != RTN_UNICAST ||
-		    g->oif != nic->ifindex)
-			continue;
-		ret = rn_host_route_get(host, &g->gw, &nic->ip, 0, &r);
-		if (ret < 0 || r.oif == nic->ifindex)
-			continue;
-		found = 1;
-		wrong_dev = r.oif;
-		rn_vars_set(&v, "dst", "gateway %s", rn_ip_str(&g->gw, buf, sizeof(buf)));
-		rn_vars_set(&v, "other_dev", "%s", link_name(host, r.oif));
-		rn_vars_set(&v, "used_table", "%u", r.table);
-		rn_route_fix_vars(host, nic, &v);
-		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, &v);
-	}
+	if (!found && !rn_route_probe_dst(host, nic, &dst))
+		found = v4 ? judge_egress(host, nic, &dst, &v, &wrong_dev) :
+			     judge_egress6(host, nic, &dst, &v);
+	if (!found && v4)
+		found = check_main_gateways(host, nic, &v, &wrong_dev);
 	if (!found)
 		check_routed(host, nic, cfg, &v, &wrong_dev);
-
-	if (v4) {
-		find_l2_sharing(host, nic, &s);
-		check_arp(host, nic, &s, &v);
-		check_proxy_arp(host, nic, self, &v);
-		check_host_mtu(host, nic, &s, &v);
-		/* Said once: route-wrong-nic and no-route already carry the same fix. */
-		if (s.nsubnet > 1 && nic->table == RN_TABLE_MAIN && !has_route_fix(nic)) {
-			rn_route_fix_vars(host, nic, &v);
-			qualified_rules(host, nic, &v);
-			rn_nic_add_finding(nic, RN_CAUSE_NO_RULE, &v);
-		}
-	}
-	if (self && wrong_dev && v4) {
-		const struct rn_sysctls *e = rn_host_sysctls(host, self);
-
-		if (e->rp_filter == 1) {
-			rn_vars_set(&v, "value", "%d", e->rp_filter);
-			rn_vars_set(&v, "other_dev", "%s", link_name(host, wrong_dev));
-			rn_vars_set(&v, "rp_keys", "net.ipv4.conf.all.rp_filter=2 %s=2",
-				    rn_sysctl_key(key, sizeof(key), nic->netdev, "rp_filter"));
-			rn_nic_add_finding(nic, RN_CAUSE_RP_FILTER, &v);
-		}
-	}
+	if (v4)
+		check_segment(host, nic, self, &s, &v);
+	if (self && wrong_dev && v4)
+		check_rp_filter(host, nic, self, wrong_dev, &v);
 	check_stale_rules(host, nic, &v);
 	check_static_neigh(host, nic, cfg, &v);
 out:
