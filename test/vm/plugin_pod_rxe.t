@@ -9,9 +9,10 @@
 # NICs (sbr moves net1's routes out of main).
 #  - exclusive netns mode (`rdma system set netns exclusive`; the link made in the pod is
 #    registered in the initial namespace, then moved: `rdma dev set rxxH netns podX`): a pod's
-#    device is seen in that pod only, the guest's rxe0/rxe1 not at all; the plugin in the pod, with no device
-#    named, offers exactly its pod's device and carries checked data to a pod on the other
-#    guest; then the guest goes back to shared mode;
+#    device is seen in that pod only (two pods of h0: each sees its own alone), the guest's
+#    rxe0/rxe1 not at all; the plugin in the pod, with no device named, offers exactly its
+#    pod's device and carries checked data to a pod on the other guest; then the guests go
+#    back to shared mode;
 #  - shared mode: h0 podA (net1, net2 on kernel defaults; rxa0, rxa1), podB (net1 with sbr +
 #    tuning; rxb0), h1 podC (net1, net2 with sbr + tuning; rxc0, rxc1). podA is refused by
 #    the plugin and the doctor alike (same GIDs, verdicts and causes), `roce-doctor --cni`'s
@@ -124,7 +125,7 @@ xfer() {
 }
 
 body() {
-	local out rc j g a b a0 a1 c0 c1 i
+	local out rc j g a b a0 a1 c0 c1 i y
 	B up --hosts 2 --nics 2 --scenario broken --owner "$BED_OWNER" >/dev/null
 	echo "bed: 2 guests x 2 NICs (eth0, eth1; the guests' rxe0, rxe1) on one bridge, kernel $(B run 0 -- uname -r), kernel defaults"
 
@@ -143,10 +144,17 @@ body() {
 		eval "j=\$jx$h"
 		out=$(B wait "$j" 2>&1) || { echo "$out"; t_fail "h$h: exclusive mode, podX or its rxe failed"; }
 	done
-	out=$(B run 0 -- bash -c 'echo "guest: $(ls /sys/class/infiniband | paste -sd" ")"; echo "podX: $(ip netns exec podX ls /sys/class/infiniband | paste -sd" ")"; rdma -d link show')
+	# a second pod on h0 with its own device: neither pod sees the other's
+	B run --timeout 300 0 -- bash -c "$POD add podY && $POD net podY net1 eth0 198.18.0.118/24 sbr-tuning &&
+		ip netns exec podY rdma link add rxy0 type rxe netdev net1 && rdma dev set rxy0 netns podY" ||
+		t_fail "h0: podY or its rxe failed"
+	out=$(B run 0 -- bash -c 'echo "guest: $(ls /sys/class/infiniband | paste -sd" ")"
+		for p in podX podY; do echo "$p: $(ip netns exec $p ls /sys/class/infiniband | paste -sd" ")"; done
+		rdma -d link show')
 	sed 's/^/  h0 /' <<<"$out"
-	grep -qx 'guest: rxe0 rxe1' <<<"$out" || t_fail "h0: podX's rxx0 visible outside podX (or the guest's rxe gone)"
+	grep -qx 'guest: rxe0 rxe1' <<<"$out" || t_fail "h0: a pod's rxe visible outside its pod (or the guest's rxe gone)"
 	grep -qx 'podX: rxx0' <<<"$out" || t_fail "h0: podX does not see exactly its own rxx0"
+	grep -qx 'podY: rxy0' <<<"$out" || t_fail "h0: podY does not see exactly its own rxy0"
 	probe 0 podX X0
 	[ $RC = 0 ] || { cat "$tmp/X0.probe"; t_fail "plugin in podX: exit $RC"; }
 	g=$(gid_of 0 rxx0 198.18.0.119 podX)
@@ -165,12 +173,14 @@ body() {
 		{ echo "$b" | sed 's/^/  server| /'; echo "$out" | sed 's/^/  client| /'; t_fail "exclusive mode: podX -> podX: exit $rc"; }
 	t_ok "exclusive mode: h0 podX rxx0 -> h1 podX rxx1, checked, 4 x 4 MiB = 16 MiB ($(sed -n 's/^client,bw,4194304,4,\([0-9.]*\),.*/\1/p' <<<"$out") Gb/s)"
 	for h in 0 1; do
-		j=$(bg --timeout 300 "$h" -- bash -c "ip netns exec podX rdma link del rxx$h; $POD rm podX &&
+		y=''
+		[ "$h" = 0 ] && y="ip netns exec podY rdma link del rxy0; $POD rm podY &&"
+		j=$(bg --timeout 300 "$h" -- bash -c "$y ip netns exec podX rdma link del rxx$h; $POD rm podX &&
 			rdma system set netns shared && rdma system show | grep -q 'netns shared'") || t_fail "cannot start a job on h$h"
 		eval "jx$h=$j"
 	done
 	for h in 0 1; do eval "j=\$jx$h"; B wait "$j" >/dev/null 2>&1 || t_fail "h$h: podX removed, back to shared mode: failed"; done
-	echo "  podX removed, both guests back in shared mode"
+	echo "  podX (and h0's podY) removed, both guests back in shared mode"
 
 	t_step "shared mode: pods made by the CNI plugins, each with its own rxe (rdma link add in the pod)"
 	j=$(bg --timeout 300 1 -- bash -c "$POD add podC && $POD net podC eth0 eth0 198.18.2.120/24 tuning &&
