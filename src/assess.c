@@ -4,6 +4,7 @@
  * run the route checks (route.c) unless there is nothing to route, then judge the
  * findings under NCCL_ROCE_ROUTE_CHECK; and log the result as NCCL would show it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,32 @@
 #include "rn_nic.h"
 #include "rn_qos.h"
 #include "rn_route.h"
+#include "rn_sys.h"
+
+/*
+ * Is link @l the netdev of @ctx's port, or only a netdev of the same name and ifindex in
+ * this namespace? A pod's own RDMA device (`rdma link add` in the pod, shared netns mode)
+ * is seen from every other pod, and its port's net1 is named and numbered as theirs. The
+ * port's default GID (index 0) is fe80::/64 with the EUI-64 of its netdev's MAC (ib_core
+ * makes it so for every RoCE port): another MAC there is another netdev. A GID 0 of
+ * another form says nothing, and the link is taken as the port's.
+ */
+static int port_netdev_is(const struct rn_nic *nic, const struct rn_host_link *l)
+{
+	const uint8_t *m = l->link.mac;
+	uint8_t g[16];
+	char buf[64];
+
+	/* sysfs, not a verbs query: the GID choice reads the table once, as a whole */
+	if (!nic->ibdev[0] || rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gids/0",
+					   nic->ibdev, nic->port) ||
+	    inet_pton(AF_INET6, buf, g) != 1)
+		return 1;
+	if (g[0] != 0xfe || g[1] != 0x80 || g[11] != 0xff || g[12] != 0xfe)
+		return 1;
+	return g[8] == (m[0] ^ 2) && g[9] == m[1] && g[10] == m[2] && g[13] == m[3] &&
+	       g[14] == m[4] && g[15] == m[5];
+}
 
 static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_config *cfg)
 {
@@ -38,7 +65,7 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 {
 	struct rn_gid_result res;
 	struct rn_host_link *l;
-	int ret;
+	int ret, named = 0;
 
 	if (!host || !nic || !cfg)
 		return -EINVAL;
@@ -59,7 +86,15 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	if (l && nic->netdev[0] && strcmp(l->link.name, nic->netdev))
 		l = NULL;
 	if (!l) {
+		named = 1;
 		l = nic->netdev[0] ? rn_host_link_by_name(host, nic->netdev) : NULL;
+	}
+	/* a namesake in this namespace is not the port's netdev (another pod's own device) */
+	if (l && ctx && !port_netdev_is(nic, l)) {
+		named = 1;
+		l = NULL;
+	}
+	if (named) {
 		/*
 		 * The port's netdev in another namespace (a shared RDMA device seen from a
 		 * pod): the GID choice finds the netdev of ours that the port carries, if any.

@@ -156,16 +156,17 @@ static int engine_init(struct rn_engine *eng)
 		}
 		if (!ret && found[i]->is_rxe && nic->port_netdev[0])
 			/*
-			 * rxe's UDP sockets and route lookups are the initial namespace's (Linux
-			 * 6.1 here): from a pod the connection comes up and the first work
-			 * request fails.
+			 * rxe's UDP sockets and route lookups are those of the namespace its link
+			 * was made in (up to 6.1 always the initial one): from a pod the
+			 * connection comes up and the first work request fails.
 			 */
 			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
 				"and %s is in this pod's network namespace: rxe sends and receives "
-				"only in the host's initial namespace on many kernels (6.1: every RDMA "
-				"write fails with LOC_QP_OP_ERR); run such a job with hostNetwork, or "
-				"on a hardware RoCE NIC", nic->ibdev, nic->port, nic->port_netdev,
-				nic->netdev);
+				"only in the namespace of its port's netdev (6.1: every RDMA write "
+				"fails with LOC_QP_OP_ERR; 7.3: RETRY_EXC_ERR(12)); run such a job with "
+				"hostNetwork, with an rxe of the pod's own (rdma link add in the pod, "
+				"kernel 7.3 and later), or on a hardware RoCE NIC", nic->ibdev,
+				nic->port, nic->port_netdev, nic->netdev);
 		/* Without a GID there is nothing to connect with, whatever the route check says. */
 		usable = nic->gid_index >= 0 &&
 			 (nic->verdict != RN_VERDICT_REFUSED ||

@@ -454,6 +454,9 @@ static const struct rn_nl_ops fake_ops = {
 	.dcb_get = f_dcb_get,
 };
 
+/* the file ops as they were before install (a sysfs fixture's, or the failing base) */
+static struct rn_sys_ops saved_sys;
+
 static int f_sys_read(const char *path, char *buf, size_t len)
 {
 	static const char pfx[] = "/proc/sys/net/ipv4/conf/";
@@ -463,8 +466,9 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 	size_t nl;
 	int v, i;
 
+	/* anything but a sysctl: the ops before install (a sysfs fixture's files) */
 	if (strncmp(path, pfx, sizeof(pfx) - 1))
-		return -ENOENT;
+		return saved_sys.read ? saved_sys.read(path, buf, len) : -ENOENT;
 	path += sizeof(pfx) - 1;
 	key = strchr(path, '/');
 	if (!key || (nl = (size_t)(key - path)) >= sizeof(name))
@@ -497,8 +501,6 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* the file ops as they were before install (a sysfs fixture's, or the failing base) */
-static struct rn_sys_ops saved_sys;
 
 void fake_nl_install(struct fake_nl_host *h)
 {

@@ -11,6 +11,7 @@
 
 #include "fake_nl.h"
 #include "fake_verbs.h"
+#include "fixture_sysfs.h"
 #include "rn_gid.h"
 #include "rn_log.h"
 #include "rn_verbs.h"
@@ -744,6 +745,35 @@ static void test_pod_exclusive_vf(void **state)
 }
 
 /*
+ * Another pod's own device (shared netns mode): its port's netdev is net1 of that pod, named
+ * and numbered as this pod's net1, and its table holds that pod's GIDs only. The port's
+ * default GID (sysfs gids/0, fe80::EUI-64 of its netdev's MAC) is not this net1's: the port
+ * is left out (-ENODEV), not judged on this net1 and refused as no-gid. With this net1's MAC
+ * there it is judged on net1, as before.
+ */
+static void test_pod_namesake_of_another_pods_device(void **state)
+{
+	static const struct fake_gid g[] = { { "fe80::ff:fe00:77", V2, 3 }, { "198.18.0.112", V2, 3 } };
+	struct rn_nic nic AUTO_NIC = { 0 };
+
+	fake_nl_init(&H);
+	fake_link(&H, 3, "net1", 0x51, 1);
+	fake_addr(&H, 3, "198.18.0.110/24", 0);
+	dev.name = "rxb0";
+	gids(g, 2);
+	fixture_sysfs_create();
+	fixture_sysfs_write("/sys/class/infiniband/rxb0/ports/1/gids/0",
+			    "fe80:0000:0000:0000:0000:00ff:fe00:0077\n");
+	assert_int_equal(assess_from("net1", &nic), -ENODEV);
+	/* the same table with this net1's own default GID: its namesake is the port's netdev */
+	fixture_sysfs_write("/sys/class/infiniband/rxb0/ports/1/gids/0",
+			    "fe80:0000:0000:0000:0000:00ff:fe00:0051\n");
+	assert_int_equal(assess_from("net1", &nic), 0);
+	assert_int_equal(nic.gid_index, -1);
+	fixture_sysfs_destroy();
+}
+
+/*
  * rn_gid_refresh: the address re-added behind another one comes back at another index, and
  * the old index holds the other address: followed (1). Removed: -ENOENT with gid-gone's facts.
  */
@@ -835,6 +865,7 @@ int main(void)
 		cmocka_unit_test_setup(test_pod_forced_index_of_other_pod_used_and_warned, setup),
 		cmocka_unit_test_setup(test_pod_exclusive_vf, setup),
 		cmocka_unit_test_setup(test_pod_sysfs_of_another_namespace, setup),
+		cmocka_unit_test_setup(test_pod_namesake_of_another_pods_device, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
