@@ -1206,6 +1206,16 @@ static void table_vars(struct rn_host *host, const struct rn_nic *nic, struct rn
 	rn_vars_set(v, "prio", "%u", prio);
 }
 
+/* route-wrong-nic: the route @r found leaves by another NIC (its table named) than @nic's. */
+static void wrong_nic(struct rn_host *host, struct rn_nic *nic, const struct rn_nl_route *r,
+		      struct rn_vars *v)
+{
+	rn_vars_set(v, "other_dev", "%s", link_name(host, r->oif));
+	rn_vars_set(v, "used_table", "%u", r->table);
+	rn_route_fix_vars(host, nic, v);
+	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+}
+
 /* IPv6: the route to @dst judged as the QP's lookup sees it (oif = the GID's netdev). 1: found. */
 static int judge_egress6(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
 			 struct rn_vars *v)
@@ -1224,10 +1234,7 @@ static int judge_egress6(struct rn_host *host, struct rn_nic *nic, const struct 
 	}
 	if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
 		/* oif is only a preference for IPv6: a more specific route wins */
-		rn_vars_set(v, "other_dev", "%s", link_name(host, r.oif));
-		rn_vars_set(v, "used_table", "%u", r.table);
-		rn_route_fix_vars(host, nic, v);
-		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		wrong_nic(host, nic, &r, v);
 		return 1;
 	}
 	return 0;
@@ -1252,10 +1259,7 @@ static int check_main_gateways(struct rn_host *host, struct rn_nic *nic, struct 
 			continue;
 		*wrong_dev = r.oif;
 		rn_vars_set(v, "dst", "gateway %s", rn_ip_str(&g->gw, buf, sizeof(buf)));
-		rn_vars_set(v, "other_dev", "%s", link_name(host, r.oif));
-		rn_vars_set(v, "used_table", "%u", r.table);
-		rn_route_fix_vars(host, nic, v);
-		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
+		wrong_nic(host, nic, &r, v);
 		return 1;
 	}
 	return 0;
