@@ -29,6 +29,7 @@
 #include "rn_dev.h"
 #include "rn_net.h"
 #include "rn_oob.h"
+#include "rn_verbs.h"
 #include "rn_wire.h"
 
 #define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
@@ -46,6 +47,26 @@ enum rn_wr_kind {
 	RN_WR_CTRL = 5,  /* wr_id = path << 3 | 5: a failover message (src/failover.c) */
 };
 #define RN_WR_KIND(id) ((int)((id) & 7))
+
+/*
+ * @n receives on each of @qps[0..@nqps), without a buffer (WRITE_WITH_IMM consumes one and
+ * the immediate is all it carries), wr_id the QP's index. 0 or -errno.
+ */
+static inline int rn_post_recvs(struct ibv_qp *const *qps, int nqps, int n)
+{
+	int q, i, ret;
+
+	for (q = 0; q < nqps; q++)
+		for (i = 0; i < n; i++) {
+			struct ibv_recv_wr wr = { 0 }, *bad;
+
+			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
+			ret = rn_verbs_err(rn_verbs.post_recv(qps[q], &wr, &bad));
+			if (ret)
+				return ret;
+		}
+	return 0;
+}
 #define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
 
 /*

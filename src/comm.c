@@ -668,16 +668,7 @@ static int comm_rearm_path(struct rn_comm *c, int j, int *old_gid)
 	}
 	cq_drain(p->mem.cq); /* a provider may flush on the way to RESET */
 	/* as at connect: the receiver's take data after a move, the sender's RESUMEs */
-	for (q = 0; q < c->nqps; q++)
-		for (i = 0; i < n; i++) {
-			struct ibv_recv_wr wr = { 0 }, *bad;
-
-			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-			ret = rn_verbs_err(rn_verbs.post_recv(p->qps[q], &wr, &bad));
-			if (ret)
-				return ret;
-		}
-	return 0;
+	return rn_post_recvs(p->qps, c->nqps, n);
 }
 
 /* Keep the first @n spares (what both ends offer). */

@@ -629,18 +629,10 @@ static int hs_connect_qps(struct rn_hs *hs)
 		 * The receiver's take data after a move, the sender's the receiver's RESUMEs
 		 * and, on the comm's own pair too, its recovery requests (REARM).
 		 */
-		int q, i, n = rc ? RN_RECV_WRS : RN_FO_RECV_WRS;
-
-		for (q = 0; q < c->nqps; q++)
-			for (i = 0; i < n; i++) {
-				struct ibv_recv_wr wr = { 0 }, *bad;
-
-				wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-				ret = rn_verbs_err(rn_verbs.post_recv(k ? c->fo->path[k].qps[q] :
-								      c->qps[q], &wr, &bad));
-				if (ret)
-					goto fail;
-			}
+		ret = rn_post_recvs(k ? c->fo->path[k].qps : c->qps, c->nqps,
+				    rc ? RN_RECV_WRS : RN_FO_RECV_WRS);
+		if (ret)
+			goto fail;
 	}
 	/* a vNIC's member pair that fails is left out (src/vfail.c): the net traffic's only */
 	if (c->eng->cfg.failover && (c->nmem > 1 || c->rmem > 1) && !(c->flags & RN_CONN_RMA)) {

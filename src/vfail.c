@@ -329,7 +329,6 @@ static int begin(struct rn_comm *c, uint64_t mask, const char *why)
 int rn_vfail_attach(struct rn_comm *c, const struct rn_fo_hooks *hooks)
 {
 	struct rn_vfail *vf;
-	int q, i, ret;
 
 	if (c->nmem == 1 && c->rmem == 1)
 		return 0;
@@ -345,16 +344,7 @@ int rn_vfail_attach(struct rn_comm *c, const struct rn_fo_hooks *hooks)
 	if (c->role != RN_ROLE_SEND)
 		return 0; /* the receiver's receives are the data's (rn_xfer_recv_init) */
 	/* the sender's take the receiver's messages */
-	for (q = 0; q < c->nqps; q++)
-		for (i = 0; i < RN_FO_RECV_WRS; i++) {
-			struct ibv_recv_wr wr = { 0 }, *bad;
-
-			wr.wr_id = (uint64_t)q << 3 | RN_WR_RECV;
-			ret = rn_verbs_err(rn_verbs.post_recv(c->qps[q], &wr, &bad));
-			if (ret)
-				return ret;
-		}
-	return 0;
+	return rn_post_recvs(c->qps, c->nqps, RN_FO_RECV_WRS);
 }
 
 void rn_vfail_free(struct rn_comm *c)

@@ -28,11 +28,7 @@
 set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
-plugin_prereq python3 nsenter
-[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
-[ -x /usr/lib/cni/macvlan ] && [ -x /usr/lib/cni/sbr ] && [ -x /usr/lib/cni/tuning ] &&
-	[ -x /usr/lib/cni/static ] ||
-	{ echo "skip: containernetworking-plugins not installed (/usr/lib/cni)"; exit 77; }
+pod_prereq python3 nsenter
 DOC=build/roce-doctor
 POD=test/vm/lib/pod
 tmp=$(mktemp -d /tmp/rnpods.XXXXXX)

@@ -26,6 +26,16 @@ plugin_prereq() {
 		{ echo "skip: build/nccl-net-driver, nccl-net-bench or the plugin not built (run make)"; exit 77; }
 }
 
+# What the pod tests need besides the plugin (plugin_prereq's, with extra tools @...): the
+# doctor, and Debian's CNI plugins (macvlan, static IPAM, tuning, sbr) the pods are made with.
+pod_prereq() {
+	plugin_prereq "$@"
+	[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+	[ -x /usr/lib/cni/macvlan ] && [ -x /usr/lib/cni/sbr ] && [ -x /usr/lib/cni/tuning ] &&
+		[ -x /usr/lib/cni/static ] ||
+		{ echo "skip: containernetworking-plugins not installed (/usr/lib/cni)"; exit 77; }
+}
+
 # Split "<env...> -- <args...>" into the globals _env and _args.
 _split() {
 	_env=() _args=()
