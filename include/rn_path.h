@@ -74,6 +74,13 @@ struct rn_nic {
 void rn_nic_cleanup(struct rn_nic *nic);
 /* Deep copy of @src into @dst (whose findings are released first). 0 or -ENOMEM. */
 int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src);
+/*
+ * In rdma's shared netns mode a pod that has RDMA devices of its own (rdma link add in
+ * the pod, a VF's) also sees the node's devices, reached through its own interfaces'
+ * GIDs (@nics[i]->port_netdev set). Returns the index of the device of @nics[i]'s
+ * interface's own (same ifindex, no port_netdev), or -1: none, or @nics[i] is one.
+ */
+int rn_nic_own_device(const struct rn_nic *const *nics, int n, int i);
 
 struct rn_host; /* opaque snapshot of host facts */
 

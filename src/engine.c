@@ -83,9 +83,43 @@ static void engine_log_using(const struct rn_engine *eng)
 	rn_vars_free(&v);
 }
 
+/*
+ * A pod given devices of its own in rdma's shared netns mode also sees the node's, through
+ * its interfaces' GIDs; the node's carries nothing from a pod (rxe) or is not the pod's
+ * to use (a VF's PF). Each such one whose interface has its own device is left out.
+ * @rets: each device's assessment (0: assessed).
+ */
+static void engine_leave_shadowed(struct rn_dev **found, int n, const int *rets)
+{
+	const struct rn_nic *nics[RN_MAX_DEVS];
+	int i, m = 0, k, idx[RN_MAX_DEVS];
+
+	for (i = 0; i < n; i++)
+		if (found[i] && !rets[i]) {
+			idx[m] = i;
+			nics[m++] = &found[i]->nic;
+		}
+	for (i = 0; i < m; i++) {
+		k = rn_nic_own_device(nics, m, i);
+		if (k < 0)
+			continue;
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: %s has an RDMA device "
+			"of its own, %s:%d (the node's device, seen through %s's GID, is left to "
+			"the node)", nics[i]->ibdev, nics[i]->port, nics[i]->netdev, nics[k]->ibdev,
+			nics[k]->port, nics[i]->netdev);
+	}
+	/* freed after the loop: a later device may still yield to the same own one */
+	for (i = m - 1; i >= 0; i--)
+		if (rn_nic_own_device(nics, m, i) >= 0) {
+			rn_dev_free(found[idx[i]]);
+			found[idx[i]] = NULL;
+		}
+}
+
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
+	int rets[RN_MAX_DEVS];
 	struct rn_vars refused = RN_VARS_INIT; /* the list and the first fix, whole */
 	char why[1024];
 	struct rn_host *host = NULL;
@@ -130,11 +164,17 @@ static int engine_init(struct rn_engine *eng)
 	/* every RoCE NIC of the host, so that each one's MTU is compared with the others' */
 	for (i = 0; i < n && rn_assess.mark_roce; i++)
 		rn_assess.mark_roce(host, found[i]->nic.ifindex, found[i]->nic.netdev);
+	for (i = 0; i < n; i++)
+		rets[i] = rn_assess.assess(host, found[i]->ctx, &found[i]->nic, &eng->cfg);
+	engine_leave_shadowed(found, n, rets);
 	for (i = 0; i < n; i++) {
-		struct rn_nic *nic = &found[i]->nic;
+		struct rn_nic *nic;
 		int usable;
 
-		ret = rn_assess.assess(host, found[i]->ctx, nic, &eng->cfg);
+		if (!found[i])
+			continue;
+		nic = &found[i]->nic;
+		ret = rets[i];
 		if (ret == -ENODEV) {
 			/*
 			 * A shared RDMA device seen from a pod that has no netdev on it: not

@@ -21,9 +21,11 @@
 #    both (each NIC carries a quarter at least: rxe's sent_bytes); podA and podB use their
 #    own devices and GIDs and leave each other's out (no netdev of their namespace).
 # In shared mode the guest's rxe0/rxe1 are visible in every pod and hold the pods' macvlan
-# GIDs too (the shared-device model: plugin_pods.t); the plugin offers them with its WARN,
-# and the jobs here name the pod's own devices (NCCL_IB_HCA), as a job given SR-IOV devices
-# does.
+# GIDs too (the shared-device model: plugin_pods.t). The plugin and the doctor leave out
+# one reached through an interface that has a device of its own (rxe1 through podA's net2,
+# which has rxa1); one reached through another interface (the pod's eth0) is offered with
+# the plugin's WARN, so the jobs here name the pod's own devices (NCCL_IB_HCA), as a job
+# given SR-IOV devices does.
 set -u
 export BED_KERNEL=7.3
 . "$(dirname "$0")/lib/test.sh"
@@ -200,8 +202,16 @@ body() {
 	grep -q 'not using rxb0:1: no netdev of this network namespace' "$tmp/A0.probe" ||
 		{ cat "$tmp/A0.probe"; t_fail "plugin in podA: podB's rxb0 not left out"; }
 	grep -m1 'WARN .*no RoCE device' "$tmp/A0.probe" | sed 's/.*NET\/RoCE : /  podA plugin refuses| /'
+	# the guest's rxe1 reaches podA through net2's GID, and net2 has a device of its own
+	grep -q 'not using rxe1:1: net2 has an RDMA device of its own, rxa1:1' "$tmp/A0.probe" &&
+		! grep -q 'WARN .*rxe1:1' "$tmp/A0.probe" ||
+		{ cat "$tmp/A0.probe"; t_fail "plugin in podA: the guest's rxe1 (on net2, which has rxa1) not left out"; }
+	grep -m1 'not using rxe1:1' "$tmp/A0.probe" | sed 's/.*NET\/RoCE : /  podA plugin| /'
 	doc 0 podA A0
 	[ "$RC" = 1 ] || { cat "$tmp/A0.json"; t_fail "doctor in podA: exit $RC, want 1"; }
+	grep -q '^rxe1:' "$tmp/A0.doc" && { cat "$tmp/A0.json"; t_fail "doctor in podA: judges the guest's rxe1 (net2 has rxa1)"; }
+	grep -q 'rxe1:1 (net2 has an RDMA device of its own: rxa1:1)' "$tmp/A0.json" ||
+		{ cat "$tmp/A0.json"; t_fail "doctor in podA: rxe1 not among the ports left out, with why"; }
 	agree A0 'rxa[01]'
 	grep -Eq '^rxa0:1 net1 [0-9]+ refused .*arp-flux' "$tmp/A0.doc" && grep -Eq '^rxa1:1 net2 [0-9]+ refused' "$tmp/A0.doc" ||
 		t_fail "podA: not both own NICs refused"
@@ -211,32 +221,40 @@ body() {
 	[ "$(cat "$tmp/rc")" = 1 ] || t_fail "--cni in podA: exit $(cat "$tmp/rc"), want 1"
 	cp "$t_top/build/vm-runs/$BED_NAME/h0/nadA.json" "$t_top/build/vm-runs/$BED_NAME/h0/nadA.err" "$tmp/"
 	sed 's/^/  --cni stderr| /' "$tmp/nadA.err"
-	# --cni judges every NIC the pod sees: in shared mode also the guest's rxe0/rxe1 (through
-	# the pod's eth0 and net2 on them), and for a pod's own rxe it names the port's netdev
-	# (net1 itself) as the macvlan master with host-local IPAM, as for a node's NIC. What is
-	# applied: for net1 and net2, --cni's chain after macvlan (tuning with its sysctls, sbr),
-	# behind the pod's own macvlan (master eth0/eth1, its static address)
-	python3 - "$tmp/nadA.json" "$tmp/nadA.fixed.json" <<'EOF' || t_fail "--cni: not tuning + sbr after macvlan for net1 and net2"
-import json, sys
+	# --cni judges every NIC the pod sees (in shared mode also the guest's rxe0/rxe1,
+	# through the pod's net1 and net2 on them) and prints one NAD an interface: the pod's
+	# own device's. Its macvlan master is the node's link under net1, which a pod cannot
+	# name: --cni leaves "MASTER" and says which link (its ifindex on the node); IPAM is the
+	# pod's address. What is applied: --cni's NADs with that link's name filled in.
+	B run --timeout 60 0 -- ip -o link show >"$tmp/h0.links" || t_fail "h0: ip link"
+	python3 - "$tmp/nadA.json" "$tmp/nadA.err" "$tmp/h0.links" "$tmp/nadA.fixed.json" <<'EOF' || t_fail "--cni: not one NAD an interface (the pod's own device's), macvlan (its master to fill) + tuning + sbr"
+import json, re, sys
 d = json.load(open(sys.argv[1]))
+err = open(sys.argv[2]).read()
+links = dict(re.findall(r"^(\d+): ([^:@ ]+)", open(sys.argv[3]).read(), re.M))
 out = {"apiVersion": "v1", "kind": "List", "items": []}
-for ifn, master, ip in (("net1", "eth0", "198.18.0.110/24"), ("net2", "eth1", "198.18.0.111/24")):
+for ifn, dev, master, ip in (("net1", "rxa0", "eth0", "198.18.0.110/24"), ("net2", "rxa1", "eth1", "198.18.0.111/24")):
     items = [i for i in d["items"] if i["metadata"].get("annotations", {}).get("roce-doctor/interface") == ifn]
-    assert items, "no NAD for " + ifn
-    for i in items:
-        c = json.loads(i["spec"]["config"])
-        print("  --cni NAD %s: %s (macvlan master %s, ipam %s)" % (i["metadata"]["name"],
-              " + ".join(p["type"] for p in c["plugins"]), c["plugins"][0].get("master"),
-              c["plugins"][0]["ipam"]["type"]))
-    c = json.loads(items[-1]["spec"]["config"])
+    assert len(items) == 1, "%d NADs for %s" % (len(items), ifn)
+    i = items[0]
+    c = json.loads(i["spec"]["config"])
+    print("  --cni NAD %s: %s (rdma device %s, macvlan master %s, ipam %s %s)" % (i["metadata"]["name"],
+          " + ".join(p["type"] for p in c["plugins"]), i["metadata"]["annotations"]["roce-doctor/rdma-device"],
+          c["plugins"][0].get("master"), c["plugins"][0]["ipam"]["type"],
+          c["plugins"][0]["ipam"].get("addresses")))
+    assert i["metadata"]["annotations"]["roce-doctor/rdma-device"] == dev, i["metadata"]
     assert [p["type"] for p in c["plugins"]] == ["macvlan", "tuning", "sbr"], c
+    assert c["plugins"][0]["master"] == "MASTER", c
+    assert c["plugins"][0]["ipam"] == {"type": "static", "addresses": [{"address": ip}]}, c
     s = c["plugins"][1]["sysctl"]
     assert s["net.ipv4.conf.IFNAME.arp_ignore"] == "1" and s["net.ipv4.conf.IFNAME.arp_announce"] == "2", s
-    c["plugins"][0] = {"type": "macvlan", "master": master, "mode": "bridge",
-                       "ipam": {"type": "static", "addresses": [{"address": ip}]}}
-    items[-1]["spec"]["config"] = json.dumps(c)
-    out["items"].append(items[-1])
-json.dump(out, open(sys.argv[2], "w"))
+    m = re.search(r"# roce-%s: %s is this pod's own interface \(%s is on it\) over the node's link (\d+)," % (ifn, ifn, dev), err)
+    assert m, "no note naming the node's link under " + ifn
+    assert links.get(m.group(1)) == master, "link %s is %s on the node, want %s" % (m.group(1), links.get(m.group(1)), master)
+    c["plugins"][0]["master"] = links[m.group(1)]
+    i["spec"]["config"] = json.dumps(c)
+    out["items"].append(i)
+json.dump(out, open(sys.argv[4], "w"))
 EOF
 	cp "$tmp/nadA.fixed.json" "$t_top/build/vm-runs/$BED_NAME/h0/nadA.fixed.json"
 	# DEL + ADD replaces net1/net2, and a netdev's removal takes its rxe with it: the pod
