@@ -18,7 +18,15 @@ _rn_seq=0
 
 rn_log() { echo "[$RN_TEST] $*"; }
 rn_skip() { echo "SKIP: $RN_TEST: $*"; exit 77; }
-rn_fail() { echo "FAIL: $RN_TEST: $*" >&2; exit 1; }
+# A layer may look at a failure first and call it its own, exiting otherwise (the bed's
+# test/vm/lib/test.sh: a guest NIC that stopped transmitting is the bed's failure, exit 200).
+_rn_onfail=()
+rn_fail() {
+	local i
+	for i in "${_rn_onfail[@]}"; do "$i" "$*"; done
+	echo "FAIL: $RN_TEST: $*" >&2
+	exit 1
+}
 
 _rn_atexit=() # a library's own cleanups (route_lib.sh), run first
 
