@@ -34,8 +34,6 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 		dn->rule_prio = (int)r->priority;
 		dn->rule_table = r->table;
 	}
-	/* the lookups the verdict judges, asked by the library (the doctor has no netlink) */
-	rn_route_answer(d->host, &dn->nic, &dn->rt);
 }
 
 void rn_doctor_nic_counters(struct rn_doctor_nic *dn)
