@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "netplug.h"
 
@@ -80,11 +81,27 @@ static void *open_one(const char *name, char *used, size_t len, ncclDebugLogger_
 	return dl;
 }
 
+/*
+ * As NCCL's bootstrap (ncclOsSetFilesLimit) before any plugin runs: the soft limit on open
+ * files up to the hard one. A comm holds its side channel's socket and a listen comm one
+ * more, so 1,024 connections need more than the usual soft limit of 1,024.
+ */
+static void files_limit_raise(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int netplug_open(struct netplug *np, const char *spec, int max_version, ncclDebugLogger_t log)
 {
 	char list[1024], *tok, *save = NULL;
 
 	memset(np, 0, sizeof(*np));
+	files_limit_raise();
 	snprintf(list, sizeof(list), "%s", spec && *spec ? spec : "libnccl-net.so");
 	if (!strcasecmp(list, "none"))
 		return -ENOENT;
