@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mesh's arithmetic, without a socket or a thread (doctor_mesh.h): the rate's bucket,
+ * the rotation, the windows of outcomes, the pair metrics and the verdicts over pairs.
+ * The agent (doctor_mesh.c) and `localize` (doctor_localize.c) call it; so do the unit
+ * tests (test/unit/test_doctor_mesh.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor_mesh.h"
+#include "rn_compiler.h"
+
+void rn_mesh_bucket_init(struct rn_mesh_bucket *b, double rate, double burst, double now)
+{
+	b->rate = rate;
+	b->burst = burst;
+	b->tokens = burst;
+	b->t = now;
+}
+
+int rn_mesh_bucket_take(struct rn_mesh_bucket *b, double now)
+{
+	/* a clock that went back (it is monotonic; a test's may not be) adds nothing */
+	if (now > b->t) {
+		b->tokens = RN_MIN(b->burst, b->tokens + (now - b->t) * b->rate);
+		b->t = now;
+	}
+	if (b->tokens < 1.0)
+		return 0;
+	b->tokens -= 1.0;
+	return 1;
+}
+
+int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx),
+		       void *arg, int max, int *out)
+{
+	int k, got = 0;
+
+	if (n <= 0 || max <= 0)
+		return 0;
+	for (k = 0; k < n && got < max; k++) {
+		int idx = (int)((s->cursor + (unsigned int)k) % (unsigned int)n);
+
+		if (ready(arg, idx))
+			out[got++] = idx;
+	}
+	/* next time from the one after the last taken: a small @max still rotates */
+	if (got)
+		s->cursor = (unsigned int)(out[got - 1] + 1) % (unsigned int)n;
+	return got;
+}
+
+void rn_mesh_win_add(struct rn_mesh_win *w, uint32_t us)
+{
+	w->us[w->head] = us;
+	w->head = (w->head + 1) % RN_MESH_WIN;
+	if (w->n < RN_MESH_WIN)
+		w->n++;
+	w->sent++;
+	if (us == RN_MESH_LOST) {
+		w->lost++;
+		w->lost_run++;
+	} else {
+		w->lost_run = 0;
+	}
+}
+
+uint32_t rn_mesh_pct(const uint32_t *sorted, int n, double q)
+{
+	int rank;
+
+	if (n <= 0)
+		return 0;
+	/* nearest rank: the smallest value with at least q of them at or below it */
+	rank = (int)(q * n + 0.999999);
+	rank = rank < 1 ? 1 : rank > n ? n : rank;
+	return sorted[rank - 1];
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void rn_mesh_win_figs(const struct rn_mesh_win *w, struct rn_mesh_figs *f)
+{
+	uint32_t v[RN_MESH_WIN];
+	int i, k = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->n = w->n;
+	for (i = 0; i < w->n; i++)
+		if (w->us[i] != RN_MESH_LOST)
+			v[k++] = w->us[i];
+	f->answered = k;
+	if (w->n)
+		f->loss = (double)(w->n - k) / w->n;
+	if (!k)
+		return;
+	qsort(v, k, sizeof(v[0]), cmp_u32);
+	f->p50_s = rn_mesh_pct(v, k, 0.5) / 1e6;
+	f->p99_s = rn_mesh_pct(v, k, 0.99) / 1e6;
+}
+
+/* ---- the metrics --------------------------------------------------------------------- */
+
+static void pair_labels(FILE *f, const char *name, const struct rn_mesh_view *v)
+{
+	fprintf(f, "%s{", name);
+	rn_doctor_prom_label(f, "host", v->host, 0);
+	rn_doctor_prom_label(f, "nic", v->nic, 1);
+	rn_doctor_prom_label(f, "peer_host", v->peer_host, 1);
+	rn_doctor_prom_label(f, "peer_nic", v->peer_nic, 1);
+	rn_doctor_prom_label(f, "group", v->group, 1);
+	rn_doctor_prom_label(f, "peer_group", v->peer_group, 1);
+	/* PromQL cannot compare two labels: the rules select pairs inside a group by this */
+	rn_doctor_prom_label(f, "cross", strcmp(v->group, v->peer_group) ? "1" : "0", 1);
+	rn_doctor_prom_label(f, "kind", v->kind, 1);
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *text)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* What one pair series shows, by metric. */
+enum { S_UP, S_LOSS, S_P50, S_P99, S_SENT, S_LOST, S__MAX };
+
+static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
+{
+	static const char *const names[] = { "roce_mesh_pair_up", "roce_mesh_pair_loss_ratio",
+		"roce_mesh_pair_rtt_seconds", "roce_mesh_pair_rtt_seconds",
+		"roce_mesh_pair_probes_total", "roce_mesh_pair_lost_total" };
+	int i;
+
+	for (i = 0; i < n; i++) {
+		const struct rn_mesh_view *p = &v[i];
+
+		/* no RTT before the first answer: a 0 would read as a fast path */
+		if ((what == S_P50 || what == S_P99) && !p->figs.answered)
+			continue;
+		pair_labels(f, names[what], p);
+		switch (what) {
+		case S_UP:
+			fprintf(f, "} %d\n", p->up);
+			break;
+		case S_LOSS:
+			fprintf(f, "} %.4f\n", p->figs.loss);
+			break;
+		case S_P50:
+		case S_P99:
+			rn_doctor_prom_label(f, "quantile", what == S_P50 ? "0.5" : "0.99", 1);
+			fprintf(f, "} %.6f\n", what == S_P50 ? p->figs.p50_s : p->figs.p99_s);
+			break;
+		case S_SENT:
+			fprintf(f, "} %llu\n", (unsigned long long)p->sent);
+			break;
+		default:
+			fprintf(f, "} %llu\n", (unsigned long long)p->lost);
+		}
+	}
+}
+
+static void self_series(FILE *f, const char *name, const char *type, const char *text,
+			const char *host, double val)
+{
+	head(f, name, type, text);
+	fprintf(f, "%s{", name);
+	rn_doctor_prom_label(f, "host", host, 0);
+	fprintf(f, "} %.17g\n", val);
+}
+
+void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct rn_mesh_self *s)
+{
+	int i;
+
+	head(f, "roce_mesh_pair_up", "gauge", "1 when the NIC pair answers its probes and its checks find nothing, 0 when not (roce_mesh_pair_cause says why).");
+	pair_series(f, v, n, S_UP);
+	head(f, "roce_mesh_pair_cause", "gauge", "1 for a failing NIC pair, labelled by its cause (the verdict catalogue's id).");
+	for (i = 0; i < n; i++) {
+		if (v[i].up || !v[i].cause)
+			continue;
+		pair_labels(f, "roce_mesh_pair_cause", &v[i]);
+		rn_doctor_prom_label(f, "cause", v[i].cause, 1);
+		fputs("} 1\n", f);
+	}
+	head(f, "roce_mesh_pair_loss_ratio", "gauge", "Probes lost of the pair's last ones.");
+	pair_series(f, v, n, S_LOSS);
+	head(f, "roce_mesh_pair_rtt_seconds", "gauge", "Round-trip time of the pair's last answered probes, by quantile (nearest rank).");
+	pair_series(f, v, n, S_P50);
+	pair_series(f, v, n, S_P99);
+	head(f, "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair.");
+	pair_series(f, v, n, S_SENT);
+	head(f, "roce_mesh_pair_lost_total", "counter", "Probes of the pair that got no answer in time.");
+	pair_series(f, v, n, S_LOST);
+	self_series(f, "roce_mesh_peers", "gauge", "Hosts in the agent's list, itself left out.", s->host, s->peers);
+	self_series(f, "roce_mesh_peers_reached", "gauge", "Peers whose agent answered the last pair check.", s->host, s->peers_reached);
+	self_series(f, "roce_mesh_pairs", "gauge", "NIC pairs the agent probes.", s->host, s->pairs);
+	self_series(f, "roce_mesh_probes_sent_total", "counter", "Probes this agent sent.", s->host, (double)s->probes_sent);
+	self_series(f, "roce_mesh_echoes_sent_total", "counter", "Probes of peers this agent answered.", s->host, (double)s->echoes_sent);
+	self_series(f, "roce_mesh_echoes_dropped_total", "counter", "Probes of peers left unanswered over the answer rate's cap.", s->host, (double)s->echoes_dropped);
+	self_series(f, "roce_mesh_bad_packets_total", "counter", "Datagrams on the probe port that were no probe or answer of ours.", s->host, (double)s->bad_packets);
+	self_series(f, "roce_mesh_checks_total", "counter", "Pair checks run (the doctor's pair engine against a peer's agent).", s->host, (double)s->checks_run);
+	self_series(f, "roce_mesh_checks_failed_total", "counter", "Pair checks that did not reach the peer's agent or did not finish.", s->host, (double)s->checks_failed);
+	self_series(f, "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).", s->host, s->started_s);
+}
+
+/* ---- the verdicts -------------------------------------------------------------------- */
+
+struct end {
+	const char *host, *nic;
+	int n, bad, in_n, in_bad;
+	int is_bad;
+};
+
+struct grp {
+	const char *name;
+	int in_n, in_bad;
+};
+
+static int end_find(struct end *e, int *ne, const char *host, const char *nic, int cap)
+{
+	int i;
+
+	for (i = 0; i < *ne; i++)
+		if (!strcmp(e[i].host, host) && !strcmp(e[i].nic, nic))
+			return i;
+	if (*ne >= cap)
+		return -1;
+	e[*ne] = (struct end){ .host = host, .nic = nic };
+	return (*ne)++;
+}
+
+static int grp_find(struct grp *g, int *ng, const char *name, int cap)
+{
+	int i;
+
+	for (i = 0; i < *ng; i++)
+		if (!strcmp(g[i].name, name))
+			return i;
+	if (*ng >= cap)
+		return -1;
+	g[*ng] = (struct grp){ .name = name };
+	return (*ng)++;
+}
+
+/* The most frequent cause among the failing observations @match says belong. */
+static void top_cause(const struct rn_mesh_obs *obs, int n,
+		      int (*match)(const struct rn_mesh_obs *o, const struct rn_mesh_verdict *v),
+		      struct rn_mesh_verdict *v)
+{
+	int i, k, best = 0;
+
+	v->cause[0] = 0;
+	for (i = 0; i < n; i++) {
+		int c = 0;
+
+		if (obs[i].up || !obs[i].cause[0] || !match(&obs[i], v))
+			continue;
+		for (k = 0; k < n; k++)
+			c += !obs[k].up && match(&obs[k], v) && !strcmp(obs[k].cause, obs[i].cause);
+		if (c > best) {
+			best = c;
+			snprintf(v->cause, sizeof(v->cause), "%s", obs[i].cause);
+		}
+	}
+}
+
+static int match_nic(const struct rn_mesh_obs *o, const struct rn_mesh_verdict *v)
+{
+	return (!strcmp(o->host, v->host) && !strcmp(o->nic, v->nic)) ||
+	       (!strcmp(o->peer_host, v->host) && !strcmp(o->peer_nic, v->nic));
+}
+
+static int match_host(const struct rn_mesh_obs *o, const struct rn_mesh_verdict *v)
+{
+	return !strcmp(o->host, v->host) || !strcmp(o->peer_host, v->host);
+}
+
+static int match_link(const struct rn_mesh_obs *o, const struct rn_mesh_verdict *v)
+{
+	return (!strcmp(o->group, v->group) && !strcmp(o->peer_group, v->peer_group)) ||
+	       (!strcmp(o->group, v->peer_group) && !strcmp(o->peer_group, v->group));
+}
+
+static void add(struct rn_mesh_verdict *out, int max, int *nv, const struct rn_mesh_verdict *v)
+{
+	if (*nv < max)
+		out[*nv] = *v;
+	(*nv)++;
+}
+
+/* A NIC is bad with most of its peers, and with most of those in its group where it has any. */
+static void judge_ends(struct end *e, int ne)
+{
+	int i;
+
+	for (i = 0; i < ne; i++)
+		e[i].is_bad = e[i].n && 2 * e[i].bad > e[i].n &&
+			      (!e[i].in_n || 2 * e[i].in_bad > e[i].in_n);
+}
+
+static void host_and_nic_verdicts(const struct rn_mesh_obs *obs, int n, struct end *e, int ne,
+				  struct rn_mesh_verdict *out, int max, int *nv)
+{
+	int i, k;
+
+	for (i = 0; i < ne; i++) {
+		struct rn_mesh_verdict v = { 0 };
+		int all = 1, first = 1, bad = 0, of = 0;
+
+		if (!e[i].is_bad)
+			continue;
+		for (k = 0; k < ne; k++) {
+			if (strcmp(e[k].host, e[i].host))
+				continue;
+			all &= e[k].is_bad;
+			first &= k >= i;
+			bad += e[k].bad;
+			of += e[k].n;
+		}
+		snprintf(v.host, sizeof(v.host), "%s", e[i].host);
+		if (all) {
+			/* once per host: at its first NIC */
+			if (!first)
+				continue;
+			v.blame = RN_MESH_BLAME_HOST;
+			v.bad = bad;
+			v.of = of;
+			top_cause(obs, n, match_host, &v);
+		} else {
+			v.blame = RN_MESH_BLAME_NIC;
+			snprintf(v.nic, sizeof(v.nic), "%s", e[i].nic);
+			v.bad = e[i].bad;
+			v.of = e[i].n;
+			top_cause(obs, n, match_nic, &v);
+		}
+		add(out, max, nv, &v);
+	}
+}
+
+static void link_verdicts(const struct rn_mesh_obs *obs, int n, const struct grp *g, int ng,
+			  struct rn_mesh_verdict *out, int max, int *nv)
+{
+	int a, b, i;
+
+	for (a = 0; a < ng; a++)
+		for (b = a + 1; b < ng; b++) {
+			struct rn_mesh_verdict v = { .blame = RN_MESH_BLAME_LINK };
+
+			snprintf(v.group, sizeof(v.group), "%s", g[a].name);
+			snprintf(v.peer_group, sizeof(v.peer_group), "%s", g[b].name);
+			for (i = 0; i < n; i++)
+				if (strcmp(obs[i].group, obs[i].peer_group) && match_link(&obs[i], &v)) {
+					v.of++;
+					v.bad += !obs[i].up;
+				}
+			/* inside each group the pairs must be fine: else a host or NIC explains it */
+			if (!v.of || 2 * v.bad <= v.of || 4 * g[a].in_bad >= g[a].in_n + !g[a].in_n ||
+			    4 * g[b].in_bad >= g[b].in_n + !g[b].in_n)
+				continue;
+			top_cause(obs, n, match_link, &v);
+			add(out, max, nv, &v);
+		}
+}
+
+#define LOC_GROUPS 256
+
+int rn_mesh_localize(const struct rn_mesh_obs *obs, int n, struct rn_mesh_verdict *out, int max)
+{
+	struct end *e = calloc(2 * (size_t)n + 1, sizeof(*e));
+	struct grp *g = calloc(LOC_GROUPS, sizeof(*g));
+	int i, ne = 0, ng = 0, nv = 0;
+
+	if (!e || !g) {
+		free(e);
+		free(g);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		const struct rn_mesh_obs *o = &obs[i];
+		int in = !strcmp(o->group, o->peer_group), bad = !o->up;
+		int x = end_find(e, &ne, o->host, o->nic, 2 * n);
+		int y = end_find(e, &ne, o->peer_host, o->peer_nic, 2 * n);
+		int gx = grp_find(g, &ng, o->group, LOC_GROUPS);
+
+		grp_find(g, &ng, o->peer_group, LOC_GROUPS);
+		e[x].n++, e[y].n++;
+		e[x].bad += bad, e[y].bad += bad;
+		if (in) {
+			e[x].in_n++, e[y].in_n++;
+			e[x].in_bad += bad, e[y].in_bad += bad;
+			if (gx >= 0) {
+				g[gx].in_n++;
+				g[gx].in_bad += bad;
+			}
+		}
+	}
+	judge_ends(e, ne);
+	host_and_nic_verdicts(obs, n, e, ne, out, max, &nv);
+	link_verdicts(obs, n, g, ng, out, max, &nv);
+	free(e);
+	free(g);
+	return nv;
+}
+
+/* ---- reading the series back --------------------------------------------------------- */
+
+/* The value of label @name in @labels ("a=\"x\",b=\"y\""), unescaped into @out. */
+static int label_get(const char *labels, const char *name, char *out, size_t len)
+{
+	size_t nl = strlen(name);
+	const char *p = labels;
+
+	while (*p) {
+		const char *eq = strchr(p, '=');
+		size_t k = 0;
+		int match;
+
+		if (!eq || eq[1] != '"')
+			return -EBADMSG;
+		match = (size_t)(eq - p) == nl && !strncmp(p, name, nl);
+		for (p = eq + 2; *p && *p != '"'; p++) {
+			char c = *p;
+
+			if (c == '\\' && p[1]) {
+				c = *++p == 'n' ? '\n' : *p;
+			}
+			if (match && k + 1 < len)
+				out[k++] = c;
+		}
+		if (*p != '"')
+			return -EBADMSG;
+		if (match) {
+			out[k] = 0;
+			return 0;
+		}
+		p++;
+		if (*p == ',')
+			p++;
+	}
+	return -ENOENT;
+}
+
+int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, int *is_cause)
+{
+	static const char up[] = "roce_mesh_pair_up{", cause[] = "roce_mesh_pair_cause{";
+	char labels[2048];
+	const char *l, *end;
+	char *tail;
+	double v;
+
+	if (!strncmp(line, up, sizeof(up) - 1))
+		*is_cause = 0, l = line + sizeof(up) - 1;
+	else if (!strncmp(line, cause, sizeof(cause) - 1))
+		*is_cause = 1, l = line + sizeof(cause) - 1;
+	else
+		return -ENOENT;
+	/* the last '}' ends the labels: a value may hold one, a number never does */
+	end = strrchr(l, '}');
+	if (!end || (size_t)(end - l) >= sizeof(labels))
+		return -EBADMSG;
+	memcpy(labels, l, end - l);
+	labels[end - l] = 0;
+	memset(o, 0, sizeof(*o));
+	if (label_get(labels, "host", o->host, sizeof(o->host)) ||
+	    label_get(labels, "nic", o->nic, sizeof(o->nic)) ||
+	    label_get(labels, "peer_host", o->peer_host, sizeof(o->peer_host)) ||
+	    label_get(labels, "peer_nic", o->peer_nic, sizeof(o->peer_nic)))
+		return -EBADMSG;
+	/* groups are optional: absent means one group (Prometheus drops an empty label) */
+	label_get(labels, "group", o->group, sizeof(o->group));
+	label_get(labels, "peer_group", o->peer_group, sizeof(o->peer_group));
+	if (*is_cause && label_get(labels, "cause", o->cause, sizeof(o->cause)))
+		return -EBADMSG;
+	v = strtod(end + 1, &tail);
+	if (tail == end + 1)
+		return -EBADMSG;
+	o->up = v >= 0.5;
+	return 0;
+}
