@@ -133,7 +133,7 @@ enum { S_UP, S_LOSS, S_P50, S_P99, S_SENT, S_LOST, S__MAX };
 static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 {
 	static const char *const names[] = { "roce_mesh_pair_up", "roce_mesh_pair_loss_ratio",
-		"roce_mesh_pair_rtt_seconds", "roce_mesh_pair_rtt_seconds",
+		"roce_mesh_pair_rtt_p50_seconds", "roce_mesh_pair_rtt_p99_seconds",
 		"roce_mesh_pair_probes_total", "roce_mesh_pair_lost_total" };
 	int i;
 
@@ -153,7 +153,6 @@ static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 			break;
 		case S_P50:
 		case S_P99:
-			rn_doctor_prom_label(f, "quantile", what == S_P50 ? "0.5" : "0.99", 1);
 			fprintf(f, "} %.6f\n", what == S_P50 ? p->figs.p50_s : p->figs.p99_s);
 			break;
 		case S_SENT:
@@ -190,8 +189,10 @@ void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct r
 	}
 	head(f, "roce_mesh_pair_loss_ratio", "gauge", "Probes lost of the pair's last ones.");
 	pair_series(f, v, n, S_LOSS);
-	head(f, "roce_mesh_pair_rtt_seconds", "gauge", "Round-trip time of the pair's last answered probes, by quantile (nearest rank).");
+	/* NOTE: two gauges, not a quantile label: promtool's lint keeps that for summaries */
+	head(f, "roce_mesh_pair_rtt_p50_seconds", "gauge", "Median round-trip time of the pair's last answered probes (nearest rank).");
 	pair_series(f, v, n, S_P50);
+	head(f, "roce_mesh_pair_rtt_p99_seconds", "gauge", "99th percentile round-trip time of the pair's last answered probes (nearest rank).");
 	pair_series(f, v, n, S_P99);
 	head(f, "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair.");
 	pair_series(f, v, n, S_SENT);
