@@ -27,7 +27,8 @@ int rn_mesh_bucket_take(struct rn_mesh_bucket *b, double now)
 		b->tokens = RN_MIN(b->burst, b->tokens + (now - b->t) * b->rate);
 		b->t = now;
 	}
-	if (b->tokens < 1.0)
+	/* NOTE: 1e-9 short of a token is a token: ten 0.1 s steps at 10/s sum to 0.9999... */
+	if (b->tokens < 1.0 - 1e-9)
 		return 0;
 	b->tokens -= 1.0;
 	return 1;
