@@ -81,6 +81,8 @@ struct mpeer {
 	int self;
 	/* the checker's (under the lock) */
 	int known, reach;
+	int fails;                  /* checks failed in a row: the next waits longer */
+	double next_ms;             /* when it is checked next (0: as soon as may be) */
 	char host[64];
 	int nnics;
 	char netdev[RN_MESH_NICS][16];
@@ -424,6 +426,17 @@ out:
 	return ret;
 }
 
+/* When @p is checked next: an interval on, or later after failures (backoff). */
+static void next_due(const struct mesh *m, struct mpeer *p, int ret)
+{
+	double s = m->o.check_s;
+
+	p->fails = ret ? RN_MIN(p->fails + 1, 5) : 0;
+	if (p->fails)
+		s = RN_MIN(m->o.check_s * (double)(1 << (p->fails - 1)), 16.0 * m->o.check_s);
+	p->next_ms = rn_doctor_now_ms() + s * 1000.0;
+}
+
 /* What a check learnt, into the peer the list still holds at @addr. */
 static void check_store(struct mesh *m, const char *addr, int ret, const struct check_out *c)
 {
@@ -441,6 +454,7 @@ static void check_store(struct mesh *m, const char *addr, int ret, const struct 
 		if (strcmp(p->addr, addr))
 			continue;
 		p->reach = !ret;
+		next_due(m, p, ret);
 		if (ret)
 			break;
 		/* a NIC that moved to another place in the list starts its pairs afresh */
@@ -463,22 +477,22 @@ static void check_store(struct mesh *m, const char *addr, int ret, const struct 
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* The next peer to check after @last: one never reached first, else in turn. */
-static int next_peer(struct mesh *m, int last, char *addr, size_t len, int *fresh)
+/*
+ * The peer due first (its next_ms the smallest), and how long until it is due (*@wait_ms,
+ * 0: now). A peer that does not answer waits twice as long each time, up to 16 intervals,
+ * so a list of absent hosts cannot hold the present ones' checks back for long.
+ */
+static int next_peer(struct mesh *m, char *addr, size_t len, double *wait_ms)
 {
-	int k, n, pick = -1;
+	int k, pick = -1;
 
 	pthread_mutex_lock(&m->lock);
-	n = m->npeers;
-	for (k = 1; k <= n && pick < 0; k++) {
-		int i = (last + k) % n;
-
-		if (!m->peers[i].self)
-			pick = i;
-	}
+	for (k = 0; k < m->npeers; k++)
+		if (!m->peers[k].self && (pick < 0 || m->peers[k].next_ms < m->peers[pick].next_ms))
+			pick = k;
 	if (pick >= 0) {
 		snprintf(addr, len, "%s", m->peers[pick].addr);
-		*fresh = !m->peers[pick].known;
+		*wait_ms = RN_MAX(0.0, m->peers[pick].next_ms - rn_doctor_now_ms());
 	}
 	pthread_mutex_unlock(&m->lock);
 	return pick;
@@ -502,12 +516,12 @@ static void *checker(void *arg)
 	struct checker *ck = arg;
 	struct mesh *m = ck->m;
 	double reload = rn_doctor_now_ms() + m->o.reload_s * 1000.0;
-	int last = -1;
 
 	while (!*m->stop) {
-		struct check_out *c = calloc(1, sizeof(*c));
+		struct check_out *c;
 		char addr[256], why[RN_DW_WHY_MAX];
-		int fresh = 0, ret, peers;
+		double wait = 0;
+		int ret;
 
 		if (rn_doctor_now_ms() >= reload) {
 			struct mpeer *v;
@@ -519,23 +533,16 @@ static void *checker(void *arg)
 			else
 				merge_hosts(m, v, n);
 		}
-		last = c ? next_peer(m, last, addr, sizeof(addr), &fresh) : -1;
-		if (last < 0) {
-			free(c);
-			nap(m, 1000);
+		if (next_peer(m, addr, sizeof(addr), &wait) < 0 || wait > 0) {
+			nap(m, RN_MIN(wait ? wait : 1000, 1000));
 			continue;
 		}
-		ret = check_peer(m, ck->d, addr, c, why, sizeof(why));
+		c = calloc(1, sizeof(*c));
+		ret = c ? check_peer(m, ck->d, addr, c, why, sizeof(why)) : -ENOMEM;
 		if (ret && m->o.verbose)
-			mlog("pair check of %s: %s", addr, why);
+			mlog("pair check of %s: %s", addr, ret == -ENOMEM ? "out of memory" : why);
 		check_store(m, addr, ret, c);
 		free(c);
-		pthread_mutex_lock(&m->lock);
-		peers = m->self.peers;
-		pthread_mutex_unlock(&m->lock);
-		/* spread over the interval; a peer never reached is tried again soon */
-		nap(m, fresh && ret ? 2000 : fresh ? 200 :
-		    m->o.check_s * 1000.0 / (peers ? peers : 1));
 	}
 	return NULL;
 }
