@@ -35,9 +35,11 @@ static void usage(FILE *f)
 		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
 		"                          [--scontrol PATH] [--journal-window S]\n"
-		"       roce-doctor mesh (--hosts FILE | --hosts-cmd CMD) [--listen-metrics PORT]\n"
-		"                          [--textfile-dir DIR] [--rate N] ... (mesh --help)\n"
-		"       roce-doctor localize (FILE... | --prometheus URL) (localize --help)\n"
+		"       roce-doctor mesh (--hosts FILE | --hosts-cmd CMD) [--group NAME] [--netdev LIST]\n"
+		"                        [--listen-metrics [ADDR:]PORT] [--textfile-dir DIR] [--rate N]\n"
+		"                        [--interval MS] [--probe-port N] [--echo-rate N]\n"
+		"                        [--check-interval S] [--reload S] [--max-hosts N] [--duration S]\n"
+		"       roce-doctor localize (FILE... | --prometheus URL)\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
 		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"
@@ -352,8 +354,8 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[optind], cmds[i].name))
 				break;
 		if (i == RN_ARRAY_SIZE(cmds)) {
-			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve, health, mesh, localize)",
-				     argv[optind]);
+			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve, "
+				     "health, mesh, localize)", argv[optind]);
 			goto out;
 		}
 		cmd = &cmds[i];

@@ -1138,6 +1138,14 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 	if (!o->hosts == !o->hosts_cmd)
 		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "give the hosts: --hosts FILE "
 				    "or --hosts-cmd CMD (one of them)");
+	if (o->metrics) {
+		const char *colon = strrchr(o->metrics, ':');
+		int port;
+
+		if (rn_cli_int(colon ? colon + 1 : o->metrics, 1, 65535, &port))
+			return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--listen-metrics: '%s' "
+					    "is not [ADDR:]PORT", o->metrics);
+	}
 	if (o->probe_port == o->port)
 		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--probe-port and --port are "
 				    "both %d", o->port);
@@ -1159,27 +1167,34 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 	struct mpeer *v;
 	int n, ret;
 
+	/* what follows are the system's errors, not the command line's: no usage hint */
 	ret = read_hosts(&m->o, &v, &n, why, sizeof(why));
-	if (ret)
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "%s", why);
+	if (ret) {
+		mlog("%s", why);
+		return RN_DOCTOR_ERROR;
+	}
 	ret = open_nics(m, dp);
 	if (ret) {
 		free(v);
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "no NIC to probe from: %s",
-				    ret == -ENODEV ? "none found (--netdev to name them)" :
-				    strerror(-ret));
+		mlog("no NIC to probe from: %s", ret == -ENODEV ? "none found (--netdev to name "
+		     "them)" : ret == -EIO ? "this host's NICs could not be read (above)" :
+		     strerror(-ret));
+		return RN_DOCTOR_ERROR;
 	}
 	snprintf(m->group, sizeof(m->group), "%s", m->o.group ? m->o.group : "all");
 	merge_hosts(m, v, n);
-	if (m->o.metrics && (ret = open_metrics(m)))
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--listen-metrics %s: %s",
-				    m->o.metrics, ret == -EINVAL ? "not [ADDR:]PORT" :
-				    strerror(-ret));
+	if (m->o.metrics && (ret = open_metrics(m))) {
+		mlog("--listen-metrics %s: %s", m->o.metrics, ret == -EINVAL ?
+		     "not [ADDR:]PORT" : strerror(-ret));
+		return RN_DOCTOR_ERROR;
+	}
 	ck->m = m;
 	ck->d = dc;
 	if (pthread_create(&th, NULL, serve_thread, ds) || pthread_detach(th) ||
-	    pthread_create(&th, NULL, checker, ck) || pthread_detach(th))
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "cannot start a thread");
+	    pthread_create(&th, NULL, checker, ck) || pthread_detach(th)) {
+		mlog("cannot start a thread");
+		return RN_DOCTOR_ERROR;
+	}
 	mlog("%d peer%s, %d NIC%s here (group %s), probes on UDP port %d at most %d/s%s%s",
 	     m->self.peers, m->self.peers == 1 ? "" : "s", m->nnics, m->nnics == 1 ? "" : "s",
 	     m->group, m->o.probe_port, m->o.rate, m->o.metrics ? ", metrics on " : "",

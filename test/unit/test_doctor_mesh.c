@@ -226,11 +226,34 @@ static int mesh(struct rn_mesh_obs *o, int nh, int split,
 	return n;
 }
 
-static int none(int h, int i, int g, int j) { (void)h, (void)i, (void)g, (void)j; return 0; }
-static int nic_h1_1(int h, int i, int g, int j) { return (h == 1 && i == 1) || (g == 1 && j == 1); }
-static int host_h3(int h, int i, int g, int j) { (void)i, (void)j; return h == 3 || g == 3; }
-static int link_ab(int h, int i, int g, int j) { (void)i, (void)j; return (h < 2) != (g < 2); }
-static int one_pair(int h, int i, int g, int j) { return (h == 0 && i == 0 && g == 2 && j == 1) || (h == 2 && i == 1 && g == 0 && j == 0); }
+static int none(int h, int i, int g, int j)
+{
+	(void)h, (void)i, (void)g, (void)j;
+	return 0;
+}
+
+static int nic_h1_1(int h, int i, int g, int j)
+{
+	return (h == 1 && i == 1) || (g == 1 && j == 1);
+}
+
+static int host_h3(int h, int i, int g, int j)
+{
+	(void)i, (void)j;
+	return h == 3 || g == 3;
+}
+
+static int link_ab(int h, int i, int g, int j)
+{
+	(void)i, (void)j;
+	return (h < 2) != (g < 2);
+}
+
+/* one NIC pair, both ends' views of it */
+static int one_pair(int h, int i, int g, int j)
+{
+	return (h == 0 && i == 0 && g == 2 && j == 1) || (h == 2 && i == 1 && g == 0 && j == 0);
+}
 
 static void localize(void **state)
 {
