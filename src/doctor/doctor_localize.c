@@ -85,6 +85,21 @@ static int obs_parse(struct obs_set *s, char *text)
 	return 0;
 }
 
+/* Room for 64 KiB more in *@buf (*@cap), within LOC_MAX_BYTES. 0 or -EFBIG. */
+static int room(char **buf, size_t *cap, size_t n)
+{
+	char *b;
+
+	if (n + 65537 <= *cap)
+		return 0;
+	b = *cap + 65537 > LOC_MAX_BYTES ? NULL : realloc(*buf, *cap + 65537);
+	if (!b)
+		return -EFBIG;
+	*buf = b;
+	*cap += 65537;
+	return 0;
+}
+
 static char *read_file_all(const char *path, char *why, size_t len)
 {
 	FILE *f = fopen(path, "re");
@@ -98,17 +113,11 @@ static char *read_file_all(const char *path, char *why, size_t len)
 	for (;;) {
 		size_t r;
 
-		if (n + 65537 > cap) {
-			char *b = cap + 65537 > LOC_MAX_BYTES ? NULL : realloc(buf, cap + 65537);
-
-			if (!b) {
-				snprintf(why, len, "%s: larger than %u MiB", path, LOC_MAX_BYTES >> 20);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = b;
-			cap += 65537;
+		if (room(&buf, &cap, n)) {
+			snprintf(why, len, "%s: larger than %u MiB", path, LOC_MAX_BYTES >> 20);
+			free(buf);
+			fclose(f);
+			return NULL;
 		}
 		r = fread(buf + n, 1, cap - n - 1, f);
 		n += r;
@@ -184,16 +193,10 @@ static char *http_get(const char *host, int port, const char *path, char *why, s
 				 LOC_HTTP_MS / 1000);
 			goto fail;
 		}
-		if (n + 65537 > cap) {
-			char *b = cap + 65537 > LOC_MAX_BYTES ? NULL : realloc(buf, cap + 65537);
-
-			if (!b) {
-				snprintf(why, len, "%s:%d: more than %u MiB", host, port,
-					 LOC_MAX_BYTES >> 20);
-				goto fail;
-			}
-			buf = b;
-			cap += 65537;
+		if (room(&buf, &cap, n)) {
+			snprintf(why, len, "%s:%d: more than %u MiB", host, port,
+				 LOC_MAX_BYTES >> 20);
+			goto fail;
 		}
 		r = recv(fd, buf + n, cap - n - 1, 0);
 		if (r < 0) {

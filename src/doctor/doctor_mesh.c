@@ -563,17 +563,6 @@ static uint32_t get32(const uint8_t *b)
 	return ntohl(v);
 }
 
-static int same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return 0;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
-}
-
 #define PAIRS_PER_PEER (RN_MESH_NICS * RN_MESH_NICS)
 
 static struct mpair *pair_at(struct mesh *m, int idx, struct mpeer **peer, int *i, int *j)
@@ -666,7 +655,7 @@ static void take_answer(struct mesh *m, int nic, const uint8_t *b,
 	}
 	x = pair_at(m, (int)idx, &p, &i, &j);
 	if (i != nic || !x->sent_ms || get32(b + 12) != x->nonce || j >= p->nnics ||
-	    !same_ip(from, &p->ip[j])) {
+	    !rn_doctor_same_ip(from, &p->ip[j])) {
 		m->self.bad_packets++;
 		return;
 	}

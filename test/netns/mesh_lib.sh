@@ -46,7 +46,7 @@ mesh_bed() {
 }
 
 mesh_start() {
-	local h=$1 i
+	local h=$1
 	shift
 	mkdir -p "$T/tf$h"
 	bg_start "AGENT[$h]" ip netns exec "${HOSTNS[h]}" unshare --uts sh -c \
@@ -54,11 +54,6 @@ mesh_start() {
 		--netdev nic0,nic1 --listen "${MGMT_IP[h]}" \
 		--listen-metrics "${MGMT_IP[h]}:9100" --textfile-dir "$T/tf$h" "$@" \
 		>"$T/agent$h.log" 2>&1
-	for i in $(seq 100); do
-		grep -q 'probes on UDP port' "$T/agent$h.log" && return 0
-		kill -0 "${AGENT[h]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	cat "$T/agent$h.log"
-	rn_fail "the agent of host $h did not start"
+	wait_log "${AGENT[h]}" "$T/agent$h.log" 'probes on UDP port' \
+		"the agent of host $h did not start"
 }

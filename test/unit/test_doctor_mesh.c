@@ -255,11 +255,24 @@ static int one_pair(int h, int i, int g, int j)
 	return (h == 0 && i == 0 && g == 2 && j == 1) || (h == 2 && i == 1 && g == 0 && j == 0);
 }
 
+/* The one verdict of the mesh @bad makes (groups split at @split), as @v[0]. */
+static void one_verdict(int split, int (*bad)(int h, int i, int g, int j),
+			enum rn_mesh_blame blame, int nbad, int of, struct rn_mesh_verdict *v)
+{
+	struct rn_mesh_obs o[64];
+	int n = mesh(o, 4, split, bad);
+
+	assert_int_equal(rn_mesh_localize(o, n, v, 8), 1);
+	assert_int_equal(v[0].blame, blame);
+	assert_int_equal(v[0].bad, nbad);
+	assert_int_equal(v[0].of, of);
+}
+
 static void localize(void **state)
 {
 	struct rn_mesh_obs o[64];
 	struct rn_mesh_verdict v[8];
-	int n, nv;
+	int n;
 
 	(void)state;
 	n = mesh(o, 4, 2, none);
@@ -268,38 +281,18 @@ static void localize(void **state)
 	n = mesh(o, 4, 2, one_pair);
 	assert_int_equal(rn_mesh_localize(o, n, v, 8), 0);
 
-	n = mesh(o, 4, 2, nic_h1_1);
-	nv = rn_mesh_localize(o, n, v, 8);
-	assert_int_equal(nv, 1);
-	assert_int_equal(v[0].blame, RN_MESH_BLAME_NIC);
+	one_verdict(2, nic_h1_1, RN_MESH_BLAME_NIC, 12, 12, v);
 	assert_string_equal(v[0].host, "h1");
 	assert_string_equal(v[0].nic, "nic1");
-	assert_int_equal(v[0].bad, 12);
-	assert_int_equal(v[0].of, 12);
 	assert_string_equal(v[0].cause, "route-wrong-nic");
-
-	n = mesh(o, 4, 2, host_h3);
-	nv = rn_mesh_localize(o, n, v, 8);
-	assert_int_equal(nv, 1);
-	assert_int_equal(v[0].blame, RN_MESH_BLAME_HOST);
+	one_verdict(2, host_h3, RN_MESH_BLAME_HOST, 24, 24, v);
 	assert_string_equal(v[0].host, "h3");
-	assert_int_equal(v[0].bad, 24);
 	assert_string_equal(v[0].cause, "no-reply");
-
-	n = mesh(o, 4, 2, link_ab);
-	nv = rn_mesh_localize(o, n, v, 8);
-	assert_int_equal(nv, 1);
-	assert_int_equal(v[0].blame, RN_MESH_BLAME_LINK);
+	one_verdict(2, link_ab, RN_MESH_BLAME_LINK, 32, 32, v);
 	assert_string_equal(v[0].group, "a");
 	assert_string_equal(v[0].peer_group, "b");
-	assert_int_equal(v[0].bad, 32);
-	assert_int_equal(v[0].of, 32);
-
 	/* one group: the same host fault, no link to name */
-	n = mesh(o, 4, 4, host_h3);
-	nv = rn_mesh_localize(o, n, v, 8);
-	assert_int_equal(nv, 1);
-	assert_int_equal(v[0].blame, RN_MESH_BLAME_HOST);
+	one_verdict(4, host_h3, RN_MESH_BLAME_HOST, 24, 24, v);
 	/* more verdicts than room: counted, @max written */
 	n = mesh(o, 4, 4, nic_h1_1);
 	assert_int_equal(rn_mesh_localize(o, n, v, 0), 1);
