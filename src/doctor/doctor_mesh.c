@@ -462,6 +462,14 @@ static void check_store(struct mesh *m, const char *addr, int ret, const struct 
 			if (p->known && (j >= p->nnics || strcmp(p->netdev[j], c->netdev[j])))
 				for (i = 0; i < RN_MESH_NICS; i++)
 					memset(&p->p[i][j], 0, sizeof(p->p[i][j]));
+		/* a name of ours the list gave (an FQDN, an alias): no pairs with ourselves */
+		if (!strcmp(c->host, m->host)) {
+			p->self = 1;
+			m->self.peers--;
+			if (!m->o.group)
+				snprintf(m->group, sizeof(m->group), "%s", p->group);
+			break;
+		}
 		p->known = 1;
 		snprintf(p->host, sizeof(p->host), "%s", c->host);
 		p->nnics = c->nnics;
