@@ -44,6 +44,7 @@
 
 #include "doctor_mesh.h"
 #include "doctor_pair.h"
+#include "doctor_result.h"
 #include "rn_log.h"
 
 #define PROG "roce-doctor mesh"
@@ -312,19 +313,6 @@ static void to_sockaddr(const struct rn_ip *ip, int port, struct sockaddr_storag
 	}
 }
 
-/* The worst finding of a pair's check: a fatal one first. */
-static uint16_t pair_cause(const struct rn_dw_pair *p)
-{
-	int k;
-
-	if (p->status != 1 || !p->nfindings)
-		return 0;
-	for (k = 0; k < p->nfindings; k++)
-		if (p->findings[k].sev == RN_SEV_FATAL)
-			return (uint16_t)p->findings[k].cause;
-	return (uint16_t)p->findings[0].cause;
-}
-
 /* Our NIC @idx of the inventory we sent, as the prober's index (by netdev), -1 none. */
 static int our_index(const struct mesh *m, const struct rn_dw_inv *local, int idx)
 {
@@ -338,40 +326,46 @@ static int our_index(const struct mesh *m, const struct rn_dw_inv *local, int id
 	return -1;
 }
 
-static void check_take(const struct mesh *m, const struct rn_pair_run *r, struct check_out *c)
+/*
+ * What the run found into @c: the peer's NICs, and each NIC pair's cause as the sweep judges
+ * a cell (rn_pair_result_run, rn_pair_judge: the worse of the two sides' findings). 0 or
+ * -ENOMEM.
+ */
+static int check_take(const struct mesh *m, const struct rn_pair_run *r, const char *addr,
+		      struct check_out *c)
 {
-	int k, n = RN_MIN(r->remote->nnics, RN_MESH_NICS);
+	struct rn_pair_result res = { .na = r->local->nnics, .nb = r->remote->nnics };
+	int k, j, n = RN_MIN(r->remote->nnics, RN_MESH_NICS);
 
+	res.cells = calloc((size_t)res.na * res.nb + 1, sizeof(*res.cells));
+	if (!res.cells)
+		return -ENOMEM;
+	rn_pair_result_run(&res, r, addr);
 	snprintf(c->host, sizeof(c->host), "%s", r->remote->host);
 	c->nnics = n;
-	for (k = 0; k < n; k++) {
-		const struct rn_dw_nic *x = &r->remote->nics[k];
+	for (j = 0; j < n; j++) {
+		const struct rn_dw_nic *x = &r->remote->nics[j];
 
-		snprintf(c->netdev[k], sizeof(c->netdev[k]), "%s", x->netdev);
-		to_sockaddr(&x->ip, m->o.probe_port, &c->ip[k]);
-		c->link_up[k] = x->link_up;
+		snprintf(c->netdev[j], sizeof(c->netdev[j]), "%s", x->netdev);
+		to_sockaddr(&x->ip, m->o.probe_port, &c->ip[j]);
+		c->link_up[j] = x->link_up;
 	}
 	for (k = 0; k < r->local->nnics; k++) {
 		int i = our_index(m, r->local, k);
 
-		if (i >= 0)
-			c->local_up[i] = r->local->nics[k].link_up;
-	}
-	for (k = 0; k < r->ours.npairs; k++) {
-		const struct rn_dw_pair *p = &r->ours.pairs[k];
-		int i = our_index(m, r->local, p->local);
+		if (i < 0)
+			continue;
+		c->local_up[i] = r->local->nics[k].link_up;
+		for (j = 0; j < n; j++) {
+			int cause;
+			enum rn_pair_judged v = rn_pair_judge(&res.cells[k * res.nb + j], &cause);
 
-		if (i >= 0 && p->remote >= 0 && p->remote < n)
-			c->cause[i][p->remote] = pair_cause(p);
+			if (v == RN_PAIR_BY_A || v == RN_PAIR_BY_B)
+				c->cause[i][j] = (uint16_t)cause;
+		}
 	}
-	/* theirs: their NIC (local) to ours (remote); ours found first, ours kept */
-	for (k = 0; k < r->theirs.npairs; k++) {
-		const struct rn_dw_pair *p = &r->theirs.pairs[k];
-		int i = our_index(m, r->local, p->remote);
-
-		if (i >= 0 && p->local >= 0 && p->local < n && !c->cause[i][p->local])
-			c->cause[i][p->local] = pair_cause(p);
-	}
+	rn_pair_result_clear(&res);
+	return 0;
 }
 
 /* One pair check of the peer at @addr: the pair engine's A end. 0 or -errno (@why). */
@@ -409,8 +403,8 @@ static int check_peer(struct mesh *m, struct rn_doctor *d, const char *addr,
 	ret = rn_pair_run_a(r);
 	if (ret)
 		snprintf(why, len, "%s", r->why[0] ? r->why : strerror(-ret));
-	else
-		check_take(m, r, c);
+	else if ((ret = check_take(m, r, addr, c)))
+		snprintf(why, len, "out of memory");
 out:
 	if (fd >= 0)
 		close(fd);
