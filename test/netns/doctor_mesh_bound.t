@@ -12,7 +12,11 @@
 # and meanwhile its /metrics answers and `roce-doctor peer` from host 1 gets its session
 # through the agent's serve side; after, the agent lives, it answered no more requests
 # than --echo-rate allows (the rest counted as dropped), counted the forged answers as bad
-# packets and believed none of them, and its own 28 pairs are all still up.
+# packets and believed none of them, and its own 28 pairs are all still up. Last, peers
+# that go and come: host 0 reads its list through --hosts-cmd (as `scontrol show hostnames`
+# would give it) every 2 s; host 7 taken out of the list loses its pairs there and gets
+# them back when it returns; host 6's agent stopped makes its pairs fail (no-reply), and
+# once it runs again they are up.
 . "$(dirname "$0")/doctor_lib.sh"
 . "$(dirname "$0")/mesh_lib.sh"
 rn_require_netns
@@ -25,7 +29,9 @@ mesh_bed $NH
 for ((a = 100; a < 156; a++)); do echo "198.19.0.$a"; done >>"$T/hosts"
 [ "$(wc -l <"$T/hosts")" -eq 64 ] || rn_fail "not a 64-host list"
 for ((h = 1; h < NH; h++)); do mesh_start $h --check-interval 5; done
-mesh_start 0 --check-interval 5 --rate $RATE --echo-rate $ECHO
+cp "$T/hosts" "$T/hosts0"
+HOSTS_CMD="cat $T/hosts0" mesh_start 0 --check-interval 5 --rate $RATE --echo-rate $ECHO \
+	--reload 2
 P=${AGENT[0]}
 
 metric() { # NAME: host 0's value of its own series NAME
@@ -132,4 +138,35 @@ for ((i = 0; i < 40; i++)); do
 done
 [ "$(ups)" = 28 ] || rn_fail "host 0's pairs are not all up after the flood"
 echo "after the flood: host 0's 28 pairs up"
+
+# ---- peers that go and come ----
+pairs_with() { # HOST: host 0's pair series with that peer, and how many are up
+	rn_in "$MGMT" curl -sf --max-time 5 "http://${MGMT_IP[0]}:9100/metrics" |
+		awk -v h="peer_host=\"$1\"" '/^roce_mesh_pair_up\{/ && index($0, h) {
+			n++; up += $2 } END { printf "%d %d\n", n, up }'
+}
+until_pairs() { # HOST WANT WHAT
+	local i got
+	for ((i = 0; i < 60; i++)); do
+		got=$(pairs_with "$1")
+		[ "$got" = "$2" ] && return 0
+		sleep 0.5
+	done
+	rn_fail "$3: host 0 has '$got' (pairs, up) with $1, want '$2'"
+}
+grep -v "^${MGMT_IP[7]} " "$T/hosts" >"$T/hosts0"
+until_pairs "${HNAME[7]}" "0 0" "host 7 out of the list"
+cp "$T/hosts" "$T/hosts0"
+until_pairs "${HNAME[7]}" "4 4" "host 7 back in the list"
+echo "host 7 left the list and came back: its pairs went and came"
+kill "${AGENT[6]}"
+wait "${AGENT[6]}" 2>/dev/null
+until_pairs "${HNAME[6]}" "4 0" "host 6's agent stopped"
+rn_in "$MGMT" curl -sf --max-time 5 "http://${MGMT_IP[0]}:9100/metrics" |
+	grep -q "^roce_mesh_pair_cause{.*peer_host=\"${HNAME[6]}\".*cause=\"no-reply\"} 1$" ||
+	rn_fail "host 6's pairs without the cause no-reply"
+mesh_start 6 --check-interval 5
+until_pairs "${HNAME[6]}" "4 4" "host 6's agent back"
+echo "host 6's agent stopped and started again: its pairs failed (no-reply) and came back"
+kill -0 "$P" 2>/dev/null || rn_fail "host 0's agent died"
 echo PASS

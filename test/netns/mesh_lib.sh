@@ -10,7 +10,8 @@
 #                              every host fixed by scripts/roce-policy-routing. Sets HOSTNS[h],
 #                              HNAME[h], MGMT_IP[h]; the hosts list in $T/hosts.
 #   mesh_start H ARGS...       roce-doctor mesh in host H (serve and metrics on its mgmt
-#                              address, port 9100), its pid in AGENT[H], log $T/agent$H.log
+#                              address, port 9100), its pid in AGENT[H], log $T/agent$H.log;
+#                              the hosts from $T/hosts, or from the command in HOSTS_CMD
 # Needs T (rn_tmpdir) set.
 HOSTNS=() HNAME=() MGMT_IP=() AGENT=()
 
@@ -46,11 +47,12 @@ mesh_bed() {
 }
 
 mesh_start() {
-	local h=$1
+	local h=$1 src=(--hosts "$T/hosts")
 	shift
+	[ -z "${HOSTS_CMD:-}" ] || src=(--hosts-cmd "$HOSTS_CMD")
 	mkdir -p "$T/tf$h"
 	bg_start "AGENT[$h]" ip netns exec "${HOSTNS[h]}" unshare --uts sh -c \
-		'hostname "$0" && exec "$@"' "${HNAME[h]}" "$DOCTOR" mesh --hosts "$T/hosts" \
+		'hostname "$0" && exec "$@"' "${HNAME[h]}" "$DOCTOR" mesh "${src[@]}" \
 		--netdev nic0,nic1 --listen "${MGMT_IP[h]}" \
 		--listen-metrics "${MGMT_IP[h]}:9100" --textfile-dir "$T/tf$h" "$@" \
 		>"$T/agent$h.log" 2>&1
