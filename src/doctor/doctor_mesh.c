@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * `roce-doctor mesh`: the long-running agent, one per host. Three threads:
+ * `roce-doctor mesh`: the long-running agent, one per host. Four threads:
  *
  *   serve     the doctor's own `serve` (doctor_serve.c, its bounds and queue): peers' pair
  *             checks against this host are answered as `peer` is answered;
- *   checker   one peer at a time, round the host list every --check-interval: the pair
- *             engine's A end (rn_pair_run_a, as `peer` without the RDMA ping) against the
- *             peer's agent, which gives the peer's NICs (name, address, link) and each NIC
- *             pair's route/neighbour/ARP/MTU cause; the host list is re-read here too
- *             (a file, or a command such as `scontrol show hostnames`), never in the prober;
+ *   checkers  two, one for the peers that answered their last check and one for the others
+ *             (so absent hosts' connect timeouts delay no present host's check), each one
+ *             peer at a time when it is due (every --check-interval; a failing one backs
+ *             off): the pair engine's A end (rn_pair_run_a, as `peer` without the RDMA ping)
+ *             against the peer's agent, which gives the peer's NICs (name, address, link)
+ *             and each NIC pair's route/neighbour/ARP/MTU cause; the first re-reads the host
+ *             list too (a file, or a command such as `scontrol show hostnames`), never the
+ *             prober;
  *   prober    (the caller's) never blocks: one UDP socket per local NIC, bound to the NIC's
  *             address (so its datagrams take the NIC's policy rule and ARP entry, as RoCE v2's
  *             UDP does), answers peers' probes (a capped rate) and sends its own: each NIC
@@ -18,7 +21,7 @@
  *             writes them to the textfile directory.
  *
  * Bounds: the host list (--max-hosts), RN_MESH_NICS NICs a host, so a fixed few KB a peer;
- * one pair check at a time (each by its deadlines); probes by rate and by one outstanding a
+ * two pair checks at a time (each by its deadlines); probes by rate and by one outstanding a
  * pair; answers by --echo-rate; HTTP by MESH_HTTP connections of MESH_HTTP_MS each. A peer
  * that lies (a forged or replayed answer) matches no outstanding probe (a random nonce, the
  * NIC pair's index and the address it must come from) and is counted, never believed.
@@ -480,18 +483,24 @@ static void check_store(struct mesh *m, const char *addr, int ret, const struct 
 }
 
 /*
- * The peer due first (its next_ms the smallest), and how long until it is due (*@wait_ms,
- * 0: now). A peer that does not answer waits twice as long each time, up to 16 intervals,
+ * The peer due first (its next_ms the smallest) of the peers that answered their last check
+ * (@failing 0) or of the others (1: not yet checked, or failed), and how long until it is
+ * due (*@wait_ms, 0: now). Each kind has a checker thread of its own, so the connections
+ * that time out towards absent hosts never delay the checks of present ones. A peer that does not answer waits twice as long each time, up to 16 intervals,
  * so a list of absent hosts cannot hold the present ones' checks back for long.
  */
-static int next_peer(struct mesh *m, char *addr, size_t len, double *wait_ms)
+static int next_peer(struct mesh *m, int failing, char *addr, size_t len, double *wait_ms)
 {
 	int k, pick = -1;
 
 	pthread_mutex_lock(&m->lock);
-	for (k = 0; k < m->npeers; k++)
-		if (!m->peers[k].self && (pick < 0 || m->peers[k].next_ms < m->peers[pick].next_ms))
+	for (k = 0; k < m->npeers; k++) {
+		const struct mpeer *p = &m->peers[k];
+
+		if (!p->self && (!p->known || p->fails) == failing &&
+		    (pick < 0 || p->next_ms < m->peers[pick].next_ms))
 			pick = k;
+	}
 	if (pick >= 0) {
 		snprintf(addr, len, "%s", m->peers[pick].addr);
 		*wait_ms = RN_MAX(0.0, m->peers[pick].next_ms - rn_doctor_now_ms());
@@ -511,6 +520,7 @@ static void nap(const struct mesh *m, double ms)
 struct checker {
 	struct mesh *m;
 	struct rn_doctor *d;
+	int failing;                /* checks the peers that did not answer, not the others */
 };
 
 static void *checker(void *arg)
@@ -525,7 +535,7 @@ static void *checker(void *arg)
 		double wait = 0;
 		int ret;
 
-		if (rn_doctor_now_ms() >= reload) {
+		if (!ck->failing && rn_doctor_now_ms() >= reload) {
 			struct mpeer *v;
 			int n;
 
@@ -535,7 +545,7 @@ static void *checker(void *arg)
 			else
 				merge_hosts(m, v, n);
 		}
-		if (next_peer(m, addr, sizeof(addr), &wait) < 0 || wait > 0) {
+		if (next_peer(m, ck->failing, addr, sizeof(addr), &wait) < 0 || wait > 0) {
 			nap(m, RN_MIN(wait ? wait : 1000, 1000));
 			continue;
 		}
@@ -729,7 +739,11 @@ static char *render(struct mesh *m, size_t *len)
 	int k, i, j, n = 0;
 
 	pthread_mutex_lock(&m->lock);
-	v = calloc((size_t)m->npeers * PAIRS_PER_PEER + 1, sizeof(*v));
+	/* the views of the pairs there are, not of every pair there could be */
+	for (k = 0; k < m->npeers; k++)
+		n += m->peers[k].known && !m->peers[k].self ? m->nnics * m->peers[k].nnics : 0;
+	v = calloc((size_t)n + 1, sizeof(*v));
+	n = 0;
 	f = v ? open_memstream(&buf, len) : NULL;
 	if (!f) {
 		pthread_mutex_unlock(&m->lock);
@@ -1151,12 +1165,12 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 }
 
 static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds,
-		      struct rn_doctor *dc, struct checker *ck)
+		      struct rn_doctor **dc, struct checker *ck)
 {
 	pthread_t th;
 	char why[256];
 	struct mpeer *v;
-	int n, ret;
+	int n, ret, k;
 
 	/* what follows are the system's errors, not the command line's: no usage hint */
 	ret = read_hosts(&m->o, &v, &n, why, sizeof(why));
@@ -1179,12 +1193,16 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 		     "not [ADDR:]PORT" : strerror(-ret));
 		return RN_DOCTOR_ERROR;
 	}
-	ck->m = m;
-	ck->d = dc;
-	if (pthread_create(&th, NULL, serve_thread, ds) || pthread_detach(th) ||
-	    pthread_create(&th, NULL, checker, ck) || pthread_detach(th)) {
+	if (pthread_create(&th, NULL, serve_thread, ds) || pthread_detach(th)) {
 		mlog("cannot start a thread");
 		return RN_DOCTOR_ERROR;
+	}
+	for (k = 0; k < 2; k++) {
+		ck[k] = (struct checker){ .m = m, .d = dc[k], .failing = k };
+		if (pthread_create(&th, NULL, checker, &ck[k]) || pthread_detach(th)) {
+			mlog("cannot start a thread");
+			return RN_DOCTOR_ERROR;
+		}
 	}
 	mlog("%d peer%s, %d NIC%s here (group %s), probes on UDP port %d at most %d/s%s%s",
 	     m->self.peers, m->self.peers == 1 ? "" : "s", m->nnics, m->nnics == 1 ? "" : "s",
@@ -1195,8 +1213,8 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 
 int rn_doctor_mesh(int argc, char **argv)
 {
-	struct rn_doctor *dp = NULL, *ds = NULL, *dc = NULL;
-	static struct checker ck;
+	struct rn_doctor *dp = NULL, *ds = NULL, *dc[2] = { NULL, NULL };
+	static struct checker ck[2];
 	struct mesh *m;
 	int ret, i;
 
@@ -1225,13 +1243,14 @@ int rn_doctor_mesh(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	dp = doctor_new(&m->o);
 	ds = dp ? doctor_new(&m->o) : NULL;
-	dc = ds ? doctor_new(&m->o) : NULL;
-	if (!dc) {
+	dc[0] = ds ? doctor_new(&m->o) : NULL;
+	dc[1] = dc[0] ? doctor_new(&m->o) : NULL;
+	if (!dc[1]) {
 		ret = RN_DOCTOR_ERROR;
 		goto out;
 	}
 	m->self.host = m->host;
-	ret = mesh_start(m, dp, ds, dc, &ck);
+	ret = mesh_start(m, dp, ds, dc, ck);
 	if (ret)
 		goto out;
 	run(m);
@@ -1245,7 +1264,8 @@ int rn_doctor_mesh(int argc, char **argv)
 out:
 	doctor_free(dp);
 	doctor_free(ds);
-	doctor_free(dc);
+	doctor_free(dc[0]);
+	doctor_free(dc[1]);
 	free(m);
 	return ret;
 }

@@ -12,7 +12,9 @@
 # and meanwhile its /metrics answers and `roce-doctor peer` from host 1 gets its session
 # through the agent's serve side; after, the agent lives, it answered no more requests
 # than --echo-rate allows (the rest counted as dropped), counted the forged answers as bad
-# packets and believed none of them, and its own 28 pairs are all still up. Last, peers
+# packets and believed none of them, and its own 28 pairs are all still up. A 65th entry
+# lies: a server there trickles its inventory a byte a second; host 0's check of it gives up
+# by its deadline (30 s at most). Last, peers
 # that go and come: host 0 reads its list through --hosts-cmd (as `scontrol show hostnames`
 # would give it) every 2 s; host 7 taken out of the list loses its pairs there and gets
 # them back when it returns; host 6's agent stopped makes its pairs fail (no-reply), and
@@ -29,7 +31,12 @@ mesh_bed $NH
 for ((a = 100; a < 156; a++)); do echo "198.19.0.$a"; done >>"$T/hosts"
 [ "$(wc -l <"$T/hosts")" -eq 64 ] || rn_fail "not a 64-host list"
 for ((h = 1; h < NH; h++)); do mesh_start $h --check-interval 5; done
-cp "$T/hosts" "$T/hosts0"
+# and one that lies: the management bridge's address, where a server trickles one byte of
+# an inventory's header a second (doctor_hostile.py trickle-server)
+{ cat "$T/hosts"; echo 198.19.0.1; } >"$T/hosts0"
+bg_start TR ip netns exec "$MGMT" python3 "$HOSTILE" trickle-server 18515 --interval 1 \
+	--seconds 60 --ready "$T/trickle.ready" >"$T/trickle.out" 2>&1
+wait_file "$T/trickle.ready" "the trickling server did not start"
 HOSTS_CMD="cat $T/hosts0" mesh_start 0 --check-interval 5 --rate $RATE --echo-rate $ECHO \
 	--reload 2
 P=${AGENT[0]}
@@ -59,7 +66,7 @@ secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')
 rate=$(awk -v a="$p0" -v b="$p1" -v s="$secs" 'BEGIN{printf "%.1f", (b-a)/s}')
 cpu=$(awk -v a="$c0" -v b="$c1" -v s="$secs" -v hz="$HZ" 'BEGIN{printf "%.2f", 100*(b-a)/hz/s}')
 rss=$(kb VmRSS) hwm=$(kb VmHWM)
-echo "64-host list (8 present, 56 absent), 28 NIC pairs, --rate $RATE: $rate probes/s," \
+echo "64-host list (8 present, 56 absent) and a liar, 28 NIC pairs, --rate $RATE: $rate probes/s," \
 	"CPU $cpu% of a core, RSS $rss kB (peak $hwm kB) over ${secs%.*} s"
 awk -v r="$rate" -v c="$RATE" 'BEGIN{exit !(r > 0 && r <= c * 1.1)}' ||
 	rn_fail "probe rate $rate/s not within (0, $RATE]"
@@ -67,6 +74,7 @@ awk -v c="$cpu" 'BEGIN{exit !(c < 50)}' || rn_fail "CPU $cpu% of a core"
 [ "$rss" -lt 65536 ] || rn_fail "RSS $rss kB"
 echo "peers reached: $(metric roce_mesh_peers_reached) of $(metric roce_mesh_peers)"
 [ "$(metric roce_mesh_peers_reached)" = 7 ] || rn_fail "not the 7 present peers reached"
+[ "$(metric roce_mesh_peers)" = 64 ] || rn_fail "not 64 peers (63 and the liar)"
 
 # ---- the flood ----
 b0=$(metric roce_mesh_bad_packets_total) e0=$(metric roce_mesh_echoes_sent_total)
@@ -138,6 +146,13 @@ for ((i = 0; i < 40; i++)); do
 done
 [ "$(ups)" = 28 ] || rn_fail "host 0's pairs are not all up after the flood"
 echo "after the flood: host 0's 28 pairs up"
+
+wait "$TR"
+cat "$T/trickle.out"
+t=$(sed -n 's/.*client hung up after \([0-9.]*\) s/\1/p' "$T/trickle.out")
+[ -n "$t" ] && awk -v t="$t" 'BEGIN{exit !(t <= 31)}' ||
+	rn_fail "the lying server held host 0's pair check past its 30 s"
+echo "a server that trickles its inventory: host 0's check gave up after $t s"
 
 # ---- peers that go and come ----
 pairs_with() { # HOST: host 0's pair series with that peer, and how many are up
