@@ -36,35 +36,39 @@ static int same_pair(const struct rn_mesh_obs *a, const struct rn_mesh_obs *b)
 	       !strcmp(a->peer_host, b->peer_host) && !strcmp(a->peer_nic, b->peer_nic);
 }
 
-/* A pair's up series adds it; a cause series names the cause of the pair it belongs to. */
-static int obs_add(struct obs_set *s, const struct rn_mesh_obs *o, int is_cause)
+/*
+ * A pair's up series adds it; a cause series names the cause of the pair it belongs to, a
+ * baseline series its usual RTT (either may come before the up series).
+ */
+static int obs_add(struct obs_set *s, const struct rn_mesh_obs *o, enum rn_mesh_series kind)
 {
 	int k;
 
 	for (k = s->n - 1; k >= 0; k--)
 		if (same_pair(&s->o[k], o))
 			break;
-	if (is_cause) {
-		if (k >= 0)
-			memcpy(s->o[k].cause, o->cause, sizeof(o->cause));
-		else if (obs_add(s, o, 0) == 0)
-			s->o[s->n - 1].up = 0; /* its up series comes after */
-		return 0;
-	}
-	if (k >= 0) {
-		s->o[k].up = o->up;
-		return 0;
-	}
-	if (s->n == s->cap) {
-		int cap = s->cap ? 2 * s->cap : 1024;
-		struct rn_mesh_obs *v = realloc(s->o, (size_t)cap * sizeof(*v));
+	if (k < 0) {
+		if (s->n == s->cap) {
+			int cap = s->cap ? 2 * s->cap : 1024;
+			struct rn_mesh_obs *v = realloc(s->o, (size_t)cap * sizeof(*v));
 
-		if (!v)
-			return -ENOMEM;
-		s->o = v;
-		s->cap = cap;
+			if (!v)
+				return -ENOMEM;
+			s->o = v;
+			s->cap = cap;
+		}
+		k = s->n++;
+		s->o[k] = *o;
+		s->o[k].cause[0] = 0;
+		s->o[k].base_s = 0;
+		s->o[k].up = kind == RN_MESH_UP ? o->up : kind != RN_MESH_CAUSE;
 	}
-	s->o[s->n++] = *o;
+	if (kind == RN_MESH_UP)
+		s->o[k].up = o->up;
+	else if (kind == RN_MESH_CAUSE)
+		memcpy(s->o[k].cause, o->cause, sizeof(o->cause));
+	else
+		s->o[k].base_s = o->base_s;
 	return 0;
 }
 
@@ -75,11 +79,12 @@ static int obs_parse(struct obs_set *s, char *text)
 
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct rn_mesh_obs o;
-		int is_cause, ret = rn_mesh_parse_line(line, &o, &is_cause);
+		enum rn_mesh_series kind;
+		int ret = rn_mesh_parse_line(line, &o, &kind);
 
 		if (ret == -EBADMSG)
 			s->bad_lines++;
-		else if (!ret && obs_add(s, &o, is_cause))
+		else if (!ret && obs_add(s, &o, kind))
 			return -ENOMEM;
 	}
 	return 0;
@@ -238,7 +243,8 @@ static char *from_prometheus(const char *url, char *why, size_t len)
 	}
 	/* federate: the series in the text format the agents write, labels and all */
 	snprintf(path, sizeof(path), "%s/federate?match%%5B%%5D=roce_mesh_pair_up"
-		 "&match%%5B%%5D=roce_mesh_pair_cause", prefix);
+		 "&match%%5B%%5D=roce_mesh_pair_cause"
+		 "&match%%5B%%5D=roce_mesh_pair_rtt_baseline_seconds", prefix);
 	return http_get(host, port, path, why, len);
 }
 
@@ -264,11 +270,36 @@ static void print_verdict(const struct rn_mesh_verdict *v)
 	}
 }
 
+/* --rtt-groups: where the series carry no groups, the hosts grouped by RTT. 0 or exit 2. */
+static int rtt_groups(struct obs_set *s)
+{
+	int i, n;
+
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->o[i].group, s->o[0].group) ||
+		    strcmp(s->o[i].peer_group, s->o[0].group)) {
+			fprintf(stderr, PROG ": the series carry groups (%s, %s): --rtt-groups not "
+				"applied\n", s->o[0].group, strcmp(s->o[i].group, s->o[0].group) ?
+				s->o[i].group : s->o[i].peer_group);
+			return 0;
+		}
+	n = rn_mesh_rtt_groups(s->o, s->n);
+	if (n < 0)
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--rtt-groups: %s", n == -E2BIG ?
+				    "more than 1024 hosts" : strerror(-n));
+	fprintf(stderr, PROG ": %d group%s by RTT%s\n", n, n == 1 ? "" : "s", n == 1 ?
+		" (no gap of 3x between the host pairs' RTTs)" : "");
+	return 0;
+}
+
 static void loc_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: roce-doctor localize FILE...\n"
 		"       roce-doctor localize --prometheus http://HOST:PORT[/PREFIX]\n"
+		"       (either with --rtt-groups: where the series carry no groups, group the\n"
+		"       hosts by RTT: those whose pairs are on the near side of the largest gap,\n"
+		"       3x at least, between host pairs' baseline RTTs)\n"
 		"\n"
 		"Which NIC, host or link between groups the mesh's pair metrics blame: a NIC that\n"
 		"fails with most of its peers (and of those in its group); a host all of whose\n"
@@ -282,6 +313,7 @@ int rn_doctor_localize(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "prometheus", required_argument, NULL, 'P' },
+		{ "rtt-groups", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -289,13 +321,15 @@ int rn_doctor_localize(int argc, char **argv)
 	struct rn_mesh_verdict *v = NULL;
 	const char *url = NULL;
 	char why[512];
-	int c, i, nv, bad = 0, rc = RN_DOCTOR_ERROR;
+	int c, i, nv, bad = 0, rc = RN_DOCTOR_ERROR, rtt = 0;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		if (c == 'P') {
 			url = optarg;
+		} else if (c == 'G') {
+			rtt = 1;
 		} else if (c == 'h') {
 			loc_usage(stdout);
 			return RN_DOCTOR_OK;
@@ -331,6 +365,8 @@ int rn_doctor_localize(int argc, char **argv)
 			     "running, and scraped?");
 		goto out;
 	}
+	if (rtt && rtt_groups(&s))
+		goto out;
 	v = calloc(LOC_VERDICTS, sizeof(*v));
 	nv = v ? rn_mesh_localize(s.o, s.n, v, LOC_VERDICTS) : -ENOMEM;
 	if (nv < 0) {

@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"                        [--listen-metrics [ADDR:]PORT] [--textfile-dir DIR] [--rate N]\n"
 		"                        [--interval MS] [--probe-port N] [--echo-rate N]\n"
 		"                        [--check-interval S] [--reload S] [--max-hosts N] [--duration S]\n"
-		"       roce-doctor localize (FILE... | --prometheus URL)\n"
+		"       roce-doctor localize (FILE... | --prometheus URL) [--rtt-groups]\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
 		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"

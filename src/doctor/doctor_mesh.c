@@ -76,6 +76,7 @@ struct mpair {
 	struct rn_mesh_win win;
 	double last_ms;             /* the last probe's send time */
 	double sent_ms;             /* the outstanding one's, 0: none */
+	double base_us;             /* RTT baseline: a moving average of answers, 0: none yet */
 	uint32_t nonce;
 };
 
@@ -486,8 +487,8 @@ static void check_store(struct mesh *m, const char *addr, int ret, const struct 
  * The peer due first (its next_ms the smallest) of the peers that answered their last check
  * (@failing 0) or of the others (1: not yet checked, or failed), and how long until it is
  * due (*@wait_ms, 0: now). Each kind has a checker thread of its own, so the connections
- * that time out towards absent hosts never delay the checks of present ones. A peer that does not answer waits twice as long each time, up to 16 intervals,
- * so a list of absent hosts cannot hold the present ones' checks back for long.
+ * that time out towards absent hosts never delay the checks of present ones; and a peer
+ * that does not answer waits twice as long each time, up to 16 intervals.
  */
 static int next_peer(struct mesh *m, int failing, char *addr, size_t len, double *wait_ms)
 {
@@ -659,6 +660,7 @@ static void take_answer(struct mesh *m, int nic, const uint8_t *b,
 	uint32_t idx = get32(b + 8);
 	struct mpeer *p;
 	struct mpair *x;
+	double us;
 	int i, j;
 
 	if (idx >= (uint32_t)(m->npeers * PAIRS_PER_PEER)) {
@@ -671,7 +673,10 @@ static void take_answer(struct mesh *m, int nic, const uint8_t *b,
 		m->self.bad_packets++;
 		return;
 	}
-	rn_mesh_win_add(&x->win, (uint32_t)RN_MIN((m->now - x->sent_ms) * 1000.0, 1e9));
+	us = RN_MIN((m->now - x->sent_ms) * 1000.0, 1e9);
+	rn_mesh_win_add(&x->win, (uint32_t)us);
+	/* the pair's usual RTT, which a loss does not move: localize's groups where none given */
+	x->base_us = x->base_us ? 0.8 * x->base_us + 0.2 * us : us;
 	x->sent_ms = 0;
 }
 
@@ -770,6 +775,7 @@ static char *render(struct mesh *m, size_t *len)
 				x->peer_group = p->group;
 				x->kind = "udp";
 				rn_mesh_win_figs(&p->p[i][j].win, &x->figs);
+				x->base_s = p->p[i][j].base_us / 1e6;
 				x->sent = p->p[i][j].win.sent;
 				x->lost = p->p[i][j].win.lost;
 				n++;

@@ -62,6 +62,7 @@ struct rn_mesh_view {
 	int up;
 	const char *cause;          /* the catalogue id when !@up, else NULL */
 	struct rn_mesh_figs figs;
+	double base_s;              /* the RTT baseline (EWMA of answers, kept through losses) */
 	uint64_t sent, lost;
 };
 /* The agent's own figures. */
@@ -84,6 +85,7 @@ struct rn_mesh_obs {
 	char host[64], nic[32], peer_host[64], peer_nic[32], group[64], peer_group[64];
 	int up;
 	char cause[48];
+	double base_s;              /* its RTT baseline, 0: none read */
 };
 enum rn_mesh_blame { RN_MESH_BLAME_NIC, RN_MESH_BLAME_HOST, RN_MESH_BLAME_LINK };
 struct rn_mesh_verdict {
@@ -103,11 +105,23 @@ struct rn_mesh_verdict {
  */
 int rn_mesh_localize(const struct rn_mesh_obs *obs, int n, struct rn_mesh_verdict *out, int max);
 /*
- * Parse one line of Prometheus text exposition into @o when it is a roce_mesh_pair_up or
- * roce_mesh_pair_cause sample (which one in *@is_cause). 0, -ENOENT another line,
- * -EBADMSG a malformed one.
+ * Groups from RTT where none were given: the hosts whose fastest NIC pair's baseline RTT is
+ * on the near side of the largest gap between the host pairs' RTTs (a factor of
+ * RN_MESH_RTT_GAP at least) are one group, named "near-" and its first host (by name).
+ * Rewrites @obs' group and peer_group. Returns the groups found (1: no such gap, nothing
+ * rewritten), -E2BIG over RN_MESH_RTT_HOSTS hosts, -ENOMEM.
  */
-int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, int *is_cause);
+#define RN_MESH_RTT_GAP 3.0
+#define RN_MESH_RTT_HOSTS 1024
+int rn_mesh_rtt_groups(struct rn_mesh_obs *obs, int n);
+/* What a parsed series is. */
+enum rn_mesh_series { RN_MESH_UP, RN_MESH_CAUSE, RN_MESH_BASE };
+/*
+ * Parse one line of Prometheus text exposition into @o when it is a roce_mesh_pair_up,
+ * roce_mesh_pair_cause or roce_mesh_pair_rtt_baseline_seconds sample (which one in *@kind).
+ * 0, -ENOENT another line, -EBADMSG a malformed one.
+ */
+int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind);
 
 /* doctor_mesh.c, doctor_localize.c: the commands (their own options, as health) */
 int rn_doctor_mesh(int argc, char **argv);

@@ -129,12 +129,13 @@ static void head(FILE *f, const char *name, const char *type, const char *text)
 }
 
 /* What one pair series shows, by metric. */
-enum { S_UP, S_LOSS, S_P50, S_P99, S_SENT, S_LOST, S__MAX };
+enum { S_UP, S_LOSS, S_P50, S_P99, S_BASE, S_SENT, S_LOST, S__MAX };
 
 static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 {
 	static const char *const names[] = { "roce_mesh_pair_up", "roce_mesh_pair_loss_ratio",
 		"roce_mesh_pair_rtt_p50_seconds", "roce_mesh_pair_rtt_p99_seconds",
+		"roce_mesh_pair_rtt_baseline_seconds",
 		"roce_mesh_pair_probes_total", "roce_mesh_pair_lost_total" };
 	int i;
 
@@ -142,7 +143,8 @@ static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 		const struct rn_mesh_view *p = &v[i];
 
 		/* no RTT before the first answer: a 0 would read as a fast path */
-		if ((what == S_P50 || what == S_P99) && !p->figs.answered)
+		if (((what == S_P50 || what == S_P99) && !p->figs.answered) ||
+		    (what == S_BASE && p->base_s <= 0))
 			continue;
 		pair_labels(f, names[what], p);
 		switch (what) {
@@ -155,6 +157,9 @@ static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 		case S_P50:
 		case S_P99:
 			fprintf(f, "} %.6f\n", what == S_P50 ? p->figs.p50_s : p->figs.p99_s);
+			break;
+		case S_BASE:
+			fprintf(f, "} %.6f\n", p->base_s);
 			break;
 		case S_SENT:
 			fprintf(f, "} %llu\n", (unsigned long long)p->sent);
@@ -195,6 +200,8 @@ void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct r
 	pair_series(f, v, n, S_P50);
 	head(f, "roce_mesh_pair_rtt_p99_seconds", "gauge", "99th percentile round-trip time of the pair's last answered probes (nearest rank).");
 	pair_series(f, v, n, S_P99);
+	head(f, "roce_mesh_pair_rtt_baseline_seconds", "gauge", "The pair's usual round-trip time (a moving average of its answers, kept while it loses probes): what localize groups hosts by where no topology is given.");
+	pair_series(f, v, n, S_BASE);
 	head(f, "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair.");
 	pair_series(f, v, n, S_SENT);
 	head(f, "roce_mesh_pair_lost_total", "counter", "Probes of the pair that got no answer in time.");
@@ -448,19 +455,22 @@ static int label_get(const char *labels, const char *name, char *out, size_t len
 	return -ENOENT;
 }
 
-int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, int *is_cause)
+int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind)
 {
-	static const char up[] = "roce_mesh_pair_up{", cause[] = "roce_mesh_pair_cause{";
+	static const char *const names[] = { "roce_mesh_pair_up{", "roce_mesh_pair_cause{",
+					      "roce_mesh_pair_rtt_baseline_seconds{" };
 	char labels[2048];
-	const char *l, *end;
+	const char *l = NULL, *end;
 	char *tail;
 	double v;
+	size_t k;
 
-	if (!strncmp(line, up, sizeof(up) - 1))
-		*is_cause = 0, l = line + sizeof(up) - 1;
-	else if (!strncmp(line, cause, sizeof(cause) - 1))
-		*is_cause = 1, l = line + sizeof(cause) - 1;
-	else
+	for (k = 0; k < RN_ARRAY_SIZE(names) && !l; k++)
+		if (!strncmp(line, names[k], strlen(names[k]))) {
+			*kind = (enum rn_mesh_series)k;
+			l = line + strlen(names[k]);
+		}
+	if (!l)
 		return -ENOENT;
 	/* the last '}' ends the labels: a value may hold one, a number never does */
 	end = strrchr(l, '}');
@@ -477,11 +487,114 @@ int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, int *is_cause)
 	/* groups are optional: absent means one group (Prometheus drops an empty label) */
 	label_get(labels, "group", o->group, sizeof(o->group));
 	label_get(labels, "peer_group", o->peer_group, sizeof(o->peer_group));
-	if (*is_cause && label_get(labels, "cause", o->cause, sizeof(o->cause)))
+	if (*kind == RN_MESH_CAUSE && label_get(labels, "cause", o->cause, sizeof(o->cause)))
 		return -EBADMSG;
 	v = strtod(end + 1, &tail);
-	if (tail == end + 1)
+	if (tail == end + 1 || v != v)
 		return -EBADMSG;
 	o->up = v >= 0.5;
+	o->base_s = *kind == RN_MESH_BASE && v > 0 ? v : 0;
 	return 0;
+}
+
+/* ---- groups from RTT ----------------------------------------------------------------- */
+
+static int host_index(const char **names, int *nh, const char *name)
+{
+	int i;
+
+	for (i = 0; i < *nh; i++)
+		if (!strcmp(names[i], name))
+			return i;
+	if (*nh == RN_MESH_RTT_HOSTS)
+		return -1;
+	names[*nh] = name;
+	return (*nh)++;
+}
+
+static int uf_find(int *up, int x)
+{
+	while (up[x] != x)
+		x = up[x] = up[up[x]];
+	return x;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The threshold at the largest gap (a factor of RN_MESH_RTT_GAP at least) of @v, 0: none. */
+static double rtt_gap(double *v, int n)
+{
+	double best = RN_MESH_RTT_GAP, cut = 0;
+	int k;
+
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	for (k = 0; k + 1 < n; k++)
+		if (v[k] > 0 && v[k + 1] / v[k] >= best) {
+			best = v[k + 1] / v[k];
+			cut = (v[k] + v[k + 1]) / 2;
+		}
+	return cut;
+}
+
+int rn_mesh_rtt_groups(struct rn_mesh_obs *obs, int n)
+{
+	const char **names = calloc(RN_MESH_RTT_HOSTS, sizeof(*names));
+	double *rtt = calloc((size_t)RN_MESH_RTT_HOSTS * RN_MESH_RTT_HOSTS, sizeof(*rtt));
+	int *up = calloc(RN_MESH_RTT_HOSTS, sizeof(*up)), *x = calloc(2 * (size_t)n + 1, sizeof(*x));
+	int i, j, nh = 0, nv = 0, ngroups = 0, ret;
+	double cut;
+
+	ret = names && rtt && up && x ? 0 : -ENOMEM;
+	/* each host pair: its fastest NIC pair's baseline, either end's view */
+	for (i = 0; !ret && i < n; i++) {
+		int a = host_index(names, &nh, obs[i].host), b = host_index(names, &nh,
+									  obs[i].peer_host);
+		double *r;
+
+		if (a < 0 || b < 0) {
+			ret = -E2BIG;
+			break;
+		}
+		x[2 * i] = a, x[2 * i + 1] = b;
+		r = &rtt[RN_MIN(a, b) * RN_MESH_RTT_HOSTS + RN_MAX(a, b)];
+		if (obs[i].base_s > 0 && (!*r || obs[i].base_s < *r))
+			*r = obs[i].base_s;
+	}
+	for (i = 0; !ret && i < nh; i++)
+		for (up[i] = i, j = i + 1; j < nh; j++)
+			if (rtt[i * RN_MESH_RTT_HOSTS + j] > 0)
+				rtt[nv++] = rtt[i * RN_MESH_RTT_HOSTS + j]; /* nv <= i * N + j */
+	cut = ret ? 0 : rtt_gap(rtt, nv);
+	if (!ret && cut > 0) {
+		/* the near pairs join their hosts; the matrix was overwritten: read obs again */
+		for (i = 0; i < n; i++)
+			if (obs[i].base_s > 0 && obs[i].base_s < cut)
+				up[uf_find(up, x[2 * i])] = uf_find(up, x[2 * i + 1]);
+		for (i = 0; i < n; i++) {
+			int ga = uf_find(up, x[2 * i]), gb = uf_find(up, x[2 * i + 1]);
+			const char *na = NULL, *nb = NULL;
+
+			/* a group's name: its first host by name */
+			for (j = 0; j < nh; j++) {
+				if (uf_find(up, j) == ga && (!na || strcmp(names[j], na) < 0))
+					na = names[j];
+				if (uf_find(up, j) == gb && (!nb || strcmp(names[j], nb) < 0))
+					nb = names[j];
+			}
+			snprintf(obs[i].group, sizeof(obs[i].group), "near-%.58s", na);
+			snprintf(obs[i].peer_group, sizeof(obs[i].peer_group), "near-%.58s", nb);
+		}
+		for (i = 0; i < nh; i++)
+			ngroups += uf_find(up, i) == i;
+	}
+	free(names);
+	free(rtt);
+	free(up);
+	free(x);
+	return ret ? ret : cut > 0 ? ngroups : 1;
 }

@@ -150,6 +150,13 @@ fault link "link a <-> b: pairs across fail" "link a <-> b: pairs across fail (3
 prom_names '' '' "{group=a,peer_group=b} 1
 {group=b,peer_group=a} 1" "link"
 prom_localize "link a <-> b: pairs across fail (32 of 32), pairs inside both groups pass: the link or switch between them; cause no-reply" link
+# the RTT baselines are there (a link down keeps them); with groups given, --rtt-groups
+# leaves them as they are (grouping by RTT itself: test_doctor_mesh, no sch_netem here)
+grep -q '^roce_mesh_pair_rtt_baseline_seconds{host="'"${HNAME[0]}"'".*peer_group="b".*} 0\.0' \
+	"$T/link-0.prom" || rn_fail "link: no RTT baseline across the link that is down"
+out=$("$DOCTOR" localize --rtt-groups "$T"/link-[0-3].prom 2>&1 >/dev/null)
+grep -q 'carry groups (a, b): --rtt-groups not applied' <<<"$out" ||
+	{ echo "$out"; rn_fail "--rtt-groups over grouped series"; }
 ip -n "$SW" link set trunka up
 until_all_up "after the link came back"
 prom_names '' '' '' "after the link"

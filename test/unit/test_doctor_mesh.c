@@ -152,7 +152,7 @@ static void render_and_read_back(void **state)
 		  .figs = { .n = 4, .answered = 0, .loss = 1 }, .sent = 9, .lost = 4 },
 		{ .host = "h0", .nic = "nic1", .peer_host = "h2", .peer_nic = "nic0",
 		  .group = "a", .peer_group = "a", .kind = "udp", .up = 1,
-		  .figs = { .n = 4, .answered = 4, .p50_s = 0.0002, .p99_s = 0.0009 },
+		  .figs = { .n = 4, .answered = 4, .p50_s = 0.0002, .p99_s = 0.0009 }, .base_s = 0.003,
 		  .sent = 4, .lost = 0 },
 	};
 	struct rn_mesh_self s = { .host = "h0", .peers = 2, .pairs = 2, .probes_sent = 13 };
@@ -160,7 +160,8 @@ static void render_and_read_back(void **state)
 	char *buf = NULL, *line, *save = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int is_cause, ups = 0, causes = 0;
+	enum rn_mesh_series kind;
+	int ups = 0, causes = 0, bases = 0;
 
 	(void)state;
 	assert_non_null(f);
@@ -178,9 +179,12 @@ static void render_and_read_back(void **state)
 	assert_non_null(strstr(buf, "# TYPE roce_mesh_probes_sent_total counter\n"
 			       "roce_mesh_probes_sent_total{host=\"h0\"} 13\n"));
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (rn_mesh_parse_line(line, &o, &is_cause))
+		if (rn_mesh_parse_line(line, &o, &kind))
 			continue;
-		if (is_cause) {
+		if (kind == RN_MESH_BASE) {
+			bases++;
+			assert_true(o.base_s > 0.0029 && o.base_s < 0.0031);
+		} else if (kind == RN_MESH_CAUSE) {
 			causes++;
 			assert_string_equal(o.cause, "no-reply");
 			assert_string_equal(o.peer_host, "h\"1");
@@ -190,12 +194,13 @@ static void render_and_read_back(void **state)
 	}
 	assert_int_equal(ups, 2);
 	assert_int_equal(causes, 1);
+	assert_int_equal(bases, 1); /* where there is one */
 	free(buf);
-	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x\"} 1", &o, &is_cause),
+	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x\"} 1", &o, &kind),
 			 -EBADMSG);
-	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x} 1", &o, &is_cause),
+	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x} 1", &o, &kind),
 			 -EBADMSG);
-	assert_int_equal(rn_mesh_parse_line("up 1", &o, &is_cause), -ENOENT);
+	assert_int_equal(rn_mesh_parse_line("up 1", &o, &kind), -ENOENT);
 }
 
 /* A mesh of @nh hosts of 2 NICs, hosts below @split in group a, the others b; @bad says
@@ -298,6 +303,40 @@ static void localize(void **state)
 	assert_int_equal(rn_mesh_localize(o, n, v, 0), 1);
 }
 
+/* Hosts 0-1 and 2-3 a gap apart (5 ms across, 0.1 ms inside), no groups given. */
+static void rtt_groups(void **state)
+{
+	struct rn_mesh_obs o[64];
+	struct rn_mesh_verdict v[8];
+	int n, i;
+
+	(void)state;
+	n = mesh(o, 4, 4, link_ab);
+	for (i = 0; i < n; i++)
+		o[i].base_s = (o[i].host[1] < '2') != (o[i].peer_host[1] < '2') ? 0.005 : 0.0001;
+	/* with one group the link cannot be told: every host fails with most (4 of 6) peers */
+	assert_int_equal(rn_mesh_localize(o, n, v, 8), 4);
+	assert_int_equal(v[0].blame, RN_MESH_BLAME_HOST);
+	assert_int_equal(rn_mesh_rtt_groups(o, n), 2);
+	assert_string_equal(o[0].group, "near-h0");
+	for (i = 0; i < n; i++)
+		if (!strcmp(o[i].host, "h3"))
+			assert_string_equal(o[i].group, "near-h2");
+	assert_int_equal(rn_mesh_localize(o, n, v, 8), 1);
+	assert_int_equal(v[0].blame, RN_MESH_BLAME_LINK);
+	assert_string_equal(v[0].group, "near-h0");
+	assert_string_equal(v[0].peer_group, "near-h2");
+	/* no gap of 3x (0.1 vs 0.2 ms): one group, nothing rewritten */
+	n = mesh(o, 4, 4, none);
+	for (i = 0; i < n; i++)
+		o[i].base_s = o[i].host[1] == '0' ? 0.0002 : 0.0001;
+	assert_int_equal(rn_mesh_rtt_groups(o, n), 1);
+	assert_string_equal(o[0].group, "a");
+	/* no baseline at all: one group */
+	n = mesh(o, 4, 4, none);
+	assert_int_equal(rn_mesh_rtt_groups(o, n), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +346,7 @@ int main(void)
 		cmocka_unit_test(pct_nearest_rank),
 		cmocka_unit_test(render_and_read_back),
 		cmocka_unit_test(localize),
+		cmocka_unit_test(rtt_groups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
