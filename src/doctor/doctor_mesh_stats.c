@@ -131,14 +131,24 @@ static void head(FILE *f, const char *name, const char *type, const char *text)
 /* What one pair series shows, by metric. */
 enum { S_UP, S_LOSS, S_P50, S_P99, S_BASE, S_SENT, S_LOST, S__MAX };
 
+/* Each pair's series of one metric (S_*), under its HELP and TYPE. */
 static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 {
-	static const char *const names[] = { "roce_mesh_pair_up", "roce_mesh_pair_loss_ratio",
-		"roce_mesh_pair_rtt_p50_seconds", "roce_mesh_pair_rtt_p99_seconds",
-		"roce_mesh_pair_rtt_baseline_seconds",
-		"roce_mesh_pair_probes_total", "roce_mesh_pair_lost_total" };
+	static const struct {
+		const char *name, *type, *text;
+	} m[] = {
+		[S_UP] = { "roce_mesh_pair_up", "gauge", "1 when the NIC pair answers its probes and its checks find nothing, 0 when not (roce_mesh_pair_cause says why)." },
+		[S_LOSS] = { "roce_mesh_pair_loss_ratio", "gauge", "Probes lost of the pair's last ones." },
+		/* NOTE: two gauges, not a quantile label: promtool's lint keeps that for summaries */
+		[S_P50] = { "roce_mesh_pair_rtt_p50_seconds", "gauge", "Median round-trip time of the pair's last answered probes (nearest rank)." },
+		[S_P99] = { "roce_mesh_pair_rtt_p99_seconds", "gauge", "99th percentile round-trip time of the pair's last answered probes (nearest rank)." },
+		[S_BASE] = { "roce_mesh_pair_rtt_baseline_seconds", "gauge", "The pair's usual round-trip time (a moving average of its answers, kept while it loses probes): what localize groups hosts by where no topology is given." },
+		[S_SENT] = { "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair." },
+		[S_LOST] = { "roce_mesh_pair_lost_total", "counter", "Probes of the pair that got no answer in time." },
+	};
 	int i;
 
+	head(f, m[what].name, m[what].type, m[what].text);
 	for (i = 0; i < n; i++) {
 		const struct rn_mesh_view *p = &v[i];
 
@@ -146,7 +156,7 @@ static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 		if (((what == S_P50 || what == S_P99) && !p->figs.answered) ||
 		    (what == S_BASE && p->base_s <= 0))
 			continue;
-		pair_labels(f, names[what], p);
+		pair_labels(f, m[what].name, p);
 		switch (what) {
 		case S_UP:
 			fprintf(f, "} %d\n", p->up);
@@ -179,11 +189,34 @@ static void self_series(FILE *f, const char *name, const char *type, const char 
 	fprintf(f, "} %.17g\n", val);
 }
 
+/* The agent's own series: one a figure, labelled by its host. */
+static void write_self(FILE *f, const struct rn_mesh_self *s)
+{
+	int i;
+	const struct {
+		const char *name, *type, *text;
+		double v;
+	} self[] = {
+		{ "roce_mesh_peers", "gauge", "Hosts in the agent's list, itself left out.", s->peers },
+		{ "roce_mesh_peers_reached", "gauge", "Peers whose agent answered the last pair check.", s->peers_reached },
+		{ "roce_mesh_pairs", "gauge", "NIC pairs the agent probes.", s->pairs },
+		{ "roce_mesh_probes_sent_total", "counter", "Probes this agent sent.", (double)s->probes_sent },
+		{ "roce_mesh_echoes_sent_total", "counter", "Probes of peers this agent answered.", (double)s->echoes_sent },
+		{ "roce_mesh_echoes_dropped_total", "counter", "Probes of peers left unanswered over the answer rate's cap.", (double)s->echoes_dropped },
+		{ "roce_mesh_bad_packets_total", "counter", "Datagrams on the probe port that were no probe or answer of ours.", (double)s->bad_packets },
+		{ "roce_mesh_checks_total", "counter", "Pair checks run (the doctor's pair engine against a peer's agent).", (double)s->checks_run },
+		{ "roce_mesh_checks_failed_total", "counter", "Pair checks that did not reach the peer's agent or did not finish.", (double)s->checks_failed },
+		{ "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).", s->started_s },
+	};
+
+	for (i = 0; i < (int)RN_ARRAY_SIZE(self); i++)
+		self_series(f, self[i].name, self[i].type, self[i].text, s->host, self[i].v);
+}
+
 void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct rn_mesh_self *s)
 {
 	int i;
 
-	head(f, "roce_mesh_pair_up", "gauge", "1 when the NIC pair answers its probes and its checks find nothing, 0 when not (roce_mesh_pair_cause says why).");
 	pair_series(f, v, n, S_UP);
 	head(f, "roce_mesh_pair_cause", "gauge", "1 for a failing NIC pair, labelled by its cause (the verdict catalogue's id).");
 	for (i = 0; i < n; i++) {
@@ -193,29 +226,9 @@ void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct r
 		rn_doctor_prom_label(f, "cause", v[i].cause, 1);
 		fputs("} 1\n", f);
 	}
-	head(f, "roce_mesh_pair_loss_ratio", "gauge", "Probes lost of the pair's last ones.");
-	pair_series(f, v, n, S_LOSS);
-	/* NOTE: two gauges, not a quantile label: promtool's lint keeps that for summaries */
-	head(f, "roce_mesh_pair_rtt_p50_seconds", "gauge", "Median round-trip time of the pair's last answered probes (nearest rank).");
-	pair_series(f, v, n, S_P50);
-	head(f, "roce_mesh_pair_rtt_p99_seconds", "gauge", "99th percentile round-trip time of the pair's last answered probes (nearest rank).");
-	pair_series(f, v, n, S_P99);
-	head(f, "roce_mesh_pair_rtt_baseline_seconds", "gauge", "The pair's usual round-trip time (a moving average of its answers, kept while it loses probes): what localize groups hosts by where no topology is given.");
-	pair_series(f, v, n, S_BASE);
-	head(f, "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair.");
-	pair_series(f, v, n, S_SENT);
-	head(f, "roce_mesh_pair_lost_total", "counter", "Probes of the pair that got no answer in time.");
-	pair_series(f, v, n, S_LOST);
-	self_series(f, "roce_mesh_peers", "gauge", "Hosts in the agent's list, itself left out.", s->host, s->peers);
-	self_series(f, "roce_mesh_peers_reached", "gauge", "Peers whose agent answered the last pair check.", s->host, s->peers_reached);
-	self_series(f, "roce_mesh_pairs", "gauge", "NIC pairs the agent probes.", s->host, s->pairs);
-	self_series(f, "roce_mesh_probes_sent_total", "counter", "Probes this agent sent.", s->host, (double)s->probes_sent);
-	self_series(f, "roce_mesh_echoes_sent_total", "counter", "Probes of peers this agent answered.", s->host, (double)s->echoes_sent);
-	self_series(f, "roce_mesh_echoes_dropped_total", "counter", "Probes of peers left unanswered over the answer rate's cap.", s->host, (double)s->echoes_dropped);
-	self_series(f, "roce_mesh_bad_packets_total", "counter", "Datagrams on the probe port that were no probe or answer of ours.", s->host, (double)s->bad_packets);
-	self_series(f, "roce_mesh_checks_total", "counter", "Pair checks run (the doctor's pair engine against a peer's agent).", s->host, (double)s->checks_run);
-	self_series(f, "roce_mesh_checks_failed_total", "counter", "Pair checks that did not reach the peer's agent or did not finish.", s->host, (double)s->checks_failed);
-	self_series(f, "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).", s->host, s->started_s);
+	for (i = S_LOSS; i < S__MAX; i++)
+		pair_series(f, v, n, i);
+	write_self(f, s);
 }
 
 /* ---- the verdicts -------------------------------------------------------------------- */
