@@ -19,6 +19,7 @@
 #include <infiniband/verbs.h>
 
 #include "rn_ip.h"
+#include "rn_nl.h"
 #include "rn_param.h"
 #include "rn_verdict.h"
 
@@ -37,6 +38,18 @@ const char *rn_gid_why_str(enum rn_gid_why why);
  * One RoCE NIC (an RDMA device port bound to a netdev). dev.c fills the identity
  * part; rn_nic_assess() fills the choice and the verdict.
  */
+/*
+ * The route lookups a NIC's verdict judged: for rn_route_probe_dst (a would-be peer in the
+ * subnet) from the NIC's IP, as rn_host_route_get answered them. Kept so that a tool shows
+ * the answer judged (the doctor's ROUTE column), not one asked again later.
+ */
+struct rn_route_answer {
+	struct rn_ip dst;           /* family 0: not asked (no IP or no room in the subnet) */
+	int err, oif_err;           /* 0 or -errno of each lookup */
+	struct rn_nl_route route;   /* IPv4 without oif (as TCP and ARP), IPv6 with (the QP's) */
+	struct rn_nl_route route_oif; /* with oif = the NIC's netdev */
+};
+
 struct rn_nic {
 	/* identity */
 	char ibdev[64];
@@ -61,6 +74,7 @@ struct rn_nic {
 	 * The connection check's fix for a routed peer names it. */
 	struct rn_ip gw;
 	/* verdict */
+	struct rn_route_answer route; /* the route lookups judged (rn_route_assess) */
 	enum rn_verdict_kind verdict;
 	int nfindings;
 	int findings_cap;
@@ -74,6 +88,13 @@ struct rn_nic {
 void rn_nic_cleanup(struct rn_nic *nic);
 /* Deep copy of @src into @dst (whose findings are released first). 0 or -ENOMEM. */
 int rn_nic_copy(struct rn_nic *dst, const struct rn_nic *src);
+/*
+ * In rdma's shared netns mode a pod that has RDMA devices of its own (rdma link add in
+ * the pod, a VF's) also sees the node's devices, reached through its own interfaces'
+ * GIDs (@nics[i]->port_netdev set). Returns the index of the device of @nics[i]'s
+ * interface's own (same ifindex, no port_netdev), or -1: none, or @nics[i] is one.
+ */
+int rn_nic_own_device(const struct rn_nic *const *nics, int n, int i);
 
 struct rn_host; /* opaque snapshot of host facts */
 

@@ -15,17 +15,10 @@
  * subnet that is not local (a would-be peer). 0, or -ENOENT (no room, e.g. a /32).
  */
 int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, struct rn_ip *dst);
-/* The kernel's answer the verdict judges, for a tool to show (the doctor's ROUTE column). */
-struct rn_route_answer {
-	struct rn_ip dst;           /* family 0: not asked (no IP or no room in the subnet) */
-	int err, oif_err;           /* 0 or -errno of each lookup */
-	struct rn_nl_route route;   /* IPv4 without oif (as TCP and ARP), IPv6 with (the QP's) */
-	struct rn_nl_route route_oif; /* with oif = @nic's netdev */
-};
-/* Ask the kernel about rn_route_probe_dst from @nic's IP, without and with oif. */
-void rn_route_answer(const struct rn_host *host, const struct rn_nic *nic,
-		     struct rn_route_answer *out);
-/* Judge @nic's routing and ARP (its GID chosen): findings added to @nic. 0 or -errno. */
+/*
+ * Judge @nic's routing and ARP (its GID chosen): findings added to @nic, and the lookups
+ * judged kept in @nic->route. 0 or -errno.
+ */
 int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg);
 /*
  * "route_fix": the commands that give @nic's IP a table routing its subnet out of it

@@ -76,6 +76,7 @@ int rn_nic_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_nic *
 	nic->prefixlen = 0;
 	nic->table = RN_TABLE_MAIN;
 	memset(&nic->gw, 0, sizeof(nic->gw));
+	memset(&nic->route, 0, sizeof(nic->route));
 	rn_nic_findings_clear(nic);
 	nic->verdict = RN_VERDICT_OK;
 	l = rn_host_link_by_index(host, nic->ifindex);

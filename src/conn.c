@@ -525,23 +525,17 @@ static int hs_modify_qp(struct rn_hs *hs, struct ibv_qp *qp, struct ibv_qp_attr 
  * INIT, RTR, RTS of each data QP, then of the receiver's flush QP (connected to
  * itself), then the receiver pre-posts its receives. -EAGAIN while a retry is due.
  */
-static int hs_connect_qps(struct rn_hs *hs)
+/*
+ * The comm's own QPs (data QPs, then the receiver's flush QPs) through INIT, RTR and RTS,
+ * one state per step (hs->qp_step) out of @nsteps. 0, -EAGAIN (again later) or -errno.
+ */
+static int hs_own_qps(struct rn_hs *hs, int nsteps, int tc, int sl)
 {
 	struct rn_comm *c = hs->comm;
 	struct rn_recv_comm *rc = hs->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
-	const struct rn_config *cfg = &hs->eng->cfg;
-	int nsteps = 3 * c->nqps + (rc && rc->flush_qp[0] ? 3 * c->nmem : 0);
 	struct ibv_qp_attr a;
-	int k, tc, sl, ret = 0;
+	int ret;
 
-	if (hs->role == RN_ROLE_SEND) {
-		tc = tc_of(cfg, hs->traffic_class);
-		sl = sl_of(cfg, hs->traffic_class);
-	} else {
-		/* the receiver's QPs only carry CTS writes: NCCL_IB_FIFO_TC applies to them */
-		tc = cfg->fifo_tc >= 0 ? cfg->fifo_tc : hs->peer.tc;
-		sl = hs->peer.sl;
-	}
 	while (hs->qp_step < nsteps) {
 		int q = hs->qp_step / 3, flush = q >= c->nqps, mask;
 		/* data QP q: its member and the peer's; flush QP: its member, to itself */
@@ -569,15 +563,26 @@ static int hs_connect_qps(struct rn_hs *hs)
 			break;
 		}
 		ret = hs_modify_qp(hs, qp, &a, mask);
-		if (ret == -EAGAIN)
-			return ret;
 		if (ret)
-			goto fail;
+			return ret;
 		hs->qp_step++;
 	}
-	/* the spare pairs' QPs, the same way (their own NICs and GID indices) */
+	return 0;
+}
+
+/*
+ * The spare pairs' QPs, the same way (their own NICs and GID indices), in the steps after
+ * the comm's own @nsteps. 0, -EAGAIN or -errno.
+ */
+static int hs_spare_qps(struct rn_hs *hs, int nsteps, int tc, int sl)
+{
+	struct rn_comm *c = hs->comm;
+	int rflush = hs->role == RN_ROLE_RECV && c->flush_enabled;
+	struct ibv_qp_attr a;
+	int ret;
+
 	while (c->fo) {
-		int per = 3 * (c->nqps + (rc && c->flush_enabled ? 1 : 0));
+		int per = 3 * (c->nqps + rflush);
 		int st = hs->qp_step - nsteps, j = 1 + st / per, q = (st % per) / 3;
 		int flush = q >= c->nqps, mask;
 		struct rn_path *p;
@@ -607,60 +612,100 @@ static int hs_connect_qps(struct rn_hs *hs)
 			break;
 		}
 		ret = hs_modify_qp(hs, qp, &a, mask);
-		if (ret == -EAGAIN)
-			return ret;
 		if (ret)
-			goto fail;
+			return ret;
 		hs->qp_step++;
 	}
-	if (c->fo) {
-		/* what re-arming a pair after a failure needs (comm_rearm_path) */
-		c->fo->tc = tc;
-		c->fo->sl = sl;
-		c->fo->rearm = -1;
-		for (int qi = 0; qi < c->nqps; qi++) {
-			c->fo->path[0].rqpn[qi] = hs->peer.qpn[qi];
-			for (k = 1; k < c->fo->npaths; k++)
-				c->fo->path[k].rqpn[qi] = hs->peer.spare[k - 1].qpn[qi];
-		}
+	return 0;
+}
+
+/*
+ * What a failover comm needs once its QPs are up: what re-arming a pair after a failure
+ * takes (comm_rearm_path), and the receives of every pair: the receiver's take data after
+ * a move, the sender's the receiver's RESUMEs and, on the comm's own pair too, its
+ * recovery requests (REARM). 0 or -errno.
+ */
+static int hs_failover_arm(struct rn_hs *hs, int tc, int sl)
+{
+	struct rn_comm *c = hs->comm;
+	int rc = hs->role == RN_ROLE_RECV, k, q, ret;
+
+	if (!c->fo)
+		return 0;
+	c->fo->tc = tc;
+	c->fo->sl = sl;
+	c->fo->rearm = -1;
+	for (q = 0; q < c->nqps; q++) {
+		c->fo->path[0].rqpn[q] = hs->peer.qpn[q];
+		for (k = 1; k < c->fo->npaths; k++)
+			c->fo->path[k].rqpn[q] = hs->peer.spare[k - 1].qpn[q];
 	}
-	for (k = rc ? 1 : 0; c->fo && k < c->fo->npaths; k++) {
-		/*
-		 * The receiver's take data after a move, the sender's the receiver's RESUMEs
-		 * and, on the comm's own pair too, its recovery requests (REARM).
-		 */
+	for (k = rc ? 1 : 0; k < c->fo->npaths; k++) {
 		ret = rn_post_recvs(k ? c->fo->path[k].qps : c->qps, c->nqps,
 				    rc ? RN_RECV_WRS : RN_FO_RECV_WRS);
 		if (ret)
-			goto fail;
+			return ret;
 	}
-	/* a vNIC's member pair that fails is left out (src/vfail.c): the net traffic's only */
-	if (c->eng->cfg.failover && (c->nmem > 1 || c->rmem > 1) && !(c->flags & RN_CONN_RMA)) {
-		ret = rn_vfail_attach(c, &rn_xfer_fo_hooks);
-		if (ret)
-			goto fail;
-	}
-	if (rc) {
+	return 0;
+}
+
+/* Where the peer's control block is (its CTS FIFO, or its sizes), per member. 0 or -errno. */
+static int hs_peer_ctrl(struct rn_hs *hs)
+{
+	struct rn_comm *c = hs->comm;
+	struct rn_send_comm *sc = (struct rn_send_comm *)c;
+	int k;
+
+	if (hs->role == RN_ROLE_RECV) {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
 		c->rctrl_addr = hs->peer.fifo_addr;
 		rc->rfifo_addr = hs->peer.fifo_addr;
 		for (k = 0; k < c->rmem; k++)
 			rc->rfifo_rkey[k] = k ? hs->peer.more[k - 1].fifo_rkey : hs->peer.fifo_rkey;
 		/* no WRITE_WITH_IMM comes before our first CTS, which needs READY first */
-		ret = rn_xfer_recv_init(rc);
-		if (ret)
-			goto fail;
-	} else {
-		struct rn_send_comm *sc = (struct rn_send_comm *)c;
-
-		sc->rsizes_addr = hs->peer.sizes_addr;
-		c->rctrl_addr = hs->peer.sizes_addr - RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts);
-		for (k = 0; k < c->rmem; k++)
-			sc->rsizes_rkey[k] = k ? hs->peer.more[k - 1].sizes_rkey : hs->peer.sizes_rkey;
+		return rn_xfer_recv_init(rc);
 	}
+	sc->rsizes_addr = hs->peer.sizes_addr;
+	c->rctrl_addr = hs->peer.sizes_addr - RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts);
+	for (k = 0; k < c->rmem; k++)
+		sc->rsizes_rkey[k] = k ? hs->peer.more[k - 1].sizes_rkey : hs->peer.sizes_rkey;
 	return 0;
-fail:
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to INIT/RTR/RTS failed: %s",
-		c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port, hs->peer_str, strerror(-ret));
+}
+
+static int hs_connect_qps(struct rn_hs *hs)
+{
+	struct rn_comm *c = hs->comm;
+	struct rn_recv_comm *rc = hs->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
+	const struct rn_config *cfg = &hs->eng->cfg;
+	int nsteps = 3 * c->nqps + (rc && rc->flush_qp[0] ? 3 * c->nmem : 0);
+	int tc, sl, ret;
+
+	if (hs->role == RN_ROLE_SEND) {
+		tc = tc_of(cfg, hs->traffic_class);
+		sl = sl_of(cfg, hs->traffic_class);
+	} else {
+		/* the receiver's QPs only carry CTS writes: NCCL_IB_FIFO_TC applies to them */
+		tc = cfg->fifo_tc >= 0 ? cfg->fifo_tc : hs->peer.tc;
+		sl = hs->peer.sl;
+	}
+	ret = hs_own_qps(hs, nsteps, tc, sl);
+	if (!ret)
+		ret = hs_spare_qps(hs, nsteps, tc, sl);
+	if (ret == -EAGAIN)
+		return ret;
+	if (!ret)
+		ret = hs_failover_arm(hs, tc, sl);
+	/* a vNIC's member pair that fails is left out (src/vfail.c): the net traffic's only */
+	if (!ret && c->eng->cfg.failover && (c->nmem > 1 || c->rmem > 1) &&
+	    !(c->flags & RN_CONN_RMA))
+		ret = rn_vfail_attach(c, &rn_xfer_fo_hooks);
+	if (!ret)
+		ret = hs_peer_ctrl(hs);
+	if (ret)
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QPs to INIT/RTR/RTS failed: %s",
+			c->mem[0].dev->nic.ibdev, c->mem[0].dev->nic.port, hs->peer_str,
+			strerror(-ret));
 	return ret;
 }
 

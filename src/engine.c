@@ -83,13 +83,154 @@ static void engine_log_using(const struct rn_engine *eng)
 	rn_vars_free(&v);
 }
 
+/* What init made of the RDMA ports it did not take. */
+struct engine_tally {
+	struct rn_vars refused; /* "list", and the first "fix", whole */
+	int nrefused;
+	int nroute;             /* refused by the route check (a GID, a refused path) */
+	int nelsewhere;         /* a shared device whose netdev is in another namespace */
+};
+
+/*
+ * A pod given devices of its own in rdma's shared netns mode also sees the node's, through
+ * its interfaces' GIDs; the node's carries nothing from a pod (rxe) or is not the pod's
+ * to use (a VF's PF). Each such one whose interface has its own device is left out.
+ * @rets: each device's assessment (0: assessed).
+ */
+static void engine_leave_shadowed(struct rn_dev **found, int n, const int *rets)
+{
+	const struct rn_nic *nics[RN_MAX_DEVS];
+	int i, m = 0, k, idx[RN_MAX_DEVS];
+
+	for (i = 0; i < n; i++)
+		if (found[i] && !rets[i]) {
+			idx[m] = i;
+			nics[m++] = &found[i]->nic;
+		}
+	for (i = 0; i < m; i++) {
+		k = rn_nic_own_device(nics, m, i);
+		if (k < 0)
+			continue;
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: %s has an RDMA device "
+			"of its own, %s:%d (the node's device, seen through %s's GID, is left to "
+			"the node)", nics[i]->ibdev, nics[i]->port, nics[i]->netdev, nics[k]->ibdev,
+			nics[k]->port, nics[i]->netdev);
+	}
+	/* freed after the loop: a later device may still yield to the same own one */
+	for (i = m - 1; i >= 0; i--)
+		if (rn_nic_own_device(nics, m, i) >= 0) {
+			rn_dev_free(found[idx[i]]);
+			found[idx[i]] = NULL;
+		}
+}
+
+/*
+ * Port @dev, assessed (@ret: rn_assess.assess's answer): the engine takes it, or it is
+ * freed and counted in @t.
+ */
+static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret,
+			struct engine_tally *t)
+{
+	struct rn_nic *nic = &dev->nic;
+	int usable;
+
+	if (ret == -ENODEV) {
+		/*
+		 * A shared RDMA device seen from a pod that has no netdev on it: not
+		 * this pod's NIC, nothing to fix here.
+		 */
+		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: no netdev of this "
+			"network namespace has a GID on it (its netdev %s is elsewhere)",
+			nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "-");
+		t->nelsewhere++;
+		rn_dev_free(dev);
+		return;
+	}
+	if (ret) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
+			nic->ibdev, nic->port, strerror(-ret));
+		nic->gid_index = -1;
+	} else {
+		rn_assess.log(nic);
+	}
+	if (!ret && dev->is_rxe && nic->port_netdev[0])
+		/*
+		 * rxe's UDP sockets and route lookups are those of the namespace its link
+		 * was made in (up to 6.1 always the initial one): from a pod the
+		 * connection comes up and the first work request fails.
+		 */
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
+			"and %s is in this pod's network namespace: rxe sends and receives "
+			"only in the namespace of its port's netdev (6.1: every RDMA write "
+			"fails with LOC_QP_OP_ERR; 7.3: RETRY_EXC_ERR(12)); run such a job with "
+			"hostNetwork, with an rxe of the pod's own (rdma link add in the pod, "
+			"kernel 7.3 and later), or on a hardware RoCE NIC", nic->ibdev,
+			nic->port, nic->port_netdev, nic->netdev);
+	/* Without a GID there is nothing to connect with, whatever the route check says. */
+	usable = nic->gid_index >= 0 &&
+		 (nic->verdict != RN_VERDICT_REFUSED ||
+		  eng->cfg.route_check != RN_ROUTE_CHECK_STRICT);
+	if (usable) {
+		eng->devs[eng->ndevs++] = dev;
+		return;
+	}
+	t->nrefused++;
+	if (!ret && nic->gid_index >= 0)
+		t->nroute++; /* a GID but a refused path: the route check's doing */
+	else if (!rn_vars_get(&t->refused, "fix") && nic->nfindings)
+		rn_vars_set(&t->refused, "fix", "%s", rn_finding_fix(&nic->findings[0]));
+	rn_vars_append(&t->refused, "list", ", ", "%s:%d %s %s", nic->ibdev, nic->port,
+		       nic->netdev[0] ? nic->netdev : "-",
+		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
+	rn_dev_free(dev);
+}
+
+/*
+ * The ports refused, said once: -ENODEV with the reason when none of the @n was taken,
+ * else 0 (the refused ones named, with the fix).
+ */
+static int engine_say_refused(struct rn_engine *eng, int n, const struct engine_tally *t)
+{
+	const char *list = rn_vars_get(&t->refused, "list");
+
+	if (!eng->ndevs && t->nelsewhere == n) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
+			"port%s has a GID of a netdev in this network namespace (a pod without its "
+			"RDMA network attached?)", n, n == 1 ? "" : "s");
+		return -ENODEV;
+	}
+	if (!eng->ndevs && !t->nroute) {
+		const char *fix = rn_vars_get(&t->refused, "fix");
+
+		/* no NIC got as far as the route check: its advice would mislead */
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", t->nrefused,
+			t->nrefused == 1 ? "" : "s", list, fix && fix[0] ? fix : "see the lines above");
+		return -ENODEV;
+	}
+	if (!eng->ndevs) {
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once) or set NCCL_ROCE_ROUTE_CHECK=warn",
+			t->nrefused, t->nrefused == 1 ? "" : "s", list);
+		return -ENODEV;
+	}
+	if (t->nrefused)
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX
+			"%d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once)",
+			t->nrefused, t->nrefused == 1 ? "" : "s", list);
+	rn_rma_bypass_check(eng, t->nrefused, list);
+	return 0;
+}
+
 static int engine_init(struct rn_engine *eng)
 {
 	struct rn_dev *found[RN_MAX_DEVS];
-	struct rn_vars refused = RN_VARS_INIT; /* the list and the first fix, whole */
+	int rets[RN_MAX_DEVS];
+	struct engine_tally t = { .refused = RN_VARS_INIT };
 	char why[1024];
 	struct rn_host *host = NULL;
-	int n, i, nrefused = 0, nroute = 0, nelsewhere = 0, ret;
+	int n, i, ret;
 	double t0 = rn_now_ms(), t_dev, t_snap;
 
 	memset(eng, 0, sizeof(*eng));
@@ -130,94 +271,17 @@ static int engine_init(struct rn_engine *eng)
 	/* every RoCE NIC of the host, so that each one's MTU is compared with the others' */
 	for (i = 0; i < n && rn_assess.mark_roce; i++)
 		rn_assess.mark_roce(host, found[i]->nic.ifindex, found[i]->nic.netdev);
-	for (i = 0; i < n; i++) {
-		struct rn_nic *nic = &found[i]->nic;
-		int usable;
-
-		ret = rn_assess.assess(host, found[i]->ctx, nic, &eng->cfg);
-		if (ret == -ENODEV) {
-			/*
-			 * A shared RDMA device seen from a pod that has no netdev on it: not
-			 * this pod's NIC, nothing to fix here.
-			 */
-			rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: no netdev of this "
-				"network namespace has a GID on it (its netdev %s is elsewhere)",
-				nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "-");
-			nelsewhere++;
-			rn_dev_free(found[i]);
-			continue;
-		}
-		if (ret) {
-			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
-				nic->ibdev, nic->port, strerror(-ret));
-			nic->gid_index = -1;
-		} else {
-			rn_assess.log(nic);
-		}
-		if (!ret && found[i]->is_rxe && nic->port_netdev[0])
-			/*
-			 * rxe's UDP sockets and route lookups are those of the namespace its link
-			 * was made in (up to 6.1 always the initial one): from a pod the
-			 * connection comes up and the first work request fails.
-			 */
-			rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
-				"and %s is in this pod's network namespace: rxe sends and receives "
-				"only in the namespace of its port's netdev (6.1: every RDMA write "
-				"fails with LOC_QP_OP_ERR; 7.3: RETRY_EXC_ERR(12)); run such a job with "
-				"hostNetwork, with an rxe of the pod's own (rdma link add in the pod, "
-				"kernel 7.3 and later), or on a hardware RoCE NIC", nic->ibdev,
-				nic->port, nic->port_netdev, nic->netdev);
-		/* Without a GID there is nothing to connect with, whatever the route check says. */
-		usable = nic->gid_index >= 0 &&
-			 (nic->verdict != RN_VERDICT_REFUSED ||
-			  eng->cfg.route_check != RN_ROUTE_CHECK_STRICT);
-		if (usable) {
-			eng->devs[eng->ndevs++] = found[i];
-			continue;
-		}
-		nrefused++;
-		if (!ret && nic->gid_index >= 0)
-			nroute++; /* a GID but a refused path: the route check's doing */
-		else if (!rn_vars_get(&refused, "fix") && nic->nfindings)
-			rn_vars_set(&refused, "fix", "%s", rn_finding_fix(&nic->findings[0]));
-		rn_vars_append(&refused, "list", ", ", "%s:%d %s %s", nic->ibdev, nic->port,
-			       nic->netdev[0] ? nic->netdev : "-",
-			       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
-		rn_dev_free(found[i]);
-	}
+	for (i = 0; i < n; i++)
+		rets[i] = rn_assess.assess(host, found[i]->ctx, &found[i]->nic, &eng->cfg);
+	engine_leave_shadowed(found, n, rets);
+	for (i = 0; i < n; i++)
+		if (found[i])
+			engine_take(eng, found[i], rets[i], &t);
 	rn_assess.free(host);
-	if (!eng->ndevs && nelsewhere == n) {
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
-			"port%s has a GID of a netdev in this network namespace (a pod without its "
-			"RDMA network attached?)", n, n == 1 ? "" : "s");
-		rn_vars_free(&refused);
-		return -ENODEV;
-	}
-	if (!eng->ndevs && !nroute) {
-		const char *fix = rn_vars_get(&refused, "fix");
-
-		/* no NIC got as far as the route check: its advice would mislead */
-		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", nrefused,
-			nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"),
-			fix && fix[0] ? fix : "see the lines above");
-		rn_vars_free(&refused);
-		return -ENODEV;
-	}
-	if (!eng->ndevs) {
-		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once) or set NCCL_ROCE_ROUTE_CHECK=warn",
-			nrefused, nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"));
-		rn_vars_free(&refused);
-		return -ENODEV;
-	}
-	if (nrefused)
-		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX
-			"%d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once)",
-			nrefused, nrefused == 1 ? "" : "s", rn_vars_get(&refused, "list"));
-	rn_rma_bypass_check(eng, nrefused, rn_vars_get(&refused, "list"));
-	rn_vars_free(&refused);
+	ret = engine_say_refused(eng, n, &t);
+	rn_vars_free(&t.refused);
+	if (ret)
+		return ret;
 	engine_log_using(eng);
 	/* where init's time goes, for the next one who wants it shorter */
 	rn_info(RN_SUB_INIT, RN_PFX "init: %d RDMA port%s opened in %.1f ms, host snapshot %.1f ms, "

@@ -115,3 +115,16 @@ int rn_nic_from_netdev(struct rn_host *host, const char *netdev, struct rn_nic *
 	nic->table = RN_TABLE_MAIN;
 	return 0;
 }
+
+int rn_nic_own_device(const struct rn_nic *const *nics, int n, int i)
+{
+	int k;
+
+	if (!nics[i]->port_netdev[0] || !nics[i]->ifindex)
+		return -1;
+	for (k = 0; k < n; k++)
+		if (k != i && !nics[k]->port_netdev[0] && nics[k]->ifindex == nics[i]->ifindex &&
+		    !strcmp(nics[k]->netdev, nics[i]->netdev) && nics[k]->gid_index >= 0)
+			return k;
+	return -1;
+}

@@ -334,125 +334,199 @@ static int pend_step(struct rn_rma_coll *g, const struct rn_rma_listen *l, struc
 	return 1;
 }
 
-int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int rank,
-		   struct rn_rma_listen *l, struct rn_rma_coll **out)
+/* A group of @nranks for rank @rank on @l's device, no socket yet; NULL when out of memory. */
+static struct rn_rma_coll *coll_new(struct rn_engine *eng, const struct rn_rma_listen *l,
+				    int nranks, int rank)
 {
-	/* every rank's handle, decoded once; greeted: our greeting is out on out[r] */
+	struct rn_rma_coll *g = calloc(1, sizeof(*g));
+	int r;
+
+	if (!g)
+		return NULL;
+	g->eng = eng;
+	g->devidx = l->devidx;
+	g->dev = eng->devs[l->devidx];
+	g->rank = rank;
+	g->timeout_ms = RN_MAX(eng->cfg.connect_timeout_ms, 1000);
+	g->out = malloc(sizeof(int) * (size_t)nranks);
+	g->in = malloc(sizeof(int) * (size_t)nranks);
+	if (!g->out || !g->in) {
+		coll_free(g); /* nranks 0 yet: no socket to close */
+		return NULL;
+	}
+	g->nranks = nranks;
+	for (r = 0; r < nranks; r++)
+		g->out[r] = g->in[r] = -1;
+	return g;
+}
+
+/* rn_rma_connect's way there: every rank's handle, decoded once, and who is heard from. */
+struct rma_join {
 	struct rma_peer {
 		struct sockaddr_storage addr;
 		uint64_t nonce;
-		int greeted;
-	} *peers = NULL;
+		int greeted; /* our greeting is out on g->out[r] */
+	} *peers;
+	struct pend *pend; /* accepted, greeting still coming */
+	int npend, maxpend;
+	int nin, nout;     /* ranks heard from, ranks greeted */
+};
+
+static void join_free(struct rma_join *j)
+{
+	int k;
+
+	for (k = 0; k < j->npend; k++)
+		close(j->pend[k].fd);
+	free(j->pend);
+	free(j->peers);
+}
+
+/* Every rank's handle, ours this rank's listener's. 0 or -errno (said). */
+static int join_decode(struct rma_join *j, const struct rn_rma_coll *g, void *const *handles,
+		       const struct rn_rma_listen *l)
+{
+	int r;
+
+	for (r = 0; r < g->nranks; r++) {
+		if (r != g->rank && handle_decode(handles[r], &j->peers[r].addr, &j->peers[r].nonce)) {
+			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not ours (another "
+				"plugin or version on that rank?)", r);
+			return -EPROTO;
+		}
+	}
+	if (handle_decode(handles[g->rank], &j->peers[g->rank].addr, &j->peers[g->rank].nonce) ||
+	    j->peers[g->rank].nonce != l->nonce) {
+		rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not this rank's "
+			"listener", g->rank);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A connect to every other rank, from our NIC's address; the greeting follows (join_greet). */
+static int join_dial(struct rn_rma_coll *g, struct rma_join *j)
+{
 	struct sockaddr_storage src;
+	char a[80];
+	int r, ret;
+
+	if (rn_oob_local_addr(g->dev, &g->eng->cfg, &src))
+		memset(&src, 0, sizeof(src));
+	for (r = 0; r < g->nranks; r++) {
+		if (r == g->rank)
+			continue;
+		ret = rn_oob_connect(&j->peers[r].addr, &src, &g->out[r]);
+		if (ret && ret != -EAGAIN && ret != -EINPROGRESS) {
+			rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
+				rn_sockaddr_str(&j->peers[r].addr, a, sizeof(a)), strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* Our greeting on each connect that went through; *@progress set by one. 0 or -errno. */
+static int join_greet(struct rn_rma_coll *g, struct rma_join *j, uint64_t deadline,
+		      int *progress)
+{
+	char a[80];
+	int r, ret;
+
+	for (r = 0; r < g->nranks; r++) {
+		struct rma_greet gr = { .magic = htobe64(RMA_MAGIC), .nonce = j->peers[r].nonce,
+					.rank = htobe32((uint32_t)g->rank),
+					.nranks = htobe32((uint32_t)g->nranks) };
+
+		if (r == g->rank || j->peers[r].greeted)
+			continue;
+		ret = rn_oob_connect_poll(g->out[r]);
+		if (ret == -EAGAIN)
+			continue;
+		if (!ret) /* 24 bytes into an empty socket buffer: never waits */
+			ret = write_all(g->out[r], &gr, sizeof(gr), deadline);
+		if (ret) {
+			rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
+				rn_sockaddr_str(&j->peers[r].addr, a, sizeof(a)), strerror(-ret));
+			return ret;
+		}
+		j->peers[r].greeted = 1;
+		j->nout++;
+		*progress = 1;
+	}
+	return 0;
+}
+
+/*
+ * The connections the listener has, each moved on until its greeting says which rank it
+ * is (a stranger's is dropped); *@progress set by one.
+ */
+static void join_hear(struct rn_rma_coll *g, struct rn_rma_listen *l, struct rma_join *j,
+		      int *progress)
+{
+	int fd, k, ret;
+
+	while (j->npend < j->maxpend && !rn_oob_accept(l->fd, &fd)) {
+		j->pend[j->npend].fd = fd;
+		j->pend[j->npend].off = 0;
+		j->pend[j->npend].since_ns = rn_now_ns();
+		j->npend++;
+	}
+	for (k = 0; k < j->npend; k++) {
+		ret = pend_step(g, l, &j->pend[k]);
+		if (!ret)
+			continue;
+		if (ret < 0) {
+			rn_info(RN_SUB_NET, RN_PFX "RMA connect: dropped a connection that is "
+				"no rank of this group (%s)", strerror(-ret));
+			close(j->pend[k].fd);
+		} else {
+			j->nin++;
+		}
+		j->pend[k--] = j->pend[--j->npend];
+		*progress = 1;
+	}
+}
+
+int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int rank,
+		   struct rn_rma_listen *l, struct rn_rma_coll **out)
+{
+	struct rma_join j = { 0 };
 	struct rn_rma_coll *g;
 	uint64_t deadline;
-	int r, ret = 0, nin = 0, nout = 0, npend = 0, maxpend;
-	struct pend *pend = NULL;
-	char a[80];
+	int ret;
 
 	*out = NULL;
 	if (!eng || !handles || !l || nranks < 1 || nranks > RN_RMA_MAX_RANKS || rank < 0 ||
 	    rank >= nranks)
 		return -EINVAL;
-	g = calloc(1, sizeof(*g));
+	g = coll_new(eng, l, nranks, rank);
 	if (!g)
 		return -ENOMEM;
-	g->eng = eng;
-	g->devidx = l->devidx;
-	g->dev = eng->devs[l->devidx];
-	g->rank = rank;
-	g->nranks = nranks;
-	g->timeout_ms = RN_MAX(eng->cfg.connect_timeout_ms, 1000);
-	g->out = malloc(sizeof(int) * (size_t)nranks);
-	g->in = malloc(sizeof(int) * (size_t)nranks);
-	peers = calloc((size_t)nranks, sizeof(*peers));
-	maxpend = nranks + 16; /* every rank, and room for a few strangers */
-	pend = calloc((size_t)maxpend, sizeof(*pend));
-	if (!g->out || !g->in || !peers || !pend) {
-		ret = -ENOMEM;
+	j.peers = calloc((size_t)nranks, sizeof(*j.peers));
+	j.maxpend = nranks + 16; /* every rank, and room for a few strangers */
+	j.pend = calloc((size_t)j.maxpend, sizeof(*j.pend));
+	ret = j.peers && j.pend ? 0 : -ENOMEM;
+	if (!ret)
+		ret = join_decode(&j, g, handles, l);
+	if (!ret)
+		ret = join_dial(g, &j);
+	if (ret)
 		goto fail;
-	}
-	for (r = 0; r < nranks; r++) {
-		g->out[r] = g->in[r] = -1;
-		if (r != rank && handle_decode(handles[r], &peers[r].addr, &peers[r].nonce)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not ours (another "
-				"plugin or version on that rank?)", r);
-			ret = -EPROTO;
-			goto fail;
-		}
-	}
-	if (handle_decode(handles[rank], &peers[rank].addr, &peers[rank].nonce) ||
-	    peers[rank].nonce != l->nonce) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not this rank's "
-			"listener", rank);
-		ret = -EINVAL;
-		goto fail;
-	}
-	if (rn_oob_local_addr(g->dev, &eng->cfg, &src))
-		memset(&src, 0, sizeof(src));
-	for (r = 0; r < nranks; r++) {
-		if (r == rank)
-			continue;
-		/* the greeting follows once the connect is through (the loop below) */
-		ret = rn_oob_connect(&peers[r].addr, &src, &g->out[r]);
-		if (ret && ret != -EAGAIN && ret != -EINPROGRESS) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
-				rn_sockaddr_str(&peers[r].addr, a, sizeof(a)), strerror(-ret));
-			goto fail;
-		}
-	}
 	deadline = deadline_of(g);
-	while (nin < nranks - 1 || nout < nranks - 1) {
-		int fd, progress = 0, k;
+	while (j.nin < nranks - 1 || j.nout < nranks - 1) {
+		int progress = 0;
 
-		for (r = 0; r < nranks; r++) {
-			struct rma_greet gr = { .magic = htobe64(RMA_MAGIC), .nonce = peers[r].nonce,
-						.rank = htobe32((uint32_t)rank),
-						.nranks = htobe32((uint32_t)nranks) };
-
-			if (r == rank || peers[r].greeted)
-				continue;
-			ret = rn_oob_connect_poll(g->out[r]);
-			if (ret == -EAGAIN)
-				continue;
-			if (!ret) /* 24 bytes into an empty socket buffer: never waits */
-				ret = write_all(g->out[r], &gr, sizeof(gr), deadline);
-			if (ret) {
-				rn_warn(RN_SUB_NET, RN_PFX "RMA connect to rank %d (%s): %s", r,
-					rn_sockaddr_str(&peers[r].addr, a, sizeof(a)), strerror(-ret));
-				goto fail;
-			}
-			peers[r].greeted = 1;
-			nout++;
-			progress = 1;
-		}
-		while (npend < maxpend && !rn_oob_accept(l->fd, &fd)) {
-			pend[npend].fd = fd;
-			pend[npend].off = 0;
-			pend[npend].since_ns = rn_now_ns();
-			npend++;
-		}
-		for (k = 0; k < npend; k++) {
-			ret = pend_step(g, l, &pend[k]);
-			if (!ret)
-				continue;
-			if (ret < 0) {
-				rn_info(RN_SUB_NET, RN_PFX "RMA connect: dropped a connection that is "
-					"no rank of this group (%s)", strerror(-ret));
-				close(pend[k].fd);
-			} else {
-				nin++;
-			}
-			pend[k--] = pend[--npend];
-			progress = 1;
-		}
-		ret = 0;
-		if (nin == nranks - 1 && nout == nranks - 1)
+		ret = join_greet(g, &j, deadline, &progress);
+		if (ret)
+			goto fail;
+		join_hear(g, l, &j, &progress);
+		if (j.nin == nranks - 1 && j.nout == nranks - 1)
 			break;
 		if (!ms_left(deadline)) {
 			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: %d of %d ranks reached and %d of %d "
 				"heard from within %d ms (NCCL_ROCE_CONNECT_TIMEOUT_MS): a rank is "
-				"gone or cannot reach %s", nout, nranks - 1, nin, nranks - 1,
+				"gone or cannot reach %s", j.nout, nranks - 1, j.nin, nranks - 1,
 				g->timeout_ms, g->dev->nic.ibdev);
 			ret = -ETIMEDOUT;
 			goto fail;
@@ -463,19 +537,13 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 			poll(&pf, 1, 1);
 		}
 	}
-	for (r = 0; r < npend; r++)
-		close(pend[r].fd);
-	free(pend);
-	free(peers);
+	join_free(&j);
 	rn_info(RN_SUB_NET, RN_PFX "RMA group of %d ranks on %s:%d (rank %d) connected", nranks,
 		g->dev->nic.ibdev, g->dev->nic.port, rank);
 	*out = g;
 	return 0;
 fail:
-	for (r = 0; r < npend; r++)
-		close(pend[r].fd);
-	free(pend);
-	free(peers);
+	join_free(&j);
 	coll_free(g);
 	return ret;
 }

@@ -62,17 +62,22 @@ int rn_route_probe_dst(const struct rn_host *host, const struct rn_nic *nic, str
 	return -ENOENT;
 }
 
-void rn_route_answer(const struct rn_host *host, const struct rn_nic *nic,
-		     struct rn_route_answer *out)
+/*
+ * The lookups the verdict judges, kept in @nic: for a would-be peer from our IP, as TCP
+ * and ARP see it (IPv4: no oif; IPv6 pins oif as the QP does), and with oif our netdev.
+ */
+static void route_answer(struct rn_host *host, struct rn_nic *nic)
 {
-	memset(out, 0, sizeof(*out));
-	if (!nic->ip.family || rn_route_probe_dst(host, nic, &out->dst)) {
-		memset(&out->dst, 0, sizeof(out->dst));
+	struct rn_route_answer *a = &nic->route;
+
+	memset(a, 0, sizeof(*a));
+	if (!nic->ip.family || rn_route_probe_dst(host, nic, &a->dst)) {
+		memset(&a->dst, 0, sizeof(a->dst));
 		return;
 	}
-	out->err = rn_nl.route_get(&out->dst, &nic->ip,
-				   nic->ip.family == AF_INET6 ? nic->ifindex : 0, &out->route);
-	out->oif_err = rn_nl.route_get(&out->dst, &nic->ip, nic->ifindex, &out->route_oif);
+	a->err = rn_host_route_get(host, &a->dst, &nic->ip,
+				   nic->ip.family == AF_INET6 ? nic->ifindex : 0, &a->route);
+	a->oif_err = rn_host_route_get(host, &a->dst, &nic->ip, nic->ifindex, &a->route_oif);
 }
 
 struct share {
@@ -765,29 +770,28 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
 }
 
 /*
- * The kernel's answer for @dst from our IP, as TCP (the handshake) and ARP requests
- * see it (no oif): does it leave our NIC, and if not, why. 1 when a finding was made.
+ * The kernel's answer @r (or @err) for @dst from our IP, as TCP (the handshake) and ARP
+ * requests see it (no oif): does it leave our NIC, and if not, why. 1 when a finding was
+ * made.
  */
 static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
-			struct rn_vars *v, int *wrong_dev)
+			int err, const struct rn_nl_route *r, struct rn_vars *v, int *wrong_dev)
 {
-	struct rn_nl_route r;
 	char buf[INET6_ADDRSTRLEN];
-	int ret, egress_ok;
+	int egress_ok;
 
 	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
-	ret = rn_host_route_get(host, dst, &nic->ip, 0, &r);
-	if (ret < 0) {
-		rn_vars_set(v, "err", "%s", strerror(-ret));
+	if (err < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-err));
 		rn_route_fix_vars(host, nic, v);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return 1;
 	}
-	egress_ok = r.type == RTN_LOCAL || r.oif == nic->ifindex;
-	rn_vars_set(v, "other_dev", "%s", egress_ok ? nic->netdev : link_name(host, r.oif));
-	rn_vars_set(v, "used_table", "%u", r.table);
+	egress_ok = r->type == RTN_LOCAL || r->oif == nic->ifindex;
+	rn_vars_set(v, "other_dev", "%s", egress_ok ? nic->netdev : link_name(host, r->oif));
+	rn_vars_set(v, "used_table", "%u", r->table);
 	if (!egress_ok)
-		*wrong_dev = r.oif;
+		*wrong_dev = r->oif;
 	if (nic->table == RN_TABLE_MAIN) {
 		if (egress_ok)
 			return 0;
@@ -795,7 +799,7 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 		rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 		return 1;
 	}
-	if (r.table == (uint32_t)nic->table) {
+	if (r->table == (uint32_t)nic->table) {
 		if (egress_ok)
 			return 0;
 		rule_fix(host, nic, v);
@@ -805,14 +809,14 @@ static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct r
 	}
 	/* Our rule exists, yet another table decided. */
 	if (table_has(host, (uint32_t)nic->table, dst, nic->ifindex)) {
-		if (shadow_vars(host, nic, r.table, v)) {
+		if (shadow_vars(host, nic, r->table, v)) {
 			add_lowered(nic, RN_CAUSE_RULE_SHADOWED, v, egress_ok);
 			return 1;
 		}
 		return 0;
 	}
 	rn_route_fix_vars(host, nic, v);
-	if (shadow_vars(host, nic, r.table, v) && rn_vars_get(v, "move_fix")[0])
+	if (shadow_vars(host, nic, r->table, v) && rn_vars_get(v, "move_fix")[0])
 		rn_vars_append(v, "route_fix", "; ", "%s", rn_vars_get(v, "move_fix"));
 	add_lowered(nic, RN_CAUSE_TABLE_NO_ROUTE, v, egress_ok);
 	return 1;
@@ -931,7 +935,10 @@ static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct 
 	have_gw = !rn_cfg_gateway(cfg->gateways, nic->netdev, nic->ip.family, &gw);
 	if (have_gw && rn_ip_in_prefix(&gw, &nic->ip, nic->prefixlen) &&
 	    nic->ip.family == AF_INET && !rn_ip_equal(&gw, &nic->ip)) {
-		if (judge_egress(host, nic, &gw, v, wrong_dev))
+		struct rn_nl_route r;
+
+		ret = rn_host_route_get(host, &gw, &nic->ip, 0, &r);
+		if (judge_egress(host, nic, &gw, ret, &r, v, wrong_dev))
 			return;
 	}
 	for (i = 0; (ret = rn_cfg_cidr_at(cfg->peer_subnets, i, &net, &len)) != -ENOENT; i++) {
@@ -1216,25 +1223,25 @@ static void wrong_nic(struct rn_host *host, struct rn_nic *nic, const struct rn_
 	rn_nic_add_finding(nic, RN_CAUSE_ROUTE_WRONG_NIC, v);
 }
 
-/* IPv6: the route to @dst judged as the QP's lookup sees it (oif = the GID's netdev). 1: found. */
-static int judge_egress6(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
-			 struct rn_vars *v)
+/*
+ * IPv6: the route to a would-be peer judged as the QP's lookup sees it (oif = the GID's
+ * netdev; @nic->route). 1: found.
+ */
+static int judge_egress6(struct rn_host *host, struct rn_nic *nic, struct rn_vars *v)
 {
+	const struct rn_nl_route *r = &nic->route.route;
 	char buf[INET6_ADDRSTRLEN];
-	struct rn_nl_route r;
-	int ret;
 
-	rn_vars_set(v, "dst", "%s", rn_ip_str(dst, buf, sizeof(buf)));
-	ret = rn_host_route_get(host, dst, &nic->ip, nic->ifindex, &r);
-	if (ret < 0) {
-		rn_vars_set(v, "err", "%s", strerror(-ret));
+	rn_vars_set(v, "dst", "%s", rn_ip_str(&nic->route.dst, buf, sizeof(buf)));
+	if (nic->route.err < 0) {
+		rn_vars_set(v, "err", "%s", strerror(-nic->route.err));
 		rn_route_fix_vars(host, nic, v);
 		rn_nic_add_finding(nic, RN_CAUSE_NO_ROUTE, v);
 		return 1;
 	}
-	if (r.type != RTN_LOCAL && r.oif != nic->ifindex) {
+	if (r->type != RTN_LOCAL && r->oif != nic->ifindex) {
 		/* oif is only a preference for IPv6: a more specific route wins */
-		wrong_nic(host, nic, &r, v);
+		wrong_nic(host, nic, r, v);
 		return 1;
 	}
 	return 0;
@@ -1303,12 +1310,13 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	struct share s;
 	struct rn_host_link *self = rn_host_link_by_index(host, nic->ifindex);
 	char ip[INET6_ADDRSTRLEN], net_s[INET6_ADDRSTRLEN + 8];
-	struct rn_ip dst;
 	int wrong_dev = 0, v4 = nic->ip.family == AF_INET, found;
 
 	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
 	rn_vars_set(&v, "ipf", "%s", ipf(nic));
+	/* asked first, whatever the checks before it find: a tool shows it (the ROUTE column) */
+	route_answer(host, nic);
 	if (check_link(nic, self, &v) || !nic->ip.family)
 		goto out;
 	rn_vars_set(&v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
@@ -1324,9 +1332,10 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	/* The table's own routes must name our NIC (its default route above all). */
 	found = check_table_devs(host, nic, cfg, &v);
 	/* The kernel's own answer for a peer in our subnet. */
-	if (!found && !rn_route_probe_dst(host, nic, &dst))
-		found = v4 ? judge_egress(host, nic, &dst, &v, &wrong_dev) :
-			     judge_egress6(host, nic, &dst, &v);
+	if (!found && nic->route.dst.family)
+		found = v4 ? judge_egress(host, nic, &nic->route.dst, nic->route.err,
+					  &nic->route.route, &v, &wrong_dev) :
+			     judge_egress6(host, nic, &v);
 	if (!found && v4)
 		found = check_main_gateways(host, nic, &v, &wrong_dev);
 	if (!found)

@@ -169,10 +169,6 @@ static const char *healthy_path_drop(const struct rn_ip *peer, char *buf, size_t
 }
 
 /* "[id]: message Fix: fix" of @f (each part where it runs), appended to @v's "diag". */
-static void diag_add(struct rn_vars *v, const char *sep, const struct rn_finding *f)
-{
-	rn_finding_append(v, "diag", sep, f, NULL);
-}
 
 /*
  * One WARN per comm: status, what the WR was, both ends, and the diagnosis, whole. A
@@ -355,19 +351,157 @@ static const char *vget(const struct rn_vars *v, const char *key)
 	return s ? s : "";
 }
 
+/*
+ * An error completion on a comm that can move (failover) moves it, unless the peer closed
+ * its side channel: it died, no move for that. Looked at without the FIN's grace
+ * (peer_gone): a move must not wait, and a dead peer fails it anyway. 1 when it moved.
+ */
+static int wc_moves(struct rn_comm *c, int k, const struct ibv_wc *wc)
+{
+	char why[160];
+
+	if (!c->fo || !(rn_failover_status(wc->status) ||
+			/* rxe fails what it sends meanwhile with a local error when its netdev is set down */
+			(c->mem[k].ev && rn_events_dev_err(c->mem[k].ev, c->mem[k].dev->nic.port))) ||
+	    (c->fd >= 0 && rn_oob_peer_alive(c->fd) == -ECONNRESET))
+		return 0;
+	snprintf(why, sizeof(why), "%s on a %s (vendor_err %u)",
+		 rn_wc_status_str(wc->status), wr_kind_str(RN_WR_KIND(wc->wr_id)),
+		 wc->vendor_err);
+	/* no pair left: said with every NIC's cause; the diagnosis follows as before */
+	return rn_failover_begin(c, -EREMOTEIO, why) != 0;
+}
+
+/* An error completion's diagnosis: the findings its WARN names, in order, and its words. */
+struct wc_diag {
+	struct rn_finding died, path, port, ctr;
+	const struct rn_finding *logged[4];
+	int nlog;
+	struct rn_vars v; /* diag, extra (what is no finding: hints), counters */
+};
+
+/* Finding @f named in the diagnosis after @sep. */
+static void note(struct wc_diag *d, const char *sep, const struct rn_finding *f)
+{
+	rn_finding_append(&d->v, "diag", sep, f, NULL);
+	d->logged[d->nlog++] = f;
+}
+
+/*
+ * Why @wc failed on @dev towards @peer, into @d: a dead peer first, then a port that went
+ * away (it explains whatever the route looks like now), the path, the counters.
+ */
+static void wc_diagnose(struct rn_comm *c, int k, const struct ibv_wc *wc,
+			const struct rn_dev *dev, const struct rn_peer_facts *peer,
+			struct wc_diag *d)
+{
+	char pip[512];
+	int ret, gone, has_port;
+	enum rn_cause cc;
+
+	gone = peer_gone(c);
+	has_port = port_cause(c, k, &d->port);
+	ret = rn_path_check.diagnose(&dev->nic, peer, &d->path);
+	cc = counters_cause(c, k, peer, 0, &d->ctr, &d->v);
+	rn_vars_set(&d->v, "diag", "%s", "diagnosis");
+	rn_vars_set(&d->v, "extra", "%s", "");
+	if (gone) {
+		struct rn_vars pv = RN_VARS_INIT;
+
+		rn_conn_vars(&dev->nic, peer, &pv);
+		rn_finding_render(&d->died, RN_CAUSE_PEER_DIED, &pv);
+		rn_vars_free(&pv);
+		note(d, " ", &d->died);
+		/* the peer may have died of this very path: say what it shows, too */
+		if (has_port) {
+			note(d, "; the path to it also shows ", &d->port);
+		} else if (ret == 0) {
+			note(d, "; the path to it also shows ", &d->path);
+		} else if (cc != RN_CAUSE_NONE) {
+			note(d, "; the counters also show ", &d->ctr);
+		/* Both ends see status 12 when RoCE is dropped between them, and the one that
+		 * reports second finds the other already gone: name the drop too. */
+		} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
+			rn_vars_set(&d->v, "extra", "if it failed first with this same status, %s",
+				    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
+		}
+	} else if (has_port) {
+		note(d, " ", &d->port);
+	} else if (ret == 0) {
+		note(d, " ", &d->path);
+	} else if (ret == -ENOENT && cc != RN_CAUSE_NONE) {
+		note(d, " ", &d->ctr);
+	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
+		rn_vars_set(&d->v, "diag", "diagnosis: the peer process may have died, or %s",
+			    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
+	} else if (ret == -ENOENT) {
+		rn_vars_set(&d->v, "diag", "diagnosis: the route and neighbour to the peer look "
+			    "healthy now");
+	} else {
+		rn_vars_set(&d->v, "diag", "diagnosis unavailable: %s", strerror(-ret));
+	}
+}
+
+/*
+ * The WARN of @wc with diagnosis @d and the figures behind it: one line when it fits,
+ * else the findings on lines of their own, whole, whatever their length.
+ */
+static void wc_warn(struct rn_comm *c, const struct ibv_wc *wc, const struct rn_dev *dev,
+		    const struct rn_peer_facts *peer, const struct wc_diag *d)
+{
+	const struct rn_vars *v = &d->v;
+	char lg[48], rg[48], pfx[256];
+	char *line = NULL;
+	size_t cn;
+	int n, i;
+
+	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
+	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
+		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
+		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
+		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
+		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
+		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
+		     rn_vars_get(v, "diag") ? rn_vars_get(v, "diag") : "diagnosis unavailable",
+		     vget(v, "extra")[0] ? "; " : "", vget(v, "extra"));
+	if (n < 0) {
+		line = NULL;
+		n = 0;
+	}
+	snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
+	/* the figures behind it, whatever was found: on the line when they fit */
+	cn = strlen(vget(v, "counters"));
+	if (line && n + cn + 2 <= 900) {
+		rn_warn(RN_SUB_NET, "%s; %s", line, vget(v, "counters"));
+	} else if (line && n <= 900) {
+		rn_warn(RN_SUB_NET, "%s", line);
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "counters"));
+	} else {
+		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
+			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
+			peer->host[0] ? peer->host : "unknown host",
+			rn_wc_status_str(wc->status), wc->status,
+			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
+			dev->nic.ibdev, dev->nic.port);
+		for (i = 0; i < d->nlog; i++)
+			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, d->logged[i]);
+		if (!d->nlog)
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(v, "diag") ?
+				rn_vars_get(v, "diag") : "diagnosis unavailable");
+		if (vget(v, "extra")[0])
+			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "extra"));
+		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "counters"));
+	}
+	free(line);
+}
+
 /* @wc came from member @k's CQ. */
 static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
-	char lg[48], rg[48], pfx[256], pip[512];
-	struct rn_finding f = { 0 }, path = { 0 }, port = { 0 }, ctr = { 0 };
-	const struct rn_finding *logged[4];
-	struct rn_vars v = RN_VARS_INIT;
-	const struct rn_dev *dev = c->mem[0].dev;
 	const struct rn_peer_facts *peer = &c->rpeer[0];
-	char *line = NULL;
-	int ret, gone, n, q, i, nlog = 0, has_port;
-	size_t cn;
-	enum rn_cause cc;
+	struct wc_diag d = { 0 };
+	const struct rn_dev *dev;
+	int q;
 
 	if (c->err) /* the first error explains; flushes after it are its echo */
 		return;
@@ -376,23 +510,8 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		return;
 	if (c->moving)
 		return; /* the old pair's flushes: the move under way answers them */
-	/*
-	 * A peer that closed its side channel died: no move for that. Looked at without the
-	 * FIN's grace (peer_gone): a move must not wait, and a dead peer fails it anyway.
-	 */
-	if (c->fo && (rn_failover_status(wc->status) ||
-		      /* rxe fails what it sends meanwhile with a local error when its netdev is set down */
-		      (c->mem[k].ev && rn_events_dev_err(c->mem[k].ev, c->mem[k].dev->nic.port))) &&
-	    (c->fd < 0 || rn_oob_peer_alive(c->fd) != -ECONNRESET)) {
-		char why[160];
-
-		snprintf(why, sizeof(why), "%s on a %s (vendor_err %u)",
-			 rn_wc_status_str(wc->status), wr_kind_str(RN_WR_KIND(wc->wr_id)),
-			 wc->vendor_err);
-		if (rn_failover_begin(c, -EREMOTEIO, why))
-			return;
-		/* no pair left: said with every NIC's cause; the diagnosis follows as before */
-	}
+	if (wc_moves(c, k, wc))
+		return;
 	c->wc_status = (int)wc->status;
 	comm_fail(c, -EREMOTEIO);
 	/* a vNIC's failing QP names its own pair of NICs */
@@ -400,102 +519,16 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	q = qp_index(c, k, wc->qp_num);
 	if (q >= 0)
 		peer = &c->rpeer[c->qp_rmem[q]];
-	gone = peer_gone(c);
-	has_port = port_cause(c, k, &port);
-	ret = rn_path_check.diagnose(&dev->nic, peer, &path);
-	cc = counters_cause(c, k, peer, 0, &ctr, &v);
-	rn_vars_set(&v, "diag", "%s", "diagnosis");
-	rn_vars_set(&v, "extra", "%s", ""); /* what is no finding: hints, the figures */
-	if (gone) {
-		struct rn_vars pv = RN_VARS_INIT;
-
-		rn_conn_vars(&dev->nic, peer, &pv);
-		rn_finding_render(&f, RN_CAUSE_PEER_DIED, &pv);
-		rn_vars_free(&pv);
-		diag_add(&v, " ", &f);
-		logged[nlog++] = &f;
-		/* the peer may have died of this very path: say what it shows, too */
-		if (has_port) {
-			diag_add(&v, "; the path to it also shows ", &port);
-			logged[nlog++] = &port;
-		} else if (ret == 0) {
-			diag_add(&v, "; the path to it also shows ", &path);
-			logged[nlog++] = &path;
-		} else if (cc != RN_CAUSE_NONE) {
-			diag_add(&v, "; the counters also show ", &ctr);
-			logged[nlog++] = &ctr;
-		/* Both ends see status 12 when RoCE is dropped between them, and the one that
-		 * reports second finds the other already gone: name the drop too. */
-		} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-			rn_vars_set(&v, "extra", "if it failed first with this same status, %s",
-				    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
-		}
-	} else if (has_port) {
-		/* a port that went away explains whatever the route looks like now */
-		diag_add(&v, " ", &port);
-		logged[nlog++] = &port;
-	} else if (ret == 0) {
-		diag_add(&v, " ", &path);
-		logged[nlog++] = &path;
-	} else if (ret == -ENOENT && cc != RN_CAUSE_NONE) {
-		diag_add(&v, " ", &ctr);
-		logged[nlog++] = &ctr;
-	} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
-		rn_vars_set(&v, "diag", "diagnosis: the peer process may have died, or %s",
-			    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
-	} else if (ret == -ENOENT) {
-		rn_vars_set(&v, "diag", "diagnosis: the route and neighbour to the peer look "
-			    "healthy now");
-	} else {
-		rn_vars_set(&v, "diag", "diagnosis unavailable: %s", strerror(-ret));
-	}
-	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
-	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
-		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
-		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
-		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
-		     rn_gid_str(&peer->gid, rg, sizeof(rg)), dev->nic.ibdev, dev->nic.port,
-		     rn_vars_get(&v, "diag") ? rn_vars_get(&v, "diag") : "diagnosis unavailable",
-		     vget(&v, "extra")[0] ? "; " : "", vget(&v, "extra"));
-	if (n < 0) {
-		line = NULL;
-		n = 0;
-	}
-	snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for peer %s", c->peer_str);
-	/* the figures behind it, whatever was found: on the line when they fit */
-	cn = strlen(vget(&v, "counters"));
-	if (line && n + cn + 2 <= 900) {
-		rn_warn(RN_SUB_NET, "%s; %s", line, vget(&v, "counters"));
-	} else if (line && n <= 900) {
-		rn_warn(RN_SUB_NET, "%s", line);
-		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
-	} else {
-		/* the findings on lines of their own: whole, whatever their length */
-		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
-			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
-			peer->host[0] ? peer->host : "unknown host",
-			rn_wc_status_str(wc->status), wc->status,
-			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
-			dev->nic.ibdev, dev->nic.port);
-		for (i = 0; i < nlog; i++)
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, logged[i]);
-		if (!nlog)
-			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&v, "diag") ?
-				rn_vars_get(&v, "diag") : "diagnosis unavailable");
-		if (vget(&v, "extra")[0])
-			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "extra"));
-		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(&v, "counters"));
-	}
+	wc_diagnose(c, k, wc, dev, peer, &d);
+	wc_warn(c, wc, dev, peer, &d);
 	/* the journal's cause: the first finding the WARN named */
-	journal(c, k, peer, nlog ? logged[0]->cause : RN_CAUSE_NONE, rn_wc_status_str(wc->status),
-		vget(&v, "counters"));
-	free(line);
-	rn_vars_free(&v);
-	rn_finding_clear(&f);
-	rn_finding_clear(&path);
-	rn_finding_clear(&port);
-	rn_finding_clear(&ctr);
+	journal(c, k, peer, d.nlog ? d.logged[0]->cause : RN_CAUSE_NONE,
+		rn_wc_status_str(wc->status), vget(&d.v, "counters"));
+	rn_vars_free(&d.v);
+	rn_finding_clear(&d.died);
+	rn_finding_clear(&d.path);
+	rn_finding_clear(&d.port);
+	rn_finding_clear(&d.ctr);
 }
 
 /*
@@ -777,6 +810,156 @@ static int cts_post(struct rn_recv_comm *rc, int q, uint64_t laddr, uint32_t len
 	return 0;
 }
 
+/*
+ * Member @k's port has been down longer than the QPs' retry budget: the comm fails with
+ * the diagnosis and the port's figures (a busy comm would have failed through its
+ * completions by now).
+ */
+static void port_down_fail(struct rn_comm *c, int k, uint64_t down)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_finding f = { 0 };
+	enum rn_cause cause;
+	char pfx[160];
+
+	rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
+		"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
+		"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
+		dev->nic.ibdev, dev->nic.port,
+		(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
+		c->eng->cfg.retry_cnt, c->peer_str, c->rpeer[0].host);
+	if (!port_cause(c, k, &f)) {
+		struct rn_vars v = RN_VARS_INIT;
+
+		rn_conn_vars(&dev->nic, &c->rpeer[k % c->rmem], &v);
+		rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
+		rn_vars_free(&v);
+	}
+	snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	cause = f.cause;
+	rn_finding_clear(&f);
+	/* the figures: link downs, lost carriers, what was sent meanwhile */
+	counters_warn(c, k, &c->rpeer[k % c->rmem], 1, 0, pfx, cause, "port-down");
+	comm_fail(c, -ENETDOWN);
+}
+
+/*
+ * Member @k's GID, when an address event says it may be gone or its periodic check is
+ * due: a comm that can move moves, else it fails by name (its QPs still name the GID the
+ * kernel took away). 1 when the comm moved: slow_checks ends.
+ */
+static int gid_check(struct rn_comm *c, int k)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_finding f = { 0 };
+	char pfx[256];
+
+	if (!gid_gone(c, k, &f))
+		return 0;
+	if (c->fo || c->vf) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "[%s] %s", rn_cause_id(f.cause),
+			 f.msg ? f.msg : "its address left the GID table");
+		if (c->vf ? rn_vfail_member(c, k, why) :
+		    rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
+			rn_finding_clear(&f);
+			return 1;
+		}
+	}
+	snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
+		 dev->nic.port, c->peer_str, c->rpeer[0].host);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	journal(c, k, &c->rpeer[k % c->rmem], f.cause, "gid-gone", NULL);
+	rn_finding_clear(&f);
+	comm_fail(c, -EADDRNOTAVAIL);
+	return 0;
+}
+
+/*
+ * Member NIC @k: one that is down or dead fails the comm, or moves it when it can (a
+ * failover pair, a vNIC's other members). 1 when the comm moved: slow_checks ends.
+ */
+static int member_check(struct rn_comm *c, int k, uint64_t now, int gid_due)
+{
+	const struct rn_dev *dev = c->mem[k].dev;
+	struct rn_evdev *ev = c->mem[k].ev;
+	uint64_t down;
+
+	if (!ev || (c->vf && rn_vfail_member_out(c, k)))
+		return 0; /* a vNIC's member out: the comm went on without it */
+	down = rn_events_port_down_ns(ev, dev->nic.port, now);
+	if ((c->fo || c->vf) && !c->err && (rn_events_dev_fatal(ev) || down)) {
+		char why[96];
+
+		/* a pair to move to: no waiting for the port to come back */
+		snprintf(why, sizeof(why), "%s", rn_events_dev_fatal(ev) ?
+			 "device fatal error" : "port down");
+		if (c->vf ? rn_vfail_member(c, k, why) :
+		    rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why))
+			return !c->vf; /* a vNIC's other members may be down too */
+	}
+	if (rn_events_dev_fatal(ev) && !c->err) {
+		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
+			"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
+			c->rpeer[0].host);
+		journal(c, k, &c->rpeer[k % c->rmem], RN_CAUSE_NONE, "device-fatal", NULL);
+		comm_fail(c, -EIO);
+	} else if (down > c->port_grace_ns && !c->err) {
+		port_down_fail(c, k, down);
+	} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
+		return gid_check(c, k);
+	}
+	return 0;
+}
+
+/*
+ * The side channel after a move: it left from the failed NIC's address and TCP gave up on
+ * it. That is the path, not the peer: a dead peer is still told by the QPs.
+ */
+static void side_channel_check(struct rn_comm *c)
+{
+	if (c->fd < 0 || c->err || !((c->fo && c->fo->moves) || rn_vfail_moved(c)) ||
+	    rn_oob_peer_alive(c->fd) != -ETIMEDOUT)
+		return;
+	rn_info(RN_SUB_NET, RN_PFX "comm with %s: the side channel over the failed NIC "
+		"timed out; the peer's death is now seen through the QPs only", c->peer_str);
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* A peer that closed its side channel fails the comm, but only while we wait for it. */
+static void peer_closed_check(struct rn_comm *c)
+{
+	struct rn_vars v = RN_VARS_INIT;
+	struct rn_finding f = { 0 };
+	int waiting = c->outstanding > 0;
+	char pfx[256];
+
+	if (c->fd < 0 || c->err || !rn_oob_peer_alive(c->fd))
+		return;
+	if (c->role == RN_ROLE_RECV) {
+		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+		int i;
+
+		for (i = 0; i < RN_SLOTS && !waiting; i++)
+			waiting = rc->reqs[i].type == RN_REQ_RECV && !rc->reqs[i].done;
+	} else {
+		waiting = c->want_cts; /* no CTS will come from a closed peer */
+	}
+	if (!waiting)
+		return;
+	rn_conn_vars(&c->mem[0].dev->nic, &c->rpeer[0], &v);
+	rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
+	snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending", c->peer_str);
+	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
+	journal(c, 0, &c->rpeer[0], RN_CAUSE_PEER_DIED, "peer-closed", NULL);
+	rn_vars_free(&v);
+	rn_finding_clear(&f);
+	comm_fail(c, -ECONNRESET);
+}
+
 /* The checks that cost a system call, only when the comm is idle. */
 static void slow_checks(struct rn_comm *c, uint64_t now)
 {
@@ -787,129 +970,14 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	gid_due = now - c->gid_check_ns > RN_GID_CHECK_NS;
 	if (gid_due)
 		c->gid_check_ns = now;
-	/* every member NIC: one that is down or dead fails the vNIC's comm */
-	for (k = 0; k < c->nmem; k++) {
-		const struct rn_dev *dev = c->mem[k].dev;
-		struct rn_evdev *ev = c->mem[k].ev;
-		enum rn_cause cause;
-		uint64_t down;
-
-		if (!ev || (c->vf && rn_vfail_member_out(c, k)))
-			continue; /* a vNIC's member out: the comm went on without it */
-		down = rn_events_port_down_ns(ev, dev->nic.port, now);
-		if ((c->fo || c->vf) && !c->err && (rn_events_dev_fatal(ev) || down)) {
-			char why[96];
-
-			/* a pair to move to: no waiting for the port to come back */
-			snprintf(why, sizeof(why), "%s", rn_events_dev_fatal(ev) ?
-				 "device fatal error" : "port down");
-			if (c->vf ? rn_vfail_member(c, k, why) :
-			    rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why)) {
-				if (c->vf)
-					continue; /* its other members may be down too */
-				return;
-			}
-		}
-		if (rn_events_dev_fatal(ev) && !c->err) {
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
-				"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
-				c->rpeer[0].host);
-			journal(c, k, &c->rpeer[k % c->rmem], RN_CAUSE_NONE, "device-fatal", NULL);
-			comm_fail(c, -EIO);
-		} else if (down > c->port_grace_ns && !c->err) {
-			struct rn_finding f = { 0 };
-			char pfx[160];
-
-			/* a busy comm would have failed through its completions by now */
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
-				"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
-				"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
-				dev->nic.ibdev, dev->nic.port,
-				(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
-				c->eng->cfg.retry_cnt, c->peer_str, c->rpeer[0].host);
-			if (!port_cause(c, k, &f)) {
-				struct rn_vars v = RN_VARS_INIT;
-
-				rn_conn_vars(&dev->nic, &c->rpeer[k % c->rmem], &v);
-				rn_finding_render(&f, RN_CAUSE_LINK_DOWN, &v);
-				rn_vars_free(&v);
-			}
-			snprintf(pfx, sizeof(pfx), RN_PFX "diagnosis for %s", c->peer_str);
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-			cause = f.cause;
-			rn_finding_clear(&f);
-			/* the figures: link downs, lost carriers, what was sent meanwhile */
-			counters_warn(c, k, &c->rpeer[k % c->rmem], 1, 0, pfx, cause, "port-down");
-			comm_fail(c, -ENETDOWN);
-		} else if (!c->err && (rn_events_gid_gone(ev, dev->nic.port, NULL) || gid_due)) {
-			struct rn_finding f = { 0 };
-			char pfx[256];
-
-			if (!gid_gone(c, k, &f))
-				continue;
-			if (c->fo || c->vf) {
-				char why[200];
-
-				snprintf(why, sizeof(why), "[%s] %s", rn_cause_id(f.cause),
-					 f.msg ? f.msg : "its address left the GID table");
-				if (c->vf ? rn_vfail_member(c, k, why) :
-				    rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
-					rn_finding_clear(&f);
-					return;
-				}
-			}
-			/* its QPs still name the GID the kernel took away: fail it by name */
-			snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: comm with %s (%s) fails", dev->nic.ibdev,
-				 dev->nic.port, c->peer_str, c->rpeer[0].host);
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-			journal(c, k, &c->rpeer[k % c->rmem], f.cause, "gid-gone", NULL);
-			rn_finding_clear(&f);
-			comm_fail(c, -EADDRNOTAVAIL);
-		}
-	}
+	for (k = 0; k < c->nmem; k++)
+		if (member_check(c, k, now, gid_due))
+			return;
 	ret = __atomic_load_n(&c->async_err, __ATOMIC_ACQUIRE);
 	if (ret && !c->err)
 		comm_fail(c, ret);
-	if (c->fd >= 0 && !c->err && ((c->fo && c->fo->moves) || rn_vfail_moved(c)) &&
-	    rn_oob_peer_alive(c->fd) == -ETIMEDOUT) {
-		/*
-		 * The side channel left from the failed NIC's address and TCP gave up on it:
-		 * that is the path, not the peer. A dead peer is still told by the QPs.
-		 */
-		rn_info(RN_SUB_NET, RN_PFX "comm with %s: the side channel over the failed NIC "
-			"timed out; the peer's death is now seen through the QPs only", c->peer_str);
-		close(c->fd);
-		c->fd = -1;
-	}
-	if (c->fd >= 0 && !c->err && rn_oob_peer_alive(c->fd)) {
-		/* a closed peer only matters while we wait for it */
-		int waiting = c->outstanding > 0;
-
-		if (c->role == RN_ROLE_RECV) {
-			struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
-			int i;
-
-			for (i = 0; i < RN_SLOTS && !waiting; i++)
-				waiting = rc->reqs[i].type == RN_REQ_RECV && !rc->reqs[i].done;
-		} else {
-			waiting = c->want_cts; /* no CTS will come from a closed peer */
-		}
-		if (waiting) {
-			struct rn_vars v = RN_VARS_INIT;
-			struct rn_finding f = { 0 };
-			char pfx[256];
-
-			rn_conn_vars(&c->mem[0].dev->nic, &c->rpeer[0], &v);
-			rn_finding_render(&f, RN_CAUSE_PEER_DIED, &v);
-			snprintf(pfx, sizeof(pfx), RN_PFX "comm with %s failed with work pending",
-				 c->peer_str);
-			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
-			journal(c, 0, &c->rpeer[0], RN_CAUSE_PEER_DIED, "peer-closed", NULL);
-			rn_vars_free(&v);
-			rn_finding_clear(&f);
-			comm_fail(c, -ECONNRESET);
-		}
-	}
+	side_channel_check(c);
+	peer_closed_check(c);
 	if (c->vf)
 		rn_vfail_tick(c, now);
 	qp_watchdog(c, now);

@@ -47,8 +47,6 @@ struct rn_doctor_nic {
 	struct rn_sysctls sys_eff;   /* combined with conf/all */
 	int rule_prio;               /* the 'from <ip>' rule in force, -1 none */
 	uint32_t rule_table;
-	/* The kernel's own answer for a would-be peer in the subnet, without and with oif. */
-	struct rn_route_answer rt;
 	/* What the metrics export: the link's history, the RDMA port's counters by name. */
 	struct rn_flap_facts flap;   /* -1 each: unread */
 	struct rn_ctr_named *ctr;    /* owned, NULL: none (netdev-only, or unread) */

@@ -437,7 +437,8 @@ static void usage(FILE *f)
 		"run (usage, facts unreadable, scontrol failed or timed out; node untouched).\n");
 }
 
-int rn_doctor_health(int argc, char **argv)
+/* health's options into @d and @h: 0 go on, 1 done (--help printed), -1 a bad one (said). */
+static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_health *h)
 {
 	static const struct option opts[] = {
 		{ "netdev", required_argument, NULL, 'n' },
@@ -450,6 +451,65 @@ int rn_doctor_health(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:N:t:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (rn_doctor_set_netdevs(d, optarg) < 0)
+				return -1;
+			break;
+		case 'N':
+			if (!*optarg || strchr(optarg, ' ')) {
+				rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+					     "--node: bad node name '%s'", optarg);
+				return -1;
+			}
+			h->node = optarg;
+			break;
+		case 'D':
+			h->drain = 0;
+			break;
+		case 't':
+			if (rn_cli_int(optarg, 1, 3600, &h->timeout_s)) {
+				rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+					     "--timeout: '%s' is not a number in 1..3600", optarg);
+				return -1;
+			}
+			break;
+		case 'S':
+			h->scontrol = optarg;
+			break;
+		case 'J':
+			if (rn_cli_int(optarg, 0, 30 * 86400, &h->journal_s)) {
+				rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--journal-window: '%s' "
+					     "is not a number of seconds in 0..2592000", optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			h->verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "unexpected argument '%s' (health takes "
+			     "none)", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+int rn_doctor_health(int argc, char **argv)
+{
 	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20,
 				.journal_s = 900 };
 	const struct rn_journal_hit *here;
@@ -463,56 +523,9 @@ int rn_doctor_health(int argc, char **argv)
 	if (!d)
 		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "out of memory");
 	d->out = stdout;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:N:t:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (rn_doctor_set_netdevs(d, optarg) < 0)
-				goto out;
-			break;
-		case 'N':
-			if (!*optarg || strchr(optarg, ' ')) {
-				rn_cli_error(PROG, NULL, rc, "--node: bad node name '%s'", optarg);
-				goto out;
-			}
-			h.node = optarg;
-			break;
-		case 'D':
-			h.drain = 0;
-			break;
-		case 't':
-			if (rn_cli_int(optarg, 1, 3600, &h.timeout_s)) {
-				rn_cli_error(PROG, NULL, rc, "--timeout: '%s' is not a number in 1..3600",
-					     optarg);
-				goto out;
-			}
-			break;
-		case 'S':
-			h.scontrol = optarg;
-			break;
-		case 'J':
-			if (rn_cli_int(optarg, 0, 30 * 86400, &h.journal_s)) {
-				rn_cli_error(PROG, NULL, rc, "--journal-window: '%s' is not a number "
-					     "of seconds in 0..2592000", optarg);
-				goto out;
-			}
-			break;
-		case 'v':
-			h.verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = RN_DOCTOR_OK;
-			goto out;
-		default:
-			rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		rn_cli_error(PROG, NULL, rc, "unexpected argument '%s' (health takes none)",
-			     argv[optind]);
+	c = health_args(argc, argv, d, &h);
+	if (c) {
+		rc = c > 0 ? RN_DOCTOR_OK : RN_DOCTOR_ERROR;
 		goto out;
 	}
 	if (gethostname(host, sizeof(host) - 1))

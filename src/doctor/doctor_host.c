@@ -50,14 +50,14 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 {
 	char dev[IF_NAMESIZE + 8], t[16];
 
-	if (!dn->rt.dst.family)
+	if (!dn->nic.route.dst.family)
 		snprintf(buf, len, "-");
-	else if (dn->rt.err)
-		snprintf(buf, len, "%s", strerror(-dn->rt.err));
+	else if (dn->nic.route.err)
+		snprintf(buf, len, "%s", strerror(-dn->nic.route.err));
 	else
-		snprintf(buf, len, "%s%s (%s)", dn->rt.route.oif == dn->nic.ifindex ? "" : "-> ",
-			 link_name(d, dn->rt.route.oif, dev, sizeof(dev)),
-			 table_str(dn->rt.route.table, t, sizeof(t)));
+		snprintf(buf, len, "%s%s (%s)", dn->nic.route.route.oif == dn->nic.ifindex ? "" : "-> ",
+			 link_name(d, dn->nic.route.route.oif, dev, sizeof(dev)),
+			 table_str(dn->nic.route.route.table, t, sizeof(t)));
 	return buf;
 }
 
@@ -439,18 +439,18 @@ static void print_host(struct rn_doctor *d)
 		const struct rn_doctor_nic *dn = &d->nics[i];
 		char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
 
-		if (!dn->rt.dst.family)
+		if (!dn->nic.route.dst.family)
 			continue;
 		if (!i)
 			fprintf(f, "route get (the kernel's answer for a peer in the subnet):\n");
-		fprintf(f, "  %s from %s:", rn_ip_str(&dn->rt.dst, a, sizeof(a)),
+		fprintf(f, "  %s from %s:", rn_ip_str(&dn->nic.route.dst, a, sizeof(a)),
 			rn_ip_str(&dn->nic.ip, b, sizeof(b)));
 		fprintf(f, " %s", route_str(d, dn, rt, sizeof(rt)));
-		if (dn->rt.oif_err)
-			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->rt.oif_err));
+		if (dn->nic.route.oif_err)
+			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->nic.route.oif_err));
 		else
 			fprintf(f, "; oif %s: table %s\n", dn->nic.netdev,
-				table_str(dn->rt.route_oif.table, tb, sizeof(tb)));
+				table_str(dn->nic.route.route_oif.table, tb, sizeof(tb)));
 	}
 
 	fprintf(f, "\n");
@@ -551,11 +551,11 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 	rn_json_sysctls(j, "dev", &dn->sys_dev);
 	rn_json_sysctls(j, "effective", &dn->sys_eff);
 	rn_json_close(j, '}');
-	if (dn->rt.dst.family) {
+	if (dn->nic.route.dst.family) {
 		rn_json_obj(j, "route");
-		rn_json_str(j, "dst", rn_ip_str(&dn->rt.dst, b, sizeof(b)));
-		json_route(d, j, "lookup", dn->rt.err, &dn->rt.route);
-		json_route(d, j, "lookup_oif", dn->rt.oif_err, &dn->rt.route_oif);
+		rn_json_str(j, "dst", rn_ip_str(&dn->nic.route.dst, b, sizeof(b)));
+		json_route(d, j, "lookup", dn->nic.route.err, &dn->nic.route.route);
+		json_route(d, j, "lookup_oif", dn->nic.route.oif_err, &dn->nic.route.route_oif);
 		rn_json_close(j, '}');
 	} else {
 		rn_json_null(j, "route");

@@ -61,6 +61,36 @@ static int is_vf(const struct rn_nic *nic)
 	return !rn_sys.realpath(path, buf, sizeof(buf));
 }
 
+static int has_lower(const char *name, void *arg)
+{
+	if (strncmp(name, "lower_", 6))
+		return 0;
+	*(int *)arg = 1;
+	return 1;
+}
+
+/*
+ * The ifindex of the link under @netdev where that link is in another network namespace
+ * (a macvlan or VF of the node given to this pod), else 0. iflink names the lower link
+ * of a stacked device; sysfs shows it as lower_<name> only when both are in one
+ * namespace (a VLAN of the node's own NIC).
+ */
+static long foreign_lower(const char *netdev)
+{
+	long ifindex, iflink;
+	char path[PATH_MAX];
+	int lower = 0;
+
+	if (rn_sys_read_long(&ifindex, "/sys/class/net/%s/ifindex", netdev) ||
+	    rn_sys_read_long(&iflink, "/sys/class/net/%s/iflink", netdev) || iflink == ifindex ||
+	    iflink <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s", netdev);
+	/* unreadable: taken as foreign, so no pod's own link is ever named its own master */
+	rn_sys.list(path, has_lower, &lower);
+	return lower ? 0 : iflink;
+}
+
 /* The CNI chain (a conflist) for @dn, as one line of JSON: it goes into spec.config. */
 static char *cni_config(const struct rn_doctor_nic *dn, const char *name)
 {
@@ -78,6 +108,12 @@ static char *cni_config(const struct rn_doctor_nic *dn, const char *name)
 		snprintf(master, sizeof(master), "%s", nic->port_netdev);
 	else
 		node_netdev(nic, master, sizeof(master));
+	/*
+	 * A pod's own RDMA device (rdma link add in the pod, a VF's) sits on the pod's own
+	 * interface, whose master is the node's link under it: not nameable from here.
+	 */
+	if (master[0] && !strcmp(master, nic->netdev) && foreign_lower(nic->netdev))
+		master[0] = '\0';
 	/* run in the node's namespace (the NIC is the port's netdev): pods get other addresses */
 	in_node = master[0] && !strcmp(master, nic->netdev);
 	rn_ip_str(&nic->ip, ip, sizeof(ip));
@@ -109,9 +145,45 @@ static char *cni_config(const struct rn_doctor_nic *dn, const char *name)
 	return buf;
 }
 
-static int cni_nic(const struct rn_doctor_nic *dn)
+/* A DNS-1123 name: net1.100 -> roce-net1-100 */
+static void nad_name(const char *netdev, char *name, size_t len)
+{
+	int k;
+
+	snprintf(name, len, "roce-%s", netdev);
+	for (k = 0; name[k]; k++)
+		if (name[k] == '.' || name[k] == '_')
+			name[k] = '-';
+}
+
+static int cni_usable(const struct rn_doctor_nic *dn)
 {
 	return dn->dev && !dn->err && dn->nic.ip.family == AF_INET;
+}
+
+/*
+ * One NAD an interface: in rdma's shared netns mode a pod with a device of its own on
+ * net1 also sees the node's device through net1's GID. The pod's own (its port's netdev
+ * is net1, here) is the one a pod is given; else the first.
+ */
+static int cni_nic(const struct rn_doctor *d, int i)
+{
+	const struct rn_doctor_nic *dn = &d->nics[i];
+	int k;
+
+	if (!cni_usable(dn))
+		return 0;
+	for (k = 0; k < d->nnics; k++) {
+		const struct rn_doctor_nic *o = &d->nics[k];
+
+		if (k == i || !cni_usable(o) || strcmp(o->nic.netdev, dn->nic.netdev))
+			continue;
+		if (!o->nic.port_netdev[0] && dn->nic.port_netdev[0])
+			return 0; /* the other is this interface's own device */
+		if (k < i && !o->nic.port_netdev[0] == !dn->nic.port_netdev[0])
+			return 0; /* alike: the first */
+	}
+	return 1;
 }
 
 /* The fixes' commands, each once, without their "# or ..." tails: a pod with NET_ADMIN. */
@@ -143,7 +215,7 @@ static void net_admin(const struct rn_doctor *d)
 		}
 	fprintf(stderr, "# or all at once, where the image has it: roce-policy-routing");
 	for (i = 0; i < d->nnics; i++)
-		if (cni_nic(&d->nics[i]))
+		if (cni_nic(d, i))
 			fprintf(stderr, " %s", d->nics[i].nic.netdev);
 	fprintf(stderr, "\n");
 	rn_vars_free(&v);
@@ -185,7 +257,7 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 	if (gather_err)
 		return RN_DOCTOR_ERROR;
 	for (i = 0; i < d->nnics; i++)
-		n += cni_nic(&d->nics[i]);
+		n += cni_nic(d, i);
 	if (!n)
 		return cni_none(d);
 	n = 0;
@@ -198,12 +270,9 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 		const struct rn_doctor_nic *dn = &d->nics[i];
 		char *conf;
 
-		if (!cni_nic(dn))
+		if (!cni_nic(d, i))
 			continue;
-		snprintf(name, sizeof(name), "roce-%s", dn->nic.netdev);
-		for (k = 0; name[k]; k++) /* a DNS-1123 name: net1.100 -> roce-net1-100 */
-			if (name[k] == '.' || name[k] == '_')
-				name[k] = '-';
+		nad_name(dn->nic.netdev, name, sizeof(name));
 		conf = cni_config(dn, name);
 		if (!conf)
 			return rn_doctor_err(d, "--cni: out of memory");
@@ -232,13 +301,26 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 	fprintf(stderr, "# kubectl apply -f <stdout>; then the pod's annotation:\n"
 		"#   k8s.v1.cni.cncf.io/networks: '[");
 	for (i = 0, k = 0; i < d->nnics; i++)
-		if (cni_nic(&d->nics[i])) {
-			snprintf(name, sizeof(name), "roce-%s", d->nics[i].nic.netdev);
+		if (cni_nic(d, i)) {
+			nad_name(d->nics[i].nic.netdev, name, sizeof(name));
 			fprintf(stderr, "%s{\"name\":\"%s\",\"interface\":\"%s\"}", k++ ? "," : "",
 				name, d->nics[i].nic.netdev);
 		}
 	fprintf(stderr, "]'\n# IPAM: each NIC's address now (static); a NAD that many pods "
 		"share keeps its own IPAM (whereabouts, per-node host-local ranges)\n");
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_nic *nic = &d->nics[i].nic;
+		long lower;
+
+		if (!cni_nic(d, i) || nic->port_netdev[0] || is_vf(nic) ||
+		    !(lower = foreign_lower(nic->netdev)))
+			continue;
+		nad_name(nic->netdev, name, sizeof(name));
+		fprintf(stderr, "# %s: %s is this pod's own interface (%s is on it) over the "
+			"node's link %ld, in another network namespace: put that link's name as "
+			"the macvlan's \"master\" (on the node: ip -o link show | grep '^%ld:')\n",
+			name, nic->netdev, nic->ibdev, lower, lower);
+	}
 	if (problems)
 		net_admin(d);
 	return problems ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;

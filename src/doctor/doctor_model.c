@@ -34,8 +34,6 @@ static void explain(struct rn_doctor *d, struct rn_doctor_nic *dn)
 		dn->rule_prio = (int)r->priority;
 		dn->rule_table = r->table;
 	}
-	/* the lookups the verdict judges, asked by the library (the doctor has no netlink) */
-	rn_route_answer(d->host, &dn->nic, &dn->rt);
 }
 
 void rn_doctor_nic_counters(struct rn_doctor_nic *dn)
@@ -82,6 +80,44 @@ static int dev_assessed_as(struct rn_doctor *d, const struct rn_config *cfg, con
 		rn_nic_cleanup(&n);
 	}
 	return d->ndevs;
+}
+
+/* Remove d->nics[i] (its findings and counters freed). */
+static void nic_drop(struct rn_doctor *d, int i)
+{
+	struct rn_doctor_nic *dn = &d->nics[i];
+
+	rn_nic_cleanup(&dn->nic);
+	free(dn->ctr);
+	memmove(dn, dn + 1, (size_t)(d->nnics - i - 1) * sizeof(*dn));
+	memset(&d->nics[--d->nnics], 0, sizeof(*dn));
+}
+
+/*
+ * As the plugin (engine.c): a node's device seen from a pod through an interface that has
+ * an RDMA device of its own is not the pod's; it goes to the skipped list, saying why.
+ */
+static void leave_shadowed(struct rn_doctor *d)
+{
+	const struct rn_nic *nics[RN_DOCTOR_MAX_NICS];
+	int i, k, drop[RN_DOCTOR_MAX_NICS] = { 0 };
+
+	for (i = 0; i < d->nnics; i++)
+		nics[i] = &d->nics[i].nic;
+	for (i = 0; i < d->nnics; i++) {
+		size_t len = strlen(d->skipped);
+
+		k = d->nics[i].err ? -1 : rn_nic_own_device(nics, d->nnics, i);
+		if (k < 0 || d->nics[k].err)
+			continue;
+		drop[i] = 1;
+		snprintf(d->skipped + len, sizeof(d->skipped) - len, "%s%s:%d (%s has an RDMA "
+			 "device of its own: %s:%d)", len ? ", " : "", nics[i]->ibdev,
+			 nics[i]->port, nics[i]->netdev, nics[k]->ibdev, nics[k]->port);
+	}
+	for (i = d->nnics - 1; i >= 0; i--)
+		if (drop[i])
+			nic_drop(d, i);
 }
 
 int rn_doctor_gather(struct rn_doctor *d)
@@ -161,9 +197,7 @@ int rn_doctor_gather(struct rn_doctor *d)
 			snprintf(d->skipped + len, sizeof(d->skipped) - len, "%s%s:%d (no netdev "
 				 "of this network namespace on it)", len ? ", " : "",
 				 dn->nic.ibdev, dn->nic.port);
-			rn_nic_cleanup(&dn->nic);
-			memmove(dn, dn + 1, (size_t)(d->nnics - i - 1) * sizeof(*dn));
-			memset(&d->nics[--d->nnics], 0, sizeof(*dn));
+			nic_drop(d, i);
 			i--;
 			continue;
 		}
@@ -176,6 +210,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 		explain(d, dn);
 		rn_doctor_nic_counters(dn);
 	}
+	if (!d->netdevs)
+		leave_shadowed(d);
 	d->gather_ms = rn_doctor_now_ms() - t0;
 	d->verdict_ms = d->gather_ms - d->snapshot_ms - d->discover_ms;
 	return 0;

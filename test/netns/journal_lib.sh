@@ -5,14 +5,11 @@
 # ip, sysctl, mkdir, cp, mv, rm and chmod put first on the script's PATH: each counts the
 # calls that change something and, at call number N, kills the run's process group before or
 # after running the real command. No timing involved.
-# Source it after lib.sh; it sets H, P (namespaces), R (the --persist root), ST (state dir),
+# Source it after policy_lib.sh; it sets H, P (namespaces), R (the --persist root), ST (state dir),
 # args (the run), T/before (the host before), T/ref (after an uninterrupted run), total (the
 # number of change points, listed in T/points), and runs
 #   journal_points FUNC   FUNC N WHEN for N in 1..total, WHEN before and after
-rn_require_netns
 command -v setsid >/dev/null || rn_skip "skip: setsid (util-linux) not installed"
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
 P6=2001:db8:18:    # documentation prefix; the NICs' /64 is 2001:db8:18::/64
 
 # the host: nic0, nic1 on one bridge (IPv4 and IPv6), mgmt0 with main's default route; the

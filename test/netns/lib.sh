@@ -18,7 +18,15 @@ _rn_seq=0
 
 rn_log() { echo "[$RN_TEST] $*"; }
 rn_skip() { echo "SKIP: $RN_TEST: $*"; exit 77; }
-rn_fail() { echo "FAIL: $RN_TEST: $*" >&2; exit 1; }
+# A layer may look at a failure first and call it its own, exiting otherwise (the bed's
+# test/vm/lib/test.sh: a guest NIC that stopped transmitting is the bed's failure, exit 200).
+_rn_onfail=()
+rn_fail() {
+	local i
+	for i in "${_rn_onfail[@]}"; do "$i" "$*"; done
+	echo "FAIL: $RN_TEST: $*" >&2
+	exit 1
+}
 
 _rn_atexit=() # a library's own cleanups (route_lib.sh), run first
 
@@ -45,13 +53,14 @@ rn_require_netns() {
 }
 
 # rn_ns VAR TAG: create a namespace with a unique name (lo up), stored in VAR
+# (the locals are _rn_-named: a caller's VAR of the same name would be the local's)
 rn_ns() {
 	_rn_seq=$((_rn_seq + 1))
-	local ns="rn-$2-$$-$_rn_seq"
-	ip netns add "$ns" || rn_fail "ip netns add $ns failed"
-	_rn_netns+=("$ns")
-	ip -n "$ns" link set lo up
-	printf -v "$1" '%s' "$ns"
+	local _rn_n="rn-$2-$$-$_rn_seq"
+	ip netns add "$_rn_n" || rn_fail "ip netns add $_rn_n failed"
+	_rn_netns+=("$_rn_n")
+	ip -n "$_rn_n" link set lo up
+	printf -v "$1" '%s' "$_rn_n"
 }
 rn_ns_del() {
 	local i
@@ -62,10 +71,10 @@ rn_ns_del() {
 
 # rn_tmpdir VAR: a temp dir removed at exit
 rn_tmpdir() {
-	local d
-	d=$(mktemp -d "${TMPDIR:-/tmp}/rn-$RN_TEST-$$-XXXXXX") || rn_fail "mktemp failed"
-	_rn_tmp+=("$d")
-	printf -v "$1" '%s' "$d"
+	local _rn_d
+	_rn_d=$(mktemp -d "${TMPDIR:-/tmp}/rn-$RN_TEST-$$-XXXXXX") || rn_fail "mktemp failed"
+	_rn_tmp+=("$_rn_d")
+	printf -v "$1" '%s' "$_rn_d"
 }
 
 rn_in() { local ns=$1; shift; ip netns exec "$ns" "$@"; }

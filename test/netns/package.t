@@ -16,24 +16,28 @@ for t in unshare chroot dpkg-deb dpkg-shlibdeps; do
 done
 command -v lintian >/dev/null || fail "lintian missing (scripts/install-deps --test)"
 
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rn-package-$$.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+# dpkg-deb (under dpkg -c/-I) and lintian keep temp files in TMPDIR and leave them when
+# their reader stops early (grep -q): theirs go into ours
+pkgtool() { TMPDIR=$tmp "$@"; }
+
 # 1. build it; lintian: errors fail, the rest is printed for the log
 deb=$(make --no-print-directory deb | tail -1)
 [ -f "$deb" ] || fail "make deb made no package ($deb)"
 case $deb in build/nccl-net-roce_*_*.deb) ;; *) fail "unexpected package name $deb" ;; esac
-echo "--- dpkg -c $deb"; dpkg -c "$deb"
-echo "--- dpkg -I"; dpkg -I "$deb" | sed -n '/Package:/,/Description:/p'
-dpkg -I "$deb" | grep -q '^ Depends: .*libibverbs1' || fail "Depends lacks libibverbs1"
-dpkg -I "$deb" | grep -q '^ Depends: .*libnl-3-200' || fail "Depends lacks libnl-3-200"
-dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./triggers | grep -qx 'activate-noawait ldconfig' ||
+echo "--- dpkg -c $deb"; pkgtool dpkg -c "$deb"
+echo "--- dpkg -I"; pkgtool dpkg -I "$deb" | sed -n '/Package:/,/Description:/p'
+pkgtool dpkg -I "$deb" | grep -q '^ Depends: .*libibverbs1' || fail "Depends lacks libibverbs1"
+pkgtool dpkg -I "$deb" | grep -q '^ Depends: .*libnl-3-200' || fail "Depends lacks libnl-3-200"
+pkgtool dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./triggers | grep -qx 'activate-noawait ldconfig' ||
 	fail "no ldconfig trigger"
 echo "--- lintian"
-lint=$(lintian -I -E --pedantic "$deb" 2>&1)
+lint=$(pkgtool lintian -I -E --pedantic "$deb" 2>&1)
 echo "$lint"
 grep -q '^E:' <<<"$lint" && fail "lintian reports errors"
 
 # 2. install it into a fresh root and use it there
-tmp=$(mktemp -d /tmp/rn-package.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 { cat test/netns/pkg_inside.sh; cat <<'IN'; } >"$tmp/inside.sh"
 set -u
 cd /

@@ -17,8 +17,12 @@ done
 ver=$(sed -n 's/^VERSION := //p' Makefile)
 debver=$(dpkg-parsechangelog -S Version)
 [ "$debver" = "$ver" ] || fail "debian/changelog says $debver, the Makefile $ver"
-tmp=$(mktemp -d /tmp/rn-package-debian.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rn-package-debian-$$.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+# lintian and dpkg-deb leave temp files behind (lintian's mldbm-elf-*, a dpkg-deb stopped
+# early by grep -q): theirs go into ours
+mkdir "$tmp/tmp"
+export TMPDIR=$tmp/tmp
 src=$tmp/nccl-net-roce-$ver
 mkdir "$src"
 # shellcheck disable=SC2016 # $f is the inner shell's

@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
 # roce-policy-routing: apply -> per-NIC rule/table/route, kernel route answers, ARP sysctls;
 # second run changes nothing; --undo restores the recorded state exactly; mgmt NIC untouched.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 3 1
-rn_tmpdir T
 H=$RN_HOST
-st=(--state-dir "$T/state")
 
 # kernel's own egress choice for traffic sourced from an address
 egress() { # src dst

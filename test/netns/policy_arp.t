@@ -2,11 +2,8 @@
 # Real ARP: with default sysctls every host NIC answers a peer's ARP request for NIC1's
 # address (ARP flux, so the peer may learn NIC0's MAC); after roce-policy-routing only NIC1
 # answers, and the peer's neighbour entry for NIC1's address is NIC1's MAC.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 3
-rn_tmpdir T
 H=$RN_HOST P=$RN_PEER
 TARGET=${RN_IP[1]}
 mac0=$(ip -n "$H" -o link show dev nic0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)

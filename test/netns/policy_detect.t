@@ -5,11 +5,8 @@
 # RDMA devices; one NIC name has a dot (VLAN-style) to exercise the '/' sysctl form. A port
 # whose netdev has no address but carries GIDs of a VLAN that has one (how mlx5 and rxe do
 # RoCE over a VLAN) stands for that VLAN (veths with such names: no 8021q on this kernel).
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 3 1
-rn_tmpdir T
 H=$RN_HOST
 ip -n "$H" link set nic2 down
 ip -n "$H" link set nic2 name rail.2

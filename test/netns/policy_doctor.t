@@ -7,13 +7,10 @@
 # script's command line, so the command it offers runs; for the management NIC itself it
 # offers --force); IPv6-only NICs in one /64 (AF_INET6) need no rule at all.
 # After the script, the doctor finds nothing.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 DOC=$RN_TOP/build/roce-doctor
 [ -x "$DOC" ] || rn_skip "skip: build/roce-doctor not built (make)"
 command -v python3 >/dev/null || rn_skip "skip: python3 not installed"
-rn_tmpdir T
 
 # doctor NETDEVS -> "ip table prio" per proposed rule (sorted); the script's devs on stdout 3
 doctor_rules() {

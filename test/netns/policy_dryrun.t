@@ -2,13 +2,9 @@
 # roce-policy-routing --dry-run: prints exactly the commands a real run then executes, and
 # changes nothing (rules, routes, sysctls, state, persistent files); its output pasted into a
 # shell gives the real run's state; same for --undo --dry-run. As non-root it works too.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 2 1
-rn_tmpdir T
 H=$RN_HOST
-st=(--state-dir "$T/state")
 mkdir -p "$T/root/etc/network"
 echo "source /etc/network/interfaces.d/*" >"$T/root/etc/network/interfaces"
 find "$T/root" -printf '%p %m\n' | sort >"$T/tree-before"

@@ -3,13 +3,9 @@
 # existing rule's table (a stale route there is replaced and restored by --undo), table and
 # priority numbers already in use are skipped, --table-base/--prio-base. Tables are
 # 100 + ifindex (the rule shared with roce-doctor).
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 3 1
-rn_tmpdir T
 H=$RN_HOST
-st=(--state-dir "$T/state")
 FAR=198.19.200.1    # off-subnet destination, only used for route lookups (no traffic)
 for i in 0 1 2; do eval "T$i=\$((100 + \$(rn_in "$H" bash -c 'cat /sys/class/net/nic'$i'/ifindex')))"; done
 

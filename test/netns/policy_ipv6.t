@@ -5,10 +5,7 @@
 # table. A NIC without an address of the asked family is refused up front (exit 2, nothing
 # changed) with the family it lacks and the --family that fits. The dry run pasted into a
 # shell equals the real run; --undo restores both families.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
+. "$(dirname "$0")/policy_lib.sh"
 P6=2001:db8:18:    # documentation prefix; the host's /64 is 2001:db8:18::/64
 
 bed() {

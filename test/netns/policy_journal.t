@@ -4,7 +4,7 @@
 # (IPv4 and IPv6 rules, every table's routes of both families, the ARP sysctls of every
 # interface, the files --persist wrote or changed), the user's own rule that the run moves
 # ahead of main (32767: from 198.18.0.11 lookup 200) included, and no journal is left.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/policy_lib.sh"
 . "$(dirname "$0")/journal_lib.sh"
 
 undo_after_kill() { # n when

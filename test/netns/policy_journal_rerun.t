@@ -4,7 +4,7 @@
 # the unfinished run and ends in the state of an uninterrupted run (rules, routes, sysctls,
 # files), never stacked on the half-done one (the user's rule that the run deletes to move
 # it ahead of main keeps its table 200); then --undo gives back the host byte for byte.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/policy_lib.sh"
 . "$(dirname "$0")/journal_lib.sh"
 
 rerun_after_kill() { # n when

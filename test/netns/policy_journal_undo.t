@@ -4,7 +4,7 @@
 # names the fix; that fix pasted (--undo again) gives back the host byte for byte. Killed
 # after its last step, the undo is complete and a run is an ordinary one. A run while an
 # --undo is going on says so (the lock first), not that the undo was interrupted.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/policy_lib.sh"
 . "$(dirname "$0")/journal_lib.sh"
 
 # --undo killed at each of its steps (after a full run): a run then refuses (exit 2, nothing

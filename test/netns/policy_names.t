@@ -9,12 +9,10 @@
 #   3. the commands roce-policy-routing --dry-run prints (the same state as its real run).
 # The script's default state dir is put on a tmpfs (a private mount namespace), so running
 # it as pasted leaves nothing on this machine's /var/lib.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
+. "$(dirname "$0")/policy_lib.sh"
 command -v unshare >/dev/null || rn_skip "skip: unshare (util-linux) not installed"
 DOC=$RN_TOP/build/roce-doctor
 [ -x "$DOC" ] || rn_skip "skip: build/roce-doctor not built (make)"
-rn_tmpdir T
 NICS=ens1f0np0,ens2f0np0.100
 
 mkhost() {

@@ -4,12 +4,9 @@
 # rerun writes nothing; --undo gives back the input tree exactly. netplan's YAML is also fed
 # to `netplan generate` (when installed) and the networkd files it renders are inspected.
 # RN_UPDATE_GOLDEN=1 rewrites the out/ trees (then review them with git diff).
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 GOLD=$RN_TOP/test/netns/golden
 rn_host_ns 2 1
-rn_tmpdir T
 H=$RN_HOST
 # the golden files hold tables 102/103: nic0 and nic1 are ifindex 2 and 3 in a fresh namespace
 T0=$((100 + $(rn_in "$H" cat /sys/class/net/nic0/ifindex)))

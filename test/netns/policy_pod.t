@@ -7,10 +7,7 @@
 # (the node's eth0 is named at index 0), never a port holding only other pods' GIDs; and a
 # sparse table (first GID at 6) is read to its end. Fake sysfs tree with GID files
 # (ROCE_POLICY_ROUTING_SYSFS); the rules, routes and sysctls are the pod namespace's.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
+. "$(dirname "$0")/policy_lib.sh"
 rn_ns PEER peer
 rn_ns POD pod
 rn_bridge "$PEER" br0 198.18.0.254/24

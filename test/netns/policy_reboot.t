@@ -4,10 +4,7 @@
 # runtime state and removes the files --persist wrote. Reboot = the host's namespace is
 # deleted and created again under the same name, its NICs come back with their addresses
 # and the persisted configuration is applied as a boot would (sysctl.d, ifupdown post-up).
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
+. "$(dirname "$0")/policy_lib.sh"
 R=$T/root
 mkdir -p "$R/etc/network"
 echo "source /etc/network/interfaces.d/*" >"$R/etc/network/interfaces"

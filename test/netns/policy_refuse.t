@@ -3,11 +3,8 @@
 # NIC's IPv4, a gateway that --gateway asked for, is given bad input (unknown or stray
 # options anywhere, lo), or runs as non-root without --dry-run; exit 1 on a failed apply.
 # --version names the release (the Makefile's VERSION when it has one).
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
+. "$(dirname "$0")/policy_lib.sh"
 rn_host_ns 3 1
-rn_tmpdir T
 H=$RN_HOST
 ip -n "$H" addr flush dev nic2
 rn_snapshot "$H" >"$T/before"

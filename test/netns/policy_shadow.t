@@ -6,10 +6,7 @@
 # with an exit node (table 52 at 5270), rules placed after main (40000). After the script,
 # `ip route get <peer> from <ip>` leaves through the NIC; a rerun changes nothing; --undo
 # puts the rules back where they were; the dry run pasted into a shell does the same.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
+. "$(dirname "$0")/policy_lib.sh"
 
 egress_ok() { # what
 	local i dev

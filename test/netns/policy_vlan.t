@@ -5,10 +5,7 @@
 # printed commands pasted into a shell give the same state; --undo restores it. Real 802.1Q
 # VLAN and bond netdevs when the kernel has them (8021q, bonding), else veths with the same
 # names (the naming is what the script must get right) and the test says so.
-. "$(dirname "$0")/lib.sh"
-rn_require_netns
-TOOL=$RN_TOP/scripts/roce-policy-routing
-rn_tmpdir T
+. "$(dirname "$0")/policy_lib.sh"
 
 have_kind() { # kind: can this kernel create such a netdev?
 	local ns=rn-kind-$$ ok=1

@@ -20,10 +20,11 @@
 #include "../../src/doctor/doctor.h"
 #include "rn_nic.h"
 #include "rn_sys.h"
+#include "fixture_sysfs.h"
 
 
 static struct rn_doctor doc;
-static struct rn_dev devs[2];
+static struct rn_dev devs[3];
 
 static void pod_nic(int i, const char *netdev, const char *ibdev, const char *ip,
 		    enum rn_cause cause, const char *fix)
@@ -154,6 +155,73 @@ static void test_cni_good_pod_exit_0(void **state)
 	fclose(f);
 }
 
+/*
+ * Shared netns mode, a pod with an RDMA device of its own on rnpodnet1 (rxa0, made in the
+ * pod over its macvlan, whose lower link is the node's ifindex 2): the node's rxe0 is also
+ * seen through rnpodnet1's GID. One NAD for rnpodnet1, the pod's own device's, with the
+ * pod's address and a master left for the operator (the node's link is not nameable
+ * from the pod), and the note that says which one.
+ */
+static void test_cni_pod_own_device(void **state)
+{
+	FILE *f = tmpfile(), *err = tmpfile();
+	int saved = dup(2);
+	char *out, *s, *p;
+
+	fixture_sysfs_create();
+	fixture_sysfs_num(3, "/sys/class/net/rnpodnet1/ifindex");
+	fixture_sysfs_num(2, "/sys/class/net/rnpodnet1/iflink");
+	/* a VLAN of the pod's net2 in the same namespace: lower_ shows, its master is named */
+	fixture_sysfs_num(4, "/sys/class/net/rnpodnet2/ifindex");
+	fixture_sysfs_num(5, "/sys/class/net/rnpodnet2/iflink");
+	fixture_sysfs_lower("rnpodnet2", "eth1");
+	doc.nics[2] = doc.nics[0];
+	memset(&doc.nics[0].nic.findings, 0, sizeof(doc.nics[0].nic.findings));
+	doc.nics[0].nic.nfindings = 0; /* the copy owns the finding */
+	snprintf(doc.nics[2].nic.ibdev, sizeof(doc.nics[2].nic.ibdev), "rxa0");
+	doc.nics[2].nic.port_netdev[0] = '\0';
+	/* rxe1 is rnpodnet2's own, and rnpodnet2 a VLAN in this namespace: the node's view */
+	doc.nics[1].nic.port_netdev[0] = '\0';
+	fixture_sysfs_write("/sys/class/infiniband/rxe1/ports/1/gid_attrs/ndevs/0", "rnpodnet2");
+	doc.nnics = 3;
+
+	doc.out = f;
+	fflush(stderr);
+	dup2(fileno(err), 2);
+	assert_int_equal(rn_doctor_cni(&doc, 0), RN_DOCTOR_PROBLEMS);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	out = slurp(f);
+	s = slurp(err);
+	fixture_sysfs_destroy();
+	/* once each interface: rnpodnet1's is the pod's own device's */
+	p = strstr(out, "\"name\": \"roce-rnpodnet1\"");
+	assert_non_null(p);
+	assert_null(strstr(p + 1, "\"name\": \"roce-rnpodnet1\""));
+	assert_non_null(strstr(out, "\"roce-doctor/rdma-device\": \"rxa0\""));
+	assert_null(strstr(out, "\"roce-doctor/rdma-device\": \"rxe0\""));
+	/* not the pod's own net1 as its own master, nor host-local: the pod's address */
+	assert_null(strstr(out, "\\\"master\\\":\\\"rnpodnet1\\\""));
+	assert_non_null(strstr(out, "\\\"master\\\":\\\"MASTER\\\""));
+	assert_non_null(strstr(out, "\\\"address\\\":\\\"198.18.0.110/24\\\""));
+	/* a device on a link whose lower is in this namespace: the node's own, as before */
+	p = strstr(out, "\"name\": \"roce-rnpodnet2\"");
+	assert_non_null(p);
+	assert_true(strstr(out, "host-local") > p);
+	assert_non_null(strstr(p, "\\\"master\\\":\\\"rnpodnet2\\\""));
+	assert_non_null(strstr(s, "# roce-rnpodnet1: rnpodnet1 is this pod's own interface (rxa0 "
+			       "is on it) over the node's link 2, in another network namespace"));
+	assert_null(strstr(s, "# roce-rnpodnet2:"));
+	/* the annotation names each interface once, in the devices' order */
+	assert_non_null(strstr(s, "'[{\"name\":\"roce-rnpodnet2\",\"interface\":\"rnpodnet2\"},"
+			       "{\"name\":\"roce-rnpodnet1\",\"interface\":\"rnpodnet1\"}]'"));
+	free(out);
+	free(s);
+	fclose(err);
+	fclose(f);
+}
+
 static void test_nfd_file(void **state)
 {
 	char dir[] = "/tmp/rn-nfd-XXXXXX", path[64], buf[2048];
@@ -191,6 +259,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cni_nads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cni_commands_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cni_good_pod_exit_0, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cni_pod_own_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nfd_file, setup, teardown),
 	};
 

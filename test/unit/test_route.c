@@ -92,6 +92,25 @@ static void test_no_policy_routing_default_sysctls_refused(void **state)
 	assert_null(find(&n1, RN_CAUSE_RP_FILTER)); /* rp_filter 0 here */
 }
 
+/*
+ * The lookups the verdict judged stay on the NIC (what the doctor's ROUTE column shows):
+ * without oif eth1's peer is reached through eth0, as route-wrong-nic says; with oif, eth1.
+ */
+static void test_route_answer_kept_as_judged(void **state)
+{
+	struct rn_nic n1 AUTO_NIC = assess("eth1");
+	char buf[INET6_ADDRSTRLEN];
+
+	assert_non_null(find(&n1, RN_CAUSE_ROUTE_WRONG_NIC));
+	assert_int_equal(n1.route.dst.family, AF_INET);
+	assert_string_equal(rn_ip_str(&n1.route.dst, buf, sizeof(buf)), "198.18.0.3");
+	assert_int_equal(n1.route.err, 0);
+	assert_int_equal(n1.route.route.oif, 2);
+	assert_int_equal(n1.route.route.table, RN_TABLE_MAIN);
+	assert_int_equal(n1.route.oif_err, 0);
+	assert_int_equal(n1.route.route_oif.oif, 3);
+}
+
 static void test_warn_mode_does_not_refuse(void **state)
 {
 	struct rn_nic n1 AUTO_NIC = { 0 };
@@ -739,6 +758,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_no_policy_routing_default_sysctls_refused, setup_shared),
 		cmocka_unit_test_setup(test_init_round_trips, setup_shared),
+		cmocka_unit_test_setup(test_route_answer_kept_as_judged, setup_shared),
 		cmocka_unit_test_setup(test_warn_mode_does_not_refuse, setup_shared),
 		cmocka_unit_test_setup(test_off_mode_skips_checks, setup_shared),
 		cmocka_unit_test_setup(test_seed_fix_accepts_all, setup_shared),

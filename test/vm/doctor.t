@@ -10,10 +10,9 @@
 set -u
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq python3
-[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+[ -x "$RN_TOP/build/roce-doctor" ] || rn_fail "build/roce-doctor missing: run make first"
 DOC=build/roce-doctor
-tmp=$(mktemp -d /tmp/rndoc-vm.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+rn_tmpdir tmp
 
 jq_py() { python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
@@ -28,8 +27,8 @@ host_check() { # h file: --json host report of guest h into file; prints the exi
 peer() { # file [peer args...]: h0 -> h1 (serve --once on h1); exit status in RC
 	local out=$1 job
 	shift
-	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || t_fail "cannot start serve on h1"
-	wait_listen 1 18515 || t_fail "roce-doctor serve did not listen on h1"
+	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || rn_fail "cannot start serve on h1"
+	wait_listen 1 18515 || rn_fail "roce-doctor serve did not listen on h1"
 	B run --timeout 90 0 -- $DOC peer "$(bed_ip 1 0)" --json "$@" >"$out"
 	RC=$?
 	B wait --timeout 30 "$job" | sed 's/^/  h1| /'
@@ -44,78 +43,78 @@ body() {
 	t_step "broken: kernel defaults"
 	for h in 0 1; do
 		rc=$(host_check $h "$tmp/b$h.json")
-		[ "$rc" = 1 ] || t_fail "h$h broken: exit $rc, want 1"
+		[ "$rc" = 1 ] || rn_fail "h$h broken: exit $rc, want 1"
 		for n in 0 1; do
 			c=$(jq_py "$tmp/b$h.json" "sorted(set(f['cause'] for f in d['nics'][$n]['findings']))")
 			# the first NIC of the subnet has main's route (no rule for it); the other's
 			# route leaves through the first (no-rule is not repeated beside it: same fix)
 			want="arp-flux no-rule"
 			[ $n = 1 ] && want="arp-flux route-wrong-nic"
-			[ "$c" = "$want" ] || t_fail "h$h eth$n: causes $c, want $want ($(jq_py \
+			[ "$c" = "$want" ] || rn_fail "h$h eth$n: causes $c, want $want ($(jq_py \
 				"$tmp/b$h.json" "[d['nics'][$n]['link_up']] + [f['message'] for f in d['nics'][$n]['findings']]"))"
 			[ "$(jq_py "$tmp/b$h.json" "d['nics'][$n]['ibdev']")" = "rxe$n" ] ||
-				t_fail "h$h: NIC $n is not rxe$n"
+				rn_fail "h$h: NIC $n is not rxe$n"
 		done
-		t_ok "h$h: arp-flux + no-rule on eth0, arp-flux + route-wrong-nic on eth1 (exit 1), $(jq_py "$tmp/b$h.json" "d['summary']['elapsed_us']") us"
+		rn_log "ok: h$h: arp-flux + no-rule on eth0, arp-flux + route-wrong-nic on eth1 (exit 1), $(jq_py "$tmp/b$h.json" "d['summary']['elapsed_us']") us"
 	done
 	peer "$tmp/pb.json" --no-rdma
-	[ $RC = 1 ] || t_fail "broken peer: exit $RC, want 1"
+	[ $RC = 1 ] || rn_fail "broken peer: exit $RC, want 1"
 	[ "$(jq_py "$tmp/pb.json" "[k['check'] for k in d['skipped']]")" = rdma-probe ] ||
-		t_fail "broken peer --no-rdma: the skipped RDMA ping is not named"
-	t_ok "broken peer: $(cells "$tmp/pb.json") (exit 1), rdma-probe named as skipped"
+		rn_fail "broken peer --no-rdma: the skipped RDMA ping is not named"
+	rn_log "ok: broken peer: $(cells "$tmp/pb.json") (exit 1), rdma-probe named as skipped"
 
 	t_step "scripts/roce-policy-routing in each guest"
 	for h in 0 1; do
 		B run --timeout 60 $h -- scripts/roce-policy-routing eth0 eth1 >/dev/null ||
-			t_fail "roce-policy-routing failed on h$h"
+			rn_fail "roce-policy-routing failed on h$h"
 		rc=$(host_check $h "$tmp/f$h.json")
-		[ "$rc" = 0 ] || { cat "$tmp/f$h.json"; t_fail "h$h fixed: exit $rc, want 0"; }
-		[ -z "$(jq_py "$tmp/f$h.json" "d['summary']['causes']")" ] || t_fail "h$h fixed: causes left"
-		t_ok "h$h: all good (exit 0)"
+		[ "$rc" = 0 ] || { cat "$tmp/f$h.json"; rn_fail "h$h fixed: exit $rc, want 0"; }
+		[ -z "$(jq_py "$tmp/f$h.json" "d['summary']['causes']")" ] || rn_fail "h$h fixed: causes left"
+		rn_log "ok: h$h: all good (exit 0)"
 	done
 	t0=$(date +%s.%N)
 	peer "$tmp/pf.json"
 	t1=$(date +%s.%N)
-	[ $RC = 0 ] || { cat "$tmp/pf.json"; t_fail "fixed peer: exit $RC, want 0"; }
+	[ $RC = 0 ] || { cat "$tmp/pf.json"; rn_fail "fixed peer: exit $RC, want 0"; }
 	[ "$(cells "$tmp/pf.json")" = "eth0>eth0=ok eth0>eth1=ok eth1>eth0=ok eth1>eth1=ok" ] ||
-		t_fail "fixed peer matrix: $(cells "$tmp/pf.json")"
+		rn_fail "fixed peer matrix: $(cells "$tmp/pf.json")"
 	[ "$(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")" = "ok ok ok ok" ] ||
-		t_fail "fixed peer: RDMA probes $(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")"
+		rn_fail "fixed peer: RDMA probes $(jq_py "$tmp/pf.json" "[p['rdma']['status'] for p in d['pairs']]")"
 	# as root with RDMA on both ends every check ran: nothing skipped, so "all good" is earned
 	[ "$(jq_py "$tmp/pf.json" "d['summary']['checks_skipped']")" = 0 ] ||
-		t_fail "fixed peer: checks skipped: $(jq_py "$tmp/pf.json" "d['skipped']")"
-	t_ok "fixed peer: 4 pairs ok, RDMA RC ping ok on each ($(jq_py "$tmp/pf.json" "[p['rdma']['elapsed_us'] // 1000 for p in d['pairs']]") ms), whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+		rn_fail "fixed peer: checks skipped: $(jq_py "$tmp/pf.json" "d['skipped']")"
+	rn_log "ok: fixed peer: 4 pairs ok, RDMA RC ping ok on each ($(jq_py "$tmp/pf.json" "[p['rdma']['elapsed_us'] // 1000 for p in d['pairs']]") ms), whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 
 	t_step "the plugin's knobs: NCCL_IB_HCA, NCCL_IB_GID_INDEX"
 	B run --timeout 60 --env NCCL_IB_HCA==rxe1 0 -- $DOC --json >"$tmp/hca.json"
 	rc=$?
-	[ $rc = 0 ] || t_fail "NCCL_IB_HCA==rxe1: exit $rc, want 0"
+	[ $rc = 0 ] || rn_fail "NCCL_IB_HCA==rxe1: exit $rc, want 0"
 	[ "$(jq_py "$tmp/hca.json" "[n['ibdev'] for n in d['nics']]")" = rxe1 ] ||
-		t_fail "NCCL_IB_HCA==rxe1 checked $(jq_py "$tmp/hca.json" "[n['ibdev'] for n in d['nics']]")"
-	t_ok "NCCL_IB_HCA==rxe1: only rxe1 checked, rxe0 left out by choice (exit 0)"
+		rn_fail "NCCL_IB_HCA==rxe1 checked $(jq_py "$tmp/hca.json" "[n['ibdev'] for n in d['nics']]")"
+	rn_log "ok: NCCL_IB_HCA==rxe1: only rxe1 checked, rxe0 left out by choice (exit 0)"
 	B run --timeout 60 --env NCCL_IB_GID_INDEX=0 0 -- $DOC --json >"$tmp/gid0.json"
 	rc=$?
-	[ $rc = 1 ] || t_fail "NCCL_IB_GID_INDEX=0: exit $rc, want 1"
+	[ $rc = 1 ] || rn_fail "NCCL_IB_GID_INDEX=0: exit $rc, want 1"
 	c=$(jq_py "$tmp/gid0.json" "sorted(set(f['cause'] for n in d['nics'] for f in n['findings']))")
 	# a forced link-local GID reaches no other host: the library refuses it by name (no-gid)
-	case " $c " in *" no-gid "*) ;; *) t_fail "NCCL_IB_GID_INDEX=0 (link-local): $c" ;; esac
-	t_ok "NCCL_IB_GID_INDEX=0 (the link-local GID): no-gid (exit 1)"
+	case " $c " in *" no-gid "*) ;; *) rn_fail "NCCL_IB_GID_INDEX=0 (link-local): $c" ;; esac
+	rn_log "ok: NCCL_IB_GID_INDEX=0 (the link-local GID): no-gid (exit 1)"
 
 	t_step "RoCE v2 dropped at h1 eth0"
-	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
+	B fault 1 drop-4791 --nic 0 >/dev/null || rn_fail "fault drop-4791"
 	t0=$(date +%s.%N)
 	peer "$tmp/pd.json"
 	t1=$(date +%s.%N)
-	[ $RC = 1 ] || t_fail "dropped: exit $RC, want 1"
+	[ $RC = 1 ] || rn_fail "dropped: exit $RC, want 1"
 	[ "$(cells "$tmp/pd.json")" = "eth0>eth0=rdma-timeout eth0>eth1=ok eth1>eth0=rdma-timeout eth1>eth1=ok" ] ||
-		t_fail "dropped matrix: $(cells "$tmp/pd.json")"
+		rn_fail "dropped matrix: $(cells "$tmp/pd.json")"
 	[ "$(jq_py "$tmp/pd.json" "['%s:%s=%s' % (x['host'], x['netdev'], x['findings'][0]['cause']) for x in d['drops']]")" = "h1:eth0=firewall" ] ||
-		t_fail "drops: $(jq_py "$tmp/pd.json" "d['drops']")"
+		rn_fail "drops: $(jq_py "$tmp/pd.json" "d['drops']")"
 	# the local NIC's counters around each failed probe: what moved, and what they show
 	c=$(jq_py "$tmp/pd.json" "['%s>%s=%s:%s' % (p['local'], p['remote'], ','.join(sorted(x['counter'] for x in p['rdma']['counters']['deltas'] if x['counter'] == 'sent_pkts')), ','.join(f['cause'] for f in p['rdma']['counters']['shows'])) for p in d['pairs'] if p['result'] == 'rdma-timeout']")
 	[ "$c" = "eth0>eth0=sent_pkts:no-reply eth1>eth0=sent_pkts:no-reply" ] ||
-		t_fail "dropped: counters around the probes: $c ($(jq_py "$tmp/pd.json" "[p['rdma'].get('counters') for p in d['pairs']]"))"
-	t_ok "dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, counters show no-reply, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+		rn_fail "dropped: counters around the probes: $c ($(jq_py "$tmp/pd.json" "[p['rdma'].get('counters') for p in d['pairs']]"))"
+	rn_log "ok: dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, counters show no-reply, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
 }
 
 bed_attempt body

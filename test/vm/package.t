@@ -10,12 +10,12 @@ set -u
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq dpkg-deb dpkg-shlibdeps
 
-cd "$t_top" || exit 1
+cd "$RN_TOP" || exit 1
 # build first: the guests cache what they read over 9p
 deb=$(make --no-print-directory deb | tail -1)
-[ -f "$deb" ] || t_fail "make deb made no package"
+[ -f "$deb" ] || rn_fail "make deb made no package"
 dpkg-query -W nccl-net-roce >/dev/null 2>&1 &&
-	{ echo "skip: nccl-net-roce is installed on this host; the test needs a root without it"; exit 77; }
+	rn_skip "skip: nccl-net-roce is installed on this host; the test needs a root without it"
 
 body() {
 	local out rc
@@ -31,31 +31,31 @@ body() {
 	rc=$?
 	echo "(dpkg -i took ${SECONDS} s)"
 	echo "$out" | sed 's/^/  | /'
-	[ $rc -eq 0 ] || t_fail "dpkg -i exited $rc"
+	[ $rc -eq 0 ] || rn_fail "dpkg -i exited $rc"
 	grep -qx "/usr/lib/x86_64-linux-gnu/libnccl-net-roce.so" <<<"$out" ||
-		t_fail "the plugin is not in the loader's multiarch directory"
+		rn_fail "the plugin is not in the loader's multiarch directory"
 
 	t_step "NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN nccl-net-driver roce (no LD_LIBRARY_PATH)"
 	out=$(B run --timeout 90 0 -- bash -c 'cd / && unset LD_LIBRARY_PATH NCCL_DEBUG_SUBSYS &&
 		command -v nccl-net-driver && NCCL_NET_PLUGIN=roce NCCL_DEBUG=WARN nccl-net-driver roce')
 	rc=$?
 	echo "$out" | sed 's/^/  | /'
-	grep -qx "/usr/bin/nccl-net-driver" <<<"$out" || t_fail "not the installed driver"
+	grep -qx "/usr/bin/nccl-net-driver" <<<"$out" || rn_fail "not the installed driver"
 	grep -q "loaded net plugin RoCE (v12) from libnccl-net-roce.so" <<<"$out" ||
-		t_fail "the installed plugin was not found by its short name"
+		rn_fail "the installed plugin was not found by its short name"
 	grep -q "NCCL WARN .*refused by the route check: .*arp-flux" <<<"$out" ||
-		t_fail "no refusal WARN naming arp-flux under NCCL_DEBUG=WARN, NCCL_DEBUG_SUBSYS unset"
+		rn_fail "no refusal WARN naming arp-flux under NCCL_DEBUG=WARN, NCCL_DEBUG_SUBSYS unset"
 	grep -q "NCCL WARN .*arp-flux: .*fix: .*arp_ignore" <<<"$out" ||
-		grep -q "NCCL WARN .*arp_ignore=1" <<<"$out" || t_fail "the WARNs give no fix"
-	grep -q "NCCL WARN .*roce-policy-routing" <<<"$out" || t_fail "the summary names no fix"
-	t_ok "installed plugin found by name; refusal WARN with cause arp-flux and its fix shown"
+		grep -q "NCCL WARN .*arp_ignore=1" <<<"$out" || rn_fail "the WARNs give no fix"
+	grep -q "NCCL WARN .*roce-policy-routing" <<<"$out" || rn_fail "the summary names no fix"
+	rn_log "ok: installed plugin found by name; refusal WARN with cause arp-flux and its fix shown"
 
 	t_step "the installed roce-doctor names the same cause; its man page is found"
 	out=$(B run --timeout 90 0 -- bash -c 'cd / && roce-doctor --json; echo "rc=$?";
 		man -w nccl-net-roce')
-	grep -q '"arp-flux"' <<<"$out" || { echo "$out" | tail -20; t_fail "doctor: no arp-flux"; }
-	grep -q "/usr/share/man/man7/nccl-net-roce.7.gz" <<<"$out" || t_fail "man -w nccl-net-roce"
-	t_ok "roce-doctor (installed) names arp-flux; man page installed"
+	grep -q '"arp-flux"' <<<"$out" || { echo "$out" | tail -20; rn_fail "doctor: no arp-flux"; }
+	grep -q "/usr/share/man/man7/nccl-net-roce.7.gz" <<<"$out" || rn_fail "man -w nccl-net-roce"
+	rn_log "ok: roce-doctor (installed) names arp-flux; man page installed"
 }
 
 bed_attempt body

@@ -2,12 +2,14 @@
 # nccl-net-bench's command line, without the bed (no network, no device needed): bad arguments
 # are exit 2 with a line saying what is wrong; --help documents the options and exit codes.
 set -u
-cd "$(dirname "$0")/../.."
+# shellcheck source=lib/test.sh
+. "$(dirname "$0")/lib/test.sh"
+cd "$RN_TOP" || exit 1
 b=build/nccl-net-bench
-[ -x "$b" ] || { echo "skip: build/nccl-net-bench not built (run make)"; exit 77; }
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-fail() { echo "FAIL: $*"; echo "--- output:"; cat "$out"; exit 1; }
+[ -x "$b" ] || rn_skip "skip: build/nccl-net-bench not built (run make)"
+rn_tmpdir T
+out=$T/out
+fail() { echo "--- output:"; cat "$out"; rn_fail "$*"; }
 
 bad() { # expected-text args...
 	local want=$1 rc
@@ -16,7 +18,7 @@ bad() { # expected-text args...
 	rc=$?
 	[ $rc -eq 2 ] || fail "'$*': exit $rc, want 2"
 	grep -q -- "$want" "$out" || fail "'$*': no '$want' in the message"
-	echo "ok: '$*' -> exit 2, $want"
+	rn_log "ok: '$*' -> exit 2, $want"
 }
 bad "bad value 'foo' for -t" -t foo
 bad "bad value '33' for -w" -w 33
@@ -35,4 +37,4 @@ bad "bad value '0' for --timeout" --timeout 0
 for w in -d -s -a -n -p "-t, --test bw|lat|conn" -w --check --nap-us --plugin --json --csv --version "Exit status: 0 ok" "3 no usable RDMA/RoCE device"; do
 	grep -q -- "$w" "$out" || fail "--help does not mention $w"
 done
-echo "ok: --help documents the options and exit codes"
+rn_log "ok: --help documents the options and exit codes"

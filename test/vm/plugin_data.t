@@ -41,7 +41,7 @@ body() {
 
 	t_step "32 requests in flight"
 	drv_pair 18605 0 "--window 32 --size 4096 --iters 400"
-	grep -q "window 32" <<<"$srv_out" || { show_pair; t_fail "the driver did not keep 32 in flight"; }
+	grep -q "window 32" <<<"$srv_out" || { show_pair; rn_fail "the driver did not keep 32 in flight"; }
 	expect_ok "4 KiB x 400 with 32 receives in flight"
 
 	t_step "several connections on both NICs at once (h0/rxe0 -> h1/rxe0 and h0/rxe1 -> h1/rxe1)"
@@ -55,13 +55,13 @@ body() {
 	cli_out="$o0"$'\n'"$o1"
 	if [ $r0 -ne 0 ] || [ $r1 -ne 0 ] || [ "$(grep -c '^rc 0$' <<<"$srv_out")" -ne 2 ]; then
 		srv_rc=1 cli_rc=$((r0 | r1)); show_pair
-		t_fail "two NICs x 3 connections: clients $r0 $r1"
+		rn_fail "two NICs x 3 connections: clients $r0 $r1"
 	fi
 	grep -q "using dev 0 (rxe0)" <<<"$o0" && grep -q "using dev 1 (rxe1)" <<<"$o1" ||
-		{ show_pair; t_fail "the pairs did not run on rxe0 and rxe1"; }
+		{ show_pair; rn_fail "the pairs did not run on rxe0 and rxe1"; }
 	[ "$(grep -c 'checksums match (3 connection' <<<"$cli_out")" -eq 2 ] ||
-		{ show_pair; t_fail "two NICs x 3 connections: checksums"; }
-	t_ok "rxe0 and rxe1 at once, 3 connections each: all data and checksums match"
+		{ show_pair; rn_fail "two NICs x 3 connections: checksums"; }
+	rn_log "ok: rxe0 and rxe1 at once, 3 connections each: all data and checksums match"
 
 	t_step "4 QPs per connection"
 	drv_pair 18608 0 "--sizes 65537,1048579 --iters 6" NCCL_IB_QPS_PER_CONNECTION=4 \
@@ -76,8 +76,8 @@ body() {
 	rc=$?
 	echo "$out" | sed 's/^/  | /'
 	[ $rc -eq 0 ] && grep -q "checksums match (loopback)" <<<"$out" ||
-		t_fail "loopback on rxe0: exit $rc"
-	t_ok "loopback on rxe0: data and checksum match"
+		rn_fail "loopback on rxe0: exit $rc"
+	rn_log "ok: loopback on rxe0: data and checksum match"
 
 	t_step "nccl-net-bench with --check: bandwidth (odd and large sizes) and ping-pong latency"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
@@ -86,38 +86,38 @@ body() {
 	rc=$?
 	o0=$(B wait "$j0" 2>&1); r0=$?
 	echo "$out" | sed 's/^/  bench| /'
-	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench bw --check: client $rc server $r0"; }
-	grep -q "^client,bw,9437187,3,[0-9.]*,[0-9.]*,[0-9]*,[0-9]*,1$" <<<"$out" || t_fail "bench bw: no checked CSV result line"
-	grep -q " 9437187 *3 " <<<"$o0" || t_fail "bench bw: the server does not print the result table"
-	t_ok "nccl-net-bench bw 9 MiB+3 --check: data and checksum verified"
+	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; rn_fail "bench bw --check: client $rc server $r0"; }
+	grep -q "^client,bw,9437187,3,[0-9.]*,[0-9.]*,[0-9]*,[0-9]*,1$" <<<"$out" || rn_fail "bench bw: no checked CSV result line"
+	grep -q " 9437187 *3 " <<<"$o0" || rn_fail "bench bw: the server does not print the result table"
+	rn_log "ok: nccl-net-bench bw 9 MiB+3 --check: data and checksum verified"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-bench" \
 		-d rxe1 -p 18614 --timeout 30000)
 	out=$(bench_run 0 -- -d rxe1 -p 18614 --timeout 30 -t lat -s 4097 -n 100 --check --csv "$(bed_ip 1 1)")
 	rc=$?
 	o0=$(B wait "$j0" 2>&1); r0=$?
 	echo "$out" | sed 's/^/  bench| /'
-	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; t_fail "bench lat --check: client $rc server $r0"; }
-	grep -q "^client,lat,4097,100,.*,1$" <<<"$out" || t_fail "bench lat: no checked CSV result line"
-	grep -q "device 0 of 1: rxe1" <<<"$out" || t_fail "bench -d rxe1 did not select rxe1"
-	t_ok "nccl-net-bench -d rxe1 -t lat 4097 B --check: both directions verified"
+	[ $rc -eq 0 ] && [ $r0 -eq 0 ] || { echo "$o0" | sed 's/^/  server| /'; rn_fail "bench lat --check: client $rc server $r0"; }
+	grep -q "^client,lat,4097,100,.*,1$" <<<"$out" || rn_fail "bench lat: no checked CSV result line"
+	grep -q "device 0 of 1: rxe1" <<<"$out" || rn_fail "bench -d rxe1 did not select rxe1"
+	rn_log "ok: nccl-net-bench -d rxe1 -t lat 4097 B --check: both directions verified"
 
 	t_step "a send larger than the posted receive: an error on both ends"
 	drv_pair 18610 0 "--size 65536 --recv-size 4096 --iters 2 --timeout-ms 20000" "${FAULT_ENV[@]}"
 	show_pair
 	[ "$srv_rc" -eq 1 ] && [ "$cli_rc" -eq 1 ] ||
-		t_fail "send 64 KiB into a 4 KiB receive: server exit $srv_rc, client exit $cli_rc (want 1 1)"
+		rn_fail "send 64 KiB into a 4 KiB receive: server exit $srv_rc, client exit $cli_rc (want 1 1)"
 	grep -q "NCCL WARN.*larger than" <<<"$cli_out" ||
-		t_fail "send larger than receive: the sender's error does not say so"
-	grep -q "NCCL WARN" <<<"$srv_out" || t_fail "send larger than receive: no error from the receiver"
-	grep -q "checksums match" <<<"$srv_out$cli_out" && t_fail "send larger than receive: reported as good data"
-	t_ok "send of 64 KiB into a 4 KiB receive: both ends fail with the plugin's reason"
+		rn_fail "send larger than receive: the sender's error does not say so"
+	grep -q "NCCL WARN" <<<"$srv_out" || rn_fail "send larger than receive: no error from the receiver"
+	grep -q "checksums match" <<<"$srv_out$cli_out" && rn_fail "send larger than receive: reported as good data"
+	rn_log "ok: send of 64 KiB into a 4 KiB receive: both ends fail with the plugin's reason"
 
 	t_step "the peer killed mid-transfer: the sender gets an error naming it, no hang"
 	drv_start j0 1 "${FAULT_ENV[@]}" -- --dev 0 --size 1M --iters 100000 --timeout-ms 60000 \
 		server "$(bed_ip 1 0):18611"
 	drv_start c0 0 "${FAULT_ENV[@]}" -- --dev 0 --timeout-ms 60000 client "$(bed_ip 1 0):18611"
 	# kill only once data flows: a fixed sleep is outlasted by a loaded machine's set-up
-	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "peer killed: the client never connected"
+	wait_out "$c0" "connected [0-9]+ connection" 60 || rn_fail "peer killed: the client never connected"
 	sleep 1
 	B kill "$j0"
 	t0=$(date +%s.%N)
@@ -126,15 +126,15 @@ body() {
 	t1=$(date +%s.%N)
 	B wait "$j0" >/dev/null 2>&1
 	echo "$out" | sed 's/^/  client| /'
-	grep -q "connected 1 connection" <<<"$out" || t_fail "peer killed: the client never connected"
-	[ $rc -eq 1 ] || t_fail "peer killed: client exit $rc, want 1 (124 = hung until the bed's timeout)"
+	grep -q "connected 1 connection" <<<"$out" || rn_fail "peer killed: the client never connected"
+	[ $rc -eq 1 ] || rn_fail "peer killed: client exit $rc, want 1 (124 = hung until the bed's timeout)"
 	grep -q "no progress for" <<<"$out" &&
-		t_fail "peer killed: only the driver's own 60 s bound caught it; the plugin reported nothing"
+		rn_fail "peer killed: only the driver's own 60 s bound caught it; the plugin reported nothing"
 	grep -q "NCCL WARN.*$(bed_ip 1 0)" <<<"$out" ||
-		t_fail "peer killed: the plugin's error does not name the peer $(bed_ip 1 0)"
+		rn_fail "peer killed: the plugin's error does not name the peer $(bed_ip 1 0)"
 	grep -q "NCCL WARN.*peer-died" <<<"$out" ||
-		t_fail "peer killed: the plugin's error does not say the peer died (cause peer-died)"
-	t_ok "peer killed: client failed in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s after the kill, the error names $(bed_ip 1 0) and says peer-died"
+		rn_fail "peer killed: the plugin's error does not say the peer died (cause peer-died)"
+	rn_log "ok: peer killed: client failed in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s after the kill, the error names $(bed_ip 1 0) and says peer-died"
 
 	t_step "nccl-net-bench: the server killed mid-run: the client fails with the plugin's reason"
 	j0=$(bg --timeout 120 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
@@ -144,18 +144,18 @@ body() {
 	# both ends open their device first (a few seconds each in TCG), then transfer
 	# the server says "client connected" when the settings arrive; the plugin's connection
 	# and the first transfers follow within a second or two
-	wait_out "$j0" "client connected" 60 || t_fail "bench, server killed: the client never came"
+	wait_out "$j0" "client connected" 60 || rn_fail "bench, server killed: the client never came"
 	sleep 3
 	B kill "$j0"
 	out=$(B wait "$c0" 2>&1)
 	rc=$?
 	B wait "$j0" >/dev/null 2>&1
 	echo "$out" | sed 's/^/  bench| /'
-	[ $rc -eq 1 ] || t_fail "bench, server killed: client exit $rc, want 1 (124 = hung)"
-	grep -q "no progress for" <<<"$out" && t_fail "bench, server killed: only the bench's own bound caught it"
+	[ $rc -eq 1 ] || rn_fail "bench, server killed: client exit $rc, want 1 (124 = hung)"
+	grep -q "no progress for" <<<"$out" && rn_fail "bench, server killed: only the bench's own bound caught it"
 	grep -Eq "^nccl-net-bench: (transfer failed|isend): .*$(bed_ip 1 0)" <<<"$out" ||
-		t_fail "bench, server killed: the error does not name the peer"
-	t_ok "bench, server killed: the client fails with the plugin's reason naming $(bed_ip 1 0)"
+		rn_fail "bench, server killed: the error does not name the peer"
+	rn_log "ok: bench, server killed: the client fails with the plugin's reason naming $(bed_ip 1 0)"
 
 	# Last: an admin down also deletes h1 eth0's policy-table routes, which later connects
 	# would need (the QPs' egress is pinned to eth0, so this transfer does not).
@@ -166,13 +166,13 @@ body() {
 	drv_start j0 1 -- --dev 0 --size 262147 --iters 400 --timeout-ms 120000 \
 		server "$(bed_ip 1 0):18616"
 	drv_start c0 0 -- --dev 0 --timeout-ms 120000 client "$(bed_ip 1 0):18616"
-	wait_out "$c0" "connected [0-9]+ connection" 60 || t_fail "flap: the client never connected"
+	wait_out "$c0" "connected [0-9]+ connection" 60 || rn_fail "flap: the client never connected"
 	sleep 0.5
-	{ B carrier 1 0 off && sleep 0.3 && B carrier 1 0 on; } || t_fail "flap: could not flap h1 eth0"
+	{ B carrier 1 0 off && sleep 0.3 && B carrier 1 0 on; } || rn_fail "flap: could not flap h1 eth0"
 	cli_out=$(B wait "$c0" 2>&1); cli_rc=$?
 	srv_out=$(B wait "$j0" 2>&1); srv_rc=$?
 	grep -q "PORT_ERR" <<<"$srv_out" ||
-		{ show_pair; t_fail "flap: the plugin saw no PORT_ERR: the flap missed the transfer"; }
+		{ show_pair; rn_fail "flap: the plugin saw no PORT_ERR: the flap missed the transfer"; }
 	expect_ok "link flap of 0.3 s mid-transfer: every byte and the checksum match"
 }
 

@@ -28,14 +28,14 @@ body() {
 		server "$(bed_ip 1 0):18661"
 	wait_server 1 18661 "$srv"
 	drv_start cli 0 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):18661"
-	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
+	wait_out "$cli" "connected [0-9]+ connection" 60 || rn_fail "the client never connected"
 	sleep 1
 	B run 0 -- bash -c 'pgrep -x nccl-net-driver >/dev/null' || {
 		B peek "$cli" | sed 's/^/  client| /'
-		t_fail "the client was not running any more when the path was to be broken"
+		rn_fail "the client was not running any more when the path was to be broken"
 	}
 	t0=$(date +%s.%N)
-	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || t_fail "could not poison"
+	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || rn_fail "could not poison"
 	out=$(B wait --timeout 60 "$cli" 2>&1)
 	rc=$?
 	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
@@ -44,54 +44,54 @@ body() {
 	B kill "$srv" >/dev/null 2>&1
 	B wait "$srv" >/dev/null 2>&1
 
-	[ $rc -eq 1 ] || t_fail "client exit $rc, want 1 (a plugin error)"
+	[ $rc -eq 1 ] || rn_fail "client exit $rc, want 1 (a plugin error)"
 	grep -q "NCCL WARN.*RETRY_EXC_ERR" <<<"$out" ||
-		t_fail "no WARN naming the completion status RETRY_EXC_ERR"
+		rn_fail "no WARN naming the completion status RETRY_EXC_ERR"
 	grep -q "NCCL WARN.*RETRY_EXC_ERR.*neigh-wrong-mac" <<<"$out" ||
-		t_fail "the completion error's WARN carries no route diagnosis (neigh-wrong-mac)"
+		rn_fail "the completion error's WARN carries no route diagnosis (neigh-wrong-mac)"
 	grep -q "NCCL WARN.*RETRY_EXC_ERR.*$wrong" <<<"$out" ||
-		t_fail "the diagnosis does not name the wrong MAC $wrong"
+		rn_fail "the diagnosis does not name the wrong MAC $wrong"
 	# "Fix: CMD" when it all runs here, "Fix (on h1): ...; then fix (on h0): ..." when the
 	# peer has a part (ARP flux there is one cause of a wrong MAC)
 	grep -qE "NCCL WARN.*RETRY_EXC_ERR.*Fix( \(on [^)]+\))?: " <<<"$out" ||
-		t_fail "the diagnosis names no fix"
+		rn_fail "the diagnosis names no fix"
 	grep -Eq "NCCL WARN.*counters of rxe0:1 over the last [0-9.]+ s: " <<<"$out" ||
-		t_fail "the completion error's WARN carries no counter figures"
-	t_ok "mid-transfer: status 12 reported with the cause (wrong MAC) and the fix, in ${secs} s"
-	B run 0 -- ip neigh del "$(bed_ip 1 0)" dev eth0 || t_fail "could not undo the poisoning"
+		rn_fail "the completion error's WARN carries no counter figures"
+	rn_log "ok: mid-transfer: status 12 reported with the cause (wrong MAC) and the fix, in ${secs} s"
+	B run 0 -- ip neigh del "$(bed_ip 1 0)" dev eth0 || rn_fail "could not undo the poisoning"
 
 	t_step "h0 eth0's carrier pulled for 3 s mid-transfer (the retry budget is ~0.5 s)"
 	long_pair 18662
-	B carrier 0 0 off || t_fail "carrier off"
+	B carrier 0 0 off || rn_fail "carrier off"
 	sleep 3
-	B carrier 0 0 on || t_fail "carrier on"
+	B carrier 0 0 on || rn_fail "carrier on"
 	end_pair
 	grep -Eq "NCCL WARN .*\[link-flap\]: rxe0:1 \(eth0\): the port went down at [0-9:.]+ UTC for [0-9]+ ms.*longer than the QP retry budget of [0-9]+ ms.*eth0 is administratively up: its carrier was lost.*[Ww]hat to do: check the cable" <<<"$out" ||
-		t_fail "the flap is not named link-flap with its time, length and advice"
+		rn_fail "the flap is not named link-flap with its time, length and advice"
 	grep -q "ip link set dev eth0 up" <<<"$out" &&
-		t_fail "an admin-up netdev with its carrier lost was given 'ip link set dev eth0 up'"
+		rn_fail "an admin-up netdev with its carrier lost was given 'ip link set dev eth0 up'"
 	grep -Eq "NCCL WARN .*counters of rxe0:1 over the last [0-9.]+ s: .*link downs 1" <<<"$out" ||
-		t_fail "the counters do not show the link down"
-	t_ok "carrier lost for 3 s: link-flap with when and how long, advice instead of a command"
+		rn_fail "the counters do not show the link down"
+	rn_log "ok: carrier lost for 3 s: link-flap with when and how long, advice instead of a command"
 
 	t_step "h1's entry for h0/eth0 poisoned with h0/eth1's MAC mid-transfer: replies land on eth1"
 	long_pair 18663
-	B fault 1 arp-poison --nic 0 --peer 0:0 --mac "$(bed_mac 0 1)" || t_fail "could not poison"
+	B fault 1 arp-poison --nic 0 --peer 0:0 --mac "$(bed_mac 0 1)" || rn_fail "could not poison"
 	end_pair
 	grep -Eq "NCCL WARN .*\[replies-elsewhere\]: rxe0:1 \(eth0\): the peer's packets land on another NIC of this host: eth1 \(rxe1\) received [0-9]+ packets addressed to no address of its own.*rxe0 sent [0-9]+, received [0-9]+ and timed out [0-9]+ times" <<<"$out" ||
-		t_fail "h0's WARN does not name replies-elsewhere with the packet counts"
+		rn_fail "h0's WARN does not name replies-elsewhere with the packet counts"
 	grep -qi "replies-elsewhere.*fix (on h1): sysctl -w net.ipv4.conf.all.arp_ignore=1 .*; ip neigh flush dev eth0 to $(bed_ip 0 0) nud all" <<<"$out" ||
-		t_fail "replies-elsewhere does not name the fix on h1"
-	t_ok "runtime ARP flux at the peer: replies-elsewhere, named from the counters"
+		rn_fail "replies-elsewhere does not name the fix on h1"
+	rn_log "ok: runtime ARP flux at the peer: replies-elsewhere, named from the counters"
 }
 
 # A long transfer h0/rxe0 -> h1/rxe0 (client output in $cli), until the fault ends it.
 long_pair() { # port
 	drv_start srv 1 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
 		server "$(bed_ip 1 0):$1"
-	wait_server 1 "$1" "$srv" || t_fail "the server did not listen"
+	wait_server 1 "$1" "$srv" || rn_fail "the server did not listen"
 	drv_start cli 0 "${FAULT_ENV[@]}" "${NOFO_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):$1"
-	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
+	wait_out "$cli" "connected [0-9]+ connection" 60 || rn_fail "the client never connected"
 	sleep 1
 }
 
@@ -103,7 +103,7 @@ end_pair() {
 	B kill "$srv" >/dev/null 2>&1
 	B wait "$srv" >/dev/null 2>&1
 	grep WARN <<<"$out" | sed 's/^/  client| /'
-	[ $rc -eq 1 ] || t_fail "client exit $rc, want 1 (a plugin error)"
+	[ $rc -eq 1 ] || rn_fail "client exit $rc, want 1 (a plugin error)"
 }
 
 bed_attempt body

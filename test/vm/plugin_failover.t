@@ -35,17 +35,17 @@ stream_with() { # label fault [messages]
 	# no case but the last takes down, as a job's bootstrap network would: h0 reaches
 	# h1 eth2 from its own eth2 address.
 	B run 0 -- ip route replace "$(bed_ip 1 2)/32" dev eth2 src "$(bed_ip 0 2)" ||
-		t_fail "could not route the side channel over eth2"
+		rn_fail "could not route the side channel over eth2"
 	drv_start srv 1 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v "${DEV[@]}" --size "$SIZE" --iters "$iters" \
 		--window 8 server "$(bed_ip 1 2):$PORT"
-	wait_server 1 "$PORT" "$srv" || t_fail "$label: the server did not listen"
+	wait_server 1 "$PORT" "$srv" || rn_fail "$label: the server did not listen"
 	drv_start cli 0 "${FAULT_ENV[@]}" NCCL_DEBUG_SUBSYS=INIT,NET -- -v "${DEV[@]}" client "$(bed_ip 1 2):$PORT"
-	wait_out "$cli" "connected [0-9]+ connection" 90 || t_fail "$label: no connection"
+	wait_out "$cli" "connected [0-9]+ connection" 90 || rn_fail "$label: no connection"
 	sleep 2
-	eval "$fault" || t_fail "$label: the fault could not be injected"
+	eval "$fault" || rn_fail "$label: the fault could not be injected"
 	# a fault that takes its time to land (nft) must land within the stream
 	[ -z "${3:-}" ] || [ "$(B status "$cli")" = running ] ||
-		t_fail "$label: the stream ended before the fault was in (more messages needed)"
+		rn_fail "$label: the stream ended before the fault was in (more messages needed)"
 	cli_out=$(B wait --timeout 150 "$cli" 2>&1)
 	cli_rc=$?
 	srv_out=$(B wait --timeout 60 "$srv" 2>&1)
@@ -61,26 +61,26 @@ expect_moved() { # label h0-nic-after h1-nic-after [most moves, 1]
 	local label=$1
 	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
 		show_pair
-		t_fail "$label: server exit $srv_rc, client exit $cli_rc"
+		rn_fail "$label: server exit $srv_rc, client exit $cli_rc"
 	fi
-	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "$label: no checksum verdict"; }
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; rn_fail "$label: no checksum verdict"; }
 	grep -q "NCCL WARN .*failover: send comm with .*moved to rxe$2:1 -> eth$3 .* in [0-9]* ms; [0-9]* messages\?, [0-9]* bytes sent again" <<<"$cli_out" ||
-		{ show_pair; t_fail "$label: the sender's WARN does not say it moved to rxe$2 -> eth$3"; }
+		{ show_pair; rn_fail "$label: the sender's WARN does not say it moved to rxe$2 -> eth$3"; }
 	grep -q "NCCL WARN .*failover: recv comm with .*moved to rxe$3:1 -> eth$2 " <<<"$srv_out" ||
-		{ show_pair; t_fail "$label: the receiver's WARN does not say it moved to rxe$3 -> eth$2"; }
+		{ show_pair; rn_fail "$label: the receiver's WARN does not say it moved to rxe$3 -> eth$2"; }
 	# one move, unless the case breaks two pairs at once: then a move may land on the
 	# second before its failure shows, and the next move takes the comm on
 	[ "$(grep -c 'failover: send comm' <<<"$cli_out")" -le "${4:-1}" ] ||
-		t_fail "$label: the sender moved more than ${4:-1} time(s)"
+		rn_fail "$label: the sender moved more than ${4:-1} time(s)"
 }
 
-clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || t_fail "could not clear the faults"; }
+clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || rn_fail "could not clear the faults"; }
 
 body() {
 	local before after h prom
 	B up --hosts 2 --nics 3 --scenario fixed --owner "$BED_OWNER" >/dev/null
 	# the nft fault must land within the stream: its module loaded beforehand
-	B run 1 -- modprobe nf_tables || t_fail "no nf_tables in the guest"
+	B run 1 -- modprobe nf_tables || rn_fail "no nf_tables in the guest"
 	echo "bed: 2 hosts x 3 NICs, scenario fixed; streams of $ITERS x $SIZE over h0 rxe0 -> h1 rxe0"
 	# The pair that takes over carries the stream at once: a guest starved of CPU for half a
 	# second on a loaded machine must not run its QPs out of retries (4.096 us x 2^17 x 7);
@@ -92,37 +92,37 @@ body() {
 		"B run 1 -- ip link set eth0 down"
 	expect_moved "receiver's NIC down" 1 1
 	grep -q "spare pairs rxe1:1->eth1,rxe2:1->eth2" <<<"$cli_out" ||
-		t_fail "the sender's comm did not list its two spare pairs"
+		rn_fail "the sender's comm did not list its two spare pairs"
 	after=$(sent_pkts 0 1)
 	echo "  h0 rxe1 sent_pkts: $before -> $after"
-	[ $((after - before)) -gt 100 ] || t_fail "h0 rxe1 carried no data after the move"
-	t_ok "receiver's NIC down: moved to rxe1 <-> rxe1, checked data, h0 rxe1 sent $((after - before)) packets"
+	[ $((after - before)) -gt 100 ] || rn_fail "h0 rxe1 carried no data after the move"
+	rn_log "ok: receiver's NIC down: moved to rxe1 <-> rxe1, checked data, h0 rxe1 sent $((after - before)) packets"
 	for h in 0 1; do
 		prom=$(B run "$h" -- build/roce-doctor --prometheus 2>&1)
 		grep -E '^roce_nic_failover' <<<"$prom" | sed "s/^/  h$h prom| /"
 		grep -q '^roce_nic_failovers_total{device="rxe0",port="1",netdev="eth0"} 1$' <<<"$prom" ||
-			t_fail "h$h: roce-doctor --prometheus does not count the move off rxe0"
+			rn_fail "h$h: roce-doctor --prometheus does not count the move off rxe0"
 		grep -q '^roce_nic_failovers_total{device="rxe1",port="1",netdev="eth1"} 0$' <<<"$prom" ||
-			t_fail "h$h: roce-doctor --prometheus counts moves off rxe1"
+			rn_fail "h$h: roce-doctor --prometheus counts moves off rxe1"
 	done
-	t_ok "roce-doctor --prometheus counts the move off rxe0 on both hosts"
+	rn_log "ok: roce-doctor --prometheus counts the move off rxe0 on both hosts"
 	clear_all
 
 	stream_with "the sender's NIC (h0 eth0) set down mid-stream" "B run 0 -- ip link set eth0 down"
 	expect_moved "sender's NIC down" 1 1
-	t_ok "sender's NIC down: moved, checked data"
+	rn_log "ok: sender's NIC down: moved, checked data"
 	clear_all
 
 	stream_with "both ends lose different NICs at once (h0 eth0, h1 eth1: the first spare too)" \
 		"B run 0 -- ip link set eth0 down & B run 1 -- ip link set eth1 down; wait"
 	expect_moved "two NICs down" 2 2 2
-	t_ok "h0 eth0 and h1 eth1 down: the second spare (rxe2 <-> rxe2) took it, checked data"
+	rn_log "ok: h0 eth0 and h1 eth1 down: the second spare (rxe2 <-> rxe2) took it, checked data"
 	clear_all
 
 	stream_with "the sender's cable pulled (carrier lost, the netdev stays up)" "B carrier 0 0 off"
 	expect_moved "carrier lost" 1 1
 	B carrier 0 0 on
-	t_ok "carrier lost: moved, checked data"
+	rn_log "ok: carrier lost: moved, checked data"
 	clear_all
 
 	FAULT_ENV=(NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=6)
@@ -131,14 +131,14 @@ body() {
 	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
 	expect_moved "RoCE dropped" 1 1
 	grep -q "failed (RETRY_EXC_ERR" <<<"$cli_out$srv_out" ||
-		t_fail "the drop was not seen as RETRY_EXC_ERR"
-	t_ok "RoCE dropped: RETRY_EXC_ERR moved it, checked data"
+		rn_fail "the drop was not seen as RETRY_EXC_ERR"
+	rn_log "ok: RoCE dropped: RETRY_EXC_ERR moved it, checked data"
 	clear_all
 
 	stream_with "every NIC of the receiver down: the last pair goes" \
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down; ip link set eth2 down'"
 	expect_none_left "all NICs down" "no NIC pair left to move to: .*rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (.*rxe2:1 -> eth2 ("
-	t_ok "all NICs down: one error naming every pair, no hang"
+	rn_log "ok: all NICs down: one error naming every pair, no hang"
 	clear_all
 
 	DEV=(--merge 0,1) # the pair left carries the stream while the other fails (as above)
@@ -148,30 +148,30 @@ body() {
 	expect_vnic_left "receiver's member down" 0 "rxe1:1 -> eth1"
 	after=$(sent_pkts 0 0)
 	echo "  h0 rxe0 sent_pkts: $before -> $after"
-	t_ok "vNIC, receiver's member down: pair rxe1 <-> rxe1 left out, rxe0 <-> rxe0 carried on, checked"
+	rn_log "ok: vNIC, receiver's member down: pair rxe1 <-> rxe1 left out, rxe0 <-> rxe0 carried on, checked"
 	clear_all
 
 	stream_with "vNIC: the sender's member eth0 set down mid-stream (the comm's side channel's NIC)" \
 		"B run 0 -- ip link set eth0 down"
 	expect_vnic_left "sender's member down" 1 "rxe0:1 -> eth0"
-	t_ok "vNIC, sender's member down: pair rxe0 <-> rxe0 left out, rxe1 <-> rxe1 carried on, checked"
+	rn_log "ok: vNIC, sender's member down: pair rxe0 <-> rxe0 left out, rxe1 <-> rxe1 carried on, checked"
 	clear_all
 
 	stream_with "vNIC: both members of the receiver down: the last pair goes" \
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down'"
 	expect_none_left "vNIC, both members down" "no vNIC member pair left: rxe0:1 -> eth0 (.*rxe1:1 -> eth1 ("
-	t_ok "vNIC, both members down: one error naming both pairs, no hang"
+	rn_log "ok: vNIC, both members down: one error naming both pairs, no hang"
 	clear_all
 }
 
 # The last pair gone: both ends failed, one says so naming every pair (ERE $2), no hang.
 expect_none_left() { # label ere
 	[ "$cli_rc" -ne 0 ] && [ "$srv_rc" -ne 0 ] ||
-		{ show_pair; t_fail "$1: both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
+		{ show_pair; rn_fail "$1: both ends should fail: server exit $srv_rc, client exit $cli_rc"; }
 	grep -q "NCCL WARN .*$2" <<<"$srv_out$cli_out" ||
-		{ show_pair; t_fail "$1: the error does not name every pair and why"; }
+		{ show_pair; rn_fail "$1: the error does not name every pair and why"; }
 	grep -q "no progress for" <<<"$cli_out$srv_out" &&
-		t_fail "$1: an end hung until the driver's own timeout instead of failing"
+		rn_fail "$1: an end hung until the driver's own timeout instead of failing"
 }
 
 # The vNIC streams: both ends exited 0 with checked data, and each end's WARN says which
@@ -180,13 +180,13 @@ expect_vnic_left() { # label member-left pair-out
 	local label=$1 m=$2
 	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
 		show_pair
-		t_fail "$label: server exit $srv_rc, client exit $cli_rc"
+		rn_fail "$label: server exit $srv_rc, client exit $cli_rc"
 	fi
-	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "$label: no checksum verdict"; }
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; rn_fail "$label: no checksum verdict"; }
 	grep -q "NCCL WARN .*failover: send comm with .*vNIC member pair $3 (.*) left out; going on over 1 of 2 QPs (rxe$m:1 -> eth$m) in [0-9]* ms; [0-9]* messages\?, [0-9]* bytes sent again" <<<"$cli_out" ||
-		{ show_pair; t_fail "$label: the sender's WARN does not say it went on over rxe$m"; }
+		{ show_pair; rn_fail "$label: the sender's WARN does not say it went on over rxe$m"; }
 	grep -q "NCCL WARN .*failover: recv comm with .*vNIC member pair .* left out; going on over 1 of 2 QPs (rxe$m:1 -> eth$m)" <<<"$srv_out" ||
-		{ show_pair; t_fail "$label: the receiver's WARN does not say it went on over rxe$m"; }
+		{ show_pair; rn_fail "$label: the receiver's WARN does not say it went on over rxe$m"; }
 }
 
 bed_attempt body

@@ -32,51 +32,51 @@ body() {
 	[ "$(grep -c 'checksums match' <<<"$out")" -eq 2 ] || {
 		echo "$out" | sed 's/^/  client| /'
 		echo "$srv_out" | sed 's/^/  server| /'
-		t_fail "rounds 1 and 2 did not both carry checked data"
+		rn_fail "rounds 1 and 2 did not both carry checked data"
 	}
 	grep -q "gid-between: $a is at index 2" <<<"$out" ||
-		t_fail "the re-added address did not come back at index 2 (the bed changed?)"
+		rn_fail "the re-added address did not come back at index 2 (the bed changed?)"
 	grep -q "INFO .*rxe0:1: the GID of .* moved from index 1 to 2" <<<"$out" ||
-		t_fail "round 2's connect did not say it followed the GID from index 1 to 2"
+		rn_fail "round 2's connect did not say it followed the GID from index 1 to 2"
 	grep -q "NCCL WARN .*new comm refused \[gid-gone\]: .*address $a is no longer in the port's GID table (it was at index 2" <<<"$out" ||
-		t_fail "round 3 was not refused by name (gid-gone, old index 2)"
+		rn_fail "round 3 was not refused by name (gid-gone, old index 2)"
 	grep -q "\[gid-gone\].*idx1 $other v2 on eth0.*fix: ip addr add $a/24 dev eth0" <<<"$out" ||
-		t_fail "the refusal does not say what the table holds now and the fix"
-	[ $rc -eq 1 ] || t_fail "client exit $rc, want 1 (round 3 refused)"
-	t_ok "GID followed from index 1 to 2 between two connects (checked data), then gid-gone refused"
+		rn_fail "the refusal does not say what the table holds now and the fix"
+	[ $rc -eq 1 ] || rn_fail "client exit $rc, want 1 (round 3 refused)"
+	rn_log "ok: GID followed from index 1 to 2 between two connects (checked data), then gid-gone refused"
 
 	t_step "the accepting side: its GID moved behind a VLAN's entries between rounds 1 and 2"
 	grep -E "round|gid-vlan-between|moved|up:|WARN" <<<"$srv_out" | sed 's/^/  server| /'
 	bidx=$(sed -n "s/^gid-vlan-between: $b is at index \([0-9]*\)$/\1/p" <<<"$srv_out")
 	[ -n "$bidx" ] && [ "$bidx" -gt 1 ] ||
-		t_fail "h1's address did not come back at a higher index (the bed changed?)"
+		rn_fail "h1's address did not come back at a higher index (the bed changed?)"
 	grep -q "recv comm rxe0:1 .* up: .*, GID index 1$" <<<"$srv_out" ||
-		t_fail "round 1's accepted comm did not use index 1"
+		rn_fail "round 1's accepted comm did not use index 1"
 	grep -q "INFO .*rxe0:1: the GID of $b moved from index 1 to $bidx" <<<"$srv_out" ||
-		t_fail "round 2's accept did not say it followed the GID from index 1 to $bidx"
+		rn_fail "round 2's accept did not say it followed the GID from index 1 to $bidx"
 	grep -q "recv comm rxe0:1 .* up: .*, GID index $bidx$" <<<"$srv_out" ||
-		t_fail "round 2's accepted comm did not make its QPs with index $bidx"
-	t_ok "the accepted comm of round 2 used index $bidx (the VLAN's entry holds 1), and said so"
+		rn_fail "round 2's accepted comm did not make its QPs with index $bidx"
+	rn_log "ok: the accepted comm of round 2 used index $bidx (the VLAN's entry holds 1), and said so"
 
 	t_step "a live comm whose address is removed mid-transfer"
 	B run 0 -- bash -c "ip addr del $other/24 dev eth0 && ip addr add $a/24 dev eth0" ||
-		t_fail "could not restore $a as eth0's only address"
+		rn_fail "could not restore $a as eth0's only address"
 	drv_start srv 1 "${FAULT_ENV[@]}" -- --dev 0 --size 256K --iters 100000 \
 		server "$(bed_ip 1 0):18802"
-	wait_server 1 18802 "$srv" || t_fail "server did not listen"
+	wait_server 1 18802 "$srv" || rn_fail "server did not listen"
 	drv_start cli 0 "${FAULT_ENV[@]}" -- --dev 0 client "$(bed_ip 1 0):18802"
-	wait_out "$cli" "connected [0-9]+ connection" 60 || t_fail "the client never connected"
+	wait_out "$cli" "connected [0-9]+ connection" 60 || rn_fail "the client never connected"
 	sleep 1
-	B run 0 -- ip addr del "$a/24" dev eth0 || t_fail "could not remove $a"
+	B run 0 -- ip addr del "$a/24" dev eth0 || rn_fail "could not remove $a"
 	out=$(B wait --timeout 60 "$cli" 2>&1)
 	rc=$?
 	B kill "$srv" >/dev/null 2>&1
 	B wait "$srv" >/dev/null 2>&1
 	grep WARN <<<"$out" | sed 's/^/  client| /'
-	[ $rc -eq 1 ] || t_fail "client exit $rc, want 1 (a plugin error)"
+	[ $rc -eq 1 ] || rn_fail "client exit $rc, want 1 (a plugin error)"
 	grep -q "NCCL WARN .*\[gid-gone\]: rxe0:1 (eth0): address $a is no longer in the port's GID table" <<<"$out" ||
-		t_fail "the live comm's failure does not name gid-gone"
-	t_ok "live comm failed naming gid-gone"
+		rn_fail "the live comm's failure does not name gid-gone"
+	rn_log "ok: live comm failed naming gid-gone"
 }
 
 bed_attempt body

@@ -30,7 +30,7 @@ renumber() {
 			[ \$n = 2 ] && exit 0
 			sleep 0.1
 		done
-		echo 'GIDs for the new addresses never appeared'; exit 1" || t_fail "renumber $*"
+		echo 'GIDs for the new addresses never appeared'; exit 1" || rn_fail "renumber $*"
 }
 
 # expect DEV CAUSE|ok: the verdict line of DEV under warn names CAUSE (or is ok)
@@ -39,10 +39,10 @@ expect() {
 	line=$(vline "$1")
 	echo "  $line"
 	if [ "$2" = ok ]; then
-		grep -q "verdict ok" <<<"$line" || t_fail "$1: not ok: $line"
+		grep -q "verdict ok" <<<"$line" || rn_fail "$1: not ok: $line"
 	else
 		grep -Eq "verdict (warn|refused) causes ([a-z0-9-]+,)*$2(,|\$)" <<<"$line" ||
-			{ echo "$probe_out" | sed 's/^/  | /'; t_fail "$1: verdict does not name $2"; }
+			{ echo "$probe_out" | sed 's/^/  | /'; rn_fail "$1: verdict does not name $2"; }
 	fi
 }
 
@@ -60,35 +60,35 @@ body() {
 	expect rxe1 shared-l2
 	echo "  (init with the ARP probe: $(((t1 - t0) / 1000000)) ms for the whole probe run)"
 	probe
-	[ "$(ndevs)" != 2 ] || t_fail "shared L2: both NICs offered under strict"
+	[ "$(ndevs)" != 2 ] || rn_fail "shared L2: both NICs offered under strict"
 	B run 0 -- sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 ||
-		t_fail "sysctl"
+		rn_fail "sysctl"
 	probe
 	expect rxe0 ok
 	expect rxe1 ok
-	[ "$(ndevs)" = 2 ] || t_fail "shared L2 fixed: $(ndevs) devices offered, want 2"
-	t_ok "shared L2 across subnets: shared-l2 refused, arp_ignore=1/arp_announce=2 accepted"
+	[ "$(ndevs)" = 2 ] || rn_fail "shared L2 fixed: $(ndevs) devices offered, want 2"
+	rn_log "ok: shared L2 across subnets: shared-l2 refused, arp_ignore=1/arp_announce=2 accepted"
 
 	t_step "L3: a /31 per NIC, main's default via eth0's gateway only"
 	renumber 198.18.0.0/31 198.18.0.2/31
-	B run 0 -- ip route replace default via 198.18.0.1 dev eth0 || t_fail "default route"
+	B run 0 -- ip route replace default via 198.18.0.1 dev eth0 || rn_fail "default route"
 	probe NCCL_ROCE_ROUTE_CHECK=warn
 	expect rxe0 ok
 	expect rxe1 no-gateway
 	probe
-	[ "$(ndevs)" = 1 ] || t_fail "L3 without tables: $(ndevs) devices offered, want 1"
+	[ "$(ndevs)" = 1 ] || rn_fail "L3 without tables: $(ndevs) devices offered, want 1"
 	B run 0 -- bash -c '
 		ip route add 198.18.0.0/31 dev eth0 src 198.18.0.0 table 101
 		ip route add default via 198.18.0.1 dev eth0 table 101
 		ip rule add from 198.18.0.0 lookup 101 priority 101
 		ip route add 198.18.0.2/31 dev eth1 src 198.18.0.2 table 102
 		ip route add default via 198.18.0.3 dev eth1 table 102
-		ip rule add from 198.18.0.2 lookup 102 priority 102' || t_fail "per-NIC tables"
+		ip rule add from 198.18.0.2 lookup 102 priority 102' || rn_fail "per-NIC tables"
 	probe
 	expect rxe0 ok
 	expect rxe1 ok
-	[ "$(ndevs)" = 2 ] || t_fail "L3 with per-NIC tables: $(ndevs) devices offered, want 2"
-	t_ok "L3 /31: no-gateway without per-NIC tables, both accepted with them"
+	[ "$(ndevs)" = 2 ] || rn_fail "L3 with per-NIC tables: $(ndevs) devices offered, want 2"
+	rn_log "ok: L3 /31: no-gateway without per-NIC tables, both accepted with them"
 }
 
 bed_attempt body

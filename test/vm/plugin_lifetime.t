@@ -32,28 +32,28 @@ dead_peer() {
 	peer=$(bed_ip 1 0)
 	drv_start j 1 -- --dev 0 --late-accept-ms 600000 --timeout-ms 700000 server "$peer:$port"
 	drv_start c 0 -- --dev 0 --timeout-ms 150000 client "$peer:$port"
-	wait_out "$j" "holding the first accept" 60 || t_fail "$tag: the server never handed out its handle"
-	wait_out "$c" "using dev 0" 60 || t_fail "$tag: the client did not start"
+	wait_out "$j" "holding the first accept" 60 || rn_fail "$tag: the server never handed out its handle"
+	wait_out "$c" "using dev 0" 60 || rn_fail "$tag: the client did not start"
 	sleep 3 # the client's connect is through TCP and waits for the peer's HELLO
 	if [ "$how" = kill ]; then
 		B kill "$j"
 	else
-		B carrier 1 0 off || t_fail "$tag: could not pull h1 eth0's cable"
+		B carrier 1 0 off || rn_fail "$tag: could not pull h1 eth0's cable"
 	fi
 	t0=$(date +%s.%N)
 	dead_out=$(B wait "$c" 2>&1)
 	rc=$?
 	t1=$(date +%s.%N)
-	[ "$how" = vanish ] && { B carrier 1 0 on || t_fail "$tag: could not plug h1 eth0 back"; }
+	[ "$how" = vanish ] && { B carrier 1 0 on || rn_fail "$tag: could not plug h1 eth0 back"; }
 	B kill "$j" >/dev/null 2>&1
 	B wait "$j" >/dev/null 2>&1
 	dead_secs=$(secs "$t0" "$t1")
 	echo "$dead_out" | grep -v "^nccl-net-driver: dev " | sed 's/^/  client| /'
-	[ $rc -eq 1 ] || t_fail "$tag: client exit $rc, want 1 (124 = hung until the bed's timeout)"
+	[ $rc -eq 1 ] || rn_fail "$tag: client exit $rc, want 1 (124 = hung until the bed's timeout)"
 	grep -q "connect timed out" <<<"$dead_out" &&
-		t_fail "$tag: only the driver's own bound caught it; the plugin reported nothing"
+		rn_fail "$tag: only the driver's own bound caught it; the plugin reported nothing"
 	grep -Eq "NCCL WARN.*connect to $peer:[0-9]+ failed" <<<"$dead_out" ||
-		t_fail "$tag: the plugin's error does not name the peer $peer"
+		rn_fail "$tag: the plugin's error does not name the peer $peer"
 }
 
 body() {
@@ -71,12 +71,12 @@ body() {
 		--late-accept-ms "$late_ms" --timeout-ms $((late_ms + 100000)) server "$lpeer:18811"
 	drv_start c 0 NCCL_ROCE_CONNECT_TIMEOUT_MS=5000 -- --dev 1 --timeout-ms $((late_ms + 100000)) client \
 		"$lpeer:18811"
-	wait_out "$j" "holding the first accept" 60 || t_fail "late accept: the server never handed out its handle"
+	wait_out "$j" "holding the first accept" 60 || rn_fail "late accept: the server never handed out its handle"
 
 	t_step "the peer process killed while the connector waits for its accept"
 	dead_peer kill 18812 kill
-	awk -v t="$dead_secs" 'BEGIN {exit !(t < 25)}' || t_fail "killed peer: told after $dead_secs s"
-	t_ok "killed peer: the connect failed $dead_secs s after the kill, naming $peer"
+	awk -v t="$dead_secs" 'BEGIN {exit !(t < 25)}' || rn_fail "killed peer: told after $dead_secs s"
+	rn_log "ok: killed peer: the connect failed $dead_secs s after the kill, naming $peer"
 	kill_secs=$dead_secs
 
 	t_step "one service thread: 8 loopback pairs, listens, connects, accepts and regMr interleaved"
@@ -84,26 +84,26 @@ body() {
 	rc=$?
 	echo "$out" | grep -E "service thread|checksums|WARN|failed" | sed 's/^/  | /'
 	[ $rc -eq 0 ] && grep -q "checksums match (8 pairs)" <<<"$out" ||
-		{ echo "$out" | sed 's/^/  | /'; t_fail "service: exit $rc"; }
-	t_ok "8 pairs from one thread, each with checked data"
+		{ echo "$out" | sed 's/^/  | /'; rn_fail "service: exit $rc"; }
+	rn_log "ok: 8 pairs from one thread, each with checked data"
 
 	t_step "abort with listeners, connects and accepts in flight; finalize, dlclose, dlopen, a new communicator"
 	out=$(drv_run 0 -- -v --dev 0 --conns 4 --size 65537 --iters 10 abort-reload)
 	rc=$?
 	echo "$out" | grep -E "threads|aborting|last finalize|checksums|nothing left|left behind|WARN" |
 		sed 's/^/  | /'
-	[ $rc -eq 0 ] || { echo "$out" | tail -30 | sed 's/^/  | /'; t_fail "abort-reload: exit $rc"; }
+	[ $rc -eq 0 ] || { echo "$out" | tail -30 | sed 's/^/  | /'; rn_fail "abort-reload: exit $rc"; }
 	grep -q "NET/RoCE : last finalize: closed what NCCL left open .*: 4 listeners (2 handshakes in them), 4 connects in progress, 2 comms, 1 memory registration" <<<"$out" ||
-		t_fail "abort-reload: the last finalize did not say it closed the 4 listeners, 4 connects, 2 comms, 1 registration"
-	grep -q "checksums match (loopback)" <<<"$out" || t_fail "abort-reload: the new communicator carried no checked data"
-	grep -q "abort-reload: nothing left behind" <<<"$out" || t_fail "abort-reload: something left behind"
-	t_ok "after the abort and the unload: $(grep -m1 'after finalize + dlclose' <<<"$out" | sed 's/.*dlclose: //') (before the first init: $(grep -m1 'before the first init' <<<"$out" | sed 's/.*init: //'))"
+		rn_fail "abort-reload: the last finalize did not say it closed the 4 listeners, 4 connects, 2 comms, 1 registration"
+	grep -q "checksums match (loopback)" <<<"$out" || rn_fail "abort-reload: the new communicator carried no checked data"
+	grep -q "abort-reload: nothing left behind" <<<"$out" || rn_fail "abort-reload: something left behind"
+	rn_log "ok: after the abort and the unload: $(grep -m1 'after finalize + dlclose' <<<"$out" | sed 's/.*dlclose: //') (before the first init: $(grep -m1 'before the first init' <<<"$out" | sed 's/.*init: //'))"
 
 	t_step "the peer's host vanishes (h1 eth0's cable out) while the connector waits"
 	dead_peer vanish 18813 vanish
-	grep -q "stopped answering" <<<"$dead_out" || t_fail "vanished host: the error does not say its host stopped answering"
-	awk -v t="$dead_secs" 'BEGIN {exit !(t < 40)}' || t_fail "vanished host: told after $dead_secs s (keepalive: 25 s)"
-	t_ok "vanished host: the connect failed $dead_secs s after the cable went (TCP keepalive, 25 s from the last ACK), naming $peer"
+	grep -q "stopped answering" <<<"$dead_out" || rn_fail "vanished host: the error does not say its host stopped answering"
+	awk -v t="$dead_secs" 'BEGIN {exit !(t < 40)}' || rn_fail "vanished host: told after $dead_secs s (keepalive: 25 s)"
+	rn_log "ok: vanished host: the connect failed $dead_secs s after the cable went (TCP keepalive, 25 s from the last ACK), naming $peer"
 	vanish_secs=$dead_secs
 
 	t_step "the late accept: the connection came up and carried checked data"
@@ -113,12 +113,12 @@ body() {
 	srv_rc=$?
 	expect_ok "late accept"
 	show_pair | grep -E "holding|first accept|connected|accepted|checksums|WARN"
-	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "late accept: no checked data"; }
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; rn_fail "late accept: no checked data"; }
 	t=$(sed -n 's/.*connected 1 connection(s) in \([0-9.]*\) s.*/\1/p' <<<"$cli_out")
 	# the hold starts when the handle goes out, the connect once the client's init is done
 	awk -v t="$t" -v h="$late_ms" 'BEGIN {exit !(t > h / 1000 - 10 && t > 10)}' ||
-		{ show_pair; t_fail "late accept: the connect took ${t:-?} s: not the hold of $((late_ms / 1000)) s (and past twice the 5 s the old deadline allowed)"; }
-	t_ok "a connect waited $t s for its peer's accept (NCCL_ROCE_CONNECT_TIMEOUT_MS 5 s), then carried checked data"
+		{ show_pair; rn_fail "late accept: the connect took ${t:-?} s: not the hold of $((late_ms / 1000)) s (and past twice the 5 s the old deadline allowed)"; }
+	rn_log "ok: a connect waited $t s for its peer's accept (NCCL_ROCE_CONNECT_TIMEOUT_MS 5 s), then carried checked data"
 
 	echo "figures: a connect waited $t s for a late accept; killed peer told in $kill_secs s, vanished host in $vanish_secs s; $(grep -m1 'before the first init' <<<"$out" | sed 's/.*: //') before the first init, $(grep -m1 'at the abort' <<<"$out" | sed 's/.*: //') at the abort, $(grep -m1 'after finalize + dlclose' <<<"$out" | sed 's/.*: //') after finalize + dlclose"
 }

@@ -34,16 +34,16 @@ stream_start() { # label iters env...
 	# The stream must outlast a recovery (some 10 s) whatever the machine's speed: h0's NICs
 	# are shaped to 200 Mbit/s, so that its messages take about 15 s on a quiet machine.
 	for i in 0 1 2; do
-		B fault 0 rate --nic "$i" --value 200 >/dev/null || t_fail "could not shape h0 eth$i"
+		B fault 0 rate --nic "$i" --value 200 >/dev/null || rn_fail "could not shape h0 eth$i"
 	done
 	B run 0 -- ip route replace "$(bed_ip 1 2)/32" dev eth2 src "$(bed_ip 0 2)" ||
-		t_fail "could not route the side channel over eth2"
+		rn_fail "could not route the side channel over eth2"
 	drv_start srv 1 "$@" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 \
 		--size "$SIZE" --iters "$iters" --window 8 server "$(bed_ip 1 2):$PORT"
-	wait_server 1 "$PORT" "$srv" || t_fail "$label: the server did not listen"
+	wait_server 1 "$PORT" "$srv" || rn_fail "$label: the server did not listen"
 	drv_start cli 0 "$@" NCCL_DEBUG_SUBSYS=INIT,NET -- -v --dev 0 \
 		client "$(bed_ip 1 2):$PORT"
-	wait_out "$cli" "connected [0-9]+ connection" 90 || t_fail "$label: no connection"
+	wait_out "$cli" "connected [0-9]+ connection" 90 || rn_fail "$label: no connection"
 }
 
 # Each host's neighbours and ARP settings, for a failure's log.
@@ -58,9 +58,9 @@ dump_net() {
 clear_all() {
 	local i
 	for i in 0 1 2; do
-		B fault 0 clear --nic "$i" >/dev/null || t_fail "could not clear h0 eth$i"
+		B fault 0 clear --nic "$i" >/dev/null || rn_fail "could not clear h0 eth$i"
 	done
-	B fault 1 clear >/dev/null || t_fail "could not clear h1"
+	B fault 1 clear >/dev/null || rn_fail "could not clear h1"
 }
 
 # What both running ends said so far, and the hosts' neighbours, for a failure's log.
@@ -86,11 +86,11 @@ stream_end() { # label
 
 # The receiver's NIC (h1 eth0) down; wait for both ends to have moved to rxe1 <-> rxe1.
 nic0_down() {
-	B run 1 -- ip link set eth0 down || t_fail "could not set h1 eth0 down"
+	B run 1 -- ip link set eth0 down || rn_fail "could not set h1 eth0 down"
 	wait_out "$srv" "failover: recv comm with .*moved to rxe1:1 -> eth1" 60 ||
-		{ B peek "$srv" | sed 's/^/  server| /'; t_fail "the receiver did not move to rxe1"; }
+		{ B peek "$srv" | sed 's/^/  server| /'; rn_fail "the receiver did not move to rxe1"; }
 	wait_out "$cli" "failover: send comm with .*moved to rxe1:1 -> eth1" 60 ||
-		{ B peek "$cli" | sed 's/^/  client| /'; t_fail "the sender did not move to rxe1"; }
+		{ B peek "$cli" | sed 's/^/  client| /'; rn_fail "the sender did not move to rxe1"; }
 }
 
 body() {
@@ -104,44 +104,44 @@ body() {
 		1500 "${REC_ENV[@]}"
 	sleep 2
 	nic0_down
-	t_ok "moved to rxe1 <-> rxe1 when h1 eth0 went down"
+	rn_log "ok: moved to rxe1 <-> rxe1 when h1 eth0 went down"
 	# While it is down: its address goes, a VLAN on it takes the GID slots first, the address
 	# comes back behind them (a network manager's renumbering); then the link comes back, and
 	# eth0's route in its policy table, which taking the link down flushed, is put back (as
 	# the recovery's INFO line says: until then the path check refuses the pair).
 	tbl=$(B run 1 -- ip -4 rule show from "$b" | sed -n 's/.*lookup \([0-9a-z_]*\).*/\1/p')
-	[ -n "$tbl" ] || t_fail "no policy table for h1 eth0"
+	[ -n "$tbl" ] || rn_fail "no policy table for h1 eth0"
 	B run 1 -- sh -c "ip addr del $b/24 dev eth0 &&
 		ip link add link eth0 name eth0.100 type vlan id 100 &&
 		ip addr add $vlan/24 dev eth0.100 && ip link set eth0 up &&
 		ip link set eth0.100 up && sleep 1 && ip addr add $b/24 dev eth0 &&
 		ip route replace $BED_SUBNET dev eth0 src $b table $tbl" ||
-		t_fail "could not move h1 eth0's GID and restore its table"
+		rn_fail "could not move h1 eth0's GID and restore its table"
 	bidx=$(B gid 1 0)
 	echo "  h1 eth0 $b is at GID index $bidx now"
-	[ -n "$bidx" ] && [ "$bidx" -gt 1 ] || t_fail "h1 eth0's GID did not move (the bed changed?)"
+	[ -n "$bidx" ] && [ "$bidx" -gt 1 ] || rn_fail "h1 eth0's GID did not move (the bed changed?)"
 	wait_out "$srv" "recovery: recv comm with .*rxe0:1 -> eth0 is back in service" 60 ||
-		{ show_live; t_fail "the receiver did not move back to rxe0"; }
+		{ show_live; rn_fail "the receiver did not move back to rxe0"; }
 	wait_out "$cli" "recovery: send comm with .*rxe0:1 -> eth0 is back in service" 30 ||
-		{ show_live; t_fail "the sender did not move back to rxe0"; }
+		{ show_live; rn_fail "the sender did not move back to rxe0"; }
 	r0=$(ctr 1 0 rcvd_pkts)
 	sleep 2
 	r1=$(ctr 1 0 rcvd_pkts)
 	r2=$(B status "$cli")
 	echo "  h1 rxe0 rcvd_pkts over 2 s after the move back: $r0 -> $r1 (stream $r2)"
 	[ "$r2" = running ] ||
-		{ show_live; t_fail "the stream ended before the counters were read (more messages needed)"; }
-	[ $((r1 - r0)) -gt 100 ] || t_fail "h1 rxe0 carried no traffic after the move back"
+		{ show_live; rn_fail "the stream ended before the counters were read (more messages needed)"; }
+	[ $((r1 - r0)) -gt 100 ] || rn_fail "h1 rxe0 carried no traffic after the move back"
 	stream_end "moved back"
 	line=$(grep -m1 "NCCL WARN .*recovery: recv comm" <<<"$srv_out")
 	grep -q "its GID found again at index $bidx, moved from 1," <<<"$line" ||
-		t_fail "the receiver's recovery WARN does not name the GID index $bidx (moved from 1)"
+		rn_fail "the receiver's recovery WARN does not name the GID index $bidx (moved from 1)"
 	grep -q "moved back from rxe1:1 -> eth1 in [0-9]* ms; [0-9]* receives\? not complete asked again" <<<"$line" ||
-		t_fail "the receiver's recovery WARN does not say what it left and what was asked again"
+		rn_fail "the receiver's recovery WARN does not say what it left and what was asked again"
 	grep -q "NCCL WARN .*recovery: send comm with .*moved back from rxe1:1 -> eth1 in [0-9]* ms; [0-9]* messages\?, [0-9]* bytes sent again" <<<"$cli_out" ||
-		t_fail "the sender's recovery WARN does not say what was sent again"
-	t_ok "back on rxe0 <-> rxe0 at GID index $bidx, checked data, h1 rxe0 received $((r1 - r0)) packets in 2 s"
-	B run 1 -- ip link del eth0.100 || t_fail "could not remove the VLAN"
+		rn_fail "the sender's recovery WARN does not say what was sent again"
+	rn_log "ok: back on rxe0 <-> rxe0 at GID index $bidx, checked data, h1 rxe0 received $((r1 - r0)) packets in 2 s"
+	B run 1 -- ip link del eth0.100 || rn_fail "could not remove the VLAN"
 	clear_all
 
 	stream_start "a NIC that flaps is kept out" 1500 "${REC_ENV[@]}" NCCL_ROCE_FLAP_MAX=2
@@ -155,14 +155,14 @@ body() {
 	done
 	wait_out "$srv" "recovery: rxe0:1 \(eth0\) lost its link [0-9]+ times within 600 s, more than NCCL_ROCE_FLAP_MAX=2" 30 || {
 		B peek "$srv" | grep -E "recovery|failover|PORT" | sed 's/^/  server| /'
-		t_fail "the flapping NIC was not said to be kept out"
+		rn_fail "the flapping NIC was not said to be kept out"
 	}
 	stream_end "kept out"
-	[ "$(grep -c "kept out of service" <<<"$srv_out")" -eq 1 ] || t_fail "kept out was not said exactly once"
+	[ "$(grep -c "kept out of service" <<<"$srv_out")" -eq 1 ] || rn_fail "kept out was not said exactly once"
 	grep -q "failover: recv comm with .*moved to rxe1:1 -> eth1" <<<"$srv_out" ||
-		t_fail "the first flap did not move the comm"
-	grep -q "recovery: recv comm" <<<"$srv_out" && t_fail "the flapping NIC was brought back"
-	t_ok "the flapping NIC kept out (said once), the stream stayed on rxe1 <-> rxe1, checked"
+		rn_fail "the first flap did not move the comm"
+	grep -q "recovery: recv comm" <<<"$srv_out" && rn_fail "the flapping NIC was brought back"
+	rn_log "ok: the flapping NIC kept out (said once), the stream stayed on rxe1 <-> rxe1, checked"
 	clear_all
 }
 

@@ -30,20 +30,20 @@ body() {
 	r1=$?
 	grep -E "rma rank|RMA|WARN" <<<"$o0" | sed 's/^/  r0| /'
 	grep -E "rma rank|WARN" <<<"$o1" | sed 's/^/  r1| /'
-	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] || t_fail "2 ranks: exit $r0 and $r1, want 0 and 0"
+	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] || rn_fail "2 ranks: exit $r0 and $r1, want 0 and 0"
 	for o in "$o0" "$o1"; do
 		grep -q "RMA plugin RoCE found beside net plugin RoCE (v12)" <<<"$o" ||
-			t_fail "the driver did not find ncclRmaPlugin_v14"
-		grep -q "netDeviceType 2" <<<"$o" || t_fail "RMA properties are not GIN_PROXY's"
+			rn_fail "the driver did not find ncclRmaPlugin_v14"
+		grep -q "netDeviceType 2" <<<"$o" || rn_fail "RMA properties are not GIN_PROXY's"
 		grep -q "8 puts, 8 gets, 16 signals and 8 flushes checked over 4 rounds of 262144 bytes" \
-			<<<"$o" || t_fail "2 ranks: not every put, get, signal and flush was checked"
+			<<<"$o" || rn_fail "2 ranks: not every put, get, signal and flush was checked"
 	done
 	grep -q "NCCL INFO NET/RoCE : RMA context on rxe0:1: 2 comm pairs" <<<"$o0" ||
-		t_fail "rank 0 did not say its context is up"
+		rn_fail "rank 0 did not say its context is up"
 	grep -q "send comm rxe0:1 <-> $(bed_ip 1 0):.* up" <<<"$o0" ||
-		t_fail "rank 0's comm to rank 1 did not go through the checked handshake"
-	grep -q "put bandwidth to rank 1: [0-9.]* MB/s" <<<"$o0" || t_fail "no bandwidth figure"
-	t_ok "2 ranks: $(grep -o 'put bandwidth to rank 1: [0-9.]* MB/s' <<<"$o0")"
+		rn_fail "rank 0's comm to rank 1 did not go through the checked handshake"
+	grep -q "put bandwidth to rank 1: [0-9.]* MB/s" <<<"$o0" || rn_fail "no bandwidth figure"
+	rn_log "ok: 2 ranks: $(grep -o 'put bandwidth to rank 1: [0-9.]* MB/s' <<<"$o0")"
 
 	t_step "3 ranks, rank 2 joins 3 s late"
 	port=$((port + 1))
@@ -52,7 +52,7 @@ body() {
 	j2=$(bg --timeout 170 2 -- sh -c 'sleep 3; exec "$@"' late env "${PLUG_ENV[@]}" \
 		"${rma_env[@]}" stdbuf -oL "$PLUG_BIN/nccl-net-driver" "${PLUG_DRV[@]}" --ranks 3 \
 		--rank 2 --size 64K --rounds 3 rma "$(bed_ip 0 0):$port") ||
-		t_fail "could not start rank 2"
+		rn_fail "could not start rank 2"
 	o0=$(drv_run 0 "${rma_env[@]}" -- --ranks 3 --rank 0 --size 64K --rounds 3 --iters 1 \
 		rma "$(bed_ip 0 0):$port")
 	r0=$?
@@ -61,12 +61,12 @@ body() {
 	for n in 0 1 2; do
 		eval "grep -E 'rma rank|WARN' <<<\"\$o$n\"" | sed "s/^/  r$n| /"
 	done
-	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $r2 -eq 0 ] || t_fail "3 ranks: exit $r0 $r1 $r2"
+	[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ $r2 -eq 0 ] || rn_fail "3 ranks: exit $r0 $r1 $r2"
 	for o in "$o0" "$o1" "$o2"; do
 		grep -q "9 puts, 9 gets, 18 signals and 9 flushes checked over 3 rounds of 65536 bytes" \
-			<<<"$o" || t_fail "3 ranks: not every put, get, signal and flush was checked"
+			<<<"$o" || rn_fail "3 ranks: not every put, get, signal and flush was checked"
 	done
-	t_ok "3 ranks: every put, get, signal and flush checked"
+	rn_log "ok: 3 ranks: every put, get, signal and flush checked"
 
 	t_step "a poisoned path: h1 drops RoCE mid-run; both ranks end with a named error"
 	port=$((port + 1))
@@ -74,8 +74,8 @@ body() {
 		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
 	drv_start j0 0 "${FAULT_ENV[@]}" "${rma_env[@]}" -- --ranks 2 --rank 0 --size 256K \
 		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
-	wait_out "$j0" "group of 2 ranks connected" 60 || t_fail "the group never came up"
-	B fault 1 drop-4791 --nic 0 >/dev/null || t_fail "fault drop-4791"
+	wait_out "$j0" "group of 2 ranks connected" 60 || rn_fail "the group never came up"
+	B fault 1 drop-4791 --nic 0 >/dev/null || rn_fail "fault drop-4791"
 	SECONDS=0
 	o0=$(B wait --timeout 90 "$j0" 2>&1); r0=$?
 	o1=$(B wait --timeout 90 "$j1" 2>&1); r1=$?
@@ -83,11 +83,11 @@ body() {
 	B fault 1 clear >/dev/null 2>&1 || true
 	grep -E "rma rank|WARN" <<<"$o0" | sed 's/^/  r0| /'
 	grep -E "rma rank|WARN" <<<"$o1" | sed 's/^/  r1| /'
-	[ $r0 -eq 1 ] && [ $r1 -eq 1 ] || t_fail "poisoned: exit $r0 and $r1, want 1 and 1 (a named error)"
+	[ $r0 -eq 1 ] && [ $r1 -eq 1 ] || rn_fail "poisoned: exit $r0 and $r1, want 1 and 1 (a named error)"
 	grep -q "NCCL WARN .*RETRY_EXC_ERR\|NCCL WARN .*retry" <<<"$o0$o1" ||
-		t_fail "no rank named the failed completion"
-	[ $n -lt 60 ] || t_fail "the ranks took $n s to end"
-	t_ok "poisoned: both ranks ended with a named error within $n s"
+		rn_fail "no rank named the failed completion"
+	[ $n -lt 60 ] || rn_fail "the ranks took $n s to end"
+	rn_log "ok: poisoned: both ranks ended with a named error within $n s"
 }
 
 bed_attempt body

@@ -29,35 +29,35 @@ body() {
 	expect_ok "fixed: h0/rxe0 -> h1/rxe0 connects and moves checked data"
 
 	t_step "a static entry: h0 eth0 holds h1 eth1's MAC ($wrong) for $(bed_ip 1 0), nud permanent"
-	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || t_fail "could not poison"
+	B fault 0 arp-poison --nic 0 --peer 1:0 --mac "$wrong" || rn_fail "could not poison"
 	out=$(drv_run 0 -- --comms 1 probe)
 	echo "$out" | grep -E "WARN|devices:" | sed 's/^/  | /'
 	grep -q "NCCL WARN.*rxe0:1 \[neigh-wrong-mac\]: peer $(bed_ip 1 0) is reached at the wrong MAC (MAC $wrong instead of $right) from eth0: a PERMANENT neighbour entry.*; fix: ip neigh del $(bed_ip 1 0) dev eth0" <<<"$out" ||
-		t_fail "static entry: init does not refuse rxe0 naming the entry and its fix"
+		rn_fail "static entry: init does not refuse rxe0 naming the entry and its fix"
 	grep -q "NCCL WARN.*refused by the route check: rxe0:1 eth0 neigh-wrong-mac" <<<"$out" ||
-		t_fail "static entry: the summary does not name rxe0's refusal"
-	t_ok "static entry: init refuses rxe0 with neigh-wrong-mac and 'ip neigh del' (an ARP probe gets $right)"
+		rn_fail "static entry: the summary does not name rxe0's refusal"
+	rn_log "ok: static entry: init refuses rxe0 with neigh-wrong-mac and 'ip neigh del' (an ARP probe gets $right)"
 
 	# What ARP flux leaves is a learned entry, which only the connection check can judge
 	# (against the MAC the peer announces): the same wrong MAC, reachable for the test's time.
 	t_step "poisoned ARP: h0 eth0 learned h1 eth1's MAC ($wrong) for $(bed_ip 1 0)"
 	B run 0 -- sh -c "sysctl -qw net.ipv4.neigh.eth0.base_reachable_time_ms=600000 &&
 		ip neigh replace $(bed_ip 1 0) lladdr $wrong dev eth0 nud reachable" ||
-		t_fail "could not make the entry a learned one"
+		rn_fail "could not make the entry a learned one"
 	t0=$(date +%s.%N)
 	drv_pair 18652 0 "--size 65537 --iters 4 --timeout-ms 20000" "${FAULT_ENV[@]}"
 	show_pair
 	echo "(client ended $(since "$t0") s after the start, server included)"
-	[ "$cli_rc" -eq 1 ] || t_fail "poisoned: client exit $cli_rc, want 1"
+	[ "$cli_rc" -eq 1 ] || rn_fail "poisoned: client exit $cli_rc, want 1"
 	grep -q "nccl-net-driver: connect: " <<<"$cli_out" ||
-		t_fail "poisoned: the client did not fail at connect"
+		rn_fail "poisoned: the client did not fail at connect"
 	grep -q "NCCL WARN.*connection refused here.*wrong NIC (MAC $wrong instead of $right)" \
-		<<<"$cli_out" || t_fail "poisoned: the refusal does not name the wrong MAC"
-	grep -q "arp_ignore=1" <<<"$cli_out" || t_fail "poisoned: the refusal gives no fix"
-	[ "$srv_rc" -ne 0 ] || t_fail "poisoned: the server accepted a refused connection"
+		<<<"$cli_out" || rn_fail "poisoned: the refusal does not name the wrong MAC"
+	grep -q "arp_ignore=1" <<<"$cli_out" || rn_fail "poisoned: the refusal gives no fix"
+	[ "$srv_rc" -ne 0 ] || rn_fail "poisoned: the server accepted a refused connection"
 	grep -q "NCCL WARN.*refused by the peer" <<<"$srv_out" ||
-		t_fail "poisoned: the server does not say the peer refused"
-	t_ok "poisoned: connect refused with the cause (wrong MAC $wrong) on both ends"
+		rn_fail "poisoned: the server does not say the peer refused"
+	rn_log "ok: poisoned: connect refused with the cause (wrong MAC $wrong) on both ends"
 
 	t_step "nccl-net-bench over the poisoned entry: refused, with the reason"
 	j=$(bg --timeout 60 1 -- env "${PLUG_ENV[@]}" "${FAULT_ENV[@]}" stdbuf -oL \
@@ -66,25 +66,25 @@ body() {
 	rc=$?
 	B wait "$j" >/dev/null 2>&1
 	echo "$out" | sed 's/^/  bench| /'
-	[ $rc -eq 1 ] || t_fail "bench over a poisoned entry: exit $rc, want 1"
+	[ $rc -eq 1 ] || rn_fail "bench over a poisoned entry: exit $rc, want 1"
 	grep -q "^nccl-net-bench: connection refused by the plugin: .*wrong NIC (MAC $wrong" <<<"$out" ||
-		t_fail "bench: no 'connection refused by the plugin' with the cause"
-	grep -q "NCCL WARN" <<<"$out" || t_fail "bench: the plugin's WARN line is not shown"
-	t_ok "bench: 'connection refused by the plugin' with the cause, exit 1"
+		rn_fail "bench: no 'connection refused by the plugin' with the cause"
+	grep -q "NCCL WARN" <<<"$out" || rn_fail "bench: the plugin's WARN line is not shown"
+	rn_log "ok: bench: 'connection refused by the plugin' with the cause, exit 1"
 
 	t_step "broken hosts (kernel defaults), NCCL_ROCE_ROUTE_CHECK=strict: init refuses"
-	B scenario broken || t_fail "scenario broken failed"
+	B scenario broken || rn_fail "scenario broken failed"
 	out=$(drv_run 0 NCCL_ROCE_ROUTE_CHECK=strict -- --require-devices --comms 1 probe)
 	rc=$?
 	echo "$out" | sed 's/^/  | /'
-	[ $rc -eq 3 ] || t_fail "broken + strict: probe exit $rc, want 3 (no device)"
+	[ $rc -eq 3 ] || rn_fail "broken + strict: probe exit $rc, want 3 (no device)"
 	grep -q "NCCL WARN.*refused by the route check: .*arp-flux" <<<"$out" ||
-		t_fail "broken + strict: the refusal does not name arp-flux"
+		rn_fail "broken + strict: the refusal does not name arp-flux"
 	grep -q "NCCL WARN.*\[arp-flux\]: .*; fix: sysctl -w " <<<"$out" ||
-		t_fail "broken + strict: the refusal does not give the fix"
+		rn_fail "broken + strict: the refusal does not give the fix"
 	grep -q "NCCL WARN.*roce-policy-routing" <<<"$out" && ! grep -q "scripts/roce-policy" <<<"$out" ||
-		t_fail "broken + strict: the fix does not name the installed roce-policy-routing"
-	t_ok "broken + strict: init offers no device, cause arp-flux, its fix and roce-policy-routing"
+		rn_fail "broken + strict: the fix does not name the installed roce-policy-routing"
+	rn_log "ok: broken + strict: init offers no device, cause arp-flux, its fix and roce-policy-routing"
 }
 
 bed_attempt body

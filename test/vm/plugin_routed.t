@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
 plugin_prereq
-[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+[ -x "$RN_TOP/build/roce-doctor" ] || rn_fail "build/roce-doctor missing: run make first"
 
 IP0=198.18.1.10 GW0=198.18.1.1 NET0=198.18.1.0/24
 IP1=198.18.2.20 GW1=198.18.2.1 NET1=198.18.2.0/24
@@ -33,7 +33,7 @@ layout() {
 			cat /sys/class/infiniband/rxe0/ports/1/gids/* 2>/dev/null | grep -qx \$want && exit 0
 			sleep 0.1
 		done
-		echo 'rxe0 never got a GID for $2'; exit 1" || t_fail "layout on h$1"
+		echo 'rxe0 never got a GID for $2'; exit 1" || rn_fail "layout on h$1"
 }
 
 probe() { # h env...: the plugin's init on host h
@@ -55,7 +55,7 @@ body() {
 		ip netns exec "$BED_NAME" sysctl -qw net.ipv4.ip_forward=1 \
 			net.ipv4.conf.all.send_redirects=0 net.ipv4.conf.br0.send_redirects=0 \
 			net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.br0.rp_filter=0 ||
-		t_fail "the router"
+		rn_fail "the router"
 	layout 0 $IP0 $GW0 198.19.0.10
 	layout 1 $IP1 $GW1 198.19.0.20
 	echo "bed: h0 eth0 $IP0 -- router $GW0|$GW1 -- h1 eth0 $IP1; mgmt eth1 198.19.0.0/24"
@@ -64,38 +64,38 @@ body() {
 	probe 0 NCCL_ROCE_ROUTE_CHECK=warn NCCL_ROCE_PEER_SUBNETS=$NET1 NCCL_ROCE_GATEWAYS=$GW0
 	grep -m1 "NET/RoCE : NIC rxe0:1 " <<<"$probe_out" | sed 's/^/  /'
 	grep -Eq "NIC rxe0:1 .*verdict (warn|refused) causes ([a-z-]+,)*no-gateway" <<<"$probe_out" ||
-		{ echo "$probe_out" | sed 's/^/  | /'; t_fail "rxe0 not judged no-gateway"; }
+		{ echo "$probe_out" | sed 's/^/  | /'; rn_fail "rxe0 not judged no-gateway"; }
 	grep -q "ip route replace default via $GW0 dev eth0 table 101" <<<"$probe_out" ||
-		{ echo "$probe_out" | sed 's/^/  | /'; t_fail "the WARN does not print the per-NIC default"; }
+		{ echo "$probe_out" | sed 's/^/  | /'; rn_fail "the WARN does not print the per-NIC default"; }
 	grep -q "leaves through eth1 (the management NIC: main's default route)" <<<"$probe_out" ||
-		t_fail "the management NIC holding main's default is not named"
+		rn_fail "the management NIC holding main's default is not named"
 	probe 0 NCCL_ROCE_PEER_SUBNETS=$NET1 NCCL_ROCE_GATEWAYS=$GW0
 	# no NIC left: init fails (no "devices: N" line), NCCL would fall back to its own
-	[ "$(ndevs)" != 1 ] || t_fail "strict: rxe0 offered"
-	t_ok "no-gateway at init, fix printed, refused under strict"
+	[ "$(ndevs)" != 1 ] || rn_fail "strict: rxe0 offered"
+	rn_log "ok: no-gateway at init, fix printed, refused under strict"
 
 	t_step "roce-doctor --peer-subnet --gateway on each guest; its fixes pasted"
 	for h in 0 1; do
 		if [ $h = 0 ]; then set -- $NET1 $GW0; else set -- $NET0 $GW1; fi
 		B run --timeout 60 $h -- env "${ONE[@]}" build/roce-doctor --json --peer-subnet "$1" \
 			--gateway "$2" >"$tmp/h$h.json"
-		[ $? = 1 ] || { cat "$tmp/h$h.json"; t_fail "h$h: doctor did not find the fault"; }
+		[ $? = 1 ] || { cat "$tmp/h$h.json"; rn_fail "h$h: doctor did not find the fault"; }
 		fixes=$(jq_py "$tmp/h$h.json" "sorted(set(f['fix'] for n in d['nics'] for f in n['findings'] if f['fix']))")
 		jq_py "$tmp/h$h.json" "['%s %s' % (n['netdev'], f['cause']) for n in d['nics'] for f in n['findings']]" |
 			sed "s/^/  h$h: /"
 		out=$(jq_py "$tmp/h$h.json" "'\n'.join(f['fix'] for n in d['nics'] for f in n['findings'] if f['fix'])")
 		echo "$out" | sed "s/^/  h$h \$ /"
-		[ -n "$fixes" ] || t_fail "h$h: no fix printed"
-		B run $h -- bash -c "set -e; $out" || t_fail "h$h: the pasted fix failed"
+		[ -n "$fixes" ] || rn_fail "h$h: no fix printed"
+		B run $h -- bash -c "set -e; $out" || rn_fail "h$h: the pasted fix failed"
 		B run --timeout 60 $h -- env "${ONE[@]}" build/roce-doctor --json --peer-subnet "$1" \
-			--gateway "$2" >"$tmp/h$h.after.json" || { cat "$tmp/h$h.after.json"; t_fail "h$h: not all good after the fix"; }
+			--gateway "$2" >"$tmp/h$h.after.json" || { cat "$tmp/h$h.after.json"; rn_fail "h$h: not all good after the fix"; }
 	done
 	probe 0 NCCL_ROCE_PEER_SUBNETS=$NET1 NCCL_ROCE_GATEWAYS=$GW0
-	[ "$(ndevs)" = 1 ] || t_fail "after the fix: $(ndevs) devices offered, want 1"
+	[ "$(ndevs)" = 1 ] || rn_fail "after the fix: $(ndevs) devices offered, want 1"
 	B run 0 -- ip route get $IP1 from $IP0 oif eth0 | sed 's/^/  h0: /'
 	B run 0 -- ip route get $IP1 from $IP0 oif eth0 | grep -q "via $GW0 dev eth0" ||
-		t_fail "h0's QP route to $IP1 is not via the gateway"
-	t_ok "doctor's fixes pasted: all good on both"
+		rn_fail "h0's QP route to $IP1 is not via the gateway"
+	rn_log "ok: doctor's fixes pasted: all good on both"
 
 	t_step "checked data across the router"
 	f0=$(fwd)
@@ -108,12 +108,11 @@ body() {
 	expect_ok "routed transfer"
 	n0=$f0 n1=$(fwd)
 	echo "  router: $((n1 - n0)) datagrams forwarded during the transfer"
-	[ $((n1 - n0)) -gt 100 ] || t_fail "the transfer did not cross the router ($((n1 - n0)) forwarded)"
-	t_ok "a routed peer: refused with the fix, then checked data through the router"
+	[ $((n1 - n0)) -gt 100 ] || rn_fail "the transfer did not cross the router ($((n1 - n0)) forwarded)"
+	rn_log "ok: a routed peer: refused with the fix, then checked data through the router"
 }
 
-tmp=$(mktemp -d /tmp/rnrouted.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+rn_tmpdir tmp
 jq_py() { python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 r = eval(sys.argv[2])

@@ -22,17 +22,16 @@ set -u
 . "$(dirname "$0")/lib/test.sh"
 . "$(dirname "$0")/lib/plugin.sh"
 plugin_prereq python3
-[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+[ -x "$RN_TOP/build/roce-doctor" ] || rn_fail "build/roce-doctor missing: run make first"
 DOC=build/roce-doctor
-tmp=$(mktemp -d /tmp/rnvlanbond.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+rn_tmpdir tmp
 
 # doctors PREFIX: `roce-doctor --json` on h0 and h1 at once into PREFIX0.json, PREFIX1.json;
 # their exit statuses in RC0, RC1 (read as ${!rc} by broken and good)
 # shellcheck disable=SC2034
 doctors() {
 	local j
-	j=$(bg --timeout 60 1 -- $DOC --json) || t_fail "cannot start the doctor on h1"
+	j=$(bg --timeout 60 1 -- $DOC --json) || rn_fail "cannot start the doctor on h1"
 	B run --timeout 60 0 -- $DOC --json >"${1}0.json"
 	RC0=$?
 	B wait "$j" >"${1}1.json"
@@ -77,10 +76,10 @@ broken() {
 	local h=$1 kv got rc
 	shift
 	rc=RC$h
-	[ "${!rc}" = 1 ] || { B run "$h" -- $DOC; t_fail "h$h broken: doctor exit ${!rc}, want 1"; }
+	[ "${!rc}" = 1 ] || { B run "$h" -- $DOC; rn_fail "h$h broken: doctor exit ${!rc}, want 1"; }
 	for kv in "$@"; do
 		got=$(causes "$tmp/b$h.json" "${kv%%=*}")
-		[ "$got" = "${kv#*=}" ] || { B run "$h" -- $DOC; t_fail "h$h ${kv%%=*}: causes '$got', want '${kv#*=}'"; }
+		[ "$got" = "${kv#*=}" ] || { B run "$h" -- $DOC; rn_fail "h$h ${kv%%=*}: causes '$got', want '${kv#*=}'"; }
 		echo "  h$h ${kv%%=*}: $got"
 	done
 	echo "  h$h: $(vtime "$tmp/b$h.json")"
@@ -91,13 +90,13 @@ refused() {
 	local out rc d
 	out=$(drv_run 0 NCCL_DEBUG=INFO -- --require-devices probe)
 	rc=$?
-	[ $rc = 3 ] || { echo "$out" | sed 's/^/  | /'; t_fail "plugin on broken h0: exit $rc, want 3 (no usable device)"; }
+	[ $rc = 3 ] || { echo "$out" | sed 's/^/  | /'; rn_fail "plugin on broken h0: exit $rc, want 3 (no usable device)"; }
 	for d in "$@"; do
 		grep -Eq "NET/RoCE : NIC $d:1 .*verdict refused causes ([a-z0-9-]+,)*arp-flux(,|\$)" <<<"$out" ||
-			{ echo "$out" | sed 's/^/  | /'; t_fail "plugin: $d not refused for arp-flux"; }
+			{ echo "$out" | sed 's/^/  | /'; rn_fail "plugin: $d not refused for arp-flux"; }
 		grep "NET/RoCE : NIC $d:1 " <<<"$out" | head -n1 | sed 's/^/  /'
 	done
-	grep -q "refused by the route check" <<<"$out" || { echo "$out" | sed 's/^/  | /'; t_fail "plugin: no refusal summary"; }
+	grep -q "refused by the route check" <<<"$out" || { echo "$out" | sed 's/^/  | /'; rn_fail "plugin: no refusal summary"; }
 }
 
 # paste H FILE: every fix of the report, as printed, each through sh -c in guest H (one job)
@@ -106,7 +105,7 @@ paste_fixes() {
 	mapfile -t fixes < <(fixes "$2")
 	printf "  h$1\$ %s\n" "${fixes[@]}"
 	B run --timeout 60 "$1" -- bash -c 'for f; do sh -c "$f" || { echo "failed: $f"; exit 1; }; done' \
-		_ "${fixes[@]}" >"$tmp/paste.out" 2>&1 || { cat "$tmp/paste.out"; t_fail "h$1: a pasted fix failed"; }
+		_ "${fixes[@]}" >"$tmp/paste.out" 2>&1 || { cat "$tmp/paste.out"; rn_fail "h$1: a pasted fix failed"; }
 }
 
 # good H NETDEV...: after `doctors $tmp/g`, all good on H (exit 0, no cause on any NIC)
@@ -114,9 +113,9 @@ good() {
 	local h=$1 d rc
 	shift
 	rc=RC$h
-	[ "${!rc}" = 0 ] || { B run "$h" -- $DOC; t_fail "h$h fixed: doctor exit ${!rc}, want 0"; }
+	[ "${!rc}" = 0 ] || { B run "$h" -- $DOC; rn_fail "h$h fixed: doctor exit ${!rc}, want 0"; }
 	for d in "$@"; do
-		[ -z "$(causes "$tmp/g$h.json" "$d")" ] || t_fail "h$h $d: causes left: $(causes "$tmp/g$h.json" "$d")"
+		[ -z "$(causes "$tmp/g$h.json" "$d")" ] || rn_fail "h$h $d: causes left: $(causes "$tmp/g$h.json" "$d")"
 	done
 	echo "  h$h: all good ($(vtime "$tmp/g$h.json"))"
 }
@@ -147,15 +146,15 @@ gidnd() {
 			read -r d <$p/gid_attrs/ndevs/$n
 			echo "$1 gid[$n] $v $d"
 		done' _ "$2" | tee "$tmp/gid" | sed 's/^/  /'
-	grep -q " $3\$" "$tmp/gid" || t_fail "$2: no RoCE v2 IPv4 GID bound to $3"
+	grep -q " $3\$" "$tmp/gid" || rn_fail "$2: no RoCE v2 IPv4 GID bound to $3"
 }
 
 # peer_ok NETDEV...: `roce-doctor peer` h0 -> h1: every pair of these NICs ok, each with an
 # RDMA RC ping that went through
 peer_ok() {
 	local job cells want l r
-	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || t_fail "cannot start serve on h1"
-	wait_listen 1 18515 || t_fail "roce-doctor serve did not listen on h1"
+	job=$(bg --timeout 90 1 -- $DOC serve --once --timeout 80) || rn_fail "cannot start serve on h1"
+	wait_listen 1 18515 || rn_fail "roce-doctor serve did not listen on h1"
 	B run --timeout 90 0 -- $DOC peer "$(bed_ip 1 0)" --json >"$tmp/peer.json"
 	RC=$?
 	B wait --timeout 30 "$job" >/dev/null
@@ -166,7 +165,7 @@ print(" ".join("%s>%s=%s/%s" % (p["local"], p["remote"], p["result"], p["rdma"][
 	want=
 	for l in "$@"; do for r in "$@"; do want+="${want:+ }$l>$r=ok/ok"; done; done
 	[ "$RC" = 0 ] && [ "$cells" = "$want" ] ||
-		{ cat "$tmp/peer.json"; t_fail "peer over the VLANs: exit $RC, pairs $cells"; }
+		{ cat "$tmp/peer.json"; rn_fail "peer over the VLANs: exit $RC, pairs $cells"; }
 }
 
 body() {
@@ -175,10 +174,10 @@ body() {
 	echo "bed: 2 hosts x 3 NICs on one bridge, kernel-default ARP sysctls"
 
 	t_step "vlan: ethI.100 (802.1Q) over the 3 NICs, one /24 on them, rxeI with the VLAN GIDs"
-	B layout vlan >/dev/null || t_fail "layout vlan"
+	B layout vlan >/dev/null || rn_fail "layout vlan"
 	gidnd 0 rxe0 eth0.100
 	gidnd 0 rxe1 eth1.100
-	B run 0 -- sysctl -qw net.ipv4.conf.all.rp_filter=1 || t_fail "rp_filter=1 on h0"
+	B run 0 -- sysctl -qw net.ipv4.conf.all.rp_filter=1 || rn_fail "rp_filter=1 on h0"
 	doctors "$tmp/b"
 	broken 0 eth0.100="arp-flux no-rule" eth1.100="arp-flux route-wrong-nic rp-filter" \
 		eth2.100="arp-flux route-wrong-nic rp-filter"
@@ -186,39 +185,39 @@ body() {
 		eth2.100="arp-flux route-wrong-nic"
 	refused rxe0 rxe1 rxe2
 	fixes "$tmp/b0.json" | grep -q 'net/ipv4/conf/eth[12]\.100/rp_filter' ||
-		{ fixes "$tmp/b0.json"; t_fail "no rp_filter fix in sysctl's slash form for the dotted netdevs"; }
+		{ fixes "$tmp/b0.json"; rn_fail "no rp_filter fix in sysctl's slash form for the dotted netdevs"; }
 	# h1 without names: it finds the VLANs through the ports' GID tables
-	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing) || t_fail "cannot start a job on h1"
+	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing) || rn_fail "cannot start a job on h1"
 	paste_fixes 0 "$tmp/b0.json"
-	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing (auto-detect) failed"; }
+	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; rn_fail "h1: roce-policy-routing (auto-detect) failed"; }
 	echo "  h1\$ scripts/roce-policy-routing"
 	for d in eth0.100 eth1.100 eth2.100; do
-		grep -q "^# $d: ip " "$tmp/prr" || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing did not find $d"; }
+		grep -q "^# $d: ip " "$tmp/prr" || { cat "$tmp/prr"; rn_fail "h1: roce-policy-routing did not find $d"; }
 	done
-	grep -E '^# eth[0-9]: ' "$tmp/prr" && t_fail "h1: roce-policy-routing took a VLAN's port netdev"
+	grep -E '^# eth[0-9]: ' "$tmp/prr" && rn_fail "h1: roce-policy-routing took a VLAN's port netdev"
 	doctors "$tmp/g"
 	good 0 eth0.100 eth1.100 eth2.100
 	good 1 eth0.100 eth1.100 eth2.100
 	peer_ok eth0.100 eth1.100 eth2.100
 	xfer rxe1 1 5601
-	t_ok "vlan: judged as the VLAN netdevs, named and refused, the pasted fixes and roce-policy-routing make them good, data over eth1.100"
+	rn_log "ok: vlan: judged as the VLAN netdevs, named and refused, the pasted fixes and roce-policy-routing make them good, data over eth1.100"
 
 	t_step "bond: bond0 (active-backup, eth0+eth1) with rxeb0, beside eth2 (rxe2) in the /24"
-	B layout bond >/dev/null || t_fail "layout bond"
+	B layout bond >/dev/null || rn_fail "layout bond"
 	gidnd 0 rxeb0 bond0
 	doctors "$tmp/b"
 	broken 0 bond0="arp-flux no-rule" eth2="arp-flux route-wrong-nic"
 	broken 1 bond0="arp-flux no-rule" eth2="arp-flux route-wrong-nic"
 	refused rxeb0 rxe2
-	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing bond0 eth2) || t_fail "cannot start a job on h1"
+	j=$(bg --timeout 60 1 -- scripts/roce-policy-routing bond0 eth2) || rn_fail "cannot start a job on h1"
 	paste_fixes 0 "$tmp/b0.json"
-	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; t_fail "h1: roce-policy-routing bond0 eth2 failed"; }
+	B wait "$j" >"$tmp/prr" 2>&1 || { cat "$tmp/prr"; rn_fail "h1: roce-policy-routing bond0 eth2 failed"; }
 	echo "  h1\$ scripts/roce-policy-routing bond0 eth2"
 	doctors "$tmp/g"
 	good 0 bond0 eth2
 	good 1 bond0 eth2
 	xfer rxeb0 0 5602
-	t_ok "bond: arp-flux named and refused, the pasted fixes and roce-policy-routing make it good, data over rxeb0"
+	rn_log "ok: bond: arp-flux named and refused, the pasted fixes and roce-policy-routing make it good, data over rxeb0"
 }
 
 bed_attempt body

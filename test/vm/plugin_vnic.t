@@ -36,7 +36,7 @@ grew() {
 	fi
 	d=$((a - b))
 	echo "  $5: +$d (want >= $4)"
-	[ "$d" -ge "$4" ] || t_fail "$5 grew by $d, less than $4: that NIC did not carry its share"
+	[ "$d" -ge "$4" ] || rn_fail "$5 grew by $d, less than $4: that NIC did not carry its share"
 }
 
 mbs() { grep -o '[0-9.]* MB/s' <<<"$1" | tail -n1; }
@@ -58,10 +58,10 @@ body() {
 	srv_out=$(B wait "$c0" 2>&1); srv_rc=$?
 	h0b=$(counters 0); h1b=$(counters 1)
 	grep -q "using dev 2 (rxe0+rxe1" <<<"$cli_out" && grep -q "using dev 2 (rxe0+rxe1" <<<"$srv_out" ||
-		{ show_pair; t_fail "the driver did not fuse rxe0+rxe1 into dev 2 on both ends"; }
+		{ show_pair; rn_fail "the driver did not fuse rxe0+rxe1 into dev 2 on both ends"; }
 	grep -q "send comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$cli_out" &&
 		grep -q "recv comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$srv_out" ||
-		{ show_pair; t_fail "the comms are not 2:2 vNIC comms with a QP per NIC"; }
+		{ show_pair; rn_fail "the comms are not 2:2 vNIC comms with a QP per NIC"; }
 	expect_ok "vNIC rxe0+rxe1 -> vNIC rxe0+rxe1: every byte and the checksum match"
 	echo "figures: driver over the vNIC: $(mbs "$cli_out")"
 	echo "h0 (sender) $h0a -> $h0b"
@@ -75,7 +75,7 @@ body() {
 	grew "$h0a" "$h0b" 6 $((bytes / 4 / 4096)) "h0 rxe1 sent_pkts"
 	grew "$h1a" "$h1b" 7 $((bytes / 4 / 4096)) "h1 rxe0 rcvd_pkts"
 	grew "$h1a" "$h1b" 8 $((bytes / 4 / 4096)) "h1 rxe1 rcvd_pkts"
-	t_ok "both NICs of the vNIC carried at least a quarter of the payload each, both ways counted"
+	rn_log "ok: both NICs of the vNIC carried at least a quarter of the payload each, both ways counted"
 
 	t_step "a vNIC (h0 rxe0+rxe1) to one NIC (h1 rxe0): both of h0's NICs send to h1 eth0"
 	bytes=$((4 * 4194304))
@@ -88,7 +88,7 @@ body() {
 	grew "$h0a" "$h0b" 1 $((bytes / 4)) "h0 eth0 tx_bytes"
 	grew "$h0a" "$h0b" 2 $((bytes / 4)) "h0 eth1 tx_bytes"
 	grew "$h1a" "$h1b" 3 $((bytes * 3 / 4)) "h1 eth0 rx_bytes"
-	t_ok "2 members against 1: both sending NICs carried data"
+	rn_log "ok: 2 members against 1: both sending NICs carried data"
 
 	# NCCL_NET_PLUGIN_REF_COUNT=1: the vNIC made at the first init is used by the next
 	# communicators, after the last one was finalized, without devices() or makeVDevice
@@ -100,8 +100,8 @@ body() {
 		rc=$?
 		[ $rc -eq 0 ] && grep -q "3 init/finalize cycles with the library kept loaded (v$maxv): ok" \
 			<<<"$out" && grep -q "cycle 2: init, dev 2 (rxe0+rxe1), checked loopback" <<<"$out" ||
-			{ echo "$out" | sed 's/^/  | /'; t_fail "reinit v$maxv over the vNIC: exit $rc"; }
-		t_ok "v$maxv: 3 communicators one after another on vNIC 2, each a checked loopback"
+			{ echo "$out" | sed 's/^/  | /'; rn_fail "reinit v$maxv over the vNIC: exit $rc"; }
+		rn_log "ok: v$maxv: 3 communicators one after another on vNIC 2, each a checked loopback"
 	done
 
 	t_step "figures: nccl-net-bench bw --check, vNIC rxe0+rxe1 vs one NIC (printed, never asserted)"
@@ -117,10 +117,10 @@ body() {
 		o=$(B wait "$j" 2>&1); r=$?
 		echo "$out" | sed 's/^/  bench| /'
 		[ $rc -eq 0 ] && [ $r -eq 0 ] ||
-			{ echo "$o" | sed 's/^/  server| /'; t_fail "bench -d $what: client $rc server $r"; }
-		line=$(grep "^client,bw,1048576,16,.*,1$" <<<"$out") || t_fail "bench -d $what: no checked result"
+			{ echo "$o" | sed 's/^/  server| /'; rn_fail "bench -d $what: client $rc server $r"; }
+		line=$(grep "^client,bw,1048576,16,.*,1$" <<<"$out") || rn_fail "bench -d $what: no checked result"
 		[ "$what" = rxe0 ] || grep -q "device 2 of 3: rxe0+rxe1" <<<"$out" ||
-			t_fail "bench --merge did not use the vNIC rxe0+rxe1"
+			rn_fail "bench --merge did not use the vNIC rxe0+rxe1"
 		[ "$what" = rxe0 ] && one=$line || fused=$line
 		port=$((port + 1))
 	done

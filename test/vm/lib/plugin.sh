@@ -21,19 +21,19 @@ NOFO_ENV=(NCCL_ROCE_FAILOVER=0)
 
 plugin_prereq() {
 	bed_prereq stdbuf
-	[ -x "$t_top/build/nccl-net-driver" ] && [ -x "$t_top/build/nccl-net-bench" ] &&
-		[ -f "$t_top/build/libnccl-net-roce.so" ] ||
-		{ echo "skip: build/nccl-net-driver, nccl-net-bench or the plugin not built (run make)"; exit 77; }
+	[ -x "$RN_TOP/build/nccl-net-driver" ] && [ -x "$RN_TOP/build/nccl-net-bench" ] &&
+		[ -f "$RN_TOP/build/libnccl-net-roce.so" ] ||
+		rn_skip "skip: build/nccl-net-driver, nccl-net-bench or the plugin not built (run make)"
 }
 
 # What the pod tests need besides the plugin (plugin_prereq's, with extra tools @...): the
 # doctor, and Debian's CNI plugins (macvlan, static IPAM, tuning, sbr) the pods are made with.
 pod_prereq() {
 	plugin_prereq "$@"
-	[ -x "$t_top/build/roce-doctor" ] || t_fail "build/roce-doctor missing: run make first"
+	[ -x "$RN_TOP/build/roce-doctor" ] || rn_fail "build/roce-doctor missing: run make first"
 	[ -x /usr/lib/cni/macvlan ] && [ -x /usr/lib/cni/sbr ] && [ -x /usr/lib/cni/tuning ] &&
 		[ -x /usr/lib/cni/static ] ||
-		{ echo "skip: containernetworking-plugins not installed (/usr/lib/cni)"; exit 77; }
+		rn_skip "skip: containernetworking-plugins not installed (/usr/lib/cni)"
 }
 
 # Split "<env...> -- <args...>" into the globals _env and _args.
@@ -49,7 +49,7 @@ drv_start() { # var h env... -- args...
 	shift 2
 	_split "$@"
 	id=$(bg --timeout 170 "$h" -- env "${PLUG_ENV[@]}" "${_env[@]}" stdbuf -oL \
-		"$PLUG_BIN/nccl-net-driver" "${PLUG_DRV[@]}" "${_args[@]}") || t_fail "could not start a job on h$h"
+		"$PLUG_BIN/nccl-net-driver" "${PLUG_DRV[@]}" "${_args[@]}") || rn_fail "could not start a job on h$h"
 	printf -v "$var" '%s' "$id"
 }
 
@@ -108,8 +108,8 @@ bed_net_counters() {
 expect_ok() { # what
 	if [ "$srv_rc" -ne 0 ] || [ "$cli_rc" -ne 0 ]; then
 		show_pair
-		t_fail "$1: server exit $srv_rc, client exit $cli_rc"
+		rn_fail "$1: server exit $srv_rc, client exit $cli_rc"
 	fi
-	grep -q "checksums match" <<<"$cli_out" || { show_pair; t_fail "$1: no checksum verdict"; }
-	t_ok "$1"
+	grep -q "checksums match" <<<"$cli_out" || { show_pair; rn_fail "$1: no checksum verdict"; }
+	rn_log "ok: $1"
 }

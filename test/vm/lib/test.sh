@@ -1,27 +1,27 @@
-# Helpers for the bed's tests (test/vm/*.t) and tools (bench, demo). Source it, then:
+# The bed's layer over test/netns/lib.sh (rn_fail, rn_skip, rn_log, rn_tmpdir, RN_TOP; one
+# dialect for every shell test). Source it, then:
 #   bed_attempt <function>   run <function> on a fresh bed (BED_NAME set, torn down after);
 #                            a BED failure (not a product failure) is retried once, and said so.
 #   B <bed args...>          call test/vm/bed; a bed failure ends the attempt (exit 200)
-#   t_fail <msg>             product failure: "FAIL: msg", exit 1 (never retried)
-#   t_ok <msg>               "ok: msg"
+#   rn_fail <msg>            product failure, exit 1 (never retried), unless a guest NIC has
+#                            stopped transmitting: then the bed's (exit 200)
 # shellcheck shell=bash
-t_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-bed=$t_top/test/vm/bed
+# shellcheck source=../../netns/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../netns/lib.sh"
+bed=$RN_TOP/test/vm/bed
 # shellcheck source=addr.sh
-. "$t_top/test/vm/lib/addr.sh"
+. "$RN_TOP/test/vm/lib/addr.sh"
 BED_OWNER=$$
 
-t_fail() {
+# a product check failed; on a bed whose guest NIC has stopped transmitting it is the bed's
+bed_fail_check() { # what failed
 	local w
-	# a product check failed; on a bed whose guest NIC has stopped transmitting it is the bed's
-	if w=$(bed_tx_wedged); then
-		echo "bed: a check failed ($*), but $w: a bed failure, not the product's"
-		[ -n "${BED_FAILFILE:-}" ] && echo "a guest NIC stopped transmitting ($w)" >>"$BED_FAILFILE"
-		exit 200
-	fi
-	echo "FAIL: $*"
-	exit 1
+	w=$(bed_tx_wedged) || return 0
+	echo "bed: a check failed ($*), but $w: a bed failure, not the product's"
+	[ -n "${BED_FAILFILE:-}" ] && echo "a guest NIC stopped transmitting ($w)" >>"$BED_FAILFILE"
+	exit 200
 }
+_rn_onfail+=(bed_fail_check)
 
 # A guest NIC with its carrier up, an IPv4 address and no shaper that transmits nothing at all,
 # not even two ARP probes: the guest's virtio-net TX has stopped (seen under TCG after a
@@ -45,7 +45,6 @@ bed_tx_wedged() {
 	done
 	return 1
 }
-t_ok() { echo "ok: $*"; }
 # Each step says when it began (seconds since the test started): where a test spends its time.
 t_step() { printf '\n=== [%3ds] %s\n' "$SECONDS" "$*"; }
 
@@ -59,20 +58,20 @@ B() {
 
 # Prerequisites a test can check before booting anything: exit 77 with a reason.
 bed_prereq() {
-	[ "$(id -u)" -eq 0 ] || { echo "skip: the Soft-RoCE bed needs root"; exit 77; }
-	[ -c /dev/net/tun ] || { echo "skip: no /dev/net/tun"; exit 77; }
-	command -v qemu-system-x86_64 >/dev/null || { echo "skip: qemu-system-x86 not installed"; exit 77; }
+	[ "$(id -u)" -eq 0 ] || rn_skip "skip: the Soft-RoCE bed needs root"
+	[ -c /dev/net/tun ] || rn_skip "skip: no /dev/net/tun"
+	command -v qemu-system-x86_64 >/dev/null || rn_skip "skip: qemu-system-x86 not installed"
 	local t
 	for t in "$@"; do
-		command -v "$t" >/dev/null || { echo "skip: $t not installed"; exit 77; }
+		command -v "$t" >/dev/null || rn_skip "skip: $t not installed"
 	done
 	local out
-	out=$("$t_top/test/vm/lib/kernel" 2>&1) || { echo "${out##*$'\n'}"; exit 77; }
+	out=$("$RN_TOP/test/vm/lib/kernel" 2>&1) || rn_skip "${out##*$'\n'}"
 }
 
 bed_attempt() {
 	local a rc tmp
-	tmp=$(mktemp -d /tmp/rnbed-t.XXXXXX)
+	rn_tmpdir tmp
 	for a in 1 2; do
 		export BED_NAME=rnbed-$$-$a BED_FAILFILE=$tmp/bedfail.$a
 		( "$@" )
