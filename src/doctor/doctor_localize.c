@@ -20,7 +20,7 @@
 #include "doctor_io.h"
 
 #define PROG "roce-doctor localize"
-#define LOC_MAX_BYTES (64u << 20)  /* what a server may send us */
+#define LOC_MAX_BYTES (64u << 20) /* what a server may send us */
 #define LOC_HTTP_MS 10000
 #define LOC_VERDICTS 256
 
@@ -242,9 +242,11 @@ static char *from_prometheus(const char *url, char *why, size_t len)
 		return NULL;
 	}
 	/* federate: the series in the text format the agents write, labels and all */
-	snprintf(path, sizeof(path), "%s/federate?match%%5B%%5D=roce_mesh_pair_up"
+	snprintf(path, sizeof(path),
+		 "%s/federate?match%%5B%%5D=roce_mesh_pair_up"
 		 "&match%%5B%%5D=roce_mesh_pair_cause"
-		 "&match%%5B%%5D=roce_mesh_pair_rtt_baseline_seconds", prefix);
+		 "&match%%5B%%5D=roce_mesh_pair_rtt_baseline_seconds",
+		 prefix);
 	return http_get(host, port, path, why, len);
 }
 
@@ -265,8 +267,8 @@ static void print_verdict(const struct rn_mesh_verdict *v)
 		break;
 	default:
 		printf("link %s <-> %s: pairs across fail (%d of %d), pairs inside both groups "
-		       "pass: the link or switch between them%s\n", v->group, v->peer_group, v->bad,
-		       v->of, cause);
+		       "pass: the link or switch between them%s\n",
+		       v->group, v->peer_group, v->bad, v->of, cause);
 	}
 }
 
@@ -278,17 +280,20 @@ static int rtt_groups(struct obs_set *s)
 	for (i = 0; i < s->n; i++)
 		if (strcmp(s->o[i].group, s->o[0].group) ||
 		    strcmp(s->o[i].peer_group, s->o[0].group)) {
-			fprintf(stderr, PROG ": the series carry groups (%s, %s): --rtt-groups not "
-				"applied\n", s->o[0].group, strcmp(s->o[i].group, s->o[0].group) ?
-				s->o[i].group : s->o[i].peer_group);
+			fprintf(stderr,
+				PROG ": the series carry groups (%s, %s): --rtt-groups not "
+				     "applied\n",
+				s->o[0].group,
+				strcmp(s->o[i].group, s->o[0].group) ? s->o[i].group :
+								       s->o[i].peer_group);
 			return 0;
 		}
 	n = rn_mesh_rtt_groups(s->o, s->n);
 	if (n < 0)
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--rtt-groups: %s", n == -E2BIG ?
-				    "more than 1024 hosts" : strerror(-n));
-	fprintf(stderr, PROG ": %d group%s by RTT%s\n", n, n == 1 ? "" : "s", n == 1 ?
-		" (no gap of 3x between the host pairs' RTTs)" : "");
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--rtt-groups: %s",
+				    n == -E2BIG ? "more than 1024 hosts" : strerror(-n));
+	fprintf(stderr, PROG ": %d group%s by RTT%s\n", n, n == 1 ? "" : "s",
+		n == 1 ? " (no gap of 3x between the host pairs' RTTs)" : "");
 	return 0;
 }
 
@@ -338,7 +343,8 @@ int rn_doctor_localize(int argc, char **argv)
 		}
 	}
 	if (!url == (optind == argc))
-		return rn_cli_error(PROG, NULL, rc, "give metrics files or --prometheus URL (one "
+		return rn_cli_error(PROG, NULL, rc,
+				    "give metrics files or --prometheus URL (one "
 				    "of them)");
 	for (i = url ? -1 : optind; i < argc; i++) {
 		char *text = i < 0 ? from_prometheus(url, why, sizeof(why)) :
@@ -361,7 +367,8 @@ int rn_doctor_localize(int argc, char **argv)
 		fprintf(stderr, PROG ": %d malformed roce_mesh_pair_* line%s left out\n",
 			s.bad_lines, s.bad_lines == 1 ? "" : "s");
 	if (!s.n) {
-		rn_cli_error(PROG, NULL, rc, "no roce_mesh_pair_up series: is `roce-doctor mesh` "
+		rn_cli_error(PROG, NULL, rc,
+			     "no roce_mesh_pair_up series: is `roce-doctor mesh` "
 			     "running, and scraped?");
 		goto out;
 	}

@@ -52,17 +52,17 @@
 
 #define PROG "roce-doctor mesh"
 #define MESH_PROBE_PORT 18516
-#define RN_MESH_PROBE_MS 1000       /* a probe's answer by then, or it is lost */
+#define RN_MESH_PROBE_MS 1000 /* a probe's answer by then, or it is lost */
 #define MESH_TICK_MS 50
-#define MESH_HTTP 16                /* metrics connections at once */
-#define MESH_HTTP_MS 3000           /* each, whole */
+#define MESH_HTTP 16      /* metrics connections at once */
+#define MESH_HTTP_MS 3000 /* each, whole */
 #define MESH_HTTP_REQ 4096
 #define MESH_LINE 512
-#define MESH_MAGIC 0x524e4d50u      /* "RNMP" */
+#define MESH_MAGIC 0x524e4d50u /* "RNMP" */
 #define MESH_REQ 1
 #define MESH_ANS 2
 #define MESH_PKT 24
-#define MESH_CHECK_RUN_MS 30000     /* one pair check, whole */
+#define MESH_CHECK_RUN_MS 30000 /* one pair check, whole */
 #define MESH_CONNECT_MS 3000
 
 struct mopts {
@@ -74,20 +74,20 @@ struct mopts {
 /* One NIC pair: ours (row) to the peer's (column). */
 struct mpair {
 	struct rn_mesh_win win;
-	double last_ms;             /* the last probe's send time */
-	double sent_ms;             /* the outstanding one's, 0: none */
-	double base_us;             /* RTT baseline: a moving average of answers, 0: none yet */
+	double last_ms; /* the last probe's send time */
+	double sent_ms; /* the outstanding one's, 0: none */
+	double base_us; /* RTT baseline: a moving average of answers, 0: none yet */
 	uint32_t nonce;
 };
 
 struct mpeer {
-	char addr[256];             /* the list's: where its agent listens */
+	char addr[256]; /* the list's: where its agent listens */
 	char group[64];
 	int self;
 	/* the checker's (under the lock) */
 	int known, reach;
-	int fails;                  /* checks failed in a row: the next waits longer */
-	double next_ms;             /* when it is checked next (0: as soon as may be) */
+	int fails;      /* checks failed in a row: the next waits longer */
+	double next_ms; /* when it is checked next (0: as soon as may be) */
 	char host[64];
 	int nnics;
 	char netdev[RN_MESH_NICS][16];
@@ -99,7 +99,7 @@ struct mpeer {
 };
 
 struct mhttp {
-	int fd;                     /* -1: free */
+	int fd; /* -1: free */
 	double by;
 	size_t got, sent, len;
 	char req[MESH_HTTP_REQ];
@@ -108,7 +108,7 @@ struct mhttp {
 
 struct mesh {
 	struct mopts o;
-	pthread_mutex_t lock;       /* the peers, the counters */
+	pthread_mutex_t lock; /* the peers, the counters */
 	volatile sig_atomic_t *stop;
 	struct mpeer *peers;
 	int npeers;
@@ -122,9 +122,9 @@ struct mesh {
 	struct rn_mesh_bucket send_b, echo_b;
 	struct rn_mesh_sched sched;
 	struct rn_mesh_self self;
-	int lfd;                    /* metrics, -1 none */
+	int lfd; /* metrics, -1 none */
 	struct mhttp http[MESH_HTTP];
-	double now;                 /* the prober's tick */
+	double now; /* the prober's tick */
 };
 
 static volatile sig_atomic_t mesh_stop;
@@ -373,8 +373,8 @@ static int check_take(const struct mesh *m, const struct rn_pair_run *r, const c
 }
 
 /* One pair check of the peer at @addr: the pair engine's A end. 0 or -errno (@why). */
-static int check_peer(struct mesh *m, struct rn_doctor *d, const char *addr,
-		      struct check_out *c, char *why, size_t len)
+static int check_peer(struct mesh *m, struct rn_doctor *d, const char *addr, struct check_out *c,
+		      char *why, size_t len)
 {
 	struct rn_dw_inv *local = calloc(1, sizeof(*local)), *remote = calloc(1, sizeof(*remote));
 	struct rn_pair_run *r = calloc(1, sizeof(*r));
@@ -521,7 +521,7 @@ static void nap(const struct mesh *m, double ms)
 struct checker {
 	struct mesh *m;
 	struct rn_doctor *d;
-	int failing;                /* checks the peers that did not answer, not the others */
+	int failing; /* checks the peers that did not answer, not the others */
 };
 
 static void *checker(void *arg)
@@ -596,8 +596,7 @@ static int pair_ready(void *arg, int idx)
 	struct mpair *x = pair_at(m, idx, &p, &i, &j);
 
 	return !p->self && p->known && i < m->nnics && j < p->nnics && !x->sent_ms &&
-	       p->ip[j].ss_family == m->ip[i].ss_family &&
-	       m->now - x->last_ms >= m->o.interval_ms;
+	       p->ip[j].ss_family == m->ip[i].ss_family && m->now - x->last_ms >= m->o.interval_ms;
 }
 
 static void send_probe(struct mesh *m, int idx)
@@ -707,8 +706,8 @@ static void drain(struct mesh *m, int nic)
 				continue;
 			}
 			b[5] = MESH_ANS;
-			if (sendto(m->ufd[nic], b, MESH_PKT, MSG_DONTWAIT,
-				   (struct sockaddr *)&from, fl) == MESH_PKT)
+			if (sendto(m->ufd[nic], b, MESH_PKT, MSG_DONTWAIT, (struct sockaddr *)&from,
+				   fl) == MESH_PKT)
 				m->self.echoes_sent++;
 		} else {
 			m->self.bad_packets++;
@@ -1080,8 +1079,10 @@ static void mesh_usage(FILE *f)
 static int opt_int(const char *opt, const char *s, int lo, int hi, int *out)
 {
 	if (rn_cli_int(s, lo, hi, out))
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "%s: '%s' is not a number in "
-				    "%d..%d", opt, s, lo, hi);
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+				    "%s: '%s' is not a number in "
+				    "%d..%d",
+				    opt, s, lo, hi);
 	return 0;
 }
 
@@ -1110,30 +1111,69 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 	};
 	int c, ret = 0;
 
-	*o = (struct mopts){ .port = RN_DOCTOR_PORT, .probe_port = MESH_PROBE_PORT, .rate = 100,
-			     .echo_rate = 2000, .interval_ms = 1000, .check_s = 60,
-			     .reload_s = 60, .max_hosts = 4096 };
+	*o = (struct mopts){ .port = RN_DOCTOR_PORT,
+			     .probe_port = MESH_PROBE_PORT,
+			     .rate = 100,
+			     .echo_rate = 2000,
+			     .interval_ms = 1000,
+			     .check_s = 60,
+			     .reload_s = 60,
+			     .max_hosts = 4096 };
 	opterr = 0;
 	optind = 1;
 	while (!ret && (c = getopt_long(argc, argv, ":n:p:vh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'H': o->hosts = optarg; break;
-		case 'C': o->hosts_cmd = optarg; break;
-		case 'g': o->group = optarg; break;
-		case 'n': o->netdevs = optarg; break;
-		case 'L': o->listen = optarg; break;
-		case 'M': o->metrics = optarg; break;
-		case 'T': o->textdir = optarg; break;
-		case 'p': ret = opt_int("--port", optarg, 1, 65535, &o->port); break;
-		case 'P': ret = opt_int("--probe-port", optarg, 1, 65535, &o->probe_port); break;
-		case 'r': ret = opt_int("--rate", optarg, 1, 100000, &o->rate); break;
-		case 'i': ret = opt_int("--interval", optarg, 10, 3600000, &o->interval_ms); break;
-		case 'e': ret = opt_int("--echo-rate", optarg, 1, 1000000, &o->echo_rate); break;
-		case 'c': ret = opt_int("--check-interval", optarg, 1, 86400, &o->check_s); break;
-		case 'R': ret = opt_int("--reload", optarg, 1, 86400, &o->reload_s); break;
-		case 'X': ret = opt_int("--max-hosts", optarg, 1, 65536, &o->max_hosts); break;
-		case 'D': ret = opt_int("--duration", optarg, 1, 864000, &o->duration_s); break;
-		case 'v': o->verbose++; break;
+		case 'H':
+			o->hosts = optarg;
+			break;
+		case 'C':
+			o->hosts_cmd = optarg;
+			break;
+		case 'g':
+			o->group = optarg;
+			break;
+		case 'n':
+			o->netdevs = optarg;
+			break;
+		case 'L':
+			o->listen = optarg;
+			break;
+		case 'M':
+			o->metrics = optarg;
+			break;
+		case 'T':
+			o->textdir = optarg;
+			break;
+		case 'p':
+			ret = opt_int("--port", optarg, 1, 65535, &o->port);
+			break;
+		case 'P':
+			ret = opt_int("--probe-port", optarg, 1, 65535, &o->probe_port);
+			break;
+		case 'r':
+			ret = opt_int("--rate", optarg, 1, 100000, &o->rate);
+			break;
+		case 'i':
+			ret = opt_int("--interval", optarg, 10, 3600000, &o->interval_ms);
+			break;
+		case 'e':
+			ret = opt_int("--echo-rate", optarg, 1, 1000000, &o->echo_rate);
+			break;
+		case 'c':
+			ret = opt_int("--check-interval", optarg, 1, 86400, &o->check_s);
+			break;
+		case 'R':
+			ret = opt_int("--reload", optarg, 1, 86400, &o->reload_s);
+			break;
+		case 'X':
+			ret = opt_int("--max-hosts", optarg, 1, 65536, &o->max_hosts);
+			break;
+		case 'D':
+			ret = opt_int("--duration", optarg, 1, 864000, &o->duration_s);
+			break;
+		case 'v':
+			o->verbose++;
+			break;
 		case 'h':
 			mesh_usage(stdout);
 			return 1;
@@ -1147,25 +1187,32 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "unexpected argument '%s'",
 				    argv[optind]);
 	if (!o->hosts == !o->hosts_cmd)
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "give the hosts: --hosts FILE "
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+				    "give the hosts: --hosts FILE "
 				    "or --hosts-cmd CMD (one of them)");
 	if (o->metrics) {
 		const char *colon = strrchr(o->metrics, ':');
 		int port;
 
 		if (rn_cli_int(colon ? colon + 1 : o->metrics, 1, 65535, &port))
-			return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--listen-metrics: '%s' "
-					    "is not [ADDR:]PORT", o->metrics);
+			return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+					    "--listen-metrics: '%s' "
+					    "is not [ADDR:]PORT",
+					    o->metrics);
 	}
 	if (o->probe_port == o->port)
-		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--probe-port and --port are "
-				    "both %d", o->port);
+		return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+				    "--probe-port and --port are "
+				    "both %d",
+				    o->port);
 	if (o->textdir) {
 		struct stat st;
 
 		if (stat(o->textdir, &st) || !S_ISDIR(st.st_mode))
-			return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--textfile-dir: '%s' is "
-					    "not a directory", o->textdir);
+			return rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+					    "--textfile-dir: '%s' is "
+					    "not a directory",
+					    o->textdir);
 	}
 	return 0;
 }
@@ -1187,16 +1234,18 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 	ret = open_nics(m, dp);
 	if (ret) {
 		free(v);
-		mlog("no NIC to probe from: %s", ret == -ENODEV ? "none found (--netdev to name "
-		     "them)" : ret == -EIO ? "this host's NICs could not be read (above)" :
-		     strerror(-ret));
+		mlog("no NIC to probe from: %s",
+		     ret == -ENODEV ? "none found (--netdev to name "
+				      "them)" :
+		     ret == -EIO    ? "this host's NICs could not be read (above)" :
+				      strerror(-ret));
 		return RN_DOCTOR_ERROR;
 	}
 	snprintf(m->group, sizeof(m->group), "%s", m->o.group ? m->o.group : "all");
 	merge_hosts(m, v, n);
 	if (m->o.metrics && (ret = open_metrics(m))) {
-		mlog("--listen-metrics %s: %s", m->o.metrics, ret == -EINVAL ?
-		     "not [ADDR:]PORT" : strerror(-ret));
+		mlog("--listen-metrics %s: %s", m->o.metrics,
+		     ret == -EINVAL ? "not [ADDR:]PORT" : strerror(-ret));
 		return RN_DOCTOR_ERROR;
 	}
 	if (pthread_create(&th, NULL, serve_thread, ds) || pthread_detach(th)) {

@@ -34,22 +34,22 @@ int rn_mesh_bucket_take(struct rn_mesh_bucket *b, double now);
 struct rn_mesh_sched {
 	unsigned int cursor;
 };
-int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx),
-		       void *arg, int max, int *out);
+int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx), void *arg,
+		       int max, int *out);
 
 /* One NIC pair's last RN_MESH_WIN outcomes (RTT in us, or RN_MESH_LOST) and its totals. */
 struct rn_mesh_win {
 	uint32_t us[RN_MESH_WIN];
 	int n, head;
-	int lost_run;               /* losses in a row, the newest last */
+	int lost_run; /* losses in a row, the newest last */
 	uint64_t sent, lost;
 };
 void rn_mesh_win_add(struct rn_mesh_win *w, uint32_t us);
 
 struct rn_mesh_figs {
-	int n, answered;            /* outcomes in the window, answered of them */
-	double loss;                /* lost / n (0 when n is 0) */
-	double p50_s, p99_s;        /* of the answered ones (nearest rank), 0 when none */
+	int n, answered;     /* outcomes in the window, answered of them */
+	double loss;         /* lost / n (0 when n is 0) */
+	double p50_s, p99_s; /* of the answered ones (nearest rank), 0 when none */
 };
 void rn_mesh_win_figs(const struct rn_mesh_win *w, struct rn_mesh_figs *f);
 /* The nearest-rank @q quantile (0 < q <= 1) of @n sorted values, 0 for none. */
@@ -58,11 +58,11 @@ uint32_t rn_mesh_pct(const uint32_t *sorted, int n, double q);
 /* One NIC pair as the metrics show it. */
 struct rn_mesh_view {
 	const char *host, *nic, *peer_host, *peer_nic, *group, *peer_group;
-	const char *kind;           /* "udp" (echo from the NIC's address) or "rdma" */
+	const char *kind; /* "udp" (echo from the NIC's address) or "rdma" */
 	int up;
-	const char *cause;          /* the catalogue id when !@up, else NULL */
+	const char *cause; /* the catalogue id when !@up, else NULL */
 	struct rn_mesh_figs figs;
-	double base_s;              /* the RTT baseline (EWMA of answers, kept through losses) */
+	double base_s; /* the RTT baseline (EWMA of answers, kept through losses) */
 	uint64_t sent, lost;
 };
 /* The agent's own figures. */
@@ -70,7 +70,7 @@ struct rn_mesh_self {
 	const char *host;
 	int peers, peers_reached, pairs;
 	uint64_t probes_sent, echoes_sent, echoes_dropped, bad_packets, checks_run, checks_failed;
-	double started_s;           /* Unix time */
+	double started_s; /* Unix time */
 };
 /* Every pair's series, then the agent's, in Prometheus text exposition. */
 void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct rn_mesh_self *s);
@@ -85,15 +85,15 @@ struct rn_mesh_obs {
 	char host[64], nic[32], peer_host[64], peer_nic[32], group[64], peer_group[64];
 	int up;
 	char cause[48];
-	double base_s;              /* its RTT baseline, 0: none read */
+	double base_s; /* its RTT baseline, 0: none read */
 };
 enum rn_mesh_blame { RN_MESH_BLAME_NIC, RN_MESH_BLAME_HOST, RN_MESH_BLAME_LINK };
 struct rn_mesh_verdict {
 	enum rn_mesh_blame blame;
-	char host[64], nic[32];     /* NIC: both; HOST: host */
+	char host[64], nic[32];         /* NIC: both; HOST: host */
 	char group[64], peer_group[64]; /* LINK: the two groups */
-	int bad, of;                /* the pairs behind it: failing, of all */
-	char cause[48];             /* the most frequent cause among them */
+	int bad, of;                    /* the pairs behind it: failing, of all */
+	char cause[48];                 /* the most frequent cause among them */
 };
 /*
  * From @n pair observations (either end's), the verdicts into @out (room for @max): a NIC

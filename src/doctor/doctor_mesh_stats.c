@@ -34,8 +34,8 @@ int rn_mesh_bucket_take(struct rn_mesh_bucket *b, double now)
 	return 1;
 }
 
-int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx),
-		       void *arg, int max, int *out)
+int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx), void *arg,
+		       int max, int *out)
 {
 	int k, got = 0;
 
@@ -137,14 +137,21 @@ static void pair_series(FILE *f, const struct rn_mesh_view *v, int n, int what)
 	static const struct {
 		const char *name, *type, *text;
 	} m[] = {
-		[S_UP] = { "roce_mesh_pair_up", "gauge", "1 when the NIC pair answers its probes and its checks find nothing, 0 when not (roce_mesh_pair_cause says why)." },
-		[S_LOSS] = { "roce_mesh_pair_loss_ratio", "gauge", "Probes lost of the pair's last ones." },
+		[S_UP] = { "roce_mesh_pair_up", "gauge",
+			   "1 when the NIC pair answers its probes and its checks find nothing, 0 when not (roce_mesh_pair_cause says why)." },
+		[S_LOSS] = { "roce_mesh_pair_loss_ratio", "gauge",
+			     "Probes lost of the pair's last ones." },
 		/* NOTE: two gauges, not a quantile label: promtool's lint keeps that for summaries */
-		[S_P50] = { "roce_mesh_pair_rtt_p50_seconds", "gauge", "Median round-trip time of the pair's last answered probes (nearest rank)." },
-		[S_P99] = { "roce_mesh_pair_rtt_p99_seconds", "gauge", "99th percentile round-trip time of the pair's last answered probes (nearest rank)." },
-		[S_BASE] = { "roce_mesh_pair_rtt_baseline_seconds", "gauge", "The pair's usual round-trip time (a moving average of its answers, kept while it loses probes): what localize groups hosts by where no topology is given." },
-		[S_SENT] = { "roce_mesh_pair_probes_total", "counter", "Probes sent over the pair." },
-		[S_LOST] = { "roce_mesh_pair_lost_total", "counter", "Probes of the pair that got no answer in time." },
+		[S_P50] = { "roce_mesh_pair_rtt_p50_seconds", "gauge",
+			    "Median round-trip time of the pair's last answered probes (nearest rank)." },
+		[S_P99] = { "roce_mesh_pair_rtt_p99_seconds", "gauge",
+			    "99th percentile round-trip time of the pair's last answered probes (nearest rank)." },
+		[S_BASE] = { "roce_mesh_pair_rtt_baseline_seconds", "gauge",
+			     "The pair's usual round-trip time (a moving average of its answers, kept while it loses probes): what localize groups hosts by where no topology is given." },
+		[S_SENT] = { "roce_mesh_pair_probes_total", "counter",
+			     "Probes sent over the pair." },
+		[S_LOST] = { "roce_mesh_pair_lost_total", "counter",
+			     "Probes of the pair that got no answer in time." },
 	};
 	int i;
 
@@ -197,16 +204,29 @@ static void write_self(FILE *f, const struct rn_mesh_self *s)
 		const char *name, *type, *text;
 		double v;
 	} self[] = {
-		{ "roce_mesh_peers", "gauge", "Hosts in the agent's list, itself left out.", s->peers },
-		{ "roce_mesh_peers_reached", "gauge", "Peers whose agent answered the last pair check.", s->peers_reached },
+		{ "roce_mesh_peers", "gauge", "Hosts in the agent's list, itself left out.",
+		  s->peers },
+		{ "roce_mesh_peers_reached", "gauge",
+		  "Peers whose agent answered the last pair check.", s->peers_reached },
 		{ "roce_mesh_pairs", "gauge", "NIC pairs the agent probes.", s->pairs },
-		{ "roce_mesh_probes_sent_total", "counter", "Probes this agent sent.", (double)s->probes_sent },
-		{ "roce_mesh_echoes_sent_total", "counter", "Probes of peers this agent answered.", (double)s->echoes_sent },
-		{ "roce_mesh_echoes_dropped_total", "counter", "Probes of peers left unanswered over the answer rate's cap.", (double)s->echoes_dropped },
-		{ "roce_mesh_bad_packets_total", "counter", "Datagrams on the probe port that were no probe or answer of ours.", (double)s->bad_packets },
-		{ "roce_mesh_checks_total", "counter", "Pair checks run (the doctor's pair engine against a peer's agent).", (double)s->checks_run },
-		{ "roce_mesh_checks_failed_total", "counter", "Pair checks that did not reach the peer's agent or did not finish.", (double)s->checks_failed },
-		{ "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).", s->started_s },
+		{ "roce_mesh_probes_sent_total", "counter", "Probes this agent sent.",
+		  (double)s->probes_sent },
+		{ "roce_mesh_echoes_sent_total", "counter", "Probes of peers this agent answered.",
+		  (double)s->echoes_sent },
+		{ "roce_mesh_echoes_dropped_total", "counter",
+		  "Probes of peers left unanswered over the answer rate's cap.",
+		  (double)s->echoes_dropped },
+		{ "roce_mesh_bad_packets_total", "counter",
+		  "Datagrams on the probe port that were no probe or answer of ours.",
+		  (double)s->bad_packets },
+		{ "roce_mesh_checks_total", "counter",
+		  "Pair checks run (the doctor's pair engine against a peer's agent).",
+		  (double)s->checks_run },
+		{ "roce_mesh_checks_failed_total", "counter",
+		  "Pair checks that did not reach the peer's agent or did not finish.",
+		  (double)s->checks_failed },
+		{ "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).",
+		  s->started_s },
 	};
 
 	for (i = 0; i < (int)RN_ARRAY_SIZE(self); i++)
@@ -218,7 +238,8 @@ void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct r
 	int i;
 
 	pair_series(f, v, n, S_UP);
-	head(f, "roce_mesh_pair_cause", "gauge", "1 for a failing NIC pair, labelled by its cause (the verdict catalogue's id).");
+	head(f, "roce_mesh_pair_cause", "gauge",
+	     "1 for a failing NIC pair, labelled by its cause (the verdict catalogue's id).");
 	for (i = 0; i < n; i++) {
 		if (v[i].up || !v[i].cause)
 			continue;
@@ -377,12 +398,14 @@ static void link_verdicts(const struct rn_mesh_obs *obs, int n, const struct grp
 			snprintf(v.group, sizeof(v.group), "%s", g[a].name);
 			snprintf(v.peer_group, sizeof(v.peer_group), "%s", g[b].name);
 			for (i = 0; i < n; i++)
-				if (strcmp(obs[i].group, obs[i].peer_group) && match_link(&obs[i], &v)) {
+				if (strcmp(obs[i].group, obs[i].peer_group) &&
+				    match_link(&obs[i], &v)) {
 					v.of++;
 					v.bad += !obs[i].up;
 				}
 			/* inside each group the pairs must be fine: else a host or NIC explains it */
-			if (!v.of || 2 * v.bad <= v.of || 4 * g[a].in_bad >= g[a].in_n + !g[a].in_n ||
+			if (!v.of || 2 * v.bad <= v.of ||
+			    4 * g[a].in_bad >= g[a].in_n + !g[a].in_n ||
 			    4 * g[b].in_bad >= g[b].in_n + !g[b].in_n)
 				continue;
 			top_cause(obs, n, match_link, &v);
@@ -471,7 +494,7 @@ static int label_get(const char *labels, const char *name, char *out, size_t len
 int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind)
 {
 	static const char *const names[] = { "roce_mesh_pair_up{", "roce_mesh_pair_cause{",
-					      "roce_mesh_pair_rtt_baseline_seconds{" };
+					     "roce_mesh_pair_rtt_baseline_seconds{" };
 	char labels[2048];
 	const char *l = NULL, *end;
 	char *tail;
@@ -558,15 +581,16 @@ int rn_mesh_rtt_groups(struct rn_mesh_obs *obs, int n)
 {
 	const char **names = calloc(RN_MESH_RTT_HOSTS, sizeof(*names));
 	double *rtt = calloc((size_t)RN_MESH_RTT_HOSTS * RN_MESH_RTT_HOSTS, sizeof(*rtt));
-	int *up = calloc(RN_MESH_RTT_HOSTS, sizeof(*up)), *x = calloc(2 * (size_t)n + 1, sizeof(*x));
+	int *up = calloc(RN_MESH_RTT_HOSTS, sizeof(*up)),
+	    *x = calloc(2 * (size_t)n + 1, sizeof(*x));
 	int i, j, nh = 0, nv = 0, ngroups = 0, ret;
 	double cut;
 
 	ret = names && rtt && up && x ? 0 : -ENOMEM;
 	/* each host pair: its fastest NIC pair's baseline, either end's view */
 	for (i = 0; !ret && i < n; i++) {
-		int a = host_index(names, &nh, obs[i].host), b = host_index(names, &nh,
-									  obs[i].peer_host);
+		int a = host_index(names, &nh, obs[i].host),
+		    b = host_index(names, &nh, obs[i].peer_host);
 		double *r;
 
 		if (a < 0 || b < 0) {

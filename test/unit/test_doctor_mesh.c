@@ -147,13 +147,30 @@ static void pct_nearest_rank(void **state)
 static void render_and_read_back(void **state)
 {
 	struct rn_mesh_view v[2] = {
-		{ .host = "h0", .nic = "nic0", .peer_host = "h\"1", .peer_nic = "nic1",
-		  .group = "a", .peer_group = "b", .kind = "udp", .up = 0, .cause = "no-reply",
-		  .figs = { .n = 4, .answered = 0, .loss = 1 }, .sent = 9, .lost = 4 },
-		{ .host = "h0", .nic = "nic1", .peer_host = "h2", .peer_nic = "nic0",
-		  .group = "a", .peer_group = "a", .kind = "udp", .up = 1,
-		  .figs = { .n = 4, .answered = 4, .p50_s = 0.0002, .p99_s = 0.0009 }, .base_s = 0.003,
-		  .sent = 4, .lost = 0 },
+		{ .host = "h0",
+		  .nic = "nic0",
+		  .peer_host = "h\"1",
+		  .peer_nic = "nic1",
+		  .group = "a",
+		  .peer_group = "b",
+		  .kind = "udp",
+		  .up = 0,
+		  .cause = "no-reply",
+		  .figs = { .n = 4, .answered = 0, .loss = 1 },
+		  .sent = 9,
+		  .lost = 4 },
+		{ .host = "h0",
+		  .nic = "nic1",
+		  .peer_host = "h2",
+		  .peer_nic = "nic0",
+		  .group = "a",
+		  .peer_group = "a",
+		  .kind = "udp",
+		  .up = 1,
+		  .figs = { .n = 4, .answered = 4, .p50_s = 0.0002, .p99_s = 0.0009 },
+		  .base_s = 0.003,
+		  .sent = 4,
+		  .lost = 0 },
 	};
 	struct rn_mesh_self s = { .host = "h0", .peers = 2, .pairs = 2, .probes_sent = 13 };
 	struct rn_mesh_obs o;
@@ -167,7 +184,8 @@ static void render_and_read_back(void **state)
 	assert_non_null(f);
 	rn_mesh_render(f, v, 2, &s);
 	fclose(f);
-	assert_non_null(strstr(buf, "roce_mesh_pair_up{host=\"h0\",nic=\"nic0\",peer_host=\"h\\\"1\","
+	assert_non_null(strstr(buf,
+			       "roce_mesh_pair_up{host=\"h0\",nic=\"nic0\",peer_host=\"h\\\"1\","
 			       "peer_nic=\"nic1\",group=\"a\",peer_group=\"b\",cross=\"1\","
 			       "kind=\"udp\"} 0\n"));
 	assert_non_null(strstr(buf, "cross=\"0\",kind=\"udp\"} 1\n"));
@@ -177,7 +195,7 @@ static void render_and_read_back(void **state)
 	assert_null(strstr(buf, "roce_mesh_pair_rtt_p50_seconds{host=\"h0\",nic=\"nic0\""));
 	assert_non_null(strstr(buf, "roce_mesh_pair_lost_total{host=\"h0\",nic=\"nic0\","));
 	assert_non_null(strstr(buf, "# TYPE roce_mesh_probes_sent_total counter\n"
-			       "roce_mesh_probes_sent_total{host=\"h0\"} 13\n"));
+				    "roce_mesh_probes_sent_total{host=\"h0\"} 13\n"));
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (rn_mesh_parse_line(line, &o, &kind))
 			continue;
@@ -198,15 +216,13 @@ static void render_and_read_back(void **state)
 	free(buf);
 	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x\"} 1", &o, &kind),
 			 -EBADMSG);
-	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x} 1", &o, &kind),
-			 -EBADMSG);
+	assert_int_equal(rn_mesh_parse_line("roce_mesh_pair_up{host=\"x} 1", &o, &kind), -EBADMSG);
 	assert_int_equal(rn_mesh_parse_line("up 1", &o, &kind), -ENOENT);
 }
 
 /* A mesh of @nh hosts of 2 NICs, hosts below @split in group a, the others b; @bad says
  * which pairs fail. Both ends' views. */
-static int mesh(struct rn_mesh_obs *o, int nh, int split,
-		int (*bad)(int h, int i, int g, int j))
+static int mesh(struct rn_mesh_obs *o, int nh, int split, int (*bad)(int h, int i, int g, int j))
 {
 	int h, g, i, j, n = 0;
 
@@ -225,8 +241,9 @@ static int mesh(struct rn_mesh_obs *o, int nh, int split,
 					strcpy(x->peer_group, g < split ? "a" : "b");
 					x->up = !bad(h, i, g, j);
 					if (!x->up)
-						strcpy(x->cause, h == 1 || g == 1 ? "route-wrong-nic" :
-						       "no-reply");
+						strcpy(x->cause, h == 1 || g == 1 ?
+									 "route-wrong-nic" :
+									 "no-reply");
 				}
 	return n;
 }
@@ -261,8 +278,8 @@ static int one_pair(int h, int i, int g, int j)
 }
 
 /* The one verdict of the mesh @bad makes (groups split at @split), as @v[0]. */
-static void one_verdict(int split, int (*bad)(int h, int i, int g, int j),
-			enum rn_mesh_blame blame, int nbad, int of, struct rn_mesh_verdict *v)
+static void one_verdict(int split, int (*bad)(int h, int i, int g, int j), enum rn_mesh_blame blame,
+			int nbad, int of, struct rn_mesh_verdict *v)
 {
 	struct rn_mesh_obs o[64];
 	int n = mesh(o, 4, split, bad);
@@ -340,12 +357,9 @@ static void rtt_groups(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bucket_rate),
-		cmocka_unit_test(sched_rotates),
-		cmocka_unit_test(window_figs),
-		cmocka_unit_test(pct_nearest_rank),
-		cmocka_unit_test(render_and_read_back),
-		cmocka_unit_test(localize),
+		cmocka_unit_test(bucket_rate),          cmocka_unit_test(sched_rotates),
+		cmocka_unit_test(window_figs),          cmocka_unit_test(pct_nearest_rank),
+		cmocka_unit_test(render_and_read_back), cmocka_unit_test(localize),
 		cmocka_unit_test(rtt_groups),
 	};
 
