@@ -9,7 +9,9 @@
  *             peer at a time when it is due (every --check-interval; a failing one backs
  *             off): the pair engine's A end (rn_pair_run_a, as `peer` without the RDMA ping)
  *             against the peer's agent, which gives the peer's NICs (name, address, link)
- *             and each NIC pair's route/neighbour/ARP/MTU cause; the first re-reads the host
+ *             and each NIC pair's route/neighbour/ARP/MTU cause (the second scouts first:
+ *             one connection to every due peer of its kind at once, see scout()); the first
+ *             re-reads the host
  *             list too (a file, or a command such as `scontrol show hostnames`), never the
  *             prober;
  *   prober    (the caller's) never blocks: one UDP socket per local NIC, bound to the NIC's
@@ -64,6 +66,7 @@
 #define MESH_PKT 24
 #define MESH_CHECK_RUN_MS 30000 /* one pair check, whole */
 #define MESH_CONNECT_MS 3000
+#define MESH_SCOUT 64 /* connections a scout tries at once */
 
 struct mopts {
 	const char *hosts, *hosts_cmd, *netdevs, *listen, *metrics, *textdir, *group;
@@ -86,8 +89,9 @@ struct mpeer {
 	int self;
 	/* the checker's (under the lock) */
 	int known, reach;
-	int fails;      /* checks failed in a row: the next waits longer */
-	double next_ms; /* when it is checked next (0: as soon as may be) */
+	int fails;         /* checks failed in a row: the next waits longer */
+	double scouted_ms; /* its agent's port last took a connection (scout) */
+	double next_ms;    /* when it is checked next (0: as soon as may be) */
 	char host[64];
 	int nnics;
 	char netdev[RN_MESH_NICS][16];
@@ -524,6 +528,107 @@ struct checker {
 	int failing; /* checks the peers that did not answer, not the others */
 };
 
+/*
+ * The failing checker's scout: the due peers of its kind (never reached, or failed) that
+ * no scout reached lately, MESH_SCOUT at a time, each a non-blocking connection to its
+ * agent's port, MESH_CONNECT_MS for all of them together. Those that take none fail their
+ * check at once (backed off as any failure); those that do are checked next, whole. So a
+ * list of absent hosts costs one connect timeout a round, not one per host.
+ */
+struct scout_one {
+	char addr[256];
+	int fd, err;
+	int pending; /* connecting, no answer yet */
+};
+
+static int scout_pick(struct mesh *m, struct scout_one *w)
+{
+	double now = rn_doctor_now_ms();
+	int k, n = 0;
+
+	pthread_mutex_lock(&m->lock);
+	for (k = 0; k < m->npeers && n < MESH_SCOUT; k++) {
+		const struct mpeer *p = &m->peers[k];
+
+		if (!p->self && (!p->known || p->fails) && p->next_ms <= now &&
+		    now - p->scouted_ms > 2.0 * MESH_CONNECT_MS) {
+			snprintf(w[n].addr, sizeof(w[n].addr), "%s", p->addr);
+			w[n].fd = -1;
+			w[n].err = ETIMEDOUT;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+static void scout_connect(const struct mesh *m, struct scout_one *w)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *res;
+	char port[8];
+
+	snprintf(port, sizeof(port), "%d", m->o.port);
+	if (getaddrinfo(w->addr, port, &hints, &res)) {
+		w->err = EHOSTUNREACH;
+		return;
+	}
+	w->fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (w->fd < 0)
+		w->err = errno;
+	else if (!connect(w->fd, res->ai_addr, res->ai_addrlen))
+		w->err = 0;
+	else if (errno != EINPROGRESS)
+		w->err = errno;
+	else
+		w->pending = 1;
+	freeaddrinfo(res);
+}
+
+static void scout(struct mesh *m)
+{
+	struct scout_one *w = calloc(MESH_SCOUT, sizeof(*w));
+	struct pollfd pfd[MESH_SCOUT];
+	double end = rn_doctor_now_ms() + MESH_CONNECT_MS;
+	int n = w ? scout_pick(m, w) : 0, k, left;
+
+	for (k = 0; k < n; k++)
+		scout_connect(m, &w[k]);
+	do {
+		double wait = end - rn_doctor_now_ms();
+
+		for (k = 0, left = 0; k < n; k++) {
+			pfd[k] = (struct pollfd){ .fd = w[k].pending ? w[k].fd : -1,
+						  .events = POLLOUT };
+			left += pfd[k].fd >= 0;
+		}
+		if (!left || wait <= 0 || *m->stop || poll(pfd, n, (int)wait + 1) < 0)
+			break;
+		for (k = 0; k < n; k++) {
+			socklen_t l = sizeof(w[k].err);
+
+			if (pfd[k].fd < 0 || !pfd[k].revents)
+				continue;
+			w[k].pending = 0;
+			if (getsockopt(w[k].fd, SOL_SOCKET, SO_ERROR, &w[k].err, &l))
+				w[k].err = errno;
+		}
+	} while (left);
+	for (k = 0; k < n; k++) {
+		if (w[k].fd >= 0)
+			close(w[k].fd);
+		if (w[k].err) {
+			check_store(m, w[k].addr, -w[k].err, NULL);
+		} else {
+			pthread_mutex_lock(&m->lock);
+			for (left = 0; left < m->npeers; left++)
+				if (!strcmp(m->peers[left].addr, w[k].addr))
+					m->peers[left].scouted_ms = rn_doctor_now_ms();
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+	free(w);
+}
+
 static void *checker(void *arg)
 {
 	struct checker *ck = arg;
@@ -546,6 +651,8 @@ static void *checker(void *arg)
 			else
 				merge_hosts(m, v, n);
 		}
+		if (ck->failing)
+			scout(m);
 		if (next_peer(m, ck->failing, addr, sizeof(addr), &wait) < 0 || wait > 0) {
 			nap(m, RN_MIN(wait ? wait : 1000, 1000));
 			continue;
