@@ -11,9 +11,8 @@
  *             against the peer's agent, which gives the peer's NICs (name, address, link)
  *             and each NIC pair's route/neighbour/ARP/MTU cause (the second scouts first:
  *             one connection to every due peer of its kind at once, see scout()); the first
- *             re-reads the host
- *             list too (a file, or a command such as `scontrol show hostnames`), never the
- *             prober;
+ *             re-reads the host list too (a file, or a command such as `scontrol show
+ *             hostnames`), never the prober;
  *   prober    (the caller's) never blocks: one UDP socket per local NIC, bound to the NIC's
  *             address (so its datagrams take the NIC's policy rule and ARP entry, as RoCE v2's
  *             UDP does), answers peers' probes (a capped rate) and sends its own: each NIC
