@@ -36,6 +36,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1192,6 +1193,36 @@ static int opt_int(const char *opt, const char *s, int lo, int hi, int *out)
 	return 0;
 }
 
+/* The numeric options: letter, name, range, and where the value goes. */
+static const struct {
+	int c;
+	const char *name;
+	int lo, hi;
+	size_t off;
+} mesh_nums[] = {
+	{ 'p', "--port", 1, 65535, offsetof(struct mopts, port) },
+	{ 'P', "--probe-port", 1, 65535, offsetof(struct mopts, probe_port) },
+	{ 'r', "--rate", 1, 100000, offsetof(struct mopts, rate) },
+	{ 'i', "--interval", 10, 3600000, offsetof(struct mopts, interval_ms) },
+	{ 'e', "--echo-rate", 1, 1000000, offsetof(struct mopts, echo_rate) },
+	{ 'c', "--check-interval", 1, 86400, offsetof(struct mopts, check_s) },
+	{ 'R', "--reload", 1, 86400, offsetof(struct mopts, reload_s) },
+	{ 'X', "--max-hosts", 1, 65536, offsetof(struct mopts, max_hosts) },
+	{ 'D', "--duration", 1, 864000, offsetof(struct mopts, duration_s) },
+};
+
+/* A numeric option @c into @o: 0, RN_DOCTOR_ERROR (said), or -ENOENT (not one). */
+static int opt_num(int c, const char *arg, struct mopts *o)
+{
+	size_t k;
+
+	for (k = 0; k < RN_ARRAY_SIZE(mesh_nums); k++)
+		if (mesh_nums[k].c == c)
+			return opt_int(mesh_nums[k].name, arg, mesh_nums[k].lo, mesh_nums[k].hi,
+				       (int *)((char *)o + mesh_nums[k].off));
+	return -ENOENT;
+}
+
 static int parse_opts(int argc, char **argv, struct mopts *o)
 {
 	static const struct option opts[] = {
@@ -1250,33 +1281,6 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 		case 'T':
 			o->textdir = optarg;
 			break;
-		case 'p':
-			ret = opt_int("--port", optarg, 1, 65535, &o->port);
-			break;
-		case 'P':
-			ret = opt_int("--probe-port", optarg, 1, 65535, &o->probe_port);
-			break;
-		case 'r':
-			ret = opt_int("--rate", optarg, 1, 100000, &o->rate);
-			break;
-		case 'i':
-			ret = opt_int("--interval", optarg, 10, 3600000, &o->interval_ms);
-			break;
-		case 'e':
-			ret = opt_int("--echo-rate", optarg, 1, 1000000, &o->echo_rate);
-			break;
-		case 'c':
-			ret = opt_int("--check-interval", optarg, 1, 86400, &o->check_s);
-			break;
-		case 'R':
-			ret = opt_int("--reload", optarg, 1, 86400, &o->reload_s);
-			break;
-		case 'X':
-			ret = opt_int("--max-hosts", optarg, 1, 65536, &o->max_hosts);
-			break;
-		case 'D':
-			ret = opt_int("--duration", optarg, 1, 864000, &o->duration_s);
-			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -1284,7 +1288,9 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 			mesh_usage(stdout);
 			return 1;
 		default:
-			return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
+			ret = opt_num(c, optarg, o);
+			if (ret == -ENOENT)
+				return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
 		}
 	}
 	if (ret)
