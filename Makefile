@@ -250,9 +250,9 @@ INSTALLED_TOOLS := $(if $(wildcard src/tools/driver.c),$(BINDIR)/nccl-net-driver
 	$(if $(DOCTOR_SRCS),$(SBINDIR)/roce-doctor $(SBINDIR)/roce-health-check) \
 	$(SBINDIR)/roce-policy-routing
 # Prometheus' alerts and recording rules over roce-doctor's series (README, Fleet monitoring)
-RULES := doc/prometheus/nccl-net-roce.rules.yml
+RULES := doc/prometheus/nccl-net-roce.rules.yml doc/prometheus/nccl-net-roce-mesh.rules.yml
 INSTALLED := $(LIBDIR)/libnccl-net-roce.so $(INSTALLED_TOOLS) \
-	$(DATADIR)/prometheus/$(notdir $(RULES)) $(DATADIR)/nhc/roce.nhc \
+	$(addprefix $(DATADIR)/prometheus/,$(notdir $(RULES))) $(DATADIR)/nhc/roce.nhc \
 	$(foreach m,$(MANS),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)).gz) \
 	$(addprefix $(DOCDIR)/,$(notdir $(DOCS))) $(if $(DOCTOR_SRCS),$(DOCDIR)/roce-doctor.md)
 

@@ -103,6 +103,12 @@ void rn_doctor_clear_warn(void);
  * kept for --json's error object (main prints it). Returns RN_DOCTOR_ERROR.
  */
 int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The same IP address (the port aside): serve's clients of one host, the mesh's answers
+ * from the NIC they must come from.
+ */
+struct sockaddr_storage;
+int rn_doctor_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /* "roce-doctor serve: ..." on stderr. */
 void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */

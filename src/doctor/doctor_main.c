@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor_mesh.h"
 #include "doctor_probe.h"
 #include "rn_log.h"
 
@@ -34,6 +35,11 @@ static void usage(FILE *f)
 		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
 		"                          [--scontrol PATH] [--journal-window S]\n"
+		"       roce-doctor mesh (--hosts FILE | --hosts-cmd CMD) [--group NAME] [--netdev LIST]\n"
+		"                        [--listen-metrics [ADDR:]PORT] [--textfile-dir DIR] [--rate N]\n"
+		"                        [--interval MS] [--probe-port N] [--echo-rate N]\n"
+		"                        [--check-interval S] [--reload S] [--max-hosts N] [--duration S]\n"
+		"       roce-doctor localize (FILE... | --prometheus URL) [--rtt-groups]\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
 		"routing, rp_filter, MTU, GIDs) with the same checks and messages as the NCCL plugin\n"
@@ -53,6 +59,10 @@ static void usage(FILE *f)
 		"  health        for Slurm's HealthCheckProgram and Prolog: drain this node on a\n"
 		"                problem, resume it when clean if roce-doctor drained it (the first\n"
 		"                word; roce-doctor health --help)\n"
+		"  mesh          the long-running agent, one per host: answers peers, probes a\n"
+		"                rotating sample of peer NICs at a bounded rate, runs the pair\n"
+		"                checks, and exports per-pair metrics (roce-doctor mesh --help)\n"
+		"  localize      which NIC, host or link between groups the mesh's metrics blame\n"
 		"\n"
 		"Options:\n"
 		"  -n, --netdev LIST   check these netdevs (comma list), also without an RDMA device\n"
@@ -257,6 +267,10 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "health")) /* parses its own options */
 		return rn_doctor_health(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "mesh"))
+		return rn_doctor_mesh(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "localize"))
+		return rn_doctor_localize(argc - 1, argv + 1);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "out of memory");
@@ -340,8 +354,8 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[optind], cmds[i].name))
 				break;
 		if (i == RN_ARRAY_SIZE(cmds)) {
-			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve)",
-				     argv[optind]);
+			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve, "
+				     "health, mesh, localize)", argv[optind]);
 			goto out;
 		}
 		cmd = &cmds[i];

@@ -34,9 +34,10 @@
 #include "doctor.h"
 #include "rn_fostate.h"
 #include "doctor_journal.h"
+#include "doctor_mesh.h"
 
 /* A label value: backslash, double quote and newline escaped (the format's rules). */
-static void label(FILE *f, const char *name, const char *val, int comma)
+void rn_doctor_prom_label(FILE *f, const char *name, const char *val, int comma)
 {
 	fprintf(f, "%s%s=\"", comma ? "," : "", name);
 	for (; val && *val; val++) {
@@ -62,10 +63,10 @@ static void nic_labels(FILE *f, const char *name, const struct rn_doctor_nic *dn
 
 	snprintf(port, sizeof(port), "%d", dn->dev ? dn->nic.port : 0);
 	fprintf(f, "%s{", name);
-	label(f, "device", dn->dev ? dn->nic.ibdev : "", 0);
-	label(f, "port", dn->dev ? port : "", 1);
-	label(f, "netdev", dn->nic.netdev, 1);
-	label(f, "ibdev", dn->dev ? dn->nic.ibdev : "", 1);
+	rn_doctor_prom_label(f, "device", dn->dev ? dn->nic.ibdev : "", 0);
+	rn_doctor_prom_label(f, "port", dn->dev ? port : "", 1);
+	rn_doctor_prom_label(f, "netdev", dn->nic.netdev, 1);
+	rn_doctor_prom_label(f, "ibdev", dn->dev ? dn->nic.ibdev : "", 1);
 }
 
 static void help_typed(FILE *f, const char *name, const char *type, const char *text)
@@ -109,9 +110,9 @@ static void port_labels(FILE *f, const char *name, const struct rn_doctor_nic *d
 
 	snprintf(port, sizeof(port), "%d", dn->nic.port);
 	fprintf(f, "%s{", name);
-	label(f, "device", dn->nic.ibdev, 0);
-	label(f, "port", port, 1);
-	label(f, "netdev", dn->nic.netdev, 1);
+	rn_doctor_prom_label(f, "device", dn->nic.ibdev, 0);
+	rn_doctor_prom_label(f, "port", port, 1);
+	rn_doctor_prom_label(f, "netdev", dn->nic.netdev, 1);
 }
 
 static void write_link_history(FILE *f, const struct rn_doctor *d)
@@ -149,9 +150,9 @@ static void fo_series(FILE *f, const char *name, const char *ibdev, int port,
 
 	snprintf(p, sizeof(p), "%d", port);
 	fprintf(f, "%s{", name);
-	label(f, "device", ibdev, 0);
-	label(f, "port", p, 1);
-	label(f, "netdev", netdev, 1);
+	rn_doctor_prom_label(f, "device", ibdev, 0);
+	rn_doctor_prom_label(f, "port", p, 1);
+	rn_doctor_prom_label(f, "netdev", netdev, 1);
 	fprintf(f, "} %" PRIu64 "\n", v);
 }
 
@@ -206,14 +207,14 @@ static void jn_series(FILE *f, const char *name, const struct rn_journal_count *
 
 	snprintf(p, sizeof(p), "%d", c->port);
 	fprintf(f, "%s{", name);
-	label(f, "device", c->ibdev, 0);
-	label(f, "port", p, 1);
-	label(f, "netdev", c->netdev, 1);
-	label(f, "cause", c->cause, 1);
+	rn_doctor_prom_label(f, "device", c->ibdev, 0);
+	rn_doctor_prom_label(f, "port", p, 1);
+	rn_doctor_prom_label(f, "netdev", c->netdev, 1);
+	rn_doctor_prom_label(f, "cause", c->cause, 1);
 	fprintf(f, "} %lld\n", v);
 }
 
-static void write_comm_failures(FILE *f)
+void rn_doctor_prom_comm_failures(FILE *f)
 {
 	struct rn_journal_count *c = calloc(JOURNAL_SERIES, sizeof(*c));
 	int n = c ? rn_journal_counts(rn_fostate_dir(), c, JOURNAL_SERIES) : 0, i;
@@ -238,8 +239,8 @@ static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 		if (!dn->ctr_driver)
 			continue;
 		port_labels(f, "roce_nic_hw_counters_info", dn);
-		label(f, "driver", dn->ctr_driver, 1);
-		label(f, "lacks", dn->ctr_lacks, 1);
+		rn_doctor_prom_label(f, "driver", dn->ctr_driver, 1);
+		rn_doctor_prom_label(f, "lacks", dn->ctr_lacks, 1);
 		fputs("} 1\n", f);
 	}
 	help_typed(f, "roce_nic_hw_counters_total", "counter", "The RDMA port's counters (sysfs hw_counters/ and counters/) by the driver's own name, in base units: port_xmit_data and port_rcv_data in bytes (sysfs counts 4-byte words).");
@@ -248,7 +249,7 @@ static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 
 		for (k = 0; k < dn->nctr; k++) {
 			port_labels(f, "roce_nic_hw_counters_total", dn);
-			label(f, "counter", dn->ctr[k].name, 1);
+			rn_doctor_prom_label(f, "counter", dn->ctr[k].name, 1);
 			fprintf(f, "} %" PRIu64 "\n", dn->ctr[k].value);
 		}
 	}
@@ -262,8 +263,8 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 	fprintf(f, "roce_doctor_up %d\n", up);
 	help(f, "roce_doctor_info", "roce-doctor's version and the host it checked.");
 	fputs("roce_doctor_info{", f);
-	label(f, "version", RN_DOCTOR_VERSION, 0);
-	label(f, "host", d->hostname, 1);
+	rn_doctor_prom_label(f, "version", RN_DOCTOR_VERSION, 0);
+	rn_doctor_prom_label(f, "host", d->hostname, 1);
 	fputs("} 1\n", f);
 	help(f, "roce_doctor_last_run_timestamp_seconds", "Unix time of this check.");
 	fprintf(f, "roce_doctor_last_run_timestamp_seconds %lld\n", (long long)time(NULL));
@@ -303,15 +304,15 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 			if (dup)
 				continue;
 			nic_labels(f, "roce_nic_finding", &d->nics[i]);
-			label(f, "cause", rn_cause_id(nic->findings[k].cause), 1);
-			label(f, "severity", rn_doctor_sev_str(nic->findings[k].sev), 1);
+			rn_doctor_prom_label(f, "cause", rn_cause_id(nic->findings[k].cause), 1);
+			rn_doctor_prom_label(f, "severity", rn_doctor_sev_str(nic->findings[k].sev), 1);
 			fputs("} 1\n", f);
 		}
 	}
 	write_link_history(f, d);
 	write_hw_counters(f, d);
 	write_failovers(f, d);
-	write_comm_failures(f);
+	rn_doctor_prom_comm_failures(f);
 }
 
 struct prom_args {

@@ -316,26 +316,13 @@ static void tell_places(struct serve *srv)
 	}
 }
 
-/* The same client address (the port aside): a host's own peers, or one squatter's many. */
-static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return 0;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	return a->ss_family == AF_INET6 &&
-	       !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
-}
-
 /* Under the lock: sessions queued or running for @ss's address. */
 static int of_addr(const struct serve *srv, const struct sockaddr_storage *ss)
 {
-	int k, n = srv->running && same_addr(&srv->running_ss, ss);
+	int k, n = srv->running && rn_doctor_same_ip(&srv->running_ss, ss);
 
 	for (k = 0; k < srv->nqueued; k++)
-		n += same_addr(&srv->queue[k].ss, ss);
+		n += rn_doctor_same_ip(&srv->queue[k].ss, ss);
 	return n;
 }
 

@@ -35,6 +35,8 @@ done
 rules=$p/share/nccl-net-roce/prometheus/nccl-net-roce.rules.yml
 cmp -s "$rules" doc/prometheus/nccl-net-roce.rules.yml || fail "Prometheus rules not installed as $rules"
 [ "$(stat -c %a "$rules")" = 644 ] || fail "rules mode $(stat -c %a "$rules"), want 644"
+cmp -s "${rules%/*}/nccl-net-roce-mesh.rules.yml" doc/prometheus/nccl-net-roce-mesh.rules.yml ||
+	fail "the mesh's Prometheus rules not installed"
 cmp -s "$p/share/nccl-net-roce/nhc/roce.nhc" scripts/roce.nhc || fail "NHC check not installed"
 # the installed health check runs the doctor installed beside it (lo: no RoCE GID, exit 1)
 out=$(ROCE_HEALTH_CONF=/dev/null "$p/sbin/roce-health-check" --no-drain --netdev lo)

@@ -15,8 +15,8 @@ python3 -c 'import yaml' 2>/dev/null || { echo "skip: python3-yaml not installed
 if command -v kubectl >/dev/null; then
 	out=$(kubectl kustomize doc/k8s 2>&1) || { echo "$out"; fail "kubectl kustomize doc/k8s"; }
 	n=$(grep -c '^kind: ' <<<"$out")
-	[ "$n" = 4 ] || fail "kubectl kustomize rendered $n objects, want 4"
-	echo "ok: kubectl kustomize doc/k8s renders the DaemonSet, the two NADs and the pod"
+	[ "$n" = 6 ] || fail "kubectl kustomize rendered $n objects, want 6"
+	echo "ok: kubectl kustomize doc/k8s renders the DaemonSets, the mesh's Service, the two NADs and the pod"
 else
 	echo "note: kubectl not installed: fields only"
 fi
@@ -72,6 +72,22 @@ for nad in nads:
     res = nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]
     assert res in pc["resources"]["limits"] and res in c["resources"]["limits"], res
 assert not pod["spec"].get("hostNetwork")
+# the mesh: its peers are the DaemonSet's endpoints through the headless Service, which
+# selects its pods; its ports are the agent's defaults and the metrics port it is given
+svc, mds = list(yaml.safe_load_all(open("doc/k8s/roce-doctor-mesh-daemonset.yaml")))
+assert svc["kind"] == "Service" and svc["spec"]["clusterIP"] == "None"
+assert svc["spec"]["selector"].items() <= mds["spec"]["template"]["metadata"]["labels"].items()
+ms = mds["spec"]["template"]["spec"]
+assert ms["hostNetwork"] is True
+mc = ms["containers"][0]
+cmd = mc["command"]
+assert cmd[:2] == ["/usr/sbin/roce-doctor", "mesh"], cmd
+hc = cmd[cmd.index("--hosts-cmd") + 1]
+assert "%s.%s.svc" % (svc["metadata"]["name"], svc["metadata"]["namespace"]) in hc, hc
+mport = cmd[cmd.index("--listen-metrics") + 1]
+ports = {p["name"]: (p["containerPort"], p["protocol"]) for p in mc["ports"]}
+assert ports == {"pair": (18515, "TCP"), "probe": (18516, "UDP"), "metrics": (int(mport), "TCP")}, ports
+assert mds["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == mport
 print("ok: doc/k8s fields: DaemonSet (hostNetwork, textfile + NFD paths), NADs %s (chain %s), pod attaching them"
       % (", ".join(sorted(defined)), " -> ".join(types)))
 PY

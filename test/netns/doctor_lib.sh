@@ -74,17 +74,24 @@ bg_start() {
 }
 
 serve_start() {
-	local log=$1 i
+	local log=$1
 	shift
 	# `ip netns exec` execs the doctor: $! is serve itself (its /proc, its kill)
 	bg_start SRV ip netns exec "$B" "$DOCTOR" serve --netdev nic0,nic1 "$@" >"$log" 2>&1
+	wait_log "$SRV" "$log" 'listening on' "roce-doctor serve did not start listening"
+}
+
+# wait_log PID LOG PATTERN WHAT: until LOG holds PATTERN (10 s; sooner when PID ends), else
+# the log and WHAT as the failure
+wait_log() {
+	local i
 	for i in $(seq 100); do
-		grep -q 'listening on' "$log" && return 0
-		kill -0 "$SRV" 2>/dev/null || break
+		grep -q "$3" "$2" && return 0
+		kill -0 "$1" 2>/dev/null || break
 		sleep 0.1
 	done
-	cat "$log"
-	rn_fail "roce-doctor serve did not start listening"
+	cat "$2"
+	rn_fail "$4"
 }
 
 # wait_file FILE WHAT: until FILE is non-empty (10 s)

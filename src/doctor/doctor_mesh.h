@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `roce-doctor mesh` (doctor_mesh.c, the agent) and `roce-doctor localize`
+ * (doctor_localize.c): what they share, kept free of sockets and threads so that the unit
+ * tests run it alone (doctor_mesh_stats.c): the probe rate's token bucket, the rotation
+ * over NIC pairs, each pair's window of outcomes (loss, RTT percentiles), the pair
+ * metrics' rendering, and the verdicts over pairs (NIC, host, link between groups).
+ */
+#ifndef RN_DOCTOR_MESH_H
+#define RN_DOCTOR_MESH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define RN_MESH_NICS 8          /* a host's NICs the mesh pairs (the first 8 of the doctor's) */
+#define RN_MESH_WIN 16          /* outcomes kept per NIC pair: loss and RTT over these */
+#define RN_MESH_DOWN_AFTER 3    /* losses in a row that make a pair unreachable */
+#define RN_MESH_LOST UINT32_MAX /* an outcome: no answer by the probe's deadline */
+
+/* A token bucket: @rate tokens a second, at most @burst saved. Times in seconds. */
+struct rn_mesh_bucket {
+	double tokens, rate, burst, t;
+};
+void rn_mesh_bucket_init(struct rn_mesh_bucket *b, double rate, double burst, double now);
+/* 1 when a token was taken at @now, 0 when none is left (nothing taken). */
+int rn_mesh_bucket_take(struct rn_mesh_bucket *b, double now);
+
+/*
+ * The rotation: which of @n NIC pairs get the probes this tick. From the cursor on, round
+ * the ring, the pairs @ready says may go now (their last probe a second old and answered
+ * or expired), at most @max; the cursor moves past the last one taken, so every pair gets
+ * its turn however small @max is. Returns how many went to @out.
+ */
+struct rn_mesh_sched {
+	unsigned int cursor;
+};
+int rn_mesh_sched_pick(struct rn_mesh_sched *s, int n, int (*ready)(void *arg, int idx), void *arg,
+		       int max, int *out);
+
+/* One NIC pair's last RN_MESH_WIN outcomes (RTT in us, or RN_MESH_LOST) and its totals. */
+struct rn_mesh_win {
+	uint32_t us[RN_MESH_WIN];
+	int n, head;
+	int lost_run; /* losses in a row, the newest last */
+	uint64_t sent, lost;
+};
+void rn_mesh_win_add(struct rn_mesh_win *w, uint32_t us);
+
+struct rn_mesh_figs {
+	int n, answered;     /* outcomes in the window, answered of them */
+	double loss;         /* lost / n (0 when n is 0) */
+	double p50_s, p99_s; /* of the answered ones (nearest rank), 0 when none */
+};
+void rn_mesh_win_figs(const struct rn_mesh_win *w, struct rn_mesh_figs *f);
+/* The nearest-rank @q quantile (0 < q <= 1) of @n sorted values, 0 for none. */
+uint32_t rn_mesh_pct(const uint32_t *sorted, int n, double q);
+
+/* One NIC pair as the metrics show it. */
+struct rn_mesh_view {
+	const char *host, *nic, *peer_host, *peer_nic, *group, *peer_group;
+	const char *kind; /* "udp" (echo from the NIC's address) or "rdma" */
+	int up;
+	const char *cause; /* the catalogue id when !@up, else NULL */
+	struct rn_mesh_figs figs;
+	double base_s; /* the RTT baseline (EWMA of answers, kept through losses) */
+	uint64_t sent, lost;
+};
+/* The agent's own figures. */
+struct rn_mesh_self {
+	const char *host;
+	int peers, peers_reached, pairs;
+	uint64_t probes_sent, echoes_sent, echoes_dropped, bad_packets, checks_run, checks_failed;
+	double started_s; /* Unix time */
+};
+/* Every pair's series, then the agent's, in Prometheus text exposition. */
+void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct rn_mesh_self *s);
+/* A label value, escaped as the format says (doctor_prom.c). */
+void rn_doctor_prom_label(FILE *f, const char *name, const char *val, int comma);
+
+/* The plugin's journal of failed comms as roce_comm_failures_total (doctor_prom.c). */
+void rn_doctor_prom_comm_failures(FILE *f);
+
+/* The localisation (doctor_mesh_stats.c), the same arithmetic as the shipped rules. */
+struct rn_mesh_obs {
+	char host[64], nic[32], peer_host[64], peer_nic[32], group[64], peer_group[64];
+	int up;
+	char cause[48];
+	double base_s; /* its RTT baseline, 0: none read */
+};
+enum rn_mesh_blame { RN_MESH_BLAME_NIC, RN_MESH_BLAME_HOST, RN_MESH_BLAME_LINK };
+struct rn_mesh_verdict {
+	enum rn_mesh_blame blame;
+	char host[64], nic[32];         /* NIC: both; HOST: host */
+	char group[64], peer_group[64]; /* LINK: the two groups */
+	int bad, of;                    /* the pairs behind it: failing, of all */
+	char cause[48];                 /* the most frequent cause among them */
+};
+/*
+ * From @n pair observations (either end's), the verdicts into @out (room for @max): a NIC
+ * that fails with more than half of its peers in its own group (all of them where groups
+ * are not given), unless every NIC of its host does (then the host); two groups whose
+ * pairs across fail more than half the time while pairs inside each group fail less than
+ * a quarter of the time (the link or switch between them). Returns the verdicts found
+ * (more than @max: only @max written), -ENOMEM.
+ */
+int rn_mesh_localize(const struct rn_mesh_obs *obs, int n, struct rn_mesh_verdict *out, int max);
+/*
+ * Groups from RTT where none were given: the hosts whose fastest NIC pair's baseline RTT is
+ * on the near side of the largest gap between the host pairs' RTTs (a factor of
+ * RN_MESH_RTT_GAP at least) are one group, named "near-" and its first host (by name).
+ * Rewrites @obs' group and peer_group. Returns the groups found (1: no such gap, nothing
+ * rewritten), -E2BIG over RN_MESH_RTT_HOSTS hosts, -ENOMEM.
+ */
+#define RN_MESH_RTT_GAP 3.0
+#define RN_MESH_RTT_HOSTS 1024
+int rn_mesh_rtt_groups(struct rn_mesh_obs *obs, int n);
+/* What a parsed series is. */
+enum rn_mesh_series { RN_MESH_UP, RN_MESH_CAUSE, RN_MESH_BASE };
+/*
+ * Parse one line of Prometheus text exposition into @o when it is a roce_mesh_pair_up,
+ * roce_mesh_pair_cause or roce_mesh_pair_rtt_baseline_seconds sample (which one in *@kind).
+ * 0, -ENOENT another line, -EBADMSG a malformed one.
+ */
+int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind);
+
+/* doctor_mesh.c, doctor_localize.c: the commands (their own options, as health) */
+int rn_doctor_mesh(int argc, char **argv);
+int rn_doctor_localize(int argc, char **argv);
+
+#endif /* RN_DOCTOR_MESH_H */
