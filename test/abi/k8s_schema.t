@@ -53,9 +53,10 @@ out=$(node test/abi/k8s_schema.mjs "$nm" $good 2>&1)
 rc=$?
 echo "$out"
 [ $rc -eq 0 ] || fail "doc/k8s does not validate"
-[ "$(grep -c '^ok ' <<<"$out")" = 4 ] || fail "not 4 objects validated"
+[ "$(grep -c '^ok ' <<<"$out")" = 6 ] || fail "not 6 objects validated"
 for k in "DaemonSet roce-doctor" "NetworkAttachmentDefinition roce-net1" \
-	"NetworkAttachmentDefinition roce-net2" "Pod nccl-job"; do
+	"NetworkAttachmentDefinition roce-net2" "Pod nccl-job" "Service roce-doctor-mesh" \
+	"DaemonSet roce-doctor-mesh"; do
 	grep -q "^ok .* $k\$" <<<"$out" || fail "$k not validated"
 done
 
