@@ -100,28 +100,26 @@ struct engine_tally {
 static void engine_leave_shadowed(struct rn_dev **found, int n, const int *rets)
 {
 	const struct rn_nic *nics[RN_MAX_DEVS];
-	int i, m = 0, k, idx[RN_MAX_DEVS];
+	int i, m = 0, idx[RN_MAX_DEVS], own[RN_MAX_DEVS];
 
 	for (i = 0; i < n; i++)
 		if (found[i] && !rets[i]) {
 			idx[m] = i;
 			nics[m++] = &found[i]->nic;
 		}
+	/* all judged before any is freed: a later device may yield to the same own one */
+	for (i = 0; i < m; i++)
+		own[i] = rn_nic_own_device(nics, m, i);
 	for (i = 0; i < m; i++) {
-		k = rn_nic_own_device(nics, m, i);
-		if (k < 0)
+		if (own[i] < 0)
 			continue;
 		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: %s has an RDMA device "
 			"of its own, %s:%d (the node's device, seen through %s's GID, is left to "
-			"the node)", nics[i]->ibdev, nics[i]->port, nics[i]->netdev, nics[k]->ibdev,
-			nics[k]->port, nics[i]->netdev);
+			"the node)", nics[i]->ibdev, nics[i]->port, nics[i]->netdev,
+			nics[own[i]]->ibdev, nics[own[i]]->port, nics[i]->netdev);
+		rn_dev_free(found[idx[i]]);
+		found[idx[i]] = NULL;
 	}
-	/* freed after the loop: a later device may still yield to the same own one */
-	for (i = m - 1; i >= 0; i--)
-		if (rn_nic_own_device(nics, m, i) >= 0) {
-			rn_dev_free(found[idx[i]]);
-			found[idx[i]] = NULL;
-		}
 }
 
 /*
