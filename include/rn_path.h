@@ -73,6 +73,15 @@ struct rn_nic {
 	/* its gateway (a route's, NCCL_ROCE_GATEWAYS, a /31's other end); family 0: none known.
 	 * The connection check's fix for a routed peer names it. */
 	struct rn_ip gw;
+	/*
+	 * Peers outside the subnet left unjudged: nothing on the host says the fabric is routed
+	 * (no gateway route out of the NIC, no /31 or /30, no NCCL_ROCE_GATEWAYS or
+	 * NCCL_ROCE_PEER_SUBNETS), and a flat fabric looks the same. A tool says so rather than
+	 * "all good" alone. @offnet_oif: where TCP from @ip to such a peer would leave (0: no
+	 * route reaches it). The connection check judges a real peer's address whatever it is.
+	 */
+	int offnet_unjudged;
+	int offnet_oif;
 	/* verdict */
 	struct rn_route_answer route; /* the route lookups judged (rn_route_assess) */
 	enum rn_verdict_kind verdict;

@@ -953,8 +953,17 @@ static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct 
 		if (judge_routed(host, nic, cfg, &dst, v, wrong_dev))
 			return;
 	}
-	if (n || !(have_gw || nic_is_l3(host, nic)) || offsubnet_dst(host, nic, &dst))
+	if (n || offsubnet_dst(host, nic, &dst))
 		return;
+	if (!have_gw && !nic_is_l3(host, nic)) {
+		struct rn_nl_route w;
+
+		/* flat or routed, the host cannot tell: not judged, and said so */
+		nic->offnet_unjudged = 1;
+		if (nic->ip.family == AF_INET && !rn_host_route_get(host, &dst, &nic->ip, 0, &w))
+			nic->offnet_oif = w.oif;
+		return;
+	}
 	judge_routed(host, nic, cfg, &dst, v, wrong_dev);
 }
 
@@ -1315,6 +1324,8 @@ int rn_route_assess(struct rn_host *host, struct rn_nic *nic, const struct rn_co
 	rn_vars_set(&v, "nic", "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev, nic->port);
 	rn_vars_set(&v, "dev", "%s", nic->netdev);
 	rn_vars_set(&v, "ipf", "%s", ipf(nic));
+	nic->offnet_unjudged = 0;
+	nic->offnet_oif = 0;
 	/* asked first, whatever the checks before it find: a tool shows it (the ROUTE column) */
 	route_answer(host, nic);
 	if (check_link(nic, self, &v) || !nic->ip.family)

@@ -367,6 +367,50 @@ static int script_fixes_all(const struct rn_doctor *d)
 	return 1;
 }
 
+/*
+ * Peers outside the NICs' subnets, where nothing said the fabric is routed: a flat fabric and
+ * an L3 one whose per-NIC tables lack their default look the same from here, so the report
+ * names what it did not judge, where such a peer's traffic would leave, and how to have it
+ * judged. One line for each egress.
+ */
+static void print_offnet(struct rn_doctor *d, FILE *f)
+{
+	char dev[IF_NAMESIZE + 8];
+	int i, k, first = 1, mgmt = rn_host_mgmt_ifindex(d->host, AF_INET);
+
+	for (i = 0; i < d->nnics; i++) {
+		const struct rn_nic *nic = &d->nics[i].nic;
+		int seen = 0;
+
+		if (!nic->offnet_unjudged)
+			continue;
+		for (k = 0; k < i && !seen; k++)
+			seen = d->nics[k].nic.offnet_unjudged &&
+			       d->nics[k].nic.offnet_oif == nic->offnet_oif;
+		if (seen)
+			continue;
+		if (first)
+			fprintf(f, "not judged: peers outside the NICs' subnets (nothing here says the "
+				"fabric is routed: no gateway route out of a RoCE NIC, no /31 or /30, "
+				"no --gateway or --peer-subnet)\n");
+		first = 0;
+		fprintf(f, "  from");
+		for (k = i; k < d->nnics; k++)
+			if (d->nics[k].nic.offnet_unjudged &&
+			    d->nics[k].nic.offnet_oif == nic->offnet_oif)
+				fprintf(f, " %s", d->nics[k].nic.netdev);
+		if (!nic->offnet_oif)
+			fprintf(f, ": no route reaches them\n");
+		else
+			fprintf(f, ": they would be reached through %s%s\n",
+				link_name(d, nic->offnet_oif, dev, sizeof(dev)),
+				nic->offnet_oif == mgmt ? " (main's default route)" : "");
+	}
+	if (!first)
+		fprintf(f, "  on an L3 fabric (GPU hosts behind a router): roce-doctor --peer-subnet "
+			"CIDR --gateway NETDEV=GW judges them and prints each NIC's default\n");
+}
+
 static void print_host(struct rn_doctor *d)
 {
 	FILE *f = d->out;
@@ -458,6 +502,7 @@ static void print_host(struct rn_doctor *d)
 		print_findings(d, f, nfind);
 	if (d->skipped_problem)
 		fprintf(f, "  ports left out (see above): ip link set dev <netdev> up; rdma link show\n");
+	print_offnet(d, f);
 	if (!rn_doctor_host_problems(d)) {
 		fprintf(f, "verdict: all good (%d NIC%s checked in %.1f ms)\n", d->nnics,
 			d->nnics == 1 ? "" : "s", d->gather_ms);
@@ -500,7 +545,7 @@ static void json_route(struct rn_doctor *d, struct rn_json *j, const char *key, 
 void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_doctor_nic *dn)
 {
 	const struct rn_nic *nic = &dn->nic;
-	char b[INET6_ADDRSTRLEN], g[48];
+	char b[INET6_ADDRSTRLEN], g[48], dev[IF_NAMESIZE + 8];
 	int k;
 
 	rn_json_obj(j, NULL);
@@ -559,6 +604,17 @@ void rn_doctor_json_nic(struct rn_doctor *d, struct rn_json *j, const struct rn_
 		rn_json_close(j, '}');
 	} else {
 		rn_json_null(j, "route");
+	}
+	/* peers outside the subnet, unjudged (nothing says the fabric is routed) */
+	if (nic->offnet_unjudged) {
+		rn_json_obj(j, "offnet_unjudged");
+		if (nic->offnet_oif)
+			rn_json_str(j, "egress", link_name(d, nic->offnet_oif, dev, sizeof(dev)));
+		else
+			rn_json_null(j, "egress");
+		rn_json_close(j, '}');
+	} else {
+		rn_json_null(j, "offnet_unjudged");
 	}
 	rn_json_str(j, "verdict", dn->err ? "error" : rn_verdict_str(nic->verdict));
 	rn_json_str(j, "error", dn->err ? strerror(-dn->err) : NULL);

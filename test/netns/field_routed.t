@@ -28,9 +28,24 @@ routed() { # $1: rp_filter; RoCE NICs .11/.12 in 198.18.1.0/24 on s0, the ToR at
 }
 DEVS=ens1f0np0,ens1f1np1
 
-# The host alone cannot tell a flat fabric from a routed one: all good, as before.
+# The host alone cannot tell a flat fabric from a routed one: all good, as before, but the
+# report says what it did not judge, where such peers would go, and how to have them judged.
 routed 0
 fl_layout "per-NIC tables without default, peers not named" $DEVS ens1f0np0= ens1f1np1=
+jq_py "$J" "[(n['netdev'], n['offnet_unjudged']) for n in d['nics']]" |
+	tee /dev/stderr | grep -q "('ens1f0np0', {'egress': 'mgmt0'}) ('ens1f1np1', {'egress': 'mgmt0'})" ||
+	rn_fail "unjudged routed peers: not in the JSON with their egress"
+ip netns exec "$H" "$DOCTOR" --netdev $DEVS >"$FL_T/o.txt"
+[ $? = 0 ] || rn_fail "unjudged routed peers: the verdict changed"
+cat "$FL_T/o.txt" >&2
+grep -qx "  from ens1f0np0 ens1f1np1: they would be reached through mgmt0 (main's default route)" \
+	"$FL_T/o.txt" || rn_fail "unjudged routed peers: the egress is not named"
+grep -q "^not judged: peers outside the NICs' subnets" "$FL_T/o.txt" &&
+	grep -q "roce-doctor --peer-subnet CIDR --gateway NETDEV=GW" "$FL_T/o.txt" &&
+	grep -q "^verdict: all good" "$FL_T/o.txt" || rn_fail "unjudged routed peers: not said"
+# told, the NICs are judged and the line is gone
+ip netns exec "$H" "$DOCTOR" --netdev $DEVS --peer-subnet $PEERS >"$FL_T/o.txt"
+! grep -q "^not judged" "$FL_T/o.txt" || rn_fail "--peer-subnet: still said not judged"
 
 FL_ENV=(NCCL_ROCE_PEER_SUBNETS=$PEERS NCCL_ROCE_GATEWAYS=$GW)
 routed 0
