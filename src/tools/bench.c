@@ -80,6 +80,8 @@ struct bench {
 	FILE *mout;           /* --json/--csv: the real stdout; the rest goes to stderr */
 	int merge;            /* --merge: fuse what -d selects into one vNIC */
 	int dev;              /* the device used: 0, or the vNIC */
+	int ndev;             /* devices the plugin offers (-d selects them) */
+	int spread;           /* --spread: -t conn's connection k on device k % ndev */
 	char dev_name[64];
 	char plugin_name[64]; /* copied: the table's string goes away with dlclose */
 	struct wire_row rows[MAX_SIZES + 2];
@@ -215,6 +217,7 @@ static int bench_start(struct bench *b)
 		}
 		ndev = b->dev + 1;
 	}
+	b->ndev = ndev;
 	if (netplug_get_properties(&b->np, b->dev, &p) == ncclSuccess) {
 		snprintf(b->dev_name, sizeof(b->dev_name), "%s", p.name ? p.name : "?");
 		say("plugin %s (v%d), device %d of %d: %s port %d, %d Mb/s", b->np.name,
@@ -248,14 +251,15 @@ static int expired(double deadline)
  * sides of a ring. A refusal is the plugin's to explain: its WARN lines came through the
  * logger; the last one is repeated as the reason.
  */
-static int connect_both(struct bench *b, void *send_handle, void **sc, void *lc, void **rc)
+static int connect_dev(struct bench *b, int dev, void *send_handle, void **sc, void *lc,
+		       void **rc)
 {
 	double deadline = tool_now() + b->timeout_ms / 1000.0;
 	ncclResult_t res;
 
 	while ((send_handle && !*sc) || (lc && !*rc)) {
 		if (send_handle && !*sc) {
-			res = netplug_connect(&b->np, b->ctx, b->dev, -1, send_handle, sc);
+			res = netplug_connect(&b->np, b->ctx, dev, -1, send_handle, sc);
 			if (res != ncclSuccess)
 				goto refused;
 		}
@@ -274,6 +278,11 @@ refused:
 	err("connection refused by the plugin: %s",
 	    *tool_last_warn() ? tool_last_warn() : netplug_result_str(res));
 	return -1;
+}
+
+static int connect_both(struct bench *b, void *send_handle, void **sc, void *lc, void **rc)
+{
+	return connect_dev(b, b->dev, send_handle, sc, lc, rc);
 }
 
 /* ---- request helpers ---- */
@@ -899,6 +908,49 @@ static void footprint(long *rss_kib, long *fds)
 }
 
 /*
+ * The verbs objects this process holds on every device, as the kernel counts them (`rdma
+ * resource show`, iproute2): QPs, CQs and their entries, MRs and their bytes. -1 each where
+ * the tool is missing. Read through the tool rather than the plugin so that any plugin is
+ * measured alike.
+ */
+struct res_count {
+	long qp, cq, cqe, mr, mrlen;
+};
+
+static void rdma_res(struct res_count *r)
+{
+	static const char *const what[] = { "qp", "cq", "mr" };
+	char cmd[96], line[1024], *p;
+	int i;
+
+	r->qp = r->cq = r->cqe = r->mr = r->mrlen = -1;
+	for (i = 0; i < 3; i++) {
+		FILE *f;
+		long n = 0, sum = 0, v;
+
+		snprintf(cmd, sizeof(cmd), "rdma resource show %s pid %ld 2>/dev/null", what[i],
+			 (long)getpid());
+		f = popen(cmd, "re");
+		if (!f)
+			return;
+		while (fgets(line, sizeof(line), f)) {
+			n++;
+			p = strstr(line, i == 1 ? " cqe " : " mrlen ");
+			if (i && p && sscanf(p + (i == 1 ? 5 : 7), "%ld", &v) == 1)
+				sum += v;
+		}
+		if (pclose(f) != 0)
+			return; /* no tool, or no such object kind: not a count of zero */
+		if (i == 0)
+			r->qp = n;
+		else if (i == 1)
+			r->cq = n, r->cqe = sum;
+		else
+			r->mr = n, r->mrlen = sum;
+	}
+}
+
+/*
  * The server listens N times and hands the N handles over at once; then connection k is
  * connected (client) and accepted (server), each side timing its own call from the first
  * try to the established comm. Both tables show both sides.
@@ -914,6 +966,7 @@ static int run_conn(struct bench *b, int client)
 			theirs;
 	int ret = EXIT_FAILED;
 	long rss0, fds0, rss1, fds1;
+	struct res_count r0, r1;
 	ncclResult_t res;
 
 	if (!handles || !lcs || !comms || !t) {
@@ -921,8 +974,8 @@ static int run_conn(struct bench *b, int client)
 		goto out;
 	}
 	for (k = 0; !client && k < n; k++) {
-		res = netplug_listen(&b->np, b->ctx, b->dev, handles + k * NCCL_NET_HANDLE_MAXSIZE,
-				     &lcs[k]);
+		res = netplug_listen(&b->np, b->ctx, b->spread ? (int)(k % b->ndev) : b->dev,
+				     handles + k * NCCL_NET_HANDLE_MAXSIZE, &lcs[k]);
 		if (res != ncclSuccess || !lcs[k]) {
 			plugin_error("listen", res);
 			goto close;
@@ -937,13 +990,16 @@ static int run_conn(struct bench *b, int client)
 		goto close;
 	}
 	footprint(&rss0, &fds0);
+	rdma_res(&r0);
 	t_all = tool_now();
 	for (k = 0; k < n; k++) {
 		double t0 = tool_now();
 
-		if (client ? connect_both(b, handles + k * NCCL_NET_HANDLE_MAXSIZE, &comms[k], NULL,
-					  NULL) :
-			     connect_both(b, NULL, NULL, lcs[k], &comms[k]))
+		int dev = b->spread ? (int)(k % b->ndev) : b->dev;
+
+		if (client ? connect_dev(b, dev, handles + k * NCCL_NET_HANDLE_MAXSIZE, &comms[k],
+					 NULL, NULL) :
+			     connect_dev(b, dev, NULL, NULL, lcs[k], &comms[k]))
 			goto close;
 		t[k] = tool_now() - t0;
 	}
@@ -954,6 +1010,15 @@ static int run_conn(struct bench *b, int client)
 		say("%s side: %ld connection(s) hold %.1f MiB resident (%.1f KiB each) and %ld fds "
 		    "(%.2f each)", client ? "connect" : "accept", n, (double)(rss1 - rss0) / 1024,
 		    (double)(rss1 - rss0) / (double)n, fds1 - fds0, (double)(fds1 - fds0) / (double)n);
+	rdma_res(&r1);
+	if (r0.qp >= 0 && r1.qp >= 0)
+		say("%s side: %ld connection(s) hold %ld QPs (%.2f each), %ld CQs of %ld entries "
+		    "(%.1f each), %ld MRs of %.1f MiB (%.1f KiB each) (rdma resource)",
+		    client ? "connect" : "accept", n, r1.qp - r0.qp,
+		    (double)(r1.qp - r0.qp) / (double)n, r1.cq - r0.cq, r1.cqe - r0.cqe,
+		    (double)(r1.cqe - r0.cqe) / (double)n, r1.mr - r0.mr,
+		    (double)(r1.mrlen - r0.mrlen) / 1048576.0,
+		    (double)(r1.mrlen - r0.mrlen) / 1024.0 / (double)n);
 	mine.magic = ROW_MAGIC;
 	/* the client's row first, then the server's */
 	if (client ? send_row(b, &mine) || recv_row(b, &theirs) :
@@ -1127,6 +1192,8 @@ static void usage(FILE *f)
 		"                       what it selects is used (default: the plugin's first)\n"
 		"      --merge          fuse every device -d selects into one vNIC (makeVDevice, as\n"
 		"                       NCCL's NIC fusion) and use it (e.g. -d rxe0,rxe1 --merge)\n"
+		"      --spread         -t conn, both ends: connection k on device k mod the devices -d\n"
+		"                       selects (as NCCL spreads its connections over the NICs)\n"
 		"  -s, --size BYTES     message size, 0..1G, K/M/G suffixes (default 64K; lat: 8)\n"
 		"  -a, --all            all sizes 4K..64M, powers of two\n"
 		"  -n, --iters N        messages per size (default: bw 128M/size within 100..5000;\n"
@@ -1173,6 +1240,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, NULL, 'J' },
 		{ "csv", no_argument, NULL, 'C' },
 		{ "merge", no_argument, NULL, 'M' },
+		{ "spread", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'Z' },
@@ -1253,6 +1321,7 @@ int main(int argc, char **argv)
 		case 'J': b.json = 1; break;
 		case 'C': b.csv = 1; break;
 		case 'M': b.merge = 1; break;
+		case 'S': b.spread = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		case 'Z': return rn_cli_version(PROG);
@@ -1270,6 +1339,8 @@ int main(int argc, char **argv)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-a goes with -t bw only");
 	if (b.test == TEST_CONN && (b.size_given || all || b.check))
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn moves no data: no -s, -a or -c");
+	if (b.spread && b.merge)
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "--spread and --merge: one device or many");
 	if (b.test == TEST_CONN && b.iters > MAX_CONN_TEST)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn: at most %d connections (-n)",
 				    MAX_CONN_TEST);
