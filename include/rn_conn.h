@@ -34,7 +34,14 @@
 
 #define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
 #define RN_RECV_WRS 64               /* receives pre-posted per QP (>= RN_SLOTS) */
-#define RN_SQ_DEPTH 512              /* send WRs per data QP, as net_ib (capped by the device) */
+/*
+ * Send WRs per data QP (capped by the device): 32 slots of at most 8 receives and their
+ * immediate need under 300. Not 512: providers round a queue up to a power of two after
+ * adding one (rxe its SQ and CQ, mlx5 its CQ), so a CQ of 512 + the spare receives became
+ * 1,024 entries and rxe's SQ 1,024 WQEs, twice the memory of every send comm for nothing.
+ * 496 + RN_FO_RECV_WRS fits 511 (mlx5's SQ of 496 is 512 WQEs either way).
+ */
+#define RN_SQ_DEPTH 496
 #define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
 #define RN_IMM_ERR 0xffffffffu       /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128           /* chunk alignment when a message spans QPs */
