@@ -334,6 +334,7 @@ struct rn_send_comm {
 	struct rn_send_slot slots[RN_SLOTS];
 	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
 	struct rn_req *free_reqs;
+	int fresh_reqs;                        /* reqs[] never handed out from here on */
 };
 
 struct rn_recv_comm {

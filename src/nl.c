@@ -269,9 +269,11 @@ static void *vec_push(struct vec *a)
 /*
  * A dump the kernel marks interrupted (NLM_F_DUMP_INTR: the table changed between two of its
  * batches, as when a link comes up and gains addresses and routes) may be inconsistent: it is
- * asked again, as iproute2 does, a few times before the error goes back.
+ * asked again, as iproute2 does, before the error goes back. 32 tries: a table that changes
+ * every few ms (an agent adding and removing an address) on a loaded 2-CPU host interrupted 8
+ * dumps of 2,000 addresses in a row; a dump of a usual host's tables takes ~0.1 ms.
  */
-#define DUMP_TRIES 8
+#define DUMP_TRIES 32
 
 static int dump(int type, const void *hdr, size_t len, int (*parse)(struct nlmsghdr *, void *),
 		size_t esz, void **out, int *n)

@@ -65,25 +65,28 @@ static int comm_fail(struct rn_comm *c, int err)
 
 /* ---- send-side setup -------------------------------------------------------- */
 
+/*
+ * Request records are handed out fresh in order and only then recycled: a comm that never
+ * has more than a few in flight (NCCL's usual 8 steps) touches a few of its 256 (50 KiB, of
+ * a calloc'ed comm whose untouched pages cost no memory), which at 1,024 connections is
+ * the difference between ~50 MiB resident and almost none.
+ */
 void rn_xfer_send_init(struct rn_send_comm *sc)
 {
-	int i;
-
 	sc->free_reqs = NULL;
-	for (i = (int)RN_ARRAY_SIZE(sc->reqs) - 1; i >= 0; i--) {
-		sc->reqs[i].next_free = sc->free_reqs;
-		sc->free_reqs = &sc->reqs[i];
-	}
+	sc->fresh_reqs = 0;
 }
 
 static struct rn_req *send_req_get(struct rn_send_comm *sc)
 {
 	struct rn_req *r = sc->free_reqs;
 
-	if (r) {
+	if (r)
 		sc->free_reqs = r->next_free;
+	else if (sc->fresh_reqs < (int)RN_ARRAY_SIZE(sc->reqs))
+		r = &sc->reqs[sc->fresh_reqs++];
+	if (r)
 		memset(r, 0, sizeof(*r));
-	}
 	return r;
 }
 
