@@ -90,7 +90,7 @@ TOOLS := $(DOCTOR_MPI) $(if $(DOCTOR_SRCS),$(DOCTOR)) $(if $(wildcard src/tools/
 	$(if $(wildcard src/tools/bench.c),$(BENCH))
 
 .PHONY: FORCE all tests fuzz test check check-unit check-abi check-netns check-vm check-fuzz fuzz-long \
-	format-check deps demo bench install uninstall deb rpm srpm clean help
+	format format-check deps demo bench install uninstall deb rpm srpm clean help
 .DEFAULT_GOAL := all
 
 all: $(PLUGIN) $(TOOLS)
@@ -224,9 +224,12 @@ check-fuzz: fuzz
 fuzz-long: fuzz
 	$(Q)FUZZ_SECONDS=$${FUZZ_SECONDS:-600} test/run-tests fuzz
 
-# The C files as .clang-format writes them: names each that differs (not yet run by `make test`).
+# The C files as .clang-format writes them (clang-format 19): names each that differs. `make test`
+# and `make check` run it too, as the ABI layer's test format. `make format` rewrites them.
 format-check:
 	$(Q)scripts/format-check
+format:
+	$(Q)scripts/format-check --fix
 
 deps:
 	$(Q)scripts/install-deps --test
@@ -310,7 +313,9 @@ help:
 	@echo "  check          unit + ABI tests only (no root needed)"
 	@echo "  check-unit check-abi check-netns check-vm check-fuzz   one layer"
 	@echo "  fuzz-long      every fuzzer for FUZZ_SECONDS each (default 600)"
-	@echo "  format-check   the C files as .clang-format writes them (names each that differs)"
+	@echo "  format-check   the C files as .clang-format writes them (clang-format 19; names each that"
+	@echo "                 differs; run by test and check as the ABI test format)"
+	@echo "  format         rewrite the C files as .clang-format writes them (scripts/format-check --fix)"
 	@echo "  demo           the Soft-RoCE demo: broken hosts refused, fixed hosts carry traffic"
 	@echo "  bench          plugin vs ib_write_bw/ib_write_lat on the Soft-RoCE bed"
 	@echo "  install        PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) BINDIR=$(BINDIR) SBINDIR=$(SBINDIR)"
