@@ -142,9 +142,9 @@ struct rn_member {
 	struct rn_evdev *ev;
 	struct ibv_cq *cq;            /* its QPs' completions */
 	struct ibv_mr *ctrl_mr;       /* the control block on its PD */
-	int gid_index;                /* the source GID index its QPs were made with: resolved
-				       * by address when the comm was made (the device's own
-				       * index moves under a running job, GID_CHANGE) */
+	/* the source GID index its QPs were made with: resolved by address when the comm was
+	 * made (the device's own index moves under a running job, GID_CHANGE) */
+	int gid_index;
 	int gid_moved_said;           /* gid-moved logged for this member (once a comm) */
 };
 
@@ -226,8 +226,9 @@ struct rn_failover {
 	/* recovery: one pair re-armed at a time (the receiver asks, the sender answers) */
 	int tc, sl;                   /* the QPs' traffic class and service level */
 	int rearm;                    /* the pair being re-armed, -1 none */
-	int rearm_step;               /* receiver: 0 its path check, 1 asked (the sender re-arms
-				       * first), 2 its own end re-armed and the probe sent */
+	/* receiver: 0 its path check, 1 asked (the sender re-arms first), 2 its own end
+	 * re-armed and the probe sent */
+	int rearm_step;
 	uint32_t rearm_gen;           /* its request's number (a late answer is dropped) */
 	uint32_t rearm_epoch;         /* sender: the receiver's moves when it asked */
 	uint64_t rearm_since_ns;      /* receiver: the re-arm began (the WARN's time) */

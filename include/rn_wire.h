@@ -60,11 +60,10 @@
 /* 5: spare NIC pairs (failover) in HELLO, a READY mask; 6: recovery (src/failover.c) */
 #define RN_WIRE_VERSION 7
 #define RN_WIRE_VERSION_MIN 2      /* the oldest a header decoder accepts (a VERDICT without hosts) */
-#define RN_WIRE_HELLO_MIN 7        /* the oldest handle and HELLO: the data path changed in 5,
-				    * the failover messages over RDMA in 6 (a peer of 5 would
-				    * block a pair's queue with a request it never takes), a
-				    * vNIC's member loss in 7 (a sender of 6 posts no receives
-				    * for the receiver's DROP) */
+/* the oldest handle and HELLO: the data path changed in 5, the failover messages over RDMA in
+ * 6 (a peer of 5 would block a pair's queue with a request it never takes), a vNIC's member
+ * loss in 7 (a sender of 6 posts no receives for the receiver's DROP) */
+#define RN_WIRE_HELLO_MIN 7
 #define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 128              /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */

@@ -77,9 +77,10 @@ static int hca_entry_ok(const char *v, size_t len)
 
 	if (!nl || nl >= 64)
 		return 0; /* fields without a name, or an impossible device name */
+	/* the list's own prefixes: only at its head (formatted first, they would change the
+	 * meaning of the whole list) */
 	if (*v == '^' || *v == '=')
-		return 0; /* the list's own prefixes: only at its head (formatted first, they
-			   * would change the meaning of the whole list) */
+		return 0;
 	while (f < v + len) { /* at ':' */
 		size_t fl = RN_MIN(strcspn(f + 1, ":"), (size_t)(v + len - f - 1));
 

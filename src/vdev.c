@@ -131,7 +131,8 @@ int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out)
 	for (k = 0; k < eng->nvdevs; k++) {
 		v = &eng->vdevs[k];
 		if (v->n == n && !memcmp(v->devs, devs, sizeof(*devs) * (size_t)n)) {
-			*out = eng->ndevs + k; /* asked again (another communicator): the same vNIC */
+			/* asked again (another communicator): the same vNIC */
+			*out = eng->ndevs + k;
 			pthread_mutex_unlock(&vdev_lock);
 			return 0;
 		}

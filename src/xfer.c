@@ -422,9 +422,9 @@ static void wc_diagnose(struct rn_comm *c, int k, const struct ibv_wc *wc,
 			note(d, "; the path to it also shows ", &d->path);
 		} else if (cc != RN_CAUSE_NONE) {
 			note(d, "; the counters also show ", &d->ctr);
-		/* Both ends see status 12 when RoCE is dropped between them, and the one that
-		 * reports second finds the other already gone: name the drop too. */
 		} else if (ret == -ENOENT && wc->status == IBV_WC_RETRY_EXC_ERR) {
+			/* Both ends see status 12 when RoCE is dropped between them, and the one
+			 * that reports second finds the other already gone: name the drop too. */
 			rn_vars_set(&d->v, "extra", "if it failed first with this same status, %s",
 				    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
 		}

@@ -150,8 +150,9 @@ struct rn_doctor_nic_facts {
 	struct rn_sysctls dev, eff;  /* conf/<netdev>, and combined with conf/all */
 };
 struct rn_doctor_facts {
-	char plugin[RN_FACT_LEN];    /* the version inside the plugin NCCL would load, or
-				      * "not found", "unknown" (a library without our tag) */
+	/* the version inside the plugin NCCL would load, or "not found", "unknown" (a library
+	 * without our tag) */
+	char plugin[RN_FACT_LEN];
 	char plugin_path[256];       /* "" not found */
 	char kernel[RN_FACT_LEN];    /* uname -r */
 	char rdma_core[RN_FACT_LEN]; /* of the libibverbs this process runs, or "unknown" */

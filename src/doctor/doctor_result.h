@@ -26,8 +26,9 @@ enum rn_pair_bw {
 
 /* One NIC pair (a's NIC i, b's NIC j; a leads the run): the worst finding of each side. */
 struct rn_pair_cell {
-	uint16_t a_cause, b_cause;  /* the worst found by a (checking toward b), by b; 0: none
-				     * (a cause this build does not know is kept as its number) */
+	/* the worst found by a (checking toward b), by b; 0: none (a cause this build does not
+	 * know is kept as its number) */
+	uint16_t a_cause, b_cause;
 	uint8_t a_sev, b_sev;
 	uint8_t a_checked, b_checked;
 	uint8_t rdma;               /* enum rn_pair_rdma */

@@ -65,6 +65,13 @@
 #define DROP_LOG_NS (60ull * 1000000000ull) /* one line per address per minute */
 #define STR_(x) #x
 #define STR(x) STR_(x)
+/* the limits as strings, for messages (clang-format lays out a name between string pieces) */
+#define SERVE_BUDGET_S STR(SERVE_BUDGET)
+#define SERVE_EMPTY_MS_S STR(SERVE_EMPTY_MS)
+#define SERVE_IDLE_MS_S STR(SERVE_IDLE_MS)
+#define SERVE_MAX_S STR(SERVE_MAX)
+#define SERVE_MSG_MS_S STR(SERVE_MSG_MS)
+#define SERVE_PER_ADDR_S STR(SERVE_PER_ADDR)
 
 struct serve;
 
@@ -218,7 +225,7 @@ static int admit(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why,
 				 "the rest)", hdr->len, room);
 			return -ENOBUFS;
 		}
-		w_drop(old, "the byte budget for waiting clients (" STR(SERVE_BUDGET) " bytes) "
+		w_drop(old, "the byte budget for waiting clients (" SERVE_BUDGET_S " bytes) "
 		       "is full: the one holding a part of it longest makes room");
 	}
 	w->held = hdr->len;
@@ -259,9 +266,9 @@ static void take_all(struct serve *srv, int lfd)
 				    (!o->first_ms == !w->first_ms && o->accept_ms < w->accept_ms))
 					w = o;
 			}
-			w_drop(w, w->first_ms ? "the longest waiting of " STR(SERVE_MAX) " connections "
+			w_drop(w, w->first_ms ? "the longest waiting of " SERVE_MAX_S " connections "
 			       "without an inventory makes room for a new one" : "the longest silent of "
-			       STR(SERVE_MAX) " connections without an inventory makes room for a new one");
+			       SERVE_MAX_S " connections without an inventory makes room for a new one");
 		}
 		memset(w, 0, sizeof(*w));
 		w->fd = fd;
@@ -362,7 +369,7 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 		return;
 	log_limited(LOG_BUSY, &j.ss, "busy: told %s that %d %s ahead%s", j.who, ahead,
 		    ahead == 1 ? "client is" : "clients are", d->once ? " (--once: one session)" :
-		    mine ? " (" STR(SERVE_PER_ADDR) " of them are its address's already)" :
+		    mine ? " (" SERVE_PER_ADDR_S " of them are its address's already)" :
 		    " (the queue is full)");
 	tell(&j, RN_DW_BUSY, ahead, per);
 	release(srv, w->held);
@@ -467,7 +474,7 @@ static int probes_stopped(struct rn_doctor *d, const struct serve_io *io, const 
 	case RN_PAIR_RECV:
 		if (x->ret == -ETIMEDOUT && sio_end(io) < io->end && now >= sio_end(io)) {
 			rn_doctor_slog("%s: cut: its CHECKS named no pair and no DONE came "
-				       "within " STR(SERVE_EMPTY_MS) " ms", who);
+				       "within " SERVE_EMPTY_MS_S " ms", who);
 			return 1;
 		}
 		if (x->ret == -ETIMEDOUT && now >= io->end) {
@@ -525,8 +532,8 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 	left_out = rn_doctor_pair_scope(d, &s->remote, SERVE_PEER_ADDRS, s->scope);
 	if (left_out)
 		snprintf(lim, sizeof(lim), "; %d of its %d addresses got no neighbour or ARP "
-			 "work here (outside this host's subnets, or past the first "
-			 STR(SERVE_PEER_ADDRS) ")", left_out, s->remote.nnics);
+			 "work here (outside this host's subnets, or past the first %d)",
+			 left_out, s->remote.nnics, SERVE_PEER_ADDRS);
 	x->d = d;
 	x->io = &io.t.io;
 	x->flags = RN_PAIR_INV | RN_PAIR_CHECKS;
@@ -656,8 +663,8 @@ static void read_one(struct serve *srv, struct waiting *w)
 	if (ret == -EAGAIN) {
 		if (rn_doctor_now_ms() >= w_deadline(w))
 			w_drop(w, w->first_ms ? "no whole inventory within "
-			       STR(SERVE_MSG_MS) " ms of its first byte" :
-			       "sent nothing within " STR(SERVE_IDLE_MS) " ms");
+			       SERVE_MSG_MS_S " ms of its first byte" :
+			       "sent nothing within " SERVE_IDLE_MS_S " ms");
 		return;
 	}
 	if (ret == -ENOBUFS) {

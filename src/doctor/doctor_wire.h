@@ -9,8 +9,8 @@
 #include "doctor.h"
 
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
-#define RN_DW_VERSION 3              /* 2: findings carry whole, length-prefixed texts */
-					  /* 3: and where their fixes run, and advice */
+/* 2: findings carry whole, length-prefixed texts; 3: and where their fixes run, and advice */
+#define RN_DW_VERSION 3
 #define RN_DW_VERSION_MIN 2          /* a receiver still reads version 2 */
 /* RESULTS came with 4, and only 4 reads it: a rank of another build is refused, by name. */
 #define RN_DW_RESULTS_VERSION 4

@@ -57,8 +57,9 @@ struct wire_row {
 	uint32_t test, side;      /* conn: 0 connect (client), 1 accept (server) */
 	uint64_t bytes, iters;    /* conn: iters = connections */
 	uint32_t window, nap_us, checked, pad;
-	double v[8];              /* bw: Gb/s, Mpps; lat: min max typical avg stdev p99 p99.9
-				   * (us); conn: total min avg p50 max (ms) */
+	/* bw: Gb/s, Mpps; lat: min max typical avg stdev p99 p99.9 (us); conn: total min avg
+	 * p50 max (ms) */
+	double v[8];
 };
 
 struct bench {

@@ -171,9 +171,9 @@ static void test_ipv6_wanted_picks_v6_v2(void **state)
 }
 
 static const struct fake_gid two_ips[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
-	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
-	{ "198.18.0.101", V1, 2 }, { "198.18.0.101", V2, 2 },
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },         /* eth0 */
+	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },     /* eth0 */
+	{ "198.18.0.101", V1, 2 }, { "198.18.0.101", V2, 2 }, /* eth0 */
 };
 
 static void test_several_ips_primary_without_rules(void **state)
@@ -248,10 +248,10 @@ static void vlan_host(void)
 }
 
 static const struct fake_gid vlans[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
-	{ "fe80::10", V1, 3 }, { "fe80::10", V2, 3 },
-	{ "198.18.0.1", V1, 3 }, { "198.18.0.1", V2, 3 },   /* eth0.100 */
-	{ "198.18.1.1", V1, 4 }, { "198.18.1.1", V2, 4 },   /* eth0.200 */
+	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },     /* eth0 */
+	{ "fe80::10", V1, 3 }, { "fe80::10", V2, 3 },     /* eth0.100 */
+	{ "198.18.0.1", V1, 3 }, { "198.18.0.1", V2, 3 }, /* eth0.100 */
+	{ "198.18.1.1", V1, 4 }, { "198.18.1.1", V2, 4 }, /* eth0.200 */
 };
 
 static void test_vlan_gid_makes_the_vlan_the_nic(void **state)
