@@ -120,6 +120,12 @@ void fx_setup(struct fx *f)
 	int i, n;
 
 	memset(f, 0, sizeof(*f));
+	/*
+	 * Comms these tests fail are journalled (rn_errlog_add): run by hand, not by
+	 * test/run-tests (which gives each test a state directory), they must not write the
+	 * host's /run/nccl-net-roce, which the health-check tests read as the node's own record.
+	 */
+	setenv("NCCL_ROCE_STATE_DIR", "/tmp/rn-unit-state", 0);
 	for (i = 0; i < FX_DEVS; i++) {
 		f->fdevs[i].name = names[i];
 		f->fdevs[i].guid = 0x100 + (uint64_t)i;
