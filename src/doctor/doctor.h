@@ -84,6 +84,7 @@ struct rn_doctor {
 	int nnics;
 	double gather_ms;            /* snapshot + discovery + every NIC verdict */
 	double snapshot_ms, discover_ms, verdict_ms;
+	struct rn_probe_eng *probe;  /* its RDMA probe's engine (doctor_rdma.c), NULL: none */
 	FILE *out;
 	char err[512];               /* the first error (exit 2): --json reports it */
 	const char *err_kind;        /* its kind there, NULL: "system" ("busy": try later) */

@@ -402,7 +402,7 @@ int main(int argc, char **argv)
 	if (rc == RN_DOCTOR_ERROR && d->json)
 		rn_cli_json_error_kind(d->out, rc, d->err_kind ? d->err_kind : "system",
 				       d->err[0] ? d->err : "failed (see stderr)");
-	rn_probe_release();
+	rn_probe_release(d);
 	rn_doctor_release(d);
 out:
 	free(d);
