@@ -51,7 +51,26 @@ struct rc_in { /* an accepted connection: one receive posted at all times */
 	char buf[RC_MSG];
 };
 
+/*
+ * The transport's calls through a table (rn_net.h's, as plugin/ makes them): the unit test
+ * puts its own in @net.
+ */
+static const struct rn_net_ops rc_net = {
+	.listen = rn_listen,
+	.connect = rn_connect,
+	.accept = rn_accept,
+	.reg_mr = rn_reg_mr,
+	.dereg_mr = rn_dereg_mr,
+	.isend = rn_isend,
+	.irecv = rn_irecv,
+	.test = rn_test,
+	.close_send = rn_close_send,
+	.close_recv = rn_close_recv,
+	.close_listen = rn_close_listen,
+};
+
 struct rn_mesh_rc {
+	const struct rn_net_ops *net;
 	struct rn_doctor *d;
 	struct rn_engine *eng;
 	int nnics;
@@ -76,6 +95,7 @@ struct rn_mesh_rc *rn_mesh_rc_new(struct rn_doctor *d, const char (*netdev)[16],
 		errno = ENOMEM;
 		return NULL;
 	}
+	rc->net = &rc_net;
 	rc->d = d;
 	rc->nnics = nnics;
 	rc->max_qps = max_qps;
@@ -92,7 +112,7 @@ struct rn_mesh_rc *rn_mesh_rc_new(struct rn_doctor *d, const char (*netdev)[16],
 		rc->dev[i] = rn_probe_eng_dev(d, k, &rc->eng, why, len);
 		if (rc->dev[i] < 0)
 			continue;
-		if (rn_listen(rc->eng, rc->dev[i], rc->handle[i], &rc->lc[i])) {
+		if (rc->net->listen(rc->eng, rc->dev[i], rc->handle[i], &rc->lc[i])) {
 			snprintf(why, len, "%s: the RC listener did not start", netdev[i]);
 			rc->dev[i] = -1;
 			continue;
@@ -117,12 +137,12 @@ int rn_mesh_rc_handle(const struct rn_mesh_rc *rc, int nic, void *handle)
 	return 0;
 }
 
-static void out_close(struct rc_out *o)
+static void out_close(const struct rn_mesh_rc *rc, struct rc_out *o)
 {
 	if (o->mr)
-		rn_dereg_mr(o->sc, o->mr);
+		rc->net->dereg_mr(o->sc, o->mr);
 	if (o->sc)
-		rn_close_send(o->sc);
+		rc->net->close_send(o->sc);
 	o->mr = NULL;
 	o->sc = NULL;
 	o->req = NULL;
@@ -131,12 +151,12 @@ static void out_close(struct rc_out *o)
 	o->used = 0;
 }
 
-static void in_close(struct rc_in *x)
+static void in_close(const struct rn_mesh_rc *rc, struct rc_in *x)
 {
 	if (x->mr)
-		rn_dereg_mr(x->rc, x->mr);
+		rc->net->dereg_mr(x->rc, x->mr);
 	if (x->rc)
-		rn_close_recv(x->rc);
+		rc->net->close_recv(x->rc);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -169,12 +189,12 @@ int rn_mesh_rc_ping(struct rn_mesh_rc *rc, const char *peer, int i, int j, const
 		return -EBUSY;
 	/* the peer's agent started again (a new listener): the old connection is its old one */
 	if (o && memcmp(o->handle, handle, RN_HANDLE_SIZE))
-		out_close(o);
+		out_close(rc, o);
 	if (!o || !o->used) {
 		o = o ? o : lru;
 		if (!o)
 			return -ENOSPC; /* every connection has a ping in flight */
-		out_close(o);
+		out_close(rc, o);
 		o->used = 1;
 		snprintf(o->peer, sizeof(o->peer), "%s", peer);
 		o->i = i;
@@ -195,7 +215,7 @@ static int out_step(struct rn_mesh_rc *rc, struct rc_out *o, double now, uint32_
 	int ret = 0, done = 0, size = 0;
 
 	if (!o->sc) {
-		ret = rn_connect(rc->eng, rc->dev[o->i], o->handle, -1, &o->sc);
+		ret = rc->net->connect(rc->eng, rc->dev[o->i], o->handle, -1, &o->sc);
 		if (ret) {
 			*why = "connect";
 			return ret;
@@ -203,14 +223,14 @@ static int out_step(struct rn_mesh_rc *rc, struct rc_out *o, double now, uint32_
 		if (!o->sc)
 			return 0;
 		memcpy(o->buf, "roce-doctor mesh", 16);
-		ret = rn_reg_mr(o->sc, o->buf, sizeof(o->buf), RN_PTR_HOST, &o->mr);
+		ret = rc->net->reg_mr(o->sc, o->buf, sizeof(o->buf), RN_PTR_HOST, &o->mr);
 		if (ret) {
 			*why = "register";
 			return ret;
 		}
 	}
 	if (!o->req) {
-		ret = rn_isend(o->sc, o->buf, sizeof(o->buf), RC_TAG, o->mr, &o->req);
+		ret = rc->net->isend(o->sc, o->buf, sizeof(o->buf), RC_TAG, o->mr, &o->req);
 		if (ret) {
 			*why = "send";
 			return ret;
@@ -219,10 +239,12 @@ static int out_step(struct rn_mesh_rc *rc, struct rc_out *o, double now, uint32_
 			return 0; /* the peer's receive not posted yet */
 		o->t0 = now;
 	}
-	ret = rn_test(o->req, &done, &size);
+	ret = rc->net->test(o->req, &done, &size);
 	if (ret) {
-		*why = rn_send_wc_status(o->sc) == IBV_WC_RETRY_EXC_ERR ? "no acknowledgement" :
-									  "send";
+		/* retries exhausted: the peer's NIC never acknowledged (the doctor's rdma-timeout) */
+		*why = ret == -EREMOTEIO && rn_send_wc_status(o->sc) == IBV_WC_RETRY_EXC_ERR ?
+			       "no acknowledgement" :
+			       "send";
 		return ret;
 	}
 	if (!done)
@@ -241,7 +263,7 @@ static void answer(struct rn_mesh_rc *rc, double now, struct rn_mesh_rc_stats *s
 		struct rn_recv_comm *c = NULL;
 		struct rc_in *slot = NULL;
 
-		if (!rc->lc[i] || rn_accept(rc->lc[i], &c) || !c)
+		if (!rc->lc[i] || rc->net->accept(rc->lc[i], &c) || !c)
 			continue;
 		for (k = 0; k < RN_MESH_RC_ACCEPT; k++)
 			if (!rc->in[k].rc) {
@@ -252,12 +274,12 @@ static void answer(struct rn_mesh_rc *rc, double now, struct rn_mesh_rc_stats *s
 			}
 		/* full: the idlest goes (its peer connects again if it still pings) */
 		if (slot->rc)
-			in_close(slot);
+			in_close(rc, slot);
 		slot->rc = c;
 		slot->last_ms = now;
 		st->accepted++;
-		if (rn_reg_mr(c, slot->buf, sizeof(slot->buf), RN_PTR_HOST, &slot->mr))
-			in_close(slot);
+		if (rc->net->reg_mr(c, slot->buf, sizeof(slot->buf), RN_PTR_HOST, &slot->mr))
+			in_close(rc, slot);
 	}
 	for (k = 0; k < RN_MESH_RC_ACCEPT; k++) {
 		struct rc_in *x = &rc->in[k];
@@ -270,14 +292,14 @@ static void answer(struct rn_mesh_rc *rc, double now, struct rn_mesh_rc_stats *s
 			size_t sz = sizeof(x->buf);
 			int tag = RC_TAG;
 
-			if (rn_irecv(x->rc, 1, &data, &sz, &tag, &x->mr, &x->req)) {
-				in_close(x);
+			if (rc->net->irecv(x->rc, 1, &data, &sz, &tag, &x->mr, &x->req)) {
+				in_close(rc, x);
 				continue;
 			}
 		}
-		if (x->req && (rn_test(x->req, &done, &size) ||
+		if (x->req && (rc->net->test(x->req, &done, &size) ||
 			       (!done && now - x->last_ms > RN_MESH_RC_IDLE_MS))) {
-			in_close(x); /* broken, or its peer stopped pinging */
+			in_close(rc, x); /* broken, or its peer stopped pinging */
 			continue;
 		}
 		if (done) {
@@ -306,7 +328,7 @@ int rn_mesh_rc_step(struct rn_mesh_rc *rc, double now, rn_mesh_rc_done_fn *done,
 		if (!o->by) {
 			/* rotated out, or its peer gone from the list: its QP goes */
 			if (now - o->used_ms > RN_MESH_RC_IDLE_MS)
-				out_close(o);
+				out_close(rc, o);
 			else
 				st->qps += !!o->sc;
 			continue;
@@ -322,7 +344,7 @@ int rn_mesh_rc_step(struct rn_mesh_rc *rc, double now, rn_mesh_rc_done_fn *done,
 		} else if (ret < 0) {
 			/* the QP is in error or the connect gave up: a fresh one next time */
 			done(arg, o->peer, o->i, o->j, RN_MESH_LOST, why);
-			out_close(o);
+			out_close(rc, o);
 			continue;
 		} else {
 			busy = 1;
@@ -339,12 +361,12 @@ void rn_mesh_rc_free(struct rn_mesh_rc *rc)
 	if (!rc)
 		return;
 	for (k = 0; rc->out && k < rc->max_qps; k++)
-		out_close(&rc->out[k]);
+		out_close(rc, &rc->out[k]);
 	for (k = 0; k < RN_MESH_RC_ACCEPT; k++)
-		in_close(&rc->in[k]);
+		in_close(rc, &rc->in[k]);
 	for (k = 0; k < rc->nnics; k++)
 		if (rc->lc[k])
-			rn_close_listen(rc->lc[k]);
+			rc->net->close_listen(rc->lc[k]);
 	free(rc->out);
 	free(rc);
 }
