@@ -63,8 +63,9 @@ static int obs_add(struct obs_set *s, const struct rn_mesh_obs *o, enum rn_mesh_
 		s->o[k].base_s = 0;
 		s->o[k].up = kind == RN_MESH_UP ? o->up : kind != RN_MESH_CAUSE;
 	}
+	/* a pair's kinds (udp, rc) are one pair, down when any of them is (as the rules) */
 	if (kind == RN_MESH_UP)
-		s->o[k].up = o->up;
+		s->o[k].up = s->o[k].up && o->up;
 	else if (kind == RN_MESH_CAUSE)
 		memcpy(s->o[k].cause, o->cause, sizeof(o->cause));
 	else
