@@ -73,6 +73,21 @@ static int obs_add(struct obs_set *s, const struct rn_mesh_obs *o, enum rn_mesh_
 	return 0;
 }
 
+/* One of a sweep's pairs (rn_mesh_sweep_obs): its up and, when down, its cause. */
+static int sweep_add(void *arg, const struct rn_mesh_obs *o)
+{
+	struct obs_set *s = arg;
+	int ret = obs_add(s, o, RN_MESH_UP);
+
+	return ret || o->up ? ret : obs_add(s, o, RN_MESH_CAUSE);
+}
+
+/* A JSON object: a sweep's report, not metrics text. */
+static int is_json(const char *text)
+{
+	return text[strspn(text, " \t\r\n")] == '{';
+}
+
 /* Every line of @text (NUL-terminated, modified). */
 static int obs_parse(struct obs_set *s, char *text)
 {
@@ -310,7 +325,8 @@ static void loc_usage(FILE *f)
 		"Which NIC, host or link between groups the mesh's pair metrics blame: a NIC that\n"
 		"fails with most of its peers (and of those in its group); a host all of whose\n"
 		"NICs do; two groups whose pairs across fail while the pairs inside both pass.\n"
-		"FILE: the agents' textfiles (roce-mesh.prom) or saved /metrics; --prometheus: the\n"
+		"FILE: the agents' textfiles (roce-mesh.prom) or saved /metrics, or a sweep's JSON\n"
+		"report (roce-doctor-mpi --json-file: its pair matrix); --prometheus: the\n"
 		"series from that server's /federate. The same arithmetic as the shipped rules.\n"
 		"Exit: 0 nothing to blame, 1 verdicts printed, 2 usage or read error.\n");
 }
@@ -355,6 +371,16 @@ int rn_doctor_localize(int argc, char **argv)
 			rn_cli_error(PROG, NULL, rc, "%s", why);
 			goto out;
 		}
+		if (i >= 0 && is_json(text)) {
+			int ret = rn_mesh_sweep_obs(text, sweep_add, &s, why, sizeof(why));
+
+			free(text);
+			if (ret) {
+				rn_cli_error(PROG, NULL, rc, "%s: %s", argv[i], why);
+				goto out;
+			}
+			continue;
+		}
 		if (obs_parse(&s, text)) {
 			free(text);
 			rn_cli_error(PROG, NULL, rc, "out of memory");
@@ -369,8 +395,8 @@ int rn_doctor_localize(int argc, char **argv)
 			s.bad_lines, s.bad_lines == 1 ? "" : "s");
 	if (!s.n) {
 		rn_cli_error(PROG, NULL, rc,
-			     "no roce_mesh_pair_up series: is `roce-doctor mesh` "
-			     "running, and scraped?");
+			     "no roce_mesh_pair_up series (nor a sweep's pairs): is "
+			     "`roce-doctor mesh` running, and scraped?");
 		goto out;
 	}
 	if (rtt && rtt_groups(&s))

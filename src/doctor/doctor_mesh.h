@@ -126,6 +126,17 @@ enum rn_mesh_series { RN_MESH_UP, RN_MESH_CAUSE, RN_MESH_BASE };
 int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind);
 
 /*
+ * doctor_mesh_sweep.c: a sweep's JSON report (schema roce-doctor-sweep/1) as observations:
+ * every NIC pair between two of its hosts, up unless its bad_pairs lists it (its first
+ * cause, else its result: "no-answer" for a host pair that never answered, every NIC pair
+ * of it), down with the host's status for a host the sweep has no results of ("missing",
+ * "hung"; its one NIC "?"); one group ("all"). @add gets each (its 0 or -errno ends it).
+ * 0, -EBADMSG (@why: not JSON, or not a sweep report), -ENOMEM, or @add's error.
+ */
+int rn_mesh_sweep_obs(const char *json, int (*add)(void *arg, const struct rn_mesh_obs *o),
+		      void *arg, char *why, size_t len);
+
+/*
  * doctor_mesh_rc.c: the RC probes of one thread, through its own doctor context's probe
  * engine (never shared): a listener on each NIC with an RDMA port, whose handle peers ask
  * for over UDP, and one send connection per sampled NIC pair.
