@@ -110,6 +110,8 @@ int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((form
  */
 struct sockaddr_storage;
 int rn_doctor_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+/* The same host: names equal up to their first dot (a short name matches its long one). */
+int rn_doctor_same_host(const char *a, const char *b);
 /* "roce-doctor serve: ..." on stderr. */
 void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */

@@ -266,6 +266,51 @@ static char *from_prometheus(const char *url, char *why, size_t len)
 	return http_get(host, port, path, why, len);
 }
 
+char *rn_mesh_read(const char *src, char *why, size_t len)
+{
+	char host[256], path[512];
+	int port;
+
+	if (strncmp(src, "http://", 7))
+		return read_file_all(src, why, len);
+	if (parse_url(src, host, sizeof(host), &port, path, sizeof(path))) {
+		snprintf(why, len, "'%s' is not http://HOST:PORT[/PATH]", src);
+		return NULL;
+	}
+	return http_get(host, port, path[0] ? path : "/metrics", why, len);
+}
+
+int rn_mesh_pairs_with(const char *text, const char *node, int *up, int *down, char *cause,
+		       size_t len)
+{
+	const char *line = text;
+
+	*up = *down = 0;
+	if (len)
+		cause[0] = 0;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[1024];
+		struct rn_mesh_obs o;
+		enum rn_mesh_series kind;
+
+		if (n < sizeof(buf)) {
+			memcpy(buf, line, n);
+			buf[n] = 0;
+			if (!rn_mesh_parse_line(buf, &o, &kind) &&
+			    (rn_doctor_same_host(o.peer_host, node) || rn_doctor_same_host(o.host, node))) {
+				if (kind == RN_MESH_UP)
+					*(o.up ? up : down) += 1;
+				else if (kind == RN_MESH_CAUSE && len && !cause[0])
+					snprintf(cause, len, "%s", o.cause);
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return *up + *down;
+}
+
 static void print_verdict(const struct rn_mesh_verdict *v)
 {
 	char cause[64] = "";

@@ -35,6 +35,7 @@ static void usage(FILE *f)
 		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
 		"                          [--scontrol PATH] [--journal-window S]\n"
+		"                          [--mesh FILE|URL]\n"
 		"       roce-doctor mesh (--hosts FILE | --hosts-cmd CMD) [--group NAME] [--netdev LIST]\n"
 		"                        [--listen-metrics [ADDR:]PORT] [--textfile-dir DIR] [--rate N]\n"
 		"                        [--interval MS] [--probe-port N] [--echo-rate N]\n"

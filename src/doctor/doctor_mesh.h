@@ -175,6 +175,17 @@ int rn_mesh_rc_step(struct rn_mesh_rc *rc, double now, rn_mesh_rc_done_fn *done,
 		    struct rn_mesh_rc_stats *st);
 void rn_mesh_rc_free(struct rn_mesh_rc *rc);
 
+/*
+ * doctor_localize.c, for the health check's confirmation: a mesh agent's metrics text from
+ * @src (a file, or http://HOST:PORT[/PATH], /metrics by default), malloc'ed; NULL with
+ * @why. Then the pair series in @text between this host and @node (either end; a short
+ * name matches its long one): the pairs up and down (each kind of probe a series), the
+ * first down one's cause into @cause. Returns up + down.
+ */
+char *rn_mesh_read(const char *src, char *why, size_t len);
+int rn_mesh_pairs_with(const char *text, const char *node, int *up, int *down, char *cause,
+		       size_t len);
+
 /* doctor_mesh.c, doctor_localize.c: the commands (their own options, as health) */
 int rn_doctor_mesh(int argc, char **argv);
 int rn_doctor_localize(int argc, char **argv);
