@@ -760,7 +760,8 @@ static socklen_t ss_len(const struct sockaddr_storage *ss)
  * Ask each known peer NIC for its RC listener's handle, from our first NIC of its family
  * (the answer must come from that NIC's address with the nonce): when none came yet, every
  * MESH_HANDLE_ASK_MS, else every MESH_HANDLE_FRESH_MS (an agent that started again has
- * another listener). Nothing when we cannot do RC ourselves.
+ * another listener) or after an RC ping to it failed. Each ask takes a token of the probes'
+ * rate, so --rate bounds every datagram we send. Nothing when we cannot do RC ourselves.
  */
 static void ask_handles(struct mesh *m)
 {
@@ -784,6 +785,8 @@ static void ask_handles(struct mesh *m)
 					break;
 			if (i == m->nnics)
 				continue;
+			if (!rn_mesh_bucket_take(&m->send_b, m->now / 1000.0))
+				return;
 			if (getrandom(&p->rch_nonce[j], 4, GRND_NONBLOCK) != 4)
 				p->rch_nonce[j] = (uint32_t)rand();
 			put32(b, MESH_MAGIC);
@@ -842,16 +845,17 @@ static void tick(struct mesh *m)
 	}
 	while (max < n && rn_mesh_bucket_take(&m->send_b, m->now / 1000.0))
 		max++;
+	if (max) {
+		pick = malloc((size_t)max * sizeof(*pick));
+		got = pick ? rn_mesh_sched_pick(&m->sched, n, pair_ready, m, max, pick) : 0;
+		for (k = 0; k < got; k++)
+			send_probe(m, pick[k]);
+		/* the tokens not spent go back: an idle tick must not burn the rate */
+		m->send_b.tokens = RN_MIN(m->send_b.burst, m->send_b.tokens + (max - got));
+		free(pick);
+	}
+	/* the probes first: the handles' asks take what they left */
 	ask_handles(m);
-	if (!max)
-		return;
-	pick = malloc((size_t)max * sizeof(*pick));
-	got = pick ? rn_mesh_sched_pick(&m->sched, n, pair_ready, m, max, pick) : 0;
-	for (k = 0; k < got; k++)
-		send_probe(m, pick[k]);
-	/* the tokens not spent go back: an idle tick must not burn the rate */
-	m->send_b.tokens = RN_MIN(m->send_b.burst, m->send_b.tokens + (max - got));
-	free(pick);
 }
 
 /* An answer to one of ours: the pair it names, its nonce, from the address it must. */
@@ -977,6 +981,9 @@ static void rc_done(void *arg, const char *addr, int i, int j, uint32_t us, cons
 			x->base_us = x->base_us ? 0.8 * x->base_us + 0.2 * us : us;
 		else if (m->o.verbose && x->win.lost_run == 1)
 			mlog("RC %s -> %s %s: %s", m->netdev[i], p->host, p->netdev[j], why);
+		/* its agent may have started again (another listener): ask for the handle now */
+		if (us == RN_MESH_LOST)
+			p->rch_asked[j] = 0;
 	}
 	pthread_mutex_unlock(&m->lock);
 }
