@@ -84,6 +84,7 @@ struct rn_doctor {
 	int nnics;
 	double gather_ms;            /* snapshot + discovery + every NIC verdict */
 	double snapshot_ms, discover_ms, verdict_ms;
+	struct rn_probe_eng *probe;  /* its RDMA probe's engine (doctor_rdma.c), NULL: none */
 	FILE *out;
 	char err[512];               /* the first error (exit 2): --json reports it */
 	const char *err_kind;        /* its kind there, NULL: "system" ("busy": try later) */
@@ -109,6 +110,8 @@ int rn_doctor_err(struct rn_doctor *d, const char *fmt, ...) __attribute__((form
  */
 struct sockaddr_storage;
 int rn_doctor_same_ip(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+/* The same host: names equal up to their first dot (a short name matches its long one). */
+int rn_doctor_same_host(const char *a, const char *b);
 /* "roce-doctor serve: ..." on stderr. */
 void rn_doctor_slog(const char *fmt, ...) __rn_printf(1, 2);
 /* Split --netdev's comma list into d->names once; -EINVAL (message kept) on a bad name. */

@@ -36,6 +36,7 @@
 
 #include "doctor.h"
 #include "doctor_journal.h"
+#include "doctor_mesh.h"
 #include "rn_fostate.h"
 
 #define PROG "roce-doctor health"
@@ -54,6 +55,7 @@ struct rn_health {
 	int timeout_s;
 	int verbose;
 	int journal_s;       /* the journal's records of the last this many seconds count */
+	const char *mesh;    /* --mesh: the local mesh agent's metrics (file or URL), NULL none */
 };
 
 static volatile pid_t child_pid;
@@ -383,12 +385,44 @@ static int act(const struct rn_health *h, const char *node, int self, int proble
 }
 
 /*
+ * --mesh: does the mesh agent's view of the pairs between this host and @node confirm a
+ * fault there now? 1 yes (a pair of it down), 0 no (all up, or no pair with it), -1 its
+ * view could not be read; @note says which, for the log.
+ */
+static int mesh_confirms(const struct rn_health *h, const char *node, char *note, size_t len)
+{
+	char err[256], cause[48];
+	char *text = rn_mesh_read(h->mesh, err, sizeof(err));
+	int up, down, n;
+
+	if (!text) {
+		snprintf(note, len, "not confirmed: the mesh agent's view (%s) could not be read: %s",
+			 h->mesh, err);
+		return -1;
+	}
+	n = rn_mesh_pairs_with(text, node, &up, &down, cause, sizeof(cause));
+	free(text);
+	if (!n)
+		snprintf(note, len, "not confirmed: the mesh agent's view (%s) has no pair with it",
+			 h->mesh);
+	else if (!down)
+		snprintf(note, len, "not confirmed: the mesh agent sees its %d pair series with it up "
+			 "(the fault may be gone)", up);
+	else
+		snprintf(note, len, "confirmed by the mesh agent: %d of %d pair series with it down%s%s",
+			 down, n, cause[0] ? ", cause " : "", cause);
+	return n && down;
+}
+
+/*
  * Each peer the journal puts at fault, once, its newest record: drained with the cause
- * (said only, with --no-drain). This node's own state does not hang on them.
+ * (said only, with --no-drain). With --mesh, only when the mesh agent's view of its pairs
+ * confirms it (a journal record is the past; a peer drained on it alone may be a healthy
+ * node blamed for a fault long fixed). This node's own state does not hang on them.
  */
 static void journal_peers(const struct rn_health *h, const struct rn_journal *jn)
 {
-	char why[RN_HEALTH_REASON_MAX + 1];
+	char why[RN_HEALTH_REASON_MAX + 1], note[512] = "";
 	int i, k, done;
 
 	for (i = 0; jn && i < jn->n; i++) {
@@ -402,10 +436,16 @@ static void journal_peers(const struct rn_health *h, const struct rn_journal *jn
 			continue;
 		p = rn_journal_latest(jn, 1, p->node);
 		rn_journal_reason(p, why, sizeof(why));
+		k = h->mesh ? mesh_confirms(h, p->node, note, sizeof(note)) : 1;
+		if (h->mesh)
+			printf(PROG ": node %s (the journal: %s): %s\n", p->node, p->cause, note);
 		if (!h->drain)
 			printf(PROG ": node %s is at fault: %s\n", p->node, why);
-		else
+		else if (k > 0)
 			act(h, p->node, 0, 1, why);
+		else
+			printf(PROG ": node %s not drained: the journal's %s unconfirmed\n", p->node,
+			       p->cause);
 	}
 }
 
@@ -413,7 +453,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
-		"                          [--scontrol PATH] [--journal-window S] [-v]\n"
+		"                          [--scontrol PATH] [--journal-window S] [--mesh FILE|URL] [-v]\n"
 		"\n"
 		"The host check for Slurm's HealthCheckProgram and Prolog (LBNL NHC's contract):\n"
 		"on a problem it prints 'ERROR: roce-doctor: Health check failed: <reason>', drains\n"
@@ -431,6 +471,9 @@ static void usage(FILE *f)
 		"      --journal-window S  a comm the plugin failed within S seconds (its journal,\n"
 		"                      $NCCL_ROCE_STATE_DIR/errors.jsonl) drains the node its cause\n"
 		"                      names: this one, or the peer (default 900; 0: not read)\n"
+		"      --mesh FILE|URL the local mesh agent's metrics (its textfile, or\n"
+		"                      http://127.0.0.1:PORT/metrics): a peer the journal blames is\n"
+		"                      drained only when the agent sees a pair with it down now\n"
 		"  -v, --verbose       say what was checked and found, and how long it took\n"
 		"\n"
 		"Exit status: 0 healthy, 1 problems found (node drained), 2 the check could not\n"
@@ -447,6 +490,7 @@ static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_hea
 		{ "timeout", required_argument, NULL, 't' },
 		{ "scontrol", required_argument, NULL, 'S' },
 		{ "journal-window", required_argument, NULL, 'J' },
+		{ "mesh", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -488,6 +532,9 @@ static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_hea
 					     "is not a number of seconds in 0..2592000", optarg);
 				return -1;
 			}
+			break;
+		case 'M':
+			h->mesh = optarg;
 			break;
 		case 'v':
 			h->verbose++;

@@ -63,13 +63,29 @@ static int obs_add(struct obs_set *s, const struct rn_mesh_obs *o, enum rn_mesh_
 		s->o[k].base_s = 0;
 		s->o[k].up = kind == RN_MESH_UP ? o->up : kind != RN_MESH_CAUSE;
 	}
+	/* a pair's kinds (udp, rc) are one pair, down when any of them is (as the rules) */
 	if (kind == RN_MESH_UP)
-		s->o[k].up = o->up;
+		s->o[k].up = s->o[k].up && o->up;
 	else if (kind == RN_MESH_CAUSE)
 		memcpy(s->o[k].cause, o->cause, sizeof(o->cause));
 	else
 		s->o[k].base_s = o->base_s;
 	return 0;
+}
+
+/* One of a sweep's pairs (rn_mesh_sweep_obs): its up and, when down, its cause. */
+static int sweep_add(void *arg, const struct rn_mesh_obs *o)
+{
+	struct obs_set *s = arg;
+	int ret = obs_add(s, o, RN_MESH_UP);
+
+	return ret || o->up ? ret : obs_add(s, o, RN_MESH_CAUSE);
+}
+
+/* A JSON object: a sweep's report, not metrics text. */
+static int is_json(const char *text)
+{
+	return text[strspn(text, " \t\r\n")] == '{';
 }
 
 /* Every line of @text (NUL-terminated, modified). */
@@ -250,6 +266,51 @@ static char *from_prometheus(const char *url, char *why, size_t len)
 	return http_get(host, port, path, why, len);
 }
 
+char *rn_mesh_read(const char *src, char *why, size_t len)
+{
+	char host[256], path[512];
+	int port;
+
+	if (strncmp(src, "http://", 7))
+		return read_file_all(src, why, len);
+	if (parse_url(src, host, sizeof(host), &port, path, sizeof(path))) {
+		snprintf(why, len, "'%s' is not http://HOST:PORT[/PATH]", src);
+		return NULL;
+	}
+	return http_get(host, port, path[0] ? path : "/metrics", why, len);
+}
+
+int rn_mesh_pairs_with(const char *text, const char *node, int *up, int *down, char *cause,
+		       size_t len)
+{
+	const char *line = text;
+
+	*up = *down = 0;
+	if (len)
+		cause[0] = 0;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[1024];
+		struct rn_mesh_obs o;
+		enum rn_mesh_series kind;
+
+		if (n < sizeof(buf)) {
+			memcpy(buf, line, n);
+			buf[n] = 0;
+			if (!rn_mesh_parse_line(buf, &o, &kind) &&
+			    (rn_doctor_same_host(o.peer_host, node) || rn_doctor_same_host(o.host, node))) {
+				if (kind == RN_MESH_UP)
+					*(o.up ? up : down) += 1;
+				else if (kind == RN_MESH_CAUSE && len && !cause[0])
+					snprintf(cause, len, "%s", o.cause);
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return *up + *down;
+}
+
 static void print_verdict(const struct rn_mesh_verdict *v)
 {
 	char cause[64] = "";
@@ -309,7 +370,8 @@ static void loc_usage(FILE *f)
 		"Which NIC, host or link between groups the mesh's pair metrics blame: a NIC that\n"
 		"fails with most of its peers (and of those in its group); a host all of whose\n"
 		"NICs do; two groups whose pairs across fail while the pairs inside both pass.\n"
-		"FILE: the agents' textfiles (roce-mesh.prom) or saved /metrics; --prometheus: the\n"
+		"FILE: the agents' textfiles (roce-mesh.prom) or saved /metrics, or a sweep's JSON\n"
+		"report (roce-doctor-mpi --json-file: its pair matrix); --prometheus: the\n"
 		"series from that server's /federate. The same arithmetic as the shipped rules.\n"
 		"Exit: 0 nothing to blame, 1 verdicts printed, 2 usage or read error.\n");
 }
@@ -354,6 +416,16 @@ int rn_doctor_localize(int argc, char **argv)
 			rn_cli_error(PROG, NULL, rc, "%s", why);
 			goto out;
 		}
+		if (i >= 0 && is_json(text)) {
+			int ret = rn_mesh_sweep_obs(text, sweep_add, &s, why, sizeof(why));
+
+			free(text);
+			if (ret) {
+				rn_cli_error(PROG, NULL, rc, "%s: %s", argv[i], why);
+				goto out;
+			}
+			continue;
+		}
 		if (obs_parse(&s, text)) {
 			free(text);
 			rn_cli_error(PROG, NULL, rc, "out of memory");
@@ -368,8 +440,8 @@ int rn_doctor_localize(int argc, char **argv)
 			s.bad_lines, s.bad_lines == 1 ? "" : "s");
 	if (!s.n) {
 		rn_cli_error(PROG, NULL, rc,
-			     "no roce_mesh_pair_up series: is `roce-doctor mesh` "
-			     "running, and scraped?");
+			     "no roce_mesh_pair_up series (nor a sweep's pairs): is "
+			     "`roce-doctor mesh` running, and scraped?");
 		goto out;
 	}
 	if (rtt && rtt_groups(&s))

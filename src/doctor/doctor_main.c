@@ -35,10 +35,12 @@ static void usage(FILE *f)
 		"       roce-doctor [options] serve [--listen ADDR] [--port N] [--once] [--timeout S]\n"
 		"       roce-doctor health [--netdev LIST] [--node NAME] [--no-drain] [--timeout S]\n"
 		"                          [--scontrol PATH] [--journal-window S]\n"
+		"                          [--mesh FILE|URL]\n"
 		"       roce-doctor mesh (--hosts FILE | --hosts-cmd CMD) [--group NAME] [--netdev LIST]\n"
 		"                        [--listen-metrics [ADDR:]PORT] [--textfile-dir DIR] [--rate N]\n"
 		"                        [--interval MS] [--probe-port N] [--echo-rate N]\n"
 		"                        [--check-interval S] [--reload S] [--max-hosts N] [--duration S]\n"
+		"                        [--rc-rate N] [--rc-qps N] [--no-rc]\n"
 		"       roce-doctor localize (FILE... | --prometheus URL) [--rtt-groups]\n"
 		"\n"
 		"Checks that RoCE works on a host whose NICs share one IP subnet (ARP flux, policy\n"
@@ -60,7 +62,8 @@ static void usage(FILE *f)
 		"                problem, resume it when clean if roce-doctor drained it (the first\n"
 		"                word; roce-doctor health --help)\n"
 		"  mesh          the long-running agent, one per host: answers peers, probes a\n"
-		"                rotating sample of peer NICs at a bounded rate, runs the pair\n"
+		"                rotating sample of peer NICs at a bounded rate (UDP, and RC\n"
+		"                where both NICs have RDMA ports), runs the pair\n"
 		"                checks, and exports per-pair metrics (roce-doctor mesh --help)\n"
 		"  localize      which NIC, host or link between groups the mesh's metrics blame\n"
 		"\n"
@@ -402,7 +405,7 @@ int main(int argc, char **argv)
 	if (rc == RN_DOCTOR_ERROR && d->json)
 		rn_cli_json_error_kind(d->out, rc, d->err_kind ? d->err_kind : "system",
 				       d->err[0] ? d->err : "failed (see stderr)");
-	rn_probe_release();
+	rn_probe_release(d);
 	rn_doctor_release(d);
 out:
 	free(d);

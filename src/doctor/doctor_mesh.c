@@ -64,6 +64,11 @@
 #define MESH_REQ 1
 #define MESH_ANS 2
 #define MESH_PKT 24
+#define MESH_HREQ 3  /* the RC listener's handle of the NIC it comes to, please */
+#define MESH_HANS 4  /* here it is: MESH_PKT + RN_MESH_RC_HANDLE bytes */
+#define MESH_HNONE 5 /* that NIC has no RC listener (no RDMA port, or --no-rc) */
+#define MESH_HANDLE_ASK_MS 2000    /* a handle not come: asked again after */
+#define MESH_HANDLE_FRESH_MS 30000 /* a handle's age when asked again (a restarted agent) */
 #define MESH_CHECK_RUN_MS 30000 /* one pair check, whole */
 #define MESH_CONNECT_MS 3000
 #define MESH_SCOUT 64 /* connections a scout tries at once */
@@ -72,6 +77,7 @@ struct mopts {
 	const char *hosts, *hosts_cmd, *netdevs, *listen, *metrics, *textdir, *group;
 	int port, probe_port, rate, echo_rate, interval_ms, check_s, reload_s, max_hosts;
 	int duration_s, verbose;
+	int rc_rate, rc_qps, no_rc;
 };
 
 /* One NIC pair: ours (row) to the peer's (column). */
@@ -100,6 +106,14 @@ struct mpeer {
 	uint16_t cause[RN_MESH_NICS][RN_MESH_NICS]; /* the checks', [ours][theirs] */
 	/* the prober's */
 	struct mpair p[RN_MESH_NICS][RN_MESH_NICS];
+	/* the peer NICs' RC listener handles (the prober's), asked for over UDP */
+	uint8_t rch[RN_MESH_NICS][RN_MESH_RC_HANDLE];
+	double rch_ms[RN_MESH_NICS];   /* when it came, 0: none */
+	double rch_asked[RN_MESH_NICS];
+	uint32_t rch_nonce[RN_MESH_NICS];
+	uint8_t rc_none[RN_MESH_NICS]; /* it said it has none */
+	/* the RC thread's */
+	struct mpair rc[RN_MESH_NICS][RN_MESH_NICS];
 };
 
 struct mhttp {
@@ -129,6 +143,13 @@ struct mesh {
 	int lfd; /* metrics, -1 none */
 	struct mhttp http[MESH_HTTP];
 	double now; /* the prober's tick */
+	/* the RC probes (doctor_mesh_rc.c), NULL: none here (UDP only) */
+	struct rn_mesh_rc *rc;
+	uint8_t rc_handle[RN_MESH_NICS][RN_MESH_RC_HANDLE];
+	int rc_ok[RN_MESH_NICS];
+	struct rn_mesh_bucket rc_b;
+	struct rn_mesh_sched rc_sched;
+	double rc_now;
 };
 
 static volatile sig_atomic_t mesh_stop;
@@ -730,6 +751,82 @@ static void send_probe(struct mesh *m, int idx)
 		x->sent_ms = m->now - RN_MESH_PROBE_MS;
 }
 
+static socklen_t ss_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+/*
+ * Ask each known peer NIC for its RC listener's handle, from our first NIC of its family
+ * (the answer must come from that NIC's address with the nonce): when none came yet, every
+ * MESH_HANDLE_ASK_MS, else every MESH_HANDLE_FRESH_MS (an agent that started again has
+ * another listener) or after an RC ping to it failed. Each ask takes a token of the probes'
+ * rate, so --rate bounds every datagram we send. Nothing when we cannot do RC ourselves.
+ */
+static void ask_handles(struct mesh *m)
+{
+	int k, i, j;
+
+	if (!m->rc)
+		return;
+	for (k = 0; k < m->npeers; k++) {
+		struct mpeer *p = &m->peers[k];
+
+		if (p->self || !p->known)
+			continue;
+		for (j = 0; j < p->nnics; j++) {
+			uint8_t b[MESH_PKT] = { 0 };
+
+			if (m->now - p->rch_asked[j] <
+			    (p->rch_ms[j] || p->rc_none[j] ? MESH_HANDLE_FRESH_MS : MESH_HANDLE_ASK_MS))
+				continue;
+			for (i = 0; i < m->nnics; i++)
+				if (m->ip[i].ss_family == p->ip[j].ss_family)
+					break;
+			if (i == m->nnics)
+				continue;
+			if (!rn_mesh_bucket_take(&m->send_b, m->now / 1000.0))
+				return;
+			if (getrandom(&p->rch_nonce[j], 4, GRND_NONBLOCK) != 4)
+				p->rch_nonce[j] = (uint32_t)rand();
+			put32(b, MESH_MAGIC);
+			b[4] = 1;
+			b[5] = MESH_HREQ;
+			put32(b + 8, (uint32_t)(k * PAIRS_PER_PEER + i * RN_MESH_NICS + j));
+			put32(b + 12, p->rch_nonce[j]);
+			p->rch_asked[j] = m->now;
+			sendto(m->ufd[i], b, sizeof(b), MSG_DONTWAIT, (struct sockaddr *)&p->ip[j],
+			       ss_len(&p->ip[j]));
+		}
+	}
+}
+
+/* A handle answer (@r bytes) to one of ours: the NIC it names, its nonce, its address. */
+static void take_handle(struct mesh *m, int nic, const uint8_t *b, ssize_t r,
+			const struct sockaddr_storage *from)
+{
+	uint32_t idx = get32(b + 8);
+	struct mpeer *p;
+	int i, j;
+
+	if (idx >= (uint32_t)(m->npeers * PAIRS_PER_PEER) ||
+	    r != (b[5] == MESH_HANS ? MESH_PKT + RN_MESH_RC_HANDLE : MESH_PKT)) {
+		m->self.bad_packets++;
+		return;
+	}
+	pair_at(m, (int)idx, &p, &i, &j);
+	if (i != nic || j >= p->nnics || !p->rch_asked[j] || get32(b + 12) != p->rch_nonce[j] ||
+	    !rn_doctor_same_ip(from, &p->ip[j])) {
+		m->self.bad_packets++;
+		return;
+	}
+	p->rch_nonce[j] = 0; /* once: a replay is bad */
+	p->rc_none[j] = b[5] == MESH_HNONE;
+	p->rch_ms[j] = p->rc_none[j] ? 0 : m->now;
+	if (!p->rc_none[j])
+		memcpy(p->rch[j], b + MESH_PKT, RN_MESH_RC_HANDLE);
+}
+
 /* Lost: the probes whose deadline passed. Then the next ones, as the rate allows. */
 static void tick(struct mesh *m)
 {
@@ -748,15 +845,17 @@ static void tick(struct mesh *m)
 	}
 	while (max < n && rn_mesh_bucket_take(&m->send_b, m->now / 1000.0))
 		max++;
-	if (!max)
-		return;
-	pick = malloc((size_t)max * sizeof(*pick));
-	got = pick ? rn_mesh_sched_pick(&m->sched, n, pair_ready, m, max, pick) : 0;
-	for (k = 0; k < got; k++)
-		send_probe(m, pick[k]);
-	/* the tokens not spent go back: an idle tick must not burn the rate */
-	m->send_b.tokens = RN_MIN(m->send_b.burst, m->send_b.tokens + (max - got));
-	free(pick);
+	if (max) {
+		pick = malloc((size_t)max * sizeof(*pick));
+		got = pick ? rn_mesh_sched_pick(&m->sched, n, pair_ready, m, max, pick) : 0;
+		for (k = 0; k < got; k++)
+			send_probe(m, pick[k]);
+		/* the tokens not spent go back: an idle tick must not burn the rate */
+		m->send_b.tokens = RN_MIN(m->send_b.burst, m->send_b.tokens + (max - got));
+		free(pick);
+	}
+	/* the probes first: the handles' asks take what they left */
+	ask_handles(m);
 }
 
 /* An answer to one of ours: the pair it names, its nonce, from the address it must. */
@@ -795,17 +894,34 @@ static void drain(struct mesh *m, int nic)
 	for (k = 0; k < 256; k++) {
 		struct sockaddr_storage from;
 		socklen_t fl = sizeof(from);
-		uint8_t b[64];
+		uint8_t b[MESH_PKT + RN_MESH_RC_HANDLE + 8];
 		ssize_t r = recvfrom(m->ufd[nic], b, sizeof(b), MSG_DONTWAIT,
 				     (struct sockaddr *)&from, &fl);
 
 		if (r < 0)
 			return;
-		if (r != MESH_PKT || get32(b) != MESH_MAGIC || b[4] != 1) {
+		if (r < MESH_PKT || get32(b) != MESH_MAGIC || b[4] != 1 ||
+		    (r != MESH_PKT && b[5] != MESH_HANS)) {
 			m->self.bad_packets++;
 			continue;
 		}
-		if (b[5] == MESH_ANS) {
+		if (b[5] == MESH_HANS || b[5] == MESH_HNONE) {
+			take_handle(m, nic, b, r, &from);
+		} else if (b[5] == MESH_HREQ) {
+			size_t n = MESH_PKT;
+
+			/* the answers' cap covers these too: a flood of asks costs no more */
+			if (!rn_mesh_bucket_take(&m->echo_b, m->now / 1000.0)) {
+				m->self.echoes_dropped++;
+				continue;
+			}
+			b[5] = m->rc_ok[nic] ? MESH_HANS : MESH_HNONE;
+			if (m->rc_ok[nic]) {
+				memcpy(b + MESH_PKT, m->rc_handle[nic], RN_MESH_RC_HANDLE);
+				n += RN_MESH_RC_HANDLE;
+			}
+			sendto(m->ufd[nic], b, n, MSG_DONTWAIT, (struct sockaddr *)&from, fl);
+		} else if (b[5] == MESH_ANS) {
 			take_answer(m, nic, b, &from);
 		} else if (b[5] == MESH_REQ) {
 			if (!rn_mesh_bucket_take(&m->echo_b, m->now / 1000.0)) {
@@ -822,12 +938,138 @@ static void drain(struct mesh *m, int nic)
 	}
 }
 
+/* ---- the RC prober ------------------------------------------------------------------- */
+
+/* Pair @idx of the ring may get an RC ping now (the caller holds the lock). */
+static int rc_ready(void *arg, int idx)
+{
+	struct mesh *m = arg;
+	struct mpeer *p;
+	int i, j;
+
+	pair_at(m, idx, &p, &i, &j);
+	return !p->self && p->known && i < m->nnics && m->rc_ok[i] && j < p->nnics &&
+	       p->rch_ms[j] && !p->rc[i][j].sent_ms &&
+	       p->ip[j].ss_family == m->ip[i].ss_family &&
+	       m->rc_now - p->rc[i][j].last_ms >= m->o.interval_ms;
+}
+
+static struct mpeer *peer_of(struct mesh *m, const char *addr)
+{
+	int k;
+
+	for (k = 0; k < m->npeers; k++)
+		if (!strcmp(m->peers[k].addr, addr))
+			return &m->peers[k];
+	return NULL;
+}
+
+/* A ping's outcome into its pair's window (gone from the list: dropped). */
+static void rc_done(void *arg, const char *addr, int i, int j, uint32_t us, const char *why)
+{
+	struct mesh *m = arg;
+	struct mpeer *p;
+	struct mpair *x;
+
+	pthread_mutex_lock(&m->lock);
+	p = peer_of(m, addr);
+	if (p && j < p->nnics) {
+		x = &p->rc[i][j];
+		x->sent_ms = 0;
+		rn_mesh_win_add(&x->win, us);
+		if (us != RN_MESH_LOST)
+			x->base_us = x->base_us ? 0.8 * x->base_us + 0.2 * us : us;
+		else if (m->o.verbose && x->win.lost_run == 1)
+			mlog("RC %s -> %s %s: %s", m->netdev[i], p->host, p->netdev[j], why);
+		/* its agent may have started again (another listener): ask for the handle now */
+		if (us == RN_MESH_LOST)
+			p->rch_asked[j] = 0;
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Start the pings the rate allows (the picks copied out, the pings started unlocked). */
+static void rc_start(struct mesh *m, double now)
+{
+	struct {
+		char addr[256];
+		int i, j;
+		uint8_t h[RN_MESH_RC_HANDLE];
+	} *go;
+	int n, k, max = 0, got = 0, pick[64];
+
+	pthread_mutex_lock(&m->lock);
+	n = m->npeers * PAIRS_PER_PEER;
+	m->rc_now = now;
+	while (max < (int)RN_ARRAY_SIZE(pick) && max < n &&
+	       rn_mesh_bucket_take(&m->rc_b, now / 1000.0))
+		max++;
+	go = max ? calloc((size_t)max, sizeof(*go)) : NULL;
+	if (go)
+		got = rn_mesh_sched_pick(&m->rc_sched, n, rc_ready, m, max, pick);
+	m->rc_b.tokens = RN_MIN(m->rc_b.burst, m->rc_b.tokens + (max - got));
+	for (k = 0; k < got; k++) {
+		struct mpeer *p;
+		int i, j;
+
+		pair_at(m, pick[k], &p, &i, &j);
+		snprintf(go[k].addr, sizeof(go[k].addr), "%s", p->addr);
+		go[k].i = i;
+		go[k].j = j;
+		memcpy(go[k].h, p->rch[j], RN_MESH_RC_HANDLE);
+		p->rc[i][j].sent_ms = now;
+		p->rc[i][j].last_ms = now;
+	}
+	m->self.rc_probes_sent += (uint64_t)got;
+	pthread_mutex_unlock(&m->lock);
+	for (k = 0; k < got; k++) {
+		int ret = rn_mesh_rc_ping(m->rc, go[k].addr, go[k].i, go[k].j, go[k].h, now);
+
+		/* not started (every connection busy): no outcome, the pair's turn comes again */
+		if (ret) {
+			struct mpeer *p;
+
+			pthread_mutex_lock(&m->lock);
+			p = peer_of(m, go[k].addr);
+			if (p)
+				p->rc[go[k].i][go[k].j].sent_ms = 0;
+			m->self.rc_probes_sent--;
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+	free(go);
+}
+
+/*
+ * The RC thread: its own engine (doctor_mesh_rc.c) on its own doctor context, so nothing
+ * of it is shared with serve's or the checkers'; it naps 100 us while a ping is in flight
+ * (the RTT's resolution) and 10 ms otherwise.
+ */
+static void *rc_thread(void *arg)
+{
+	struct mesh *m = arg;
+	struct rn_mesh_rc_stats st = { 0 };
+
+	while (!*m->stop) {
+		double now = rn_doctor_now_ms();
+		int busy;
+
+		rc_start(m, now);
+		busy = rn_mesh_rc_step(m->rc, rn_doctor_now_ms(), rc_done, m, &st);
+		pthread_mutex_lock(&m->lock);
+		m->self.rc_qps = st.qps;
+		m->self.rc_answered = st.answered;
+		pthread_mutex_unlock(&m->lock);
+		usleep(busy ? 100 : 10000);
+	}
+	return NULL;
+}
+
 /* ---- the metrics --------------------------------------------------------------------- */
 
-static const char *cause_of(const struct mesh *m, const struct mpeer *p, int i, int j, int *up)
+static const char *cause_of(const struct mesh *m, const struct mpeer *p, int i, int j,
+			    const struct mpair *x, int *up)
 {
-	const struct mpair *x = &p->p[i][j];
-
 	*up = 1;
 	if (p->cause[i][j]) {
 		*up = 0;
@@ -841,6 +1083,28 @@ static const char *cause_of(const struct mesh *m, const struct mpeer *p, int i, 
 	return "no-reply";
 }
 
+/* Pair (@i, @j)'s series of @kind into @v: 1, or 0 when nothing is known of it yet. */
+static int view_of(const struct mesh *m, const struct mpeer *p, int i, int j,
+		   const struct mpair *w, const char *kind, struct rn_mesh_view *x)
+{
+	x->cause = cause_of(m, p, i, j, w, &x->up);
+	/* RC: only the pairs it probes (UDP alone where either NIC cannot do RC) */
+	if (!w->win.n && (x->up || w == &p->rc[i][j]))
+		return 0;
+	x->host = m->host;
+	x->nic = m->netdev[i];
+	x->peer_host = p->host;
+	x->peer_nic = p->netdev[j];
+	x->group = m->group;
+	x->peer_group = p->group;
+	x->kind = kind;
+	rn_mesh_win_figs(&w->win, &x->figs);
+	x->base_s = w->base_us / 1e6;
+	x->sent = w->win.sent;
+	x->lost = w->win.lost;
+	return 1;
+}
+
 /* The metrics text (malloc'ed, *@len) from the state now; NULL when out of memory. */
 static char *render(struct mesh *m, size_t *len)
 {
@@ -852,7 +1116,7 @@ static char *render(struct mesh *m, size_t *len)
 	pthread_mutex_lock(&m->lock);
 	/* the views of the pairs there are, not of every pair there could be */
 	for (k = 0; k < m->npeers; k++)
-		n += m->peers[k].known && !m->peers[k].self ? m->nnics * m->peers[k].nnics : 0;
+		n += m->peers[k].known && !m->peers[k].self ? 2 * m->nnics * m->peers[k].nnics : 0;
 	v = calloc((size_t)n + 1, sizeof(*v));
 	n = 0;
 	f = v ? open_memstream(&buf, len) : NULL;
@@ -868,23 +1132,8 @@ static char *render(struct mesh *m, size_t *len)
 			continue;
 		for (i = 0; i < m->nnics; i++)
 			for (j = 0; j < p->nnics; j++) {
-				struct rn_mesh_view *x = &v[n];
-
-				x->cause = cause_of(m, p, i, j, &x->up);
-				if (!p->p[i][j].win.n && x->up)
-					continue; /* nothing known of it yet */
-				x->host = m->host;
-				x->nic = m->netdev[i];
-				x->peer_host = p->host;
-				x->peer_nic = p->netdev[j];
-				x->group = m->group;
-				x->peer_group = p->group;
-				x->kind = "udp";
-				rn_mesh_win_figs(&p->p[i][j].win, &x->figs);
-				x->base_s = p->p[i][j].base_us / 1e6;
-				x->sent = p->p[i][j].win.sent;
-				x->lost = p->p[i][j].win.lost;
-				n++;
+				n += view_of(m, p, i, j, &p->p[i][j], "udp", &v[n]);
+				n += view_of(m, p, i, j, &p->rc[i][j], "rc", &v[n]);
 			}
 	}
 	m->self.pairs = n;
@@ -1158,7 +1407,8 @@ static void mesh_usage(FILE *f)
 		"The long-running agent, one per host: answers peers' pair checks (as serve), and\n"
 		"probes a rotating sample of peer NICs at a low, bounded rate (a UDP echo from each\n"
 		"NIC's own address, so the NIC's rule, route and ARP entry carry it as they carry\n"
-		"RoCE v2), plus each pair's route/neighbour/ARP/MTU checks, as peer does. Per NIC\n"
+		"RoCE v2) and, between NICs with an RDMA port, an RC ping over a kept connection,\n"
+		"plus each pair's route/neighbour/ARP/MTU checks, as peer does. Per NIC\n"
 		"pair: reachability, RTT p50/p99, loss, and the cause of a failure (the verdict\n"
 		"catalogue's id), as Prometheus metrics.\n"
 		"\n"
@@ -1178,6 +1428,9 @@ static void mesh_usage(FILE *f)
 		"      --check-interval S  each peer's pair checks once in S seconds (default 60)\n"
 		"      --reload S        re-read the host list every S seconds (default 60)\n"
 		"      --max-hosts N     refuse a longer list (default 4096)\n"
+		"      --rc-rate N       RC pings a second from this host, at most (default 10)\n"
+		"      --rc-qps N        RC connections to peer NICs kept, at most (default 16)\n"
+		"      --no-rc           UDP probes only (no RC listener, no RC pings)\n"
 		"      --duration S      exit after S seconds (default: run until SIGTERM)\n"
 		"  -v, --verbose         log failed pair checks\n",
 		RN_DOCTOR_PORT, MESH_PROBE_PORT);
@@ -1209,6 +1462,8 @@ static const struct {
 	{ 'R', "--reload", 1, 86400, offsetof(struct mopts, reload_s) },
 	{ 'X', "--max-hosts", 1, 65536, offsetof(struct mopts, max_hosts) },
 	{ 'D', "--duration", 1, 864000, offsetof(struct mopts, duration_s) },
+	{ 'q', "--rc-rate", 1, 10000, offsetof(struct mopts, rc_rate) },
+	{ 'Q', "--rc-qps", 1, 1024, offsetof(struct mopts, rc_qps) },
 };
 
 /* A numeric option @c into @o: 0, RN_DOCTOR_ERROR (said), or -ENOENT (not one). */
@@ -1242,6 +1497,9 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 		{ "reload", required_argument, NULL, 'R' },
 		{ "max-hosts", required_argument, NULL, 'X' },
 		{ "duration", required_argument, NULL, 'D' },
+		{ "rc-rate", required_argument, NULL, 'q' },
+		{ "rc-qps", required_argument, NULL, 'Q' },
+		{ "no-rc", no_argument, NULL, 'N' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -1255,7 +1513,9 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 			     .interval_ms = 1000,
 			     .check_s = 60,
 			     .reload_s = 60,
-			     .max_hosts = 4096 };
+			     .max_hosts = 4096,
+			     .rc_rate = 10,
+			     .rc_qps = 16 };
 	opterr = 0;
 	optind = 1;
 	while (!ret && (c = getopt_long(argc, argv, ":n:p:vh", opts, NULL)) != -1) {
@@ -1280,6 +1540,9 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 			break;
 		case 'T':
 			o->textdir = optarg;
+			break;
+		case 'N':
+			o->no_rc = 1;
 			break;
 		case 'v':
 			o->verbose++;
@@ -1329,8 +1592,33 @@ static int parse_opts(int argc, char **argv, struct mopts *o)
 	return 0;
 }
 
+/*
+ * The RC probes on @dr (a context of their own, with RDMA): their listeners' handles for
+ * the prober's answers. None (no RDMA port, --no-rc): the UDP probes alone, said once.
+ */
+static void rc_open(struct mesh *m, struct rn_doctor *dr)
+{
+	char why[256] = "--no-rc";
+	int i;
+
+	if (!m->o.no_rc && !rn_doctor_gather(dr))
+		m->rc = rn_mesh_rc_new(dr, (const char(*)[16])m->netdev, m->nnics, m->o.rc_qps,
+				       RN_MESH_PROBE_MS, why, sizeof(why));
+	else if (!m->o.no_rc)
+		snprintf(why, sizeof(why), "this host's RDMA ports could not be read");
+	for (i = 0; m->rc && i < m->nnics; i++) {
+		m->rc_ok[i] = !rn_mesh_rc_handle(m->rc, i, m->rc_handle[i]);
+		m->self.rc_nics += m->rc_ok[i];
+	}
+	if (!m->rc)
+		mlog("no RC probes (%s): UDP probes only", why);
+	else if (m->self.rc_nics < m->nnics)
+		mlog("RC probes from %d of %d NICs (%s): UDP probes only from the others",
+		     m->self.rc_nics, m->nnics, why[0] ? why : "the others have no RDMA port");
+}
+
 static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds,
-		      struct rn_doctor **dc, struct checker *ck)
+		      struct rn_doctor *dr, struct rn_doctor **dc, struct checker *ck)
 {
 	pthread_t th;
 	char why[256];
@@ -1360,6 +1648,11 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 		     ret == -EINVAL ? "not [ADDR:]PORT" : strerror(-ret));
 		return RN_DOCTOR_ERROR;
 	}
+	rc_open(m, dr);
+	if (m->rc && (pthread_create(&th, NULL, rc_thread, m) || pthread_detach(th))) {
+		mlog("cannot start a thread");
+		return RN_DOCTOR_ERROR;
+	}
 	if (pthread_create(&th, NULL, serve_thread, ds) || pthread_detach(th)) {
 		mlog("cannot start a thread");
 		return RN_DOCTOR_ERROR;
@@ -1380,7 +1673,7 @@ static int mesh_start(struct mesh *m, struct rn_doctor *dp, struct rn_doctor *ds
 
 int rn_doctor_mesh(int argc, char **argv)
 {
-	struct rn_doctor *dp = NULL, *ds = NULL, *dc[2] = { NULL, NULL };
+	struct rn_doctor *dp = NULL, *ds = NULL, *dr = NULL, *dc[2] = { NULL, NULL };
 	static struct checker ck[2];
 	struct mesh *m;
 	int ret, i;
@@ -1412,12 +1705,15 @@ int rn_doctor_mesh(int argc, char **argv)
 	ds = dp ? doctor_new(&m->o) : NULL;
 	dc[0] = ds ? doctor_new(&m->o) : NULL;
 	dc[1] = dc[0] ? doctor_new(&m->o) : NULL;
-	if (!dc[1]) {
+	dr = dc[1] ? doctor_new(&m->o) : NULL;
+	if (!dr) {
 		ret = RN_DOCTOR_ERROR;
 		goto out;
 	}
 	m->self.host = m->host;
-	ret = mesh_start(m, dp, ds, dc, ck);
+	dr->no_rdma = 0; /* the RC prober's own context: its engine is its alone */
+	rn_mesh_bucket_init(&m->rc_b, m->o.rc_rate, m->o.rc_rate, rn_doctor_now_ms() / 1000.0);
+	ret = mesh_start(m, dp, ds, dr, dc, ck);
 	if (ret)
 		goto out;
 	run(m);
@@ -1433,6 +1729,7 @@ out:
 	doctor_free(ds);
 	doctor_free(dc[0]);
 	doctor_free(dc[1]);
+	doctor_free(dr);
 	free(m);
 	return ret;
 }

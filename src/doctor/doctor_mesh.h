@@ -58,7 +58,7 @@ uint32_t rn_mesh_pct(const uint32_t *sorted, int n, double q);
 /* One NIC pair as the metrics show it. */
 struct rn_mesh_view {
 	const char *host, *nic, *peer_host, *peer_nic, *group, *peer_group;
-	const char *kind; /* "udp" (echo from the NIC's address) or "rdma" */
+	const char *kind; /* "udp" (echo from the NIC's address) or "rc" (an RC ping) */
 	int up;
 	const char *cause; /* the catalogue id when !@up, else NULL */
 	struct rn_mesh_figs figs;
@@ -70,6 +70,8 @@ struct rn_mesh_self {
 	const char *host;
 	int peers, peers_reached, pairs;
 	uint64_t probes_sent, echoes_sent, echoes_dropped, bad_packets, checks_run, checks_failed;
+	int rc_nics, rc_qps;             /* NICs with an RC listener; send connections open */
+	uint64_t rc_probes_sent, rc_answered; /* RC pings sent; peers' RC pings received */
 	double started_s; /* Unix time */
 };
 /* Every pair's series, then the agent's, in Prometheus text exposition. */
@@ -122,6 +124,67 @@ enum rn_mesh_series { RN_MESH_UP, RN_MESH_CAUSE, RN_MESH_BASE };
  * 0, -ENOENT another line, -EBADMSG a malformed one.
  */
 int rn_mesh_parse_line(const char *line, struct rn_mesh_obs *o, enum rn_mesh_series *kind);
+
+/*
+ * doctor_mesh_sweep.c: a sweep's JSON report (schema roce-doctor-sweep/1) as observations:
+ * every NIC pair between two of its hosts, up unless its bad_pairs lists it (its first
+ * cause, else its result: "no-answer" for a host pair that never answered, every NIC pair
+ * of it), down with the host's status for a host the sweep has no results of ("missing",
+ * "hung"; its one NIC "?"); one group ("all"). @add gets each (its 0 or -errno ends it).
+ * 0, -EBADMSG (@why: not JSON, or not a sweep report), -ENOMEM, or @add's error.
+ */
+int rn_mesh_sweep_obs(const char *json, int (*add)(void *arg, const struct rn_mesh_obs *o),
+		      void *arg, char *why, size_t len);
+
+/*
+ * doctor_mesh_rc.c: the RC probes of one thread, through its own doctor context's probe
+ * engine (never shared): a listener on each NIC with an RDMA port, whose handle peers ask
+ * for over UDP, and one send connection per sampled NIC pair.
+ */
+#define RN_MESH_RC_ACCEPT 64      /* peers' connections answered at once */
+#define RN_MESH_RC_IDLE_MS 30000  /* a connection unused this long is closed */
+#define RN_MESH_RC_HANDLE 128     /* RN_HANDLE_SIZE */
+#define RN_MESH_RC_CONNECT_MS 5000 /* a ping that must connect first: this much more */
+struct rn_doctor;
+struct rn_mesh_rc;
+struct rn_mesh_rc_stats {
+	uint64_t accepted, answered; /* peers' connections and pings */
+	int qps;                     /* our send connections open now */
+};
+/*
+ * On @d (gathered, RDMA on), for the prober's @nnics NICs named by @netdev: listeners on
+ * those with an RDMA port; at most @max_qps send connections, a ping's deadline
+ * @timeout_ms. NULL with errno (ENODEV: no NIC can do RC) and @why.
+ */
+struct rn_mesh_rc *rn_mesh_rc_new(struct rn_doctor *d, const char (*netdev)[16], int nnics,
+				  int max_qps, int timeout_ms, char *why, size_t len);
+/* Our NIC @nic's listener handle (RN_MESH_RC_HANDLE bytes): 0, -ENODEV none. */
+int rn_mesh_rc_handle(const struct rn_mesh_rc *rc, int nic, void *handle);
+/*
+ * Start a ping from our NIC @i to @peer's NIC @j (listening at @handle): on the pair's
+ * connection, made when there is none. 0, -EBUSY one in flight, -ENOSPC every connection
+ * busy, -ENODEV no RC on @i.
+ */
+int rn_mesh_rc_ping(struct rn_mesh_rc *rc, const char *peer, int i, int j, const void *handle,
+		    double now);
+/* A ping's outcome: RTT in us, or RN_MESH_LOST with what failed. */
+typedef void rn_mesh_rc_done_fn(void *arg, const char *peer, int i, int j, uint32_t us,
+				const char *why);
+/* Progress everything (never blocks); 1 while a ping is in flight, else 0. */
+int rn_mesh_rc_step(struct rn_mesh_rc *rc, double now, rn_mesh_rc_done_fn *done, void *arg,
+		    struct rn_mesh_rc_stats *st);
+void rn_mesh_rc_free(struct rn_mesh_rc *rc);
+
+/*
+ * doctor_localize.c, for the health check's confirmation: a mesh agent's metrics text from
+ * @src (a file, or http://HOST:PORT[/PATH], /metrics by default), malloc'ed; NULL with
+ * @why. Then the pair series in @text between this host and @node (either end; a short
+ * name matches its long one): the pairs up and down (each kind of probe a series), the
+ * first down one's cause into @cause. Returns up + down.
+ */
+char *rn_mesh_read(const char *src, char *why, size_t len);
+int rn_mesh_pairs_with(const char *text, const char *node, int *up, int *down, char *cause,
+		       size_t len);
 
 /* doctor_mesh.c, doctor_localize.c: the commands (their own options, as health) */
 int rn_doctor_mesh(int argc, char **argv);

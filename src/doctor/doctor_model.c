@@ -221,7 +221,7 @@ void rn_doctor_release(struct rn_doctor *d)
 {
 	int i;
 
-	rn_probe_release(); /* its engine runs on the devices freed below */
+	rn_probe_release(d); /* its engine runs on the devices freed below */
 	for (i = 0; i < d->ndevs; i++)
 		rn_dev_free(d->devs[i]);
 	d->ndevs = 0;

@@ -753,7 +753,7 @@ static void run_rechecks(struct ctx *x, struct rn_sweep_recheck *plan, int n, in
 		else
 			recheck_lead(x, plan, n, r, partner, end);
 	}
-	rn_probe_release();
+	rn_probe_release(x->d);
 }
 
 static void send_rechecks(struct ctx *x, const struct rn_sweep_recheck *plan, int n,
@@ -1070,7 +1070,7 @@ int main(int argc, char **argv)
 		x.round_max_ms = RN_MAX(x.round_max_ms, rn_doctor_now_ms() - r0);
 	}
 	t2 = rn_doctor_now_ms();
-	rn_probe_release();
+	rn_probe_release(d);
 
 	if (x.rank) {
 		int len = 0;

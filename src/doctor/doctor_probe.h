@@ -92,7 +92,14 @@ int rn_probe_available(const struct rn_doctor *d, int nic);
  * (@bw NULL: ping only). */
 int rn_probe_client(struct rn_doctor *d, int nic, const void *handle, int timeout_ms,
 		    struct rn_probe_bw *bw, char *why, size_t len);
-void rn_probe_release(void);
+/* Close what d->probe's engine holds and free it (NULL after; nothing when none). */
+void rn_probe_release(struct rn_doctor *d);
+/*
+ * The engine's device index of doctor NIC @nic, the engine made on first use into *@eng
+ * (its own contexts on the doctor's devices). The index or -errno (@why filled).
+ */
+struct rn_engine;
+int rn_probe_eng_dev(struct rn_doctor *d, int nic, struct rn_engine **eng, char *why, size_t len);
 /* The server half in two steps, for callers that carry the handle themselves (the sweep). */
 struct rn_listen_comm;
 struct rn_probe_srv {

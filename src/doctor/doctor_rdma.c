@@ -24,10 +24,13 @@
 /*
  * The probe's own engine over the devices the doctor discovered and judged: the
  * knobs below are set in its config, never in the environment, and nothing is
- * discovered twice.
+ * discovered twice. One per doctor context (d->probe), so that threads with contexts of
+ * their own (the mesh's serve side and its RC prober) never share one.
  */
-static struct rn_engine probe_eng;
-static int probe_eng_state; /* 0 not made, 1 ready, -errno failed */
+struct rn_probe_eng {
+	struct rn_engine eng;
+	int state; /* 0 not made, 1 ready, -errno failed */
+};
 
 static void probe_config(const struct rn_config *user, int streams, struct rn_config *cfg)
 {
@@ -53,29 +56,39 @@ static void probe_config(const struct rn_config *user, int streams, struct rn_co
 
 static int engine(struct rn_doctor *d, struct rn_engine **out)
 {
-	if (!probe_eng_state) {
+	struct rn_probe_eng *pe = d->probe;
+
+	if (!pe) {
+		pe = calloc(1, sizeof(*pe));
+		if (!pe)
+			return -ENOMEM;
+		d->probe = pe;
+	}
+	if (!pe->state) {
 		struct rn_config cfg;
 
 		probe_config(&d->cfg, d->probe_streams, &cfg);
-		probe_eng_state = rn_engine_init_with(&probe_eng, &cfg, d->hostname, d->devs,
-						      d->ndevs);
-		if (!probe_eng_state)
-			probe_eng_state = 1;
+		pe->state = rn_engine_init_with(&pe->eng, &cfg, d->hostname, d->devs, d->ndevs);
+		if (!pe->state)
+			pe->state = 1;
 	}
-	*out = probe_eng_state == 1 ? &probe_eng : NULL;
-	return probe_eng_state == 1 ? 0 : probe_eng_state;
+	*out = pe->state == 1 ? &pe->eng : NULL;
+	return pe->state == 1 ? 0 : pe->state;
 }
 
-void rn_probe_release(void)
+void rn_probe_release(struct rn_doctor *d)
 {
+	struct rn_probe_eng *pe = d->probe;
 	struct rn_conn_counts n;
 
+	if (!pe)
+		return;
 	/* a probe that gave up left its connect or listener: they go before the devices */
-	if (probe_eng_state == 1)
-		rn_conn_close_all(&probe_eng, &n);
+	if (pe->state == 1)
+		rn_conn_close_all(&pe->eng, &n);
 	/* the devices are the doctor's: nothing else to free, only forget them */
-	memset(&probe_eng, 0, sizeof(probe_eng));
-	probe_eng_state = 0;
+	free(pe);
+	d->probe = NULL;
 }
 
 int rn_probe_available(const struct rn_doctor *d, int nic)
@@ -85,8 +98,7 @@ int rn_probe_available(const struct rn_doctor *d, int nic)
 	return dn->dev && dn->nic.gid_index >= 0 && dn->nic.link_up;
 }
 
-/* The engine's device index of doctor NIC @nic (the engine opened its own contexts). */
-static int eng_dev(struct rn_doctor *d, int nic, struct rn_engine **eng, char *why, size_t len)
+int rn_probe_eng_dev(struct rn_doctor *d, int nic, struct rn_engine **eng, char *why, size_t len)
 {
 	const struct rn_nic *want = &d->nics[nic].nic;
 	int ret = engine(d, eng), k;
@@ -268,7 +280,7 @@ int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_
 	memset(srv, 0, sizeof(*srv));
 	memset(handle, 0, RN_HANDLE_SIZE);
 	rn_doctor_clear_warn();
-	dev = eng_dev(d, nic, &eng, why, len);
+	dev = rn_probe_eng_dev(d, nic, &eng, why, len);
 	if (dev < 0)
 		return dev;
 	ret = rn_listen(eng, dev, handle, &srv->lc);
@@ -355,7 +367,7 @@ int rn_probe_client(struct rn_doctor *d, int nic, const void *handle_in, int tim
 	why[0] = '\0';
 	rn_doctor_clear_warn();
 	memcpy(handle, handle_in, sizeof(handle));
-	dev = eng_dev(d, nic, &eng, why, len);
+	dev = rn_probe_eng_dev(d, nic, &eng, why, len);
 	if (dev < 0)
 		return dev;
 	while (!sc && !ret) {

@@ -560,7 +560,7 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 		problems += rn_doctor_pair_problem(&x->ours.pairs[n]);
 	problems += x->failed;
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
-	rn_probe_release();
+	rn_probe_release(d);
 	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s%s",
 	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", x->ours.npairs,
 	     x->ours.npairs == 1 ? "" : "s", x->check_ms, x->answered, x->answered == 1 ? "" : "s",

@@ -215,3 +215,11 @@ int rn_doctor_same_ip(const struct sockaddr_storage *a, const struct sockaddr_st
 	       !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
 		       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
 }
+
+int rn_doctor_same_host(const char *a, const char *b)
+{
+	size_t la = strcspn(a, "."), lb = strcspn(b, ".");
+
+	/* "node1" is "node1.cluster": Slurm's node names are the hosts' short names */
+	return la == lb && !strncmp(a, b, la);
+}

@@ -6,6 +6,8 @@
 #   - a clean host and no journal: the node stays IDLE, the peer untouched;
 #   - replies-elsewhere (the peer resolves this host to the wrong MAC; its fix runs there):
 #     the peer node is drained with the cause, where and when; this node stays IDLE, exit 0;
+#   - with --mesh (the local mesh agent's metrics), the same record drains the peer only
+#     when the agent sees a pair with it down: all up or no view leave it as it is (said);
 #   - peer-died and no-reply name no node: nothing drained;
 #   - route-wrong-nic of this host: this node drained with the journal's reason, exit 1;
 #     once the window has passed, and the host still clean, it is resumed (as the peer's
@@ -46,7 +48,33 @@ grep -q "journal $T/state: 0 records read" "$T/out" || rn_fail "health -v did no
 # the peer at fault: its node drained with the cause, this one left as it is
 "$JOURNAL" "$T/state" replies-elsewhere RETRY_EXC_ERR rxe0:1 nic0 "$PEER.cluster.example" nic1 ||
 	rn_fail "rn-journal"
-health
+# --mesh: the peer drained only when the local mesh agent's metrics (its textfile, here one
+# written in its format; a missing one is no view) show a pair with it down now
+mesh_file() { # up of the two pair series (udp, rc) with the peer
+	{
+		echo '# TYPE roce_mesh_pair_up gauge'
+		printf 'roce_mesh_pair_up{host="%s",nic="nic0",peer_host="%s",peer_nic="nic1",group="all",peer_group="all",cross="0",kind="udp"} 1\n' "$NODE" "$PEER"
+		printf 'roce_mesh_pair_up{host="%s",nic="nic0",peer_host="%s",peer_nic="nic1",group="all",peer_group="all",cross="0",kind="rc"} %s\n' "$NODE" "$PEER" "$1"
+		[ "$1" = 0 ] && printf 'roce_mesh_pair_cause{host="%s",nic="nic0",peer_host="%s",peer_nic="nic1",group="all",peer_group="all",cross="0",kind="rc",cause="no-reply"} 1\n' "$NODE" "$PEER"
+		printf 'roce_mesh_pair_up{host="%s",nic="nic0",peer_host="other",peer_nic="nic1",group="all",peer_group="all",cross="0",kind="udp"} 0\n' "$NODE"
+	} >"$T/mesh.prom"
+}
+mesh_file 1
+health --mesh "$T/mesh.prom"
+rn_slurm_node "$PEER" State | grep -q DRAIN && rn_fail "--mesh, all pairs up: the peer was drained"
+grep -q "node $PEER (the journal: replies-elsewhere): not confirmed: the mesh agent sees its 2 pair series with it up" "$T/out" ||
+	rn_fail "--mesh, all up: not said"
+grep -q "node $PEER not drained: the journal's replies-elsewhere unconfirmed" "$T/out" || rn_fail "--mesh: not said undrained"
+health --mesh "$T/none.prom"
+rn_slurm_node "$PEER" State | grep -q DRAIN && rn_fail "--mesh, no view: the peer was drained"
+grep -q "not confirmed: the mesh agent's view ($T/none.prom) could not be read" "$T/out" ||
+	rn_fail "--mesh, no view: not said"
+mesh_file 0
+health --mesh "$T/mesh.prom"
+grep -q "confirmed by the mesh agent: 1 of 2 pair series with it down, cause no-reply" "$T/out" ||
+	rn_fail "--mesh, confirmed: not said"
+echo "ok: --mesh: the peer left as it is while the mesh sees it up or cannot be read, drained once it sees a pair down"
+
 [ $RC -eq 0 ] || rn_fail "replies-elsewhere (the peer's): this node's exit $RC, want 0"
 [ "$(rn_slurm_node "$NODE" State)" = IDLE ] || rn_fail "the peer's fault drained this node"
 reason=$(rn_slurm_node "$PEER" Reason)

@@ -4,7 +4,8 @@
  * bucket, the rotation over NIC pairs under a rate smaller than the pairs, the window's
  * loss and nearest-rank percentiles, the metrics text (and that `localize` reads back
  * what the agent writes), and the verdicts: one NIC, one host, the link between two
- * groups, and nothing for a lone failing pair or a clean mesh.
+ * groups, and nothing for a lone failing pair or a clean mesh. The JSON reader and a
+ * sweep's report as pair observations (localize over `sweep --json`).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../../src/doctor/doctor_jsonin.h"
 #include "../../src/doctor/doctor_mesh.h"
 
 static void bucket_rate(void **state)
@@ -354,13 +356,106 @@ static void rtt_groups(void **state)
 	assert_int_equal(rn_mesh_rtt_groups(o, n), 1);
 }
 
+static void jsonin(void **state)
+{
+	struct rn_jv *v;
+	char why[128];
+	static const char *bad[] = { "", "{", "[1,]", "{\"a\" 1}", "\"x", "[1] 2", "tru",
+				     "\"\\q\"", "\"\\u12g4\"", "{1:2}" };
+	char deep[200];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(rn_jv_parse(" {\"a\": [1, -2.5e1, true, null, \"x\\u00e9\\n\"], "
+				     "\"b\": {}} ", &v, why, sizeof(why)), 0);
+	assert_int_equal(v->t, RN_JV_OBJ);
+	assert_int_equal(rn_jv_get(v, "a")->n, 5);
+	assert_true(rn_jv_get(v, "a")->kids[1].num == -25.0);
+	assert_int_equal(rn_jv_get(v, "a")->kids[2].t, RN_JV_BOOL);
+	assert_int_equal(rn_jv_get(v, "a")->kids[3].t, RN_JV_NULL);
+	assert_string_equal(rn_jv_str(&rn_jv_get(v, "a")->kids[4]), "x\xc3\xa9\n");
+	assert_int_equal(rn_jv_get(v, "b")->t, RN_JV_OBJ);
+	assert_null(rn_jv_get(v, "c"));
+	assert_null(rn_jv_str(rn_jv_get(v, "b")));
+	rn_jv_free(v);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(rn_jv_parse(bad[i], &v, why, sizeof(why)), -EBADMSG);
+		assert_null(v);
+		assert_non_null(strstr(why, "offset "));
+	}
+	/* nesting past RN_JV_DEPTH is refused, not recursed into */
+	memset(deep, '[', sizeof(deep) - 1);
+	deep[sizeof(deep) - 1] = 0;
+	assert_int_equal(rn_jv_parse(deep, &v, why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "too deep"));
+}
+
+static int sweep_cb(void *arg, const struct rn_mesh_obs *o)
+{
+	struct { struct rn_mesh_obs o[64]; int n; } *x = arg;
+
+	assert_true(x->n < 64);
+	x->o[x->n++] = *o;
+	return 0;
+}
+
+static void sweep_obs(void **state)
+{
+	static struct { struct rn_mesh_obs o[64]; int n; } x;
+	struct rn_mesh_verdict v[8];
+	char why[128];
+	int k, down = 0;
+	/* 3 hosts x 2 NICs; b's eth1 with every NIC of a and c; a-c never answered */
+	static const char *js =
+		"{\"schema\": \"roce-doctor-sweep/1\", \"hosts\": ["
+		"{\"host\": \"a\", \"status\": \"ok\", \"nics\": [{\"netdev\": \"eth0\"}, {\"netdev\": \"eth1\"}]},"
+		"{\"host\": \"b\", \"status\": \"problem\", \"nics\": [{\"netdev\": \"eth0\"}, {\"netdev\": \"eth1\"}]},"
+		"{\"host\": \"c\", \"status\": \"ok\", \"nics\": [{\"netdev\": \"eth0\"}, {\"netdev\": \"eth1\"}]}],"
+		"\"bad_pairs\": ["
+		"{\"host_a\": \"a\", \"nic_a\": \"eth0\", \"host_b\": \"b\", \"nic_b\": \"eth1\", \"result\": \"route\", \"causes\": [\"no-rule\"]},"
+		"{\"host_a\": \"a\", \"nic_a\": \"eth1\", \"host_b\": \"b\", \"nic_b\": \"eth1\", \"result\": \"route\", \"causes\": [\"no-rule\"]},"
+		"{\"host_a\": \"b\", \"nic_a\": \"eth1\", \"host_b\": \"c\", \"nic_b\": \"eth0\", \"result\": \"route\", \"causes\": []},"
+		"{\"host_a\": \"b\", \"nic_a\": \"eth1\", \"host_b\": \"c\", \"nic_b\": \"eth1\", \"result\": \"route\", \"causes\": [\"no-rule\"]},"
+		"{\"host_a\": \"a\", \"nic_a\": null, \"host_b\": \"c\", \"nic_b\": null, \"result\": \"no-answer\"}]}";
+
+	(void)state;
+	assert_int_equal(rn_mesh_sweep_obs(js, sweep_cb, &x, why, sizeof(why)), 0);
+	assert_int_equal(x.n, 12);
+	for (k = 0; k < x.n; k++) {
+		down += !x.o[k].up;
+		if (!strcmp(x.o[k].host, "b") && !strcmp(x.o[k].peer_nic, "eth0") &&
+		    !strcmp(x.o[k].peer_host, "c"))
+			assert_string_equal(x.o[k].cause, strcmp(x.o[k].nic, "eth1") ? "" : "route");
+		if (!strcmp(x.o[k].host, "a") && !strcmp(x.o[k].peer_host, "c"))
+			assert_string_equal(x.o[k].cause, "no-answer");
+		assert_string_equal(x.o[k].group, "all");
+	}
+	assert_int_equal(down, 4 + 4);
+	/*
+	 * b's eth1 bad with all 4 of its peers: that NIC; each NIC of a and c bad with 3 of
+	 * its 4 (the other host's two, and b's eth1): those hosts
+	 */
+	assert_int_equal(rn_mesh_localize(x.o, x.n, v, 8), 3);
+	for (k = 0, down = 0; k < 3; k++)
+		if (v[k].blame == RN_MESH_BLAME_NIC)
+			down += !strcmp(v[k].host, "b") && !strcmp(v[k].nic, "eth1");
+		else
+			down += v[k].blame == RN_MESH_BLAME_HOST &&
+				(!strcmp(v[k].host, "a") || !strcmp(v[k].host, "c"));
+	assert_int_equal(down, 3);
+	assert_int_equal(rn_mesh_sweep_obs("{\"schema\": \"other\", \"hosts\": []}", sweep_cb, &x,
+					   why, sizeof(why)), -EBADMSG);
+	assert_non_null(strstr(why, "not a sweep report"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(bucket_rate),          cmocka_unit_test(sched_rotates),
 		cmocka_unit_test(window_figs),          cmocka_unit_test(pct_nearest_rank),
 		cmocka_unit_test(render_and_read_back), cmocka_unit_test(localize),
-		cmocka_unit_test(rtt_groups),
+		cmocka_unit_test(rtt_groups),           cmocka_unit_test(jsonin),
+		cmocka_unit_test(sweep_obs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,11 @@
 #   RoCE v2 dropped at h1 eth0 (nftables): the probes to h1 eth0 fail within seconds
 #     (rdma-timeout) and the doctor names a firewall on h1:eth0; each failed probe carries
 #     h0's counters around it (rxe's names, sent_pkts among them) and no-reply from them.
+#   mesh (the fault undone): `roce-doctor mesh` agents on both guests keep RC connections
+#     between every NIC pair and ping over them (kind="rc"): all 4 of h0's RC pairs up with
+#     RTT p50/p99 beside the UDP ones; RoCE v2 dropped at h1 eth0 again: h0's RC pairs to
+#     h1 eth0 go down with no-reply while their UDP pairs stay up (the fault is RoCE's
+#     alone), and the time from the fault to that verdict in h0's textfile is printed.
 set -u
 . "$(dirname "$0")/lib/test.sh"
 bed_prereq python3
@@ -115,6 +120,54 @@ body() {
 	[ "$c" = "eth0>eth0=sent_pkts:no-reply eth1>eth0=sent_pkts:no-reply" ] ||
 		rn_fail "dropped: counters around the probes: $c ($(jq_py "$tmp/pd.json" "[p['rdma'].get('counters') for p in d['pairs']]"))"
 	rn_log "ok: dropped: $(cells "$tmp/pd.json"), firewall named on h1:eth0, counters show no-reply, whole run $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s"
+
+	mesh_rc
+}
+
+# The mesh's RC probes. prom h: h's textfile; rc_pairs h: "nic>peer_nic=up" of its RC pairs.
+prom() { B run --timeout 20 "$1" -- cat /tmp/roce-mesh.prom 2>/dev/null; }
+rc_pairs() {
+	prom "$1" | sed -n 's/^roce_mesh_pair_up{host="[^"]*",nic="\([^"]*\)",peer_host="[^"]*",peer_nic="\([^"]*\)",.*kind="rc"} \(.*\)$/\1>\2=\3/p' | sort | tr '\n' ' '
+}
+mesh_rc() {
+	local h jobs=() i got t0 t1 want hosts
+	t_step "mesh: RC probes between the agents, then RoCE v2 dropped at h1 eth0"
+	B run --timeout 20 1 -- nft delete table inet bedfault || rn_fail "cannot undo drop-4791"
+	hosts="printf '%s\\n' $(bed_ip 0 0) $(bed_ip 1 0)"
+	for h in 0 1; do
+		jobs[$h]=$(bg --timeout 200 $h -- $DOC mesh --hosts-cmd "$hosts" --check-interval 5 \
+			--textfile-dir /tmp --interval 500 --duration 180 -v) || rn_fail "cannot start mesh on h$h"
+	done
+	want="eth0>eth0=1 eth0>eth1=1 eth1>eth0=1 eth1>eth1=1 "
+	for ((i = 0; i < 60; i++)); do
+		got=$(rc_pairs 0)
+		[ "$got" = "$want" ] && [ "$(prom 0 | grep -c '^roce_mesh_pair_probes_total{.*kind="rc"} [3-9]')" = 4 ] && break
+		sleep 2
+	done
+	[ "$got" = "$want" ] || { prom 0; B peek "${jobs[0]}"; rn_fail "mesh: h0's RC pairs: '$got', want '$want'"; }
+	prom 0 >"$tmp/m0.prom"
+	grep -q '^roce_mesh_rc_nics{host="[^"]*"} 2$' "$tmp/m0.prom" || rn_fail "mesh: h0 RC NICs not 2"
+	rn_log "ok: mesh: h0's 4 RC pairs up; RTT p50/p99 (us) by pair: $(awk -F'[{}",= ]+' '
+		/^roce_mesh_pair_rtt_p(50|99)_seconds\{.*kind="rc"/ { k = $5 ">" $9; v[k] = v[k] (v[k] == "" ? "" : "/") int($NF * 1e6) }
+		END { for (k in v) printf "%s=%s ", k, v[k] }' "$tmp/m0.prom"); RC pings sent by h0: $(awk '/^roce_mesh_rc_probes_sent_total/ {print $2}' "$tmp/m0.prom"), answered by h1: $(prom 1 | awk '/^roce_mesh_rc_answered_total/ {print $2}')"
+	B fault 1 drop-4791 --nic 0 >/dev/null || rn_fail "fault drop-4791"
+	t0=$(date +%s.%N)
+	want="eth0>eth0=0 eth0>eth1=1 eth1>eth0=0 eth1>eth1=1 "
+	for ((i = 0; i < 60; i++)); do
+		got=$(rc_pairs 0)
+		[ "$got" = "$want" ] && break
+		sleep 1
+	done
+	t1=$(date +%s.%N)
+	[ "$got" = "$want" ] || { prom 0; rn_fail "mesh: after the fault h0's RC pairs: '$got', want '$want'"; }
+	prom 0 >"$tmp/m1.prom"
+	got=$(sed -n 's/^roce_mesh_pair_cause{.*peer_nic="\([^"]*\)",.*kind="\([^"]*\)",cause="\([^"]*\)"} 1$/\1:\2:\3/p' "$tmp/m1.prom" | sort | uniq -c | awk '{print $1 "x" $2}' | tr '\n' ' ')
+	[ "$got" = "2xeth0:rc:no-reply " ] || { cat "$tmp/m1.prom"; rn_fail "mesh: causes after the fault: '$got', want 2xeth0:rc:no-reply (UDP pairs up)"; }
+	rn_log "ok: mesh: RoCE dropped at h1 eth0: h0's RC pairs to it down with no-reply, UDP pairs up; $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s from the fault to the textfile's verdict"
+	for h in 0 1; do
+		B run --timeout 20 $h -- sh -c 'ps -o rss=,time= -C roce-doctor 2>/dev/null || ps' | sed "s/^/  h$h ps| /"
+		B kill "${jobs[$h]}" >/dev/null 2>&1
+	done
 }
 
 bed_attempt body
