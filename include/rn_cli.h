@@ -34,10 +34,14 @@
 static inline const char *rn_exit_kind(int code)
 {
 	switch (code) {
-	case RN_EXIT_OK: return "ok";
-	case RN_EXIT_FAIL: return "failure";
-	case RN_EXIT_USAGE: return "usage";
-	case RN_EXIT_NODEV: return "no-device";
+	case RN_EXIT_OK:
+		return "ok";
+	case RN_EXIT_FAIL:
+		return "failure";
+	case RN_EXIT_USAGE:
+		return "usage";
+	case RN_EXIT_NODEV:
+		return "no-device";
 	}
 	return "error";
 }
@@ -175,9 +179,21 @@ static inline int rn_cli_size(const char *s, unsigned long long max, size_t *out
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		end++;
+		break;
 	}
 	if (*end || v > (max >> shift))
 		return -EINVAL;
@@ -192,9 +208,9 @@ static inline int rn_cli_version(const char *prog)
 }
 
 /* The exit-code table as --help prints it, the same words in every tool. */
-#define RN_CLI_EXIT_HELP                                                                  \
+#define RN_CLI_EXIT_HELP \
 	"Exit status: 0 ok (doctor: no problem found), 1 failure (doctor: problems found;\n" \
-	"driver, bench: the plugin or a transfer failed), 2 usage error (doctor: also a\n"   \
+	"driver, bench: the plugin or a transfer failed), 2 usage error (doctor: also a\n" \
 	"system error), 3 no usable RDMA/RoCE device.\n"
 
 #endif /* RN_CLI_H */

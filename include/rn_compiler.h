@@ -14,8 +14,7 @@
 #define RN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RN_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-#define rn_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define rn_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define rn_unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -23,11 +22,11 @@
  * Inside the library every int-returning call answers 0 or -errno. This jumps to
  * an unwind label on failure, keeping the -errno in @ret (cf. NCCLCHECKGOTO).
  */
-#define RN_CHECK_GOTO(expr, ret, label)        \
-	do {                                   \
-		(ret) = (expr);                \
-		if (rn_unlikely((ret) < 0))    \
-			goto label;            \
+#define RN_CHECK_GOTO(expr, ret, label) \
+	do { \
+		(ret) = (expr); \
+		if (rn_unlikely((ret) < 0)) \
+			goto label; \
 	} while (0)
 
 #endif /* RN_COMPILER_H */

@@ -32,8 +32,8 @@
 #include "rn_verbs.h"
 #include "rn_wire.h"
 
-#define RN_SLOTS RN_MAX_REQUESTS     /* FIFO slots = receives in flight */
-#define RN_RECV_WRS 64               /* receives pre-posted per QP (>= RN_SLOTS) */
+#define RN_SLOTS RN_MAX_REQUESTS /* FIFO slots = receives in flight */
+#define RN_RECV_WRS 64           /* receives pre-posted per QP (>= RN_SLOTS) */
 /*
  * Send WRs per data QP (capped by the device): 32 slots of at most 8 receives and their
  * immediate need under 300. Not 512: providers round a queue up to a power of two after
@@ -43,8 +43,8 @@
  */
 #define RN_SQ_DEPTH 496
 #define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
-#define RN_IMM_ERR 0xffffffffu       /* "your receive was too small": no data follows */
-#define RN_SPLIT_ALIGN 128           /* chunk alignment when a message spans QPs */
+#define RN_IMM_ERR 0xffffffffu         /* "your receive was too small": no data follows */
+#define RN_SPLIT_ALIGN 128             /* chunk alignment when a message spans QPs */
 
 enum rn_wr_kind {
 	RN_WR_SEND = 1,  /* wr_id = struct rn_send_slot * | 1 */
@@ -102,36 +102,36 @@ struct rn_req {
 	enum rn_req_type type;
 	struct rn_comm *comm;
 	int done;
-	int pending;                  /* completions still expected */
+	int pending; /* completions still expected */
 	int n;
 	int sizes[RN_MAX_RECVS];
-	uint32_t seq;                 /* recv: absolute slot index */
+	uint32_t seq; /* recv: absolute slot index */
 	/* send */
 	const void *data;
 	size_t size;
-	uint32_t lkey;                /* member 0's */
-	struct rn_mr *mr;             /* the other members' keys (vNIC); a flush's buffer */
+	uint32_t lkey;                   /* member 0's */
+	struct rn_mr *mr;                /* the other members' keys (vNIC); a flush's buffer */
 	struct rn_mr *mrs[RN_MAX_RECVS]; /* recv: each buffer's (a failover finds its keys again) */
 	struct rn_send_slot *slot;
 	struct rn_req *next_free;
 };
 
 struct rn_send_slot {
-	uint32_t seq;                 /* the FIFO sequence this record serves (0: none) */
+	uint32_t seq;                /* the FIFO sequence this record serves (0: none) */
 	int n, matched, posted;
-	int pending;                  /* signalled WRs not completed */
-	uint64_t bytes;               /* payload posted for this slot (watchdog) */
-	uint16_t qp_wrs[RN_MAX_QPS];  /* WRs posted per QP, released at the completion */
+	int pending;                 /* signalled WRs not completed */
+	uint64_t bytes;              /* payload posted for this slot (watchdog) */
+	uint16_t qp_wrs[RN_MAX_QPS]; /* WRs posted per QP, released at the completion */
 	struct rn_req *reqs[RN_MAX_RECVS];
 };
 
-struct rn_evdev; /* src/events.c */
+struct rn_evdev;    /* src/events.c */
 struct rn_ctr_snap; /* src/counters.c */
 
 /* What the engine owns (src/conn.c): a listener or a comm handed out to NCCL. */
 enum rn_own_kind { RN_OWN_LISTEN = 1, RN_OWN_COMM };
 struct rn_own {
-	struct rn_own *next;          /* its bucket in the owner set */
+	struct rn_own *next; /* its bucket in the owner set */
 	struct rn_engine *eng;
 	int kind;
 };
@@ -140,12 +140,12 @@ struct rn_own {
 struct rn_member {
 	struct rn_dev *dev;
 	struct rn_evdev *ev;
-	struct ibv_cq *cq;            /* its QPs' completions */
-	struct ibv_mr *ctrl_mr;       /* the control block on its PD */
+	struct ibv_cq *cq;      /* its QPs' completions */
+	struct ibv_mr *ctrl_mr; /* the control block on its PD */
 	/* the source GID index its QPs were made with: resolved by address when the comm was
 	 * made (the device's own index moves under a running job, GID_CHANGE) */
 	int gid_index;
-	int gid_moved_said;           /* gid-moved logged for this member (once a comm) */
+	int gid_moved_said; /* gid-moved logged for this member (once a comm) */
 };
 
 /*
@@ -157,7 +157,7 @@ struct rn_member {
  */
 #define RN_CONN_RMA 0x1u
 #define RN_CONN_TC_FORCED 0x2u
-#define RN_RMA_QP_ACCESS                                                                    \
+#define RN_RMA_QP_ACCESS \
 	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /*
@@ -173,21 +173,21 @@ struct rn_recv_comm;
 struct rn_send_comm;
 
 struct rn_path {
-	int state;                    /* the active path's slot keeps its last state */
-	struct rn_member mem;         /* our NIC of the pair */
-	struct rn_peer_facts rpeer;   /* the peer's */
-	uint32_t rctrl_rkey;          /* the peer's control block on its NIC of the pair */
+	int state;                  /* the active path's slot keeps its last state */
+	struct rn_member mem;       /* our NIC of the pair */
+	struct rn_peer_facts rpeer; /* the peer's */
+	uint32_t rctrl_rkey;        /* the peer's control block on its NIC of the pair */
 	struct ibv_qp *qps[RN_MAX_QPS];
-	struct ibv_qp *flush_qp;      /* receiver, when it flushes GPU receives */
-	int ok_here, ok_there;        /* the path check passed here / at the peer */
-	char why[160];                /* why it died */
+	struct ibv_qp *flush_qp;    /* receiver, when it flushes GPU receives */
+	int ok_here, ok_there;      /* the path check passed here / at the peer */
+	char why[160];              /* why it died */
 	/* recovery (src/failover.c): what re-arming its QPs needs, and when to try */
-	uint32_t rqpn[RN_MAX_QPS];    /* the peer's QP numbers on this pair */
-	int planned;                  /* left for a recovered pair, not failed */
-	int gid_was;                  /* the GID index before its last re-arm */
-	uint64_t up_since_ns;         /* our NIC of it seen up since (0: down, or not looked) */
-	uint64_t next_try_ns;         /* no re-arm before this */
-	uint64_t backoff_ms;          /* the wait after a refused re-arm, doubling */
+	uint32_t rqpn[RN_MAX_QPS]; /* the peer's QP numbers on this pair */
+	int planned;               /* left for a recovered pair, not failed */
+	int gid_was;               /* the GID index before its last re-arm */
+	uint64_t up_since_ns;      /* our NIC of it seen up since (0: down, or not looked) */
+	uint64_t next_try_ns;      /* no re-arm before this */
+	uint64_t backoff_ms;       /* the wait after a refused re-arm, doubling */
 };
 
 /*
@@ -212,32 +212,32 @@ typedef int (*rn_rearm_fn)(struct rn_comm *c, int j, int *old_gid);
 struct rn_failover {
 	const struct rn_fo_hooks *hooks;
 	rn_rearm_fn rearm_path;
-	int npaths;                   /* path[0] (the comm's own pair) and the spares */
-	int active;                   /* the path in the comm's fields */
+	int npaths;           /* path[0] (the comm's own pair) and the spares */
+	int active;           /* the path in the comm's fields */
 	struct rn_path path[1 + RN_SPARES_MAX];
-	uint32_t epoch;               /* moves agreed (the receiver counts, the sender follows) */
-	uint32_t seen;                /* sender: the newest RESUME applied */
-	uint64_t since_ns;            /* the current move's detection */
-	uint64_t deadline_ns;         /* sender: the RESUME is due by then */
-	int quiesced;                 /* sender: the old pair is in ERR and drained */
-	int moves;                    /* moves made */
-	int exhausted;                /* no pair was left (said): the comm is judged as without spares */
-	uint64_t resent;              /* bytes sent again, all moves */
+	uint32_t epoch;       /* moves agreed (the receiver counts, the sender follows) */
+	uint32_t seen;        /* sender: the newest RESUME applied */
+	uint64_t since_ns;    /* the current move's detection */
+	uint64_t deadline_ns; /* sender: the RESUME is due by then */
+	int quiesced;         /* sender: the old pair is in ERR and drained */
+	int moves;            /* moves made */
+	int exhausted;        /* no pair was left (said): the comm is judged as without spares */
+	uint64_t resent;      /* bytes sent again, all moves */
 	/* recovery: one pair re-armed at a time (the receiver asks, the sender answers) */
-	int tc, sl;                   /* the QPs' traffic class and service level */
-	int rearm;                    /* the pair being re-armed, -1 none */
+	int tc, sl; /* the QPs' traffic class and service level */
+	int rearm;  /* the pair being re-armed, -1 none */
 	/* receiver: 0 its path check, 1 asked (the sender re-arms first), 2 its own end
 	 * re-armed and the probe sent */
 	int rearm_step;
-	uint32_t rearm_gen;           /* its request's number (a late answer is dropped) */
-	uint32_t rearm_epoch;         /* sender: the receiver's moves when it asked */
-	uint64_t rearm_since_ns;      /* receiver: the re-arm began (the WARN's time) */
-	uint64_t rearm_deadline_ns;   /* receiver: the answer is due by then */
-	struct rn_conn_check *chk;    /* the path check of that pair, while it runs */
-	int back;                     /* sender: the receiver asked to move back to path 0 */
-	uint64_t back_next_ns;        /* receiver: when to ask for it (again) */
-	unsigned int back_asks;       /* receiver: asked since the last move (each waits longer) */
-	int recoveries;               /* moves back made */
+	uint32_t rearm_gen;         /* its request's number (a late answer is dropped) */
+	uint32_t rearm_epoch;       /* sender: the receiver's moves when it asked */
+	uint64_t rearm_since_ns;    /* receiver: the re-arm began (the WARN's time) */
+	uint64_t rearm_deadline_ns; /* receiver: the answer is due by then */
+	struct rn_conn_check *chk;  /* the path check of that pair, while it runs */
+	int back;                   /* sender: the receiver asked to move back to path 0 */
+	uint64_t back_next_ns;      /* receiver: when to ask for it (again) */
+	unsigned int back_asks;     /* receiver: asked since the last move (each waits longer) */
+	int recoveries;             /* moves back made */
 };
 
 /*
@@ -253,7 +253,7 @@ struct rn_failover {
 #define RN_CTRL_RINBOX(p) (RN_CTRL_FO_OFF + (size_t)(2 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
 #define RN_CTRL_ROUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
 #define RN_CTRL_FO_LEN ((size_t)4 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
-#define RN_IMM_CTRL 0xfffffffeu       /* a failover message landed in the inbox */
+#define RN_IMM_CTRL 0xfffffffeu /* a failover message landed in the inbox */
 /*
  * The checksum of a control record's first @len bytes (whole 32-bit words), FNV-1a style
  * from @seed: a record the peer overwrites while we read it fails it (src/failover.c,
@@ -268,92 +268,93 @@ static inline uint32_t rn_ctrl_sum(const void *rec, size_t len, uint32_t seed)
 		seed = (seed ^ w[i]) * 16777619u;
 	return seed;
 }
-#define RN_IMM_REC 0xfffffffdu        /* a recovery message landed in the recovery inbox */
-#define RN_FO_RECV_WRS 8              /* receives on a sender's spare QP (RESUMEs) */
+#define RN_IMM_REC 0xfffffffdu /* a recovery message landed in the recovery inbox */
+#define RN_FO_RECV_WRS 8       /* receives on a sender's spare QP (RESUMEs) */
 
 struct rn_comm {
-	struct rn_own own;            /* set while NCCL holds it (between hand-out and close) */
-	int role;                     /* enum rn_role */
-	unsigned int flags;           /* RN_CONN_* */
+	struct rn_own own;  /* set while NCCL holds it (between hand-out and close) */
+	int role;           /* enum rn_role */
+	unsigned int flags; /* RN_CONN_* */
 	struct rn_engine *eng;
-	int nmem;                     /* our member NICs */
+	int nmem;           /* our member NICs */
 	struct rn_member mem[RN_VNIC_MAX];
-	int rmem;                     /* the peer's */
+	int rmem;           /* the peer's */
 	struct rn_peer_facts rpeer[RN_VNIC_MAX]; /* the peer's members (0: the one it names) */
-	uint8_t qp_mem[RN_MAX_QPS];   /* QP q's member here (q % nmem) */
-	uint8_t qp_rmem[RN_MAX_QPS];  /* and at the peer (q % rmem) */
+	uint8_t qp_mem[RN_MAX_QPS];              /* QP q's member here (q % nmem) */
+	uint8_t qp_rmem[RN_MAX_QPS];             /* and at the peer (q % rmem) */
 	int nqps;
 	struct ibv_qp *qps[RN_MAX_QPS];
 	int sq_used[RN_MAX_QPS];
 	int sq_cap;
-	int split;                    /* NCCL_IB_SPLIT_DATA_ON_QPS */
-	uint64_t max_msg;             /* largest single WR */
+	int split;        /* NCCL_IB_SPLIT_DATA_ON_QPS */
+	uint64_t max_msg; /* largest single WR */
 	int flush_enabled;
 	/* control block */
 	void *ctrl;
 	size_t ctrl_len;
 	/* the peer */
-	int fd;                       /* OOB socket, kept to notice a dead peer */
+	int fd; /* OOB socket, kept to notice a dead peer */
 	struct sockaddr_storage peer_addr;
 	char peer_str[80];
 	/* health */
-	int err;                      /* sticky -errno: every later call fails with it */
-	int wc_status;                /* the first failed completion's ibv_wc_status, 0 none */
-	int async_err;                /* set by the event thread (atomic) */
-	int outstanding;              /* signalled WRs in flight (watchdog) */
-	uint16_t qp_out[RN_MAX_QPS];  /* and per data QP */
-	uint64_t qp_wait_ns[RN_MAX_QPS]; /* since when QP q waits for its next completion (0: not seen) */
-	uint64_t outstanding_bytes;   /* payload of the send slots in flight (watchdog) */
+	int err;                     /* sticky -errno: every later call fails with it */
+	int wc_status;               /* the first failed completion's ibv_wc_status, 0 none */
+	int async_err;               /* set by the event thread (atomic) */
+	int outstanding;             /* signalled WRs in flight (watchdog) */
+	uint16_t qp_out[RN_MAX_QPS]; /* and per data QP */
+	uint64_t qp_wait_ns
+		[RN_MAX_QPS]; /* since when QP q waits for its next completion (0: not seen) */
+	uint64_t outstanding_bytes; /* payload of the send slots in flight (watchdog) */
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;
-	uint64_t stall_ns;            /* watchdog bound */
-	uint64_t port_grace_ns;       /* a port down longer than this fails the comm */
+	uint64_t stall_ns;      /* watchdog bound */
+	uint64_t port_grace_ns; /* a port down longer than this fails the comm */
 	unsigned int idle;
-	uint64_t idle_since_ns;       /* the back-off's clock: first empty poll of this run */
-	int want_cts;                 /* send: isend waits for the receiver */
+	uint64_t idle_since_ns; /* the back-off's clock: first empty poll of this run */
+	int want_cts;           /* send: isend waits for the receiver */
 	/* what a failure is judged against (src/counters.c, src/events.c) */
 	uint64_t created_ns;
-	uint64_t gid_check_ns;        /* the last look at the GID table (slow checks) */
-	struct rn_ctr_snap *ctr0;     /* every local RoCE NIC's counters at creation */
+	uint64_t gid_check_ns;    /* the last look at the GID table (slow checks) */
+	struct rn_ctr_snap *ctr0; /* every local RoCE NIC's counters at creation */
 	/* failover (src/failover.c): NULL without spare pairs */
 	struct rn_failover *fo;
-	struct rn_vfail *vf;          /* a vNIC comm's member pairs out (src/vfail.c): NULL without */
-	int qp_any;                   /* QP q is not on member q % nmem (a vNIC that lost a pair) */
-	int moving;                   /* send side: waiting for the receiver's RESUME */
-	int draining;                 /* a move takes the old pair's last completions */
-	struct rn_dev *reg_dev;       /* the NIC NCCL's registrations are made on (mem[0] at creation) */
-	uint64_t rctrl_addr;          /* the peer's control block (its mailboxes) */
+	struct rn_vfail *vf;    /* a vNIC comm's member pairs out (src/vfail.c): NULL without */
+	int qp_any;             /* QP q is not on member q % nmem (a vNIC that lost a pair) */
+	int moving;             /* send side: waiting for the receiver's RESUME */
+	int draining;           /* a move takes the old pair's last completions */
+	struct rn_dev *reg_dev; /* the NIC NCCL's registrations are made on (mem[0] at creation) */
+	uint64_t rctrl_addr;    /* the peer's control block (its mailboxes) */
 };
 
 struct rn_send_comm {
 	struct rn_comm c;
-	struct rn_cts (*fifo)[RN_MAX_RECVS];  /* [RN_SLOTS]; remote-writable */
-	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; staged multi-recv sizes */
+	struct rn_cts (*fifo)[RN_MAX_RECVS]; /* [RN_SLOTS]; remote-writable */
+	int32_t (*sizes)[RN_MAX_RECVS];      /* [RN_SLOTS]; staged multi-recv sizes */
 	uint64_t rsizes_addr;
-	uint32_t rsizes_rkey[RN_VNIC_MAX];     /* per peer member */
-	uint32_t head;                         /* next FIFO sequence to serve, minus 1 */
+	uint32_t rsizes_rkey[RN_VNIC_MAX];   /* per peer member */
+	uint32_t head;                       /* next FIFO sequence to serve, minus 1 */
 	struct rn_send_slot slots[RN_SLOTS];
 	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
 	struct rn_req *free_reqs;
-	int fresh_reqs;                        /* reqs[] never handed out from here on */
+	int fresh_reqs; /* reqs[] never handed out from here on */
 };
 
 struct rn_recv_comm {
 	struct rn_comm c;
-	struct rn_cts (*stage)[RN_MAX_RECVS];  /* [RN_SLOTS]; CTS entries before the write */
-	int32_t (*sizes)[RN_MAX_RECVS];        /* [RN_SLOTS]; the sender writes here */
+	struct rn_cts (*stage)[RN_MAX_RECVS]; /* [RN_SLOTS]; CTS entries before the write */
+	int32_t (*sizes)[RN_MAX_RECVS];       /* [RN_SLOTS]; the sender writes here */
 	uint8_t *flush_buf;
 	uint64_t rfifo_addr;
-	uint32_t rfifo_rkey[RN_VNIC_MAX];      /* per peer member */
-	uint32_t tail;                         /* next slot sequence to post, minus 1 */
-	uint32_t qp_next[RN_MAX_QPS];          /* slot expected next on each QP */
+	uint32_t rfifo_rkey[RN_VNIC_MAX];     /* per peer member */
+	uint32_t tail;                        /* next slot sequence to post, minus 1 */
+	uint32_t qp_next[RN_MAX_QPS];         /* slot expected next on each QP */
 	struct rn_req reqs[RN_SLOTS];
-	struct ibv_qp *flush_qp[RN_VNIC_MAX];  /* per member, connected to itself */
+	struct ibv_qp *flush_qp[RN_VNIC_MAX]; /* per member, connected to itself */
 	int flush_used;
 	struct rn_req flush_reqs[RN_SLOTS];
 	/* CTS writes posted unsignaled since the last signaled one, per QP (src/xfer.c) */
 	uint16_t cts_unsig[RN_MAX_QPS];
-	int cts_inline;                        /* bytes a CTS write may carry inline, 0 none */
+	int cts_inline; /* bytes a CTS write may carry inline, 0 none */
 };
 
 /* src/xfer.c */
@@ -446,7 +447,7 @@ int rn_xfer_recv_init(struct rn_recv_comm *rc);
 int rn_comm_progress(struct rn_comm *c);
 
 /* src/events.c: a watcher thread per device with comms (see the file). */
-struct rn_evdev *rn_events_get(struct rn_dev *dev);   /* NULL: not watched (logged) */
+struct rn_evdev *rn_events_get(struct rn_dev *dev); /* NULL: not watched (logged) */
 void rn_events_put(struct rn_evdev *ev);
 /* Drain @ev's pending async events now (the thread does this by itself). */
 void rn_events_poll(struct rn_evdev *ev);

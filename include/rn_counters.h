@@ -84,8 +84,8 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 			   const struct rn_ctr_snap *b, const char *ibdev, int port,
 			   struct rn_vars *v);
 /* The link-downed and lost-carrier deltas of @ibdev:@port between @a and @b (0: none). */
-uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
-		      const char *ibdev, int port, enum rn_ctr c);
+uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b, const char *ibdev,
+		      int port, enum rn_ctr c);
 
 /* The role as the diagnosis names it ("retransmission timeouts"); "" out of range. */
 const char *rn_ctr_role_name(int role);

@@ -26,7 +26,7 @@
 struct rn_mr_cache; /* src/mr.c */
 
 struct rn_dev {
-	struct rn_nic nic;          /* identity, GID choice, verdict */
+	struct rn_nic nic; /* identity, GID choice, verdict */
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
@@ -43,16 +43,16 @@ struct rn_dev {
 	 */
 	char nccl_pci_path[PATH_MAX];
 	int nccl_port;
-	int rail, plane;            /* NCCL_IB_HCA name::rail:plane (2.30), -1 = unset */
+	int rail, plane; /* NCCL_IB_HCA name::rail:plane (2.30), -1 = unset */
 	uint64_t guid;
 	int speed_mbps;
-	int is_rxe;                 /* Soft-RoCE: retry_cnt 7 means forever there */
-	int ptr_support;            /* RN_PTR_* */
-	int relaxed_ordering;       /* MRs get IBV_ACCESS_RELAXED_ORDERING */
+	int is_rxe;           /* Soft-RoCE: retry_cnt 7 means forever there */
+	int ptr_support;      /* RN_PTR_* */
+	int relaxed_ordering; /* MRs get IBV_ACCESS_RELAXED_ORDERING */
 	uint32_t max_msg_size;
 	struct rn_mr_cache *mrs;
 	pthread_mutex_t lock;
-	int kept_out_told;          /* the flap limit's WARN was given (src/failover.c, lock) */
+	int kept_out_told; /* the flap limit's WARN was given (src/failover.c, lock) */
 };
 
 /*
@@ -64,16 +64,16 @@ struct rn_dev {
 
 struct rn_vdev {
 	int n;
-	int devs[RN_VNIC_MAX];      /* physical device indices, in the order NCCL gave */
+	int devs[RN_VNIC_MAX];       /* physical device indices, in the order NCCL gave */
 	char name[RN_VNIC_MAX * 64]; /* "mlx5_0+mlx5_1", what getProperties reports */
 };
 
 struct rn_engine {
 	struct rn_config cfg;
-	int ndevs;                  /* physical devices offered to NCCL */
+	int ndevs; /* physical devices offered to NCCL */
 	struct rn_dev *devs[RN_MAX_DEVS];
 	char hostname[64];
-	int nvdevs;                 /* vNICs made so far (atomic: read without the lock) */
+	int nvdevs; /* vNICs made so far (atomic: read without the lock) */
 	struct rn_vdev vdevs[RN_MAX_VDEVS];
 };
 
@@ -137,15 +137,15 @@ int rn_engine_members(const struct rn_engine *eng, int dev, struct rn_dev **out)
  * speed, the fewest QPs any member allows and the pointer kinds every member supports.
  */
 struct rn_props {
-	const char *name;           /* "mlx5_0", a vNIC's "mlx5_0+mlx5_1" */
-	const char *pci_path;       /* NULL: none */
+	const char *name;     /* "mlx5_0", a vNIC's "mlx5_0+mlx5_1" */
+	const char *pci_path; /* NULL: none */
 	uint64_t guid;
-	int ptr_support;            /* RN_PTR_* */
+	int ptr_support;      /* RN_PTR_* */
 	int speed_mbps;
 	int port;
 	int max_comms;
-	int rail, plane;            /* -1: not given */
-	int ndevs;                  /* the physical devices behind it */
+	int rail, plane; /* -1: not given */
+	int ndevs;       /* the physical devices behind it */
 	int devs[RN_VNIC_MAX];
 };
 /* 0, or -EINVAL for no device @dev. */

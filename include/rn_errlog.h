@@ -23,8 +23,8 @@
 #define RN_ERRLOG_LINE 4000 /* a record longer than this is cut in its counters */
 
 struct rn_errlog_rec {
-	const char *cause;       /* the verdict catalogue's id (rn_cause_id), "unknown" when none */
-	const char *status;      /* e.g. RETRY_EXC_ERR, port-down, peer-closed */
+	const char *cause;  /* the verdict catalogue's id (rn_cause_id), "unknown" when none */
+	const char *status; /* e.g. RETRY_EXC_ERR, port-down, peer-closed */
 	const char *ibdev;
 	int port;
 	const char *netdev;
@@ -32,7 +32,7 @@ struct rn_errlog_rec {
 	const char *peer_host;
 	const char *peer_netdev;
 	const char *peer_ip;
-	const char *counters;    /* NULL: none */
+	const char *counters; /* NULL: none */
 };
 
 /* Append @r to @dir's journal (rotating it first when full). 0 or -errno. */

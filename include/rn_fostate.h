@@ -22,8 +22,8 @@
 const char *rn_fostate_dir(void);
 
 /* Append one move from @ibdev:@port (@netdev) to @to. 0 or -errno (the caller says it once). */
-int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *netdev,
-		   const char *to, const char *cause);
+int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *netdev, const char *to,
+		   const char *cause);
 
 /*
  * The moves away from @ibdev:@port in @dir's record: their count in @n and the newest's

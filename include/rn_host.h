@@ -45,9 +45,9 @@ const char *rn_sysctl_key(char *buf, size_t len, const char *dev, const char *ke
 
 struct rn_host_link {
 	struct rn_nl_link link;
-	int sysctl_read;           /* sysctls below are cached */
-	struct rn_sysctls dev;     /* conf/<dev> as read */
-	struct rn_sysctls eff;     /* combined with conf/all */
+	int sysctl_read;       /* sysctls below are cached */
+	struct rn_sysctls dev; /* conf/<dev> as read */
+	struct rn_sysctls eff; /* combined with conf/all */
 };
 
 #define RN_HOST_ROCE_MAX 64
@@ -55,26 +55,26 @@ struct rn_host_link {
 struct rn_host {
 	struct rn_host_link *links;
 	int nlinks;
-	struct rn_nl_addr *addrs;  /* IPv4 and IPv6 */
+	struct rn_nl_addr *addrs; /* IPv4 and IPv6 */
 	int naddrs;
-	struct rn_nl_rule *rules;  /* sorted by priority */
+	struct rn_nl_rule *rules; /* sorted by priority */
 	int nrules;
 	struct rn_nl_route *routes;
 	int nroutes;
 	struct rn_sysctls all;
 	int all_read;
-	double snapshot_ms;        /* how long the netlink dumps took */
+	double snapshot_ms; /* how long the netlink dumps took */
 	/* rn_host_route_get: answered from the snapshot, or asked of the kernel */
 	int routes_answered, routes_asked;
 	/* Which links share an L2 segment (rn_host_same_l2), probed on first use. */
-	int l2_state;              /* 0 not probed, 1 probed, -errno could not */
-	signed char *l2;           /* nlinks x nlinks, by position in @links */
-	double l2_ms;              /* how long the ARP probes took */
+	int l2_state;    /* 0 not probed, 1 probed, -errno could not */
+	signed char *l2; /* nlinks x nlinks, by position in @links */
+	double l2_ms;    /* how long the ARP probes took */
 	/* the links the caller assesses as RoCE NICs (rn_host_mark_roce): the MTU check's set */
 	int roce_links[RN_HOST_ROCE_MAX];
 	int nroce_links;
 	/* IPv4 neighbour entries (rn_host_neighs), dumped on first use */
-	int neigh_state;           /* 0 not dumped, 1 dumped, -errno could not */
+	int neigh_state; /* 0 not dumped, 1 dumped, -errno could not */
 	struct rn_nl_neigh *neighs;
 	int nneighs;
 };

@@ -31,8 +31,8 @@ enum rn_log_sub {
  * A sink receives one fully formatted line without the trailing newline.
  * The plugin installs one that forwards to NCCL's logger.
  */
-typedef void (*rn_log_sink_fn)(enum rn_log_level level, unsigned long sub,
-			       const char *file, int line, const char *msg);
+typedef void (*rn_log_sink_fn)(enum rn_log_level level, unsigned long sub, const char *file,
+			       int line, const char *msg);
 
 /* Install @sink (NULL restores the stderr sink). Not thread-safe: call at init. */
 void rn_log_set_sink(rn_log_sink_fn sink);
@@ -46,8 +46,8 @@ void rn_log_set_level(enum rn_log_level level);
 /* True when a message at @level would be shown (to skip expensive formatting). */
 int rn_log_enabled(enum rn_log_level level);
 
-void rn_log(enum rn_log_level level, unsigned long sub, const char *file, int line,
-	    const char *fmt, ...) __rn_printf(5, 6);
+void rn_log(enum rn_log_level level, unsigned long sub, const char *file, int line, const char *fmt,
+	    ...) __rn_printf(5, 6);
 
 #define rn_warn(sub, ...) rn_log(RN_LOG_WARN, (sub), __FILE__, __LINE__, __VA_ARGS__)
 #define rn_info(sub, ...) rn_log(RN_LOG_INFO, (sub), __FILE__, __LINE__, __VA_ARGS__)

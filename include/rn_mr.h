@@ -18,9 +18,9 @@
 struct rn_mr {
 	struct ibv_mr *ibmr;
 	struct rn_dev *dev;
-	uintptr_t base;   /* page-aligned start */
-	size_t len;       /* page-aligned length */
-	int type;         /* RN_PTR_HOST / RN_PTR_CUDA; a CUDA MR needs flushing */
+	uintptr_t base; /* page-aligned start */
+	size_t len;     /* page-aligned length */
+	int type;       /* RN_PTR_HOST / RN_PTR_CUDA; a CUDA MR needs flushing */
 	int dmabuf;
 	int refs;
 	struct rn_mr *next;
@@ -35,8 +35,8 @@ struct rn_mr {
 	 * made on first use and released with this one; a DMA-BUF registration keeps a dup
 	 * of its fd for them (NCCL closes its own after regMrDmaBuf).
 	 */
-	int fd;           /* -1: none */
-	uint64_t fd_off;  /* the fd's offset of base */
+	int fd;          /* -1: none */
+	uint64_t fd_off; /* the fd's offset of base */
 	struct rn_mr *alt[RN_MR_ALT_MAX];
 };
 
@@ -56,13 +56,13 @@ static inline uint32_t rn_mr_rkey(const struct rn_mr *mr, int k)
  * handle holding them all. 0 or -errno (nothing kept). rn_vmr_put() over the same
  * members releases all: 0, or -EINVAL for a handle they do not hold.
  */
-int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type,
-	       int dmabuf_fd, uint64_t offset, struct rn_mr **out);
+int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type, int dmabuf_fd,
+	       uint64_t offset, struct rn_mr **out);
 int rn_vmr_put(struct rn_dev *const *devs, int n, struct rn_mr *v);
 
 /* Register @data..@data+@size on @dev (cache hit or new). 0 or -errno. */
-int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd,
-	      uint64_t offset, struct rn_mr **out);
+int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd, uint64_t offset,
+	      struct rn_mr **out);
 /* Drop one reference; deregisters at zero. 0, or -EINVAL for an MR @dev's cache does not hold. */
 int rn_mr_put(struct rn_dev *dev, struct rn_mr *mr);
 

@@ -30,9 +30,9 @@
 
 #include "rn_dev.h"
 
-#define RN_HANDLE_SIZE 128      /* NCCL_NET_HANDLE_MAXSIZE */
-#define RN_MAX_RECVS 8          /* maxRecvs we advertise */
-#define RN_MAX_REQUESTS 32      /* NCCL_NET_MAX_REQUESTS */
+#define RN_HANDLE_SIZE 128 /* NCCL_NET_HANDLE_MAXSIZE */
+#define RN_MAX_RECVS 8     /* maxRecvs we advertise */
+#define RN_MAX_REQUESTS 32 /* NCCL_NET_MAX_REQUESTS */
 
 struct rn_listen_comm;
 struct rn_send_comm;
@@ -86,8 +86,8 @@ struct rn_net_ops {
 		       struct rn_send_comm **out);
 	int (*accept)(struct rn_listen_comm *lc, struct rn_recv_comm **out);
 	int (*reg_mr)(void *comm, void *data, size_t size, int type, struct rn_mr **out);
-	int (*reg_mr_dmabuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
-			     int fd, struct rn_mr **out);
+	int (*reg_mr_dmabuf)(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+			     struct rn_mr **out);
 	int (*dereg_mr)(void *comm, struct rn_mr *mr);
 	int (*isend)(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
 		     struct rn_req **out);

@@ -39,9 +39,9 @@ struct rn_nl_link {
 	char name[IF_NAMESIZE];
 	uint8_t mac[6];
 	int mtu;
-	unsigned int flags;   /* IFF_* */
-	int oper_up;          /* IFF_UP and carrier (IFF_LOWER_UP), not dormant or testing */
-	int master;           /* ifindex of the bond/bridge/VRF master, 0 = none */
+	unsigned int flags; /* IFF_* */
+	int oper_up;        /* IFF_UP and carrier (IFF_LOWER_UP), not dormant or testing */
+	int master;         /* ifindex of the bond/bridge/VRF master, 0 = none */
 	/* The device's IPv4 conf as the dump carries it (IFLA_INET_CONF, the same values as
 	 * /proc/sys/net/ipv4/conf/<dev>/): init then reads no file a NIC. 0: not in the
 	 * message (no IPv4 on the device, a fake), and the sysctls are read instead. */
@@ -53,24 +53,24 @@ struct rn_nl_addr {
 	int ifindex;
 	struct rn_ip ip;
 	int prefixlen;
-	int scope;            /* RT_SCOPE_* */
-	unsigned int flags;   /* IFA_F_* (IFA_F_SECONDARY for a secondary address) */
+	int scope;          /* RT_SCOPE_* */
+	unsigned int flags; /* IFA_F_* (IFA_F_SECONDARY for a secondary address) */
 };
 
 struct rn_nl_rule {
 	int family;
 	uint32_t priority;
 	uint32_t table;
-	int action;           /* FR_ACT_* */
-	struct rn_ip src;     /* family 0: any */
+	int action;       /* FR_ACT_* */
+	struct rn_ip src; /* family 0: any */
 	int src_len;
 	struct rn_ip dst;
 	int dst_len;
 	char iif[IF_NAMESIZE]; /* "" = any */
 	char oif[IF_NAMESIZE];
 	uint32_t fwmark;
-	int invert;           /* 'not' */
-	int suppress;         /* suppress_prefixlength + 1 (wg-quick's rule); 0 = none */
+	int invert;   /* 'not' */
+	int suppress; /* suppress_prefixlength + 1 (wg-quick's rule); 0 = none */
 	/* selectors the snapshot's lookup does not model (uidrange, ipproto, ports, l3mdev,
 	 * tos/dscp, a fwmark mask, goto, suppress_ifgroup, tun_id): rn_host_route_get asks the
 	 * kernel when such a rule is in its way */
@@ -101,15 +101,15 @@ struct rn_nl_neigh {
 	struct rn_ip ip;
 	uint8_t mac[6];
 	int has_mac;
-	uint16_t state;       /* NUD_* */
+	uint16_t state; /* NUD_* */
 };
 
 /* One ARP probe of rn_nl_ops.arp_probe: who on @ifindex's L2 segment answers for @target. */
 struct rn_arp_query {
-	int ifindex;          /* sent out of this link */
-	uint8_t mac[6];       /* its MAC: the request's sender hardware address */
+	int ifindex;       /* sent out of this link */
+	uint8_t mac[6];    /* its MAC: the request's sender hardware address */
 	struct in_addr target;
-	uint8_t answer[6];    /* the first MAC that answered */
+	uint8_t answer[6]; /* the first MAC that answered */
 	int answered;
 };
 
@@ -121,8 +121,8 @@ struct rn_arp_query {
 #define RN_DCB_SEL_DSCP 5 /* IEEE_8021QAZ_APP_SEL_DSCP */
 struct rn_nl_dcb {
 	int has_pfc;
-	uint8_t pfc_cap;      /* traffic classes that can be lossless */
-	uint8_t pfc_en;       /* bit p: priority p is lossless */
+	uint8_t pfc_cap; /* traffic classes that can be lossless */
+	uint8_t pfc_en;  /* bit p: priority p is lossless */
 	int napp;
 	struct {
 		uint8_t selector; /* RN_DCB_SEL_DSCP: protocol is a DSCP */

@@ -31,8 +31,8 @@
 
 struct rn_oob_buf {
 	uint8_t data[RN_WIRE_MAX_MSG];
-	size_t len;  /* bytes to send, or bytes expected so far when receiving */
-	size_t off;  /* bytes done */
+	size_t len;            /* bytes to send, or bytes expected so far when receiving */
+	size_t off;            /* bytes done */
 	struct rn_msg_hdr hdr; /* receiving: valid once the header is in */
 };
 

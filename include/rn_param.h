@@ -53,21 +53,21 @@ struct rn_config {
 	int neigh_timeout_ms;               /* NCCL_ROCE_NEIGH_TIMEOUT_MS: ARP resolution bound */
 	int connect_timeout_ms;             /* NCCL_ROCE_CONNECT_TIMEOUT_MS: handshake bound */
 	int ib_disable;                     /* NCCL_IB_DISABLE: 1 = offer no device (as net_ib) */
-	int mqp_retry_all;                  /* NCCL_IB_MQP_RETRY_ALL: retry modify_qp on any error */
-	int mqp_retry_cnt;                  /* NCCL_IB_MQP_RETRY_CNT: retries of modify_qp */
-	int mqp_retry_sleep_ms;             /* NCCL_IB_MQP_RETRY_SLEEP_MSEC: backoff step */
-	int merge_vfs;                      /* NCCL_IB_MERGE_VFS: VFs numbered as their NIC's ports */
-	int merge_nics;                     /* NCCL_IB_MERGE_NICS: makeVDevice allowed */
-	int failover;                       /* NCCL_ROCE_FAILOVER: move a comm off a failed NIC */
-	int failover_spares;                /* NCCL_ROCE_FAILOVER_SPARES: pairs kept per comm */
-	int ib_port_failover;               /* NCCL_IB_RESILIENCY_PORT_FAILOVER, -1 unset */
-	int recovery;                       /* NCCL_ROCE_RECOVERY: failed pairs come back */
-	int recovery_delay_ms;              /* NCCL_ROCE_RECOVERY_DELAY_MS: up this long first */
-	int flap_max;                       /* NCCL_ROCE_FLAP_MAX: failures kept out past this */
-	int flap_window_s;                  /* NCCL_ROCE_FLAP_WINDOW_S: ... within this window */
-	int ib_port_recovery;               /* NCCL_IB_RESILIENCY_PORT_RECOVERY, -1 unset */
-	char peer_subnets[RN_CFG_STR_MAX];  /* NCCL_ROCE_PEER_SUBNETS: routed peers, CIDR,... */
-	char gateways[RN_CFG_STR_MAX];      /* NCCL_ROCE_GATEWAYS: GW or NETDEV=GW,... */
+	int mqp_retry_all;      /* NCCL_IB_MQP_RETRY_ALL: retry modify_qp on any error */
+	int mqp_retry_cnt;      /* NCCL_IB_MQP_RETRY_CNT: retries of modify_qp */
+	int mqp_retry_sleep_ms; /* NCCL_IB_MQP_RETRY_SLEEP_MSEC: backoff step */
+	int merge_vfs;          /* NCCL_IB_MERGE_VFS: VFs numbered as their NIC's ports */
+	int merge_nics;         /* NCCL_IB_MERGE_NICS: makeVDevice allowed */
+	int failover;           /* NCCL_ROCE_FAILOVER: move a comm off a failed NIC */
+	int failover_spares;    /* NCCL_ROCE_FAILOVER_SPARES: pairs kept per comm */
+	int ib_port_failover;   /* NCCL_IB_RESILIENCY_PORT_FAILOVER, -1 unset */
+	int recovery;           /* NCCL_ROCE_RECOVERY: failed pairs come back */
+	int recovery_delay_ms;  /* NCCL_ROCE_RECOVERY_DELAY_MS: up this long first */
+	int flap_max;           /* NCCL_ROCE_FLAP_MAX: failures kept out past this */
+	int flap_window_s;      /* NCCL_ROCE_FLAP_WINDOW_S: ... within this window */
+	int ib_port_recovery;   /* NCCL_IB_RESILIENCY_PORT_RECOVERY, -1 unset */
+	char peer_subnets[RN_CFG_STR_MAX]; /* NCCL_ROCE_PEER_SUBNETS: routed peers, CIDR,... */
+	char gateways[RN_CFG_STR_MAX];     /* NCCL_ROCE_GATEWAYS: GW or NETDEV=GW,... */
 };
 
 /*

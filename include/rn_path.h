@@ -44,9 +44,9 @@ const char *rn_gid_why_str(enum rn_gid_why why);
  * the answer judged (the doctor's ROUTE column), not one asked again later.
  */
 struct rn_route_answer {
-	struct rn_ip dst;           /* family 0: not asked (no IP or no room in the subnet) */
-	int err, oif_err;           /* 0 or -errno of each lookup */
-	struct rn_nl_route route;   /* IPv4 without oif (as TCP and ARP), IPv6 with (the QP's) */
+	struct rn_ip dst;             /* family 0: not asked (no IP or no room in the subnet) */
+	int err, oif_err;             /* 0 or -errno of each lookup */
+	struct rn_nl_route route;     /* IPv4 without oif (as TCP and ARP), IPv6 with (the QP's) */
 	struct rn_nl_route route_oif; /* with oif = the NIC's netdev */
 };
 
@@ -160,9 +160,9 @@ struct rn_peer_facts {
 	uint8_t mac[6];
 	union ibv_gid gid;
 	struct rn_ip ip;
-	int mtu;                 /* netdev MTU */
+	int mtu;                /* netdev MTU */
 	enum ibv_mtu active_mtu;
-	uint16_t verdict_cause;  /* RN_CAUSE_NONE when the sender's own check passed */
+	uint16_t verdict_cause; /* RN_CAUSE_NONE when the sender's own check passed */
 };
 
 /* Fill what we advertise for @nic. */
@@ -184,8 +184,8 @@ void rn_peer_facts_from_nic(const struct rn_nic *nic, struct rn_peer_facts *out)
  * IP out of our NIC at start, repeated every 200 ms while unresolved).
  */
 struct rn_conn_check;
-int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
-			int timeout_ms, struct rn_conn_check **out);
+int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer, int timeout_ms,
+			struct rn_conn_check **out);
 int rn_conn_check_poll(struct rn_conn_check *chk, struct rn_finding *out);
 void rn_conn_check_free(struct rn_conn_check *chk);
 /*

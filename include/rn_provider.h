@@ -21,11 +21,11 @@
 #define RN_PROVIDER_NAME 32
 
 struct rn_provider_plan {
-	int n; /* providers to load; 0: leave libibverbs its own scan */
+	int n;           /* providers to load; 0: leave libibverbs its own scan */
 	char name[RN_PROVIDER_MAX][RN_PROVIDER_NAME];
-	int ndevs;	 /* uverbs devices seen */
+	int ndevs;       /* uverbs devices seen */
 	int nconfigured; /* providers /etc/libibverbs.d names */
-	char why[160];	 /* when n is 0: why, for the INFO line */
+	char why[160];   /* when n is 0: why, for the INFO line */
 };
 
 /*

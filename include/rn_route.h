@@ -31,8 +31,8 @@ void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, str
  * route via @gw (NULL: not known, then the hint says what to add) in @nic's table, with
  * the subnet route and the rule when @nic has no table of its own. @host may be NULL.
  */
-void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
-		      const struct rn_ip *gw, struct rn_vars *v);
+void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic, const struct rn_ip *gw,
+		      struct rn_vars *v);
 
 /*
  * neigh-wrong-mac's words for a PERMANENT or NOARP entry for @ip on @dev (@state its

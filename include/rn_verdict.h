@@ -12,44 +12,44 @@
 
 enum rn_cause {
 	RN_CAUSE_NONE = 0,
-	RN_CAUSE_ARP_FLUX,            /* shared subnet, effective arp_ignore 0 or arp_announce < 2 */
-	RN_CAUSE_NO_RULE,             /* no 'from <ip>' rule while NICs share a subnet */
-	RN_CAUSE_RULE_WRONG_NIC,      /* the rule's table egresses another NIC */
-	RN_CAUSE_ROUTE_WRONG_NIC,     /* route lookup from our IP egresses another NIC */
-	RN_CAUSE_RP_FILTER,           /* strict rp_filter would drop replies */
-	RN_CAUSE_NEIGH_WRONG_MAC,     /* neighbour holds another MAC than the peer's */
-	RN_CAUSE_NEIGH_UNRESOLVED,    /* neighbour did not resolve in time */
-	RN_CAUSE_MTU_MISMATCH,        /* netdev vs port, or between peers */
-	RN_CAUSE_LINK_DOWN,           /* netdev or port not up */
-	RN_CAUSE_NO_GID,              /* no GID of the wanted family/range/version */
+	RN_CAUSE_ARP_FLUX,         /* shared subnet, effective arp_ignore 0 or arp_announce < 2 */
+	RN_CAUSE_NO_RULE,          /* no 'from <ip>' rule while NICs share a subnet */
+	RN_CAUSE_RULE_WRONG_NIC,   /* the rule's table egresses another NIC */
+	RN_CAUSE_ROUTE_WRONG_NIC,  /* route lookup from our IP egresses another NIC */
+	RN_CAUSE_RP_FILTER,        /* strict rp_filter would drop replies */
+	RN_CAUSE_NEIGH_WRONG_MAC,  /* neighbour holds another MAC than the peer's */
+	RN_CAUSE_NEIGH_UNRESOLVED, /* neighbour did not resolve in time */
+	RN_CAUSE_MTU_MISMATCH,     /* netdev vs port, or between peers */
+	RN_CAUSE_LINK_DOWN,        /* netdev or port not up */
+	RN_CAUSE_NO_GID,           /* no GID of the wanted family/range/version */
 	RN_CAUSE_GID_FORCED_MISMATCH, /* NCCL_IB_GID_INDEX disagrees with the routing */
 	RN_CAUSE_PEER_REFUSED,        /* the peer's own check refused the path */
 	RN_CAUSE_NO_ROUTE,            /* no route to the peer from our source IP */
 	RN_CAUSE_FIREWALL,            /* RoCE v2 UDP 4791 dropped (doctor, rxe) */
 	RN_CAUSE_PEER_DIED,           /* the peer closed its side channel: its process is gone */
 	RN_CAUSE_SHARED_L2,           /* other subnets' NICs on our L2 segment answer ARP for us */
-	RN_CAUSE_L2_UNCHECKED,        /* that could not be probed (no CAP_NET_RAW), sysctls unsafe */
-	RN_CAUSE_ARP_SILENT,          /* effective arp_ignore=8: the NIC answers no ARP */
-	RN_CAUSE_RULE_SHADOWED,       /* our rule exists but a rule ahead of it decides */
-	RN_CAUSE_TABLE_NO_ROUTE,      /* our rule's table lacks our subnet (link bounced) */
-	RN_CAUSE_NO_GATEWAY,          /* L3 NIC: off-subnet peers assumed on-link (no default) */
-	RN_CAUSE_STALE_RULE,          /* a 'from <old address>' rule into our table (renumbered) */
-	RN_CAUSE_GID_GONE,            /* the NIC's address left its GID table (src/gid.c) */
-	RN_CAUSE_NO_CARRIER,          /* netdev admin-up without carrier: cable, transceiver, switch */
-	RN_CAUSE_LINK_FLAP,           /* the port went down during the comm, past the retry budget */
-	RN_CAUSE_LINK_FLAPPING,       /* more lost carriers than a healthy link has in a day */
-	RN_CAUSE_REPLIES_ELSEWHERE,   /* counters: the peer's packets land on another local NIC */
-	RN_CAUSE_NO_REPLY,            /* counters: packets sent, retransmitted, nothing came back */
-	RN_CAUSE_FABRIC_LOSS,         /* counters: retransmits, out-of-sequence, duplicates */
-	RN_CAUSE_CONGESTION,          /* counters: CNPs / ECN marks */
-	RN_CAUSE_RNR,                 /* counters: receiver-not-ready NAKs */
-	RN_CAUSE_QOS_LOSSY,           /* NCCL's class rides a priority without PFC beside one with */
-	RN_CAUSE_FLEET_DIFFERS,       /* sweep: a version, driver, MTU, sysctl not the fleet's */
-	RN_CAUSE_BANDWIDTH_LOW,       /* sweep: a NIC pair under --min-gbps */
-	RN_CAUSE_SLOW_NIC,            /* sweep: the end of slow pairs slow with every peer */
-	RN_CAUSE_GID_MOVED,           /* a live comm's source GID index now holds another entry */
-	RN_CAUSE_PLUGIN_MISSING,      /* sweep: NCCL_NET_PLUGIN finds no plugin on a host */
-	RN_CAUSE_PROXY_ARP,           /* proxy_arp on a RoCE NIC of a forwarding host */
+	RN_CAUSE_L2_UNCHECKED,   /* that could not be probed (no CAP_NET_RAW), sysctls unsafe */
+	RN_CAUSE_ARP_SILENT,     /* effective arp_ignore=8: the NIC answers no ARP */
+	RN_CAUSE_RULE_SHADOWED,  /* our rule exists but a rule ahead of it decides */
+	RN_CAUSE_TABLE_NO_ROUTE, /* our rule's table lacks our subnet (link bounced) */
+	RN_CAUSE_NO_GATEWAY,     /* L3 NIC: off-subnet peers assumed on-link (no default) */
+	RN_CAUSE_STALE_RULE,     /* a 'from <old address>' rule into our table (renumbered) */
+	RN_CAUSE_GID_GONE,       /* the NIC's address left its GID table (src/gid.c) */
+	RN_CAUSE_NO_CARRIER,     /* netdev admin-up without carrier: cable, transceiver, switch */
+	RN_CAUSE_LINK_FLAP,      /* the port went down during the comm, past the retry budget */
+	RN_CAUSE_LINK_FLAPPING,  /* more lost carriers than a healthy link has in a day */
+	RN_CAUSE_REPLIES_ELSEWHERE, /* counters: the peer's packets land on another local NIC */
+	RN_CAUSE_NO_REPLY,          /* counters: packets sent, retransmitted, nothing came back */
+	RN_CAUSE_FABRIC_LOSS,       /* counters: retransmits, out-of-sequence, duplicates */
+	RN_CAUSE_CONGESTION,        /* counters: CNPs / ECN marks */
+	RN_CAUSE_RNR,               /* counters: receiver-not-ready NAKs */
+	RN_CAUSE_QOS_LOSSY,         /* NCCL's class rides a priority without PFC beside one with */
+	RN_CAUSE_FLEET_DIFFERS,     /* sweep: a version, driver, MTU, sysctl not the fleet's */
+	RN_CAUSE_BANDWIDTH_LOW,     /* sweep: a NIC pair under --min-gbps */
+	RN_CAUSE_SLOW_NIC,          /* sweep: the end of slow pairs slow with every peer */
+	RN_CAUSE_GID_MOVED,         /* a live comm's source GID index now holds another entry */
+	RN_CAUSE_PLUGIN_MISSING,    /* sweep: NCCL_NET_PLUGIN finds no plugin on a host */
+	RN_CAUSE_PROXY_ARP,         /* proxy_arp on a RoCE NIC of a forwarding host */
 	RN_CAUSE__MAX
 };
 
@@ -126,8 +126,8 @@ void rn_vars_free(struct rn_vars *v);
  */
 int rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn_vars *v);
 /* Replace @f by a finding with the given text (a peer's, already rendered). 0 or -ENOMEM. */
-int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev,
-		   const char *msg, const char *fix);
+int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev, const char *msg,
+		   const char *fix);
 /*
  * Set where @f's fix runs and its other parts (each NULL: left as it is, "": none).
  * 0 or -ENOMEM (@f keeps its message and fix).
@@ -192,8 +192,8 @@ const char *rn_cause_fix_template(enum rn_cause cause);
 enum rn_tpl {
 	RN_TPL_MSG,
 	RN_TPL_FIX,
-	RN_TPL_FIX_ON,  /* the host the fix runs on ("": the finding's own) */
-	RN_TPL_PRE,     /* commands to run first, elsewhere */
+	RN_TPL_FIX_ON, /* the host the fix runs on ("": the finding's own) */
+	RN_TPL_PRE,    /* commands to run first, elsewhere */
 	RN_TPL_PRE_ON,
 	RN_TPL_ADVICE,
 	RN_TPL__MAX

@@ -59,14 +59,14 @@
 /* 2: VERDICT carries whole texts; 3: and where fixes run; 4: vNIC members, 64-byte CTS */
 /* 5: spare NIC pairs (failover) in HELLO, a READY mask; 6: recovery (src/failover.c) */
 #define RN_WIRE_VERSION 7
-#define RN_WIRE_VERSION_MIN 2      /* the oldest a header decoder accepts (a VERDICT without hosts) */
+#define RN_WIRE_VERSION_MIN 2 /* the oldest a header decoder accepts (a VERDICT without hosts) */
 /* the oldest handle and HELLO: the data path changed in 5, the failover messages over RDMA in
  * 6 (a peer of 5 would block a pair's queue with a request it never takes), a vNIC's member
  * loss in 7 (a sender of 6 posts no receives for the receiver's DROP) */
 #define RN_WIRE_HELLO_MIN 7
-#define RN_HANDLE_PUBLIC 64         /* bytes of the handle the listener fills */
+#define RN_HANDLE_PUBLIC 64 /* bytes of the handle the listener fills */
 
-#define RN_MAX_QPS 128              /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */
+#define RN_MAX_QPS 128      /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */
 
 enum rn_msg_type {
 	RN_MSG_HELLO = 1,
@@ -76,21 +76,23 @@ enum rn_msg_type {
 
 #define RN_WIRE_HDR_LEN 24
 #define RN_HELLO_FIXED_LEN 160
-#define RN_HELLO_MEMBER_LEN 136     /* facts (128) + FIFO rkey + sizes rkey */
-#define RN_HELLO_SPARE_LEN 132      /* facts (128) + control block rkey, then its QP numbers */
-#define RN_HELLO_MAX_LEN (RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (RN_VNIC_MAX - 1) + \
-			  4 * RN_MAX_QPS + RN_SPARES_MAX * (RN_HELLO_SPARE_LEN + 4 * RN_MAX_QPS))
+#define RN_HELLO_MEMBER_LEN 136 /* facts (128) + FIFO rkey + sizes rkey */
+#define RN_HELLO_SPARE_LEN 132  /* facts (128) + control block rkey, then its QP numbers */
+#define RN_HELLO_MAX_LEN \
+	(RN_HELLO_FIXED_LEN + RN_HELLO_MEMBER_LEN * (RN_VNIC_MAX - 1) + 4 * RN_MAX_QPS + \
+	 RN_SPARES_MAX * (RN_HELLO_SPARE_LEN + 4 * RN_MAX_QPS))
 #define RN_VERDICT_FIXED_LEN 12
-#define RN_VERDICT_EXT_LEN 16       /* version 3: four more text lengths */
+#define RN_VERDICT_EXT_LEN 16 /* version 3: four more text lengths */
 #define RN_VERDICT_NTEXTS 6
-#define RN_VERDICT_FLAG_REFUSED 0x01 /* flags byte (not enum rn_verdict_kind's RN_VERDICT_REFUSED) */
+#define RN_VERDICT_FLAG_REFUSED \
+	0x01 /* flags byte (not enum rn_verdict_kind's RN_VERDICT_REFUSED) */
 #define RN_VERDICT_FLAG_EXT 0x02
 /* A finding's text is a few hundred bytes; far beyond this is a bug, not a NIC list. */
 #define RN_VERDICT_TEXT_MAX 8192
 /* A host name, a line of sysctls, a sentence: far beyond this is a bug too. */
 #define RN_VERDICT_AUX_MAX 1024
-#define RN_WIRE_MAX_PAYLOAD                                                           \
-	(RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2 * RN_VERDICT_TEXT_MAX +       \
+#define RN_WIRE_MAX_PAYLOAD \
+	(RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN + 2 * RN_VERDICT_TEXT_MAX + \
 	 (RN_VERDICT_NTEXTS - 2) * RN_VERDICT_AUX_MAX) /* the longest */
 #define RN_WIRE_MAX_MSG (RN_WIRE_HDR_LEN + RN_WIRE_MAX_PAYLOAD)
 
@@ -120,28 +122,28 @@ struct rn_hello_member {
 /* A spare NIC pair's end (failover): its NIC, and its QPs (as many as the comm's). */
 struct rn_hello_spare {
 	struct rn_peer_facts facts;
-	uint32_t ctrl_rkey;       /* the control block (FIFO or sizes) on this NIC */
+	uint32_t ctrl_rkey; /* the control block (FIFO or sizes) on this NIC */
 	uint32_t qpn[RN_MAX_QPS];
 };
 
 struct rn_hello {
-	int role;                 /* enum rn_role */
+	int role;                   /* enum rn_role */
 	int nqps;
-	int tc, sl;               /* the sender's choice; the receiver follows it */
+	int tc, sl;                 /* the sender's choice; the receiver follows it */
 	struct rn_peer_facts facts; /* member 0 (the only one of a physical device) */
-	uint64_t fifo_addr;       /* sender: its CTS FIFO; receiver: 0 */
-	uint32_t fifo_rkey;       /* member 0's */
-	uint64_t sizes_addr;      /* receiver: where multi-recv sizes land; sender: 0 */
-	uint32_t sizes_rkey;      /* member 0's */
-	int members;              /* NICs behind this end (0 encodes as 1) */
+	uint64_t fifo_addr;         /* sender: its CTS FIFO; receiver: 0 */
+	uint32_t fifo_rkey;         /* member 0's */
+	uint64_t sizes_addr;        /* receiver: where multi-recv sizes land; sender: 0 */
+	uint32_t sizes_rkey;        /* member 0's */
+	int members;                /* NICs behind this end (0 encodes as 1) */
 	struct rn_hello_member more[RN_VNIC_MAX - 1]; /* members 1..members-1 */
 	uint32_t qpn[RN_MAX_QPS];
-	int spares;               /* spare NIC pairs offered (version 5) */
+	int spares;                                   /* spare NIC pairs offered (version 5) */
 	struct rn_hello_spare spare[RN_SPARES_MAX];
 };
 
 struct rn_verdict_msg {
-	int refused;              /* the sender of this message refuses the path */
+	int refused;               /* the sender of this message refuses the path */
 	struct rn_finding finding; /* owned: rn_verdict_msg_clear() */
 };
 

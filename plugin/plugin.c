@@ -49,7 +49,7 @@ __attribute__((used)) static const char rn_version_tag[] = RN_VERSION_TAG RN_VER
  * in a registry instead (ctx_find), and offset 0 is a slot that NCCL may scribble on.
  */
 struct rn_plugin_ctx {
-	int nccl_scratch; /* written by NCCL's internal RMA; never read */
+	int nccl_scratch;  /* written by NCCL's internal RMA; never read */
 	int traffic_class; /* -1 = undefined */
 	uint64_t comm_id;
 	struct rn_engine *eng;
@@ -118,7 +118,8 @@ static void plugin_hello(int abi, ncclDebugLogger_t logger)
 		rn_plugin_log_attach(logger);
 	if (atomic_compare_exchange_strong(&picked_abi, &none, abi))
 		rn_info(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "nccl-net-roce " RN_VERSION ", NCCL net plugin ABI v%d (ncclNetPlugin_v%d)",
+			RN_PFX "nccl-net-roce " RN_VERSION
+			       ", NCCL net plugin ABI v%d (ncclNetPlugin_v%d)",
 			abi, abi);
 }
 
@@ -265,8 +266,10 @@ ncclResult_t rn_plugin_make_vdevice(int *d, int ndevs, const int *devs)
 	if (!eng)
 		return misuse("called before init");
 	if (!eng->cfg.merge_nics) {
-		rn_warn(RN_SUB_NET, RN_PFX "makeVDevice: NCCL_IB_MERGE_NICS=0 disables NIC "
-			"fusion; not fusing %d devices", ndevs);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "makeVDevice: NCCL_IB_MERGE_NICS=0 disables NIC "
+			       "fusion; not fusing %d devices",
+			ndevs);
 		return ncclInvalidUsage;
 	}
 	/* bad members (-EINVAL, logged) are the caller's misuse: ncclInternalError */
@@ -396,8 +399,8 @@ ncclResult_t rn_plugin_reg_mr(void *comm, void *data, size_t size, int type, voi
 	return res;
 }
 
-ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
-				     uint64_t offset, int fd, void **mhandle)
+ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				     int fd, void **mhandle)
 {
 	struct rn_mr *mr = NULL;
 	ncclResult_t res;
@@ -448,7 +451,7 @@ ncclResult_t rn_plugin_irecv(void *recv_comm, int n, void **data, size_t *sizes,
 	if (!data || !sizes || !tags || !mhandles)
 		return misuse("NULL buffer array");
 	res = rn_plugin_result(rn_net.irecv(recv_comm, n, data, sizes, tags,
-					(struct rn_mr **)mhandles, &req));
+					    (struct rn_mr **)mhandles, &req));
 	*request = req;
 	return res;
 }
@@ -464,7 +467,7 @@ ncclResult_t rn_plugin_iflush(void *recv_comm, int n, void **data, int *sizes, v
 	if (n < 1 || n > RN_MAX_RECVS)
 		return misuse("n=%d outside 1..%d", n, RN_MAX_RECVS);
 	res = rn_plugin_result(rn_net.iflush(recv_comm, n, data, sizes, (struct rn_mr **)mhandles,
-					 &req));
+					     &req));
 	*request = req;
 	return res;
 }

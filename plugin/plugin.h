@@ -24,10 +24,10 @@ extern const ncclNet_v12_t ncclNetPlugin_v12;
 extern const ncclRma_v14_t ncclRmaPlugin_v14;
 
 /* NCCL handed us what it must not (a NULL, an index out of range): said, and its error. */
-#define misuse(fmt, ...)                                                            \
-	({                                                                           \
-		rn_warn(RN_SUB_NET, RN_PFX "%s: " fmt, __func__, ##__VA_ARGS__);     \
-		ncclInternalError;                                                   \
+#define misuse(fmt, ...) \
+	({ \
+		rn_warn(RN_SUB_NET, RN_PFX "%s: " fmt, __func__, ##__VA_ARGS__); \
+		ncclInternalError; \
 	})
 
 /* The one translation of the core's -errno into NCCL's result codes (see rn_net.h). */
@@ -79,8 +79,8 @@ ncclResult_t rn_plugin_connect_tc(void *ctx, int dev, int traffic_class, void *h
 ncclResult_t rn_plugin_accept(void *listen_comm, void **recv_comm,
 			      ncclNetDeviceHandle_v12_t **recv_dev_comm);
 ncclResult_t rn_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
-ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
-				     uint64_t offset, int fd, void **mhandle);
+ncclResult_t rn_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				     int fd, void **mhandle);
 ncclResult_t rn_plugin_dereg_mr(void *comm, void *mhandle);
 ncclResult_t rn_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
 			     void *phandle, void **request);

@@ -71,8 +71,8 @@ static ncclResult_t rma_listen(void *ctx, int dev, void *handle, void **listen_c
  * NCCL 2.30.7 passes its net context here (rma/rma_proxy.cc), which is ours only when the
  * net plugin is: it is not needed, the engine is the process's.
  */
-static ncclResult_t rma_connect(void *ctx, void *handles[], int nranks, int rank,
-				void *listen_comm, void **coll_comm)
+static ncclResult_t rma_connect(void *ctx, void *handles[], int nranks, int rank, void *listen_comm,
+				void **coll_comm)
 {
 	struct rn_engine *eng = rn_engine_current();
 	struct rn_rma_coll *g = NULL;
@@ -94,8 +94,7 @@ static ncclResult_t rma_connect(void *ctx, void *handles[], int nranks, int rank
 	return res;
 }
 
-static ncclResult_t rma_create_context(void *coll_comm, ncclRmaConfig_v14_t *config,
-				       void **rma_ctx)
+static ncclResult_t rma_create_context(void *coll_comm, ncclRmaConfig_v14_t *config, void **rma_ctx)
 {
 	struct rn_engine *eng = rn_engine_current();
 	struct rn_rma_ctx *x = NULL;

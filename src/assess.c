@@ -33,8 +33,9 @@ static int port_netdev_is(const struct rn_nic *nic, const struct rn_host_link *l
 	char buf[64];
 
 	/* sysfs, not a verbs query: the GID choice reads the table once, as a whole */
-	if (!nic->ibdev[0] || rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gids/0",
-					   nic->ibdev, nic->port) ||
+	if (!nic->ibdev[0] ||
+	    rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/ports/%d/gids/0", nic->ibdev,
+			 nic->port) ||
 	    inet_pton(AF_INET6, buf, g) != 1)
 		return 1;
 	if (g[0] != 0xfe || g[1] != 0x80 || g[11] != 0xff || g[12] != 0xfe)
@@ -52,8 +53,8 @@ static enum rn_verdict_kind judge(const struct rn_nic *nic, const struct rn_conf
 		if (nic->findings[i].cause == RN_CAUSE_NO_GID)
 			return RN_VERDICT_REFUSED; /* nothing to run RoCE on, whatever the mode */
 		if (nic->findings[i].sev == RN_SEV_FATAL)
-			k = cfg->route_check == RN_ROUTE_CHECK_STRICT ? RN_VERDICT_REFUSED
-								       : RN_MAX(k, RN_VERDICT_WARN);
+			k = cfg->route_check == RN_ROUTE_CHECK_STRICT ? RN_VERDICT_REFUSED :
+									RN_MAX(k, RN_VERDICT_WARN);
 		else if (nic->findings[i].sev == RN_SEV_WARN)
 			k = RN_MAX(k, RN_VERDICT_WARN);
 	}
@@ -144,13 +145,14 @@ void rn_nic_log(const struct rn_nic *nic)
 		rn_vars_append(&v, "causes", ",", "%s",
 			       rn_cause_label(nic->findings[i].cause, label, sizeof(label)));
 	rn_info(RN_SUB_INIT | RN_SUB_NET,
-		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name, nic->netdev,
-		nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen, nic->table,
-		rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
+		RN_PFX "NIC %s netdev %s GID %d IP %s/%d table %d verdict %s%s%s", name,
+		nic->netdev, nic->gid_index, rn_ip_str(&nic->ip, ip, sizeof(ip)), nic->prefixlen,
+		nic->table, rn_verdict_str(nic->verdict), nic->nfindings ? " causes " : "",
 		rn_vars_get(&v, "causes") ? rn_vars_get(&v, "causes") : "");
 	rn_vars_free(&v);
 	snprintf(name, sizeof(name), RN_PFX "%s:%d", nic->ibdev[0] ? nic->ibdev : nic->netdev,
 		 nic->port);
 	for (i = 0; i < nic->nfindings; i++)
-		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL, &nic->findings[i]);
+		rn_finding_log(RN_LOG_WARN, RN_SUB_INIT | RN_SUB_NET, name, NULL,
+			       &nic->findings[i]);
 }

@@ -56,8 +56,7 @@ static struct ibv_qp *qp_create_on(struct rn_comm *c, const struct rn_member *m,
 	return qp;
 }
 
-static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr,
-			        int *max_inline)
+static struct ibv_qp *qp_create(struct rn_comm *c, int k, int send_wr, int recv_wr, int *max_inline)
 {
 	return qp_create_on(c, &c->mem[k], send_wr, recv_wr, max_inline);
 }
@@ -72,7 +71,8 @@ static int retry_cnt_dev(const struct rn_comm *c, const struct rn_dev *dev)
 		if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
 			rn_info(RN_SUB_NET,
 				RN_PFX "%s is Soft-RoCE: NCCL_IB_RETRY_CNT %d capped at 6 "
-				"(rxe retries 7 forever)", dev->nic.ibdev, r);
+				       "(rxe retries 7 forever)",
+				dev->nic.ibdev, r);
 		r = 6;
 	}
 	return r;
@@ -94,8 +94,8 @@ int rn_qp_attr_init(const struct rn_dev *dev, unsigned int access, struct ibv_qp
 }
 
 int rn_qp_attr_rtr(const struct rn_dev *dev, int sgid_index, uint32_t remote_qpn,
-		       const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl, int rd_atom,
-		       struct ibv_qp_attr *a)
+		   const union ibv_gid *dgid, enum ibv_mtu mtu, int tc, int sl, int rd_atom,
+		   struct ibv_qp_attr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->qp_state = IBV_QPS_RTR;
@@ -140,10 +140,9 @@ int rn_qp_attr_rts(const struct rn_comm *c, const struct rn_dev *dev, struct ibv
 	a->rnr_retry = 7;
 	a->sq_psn = 0;
 	a->max_rd_atomic = (uint8_t)rn_qp_rd_atom(c, dev, 0);
-	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-	       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+	       IBV_QP_MAX_QP_RD_ATOMIC;
 }
-
 
 /* ---- comms ------------------------------------------------------------------ */
 
@@ -245,10 +244,11 @@ static int gid_follow(struct rn_dev *dev)
 	if (ret == 1) {
 		char ip[INET6_ADDRSTRLEN];
 
-		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of %s moved from index %d to %d; this "
-			"comm and later ones use %d", dev->nic.ibdev, dev->nic.port,
-			rn_ip_str(&dev->nic.ip, ip, sizeof(ip)), old, dev->nic.gid_index,
-			dev->nic.gid_index);
+		rn_info(RN_SUB_NET,
+			RN_PFX "%s:%d: the GID of %s moved from index %d to %d; this "
+			       "comm and later ones use %d",
+			dev->nic.ibdev, dev->nic.port, rn_ip_str(&dev->nic.ip, ip, sizeof(ip)), old,
+			dev->nic.gid_index, dev->nic.gid_index);
 	}
 	if (ret == -ENOENT) {
 		char pfx[128];
@@ -338,8 +338,8 @@ static int ctrl_create(struct rn_comm *c)
 	 * DataLoader) would otherwise make the next write here copy-on-write the page
 	 * away from the one the NIC writes the peer's CTS entries into.
 	 */
-	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
+	c->ctrl = mmap(NULL, c->ctrl_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
 	if (c->ctrl == MAP_FAILED) {
 		c->ctrl = NULL;
 		return -1;
@@ -350,7 +350,7 @@ static int ctrl_create(struct rn_comm *c)
 		c->mem[k].ctrl_mr = rn_verbs.reg_mr_iova2(c->mem[k].dev->pd, c->ctrl, c->ctrl_len,
 							  (uintptr_t)c->ctrl,
 							  IBV_ACCESS_LOCAL_WRITE |
-							  IBV_ACCESS_REMOTE_WRITE);
+								  IBV_ACCESS_REMOTE_WRITE);
 		if (!c->mem[k].ctrl_mr)
 			return -1;
 	}
@@ -375,22 +375,22 @@ static int qps_create(struct rn_comm *c, int sq, int rq)
 		if (!c->qps[i])
 			return -1;
 		if (c->role == RN_ROLE_RECV)
-			((struct rn_recv_comm *)c)->cts_inline = i ? RN_MIN(inl,
-				((struct rn_recv_comm *)c)->cts_inline) : inl;
+			((struct rn_recv_comm *)c)->cts_inline =
+				i ? RN_MIN(inl, ((struct rn_recv_comm *)c)->cts_inline) : inl;
 	}
 	if (c->role == RN_ROLE_SEND) {
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		sc->fifo = c->ctrl;
-		sc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
+		sc->sizes = (void *)((char *)c->ctrl +
+				     RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts));
 		rn_xfer_send_init(sc);
 	} else {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
 		rc->stage = c->ctrl;
-		rc->sizes = (void *)((char *)c->ctrl + RN_SLOTS * RN_MAX_RECVS *
-				     sizeof(struct rn_cts));
+		rc->sizes = (void *)((char *)c->ctrl +
+				     RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts));
 		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
 		/* as NCCL: only a device that can take GPU memory needs the flush QP */
 		c->flush_enabled = !c->eng->cfg.gdr_flush_disable;
@@ -411,8 +411,7 @@ static int qps_create(struct rn_comm *c, int sq, int rq)
  * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
  * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
  */
-struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps,
-			       int rmem)
+struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps, int rmem)
 {
 	struct rn_dev *m[RN_VNIC_MAX];
 	int nmem = rn_engine_members(eng, devidx, m);
@@ -618,16 +617,18 @@ static int qp_rearm(struct rn_comm *c, const struct rn_path *p, struct ibv_qp *q
 	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, IBV_QP_STATE));
 	if (ret)
 		return ret;
-	mask = rn_qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-					 IBV_ACCESS_REMOTE_WRITE, &a);
+	mask = rn_qp_attr_init(dev,
+			       flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+				       IBV_ACCESS_REMOTE_WRITE,
+			       &a);
 	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 	if (ret)
 		return ret;
 	mask = flush ? rn_qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
-				   dev->nic.active_mtu, c->fo->tc, c->fo->sl, 1, &a) :
+				      dev->nic.active_mtu, c->fo->tc, c->fo->sl, 1, &a) :
 		       rn_qp_attr_rtr(dev, p->mem.gid_index, rqpn, &p->rpeer.gid,
-				   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu), c->fo->tc,
-				   c->fo->sl, 1, &a);
+				      RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu), c->fo->tc,
+				      c->fo->sl, 1, &a);
 	ret = rn_verbs_err(rn_verbs.modify_qp(qp, &a, mask));
 	if (ret)
 		return ret;

@@ -79,11 +79,11 @@
 #include "rn_ratelimit.h"
 #include "rn_verbs.h"
 
-#define RN_MAX_PENDING 64            /* handshakes in progress per listener */
-#define RN_HS_HELLO_MS 2000          /* first byte -> a complete HELLO (~200 bytes) */
-#define RN_HS_GRACE_MS 1000          /* accept -> the earliest a stranger may be evicted */
+#define RN_MAX_PENDING 64   /* handshakes in progress per listener */
+#define RN_HS_HELLO_MS 2000 /* first byte -> a complete HELLO (~200 bytes) */
+#define RN_HS_GRACE_MS 1000 /* accept -> the earliest a stranger may be evicted */
 #define RN_DROP_WARN_NS (60ull * 1000000000ull) /* one WARN per peer address per minute */
-#define RN_CONN_COOKIE 0x524e4353434f4e4eull /* "RNCSCONN" */
+#define RN_CONN_COOKIE 0x524e4353434f4e4eull    /* "RNCSCONN" */
 
 enum hs_state {
 	HS_CONNECTING,
@@ -103,16 +103,16 @@ struct rn_hs {
 	enum hs_state state;
 	int fd;
 	uint64_t nonce;
-	uint64_t deadline_ns;         /* 0: none yet (the peer has sent nothing) */
+	uint64_t deadline_ns;   /* 0: none yet (the peer has sent nothing) */
 	uint64_t check_deadline_ns;
-	uint64_t accept_ns;          /* listener: when accepted (eviction order) */
-	uint64_t first_byte_ns;      /* when the peer's first byte came (0: none) */
-	int hello_ok;                /* a valid HELLO came: errors are no longer "stray" */
-	int timed_out;               /* our deadline fired (said already) */
+	uint64_t accept_ns;     /* listener: when accepted (eviction order) */
+	uint64_t first_byte_ns; /* when the peer's first byte came (0: none) */
+	int hello_ok;           /* a valid HELLO came: errors are no longer "stray" */
+	int timed_out;          /* our deadline fired (said already) */
 	struct rn_engine *eng;
 	int devidx;
 	int traffic_class;
-	unsigned int flags;          /* RN_CONN_* (rn_conn.h) */
+	unsigned int flags; /* RN_CONN_* (rn_conn.h) */
 	struct rn_oob_buf out, in;
 	struct rn_comm *comm;
 	struct rn_hello peer;
@@ -123,7 +123,7 @@ struct rn_hs {
 	char peer_str[80];
 	/* the path checks (hs_check): the next QP whose member pair is to be checked */
 	int chk_q;
-	int refused_q;               /* the QP whose pair we refused (its members name it) */
+	int refused_q; /* the QP whose pair we refused (its members name it) */
 	/* QP state changes (hs_connect_qps): how many are done, and the retry of the next */
 	int qp_step;
 	int mqp_tries;
@@ -133,11 +133,11 @@ struct rn_hs {
 struct rn_listen_comm {
 	struct rn_engine *eng;
 	int devidx;
-	struct rn_dev *dev;          /* the device's (first) NIC, for the logs */
+	struct rn_dev *dev; /* the device's (first) NIC, for the logs */
 	int fd;
 	struct sockaddr_storage addr;
 	uint64_t nonce;
-	unsigned int flags;          /* RN_CONN_*: what its accepted comms are */
+	unsigned int flags; /* RN_CONN_*: what its accepted comms are */
 	struct rn_hs *pend[RN_MAX_PENDING];
 	struct rn_own own;
 };
@@ -408,8 +408,8 @@ static int hs_check_spare(struct rn_hs *hs, struct rn_path *p)
 	if (ret == -EHOSTUNREACH && cfg->route_check == RN_ROUTE_CHECK_STRICT) {
 		p->ok_here = 0;
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s (%s): spare pair not used: [%s] %s",
-			nic->ibdev, nic->port, p->rpeer.netdev, p->rpeer.host,
-			rn_cause_id(f.cause), f.msg ? f.msg : "");
+			nic->ibdev, nic->port, p->rpeer.netdev, p->rpeer.host, rn_cause_id(f.cause),
+			f.msg ? f.msg : "");
 	}
 	rn_finding_clear(&f);
 	return 0;
@@ -432,22 +432,27 @@ static int hs_check_pair(struct rn_hs *hs, int q)
 	if (ret == -EAGAIN)
 		return ret;
 	if (!started) {
-		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
-			"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
+		rn_warn(RN_SUB_NET,
+			RN_PFX "could not check the path to %s (%s): %s; "
+			       "connecting unchecked",
+			hs->peer_str, peer->host, strerror(-ret));
 		return 0;
 	}
 	if (ret == -EHOSTUNREACH) {
 		rn_finding_move(&hs->mine.finding, &f);
 		hs->mine.refused = cfg->route_check == RN_ROUTE_CHECK_STRICT;
 		if (!hs->mine.refused) {
-			snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s) is asymmetric "
-				 "(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)", hs->peer_str,
-				 peer->host);
+			snprintf(pfx, sizeof(pfx),
+				 RN_PFX "path to %s (%s) is asymmetric "
+					"(NCCL_ROCE_ROUTE_CHECK=warn: connecting anyway)",
+				 hs->peer_str, peer->host);
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &hs->mine.finding);
 		}
 	} else if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "could not check the path to %s (%s): %s; "
-			"connecting unchecked", hs->peer_str, peer->host, strerror(-ret));
+		rn_warn(RN_SUB_NET,
+			RN_PFX "could not check the path to %s (%s): %s; "
+			       "connecting unchecked",
+			hs->peer_str, peer->host, strerror(-ret));
 	} else if (f.cause != RN_CAUSE_NONE) {
 		/* a symmetric path with a warning (MTU): say it once, and go on */
 		snprintf(pfx, sizeof(pfx), RN_PFX "path to %s (%s)", hs->peer_str, peer->host);
@@ -477,8 +482,8 @@ static int hs_decide(struct rn_hs *hs)
 		return 0;
 	}
 	/* the finding speaks from the refusing side: say where its fix is to be run */
-	snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d -> %s (%s, %s): connection %s",
-		 dev->nic.ibdev, dev->nic.port, hs->peer_str, peer->host, peer->netdev, who);
+	snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d -> %s (%s, %s): connection %s", dev->nic.ibdev,
+		 dev->nic.port, hs->peer_str, peer->host, peer->netdev, who);
 	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, hs->mine.refused ? NULL : peer->host, f);
 	return -EHOSTUNREACH;
 }
@@ -507,11 +512,12 @@ static int hs_modify_qp(struct rn_hs *hs, struct ibv_qp *qp, struct ibv_qp_attr 
 	if ((ret == -ETIMEDOUT || cfg->mqp_retry_all) && hs->mqp_tries < cfg->mqp_retry_cnt) {
 		hs->mqp_tries++;
 		hs->mqp_next_ns = now + (uint64_t)cfg->mqp_retry_sleep_ms * 1000000ull *
-					      (uint64_t)hs->mqp_tries;
+						(uint64_t)hs->mqp_tries;
 		if (!hs->mqp_next_ns)
 			hs->mqp_next_ns = 1;
-		rn_info(RN_SUB_NET, RN_PFX "%s:%d -> %s: moving QP 0x%x to state %d failed (%s); "
-			"retry %d of %d (NCCL_IB_MQP_RETRY_CNT) in %d ms",
+		rn_info(RN_SUB_NET,
+			RN_PFX "%s:%d -> %s: moving QP 0x%x to state %d failed (%s); "
+			       "retry %d of %d (NCCL_IB_MQP_RETRY_CNT) in %d ms",
 			hs->comm->mem[0].dev->nic.ibdev, hs->comm->mem[0].dev->nic.port,
 			hs->peer_str, qp->qp_num, a->qp_state, strerror(-ret), hs->mqp_tries,
 			cfg->mqp_retry_cnt, cfg->mqp_retry_sleep_ms * hs->mqp_tries);
@@ -546,17 +552,21 @@ static int hs_own_qps(struct rn_hs *hs, int nsteps, int tc, int sl)
 
 		switch (hs->qp_step % 3) {
 		case 0:
-			mask = rn_qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-					    c->flags & RN_CONN_RMA ? RN_RMA_QP_ACCESS :
-								     IBV_ACCESS_REMOTE_WRITE, &a);
+			mask = rn_qp_attr_init(dev,
+					       flush ? IBV_ACCESS_LOCAL_WRITE |
+							       IBV_ACCESS_REMOTE_READ :
+					       c->flags & RN_CONN_RMA ? RN_RMA_QP_ACCESS :
+									IBV_ACCESS_REMOTE_WRITE,
+					       &a);
 			break;
 		case 1:
-			mask = flush ? rn_qp_attr_rtr(dev, mem->gid_index, qp->qp_num, &dev->nic.gid,
-						   dev->nic.active_mtu, tc, sl, 1, &a) :
+			mask = flush ? rn_qp_attr_rtr(dev, mem->gid_index, qp->qp_num,
+						      &dev->nic.gid, dev->nic.active_mtu, tc, sl, 1,
+						      &a) :
 				       rn_qp_attr_rtr(dev, mem->gid_index, hs->peer.qpn[q],
-						   &peer->gid,
-						   RN_MIN(dev->nic.active_mtu, peer->active_mtu),
-						   tc, sl, rn_qp_rd_atom(c, dev, 1), &a);
+						      &peer->gid,
+						      RN_MIN(dev->nic.active_mtu, peer->active_mtu),
+						      tc, sl, rn_qp_rd_atom(c, dev, 1), &a);
 			break;
 		default:
 			mask = rn_qp_attr_rts(c, dev, &a);
@@ -596,16 +606,21 @@ static int hs_spare_qps(struct rn_hs *hs, int nsteps, int tc, int sl)
 		qp = flush ? p->flush_qp : p->qps[q];
 		switch (st % 3) {
 		case 0:
-			mask = rn_qp_attr_init(dev, flush ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
-					    IBV_ACCESS_REMOTE_WRITE, &a);
+			mask = rn_qp_attr_init(dev,
+					       flush ? IBV_ACCESS_LOCAL_WRITE |
+							       IBV_ACCESS_REMOTE_READ :
+						       IBV_ACCESS_REMOTE_WRITE,
+					       &a);
 			break;
 		case 1:
-			mask = flush ? rn_qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num, &dev->nic.gid,
-						   dev->nic.active_mtu, tc, sl, 1, &a) :
-				       rn_qp_attr_rtr(dev, p->mem.gid_index, hs->peer.spare[j - 1].qpn[q],
-						   &p->rpeer.gid,
-						   RN_MIN(dev->nic.active_mtu, p->rpeer.active_mtu),
-						   tc, sl, 1, &a);
+			mask = flush ? rn_qp_attr_rtr(dev, p->mem.gid_index, qp->qp_num,
+						      &dev->nic.gid, dev->nic.active_mtu, tc, sl, 1,
+						      &a) :
+				       rn_qp_attr_rtr(dev, p->mem.gid_index,
+						      hs->peer.spare[j - 1].qpn[q], &p->rpeer.gid,
+						      RN_MIN(dev->nic.active_mtu,
+							     p->rpeer.active_mtu),
+						      tc, sl, 1, &a);
 			break;
 		default:
 			mask = rn_qp_attr_rts(c, dev, &a);
@@ -757,8 +772,9 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 	c->peer_addr = hs->peer_addr;
 	snprintf(c->peer_str, sizeof(c->peer_str), "%s", hs->peer_str);
 	comm_take_peer(c, &hs->peer);
-	ret = rn_comm_spares_create(c, RN_MIN(hs->peer.spares, rn_comm_spares_wanted(hs->eng, c->nmem, c->rmem,
-								     c->flags)));
+	ret = rn_comm_spares_create(c, RN_MIN(hs->peer.spares,
+					      rn_comm_spares_wanted(hs->eng, c->nmem, c->rmem,
+								    c->flags)));
 	if (ret)
 		return ret;
 	rn_comm_spares_take_peer(c, &hs->peer);
@@ -782,8 +798,10 @@ static int hs_recv_hello(struct rn_hs *hs)
 	if (!hs->first_byte_ns && hs->in.off) {
 		hs->first_byte_ns = rn_now_ns();
 		hs->deadline_ns = hs->first_byte_ns +
-			ms_ns(hs->role == RN_ROLE_SEND ? hs->eng->cfg.connect_timeout_ms :
-			      RN_MIN(hs->eng->cfg.connect_timeout_ms, RN_HS_HELLO_MS));
+				  ms_ns(hs->role == RN_ROLE_SEND ?
+						hs->eng->cfg.connect_timeout_ms :
+						RN_MIN(hs->eng->cfg.connect_timeout_ms,
+						       RN_HS_HELLO_MS));
 	}
 	if (ret)
 		return ret;
@@ -854,8 +872,8 @@ static int hs_progress(struct rn_hs *hs)
 			if (hs->hello_ok || hs->role == RN_ROLE_SEND)
 				rn_warn(RN_SUB_NET,
 					RN_PFX "handshake with %s timed out after %d ms from its "
-					"first byte (NCCL_ROCE_CONNECT_TIMEOUT_MS)", hs->peer_str,
-					hs->eng->cfg.connect_timeout_ms);
+					       "first byte (NCCL_ROCE_CONNECT_TIMEOUT_MS)",
+					hs->peer_str, hs->eng->cfg.connect_timeout_ms);
 			hs->timed_out = 1;
 			return -ETIMEDOUT;
 		}
@@ -920,7 +938,8 @@ static int hs_progress(struct rn_hs *hs)
 				return ret;
 			if (hs->in.hdr.type != RN_MSG_READY || hs->in.hdr.nonce != hs->nonce)
 				return -EBADMSG;
-			ret = rn_comm_ready_take(hs->comm, hs->in.data + RN_WIRE_HDR_LEN, hs->in.hdr.len);
+			ret = rn_comm_ready_take(hs->comm, hs->in.data + RN_WIRE_HDR_LEN,
+						 hs->in.hdr.len);
 			if (ret)
 				return ret;
 			hs->state = HS_DONE;
@@ -953,9 +972,11 @@ static void comm_ready_log(struct rn_comm *c)
 		n += snprintf(spares + n, sizeof(spares) - (size_t)n, "%s%s:%d->%s%s",
 			      k > 1 ? "," : "; spare pairs ", c->fo->path[k].mem.dev->nic.ibdev,
 			      c->fo->path[k].mem.dev->nic.port, c->fo->path[k].rpeer.netdev,
-			      c->fo->path[k].ok_here && c->fo->path[k].ok_there ? "" :
-			      " (path check failed: unused)");
-	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s%s",
+			      c->fo->path[k].ok_here && c->fo->path[k].ok_there ?
+				      "" :
+				      " (path check failed: unused)");
+	rn_info(RN_SUB_NET,
+		RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s%s",
 		c->role == RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev,
 		c->mem[0].dev->nic.port, c->nmem > 1 ? "+" : "",
 		c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "", c->peer_str, c->rpeer[0].host, c->nqps,
@@ -974,9 +995,11 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 	if (ret) {
 		if (ret == -ETIMEDOUT && !hs->timed_out)
 			/* TCP's own bound (rn_oob.h): the peer's host stopped answering */
-			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s (its host stopped "
-				"answering: no reply to TCP keepalive or SYN; host down or "
-				"unreachable)", what, hs->peer_str, strerror(-ret));
+			rn_warn(RN_SUB_NET,
+				RN_PFX "%s %s failed: %s (its host stopped "
+				       "answering: no reply to TCP keepalive or SYN; host down or "
+				       "unreachable)",
+				what, hs->peer_str, strerror(-ret));
 		else if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
 			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s", what, hs->peer_str,
 				strerror(-ret));
@@ -1173,9 +1196,11 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	ret = rn_handle_decode(handle, RN_HANDLE_SIZE, &hi);
 	if (ret) {
 		if (ret == -EPROTO) /* every rank must load the same plugin version */
-			rn_warn(RN_SUB_NET, RN_PFX "connect: the listener runs another version of "
-				"nccl-net-roce (handshake version %u expected): load the same plugin "
-				"on every host", RN_WIRE_VERSION);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "connect: the listener runs another version of "
+				       "nccl-net-roce (handshake version %u expected): load the "
+				       "same plugin on every host",
+				RN_WIRE_VERSION);
 		else
 			rn_warn(RN_SUB_NET, RN_PFX "connect: the handle is not ours (%s)",
 				strerror(-ret));
@@ -1207,10 +1232,11 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		int per = RN_MAX_QPS / RN_MAX(nmem, hi.members);
 
 		if (!atomic_exchange(&warned, 1))
-			rn_warn(RN_SUB_NET, RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d over %d NIC%s: "
-				"using %d (at most %d QPs a connection)", eng->cfg.qps_per_conn,
-				RN_MAX(nmem, hi.members), RN_MAX(nmem, hi.members) > 1 ? "s" : "",
-				per, RN_MAX_QPS);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "NCCL_IB_QPS_PER_CONNECTION=%d over %d NIC%s: "
+				       "using %d (at most %d QPs a connection)",
+				eng->cfg.qps_per_conn, RN_MAX(nmem, hi.members),
+				RN_MAX(nmem, hi.members) > 1 ? "s" : "", per, RN_MAX_QPS);
 		nqps = per * RN_MAX(nmem, hi.members);
 	}
 	/*
@@ -1220,7 +1246,8 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 	 * order, the HELLO goes out in this very call when the peer answers within the
 	 * QPs' creation (a LAN round trip always does), not on NCCL's next call.
 	 */
-	ret = rn_comm_members_follow(eng, devidx); /* before the SYN: a refused comm sends nothing */
+	ret = rn_comm_members_follow(eng,
+				     devidx); /* before the SYN: a refused comm sends nothing */
 	if (ret)
 		goto err;
 	if (rn_oob_local_addr(dev, &eng->cfg, &hs->local_addr))
@@ -1315,8 +1342,10 @@ static void hs_drop(struct rn_listen_comm *lc, struct rn_hs *hs, int ret)
 	char why[128], me[80];
 
 	if (!ret)
-		snprintf(why, sizeof(why), "%d handshakes in progress; the oldest without a "
-			 "valid HELLO makes room", RN_MAX_PENDING);
+		snprintf(why, sizeof(why),
+			 "%d handshakes in progress; the oldest without a "
+			 "valid HELLO makes room",
+			 RN_MAX_PENDING);
 	else if (ret == -ETIMEDOUT)
 		snprintf(why, sizeof(why), "no complete HELLO within %d ms of its first byte",
 			 RN_MIN(tmo, RN_HS_HELLO_MS));
@@ -1324,14 +1353,16 @@ static void hs_drop(struct rn_listen_comm *lc, struct rn_hs *hs, int ret)
 		snprintf(why, sizeof(why), "%s", strerror(-ret));
 	rn_sockaddr_str(&lc->addr, me, sizeof(me));
 	if (rn_ratelimit_peer(&hs->peer_addr, rn_now_ns(), RN_DROP_WARN_NS, &held))
-		rn_warn(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before a "
-			"valid handshake: %s (%u more from this address in the last minute; those "
-			"within a minute go to INFO)", lc->dev->nic.ibdev, me,
-			hs->peer_str, why, held);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "listener %s %s: dropped a connection from %s before a valid "
+			       "handshake: %s (%u more from this address in the last minute; "
+			       "those within a minute go to INFO)",
+			lc->dev->nic.ibdev, me, hs->peer_str, why, held);
 	else
-		rn_info(RN_SUB_NET, RN_PFX "listener %s %s: dropped a connection from %s before "
-			"a valid handshake: %s", lc->dev->nic.ibdev, me,
-			hs->peer_str, why);
+		rn_info(RN_SUB_NET,
+			RN_PFX "listener %s %s: dropped a connection from %s before "
+			       "a valid handshake: %s",
+			lc->dev->nic.ibdev, me, hs->peer_str, why);
 	hs_free(hs);
 }
 
@@ -1476,8 +1507,10 @@ int rn_close_listen(struct rn_listen_comm *lc)
 	if (!lc)
 		return 0;
 	if (own_del(&lc->own, RN_OWN_LISTEN)) {
-		rn_warn(RN_SUB_NET, RN_PFX "closeListen: %p is no open listener of ours (closed "
-			"twice, or after the last finalize closed it)", (void *)lc);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "closeListen: %p is no open listener of ours (closed "
+			       "twice, or after the last finalize closed it)",
+			(void *)lc);
 		return -EINVAL;
 	}
 	listen_free(lc);
@@ -1489,8 +1522,10 @@ static int close_comm(struct rn_comm *c, const char *what)
 	if (!c)
 		return 0;
 	if (own_del(&c->own, RN_OWN_COMM)) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s: %p is no open comm of ours (closed twice, or "
-			"after the last finalize closed it)", what, (void *)c);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "%s: %p is no open comm of ours (closed twice, or "
+			       "after the last finalize closed it)",
+			what, (void *)c);
 		return -EINVAL;
 	}
 	rn_comm_free(c);
@@ -1524,7 +1559,8 @@ static void own_collect(struct rn_engine *eng, int take, struct rn_own **out,
 				continue;
 			}
 			if (o->kind == RN_OWN_LISTEN) {
-				struct rn_listen_comm *lc = rn_container_of(o, struct rn_listen_comm,
+				struct rn_listen_comm *lc = rn_container_of(o,
+									    struct rn_listen_comm,
 									    own);
 
 				n->listeners++;

@@ -88,13 +88,16 @@ void rn_conn_vars(const struct rn_nic *nic, const struct rn_peer_facts *peer, st
 	 * arp_ignore is not above 2 (max(all, dev)); the doctor, which has the peer's
 	 * inventory, names the peer's own keys instead (rn_doctor_peer_sysctls).
 	 */
-	rn_vars_set(v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
+	rn_vars_set(v, "peer_fix",
+		    "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
 		    "net.ipv4.conf.all.arp_announce=2");
 	/* neigh-wrong-mac's words for an entry the kernel learned (a static one: below) */
 	rn_vars_set(v, "who", "peer");
 	rn_vars_set(v, "wrong", "NIC");
-	rn_vars_set(v, "why", "ARP flux on host %s (its arp_ignore/arp_announce) or a stale or "
-		    "static neighbour entry here", rn_vars_get(v, "peer_host"));
+	rn_vars_set(v, "why",
+		    "ARP flux on host %s (its arp_ignore/arp_announce) or a stale or "
+		    "static neighbour entry here",
+		    rn_vars_get(v, "peer_host"));
 	rn_vars_set(v, "neigh_fix", "ip neigh flush dev %s to %s nud all", nic->netdev,
 		    rn_vars_get(v, "peer_ip"));
 	if (nic->table == RN_TABLE_MAIN) {
@@ -141,9 +144,10 @@ static int conn_routed(const struct rn_nic *nic, const struct rn_peer_facts *pee
 		/* the gateway the NIC's assessment knew (a route's, NCCL_ROCE_GATEWAYS) */
 		rn_route_gw_vars(NULL, nic, nic->gw.family == nic->ip.family ? &nic->gw : NULL, v);
 		if (rn_nl.link_get && !rn_nl.link_get(r->oif, &l))
-			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
-				       "through %s (table %u)", rn_vars_get(v, "ip"), l.name,
-				       r->table);
+			rn_vars_append(v, "gw_hint", "",
+				       "; without oif the route from %s leaves "
+				       "through %s (table %u)",
+				       rn_vars_get(v, "ip"), l.name, r->table);
 		rn_finding_render(f, RN_CAUSE_NO_GATEWAY, v);
 		return 1;
 	}
@@ -283,8 +287,8 @@ static int judge_neigh(struct rn_conn_check *c, const struct rn_nl_neigh *nb)
 	return 1;
 }
 
-int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer,
-			int timeout_ms, struct rn_conn_check **out)
+int rn_conn_check_start(const struct rn_nic *nic, const struct rn_peer_facts *peer, int timeout_ms,
+			struct rn_conn_check **out)
 {
 	struct rn_conn_check *c;
 	struct rn_vars v = RN_VARS_INIT;

@@ -29,9 +29,9 @@
 
 struct ctr_driver {
 	const char *name;
-	const char *prefix;          /* ibdev name prefix ("mlx5_") */
-	const char *marker;          /* a file only this driver has, for renamed devices */
-	int netdev_sees_roce;        /* a soft driver: RoCE packets pass through the netdev */
+	const char *prefix;   /* ibdev name prefix ("mlx5_") */
+	const char *marker;   /* a file only this driver has, for renamed devices */
+	int netdev_sees_roce; /* a soft driver: RoCE packets pass through the netdev */
 	const char *file[RN_CTR_NETDEV_RX]; /* per role, under ports/P/ ("" none) */
 };
 
@@ -56,7 +56,11 @@ static const char *const role_name[RN_CTR__MAX] = {
 static const struct ctr_driver drivers[] = {
 	{
 		/* Soft-RoCE (drivers/infiniband/sw/rxe/rxe_hw_counters.c): no CNP/ECN */
-		"rxe", "rxe", "hw_counters/sent_pkts", 1, {
+		"rxe",
+		"rxe",
+		"hw_counters/sent_pkts",
+		1,
+		{
 			[RN_CTR_TX] = "hw_counters/sent_pkts",
 			[RN_CTR_RX] = "hw_counters/rcvd_pkts",
 			[RN_CTR_TIMEOUT] = "hw_counters/completer_retry_err",
@@ -70,7 +74,11 @@ static const struct ctr_driver drivers[] = {
 	},
 	{
 		/* ConnectX: packets from the PMA counters, RoCE events from hw_counters */
-		"mlx5", "mlx5_", "hw_counters/local_ack_timeout_err", 0, {
+		"mlx5",
+		"mlx5_",
+		"hw_counters/local_ack_timeout_err",
+		0,
+		{
 			[RN_CTR_TX] = "counters/port_xmit_packets",
 			[RN_CTR_RX] = "counters/port_rcv_packets",
 			[RN_CTR_TIMEOUT] = "hw_counters/local_ack_timeout_err",
@@ -86,12 +94,17 @@ static const struct ctr_driver drivers[] = {
 	},
 	{
 		/* Broadcom NetXtreme-E: names changed in 6.x, the older ones second */
-		"bnxt_re", "bnxt_re", "hw_counters/max_retry_exceeded", 0, {
+		"bnxt_re",
+		"bnxt_re",
+		"hw_counters/max_retry_exceeded",
+		0,
+		{
 			[RN_CTR_TX] = "hw_counters/tx_roce_only_pkts|hw_counters/tx_pkts",
 			[RN_CTR_RX] = "hw_counters/rx_roce_only_pkts|hw_counters/rx_pkts",
 			[RN_CTR_TIMEOUT] = "hw_counters/local_ack_timeout_err|"
 					   "hw_counters/to_retransmits",
-			[RN_CTR_SEQ_NAK] = "hw_counters/packet_seq_err|hw_counters/seq_err_naks_rcvd",
+			[RN_CTR_SEQ_NAK] =
+				"hw_counters/packet_seq_err|hw_counters/seq_err_naks_rcvd",
 			[RN_CTR_OOS] = "hw_counters/res_oos_drop_count|hw_counters/oos_drop_count",
 			[RN_CTR_DUP] = "hw_counters/dup_req",
 			[RN_CTR_RNR] = "hw_counters/rnr_nak_retry_err|hw_counters/rnr_naks_rcvd",
@@ -104,7 +117,11 @@ static const struct ctr_driver drivers[] = {
 	},
 	{
 		/* Intel E810/X722: UDP packet counts and DCQCN; no RoCE retransmit counter */
-		"irdma", "irdma", "hw_counters/cnpHandled", 0, {
+		"irdma",
+		"irdma",
+		"hw_counters/cnpHandled",
+		0,
+		{
 			[RN_CTR_TX] = "hw_counters/TxUDP|hw_counters/ip4OutPkts",
 			[RN_CTR_RX] = "hw_counters/RxUDP|hw_counters/ip4InPkts",
 			[RN_CTR_CNP_SENT] = "hw_counters/cnpSent",
@@ -117,7 +134,11 @@ static const struct ctr_driver drivers[] = {
 
 /* Any other driver: the IB core's PMA counters, where the driver answers them. */
 static const struct ctr_driver generic = {
-	"unknown", "", "", 0, {
+	"unknown",
+	"",
+	"",
+	0,
+	{
 		[RN_CTR_TX] = "counters/port_xmit_packets",
 		[RN_CTR_RX] = "counters/port_rcv_packets",
 		[RN_CTR_LINK_DOWNED] = "counters/link_downed",
@@ -209,8 +230,10 @@ static void netdev_of(struct ctr_nic *n)
 	int i;
 
 	for (i = 0; i < 4; i++)
-		if (!rn_sys_readf(b, sizeof(b), "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d",
-				  n->ibdev, n->port, i) && b[0]) {
+		if (!rn_sys_readf(b, sizeof(b),
+				  "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/%d", n->ibdev,
+				  n->port, i) &&
+		    b[0]) {
 			snprintf(n->netdev, sizeof(n->netdev), "%.*s", IF_NAMESIZE - 1, b);
 			return;
 		}
@@ -243,8 +266,10 @@ static void nics_load(void)
 			memset(n, 0, sizeof(*n));
 			snprintf(n->ibdev, sizeof(n->ibdev), "%s", devs.names[i]);
 			n->port = atoi(ports.names[k]);
-			if (rn_sys_readf(ll, sizeof(ll), "/sys/class/infiniband/%s/ports/%d/link_layer",
-					 n->ibdev, n->port) || strcmp(ll, "Ethernet"))
+			if (rn_sys_readf(ll, sizeof(ll),
+					 "/sys/class/infiniband/%s/ports/%d/link_layer", n->ibdev,
+					 n->port) ||
+			    strcmp(ll, "Ethernet"))
 				continue; /* InfiniBand ports are not ours */
 			n->drv = driver_of(n->ibdev, n->port);
 			for (r = 0; r < RN_CTR_NETDEV_RX; r++)
@@ -558,8 +583,8 @@ static int has(const struct rn_ctr_snap *s, int i, int r)
 	return i >= 0 && i < s->n && (s->nic[i].have & (1u << r));
 }
 
-uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b,
-		      const char *ibdev, int port, enum rn_ctr c)
+uint64_t rn_ctr_delta(const struct rn_ctr_snap *a, const struct rn_ctr_snap *b, const char *ibdev,
+		      int port, enum rn_ctr c)
 {
 	if (!a || !b)
 		return 0;
@@ -621,9 +646,10 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 	if (!rn_vars_get(v, "ctr_list")[0])
 		rn_vars_set(v, "ctr_list", "%s", "none moved");
 	if (stray_nic >= 0 && stray)
-		rn_vars_append(v, "ctr_list", "; ", "%s (%s) got %" PRIu64 " packets for no "
-			       "address of its own", nics[stray_nic].netdev, nics[stray_nic].ibdev,
-			       stray);
+		rn_vars_append(v, "ctr_list", "; ",
+			       "%s (%s) got %" PRIu64 " packets for no "
+			       "address of its own",
+			       nics[stray_nic].netdev, nics[stray_nic].ibdev, stray);
 	rn_ctr_lacks(ibdev, port, lacks, sizeof(lacks));
 	if (lacks[0])
 		rn_vars_append(v, "ctr_list", "; ", "%s has no counter of %s", nics[me].drv->name,
@@ -632,11 +658,13 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 		    rn_vars_get(v, "ctr_list"));
 
 	if (stray >= STRAY_MIN && (retrans || d[RN_CTR_RETRY_EXC])) {
-		rn_vars_set(v, "figures", "%s (%s) received %" PRIu64 " packets addressed to no "
-			    "address of its own in %.1f s, while %s sent %" PRIu64 ", received %"
-			    PRIu64 " and timed out %" PRIu64 " times in %.1f s", nics[stray_nic].netdev,
-			    nics[stray_nic].ibdev, stray, (double)(b->t_ns - wide->t_ns) / 1e9, ibdev,
-			    d[RN_CTR_TX], d[RN_CTR_RX], d[RN_CTR_TIMEOUT], secs);
+		rn_vars_set(v, "figures",
+			    "%s (%s) received %" PRIu64 " packets addressed to no "
+			    "address of its own in %.1f s, while %s sent %" PRIu64
+			    ", received %" PRIu64 " and timed out %" PRIu64 " times in %.1f s",
+			    nics[stray_nic].netdev, nics[stray_nic].ibdev, stray,
+			    (double)(b->t_ns - wide->t_ns) / 1e9, ibdev, d[RN_CTR_TX], d[RN_CTR_RX],
+			    d[RN_CTR_TIMEOUT], secs);
 		return RN_CAUSE_REPLIES_ELSEWHERE;
 	}
 	/*
@@ -648,22 +676,27 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 	if (has(b, me, RN_CTR_TX) && has(b, me, RN_CTR_RX) && d[RN_CTR_TX] &&
 	    (retrans || d[RN_CTR_RETRY_EXC]) && back * 4 < d[RN_CTR_TX]) {
 		uint64_t lost_here = d[RN_CTR_NETDEV_RX] > d[RN_CTR_RX] ?
-				     d[RN_CTR_NETDEV_RX] - d[RN_CTR_RX] : 0;
+					     d[RN_CTR_NETDEV_RX] - d[RN_CTR_RX] :
+					     0;
 
-		rn_vars_set(v, "figures", "%s sent %" PRIu64 " packets and received %" PRIu64
-			    " in %.1f s, with %" PRIu64 " retransmission timeouts", ibdev,
-			    d[RN_CTR_TX], d[RN_CTR_RX], secs, d[RN_CTR_TIMEOUT]);
+		rn_vars_set(v, "figures",
+			    "%s sent %" PRIu64 " packets and received %" PRIu64
+			    " in %.1f s, with %" PRIu64 " retransmission timeouts",
+			    ibdev, d[RN_CTR_TX], d[RN_CTR_RX], secs, d[RN_CTR_TIMEOUT]);
 		if (d[RN_CTR_DUP] && d[RN_CTR_RX])
-			rn_vars_append(v, "figures", "; ", "%" PRIu64 " of those received were the "
-				       "peer's requests again, sent because our ACKs never reached it",
-				       RN_MIN(d[RN_CTR_DUP], d[RN_CTR_RX]));
+			rn_vars_append(
+				v, "figures", "; ",
+				"%" PRIu64 " of those received were the "
+				"peer's requests again, sent because our ACKs never reached it",
+				RN_MIN(d[RN_CTR_DUP], d[RN_CTR_RX]));
 		/* a soft driver's netdev that got far more than its RDMA device: dropped here */
 		if (nics[me].drv->netdev_sees_roce && lost_here >= 4 * STRAY_MIN &&
 		    lost_here >= d[RN_CTR_TX])
-			rn_vars_append(v, "figures", "; ", "%s itself received %" PRIu64 " packets "
+			rn_vars_append(v, "figures", "; ",
+				       "%s itself received %" PRIu64 " packets "
 				       "%s never got: they are dropped on this host before RoCE (a "
-				       "firewall here: nft list ruleset)", nics[me].netdev, lost_here,
-				       ibdev);
+				       "firewall here: nft list ruleset)",
+				       nics[me].netdev, lost_here, ibdev);
 		return RN_CAUSE_NO_REPLY;
 	}
 	if (d[RN_CTR_RNR]) {
@@ -671,17 +704,20 @@ enum rn_cause rn_ctr_judge(const struct rn_ctr_snap *a, const struct rn_ctr_snap
 		return RN_CAUSE_RNR;
 	}
 	if (retrans || d[RN_CTR_OOS] || d[RN_CTR_DUP]) {
-		rn_vars_set(v, "figures", "%" PRIu64 " retransmission timeouts, %" PRIu64
+		rn_vars_set(v, "figures",
+			    "%" PRIu64 " retransmission timeouts, %" PRIu64
 			    " sequence-error NAKs, %" PRIu64 " out-of-sequence packets and %" PRIu64
 			    " duplicate requests in %.1f s (%" PRIu64 " packets sent, %" PRIu64
-			    " received)", d[RN_CTR_TIMEOUT], d[RN_CTR_SEQ_NAK], d[RN_CTR_OOS],
-			    d[RN_CTR_DUP], secs, d[RN_CTR_TX], d[RN_CTR_RX]);
+			    " received)",
+			    d[RN_CTR_TIMEOUT], d[RN_CTR_SEQ_NAK], d[RN_CTR_OOS], d[RN_CTR_DUP],
+			    secs, d[RN_CTR_TX], d[RN_CTR_RX]);
 		return RN_CAUSE_FABRIC_LOSS;
 	}
 	if (d[RN_CTR_CNP_SENT] || d[RN_CTR_CNP_RCVD] || d[RN_CTR_ECN]) {
-		rn_vars_set(v, "figures", "%" PRIu64 " ECN-marked packets received, %" PRIu64
-			    " CNPs sent, %" PRIu64 " CNPs handled in %.1f s", d[RN_CTR_ECN],
-			    d[RN_CTR_CNP_SENT], d[RN_CTR_CNP_RCVD], secs);
+		rn_vars_set(v, "figures",
+			    "%" PRIu64 " ECN-marked packets received, %" PRIu64
+			    " CNPs sent, %" PRIu64 " CNPs handled in %.1f s",
+			    d[RN_CTR_ECN], d[RN_CTR_CNP_SENT], d[RN_CTR_CNP_RCVD], secs);
 		return RN_CAUSE_CONGESTION;
 	}
 	return RN_CAUSE_NONE;

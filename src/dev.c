@@ -17,7 +17,6 @@
 #include "rn_sys.h"
 #include "rn_verbs.h"
 
-
 /* ---- NCCL_IB_HCA ---- */
 
 struct hca_tok {
@@ -103,8 +102,7 @@ int rn_speed_code_mbps(uint32_t code, int width)
 	 * IB speed codes (bit i): SDR DDR QDR FDR10 FDR EDR HDR NDR, and XDR (bit 8), which
 	 * only active_speed_ex can hold. Widths as ibv_port_attr encodes them.
 	 */
-	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000,
-				    200000 };
+	static const int lane[] = { 2500, 5000, 10000, 10000, 14000, 25000, 50000, 100000, 200000 };
 	int w, i;
 
 	for (i = 0; i < (int)RN_ARRAY_SIZE(lane) - 1 && !(code & (1u << i)); i++)
@@ -443,8 +441,7 @@ static struct rn_dev *dev_new(struct ibv_context *ctx, const char *name, int por
 	d->is_rxe = is_rxe(name, d->pci_path);
 	if (!find_netdev(ctx, name, port, pa->gid_tbl_len, d->nic.netdev, sizeof(d->nic.netdev)))
 		fill_netdev(&d->nic);
-	if (!d->pci_path[0] &&
-	    !netdev_pci_path(d->nic.netdev, d->pci_path, sizeof(d->pci_path), 0))
+	if (!d->pci_path[0] && !netdev_pci_path(d->nic.netdev, d->pci_path, sizeof(d->pci_path), 0))
 		d->pci_from_netdev = 1;
 	d->pd = rn_verbs.alloc_pd(ctx);
 	if (!d->pd) {
@@ -470,13 +467,17 @@ static void dev_log(const struct rn_dev *d)
 	const struct rn_nic *nic = &d->nic;
 
 	rn_info(RN_SUB_INIT | RN_SUB_NET,
-		RN_PFX "found %s:%d netdev %s (ifindex %d, mtu %d, %s) %s%s speed %d Mbps ptrSupport %s%s%s",
+		RN_PFX "found %s:%d netdev %s (ifindex %d, mtu %d, %s) %s%s speed %d Mbps "
+		       "ptrSupport %s%s%s",
 		nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "?", nic->ifindex, nic->mtu,
 		nic->link_up ? "up" : "down",
-		d->pci_from_netdev ? "pci (the netdev's) " : d->is_rxe ? "Soft-RoCE" : "pci ",
-		d->is_rxe && !d->pci_from_netdev ? "" : d->pci_path[0] ? d->pci_path : "-",
-		d->speed_mbps,
-		d->ptr_support & RN_PTR_HOST ? "HOST" : "",
+		d->pci_from_netdev ? "pci (the netdev's) " :
+		d->is_rxe          ? "Soft-RoCE" :
+				     "pci ",
+		d->is_rxe && !d->pci_from_netdev ? "" :
+		d->pci_path[0]                   ? d->pci_path :
+						   "-",
+		d->speed_mbps, d->ptr_support & RN_PTR_HOST ? "HOST" : "",
 		d->ptr_support & RN_PTR_CUDA ? "|CUDA" : "",
 		d->ptr_support & RN_PTR_DMABUF ? "|DMABUF" : "");
 }
@@ -541,7 +542,8 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 			continue;
 		}
 		if (!rn_hca_match(cfg->ib_hca, name, p)) {
-			why_add(why, 0, "%s:%d not selected by NCCL_IB_HCA=%s", name, p, cfg->ib_hca);
+			why_add(why, 0, "%s:%d not selected by NCCL_IB_HCA=%s", name, p,
+				cfg->ib_hca);
 			continue;
 		}
 		ports[nsel++] = p;
@@ -550,8 +552,8 @@ static int dev_scan(struct ibv_device *ibd, const struct rn_config *cfg, struct 
 	for (i = 0; i < nsel; i++) {
 		struct ibv_context *ctx = i == 0 ? probe : rn_verbs.open_device(ibd);
 		struct rn_dev *d = ctx ? dev_new(ctx, name, ports[i], &attr, &pas[i], cfg,
-							  peermem)
-				       : NULL;
+						 peermem) :
+					 NULL;
 
 		if (!d) {
 			why_add(why, 1, "%s:%d cannot be set up (%s)", name, ports[i],

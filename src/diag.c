@@ -30,7 +30,8 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	if (!l.oper_up) {
 		/* admin-up without carrier: no command helps, the cable or the switch does */
 		rn_vars_set(v, "since", "%s", "");
-		rn_finding_render(out, l.flags & IFF_UP ? RN_CAUSE_NO_CARRIER : RN_CAUSE_LINK_DOWN, v);
+		rn_finding_render(out, l.flags & IFF_UP ? RN_CAUSE_NO_CARRIER : RN_CAUSE_LINK_DOWN,
+				  v);
 		return 0;
 	}
 	ret = rn_conn_route(nic, peer, v, &nh, &nh_is_peer, out);
@@ -39,13 +40,14 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 	if (ret == 1) {
 		/* Routing is wrong, but a wrong MAC would explain error 12 more directly. */
 		ret = rn_nl.neigh_get(nic->ifindex, &peer->ip, &nb);
-		if (!ret && rn_neigh_valid(nb.state) && nb.has_mac && memcmp(nb.mac, peer->mac, 6)) {
+		if (!ret && rn_neigh_valid(nb.state) && nb.has_mac &&
+		    memcmp(nb.mac, peer->mac, 6)) {
 			char b[32];
 
 			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
 			if (nb.state & (NUD_PERMANENT | NUD_NOARP))
-				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"), nb.state,
-						     "peer", v);
+				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"),
+						     nb.state, "peer", v);
 			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 		}
 		return 0;
@@ -59,8 +61,8 @@ static int diagnose(const struct rn_nic *nic, const struct rn_peer_facts *peer,
 
 			rn_vars_set(v, "got_mac", "%s", rn_mac_str(nb.mac, b, sizeof(b)));
 			if (nb.state & (NUD_PERMANENT | NUD_NOARP))
-				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"), nb.state,
-						     "peer", v);
+				rn_neigh_static_vars(nic->netdev, rn_vars_get(v, "peer_ip"),
+						     nb.state, "peer", v);
 			rn_finding_render(out, RN_CAUSE_NEIGH_WRONG_MAC, v);
 			return 0;
 		}

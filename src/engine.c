@@ -113,10 +113,11 @@ static void engine_leave_shadowed(struct rn_dev **found, int n, const int *rets)
 	for (i = 0; i < m; i++) {
 		if (own[i] < 0)
 			continue;
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: %s has an RDMA device "
-			"of its own, %s:%d (the node's device, seen through %s's GID, is left to "
-			"the node)", nics[i]->ibdev, nics[i]->port, nics[i]->netdev,
-			nics[own[i]]->ibdev, nics[own[i]]->port, nics[i]->netdev);
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "not using %s:%d: %s has an RDMA device of its own, %s:%d (the "
+			       "node's device, seen through %s's GID, is left to the node)",
+			nics[i]->ibdev, nics[i]->port, nics[i]->netdev, nics[own[i]]->ibdev,
+			nics[own[i]]->port, nics[i]->netdev);
 		rn_dev_free(found[idx[i]]);
 		found[idx[i]] = NULL;
 	}
@@ -126,8 +127,7 @@ static void engine_leave_shadowed(struct rn_dev **found, int n, const int *rets)
  * Port @dev, assessed (@ret: rn_assess.assess's answer): the engine takes it, or it is
  * freed and counted in @t.
  */
-static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret,
-			struct engine_tally *t)
+static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret, struct engine_tally *t)
 {
 	struct rn_nic *nic = &dev->nic;
 	int usable;
@@ -137,16 +137,17 @@ static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret,
 		 * A shared RDMA device seen from a pod that has no netdev on it: not
 		 * this pod's NIC, nothing to fix here.
 		 */
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "not using %s:%d: no netdev of this "
-			"network namespace has a GID on it (its netdev %s is elsewhere)",
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "not using %s:%d: no netdev of this "
+			       "network namespace has a GID on it (its netdev %s is elsewhere)",
 			nic->ibdev, nic->port, nic->netdev[0] ? nic->netdev : "-");
 		t->nelsewhere++;
 		rn_dev_free(dev);
 		return;
 	}
 	if (ret) {
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s",
-			nic->ibdev, nic->port, strerror(-ret));
+		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d cannot be assessed: %s", nic->ibdev,
+			nic->port, strerror(-ret));
 		nic->gid_index = -1;
 	} else {
 		rn_assess.log(nic);
@@ -157,17 +158,17 @@ static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret,
 		 * was made in (up to 6.1 always the initial one): from a pod the
 		 * connection comes up and the first work request fails.
 		 */
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, "
-			"and %s is in this pod's network namespace: rxe sends and receives "
-			"only in the namespace of its port's netdev (6.1: every RDMA write "
-			"fails with LOC_QP_OP_ERR; 7.3: RETRY_EXC_ERR(12)); run such a job with "
-			"hostNetwork, with an rxe of the pod's own (rdma link add in the pod, "
-			"kernel 7.3 and later), or on a hardware RoCE NIC", nic->ibdev,
-			nic->port, nic->port_netdev, nic->netdev);
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%s:%d is Soft-RoCE (rxe) on %s, and %s is in this pod's network "
+			       "namespace: rxe sends and receives only in the namespace of its "
+			       "port's netdev (6.1: every RDMA write fails with LOC_QP_OP_ERR; "
+			       "7.3: RETRY_EXC_ERR(12)); run such a job with hostNetwork, with an "
+			       "rxe of the pod's own (rdma link add in the pod, kernel 7.3 and "
+			       "later), or on a hardware RoCE NIC",
+			nic->ibdev, nic->port, nic->port_netdev, nic->netdev);
 	/* Without a GID there is nothing to connect with, whatever the route check says. */
-	usable = nic->gid_index >= 0 &&
-		 (nic->verdict != RN_VERDICT_REFUSED ||
-		  eng->cfg.route_check != RN_ROUTE_CHECK_STRICT);
+	usable = nic->gid_index >= 0 && (nic->verdict != RN_VERDICT_REFUSED ||
+					 eng->cfg.route_check != RN_ROUTE_CHECK_STRICT);
 	if (usable) {
 		eng->devs[eng->ndevs++] = dev;
 		return;
@@ -179,7 +180,9 @@ static void engine_take(struct rn_engine *eng, struct rn_dev *dev, int ret,
 		rn_vars_set(&t->refused, "fix", "%s", rn_finding_fix(&nic->findings[0]));
 	rn_vars_append(&t->refused, "list", ", ", "%s:%d %s %s", nic->ibdev, nic->port,
 		       nic->netdev[0] ? nic->netdev : "-",
-		       ret ? "unassessed" : nic->gid_index < 0 ? "no-gid" : nic_refusal(nic));
+		       ret                ? "unassessed" :
+		       nic->gid_index < 0 ? "no-gid" :
+					    nic_refusal(nic));
 	rn_dev_free(dev);
 }
 
@@ -192,9 +195,11 @@ static int engine_say_refused(struct rn_engine *eng, int n, const struct engine_
 	const char *list = rn_vars_get(&t->refused, "list");
 
 	if (!eng->ndevs && t->nelsewhere == n) {
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "no RoCE device: none of the %d RDMA "
-			"port%s has a GID of a netdev in this network namespace (a pod without its "
-			"RDMA network attached?)", n, n == 1 ? "" : "s");
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "no RoCE device: none of the %d RDMA port%s has a GID of a netdev "
+			       "in this network namespace (a pod without its RDMA network "
+			       "attached?)",
+			n, n == 1 ? "" : "s");
 		return -ENODEV;
 	}
 	if (!eng->ndevs && !t->nroute) {
@@ -202,20 +207,23 @@ static int engine_say_refused(struct rn_engine *eng, int n, const struct engine_
 
 		/* no NIC got as far as the route check: its advice would mislead */
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s", t->nrefused,
-			t->nrefused == 1 ? "" : "s", list, fix && fix[0] ? fix : "see the lines above");
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused: %s; fix: %s",
+			t->nrefused, t->nrefused == 1 ? "" : "s", list,
+			fix && fix[0] ? fix : "see the lines above");
 		return -ENODEV;
 	}
 	if (!eng->ndevs) {
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once) or set NCCL_ROCE_ROUTE_CHECK=warn",
+			RN_PFX "no RoCE device: all %d RoCE NIC%s refused by the route check: %s; "
+			       "apply the fixes above (roce-policy-routing fixes most at once) or "
+			       "set NCCL_ROCE_ROUTE_CHECK=warn",
 			t->nrefused, t->nrefused == 1 ? "" : "s", list);
 		return -ENODEV;
 	}
 	if (t->nrefused)
 		rn_warn(RN_SUB_INIT | RN_SUB_NET,
-			RN_PFX
-			"%d RoCE NIC%s refused by the route check: %s; apply the fixes above (roce-policy-routing fixes most at once)",
+			RN_PFX "%d RoCE NIC%s refused by the route check: %s; apply the fixes "
+			       "above (roce-policy-routing fixes most at once)",
 			t->nrefused, t->nrefused == 1 ? "" : "s", list);
 	rn_rma_bypass_check(eng, t->nrefused, list);
 	return 0;
@@ -248,9 +256,11 @@ static int engine_init(struct rn_engine *eng)
 	 */
 	ret = rn_verbs_err(rn_verbs.fork_init());
 	if (ret)
-		rn_info(RN_SUB_INIT, RN_PFX "ibv_fork_init failed (%s): a fork() after "
-			"registration may move user buffers away from the NIC; the plugin's own "
-			"FIFOs are kept out of children either way", strerror(-ret));
+		rn_info(RN_SUB_INIT,
+			RN_PFX "ibv_fork_init failed (%s): a fork() after registration may move "
+			       "user buffers away from the NIC; the plugin's own FIFOs are kept "
+			       "out of children either way",
+			strerror(-ret));
 	n = rn_dev_discover(&eng->cfg, found, RN_MAX_DEVS, why, sizeof(why), NULL);
 	t_dev = rn_now_ms();
 	if (n <= 0) {
@@ -282,9 +292,10 @@ static int engine_init(struct rn_engine *eng)
 		return ret;
 	engine_log_using(eng);
 	/* where init's time goes, for the next one who wants it shorter */
-	rn_info(RN_SUB_INIT, RN_PFX "init: %d RDMA port%s opened in %.1f ms, host snapshot %.1f ms, "
-		"verdicts %.1f ms", n, n == 1 ? "" : "s", t_dev - t0, t_snap - t_dev,
-		rn_now_ms() - t_snap);
+	rn_info(RN_SUB_INIT,
+		RN_PFX "init: %d RDMA port%s opened in %.1f ms, host snapshot %.1f ms, "
+		       "verdicts %.1f ms",
+		n, n == 1 ? "" : "s", t_dev - t0, t_snap - t_dev, rn_now_ms() - t_snap);
 	return 0;
 }
 
@@ -324,10 +335,12 @@ void rn_engine_close_leftovers(struct rn_engine *eng)
 	for (i = 0; i < eng->ndevs; i++)
 		mrs += rn_mr_cache_release(eng->devs[i]);
 	if (n.listeners || n.connecting || n.comms || mrs)
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "last finalize: closed what NCCL left "
-			"open (an abort during connection setup leaves these): %d listener%s "
-			"(%d handshake%s in them), %d connect%s in progress, %d comm%s, %d memory "
-			"registration%s", n.listeners, n.listeners == 1 ? "" : "s", n.accepting,
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "last finalize: closed what NCCL left open (an abort during "
+			       "connection setup leaves these): %d listener%s (%d handshake%s in "
+			       "them), %d connect%s in progress, %d comm%s, %d memory "
+			       "registration%s",
+			n.listeners, n.listeners == 1 ? "" : "s", n.accepting,
 			n.accepting == 1 ? "" : "s", n.connecting, n.connecting == 1 ? "" : "s",
 			n.comms, n.comms == 1 ? "" : "s", mrs, mrs == 1 ? "" : "s");
 }

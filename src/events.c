@@ -31,19 +31,19 @@
 #include "rn_verbs.h"
 
 #define RN_PORTS 32
-#define RN_FLAP_HIST 16                       /* PORT_ERR times kept per port */
+#define RN_FLAP_HIST 16 /* PORT_ERR times kept per port */
 #define RN_FLAP_WINDOW_NS (24ull * 3600 * 1000000000ull)
-#define RN_FLAP_MAX 5                         /* more lost carriers than this in the window */
+#define RN_FLAP_MAX 5   /* more lost carriers than this in the window */
 
 /* A port's link history in this process (under rn_evdev.hist_lock). */
 struct port_hist {
 	unsigned int n_err, n_active;
-	uint64_t err_ns[RN_FLAP_HIST];        /* ring of PORT_ERR times (monotonic) */
+	uint64_t err_ns[RN_FLAP_HIST]; /* ring of PORT_ERR times (monotonic) */
 	uint64_t last_err_ns, last_err_wall_ms;
-	uint64_t last_up_ns;                  /* PORT_ACTIVE after last_err_ns, 0: none yet */
-	int flapping_told;                    /* the link-flapping WARN was given for this streak */
-	int gid_gone;                         /* the NIC's address left the table */
-	struct rn_finding gone;               /* its finding */
+	uint64_t last_up_ns;           /* PORT_ACTIVE after last_err_ns, 0: none yet */
+	int flapping_told;             /* the link-flapping WARN was given for this streak */
+	int gid_gone;                  /* the NIC's address left the table */
+	struct rn_finding gone;        /* its finding */
 };
 
 struct rn_evdev {
@@ -55,7 +55,8 @@ struct rn_evdev {
 	int stop;                     /* atomic */
 	pthread_mutex_t lock;         /* one reader of the async fd at a time */
 	int fatal;                    /* atomic */
-	uint64_t down_since[RN_PORTS]; /* atomic; per port: CLOCK_MONOTONIC ns of PORT_ERR, 0 = up */
+	uint64_t
+		down_since[RN_PORTS]; /* atomic; per port: CLOCK_MONOTONIC ns of PORT_ERR, 0 = up */
 	pthread_mutex_t hist_lock;
 	struct port_hist hist[RN_PORTS];
 };
@@ -66,26 +67,46 @@ static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *event_str(enum ibv_event_type t)
 {
 	switch (t) {
-	case IBV_EVENT_CQ_ERR: return "CQ_ERR";
-	case IBV_EVENT_QP_FATAL: return "QP_FATAL";
-	case IBV_EVENT_QP_REQ_ERR: return "QP_REQ_ERR";
-	case IBV_EVENT_QP_ACCESS_ERR: return "QP_ACCESS_ERR";
-	case IBV_EVENT_COMM_EST: return "COMM_EST";
-	case IBV_EVENT_SQ_DRAINED: return "SQ_DRAINED";
-	case IBV_EVENT_PATH_MIG: return "PATH_MIG";
-	case IBV_EVENT_PATH_MIG_ERR: return "PATH_MIG_ERR";
-	case IBV_EVENT_DEVICE_FATAL: return "DEVICE_FATAL";
-	case IBV_EVENT_PORT_ACTIVE: return "PORT_ACTIVE";
-	case IBV_EVENT_PORT_ERR: return "PORT_ERR";
-	case IBV_EVENT_LID_CHANGE: return "LID_CHANGE";
-	case IBV_EVENT_PKEY_CHANGE: return "PKEY_CHANGE";
-	case IBV_EVENT_SM_CHANGE: return "SM_CHANGE";
-	case IBV_EVENT_SRQ_ERR: return "SRQ_ERR";
-	case IBV_EVENT_SRQ_LIMIT_REACHED: return "SRQ_LIMIT_REACHED";
-	case IBV_EVENT_QP_LAST_WQE_REACHED: return "QP_LAST_WQE_REACHED";
-	case IBV_EVENT_CLIENT_REREGISTER: return "CLIENT_REREGISTER";
-	case IBV_EVENT_GID_CHANGE: return "GID_CHANGE";
-	case IBV_EVENT_WQ_FATAL: return "WQ_FATAL";
+	case IBV_EVENT_CQ_ERR:
+		return "CQ_ERR";
+	case IBV_EVENT_QP_FATAL:
+		return "QP_FATAL";
+	case IBV_EVENT_QP_REQ_ERR:
+		return "QP_REQ_ERR";
+	case IBV_EVENT_QP_ACCESS_ERR:
+		return "QP_ACCESS_ERR";
+	case IBV_EVENT_COMM_EST:
+		return "COMM_EST";
+	case IBV_EVENT_SQ_DRAINED:
+		return "SQ_DRAINED";
+	case IBV_EVENT_PATH_MIG:
+		return "PATH_MIG";
+	case IBV_EVENT_PATH_MIG_ERR:
+		return "PATH_MIG_ERR";
+	case IBV_EVENT_DEVICE_FATAL:
+		return "DEVICE_FATAL";
+	case IBV_EVENT_PORT_ACTIVE:
+		return "PORT_ACTIVE";
+	case IBV_EVENT_PORT_ERR:
+		return "PORT_ERR";
+	case IBV_EVENT_LID_CHANGE:
+		return "LID_CHANGE";
+	case IBV_EVENT_PKEY_CHANGE:
+		return "PKEY_CHANGE";
+	case IBV_EVENT_SM_CHANGE:
+		return "SM_CHANGE";
+	case IBV_EVENT_SRQ_ERR:
+		return "SRQ_ERR";
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return "SRQ_LIMIT_REACHED";
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return "QP_LAST_WQE_REACHED";
+	case IBV_EVENT_CLIENT_REREGISTER:
+		return "CLIENT_REREGISTER";
+	case IBV_EVENT_GID_CHANGE:
+		return "GID_CHANGE";
+	case IBV_EVENT_WQ_FATAL:
+		return "WQ_FATAL";
 	}
 	return "UNKNOWN";
 }
@@ -175,17 +196,20 @@ static void gid_follow(struct rn_evdev *e)
 	ret = rn_gid_refresh(e->ctx, &dev->nic, &old, &v);
 	pthread_mutex_unlock(&dev->lock);
 	if (ret == 1)
-		rn_info(RN_SUB_NET, RN_PFX "%s:%d: the GID of its address moved from index %d to %d; "
-			"new comms use %d", dev->nic.ibdev, port, old, dev->nic.gid_index,
-			dev->nic.gid_index);
+		rn_info(RN_SUB_NET,
+			RN_PFX "%s:%d: the GID of its address moved from index %d to %d; "
+			       "new comms use %d",
+			dev->nic.ibdev, port, old, dev->nic.gid_index, dev->nic.gid_index);
 	if (ret == -ENOENT && __atomic_load_n(&h->gid_gone, __ATOMIC_ACQUIRE)) {
 		/* still gone: said once, at the change that took it */
 	} else if (ret == -ENOENT) {
 		struct rn_finding f = { 0 };
 		char pfx[128];
 
-		snprintf(pfx, sizeof(pfx), RN_PFX "%s:%d: GID_CHANGE: its comms move to a spare "
-			 "NIC pair, or fail without one", dev->nic.ibdev, port);
+		snprintf(pfx, sizeof(pfx),
+			 RN_PFX "%s:%d: GID_CHANGE: its comms move to a spare "
+				"NIC pair, or fail without one",
+			 dev->nic.ibdev, port);
 		rn_finding_render(&f, RN_CAUSE_GID_GONE, &v);
 		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 		pthread_mutex_lock(&e->hist_lock);
@@ -234,14 +258,14 @@ static void handle(struct rn_evdev *e, const struct ibv_async_event *ev)
 						    __ATOMIC_RELAXED);
 			hist_err(e, ev->element.port_num);
 		}
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: async event PORT_ERR (link down); its comms "
-			"survive if it is back within their QP retry budget", name,
-			ev->element.port_num);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "%s:%d: async event PORT_ERR (link down); its comms "
+			       "survive if it is back within their QP retry budget",
+			name, ev->element.port_num);
 		return;
 	case IBV_EVENT_PORT_ACTIVE:
 		if (ev->element.port_num < RN_PORTS) {
-			__atomic_store_n(&e->down_since[ev->element.port_num], 0,
-					 __ATOMIC_RELEASE);
+			__atomic_store_n(&e->down_since[ev->element.port_num], 0, __ATOMIC_RELEASE);
 			hist_up(e, ev->element.port_num);
 		}
 		rn_info(RN_SUB_NET, RN_PFX "%s:%d: async event PORT_ACTIVE", name,
@@ -499,7 +523,8 @@ int rn_events_flap_finding(struct rn_evdev *e, const struct rn_nic *nic, uint64_
 	rn_vars_set(&v, "budget_ms", "%llu", (unsigned long long)(budget_ns / 1000000));
 	rn_vars_set(&v, "timeout", "%d", timeout);
 	rn_vars_set(&v, "retry_cnt", "%d", retry_cnt);
-	rn_vars_set(&v, "admin", "%s", "is administratively up: its carrier was lost (cable, "
+	rn_vars_set(&v, "admin", "%s",
+		    "is administratively up: its carrier was lost (cable, "
 		    "transceiver or switch port)");
 	rn_vars_set(&v, "flaps", "%u PORT_ERR event%s on this port in the last 24 h",
 		    hist_recent(&h, now), hist_recent(&h, now) == 1 ? "" : "s");

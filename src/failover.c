@@ -79,7 +79,12 @@
 #define FO_MAGIC 0x524e464fu /* "RNFO" */
 
 enum fo_type {
-	FO_MOVE_REQ = 1, FO_RESUME = 2, FO_REARM = 3, FO_ARMED = 4, FO_PROBE = 5, FO_BACK = 6
+	FO_MOVE_REQ = 1,
+	FO_RESUME = 2,
+	FO_REARM = 3,
+	FO_ARMED = 4,
+	FO_PROBE = 5,
+	FO_BACK = 6
 };
 #define FO_F_BACK 0x1u /* MOVE_REQ, RESUME: a move back to a recovered pair, not a failure */
 #define FO_F_OK 0x2u   /* ARMED: the pair is armed at the sender's end too */
@@ -87,16 +92,16 @@ enum fo_type {
 struct fo_msg {
 	uint32_t magic;
 	uint32_t type;
-	uint32_t epoch;     /* RESUME: the receiver's move; MOVE_REQ: the last RESUME seen */
-	uint32_t path;      /* the pair it rides, which is the pair to take */
-	uint32_t dead;      /* MOVE_REQ: the pairs the sender found broken (bit per path) */
-	uint32_t n;         /* RESUME: slots to serve again */
-	uint32_t target;    /* REARM/ARMED/PROBE: the pair being brought back */
-	uint32_t flags;     /* FO_F_* */
-	uint32_t gen;       /* REARM/ARMED/PROBE: the request's number (a late answer is dropped) */
-	uint32_t tail;      /* RESUME: the last slot sequence the receiver had posted */
+	uint32_t epoch;  /* RESUME: the receiver's move; MOVE_REQ: the last RESUME seen */
+	uint32_t path;   /* the pair it rides, which is the pair to take */
+	uint32_t dead;   /* MOVE_REQ: the pairs the sender found broken (bit per path) */
+	uint32_t n;      /* RESUME: slots to serve again */
+	uint32_t target; /* REARM/ARMED/PROBE: the pair being brought back */
+	uint32_t flags;  /* FO_F_* */
+	uint32_t gen;    /* REARM/ARMED/PROBE: the request's number (a late answer is dropped) */
+	uint32_t tail;   /* RESUME: the last slot sequence the receiver had posted */
 	uint32_t seq[RN_SLOTS];
-	uint32_t sum;       /* of every word before it: a record overwritten mid-read fails it */
+	uint32_t sum;    /* of every word before it: a record overwritten mid-read fails it */
 };
 _Static_assert(sizeof(struct fo_msg) <= RN_FO_BOX, "a failover message fits its box");
 
@@ -163,8 +168,7 @@ static int usable(const struct rn_comm *c, int j, int need_there)
 	if (j == c->fo->active || p->state != RN_PATH_SPARE || !p->ok_here ||
 	    (need_there && !p->ok_there))
 		return 0;
-	if (ev && (rn_events_dev_err(ev, d->nic.port) || rn_events_gid_gone(ev, d->nic.port,
-									      NULL)))
+	if (ev && (rn_events_dev_err(ev, d->nic.port) || rn_events_gid_gone(ev, d->nic.port, NULL)))
 		return 0;
 	return 1;
 }
@@ -190,9 +194,9 @@ static void say_none_left(struct rn_comm *c)
 	for (j = 0; j < c->fo->npaths && n < (int)sizeof(buf); j++) {
 		const struct rn_path *p = &c->fo->path[j];
 		const struct rn_dev *d = path_dev(c, j);
-		const char *why = p->state == RN_PATH_DEAD ? p->why :
+		const char *why = p->state == RN_PATH_DEAD    ? p->why :
 				  !p->ok_here || !p->ok_there ? "the path check failed at connect" :
-				  "its NIC is down or lost its GID";
+								"its NIC is down or lost its GID";
 
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%s:%d -> %s (%s)", j ? "; " : "",
 			      d->nic.ibdev, d->nic.port, path_peer(c, j)->netdev, why);
@@ -277,8 +281,9 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 	struct ibv_qp *qp = active ? c->qps[0] : fo->path[j].qps[0];
 	struct ibv_mr *mr = active ? c->mem[0].ctrl_mr : fo->path[j].mem.ctrl_mr;
 	uint32_t rkey = active ? (c->role == RN_ROLE_RECV ?
-				  ((struct rn_recv_comm *)c)->rfifo_rkey[0] :
-				  ((struct rn_send_comm *)c)->rsizes_rkey[0]) : fo->path[j].rctrl_rkey;
+					  ((struct rn_recv_comm *)c)->rfifo_rkey[0] :
+					  ((struct rn_send_comm *)c)->rsizes_rkey[0]) :
+				 fo->path[j].rctrl_rkey;
 	int rec = is_rec(m->type);
 	struct fo_msg *out = (struct fo_msg *)((char *)c->ctrl +
 					       (rec ? RN_CTRL_ROUTBOX(j) : RN_CTRL_OUTBOX(j)));
@@ -313,8 +318,9 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 /* The record in our inbox for pair @j (recovery's: @rec): 0 when whole and meant for it. */
 static int read_msg(const struct rn_comm *c, int j, int rec, struct fo_msg *m)
 {
-	const volatile struct fo_msg *in = (const volatile struct fo_msg *)
-		((const char *)c->ctrl + (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j)));
+	const volatile struct fo_msg *in =
+		(const volatile struct fo_msg *)((const char *)c->ctrl +
+						 (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j)));
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));
@@ -367,14 +373,16 @@ void rn_failover_record(const struct rn_dev *from, const struct rn_dev *to, cons
 		cause = "device-fatal";
 	else if (strstr(why, "[gid-gone]"))
 		cause = "gid-gone";
-	else if (!strncmp(why, "the receiver moved", 18) || !strncmp(why, "the sender's side", 17) ||
-		 strstr(why, "side of the pair failed"))
+	else if (!strncmp(why, "the receiver moved", 18) ||
+		 !strncmp(why, "the sender's side", 17) || strstr(why, "side of the pair failed"))
 		cause = "peer-moved";
 	ret = rn_fostate_add(rn_fostate_dir(), from->nic.ibdev, from->nic.port, from->nic.netdev,
 			     to->nic.ibdev, cause);
 	if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-		rn_info(RN_SUB_NET, RN_PFX "failover: the host's record %s/%s was not written: %s "
-			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_FOSTATE_FILE, strerror(-ret));
+		rn_info(RN_SUB_NET,
+			RN_PFX "failover: the host's record %s/%s was not written: %s "
+			       "(NCCL_ROCE_STATE_DIR)",
+			rn_fostate_dir(), RN_FOSTATE_FILE, strerror(-ret));
 }
 
 /* The move, in the host's record (roce-doctor --prometheus counts it per NIC). */
@@ -391,14 +399,15 @@ static void say_back(struct rn_comm *c, int a, const char *what)
 
 	if (c->fo->path[0].gid_was != c->mem[0].gid_index)
 		snprintf(gid, sizeof(gid), ", moved from %d", c->fo->path[0].gid_was);
-	rn_warn(RN_SUB_NET, RN_PFX "recovery: %s comm with %s (%s): %s:%d -> %s is back in "
-		"service (its NIC up, its GID found again at index %d%s, the path checked and "
-		"probed); moved back from %s:%d -> %s in %llu ms; %s (recovery %d; "
-		"NCCL_ROCE_RECOVERY=0 turns this off)", c->role == RN_ROLE_SEND ? "send" : "recv",
-		c->peer_str, c->rpeer[0].host, nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev,
-		c->mem[0].gid_index, gid, oa->nic.ibdev, oa->nic.port,
-		c->fo->path[a].rpeer.netdev, (unsigned long long)ms_since(c->fo->since_ns), what,
-		c->fo->recoveries);
+	rn_warn(RN_SUB_NET,
+		RN_PFX "recovery: %s comm with %s (%s): %s:%d -> %s is back in service (its NIC "
+		       "up, its GID found again at index %d%s, the path checked and probed); "
+		       "moved back from %s:%d -> %s in %llu ms; %s (recovery %d; "
+		       "NCCL_ROCE_RECOVERY=0 turns this off)",
+		c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, c->rpeer[0].host,
+		nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev, c->mem[0].gid_index, gid,
+		oa->nic.ibdev, oa->nic.port, c->fo->path[a].rpeer.netdev,
+		(unsigned long long)ms_since(c->fo->since_ns), what, c->fo->recoveries);
 }
 
 /* The one WARN a move gives, on each end (and the old pair's diagnosis, when it has one). */
@@ -412,13 +421,13 @@ static void say_moved(struct rn_comm *c, int a, const char *what)
 		return;
 	}
 
-	rn_warn(RN_SUB_NET, RN_PFX "failover: %s comm with %s (%s): %s:%d -> %s failed (%s); "
-		"moved to %s:%d -> %s (%s) in %llu ms; %s (move %d; NCCL_ROCE_FAILOVER=0 turns "
-		"this off)", c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str,
-		c->rpeer[0].host, oa->nic.ibdev, oa->nic.port, c->fo->path[a].rpeer.netdev,
-		c->fo->path[a].why, nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev,
-		c->rpeer[0].host, (unsigned long long)ms_since(c->fo->since_ns), what,
-		c->fo->moves);
+	rn_warn(RN_SUB_NET,
+		RN_PFX "failover: %s comm with %s (%s): %s:%d -> %s failed (%s); moved to %s:%d "
+		       "-> %s (%s) in %llu ms; %s (move %d; NCCL_ROCE_FAILOVER=0 turns this off)",
+		c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, c->rpeer[0].host,
+		oa->nic.ibdev, oa->nic.port, c->fo->path[a].rpeer.netdev, c->fo->path[a].why,
+		nb->nic.ibdev, nb->nic.port, c->rpeer[0].netdev, c->rpeer[0].host,
+		(unsigned long long)ms_since(c->fo->since_ns), what, c->fo->moves);
 	say_why_left(c, a);
 	fostate_add(c, a);
 }
@@ -475,8 +484,9 @@ static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
 	if (!fo->quiesced) {
 		/* the receiver saw it first: its NIC, or ours silently */
 		quiesce(c);
-		path_dead(c, a, m->flags & FO_F_BACK ? "left for the recovered pair" :
-			  "the receiver moved the comm off it");
+		path_dead(c, a,
+			  m->flags & FO_F_BACK ? "left for the recovered pair" :
+						 "the receiver moved the comm off it");
 		if (!fo->since_ns)
 			fo->since_ns = rn_now_ns();
 	} else if (fo->path[a].planned && !((m->flags & FO_F_BACK) && j == 0)) {
@@ -488,8 +498,8 @@ static int apply_resume(struct rn_comm *c, int j, const struct fo_msg *m)
 	swap_to(c, j);
 	fo->seen = m->epoch;
 	fo->epoch = m->epoch;
-	ret = fo->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, m->tail,
-				  &nresent, &resent);
+	ret = fo->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, m->tail, &nresent,
+				     &resent);
 	c->moving = 0;
 	fo->quiesced = 0;
 	fo->resent += resent;
@@ -567,8 +577,10 @@ static void take_msg(struct rn_comm *c, int j, int rec)
 	int i, b, back;
 
 	if (read_msg(c, j, rec, &m)) {
-		rn_info(RN_SUB_NET, RN_PFX "failover: comm with %s: a message on pair %d was not "
-			"whole; waiting for the next", c->peer_str, j);
+		rn_info(RN_SUB_NET,
+			RN_PFX "failover: comm with %s: a message on pair %d was not "
+			       "whole; waiting for the next",
+			c->peer_str, j);
 		return;
 	}
 	switch (m.type) {
@@ -603,8 +615,9 @@ static void take_msg(struct rn_comm *c, int j, int rec)
 				path_dead(c, i, "the sender found it broken");
 		b = usable(c, j, 1) ? j : pick(c, 1);
 		back = (m.flags & FO_F_BACK) && b == 0;
-		path_dead(c, fo->active, back ? "left for the recovered pair" :
-			  "the sender's side failed (it asked to move)");
+		path_dead(c, fo->active,
+			  back ? "left for the recovered pair" :
+				 "the sender's side failed (it asked to move)");
 		fo->path[fo->active].planned = back;
 		if (b < 0) {
 			say_none_left(c);
@@ -662,10 +675,12 @@ static int kept_out(const struct rn_comm *c, const struct rn_path *p, uint64_t n
 		d->kept_out_told = 0;
 	pthread_mutex_unlock(&d->lock);
 	if (tell)
-		rn_warn(RN_SUB_NET, RN_PFX "recovery: %s:%d (%s) lost its link %u times within %d s, "
-			"more than NCCL_ROCE_FLAP_MAX=%d: its NIC pairs are kept out of service until "
-			"its link stays up for NCCL_ROCE_FLAP_WINDOW_S; check its cable, transceiver and "
-			"switch port", d->nic.ibdev, d->nic.port, d->nic.netdev, n, cfg->flap_window_s,
+		rn_warn(RN_SUB_NET,
+			RN_PFX "recovery: %s:%d (%s) lost its link %u times within %d s, more "
+			       "than NCCL_ROCE_FLAP_MAX=%d: its NIC pairs are kept out of service "
+			       "until its link stays up for NCCL_ROCE_FLAP_WINDOW_S; check its "
+			       "cable, transceiver and switch port",
+			d->nic.ibdev, d->nic.port, d->nic.netdev, n, cfg->flap_window_s,
 			cfg->flap_max);
 	return out;
 }
@@ -749,9 +764,11 @@ static void rearm_stop(struct rn_comm *c, int j, const char *why, uint64_t now)
 	quiesce_path(p, c->nqps);
 	p->backoff_ms = p->backoff_ms ? RN_MIN(p->backoff_ms * 2, RN_BACKOFF_MAX_MS) : 1000;
 	p->next_try_ns = now + p->backoff_ms * 1000000ull;
-	rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: %s:%d -> %s not back yet: %s; next "
-		"try in %llu ms", c->peer_str, p->mem.dev->nic.ibdev, p->mem.dev->nic.port,
-		p->rpeer.netdev, why, (unsigned long long)p->backoff_ms);
+	rn_info(RN_SUB_NET,
+		RN_PFX "recovery: comm with %s: %s:%d -> %s not back yet: %s; next "
+		       "try in %llu ms",
+		c->peer_str, p->mem.dev->nic.ibdev, p->mem.dev->nic.port, p->rpeer.netdev, why,
+		(unsigned long long)p->backoff_ms);
 }
 
 /* Receiver: pair @j armed at both ends and probed: a spare again, or the comm's own. */
@@ -764,10 +781,11 @@ static void rearm_done(struct rn_comm *c, int j)
 	p->state = RN_PATH_SPARE;
 	p->ok_here = p->ok_there = 1;
 	p->backoff_ms = 0;
-	rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: %s:%d -> %s is back in service (GID "
-		"index %d, was %d) after %llu ms", c->peer_str, p->mem.dev->nic.ibdev,
-		p->mem.dev->nic.port, p->rpeer.netdev, p->mem.gid_index, p->gid_was,
-		(unsigned long long)ms_since(fo->rearm_since_ns));
+	rn_info(RN_SUB_NET,
+		RN_PFX "recovery: comm with %s: %s:%d -> %s is back in service (GID "
+		       "index %d, was %d) after %llu ms",
+		c->peer_str, p->mem.dev->nic.ibdev, p->mem.dev->nic.port, p->rpeer.netdev,
+		p->mem.gid_index, p->gid_was, (unsigned long long)ms_since(fo->rearm_since_ns));
 	p->planned = 0;
 }
 
@@ -839,7 +857,8 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 		fo->rearm_gen++;
 		ret = send_rec(c, fo->active, FO_REARM, j, 0);
 		if (ret) {
-			snprintf(why, sizeof(why), "posting the request failed: %s", strerror(-ret));
+			snprintf(why, sizeof(why), "posting the request failed: %s",
+				 strerror(-ret));
 			rearm_stop(c, j, why, now);
 			return;
 		}
@@ -848,8 +867,10 @@ static void rearm_step(struct rn_comm *c, uint64_t now)
 		return;
 	}
 	if (now > fo->rearm_deadline_ns)
-		rearm_stop(c, j, fo->rearm_step == 1 ? "the peer did not answer" :
-			   "its probe did not complete", now);
+		rearm_stop(c, j,
+			   fo->rearm_step == 1 ? "the peer did not answer" :
+						 "its probe did not complete",
+			   now);
 }
 
 /* Receiver: the sender's ARMED for the pair being re-armed: probe it over itself. */
@@ -863,8 +884,10 @@ static void rearm_answered(struct rn_comm *c, const struct fo_msg *a)
 	if (j < 0 || a->target != (uint32_t)j || a->gen != fo->rearm_gen || fo->rearm_step != 1)
 		return; /* a late answer to an attempt given up */
 	if (!(a->flags & FO_F_OK)) {
-		rearm_stop(c, j, "the peer's NIC of the pair is not back yet, or it has not moved "
-			   "off it yet", now);
+		rearm_stop(c, j,
+			   "the peer's NIC of the pair is not back yet, or it has not moved "
+			   "off it yet",
+			   now);
 		return;
 	}
 	/* the sender's end is armed (and it is off the pair): ours now, then the probe */
@@ -945,7 +968,8 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 	char why[480] = "";
 
 	if (j >= fo->npaths || j == fo->active || fo->seen < fo->rearm_epoch) {
-		snprintf(why, sizeof(why), "it is the pair in use here (the last move not taken yet)");
+		snprintf(why, sizeof(why),
+			 "it is the pair in use here (the last move not taken yet)");
 	} else {
 		p = &fo->path[j];
 		if (!nic_up(p)) {
@@ -985,8 +1009,10 @@ static void rearm_answer(struct rn_comm *c, uint64_t now)
 		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: pair %d not re-armed here: %s",
 			c->peer_str, j, why);
 	if (send_rec(c, fo->active, FO_ARMED, j, ok ? FO_F_OK : 0))
-		rn_info(RN_SUB_NET, RN_PFX "recovery: comm with %s: the answer for pair %d was not "
-			"posted", c->peer_str, j);
+		rn_info(RN_SUB_NET,
+			RN_PFX "recovery: comm with %s: the answer for pair %d was not "
+			       "posted",
+			c->peer_str, j);
 }
 
 void rn_failover_recover(struct rn_comm *c, uint64_t now)
@@ -1104,13 +1130,14 @@ int rn_failover_poll(struct rn_comm *c)
 	}
 	if (c->moving && !c->err && c->fd >= 0 && rn_oob_peer_alive(c->fd) == -ECONNRESET) {
 		/* no RESUME will come from a process that is gone: say so, not "no pair" */
-		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): [peer-died] the peer "
-			"closed its side channel during the move (its process ended)", c->peer_str,
-			c->rpeer[0].host);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: send comm with %s (%s): [peer-died] the peer "
+			       "closed its side channel during the move (its process ended)",
+			c->peer_str, c->rpeer[0].host);
 		return comm_fail(c, -ECONNRESET);
 	}
-	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns &&
-	    fo->path[fo->active].planned && c->fd >= 0 && !rn_oob_peer_alive(c->fd)) {
+	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns && fo->path[fo->active].planned &&
+	    c->fd >= 0 && !rn_oob_peer_alive(c->fd)) {
 		/*
 		 * A move back asked for on a pair that works: the receiver takes it when NCCL
 		 * next polls it, which may be the next collective. Its process lives: wait on.
@@ -1118,13 +1145,13 @@ int rn_failover_poll(struct rn_comm *c)
 		fo->deadline_ns = rn_now_ns() + c->stall_ns;
 	}
 	if (c->moving && !c->err && rn_now_ns() > fo->deadline_ns) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: send comm with %s (%s): no answer to the move "
-			"request for %llu ms (the QPs' retry budget twice over): the receiver is gone "
-			"or no pair reaches it", c->peer_str, c->rpeer[0].host,
-			(unsigned long long)ms_since(fo->since_ns));
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: send comm with %s (%s): no answer to the move request "
+			       "for %llu ms (the QPs' retry budget twice over): the receiver is "
+			       "gone or no pair reaches it",
+			c->peer_str, c->rpeer[0].host, (unsigned long long)ms_since(fo->since_ns));
 		say_none_left(c);
 		comm_fail(c, -ETIMEDOUT);
 	}
 	return c->err;
 }
-

@@ -24,8 +24,8 @@ static const char *word(const char *s)
 	return s && *s && !strpbrk(s, " \t\n") ? s : "-";
 }
 
-int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *netdev,
-		   const char *to, const char *cause)
+int rn_fostate_add(const char *dir, const char *ibdev, int port, const char *netdev, const char *to,
+		   const char *cause)
 {
 	char path[4096], line[512];
 	struct stat st;

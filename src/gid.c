@@ -33,12 +33,12 @@
 #define GID_SCAN_MAX 1024
 
 struct cand {
-	int index;           /* -1 for a netdev-only candidate */
+	int index;       /* -1 for a netdev-only candidate */
 	union ibv_gid gid;
-	struct rn_ip ip;     /* family 0 for link-local/zero */
-	int type;            /* enum ibv_gid_type; -1 unknown */
-	int ifindex;         /* as the GID's attribute says (0: unknown; other namespaces' too) */
-	int link;            /* this namespace's netdev whose own address it is; 0: none */
+	struct rn_ip ip; /* family 0 for link-local/zero */
+	int type;        /* enum ibv_gid_type; -1 unknown */
+	int ifindex;     /* as the GID's attribute says (0: unknown; other namespaces' too) */
+	int link;        /* this namespace's netdev whose own address it is; 0: none */
 };
 
 static const char *fam_str(int family)
@@ -49,9 +49,12 @@ static const char *fam_str(int family)
 static const char *type_str(int type)
 {
 	switch (type) {
-	case IBV_GID_TYPE_ROCE_V1: return "v1";
-	case IBV_GID_TYPE_ROCE_V2: return "v2";
-	case IBV_GID_TYPE_IB: return "ib";
+	case IBV_GID_TYPE_ROCE_V1:
+		return "v1";
+	case IBV_GID_TYPE_ROCE_V2:
+		return "v2";
+	case IBV_GID_TYPE_IB:
+		return "ib";
 	}
 	return "?";
 }
@@ -104,8 +107,8 @@ static int cand_by_index(const void *a, const void *b)
  * read whole: libibverbs' sysfs fallback fails on one unreadable attribute (a pod's view
  * of a shared device), and the entry-by-entry read skips just those.
  */
-static int read_gid_table(struct rn_host *host, struct ibv_context *ctx, int port,
-			  struct cand *c, int max)
+static int read_gid_table(struct rn_host *host, struct ibv_context *ctx, int port, struct cand *c,
+			  int max)
 {
 	struct ibv_device_attr da;
 	struct ibv_gid_entry *e;
@@ -151,7 +154,7 @@ static int read_gids(struct rn_host *host, struct ibv_context *ctx, int port, st
 		if (ret == -ENODATA)
 			continue; /* empty slot */
 		if (ret == -EINVAL)
-			break; /* past the end of the table */
+			break;    /* past the end of the table */
 		if (ret) {
 			/*
 			 * An entry whose attributes this namespace cannot read (its netdev is
@@ -215,8 +218,8 @@ static int cand_ok(const struct cand *c, const struct rn_nic *nic, const struct 
  * address policy routing makes a source wins, else the first in table order. Returns the
  * ifindex, or 0 when the port's own netdev has a usable GID or no upper netdev has one.
  */
-static int vlan_of_port(struct rn_host *host, const struct cand *c, int n,
-			const struct rn_nic *nic, const struct want *w)
+static int vlan_of_port(struct rn_host *host, const struct cand *c, int n, const struct rn_nic *nic,
+			const struct want *w)
 {
 	struct rn_ip ip;
 	int i, first = 0;
@@ -243,13 +246,15 @@ static void repoint(struct rn_host *host, struct rn_nic *nic, int ifindex)
 	if (!l || ifindex == nic->ifindex)
 		return;
 	if (nic->ifindex)
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the upper netdev "
-			"(VLAN, macvlan) whose GID it uses (its port's netdev %s has none of the "
-			"wanted kind)", nic->ibdev, nic->port, l->link.name, nic->netdev);
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%s:%d: judged on %s, the upper netdev (VLAN, macvlan) whose GID "
+			       "it uses (its port's netdev %s has none of the wanted kind)",
+			nic->ibdev, nic->port, l->link.name, nic->netdev);
 	else
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: judged on %s, the netdev of this "
-			"network namespace whose GID it uses (its port's netdev %s is in another "
-			"namespace)", nic->ibdev, nic->port, l->link.name, nic->netdev);
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%s:%d: judged on %s, the netdev of this network namespace whose "
+			       "GID it uses (its port's netdev %s is in another namespace)",
+			nic->ibdev, nic->port, l->link.name, nic->netdev);
 	/* the port's netdev out of sight: its link state cannot be ANDed in (the port is up) */
 	nic->link_up = (nic->ifindex ? nic->link_up : 1) && l->link.oper_up;
 	if (!nic->ifindex)
@@ -287,16 +292,20 @@ static void describe(const struct rn_host *host, const struct cand *c, int n, st
 			snprintf(ip, sizeof(ip), "link-local");
 		if (l)
 			rn_vars_append(v, "have", ", ", "%s%d %s %s on %s",
-				       c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
-				       ip, type_str(c[i].type), l->link.name);
+				       c[i].index >= 0 ? "idx" : "",
+				       c[i].index >= 0 ? c[i].index : 0, ip, type_str(c[i].type),
+				       l->link.name);
 		else
 			rn_vars_append(v, "have", ", ", "%s%d %s %s on ifindex %d",
-				       c[i].index >= 0 ? "idx" : "", c[i].index >= 0 ? c[i].index : 0,
-				       ip, type_str(c[i].type), c[i].ifindex);
+				       c[i].index >= 0 ? "idx" : "",
+				       c[i].index >= 0 ? c[i].index : 0, ip, type_str(c[i].type),
+				       c[i].ifindex);
 	}
 	if (foreign)
-		rn_vars_append(v, "have", ", ", "%d GID%s of netdevs in another network namespace "
-			       "(other pods')", foreign, foreign == 1 ? "" : "s");
+		rn_vars_append(v, "have", ", ",
+			       "%d GID%s of netdevs in another network namespace "
+			       "(other pods')",
+			       foreign, foreign == 1 ? "" : "s");
 }
 
 #define SEG_PROBES 8
@@ -360,7 +369,8 @@ static void no_gid_fix(struct rn_host *host, const struct cand *c, int n, const 
 			if (!k->link || k->link != nic->ifindex)
 				continue;
 			if (pass == 0 && fam && ver) {
-				rn_vars_set(v, "fix", "unset NCCL_IB_ADDR_RANGE  # or widen it to "
+				rn_vars_set(v, "fix",
+					    "unset NCCL_IB_ADDR_RANGE  # or widen it to "
 					    "cover the NIC's address");
 				return;
 			}
@@ -383,13 +393,16 @@ static void no_gid_fix(struct rn_host *host, const struct cand *c, int n, const 
 	 */
 	rn_vars_set(v, "fix", "%s", "");
 	if (w->family == AF_INET && !segment_subnet(host, nic, v))
-		rn_vars_set(v, "todo", "give %s an IPv4 address in %s (ip addr add <address>/%s "
-			    "dev %s), then run again", nic->netdev, rn_vars_get(v, "seg"),
-			    rn_vars_get(v, "seg_len"), nic->netdev);
+		rn_vars_set(v, "todo",
+			    "give %s an IPv4 address in %s (ip addr add <address>/%s "
+			    "dev %s), then run again",
+			    nic->netdev, rn_vars_get(v, "seg"), rn_vars_get(v, "seg_len"),
+			    nic->netdev);
 	else
-		rn_vars_set(v, "todo", "give %s an %s address of the RoCE fabric (ip addr add "
-			    "<address>/<prefix> dev %s), then run again", nic->netdev,
-			    w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
+		rn_vars_set(v, "todo",
+			    "give %s an %s address of the RoCE fabric (ip addr add "
+			    "<address>/<prefix> dev %s), then run again",
+			    nic->netdev, w->family == AF_INET6 ? "IPv6" : "IPv4", nic->netdev);
 	rn_vars_append(v, "todo", "", "; or leave it out of NCCL: NCCL_IB_HCA=^%s%s",
 		       nic->ibdev[0] ? nic->ibdev : "<its RDMA device>",
 		       nic->ibdev[0] ? "" : " (ibv_devices names it)");
@@ -455,8 +468,8 @@ static int want_init(const struct rn_config *cfg, struct ibv_context *ctx, struc
  * else the netdev's primary address, else the first usable GID. Its index in @c (-1:
  * none), and why in @why.
  */
-static int auto_pick(struct rn_host *host, const struct rn_nic *nic, const struct cand *c,
-		     int n, const struct want *w, enum rn_gid_why *why)
+static int auto_pick(struct rn_host *host, const struct rn_nic *nic, const struct cand *c, int n,
+		     const struct want *w, enum rn_gid_why *why)
 {
 	struct rn_ip psrc = { 0 };
 	int i, k;
@@ -499,14 +512,17 @@ static void take_forced(struct rn_host *host, struct rn_nic *nic, const struct c
 	if (!c[forced].ip.family) {
 		/* a link-local (fe80::) GID reaches no other host: refuse it by name now */
 		describe(host, c, n, v);
-		rn_vars_set(v, "want", "a routable GID, not NCCL_IB_GID_INDEX=%d (link-local %s, "
-			    "which RoCE cannot route to another host)", cfg->gid_index,
+		rn_vars_set(v, "want",
+			    "a routable GID, not NCCL_IB_GID_INDEX=%d (link-local %s, "
+			    "which RoCE cannot route to another host)",
+			    cfg->gid_index,
 			    inet_ntop(AF_INET6, c[forced].gid.raw, fip, sizeof(fip)) ? fip :
-			    "fe80::");
+										       "fe80::");
 		if (pick >= 0)
-			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX  # the automatic choice is "
-				    "index %d; or: export NCCL_IB_GID_INDEX=%d", c[pick].index,
-				    c[pick].index);
+			rn_vars_set(v, "fix",
+				    "unset NCCL_IB_GID_INDEX  # the automatic choice is "
+				    "index %d; or: export NCCL_IB_GID_INDEX=%d",
+				    c[pick].index, c[pick].index);
 		else
 			rn_vars_set(v, "fix", "unset NCCL_IB_GID_INDEX");
 		no_gid(nic, cause);
@@ -522,9 +538,11 @@ static void take_forced(struct rn_host *host, struct rn_nic *nic, const struct c
 			    rn_ip_str(&c[forced].ip, fip, sizeof(fip)), type_str(c[forced].type),
 			    c[forced].ifindex);
 	else
-		rn_vars_set(v, "forced_what", "%s %s, not an address of this network namespace: "
-			    "another pod's GID", c[forced].ip.family ?
-			    rn_ip_str(&c[forced].ip, fip, sizeof(fip)) : "link-local",
+		rn_vars_set(v, "forced_what",
+			    "%s %s, not an address of this network namespace: "
+			    "another pod's GID",
+			    c[forced].ip.family ? rn_ip_str(&c[forced].ip, fip, sizeof(fip)) :
+						  "link-local",
 			    type_str(c[forced].type));
 	if (pick >= 0) {
 		rn_vars_set(v, "ip", "%s", rn_ip_str(&c[pick].ip, ip, sizeof(ip)));
@@ -550,8 +568,8 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	c = calloc((size_t)max, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	n = ctx ? read_gids(host, ctx, nic->port, c, max) : netdev_cands(host, nic->ifindex, c,
-									 max);
+	n = ctx ? read_gids(host, ctx, nic->port, c, max) :
+		  netdev_cands(host, nic->ifindex, c, max);
 	if (n < 0) {
 		free(c);
 		return n;
@@ -577,10 +595,11 @@ static int gid_choose(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 	if (ctx && cfg->gid_index >= 0 && forced < 0) {
 		/* a bad value is replaced by its default (auto), never a refused NIC */
 		describe(host, c, n, v);
-		rn_warn(RN_SUB_INIT | RN_SUB_ENV, RN_PFX "NCCL_IB_GID_INDEX=%d is not valid on %s:%d: "
-			"it takes the index of a GID in the port's table (%s); using the default "
-			"(automatic choice)", cfg->gid_index, nic->ibdev, nic->port,
-			rn_vars_get(v, "have"));
+		rn_warn(RN_SUB_INIT | RN_SUB_ENV,
+			RN_PFX "NCCL_IB_GID_INDEX=%d is not valid on %s:%d: it takes the index of "
+			       "a GID in the port's table (%s); using the default (automatic "
+			       "choice)",
+			cfg->gid_index, nic->ibdev, nic->port, rn_vars_get(v, "have"));
 	}
 	if (forced >= 0) {
 		take_forced(host, nic, c, n, forced, pick, cfg, v, cause);
@@ -621,11 +640,16 @@ void rn_gid_result_free(struct rn_gid_result *res)
 const char *rn_gid_why_str(enum rn_gid_why why)
 {
 	switch (why) {
-	case RN_GID_WHY_NONE: return "none";
-	case RN_GID_WHY_POLICY: return "policy";
-	case RN_GID_WHY_PRIMARY: return "primary";
-	case RN_GID_WHY_FIRST: return "first";
-	case RN_GID_WHY_FORCED: return "forced";
+	case RN_GID_WHY_NONE:
+		return "none";
+	case RN_GID_WHY_POLICY:
+		return "policy";
+	case RN_GID_WHY_PRIMARY:
+		return "primary";
+	case RN_GID_WHY_FIRST:
+		return "first";
+	case RN_GID_WHY_FORCED:
+		return "forced";
 	}
 	return "none";
 }
@@ -685,8 +709,8 @@ int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct
 	if (!ctx || nic->gid_index < 0 || !nic->ip.family)
 		return 0;
 	/* the usual case, one query: the index still holds our address */
-	ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)nic->port,
-						 (uint32_t)nic->gid_index, &e));
+	ret = rn_verbs_err(rn_verbs.query_gid_ex(ctx, (uint32_t)nic->port, (uint32_t)nic->gid_index,
+						 &e));
 	if (!ret && !memcmp(e.gid.raw, nic->gid.raw, sizeof(e.gid.raw)) &&
 	    (int)e.ndev_ifindex == nic->ifindex && (int)e.gid_type == type)
 		return 0;
@@ -718,8 +742,10 @@ int rn_gid_refresh(struct ibv_context *ctx, struct rn_nic *nic, int *old, struct
 	rn_vars_set(v, "ip", "%s", rn_ip_str(&nic->ip, ip, sizeof(ip)));
 	rn_vars_set(v, "old_index", "%d", nic->gid_index);
 	/* no prefix known: the address alone (a host route) still brings its GID back */
-	rn_vars_set(v, "prefixlen", "%d", nic->prefixlen > 0 ? nic->prefixlen :
-			 nic->ip.family == AF_INET6 ? 128 : 32);
+	rn_vars_set(v, "prefixlen", "%d",
+		    nic->prefixlen > 0         ? nic->prefixlen :
+		    nic->ip.family == AF_INET6 ? 128 :
+						 32);
 	rn_vars_set(v, "now", "%s", now >= 0 ? entry_str(&c[now], b, sizeof(b)) : "nothing");
 	rn_vars_set(v, "have", "%s", n ? "" : "nothing");
 	for (i = 0; i < n; i++)

@@ -235,7 +235,8 @@ static int rule_match(const struct rn_host *host, const struct rn_nl_rule *r,
 		m = 0;
 	else if (r->oif[0]) {
 		const struct rn_host_link *l = oif ? rn_host_link_by_index((struct rn_host *)host,
-									    oif) : NULL;
+									   oif) :
+						     NULL;
 
 		m = l && !strcmp(l->link.name, r->oif);
 	} else if (r->fwmark) {
@@ -308,12 +309,19 @@ static int table_lookup(const struct rn_host *host, uint32_t table, const struct
 				    r->metric != m)
 					continue;
 				switch (r->type) {
-				case RTN_BLACKHOLE: return -EINVAL;
-				case RTN_UNREACHABLE: return -EHOSTUNREACH;
-				case RTN_PROHIBIT: return -EACCES;
-				case RTN_THROW: return -EAGAIN;
-				case RTN_UNICAST: case RTN_LOCAL: break;
-				default: return UNSURE;
+				case RTN_BLACKHOLE:
+					return -EINVAL;
+				case RTN_UNREACHABLE:
+					return -EHOSTUNREACH;
+				case RTN_PROHIBIT:
+					return -EACCES;
+				case RTN_THROW:
+					return -EAGAIN;
+				case RTN_UNICAST:
+				case RTN_LOCAL:
+					break;
+				default:
+					return UNSURE;
 				}
 				if (oif && r->oif != oif)
 					continue;
@@ -374,11 +382,20 @@ static int snapshot_route(struct rn_host *host, const struct rn_ip *dst, const s
 		if (!rule_match(host, r, dst, src, oif))
 			continue;
 		switch (r->action) {
-		case FR_ACT_NOP: continue;
-		case FR_ACT_UNREACHABLE: ret = -ENETUNREACH; break;
-		case FR_ACT_PROHIBIT: ret = -EACCES; break;
-		case FR_ACT_TO_TBL: ret = table_lookup(host, r->table, dst, oif, &rt); break;
-		default: ret = -EINVAL; break;
+		case FR_ACT_NOP:
+			continue;
+		case FR_ACT_UNREACHABLE:
+			ret = -ENETUNREACH;
+			break;
+		case FR_ACT_PROHIBIT:
+			ret = -EACCES;
+			break;
+		case FR_ACT_TO_TBL:
+			ret = table_lookup(host, r->table, dst, oif, &rt);
+			break;
+		default:
+			ret = -EINVAL;
+			break;
 		}
 		if (ret == UNSURE)
 			return UNSURE;
@@ -532,8 +549,9 @@ int rn_host_same_l2(struct rn_host *host, int a, int b)
 int rn_host_neighs(struct rn_host *host, const struct rn_nl_neigh **out)
 {
 	if (!host->neigh_state) {
-		int ret = rn_nl.neigh_dump ? rn_nl.neigh_dump(AF_INET, &host->neighs,
-							      &host->nneighs) : -EOPNOTSUPP;
+		int ret = rn_nl.neigh_dump ?
+				  rn_nl.neigh_dump(AF_INET, &host->neighs, &host->nneighs) :
+				  -EOPNOTSUPP;
 
 		host->neigh_state = ret ? ret : 1;
 	}

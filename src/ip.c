@@ -93,8 +93,8 @@ int rn_cidr_parse(const char *s, struct rn_ip *net, int *len)
 
 const char *rn_mac_str(const uint8_t mac[6], char *buf, size_t len)
 {
-	snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-		 mac[4], mac[5]);
+	snprintf(buf, len, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4],
+		 mac[5]);
 	return buf;
 }
 
@@ -138,8 +138,8 @@ const char *rn_gid_str(const union ibv_gid *gid, char *buf, size_t len)
 	const uint8_t *r = gid->raw;
 
 	snprintf(buf, len,
-		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-		 r[13], r[14], r[15]);
+		 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", r[0],
+		 r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+		 r[14], r[15]);
 	return buf;
 }

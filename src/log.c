@@ -55,8 +55,8 @@ int rn_log_enabled(enum rn_log_level level)
 	return level != RN_LOG_NONE && (int)level <= log_level;
 }
 
-void rn_log(enum rn_log_level level, unsigned long sub, const char *file, int line,
-	    const char *fmt, ...)
+void rn_log(enum rn_log_level level, unsigned long sub, const char *file, int line, const char *fmt,
+	    ...)
 {
 	int saved = errno;
 	char msg[1024];
@@ -70,8 +70,10 @@ void rn_log(enum rn_log_level level, unsigned long sub, const char *file, int li
 	if (log_sink) {
 		log_sink(level, sub, file, line, msg);
 	} else {
-		const char *tag = level == RN_LOG_WARN ? "WARN " : level == RN_LOG_INFO ? "INFO " :
-				  level == RN_LOG_TRACE ? "TRACE " : "";
+		const char *tag = level == RN_LOG_WARN  ? "WARN " :
+				  level == RN_LOG_INFO  ? "INFO " :
+				  level == RN_LOG_TRACE ? "TRACE " :
+							  "";
 		fprintf(stderr, "%s%s\n", tag, msg);
 	}
 out:

@@ -20,7 +20,7 @@
 struct rn_mr_cache {
 	struct rn_mr *head;
 	int count;
-	struct rn_mr *vhead;  /* vNIC handles whose member 0 is this device (rn_vmr_get) */
+	struct rn_mr *vhead; /* vNIC handles whose member 0 is this device (rn_vmr_get) */
 };
 
 unsigned int rn_mr_access(const struct rn_dev *dev)
@@ -45,8 +45,8 @@ static struct rn_mr_cache *cache_of(struct rn_dev *dev)
 	return dev->mrs;
 }
 
-int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd,
-	      uint64_t offset, struct rn_mr **out)
+int rn_mr_get(struct rn_dev *dev, void *data, size_t size, int type, int dmabuf_fd, uint64_t offset,
+	      struct rn_mr **out)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)data & ~(pg - 1);
@@ -258,8 +258,8 @@ int rn_mr_cache_release(struct rn_dev *dev)
  * hands NCCL one handle; a WR on member k's QP uses member k's keys. The handle's
  * range is what every member covers.
  */
-int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type,
-	       int dmabuf_fd, uint64_t offset, struct rn_mr **out)
+int rn_vmr_get(struct rn_dev *const *devs, int n, void *data, size_t size, int type, int dmabuf_fd,
+	       uint64_t offset, struct rn_mr **out)
 {
 	struct rn_mr *v;
 	uintptr_t base = 0, end = UINTPTR_MAX;

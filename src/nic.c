@@ -16,11 +16,16 @@
 int rn_ibv_mtu_bytes(enum ibv_mtu m)
 {
 	switch (m) {
-	case IBV_MTU_256: return 256;
-	case IBV_MTU_512: return 512;
-	case IBV_MTU_1024: return 1024;
-	case IBV_MTU_2048: return 2048;
-	case IBV_MTU_4096: return 4096;
+	case IBV_MTU_256:
+		return 256;
+	case IBV_MTU_512:
+		return 512;
+	case IBV_MTU_1024:
+		return 1024;
+	case IBV_MTU_2048:
+		return 2048;
+	case IBV_MTU_4096:
+		return 4096;
 	}
 	return 0;
 }

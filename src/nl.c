@@ -49,31 +49,48 @@
 static int nle_to_errno(int nle)
 {
 	switch (nle < 0 ? -nle : nle) {
-	case 0: return 0;
-	case NLE_NOMEM: return -ENOMEM;
-	case NLE_AGAIN: return -EAGAIN;
-	case NLE_INVAL: return -EINVAL;
-	case NLE_RANGE: return -ERANGE;
-	case NLE_MSGSIZE: return -EMSGSIZE;
-	case NLE_OPNOTSUPP: return -EOPNOTSUPP;
-	case NLE_OBJ_NOTFOUND: return -ENOENT;
-	case NLE_NOADDR: return -EADDRNOTAVAIL;
-	case NLE_PERM: return -EPERM;
-	case NLE_BUSY: return -EBUSY;
-	case NLE_NODEV: return -ENODEV;
-	case NLE_NOACCESS: return -EACCES;
-	case NLE_INTR: return -EINTR;
-	case NLE_BAD_SOCK: return -EBADF;
-	case NLE_DUMP_INTR: return -ESTALE; /* the table changed during the dump: ask again */
-	default: return -EIO;
+	case 0:
+		return 0;
+	case NLE_NOMEM:
+		return -ENOMEM;
+	case NLE_AGAIN:
+		return -EAGAIN;
+	case NLE_INVAL:
+		return -EINVAL;
+	case NLE_RANGE:
+		return -ERANGE;
+	case NLE_MSGSIZE:
+		return -EMSGSIZE;
+	case NLE_OPNOTSUPP:
+		return -EOPNOTSUPP;
+	case NLE_OBJ_NOTFOUND:
+		return -ENOENT;
+	case NLE_NOADDR:
+		return -EADDRNOTAVAIL;
+	case NLE_PERM:
+		return -EPERM;
+	case NLE_BUSY:
+		return -EBUSY;
+	case NLE_NODEV:
+		return -ENODEV;
+	case NLE_NOACCESS:
+		return -EACCES;
+	case NLE_INTR:
+		return -EINTR;
+	case NLE_BAD_SOCK:
+		return -EBADF;
+	case NLE_DUMP_INTR:
+		return -ESTALE; /* the table changed during the dump: ask again */
+	default:
+		return -EIO;
 	}
 }
 
 struct req {
 	int (*parse)(struct nlmsghdr *h, void *arg);
 	void *arg;
-	int kerr;     /* errno from NLMSG_ERROR (negative), 0 = none */
-	int perr;     /* first parse error */
+	int kerr; /* errno from NLMSG_ERROR (negative), 0 = none */
+	int perr; /* first parse error */
 	int nmsg;
 };
 
@@ -103,7 +120,7 @@ static int on_finish(struct nl_msg *msg, void *arg)
 }
 
 static pthread_mutex_t sk_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nl_sock *sk_shared;   /* under sk_lock */
+static struct nl_sock *sk_shared; /* under sk_lock */
 static pid_t sk_pid;
 static unsigned long sk_opened;
 
@@ -305,10 +322,12 @@ static void parse_inet_conf(struct nlattr *spec, struct rn_nl_link *l)
 	struct nlattr *af, *a;
 	int rem, rem2;
 
-	nla_for_each_nested(af, spec, rem) {
+	nla_for_each_nested(af, spec, rem)
+	{
 		if (nla_type(af) != AF_INET)
 			continue;
-		nla_for_each_nested(a, af, rem2) {
+		nla_for_each_nested(a, af, rem2)
+		{
 			const uint32_t *c = nla_data(a);
 
 			if (nla_type(a) != IFLA_INET_CONF ||
@@ -446,13 +465,15 @@ static void rule_more(struct nlattr **tb, const struct fib_rule_hdr *frh, char *
 	size_t o;
 
 	buf[0] = '\0';
-	if (tb[FRA_UID_RANGE] && nla_len(tb[FRA_UID_RANGE]) >= (int)sizeof(struct fib_rule_uid_range)) {
+	if (tb[FRA_UID_RANGE] &&
+	    nla_len(tb[FRA_UID_RANGE]) >= (int)sizeof(struct fib_rule_uid_range)) {
 		const struct fib_rule_uid_range *u = nla_data(tb[FRA_UID_RANGE]);
 
 		more_range(buf, len, "uidrange", u->start, u->end);
 	}
 	if (tb[FRA_IP_PROTO] && (o = strlen(buf)) < len)
-		snprintf(buf + o, len - o, "%sipproto %u", o ? " " : "", nla_get_u8(tb[FRA_IP_PROTO]));
+		snprintf(buf + o, len - o, "%sipproto %u", o ? " " : "",
+			 nla_get_u8(tb[FRA_IP_PROTO]));
 	if (tb[FRA_SPORT_RANGE] &&
 	    nla_len(tb[FRA_SPORT_RANGE]) >= (int)sizeof(struct fib_rule_port_range)) {
 		const struct fib_rule_port_range *p = nla_data(tb[FRA_SPORT_RANGE]);
@@ -510,7 +531,8 @@ static int rule_cb(struct nlmsghdr *h, void *arg)
 		    (frh->action != FR_ACT_TO_TBL && frh->action != FR_ACT_NOP &&
 		     frh->action != FR_ACT_BLACKHOLE && frh->action != FR_ACT_UNREACHABLE &&
 		     frh->action != FR_ACT_PROHIBIT) ||
-		    (tb[FRA_SUPPRESS_IFGROUP] && nla_get_u32(tb[FRA_SUPPRESS_IFGROUP]) != UINT32_MAX);
+		    (tb[FRA_SUPPRESS_IFGROUP] &&
+		     nla_get_u32(tb[FRA_SUPPRESS_IFGROUP]) != UINT32_MAX);
 	rule_more(tb, frh, r->more, sizeof(r->more));
 	return 0;
 }
@@ -546,7 +568,8 @@ static int parse_route(struct nlmsghdr *h, struct rn_nl_route *r)
 		r->metric = nla_get_u32(tb[RTA_PRIORITY]);
 	r->opaque = rtm->rtm_tos || tb[RTA_NH_ID] || tb[RTA_ENCAP] ||
 		    (rtm->rtm_flags & (RTNH_F_DEAD | RTNH_F_LINKDOWN));
-	if (!r->oif && tb[RTA_MULTIPATH] && nla_len(tb[RTA_MULTIPATH]) >= (int)sizeof(struct rtnexthop)) {
+	if (!r->oif && tb[RTA_MULTIPATH] &&
+	    nla_len(tb[RTA_MULTIPATH]) >= (int)sizeof(struct rtnexthop)) {
 		/* First nexthop only: enough to tell which NIC a table points at. */
 		struct rtnexthop *nh = nla_data(tb[RTA_MULTIPATH]);
 
@@ -828,7 +851,8 @@ static int parse_dcb(struct nlmsghdr *h, struct rn_nl_dcb *out)
 	}
 	if (!ieee[DCB_ATTR_IEEE_APP_TABLE])
 		return 0;
-	nla_for_each_nested(a, ieee[DCB_ATTR_IEEE_APP_TABLE], rem) {
+	nla_for_each_nested(a, ieee[DCB_ATTR_IEEE_APP_TABLE], rem)
+	{
 		const struct dcb_app *app;
 
 		if (nla_type(a) != DCB_ATTR_IEEE_APP || nla_len(a) < (int)sizeof(*app))

@@ -74,7 +74,8 @@ int rn_oob_pick_ifaddr(const char *list, const struct ifaddrs *ifa, struct socka
 		    !i->ifa_name || !rn_oob_ifname_match(list, i->ifa_name))
 			continue;
 		if (family == AF_INET6) {
-			const struct in6_addr *a = &((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+			const struct in6_addr *a =
+				&((const struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
 
 			/*
 			 * NOTE: NCCL would take a link-local address too; the handle carries no
@@ -85,8 +86,9 @@ int rn_oob_pick_ifaddr(const char *list, const struct ifaddrs *ifa, struct socka
 		}
 		memset(out, 0, sizeof(*out));
 		/* getifaddrs lists IPv4 before IPv6: NCCL's order, an interface's IPv4 first */
-		memcpy(out, i->ifa_addr, family == AF_INET ? sizeof(struct sockaddr_in) :
-							     sizeof(struct sockaddr_in6));
+		memcpy(out, i->ifa_addr,
+		       family == AF_INET ? sizeof(struct sockaddr_in) :
+					   sizeof(struct sockaddr_in6));
 		if (name)
 			snprintf(name, name_len, "%s", i->ifa_name);
 		return 0;
@@ -127,15 +129,19 @@ int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 		freeifaddrs(ifa);
 		if (!ret) {
 			if (first_time_for(cfg->socket_ifname, 1))
-				rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s: the "
-					"handshake uses %s %s", cfg->socket_ifname, name,
+				rn_info(RN_SUB_INIT | RN_SUB_NET,
+					RN_PFX "NCCL_SOCKET_IFNAME=%s: the "
+					       "handshake uses %s %s",
+					cfg->socket_ifname, name,
 					rn_sockaddr_str(out, a, sizeof(a)));
 			return 0;
 		}
 		if (first_time_for(cfg->socket_ifname, 0))
-			rn_warn(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s matches no running "
-				"interface with an IPv4 or a global IPv6 address: no handshake can "
-				"start (ip -br addr shows the interfaces)", cfg->socket_ifname);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "NCCL_SOCKET_IFNAME=%s matches no running interface with "
+				       "an IPv4 or a global IPv6 address: no handshake can start "
+				       "(ip -br addr shows the interfaces)",
+				cfg->socket_ifname);
 		else
 			rn_info(RN_SUB_NET, RN_PFX "NCCL_SOCKET_IFNAME=%s matches no interface",
 				cfg->socket_ifname);
@@ -155,8 +161,10 @@ int rn_oob_local_addr(const struct rn_dev *dev, const struct rn_config *cfg,
 		in6->sin6_addr = dev->nic.ip.v6;
 		return 0;
 	}
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d has no source IP for the handshake; set "
-		"NCCL_SOCKET_IFNAME", dev->nic.ibdev, dev->nic.port);
+	rn_warn(RN_SUB_NET,
+		RN_PFX "%s:%d has no source IP for the handshake; set "
+		       "NCCL_SOCKET_IFNAME",
+		dev->nic.ibdev, dev->nic.port);
 	return -EADDRNOTAVAIL;
 }
 
@@ -228,8 +236,7 @@ int rn_oob_accept(int lfd, int *fd)
 	return 0;
 }
 
-int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_storage *src,
-		   int *fd)
+int rn_oob_connect(const struct sockaddr_storage *peer, const struct sockaddr_storage *src, int *fd)
 {
 	int s, ret;
 

@@ -24,12 +24,16 @@ struct enum_name {
 };
 
 static const struct enum_name family_names[] = {
-	{ "AF_INET", AF_INET }, { "AF_INET6", AF_INET6 }, { NULL, 0 },
+	{ "AF_INET", AF_INET },
+	{ "AF_INET6", AF_INET6 },
+	{ NULL, 0 },
 };
 
 static const struct enum_name route_check_names[] = {
-	{ "strict", RN_ROUTE_CHECK_STRICT }, { "warn", RN_ROUTE_CHECK_WARN },
-	{ "off", RN_ROUTE_CHECK_OFF }, { NULL, 0 },
+	{ "strict", RN_ROUTE_CHECK_STRICT },
+	{ "warn", RN_ROUTE_CHECK_WARN },
+	{ "off", RN_ROUTE_CHECK_OFF },
+	{ NULL, 0 },
 };
 
 /* A string's syntax check: 0 when @v is good, else -EINVAL. */
@@ -39,10 +43,10 @@ struct param {
 	struct rn_param_desc d;
 	enum kind kind;
 	size_t off;
-	int def;          /* K_INT, K_ENUM */
-	int min, max;     /* K_INT */
+	int def;                       /* K_INT, K_ENUM */
+	int min, max;                  /* K_INT */
 	const struct enum_name *names; /* K_ENUM */
-	size_t size;      /* K_STR: the field's size */
+	size_t size;                   /* K_STR: the field's size */
 	str_check_fn check;            /* K_STR: NULL = anything */
 	const char *accepts;           /* K_STR: what the WARN says it takes */
 };
@@ -51,7 +55,10 @@ struct param {
 #define P_INT(n, f, dv, lo, hi, h) \
 	{ { n, #dv, h }, K_INT, offsetof(struct rn_config, f), dv, lo, hi, NULL, 0, NULL, NULL }
 #define P_STR(n, f, h, chk, acc) \
-	{ { n, "", h }, K_STR, offsetof(struct rn_config, f), 0, 0, 0, NULL, FIELD_SIZE(f), chk, acc }
+	{ \
+		{ n, "", h }, K_STR, offsetof(struct rn_config, f), 0, 0, 0, NULL, FIELD_SIZE(f), \
+		chk,          acc \
+	}
 #define P_ENUM(n, f, dv, dn, tbl, h) \
 	{ { n, dn, h }, K_ENUM, offsetof(struct rn_config, f), dv, 0, 0, tbl, 0, NULL, NULL }
 
@@ -170,26 +177,35 @@ static int load_hca(char *out, size_t size, const char *v)
 	if (exclude || !ngood) {
 		snprintf(out, size, "%s", HCA_NONE);
 		if (cut)
-			rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA is longer than %zu "
-				"characters%s: it cannot be read whole, so no NIC is selected (set "
-				"a shorter list: a prefix such as %smlx5_1 covers mlx5_1, mlx5_10...)",
-				size - 1, exclude ? " (an exclusion list)" : "", exclude ? "^" : "");
+			rn_warn(RN_SUB_ENV | RN_SUB_INIT,
+				RN_PFX "NCCL_IB_HCA is longer than %zu characters%s: it cannot be "
+				       "read whole, so no NIC is selected (set a shorter list: a "
+				       "prefix such as %smlx5_1 covers mlx5_1, mlx5_10...)",
+				size - 1, exclude ? " (an exclusion list)" : "",
+				exclude ? "^" : "");
 		else
-			rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA: %s %s%s %s not valid "
-				"(it takes [^][=]name[:port[:rail[:plane]]],... with numeric port, rail "
-				"and plane); %s, so no NIC is selected", nbad == 1 ? "entry" : "entries",
-				bad, nbad > HCA_BAD_NAMED ? " and more" : "", nbad == 1 ? "is" : "are",
-				exclude ? "an exclusion list that cannot be read might let an excluded "
-					  "NIC in" : "no valid entry is left");
+			rn_warn(RN_SUB_ENV | RN_SUB_INIT,
+				RN_PFX "NCCL_IB_HCA: %s %s%s %s not valid (it takes "
+				       "[^][=]name[:port[:rail[:plane]]],... with numeric port, "
+				       "rail and plane); %s, so no NIC is selected",
+				nbad == 1 ? "entry" : "entries", bad,
+				nbad > HCA_BAD_NAMED ? " and more" : "", nbad == 1 ? "is" : "are",
+				exclude ?
+					"an exclusion list that cannot be read might let an excluded "
+					"NIC in" :
+					"no valid entry is left");
 		return -EINVAL;
 	}
 	if (cut)
-		rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA is longer than %zu characters: "
-			"using the %d entries that fit, ignoring the rest", size - 1, ngood);
+		rn_warn(RN_SUB_ENV | RN_SUB_INIT,
+			RN_PFX "NCCL_IB_HCA is longer than %zu characters: "
+			       "using the %d entries that fit, ignoring the rest",
+			size - 1, ngood);
 	else
-		rn_warn(RN_SUB_ENV | RN_SUB_INIT, RN_PFX "NCCL_IB_HCA: ignoring %s %s%s (not "
-			"name[:port[:rail[:plane]]] with numeric port, rail and plane); using the "
-			"other %d", nbad == 1 ? "entry" : "entries", bad,
+		rn_warn(RN_SUB_ENV | RN_SUB_INIT,
+			RN_PFX "NCCL_IB_HCA: ignoring %s %s%s (not name[:port[:rail[:plane]]] "
+			       "with numeric port, rail and plane); using the other %d",
+			nbad == 1 ? "entry" : "entries", bad,
 			nbad > HCA_BAD_NAMED ? " and more" : "", ngood);
 	return -EINVAL;
 }
@@ -298,7 +314,8 @@ static const struct param params[] = {
 	/* read entry by entry: load_hca */
 	P_STR("NCCL_IB_HCA", ib_hca,
 	      "devices to use: [^][=]name[:port[:rail[:plane]]],... (prefix match unless '=', "
-	      "'^' excludes)", NULL, NULL),
+	      "'^' excludes)",
+	      NULL, NULL),
 	P_INT("NCCL_IB_GID_INDEX", gid_index, -1, -1, 65535,
 	      "force a GID index (-1: choose from the policy routing)"),
 	P_ENUM("NCCL_IB_ADDR_FAMILY", addr_family, AF_INET, "AF_INET", family_names,
@@ -313,11 +330,13 @@ static const struct param params[] = {
 	/* NCCL's own: read to say when its device-API traffic would not come through us */
 	P_STR("NCCL_RMA_PLUGIN", rma_plugin,
 	      "NCCL's RMA backend list; one that is not this plugin takes NCCL 2.30's one-sided "
-	      "traffic (warned at init)", NULL, NULL),
+	      "traffic (warned at init)",
+	      NULL, NULL),
 	P_INT("NCCL_GIN_TYPE", gin_type, -1, -1, 3,
 	      "NCCL's GIN backend: 2 proxy (over this plugin's RMA), 3 GDAKI (mlx5, NCCL's own)"),
 	P_INT("NCCL_GIN_ENABLE", gin_enable, 1, 0, 1, "NCCL's device-API networking on or off"),
-	P_INT("NCCL_IB_SL", sl, -1, -1, 15, "service level (-1: the communicator's traffic class, else 0)"),
+	P_INT("NCCL_IB_SL", sl, -1, -1, 15,
+	      "service level (-1: the communicator's traffic class, else 0)"),
 	P_INT("NCCL_IB_TIMEOUT", timeout, 20, 1, 31, "QP ack timeout, 4.096 us * 2^t"),
 	P_INT("NCCL_IB_RETRY_CNT", retry_cnt, 7, 0, 7, "QP retry count"),
 	P_INT("NCCL_IB_QPS_PER_CONNECTION", qps_per_conn, 1, 1, 128, "data QPs per connection"),
@@ -368,7 +387,8 @@ static const struct param params[] = {
 	/* an L3 fabric: what the host alone cannot tell (roce-doctor --peer-subnet, --gateway) */
 	P_STR("NCCL_ROCE_PEER_SUBNETS", peer_subnets,
 	      "subnets (or addresses) of peers behind a router: each NIC's route to them is "
-	      "judged", check_cidrs, "a comma list of address/prefix such as 198.19.0.0/24"),
+	      "judged",
+	      check_cidrs, "a comma list of address/prefix such as 198.19.0.0/24"),
 	P_STR("NCCL_ROCE_GATEWAYS", gateways,
 	      "a NIC's gateway where no route names one: GW for every NIC, NETDEV=GW for one",
 	      check_gateways, "a comma list of GW or NETDEV=GW such as ens1f0np0=198.18.0.1"),
@@ -430,14 +450,18 @@ static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
 		if (p->off == offsetof(struct rn_config, ib_hca))
 			return load_hca(str_field(cfg, p), p->size, v);
 		if (strlen(v) >= p->size) {
-			rn_warn(RN_SUB_ENV, RN_PFX "%s is longer than %zu characters: it takes %s; "
-				"using the default (unset)", p->d.name, p->size - 1,
+			rn_warn(RN_SUB_ENV,
+				RN_PFX "%s is longer than %zu characters: it takes %s; "
+				       "using the default (unset)",
+				p->d.name, p->size - 1,
 				p->accepts ? p->accepts : "a shorter value");
 			return -EINVAL;
 		}
 		if (p->check && p->check(v)) {
-			rn_warn(RN_SUB_ENV, RN_PFX "%s='%s' is not valid: it takes %s; using the "
-				"default (unset)", p->d.name, v, p->accepts);
+			rn_warn(RN_SUB_ENV,
+				RN_PFX "%s='%s' is not valid: it takes %s; using the "
+				       "default (unset)",
+				p->d.name, v, p->accepts);
 			return -EINVAL;
 		}
 		strcpy(str_field(cfg, p), v);
@@ -445,7 +469,8 @@ static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
 	case K_INT:
 		if (parse_int(v, &x) || x < p->min || x > p->max) {
 			rn_warn(RN_SUB_ENV,
-				RN_PFX "%s='%s' is not valid: it takes an integer from %d to %d; using the default %d",
+				RN_PFX "%s='%s' is not valid: it takes an integer from %d to %d; "
+				       "using the default %d",
 				p->d.name, v, p->min, p->max, p->def);
 			return -EINVAL;
 		}
@@ -463,10 +488,12 @@ static int load_one(struct rn_config *cfg, const struct param *p, const char *v)
 			for (e = p->names; e->name; e++) {
 				strncat(accepted, e->name, sizeof(accepted) - strlen(accepted) - 1);
 				if (e[1].name)
-					strncat(accepted, ", ", sizeof(accepted) - strlen(accepted) - 1);
+					strncat(accepted, ", ",
+						sizeof(accepted) - strlen(accepted) - 1);
 			}
 			rn_warn(RN_SUB_ENV,
-				RN_PFX "%s='%s' is not valid: it takes one of %s; using the default %s",
+				RN_PFX "%s='%s' is not valid: it takes one of %s; using the "
+				       "default %s",
 				p->d.name, v, accepted, p->d.def);
 		}
 		return -EINVAL;
@@ -488,11 +515,11 @@ int rn_config_load(struct rn_config *cfg)
 			bad++;
 	}
 	/* NCCL's knob says the same only when the user said nothing of ours */
-	if (cfg->ib_port_failover == 0 && !(getenv("NCCL_ROCE_FAILOVER") &&
-					    *getenv("NCCL_ROCE_FAILOVER")))
+	if (cfg->ib_port_failover == 0 &&
+	    !(getenv("NCCL_ROCE_FAILOVER") && *getenv("NCCL_ROCE_FAILOVER")))
 		cfg->failover = 0;
-	if (cfg->ib_port_recovery == 0 && !(getenv("NCCL_ROCE_RECOVERY") &&
-					    *getenv("NCCL_ROCE_RECOVERY")))
+	if (cfg->ib_port_recovery == 0 &&
+	    !(getenv("NCCL_ROCE_RECOVERY") && *getenv("NCCL_ROCE_RECOVERY")))
 		cfg->recovery = 0;
 	if (cfg->addr_range[0]) {
 		struct rn_ip net;
@@ -500,9 +527,11 @@ int rn_config_load(struct rn_config *cfg)
 
 		/* a range of the other family would refuse every GID: the pair is the bad value */
 		if (!rn_cidr_parse(cfg->addr_range, &net, &len) && net.family != cfg->addr_family) {
-			rn_warn(RN_SUB_ENV, RN_PFX "NCCL_IB_ADDR_RANGE='%s' is not valid with "
-				"NCCL_IB_ADDR_FAMILY=%s: it takes a range of that family; using the "
-				"default (unset)", cfg->addr_range,
+			rn_warn(RN_SUB_ENV,
+				RN_PFX "NCCL_IB_ADDR_RANGE='%s' is not valid with "
+				       "NCCL_IB_ADDR_FAMILY=%s: it takes a range of that family; "
+				       "using the default (unset)",
+				cfg->addr_range,
 				cfg->addr_family == AF_INET6 ? "AF_INET6" : "AF_INET");
 			cfg->addr_range[0] = '\0';
 			bad++;
@@ -529,7 +558,8 @@ int rn_config_format(const struct rn_config *cfg, char *buf, size_t len)
 				continue; /* unset strings say nothing */
 			break;
 		case K_INT:
-			snprintf(val, sizeof(val), "%d", *(const int *)((const char *)cfg + p->off));
+			snprintf(val, sizeof(val), "%d",
+				 *(const int *)((const char *)cfg + p->off));
 			break;
 		case K_ENUM:
 			x = *(const int *)((const char *)cfg + p->off);

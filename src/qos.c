@@ -29,8 +29,10 @@ static int tc_override(const struct rn_nic *nic)
 {
 	char buf[256], *p;
 
-	if (!nic->ibdev[0] || rn_sys_readf(buf, sizeof(buf), "/sys/class/infiniband/%s/tc/%d/"
-					   "traffic_class", nic->ibdev, nic->port))
+	if (!nic->ibdev[0] || rn_sys_readf(buf, sizeof(buf),
+					   "/sys/class/infiniband/%s/tc/%d/"
+					   "traffic_class",
+					   nic->ibdev, nic->port))
 		return -1;
 	p = strstr(buf, "tclass=");
 	if (!p)
@@ -54,7 +56,8 @@ static int prio_of(const struct rn_nl_dcb *d, int dscp, char *how, size_t len)
 	int i;
 
 	if (!trusts_dscp(d)) {
-		snprintf(how, len, "trust pcp: no DSCP entry in the APP table, untagged RoCE gets "
+		snprintf(how, len,
+			 "trust pcp: no DSCP entry in the APP table, untagged RoCE gets "
 			 "priority 0");
 		return 0;
 	}
@@ -99,22 +102,26 @@ static void judge_class(struct rn_nic *nic, const struct rn_nl_dcb *d, const cha
 	rn_vars_set(&v, "tc", "%d", tc);
 	rn_vars_set(&v, "dscp", "%d", dscp);
 	rn_vars_set(&v, "prio", "%d", prio);
-	rn_vars_set(&v, "how", "%s%s", how, override >= 0 ? "; the class is the mlx5 override "
-		    "tc/PORT/traffic_class" : "");
+	rn_vars_set(&v, "how", "%s%s", how,
+		    override >= 0 ? "; the class is the mlx5 override "
+				    "tc/PORT/traffic_class" :
+				    "");
 	rn_vars_set(&v, "lossless", "%d", lossless);
 	if (!trusts_dscp(d))
 		/* no DSCP entry: the class cannot move it, the APP table (trust dscp) can */
 		rn_vars_set(&v, "qos_fix", "dcb app add dev %s dscp-prio %d:%d", nic->netdev, dscp,
 			    lossless);
 	else if (override >= 0)
-		rn_vars_set(&v, "qos_fix", "echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class"
+		rn_vars_set(&v, "qos_fix",
+			    "echo %d > /sys/class/infiniband/%s/tc/%d/traffic_class"
 			    "  # or map DSCP %d to the lossless priority: dcb app add dev %s "
-			    "dscp-prio %d:%d", good, nic->ibdev, nic->port, dscp, nic->netdev, dscp,
-			    lossless);
+			    "dscp-prio %d:%d",
+			    good, nic->ibdev, nic->port, dscp, nic->netdev, dscp, lossless);
 	else
-		rn_vars_set(&v, "qos_fix", "export %s=%d  # or map DSCP %d to the lossless "
-			    "priority: dcb app add dev %s dscp-prio %d:%d", knob, good, dscp,
-			    nic->netdev, dscp, lossless);
+		rn_vars_set(&v, "qos_fix",
+			    "export %s=%d  # or map DSCP %d to the lossless "
+			    "priority: dcb app add dev %s dscp-prio %d:%d",
+			    knob, good, dscp, nic->netdev, dscp, lossless);
 	rn_nic_add_finding(nic, RN_CAUSE_QOS_LOSSY, &v);
 	rn_vars_free(&v);
 }
@@ -131,16 +138,18 @@ int rn_qos_assess(struct rn_nic *nic, const struct rn_config *cfg)
 		return -ENOMEM;
 	ret = rn_nl.dcb_get(nic->netdev, d);
 	if (ret) {
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: %s has no DCB (%s): PFC and the "
-			"DSCP map cannot be read, the class is not checked", nic->ibdev, nic->port,
-			nic->netdev, strerror(-ret));
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%s:%d: %s has no DCB (%s): PFC and the "
+			       "DSCP map cannot be read, the class is not checked",
+			nic->ibdev, nic->port, nic->netdev, strerror(-ret));
 		free(d);
 		return 0;
 	}
 	if (!d->has_pfc || !d->pfc_en) {
-		rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "%s:%d: %s has DCB but no lossless "
-			"priority (PFC off): nothing to ride instead", nic->ibdev, nic->port,
-			nic->netdev);
+		rn_info(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "%s:%d: %s has DCB but no lossless "
+			       "priority (PFC off): nothing to ride instead",
+			nic->ibdev, nic->port, nic->netdev);
 		free(d);
 		return 0;
 	}

@@ -7,11 +7,11 @@
 #include "rn_ratelimit.h"
 
 struct rl_entry {
-	int family;              /* 0: free */
-	int kind;                /* what is said about the peer (rn_ratelimit_peer_kind) */
+	int family;        /* 0: free */
+	int kind;          /* what is said about the peer (rn_ratelimit_peer_kind) */
 	uint8_t ip[16];
-	uint64_t last_ns;        /* when a message was last let through */
-	unsigned int held;       /* messages held back since */
+	uint64_t last_ns;  /* when a message was last let through */
+	unsigned int held; /* messages held back since */
 };
 
 static pthread_mutex_t rl_lock = PTHREAD_MUTEX_INITIALIZER;

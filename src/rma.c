@@ -104,7 +104,7 @@ struct rn_rma_mr {
 struct rn_rma_req {
 	struct rn_rma_ctx *x;
 	int rank;
-	int nwr;          /* send WRs it holds on the QP until it completes */
+	int nwr; /* send WRs it holds on the QP until it completes */
 	int done;
 	int err;
 	struct rn_rma_req *next_free;
@@ -119,7 +119,7 @@ struct rn_rma_ctx {
 	int *sq_used;             /* [nranks]: WRs posted and not yet retired */
 	struct rn_rma_req *reqs, *free_reqs;
 	int nreqs;
-	void *scratch;            /* the local target of FETCH_AND_ADDs and flush READs */
+	void *scratch; /* the local target of FETCH_AND_ADDs and flush READs */
 	struct rn_mr *scratch_mr;
 };
 
@@ -367,9 +367,9 @@ struct rma_join {
 		uint64_t nonce;
 		int greeted; /* our greeting is out on g->out[r] */
 	} *peers;
-	struct pend *pend; /* accepted, greeting still coming */
+	struct pend *pend;   /* accepted, greeting still coming */
 	int npend, maxpend;
-	int nin, nout;     /* ranks heard from, ranks greeted */
+	int nin, nout;       /* ranks heard from, ranks greeted */
 };
 
 static void join_free(struct rma_join *j)
@@ -389,16 +389,21 @@ static int join_decode(struct rma_join *j, const struct rn_rma_coll *g, void *co
 	int r;
 
 	for (r = 0; r < g->nranks; r++) {
-		if (r != g->rank && handle_decode(handles[r], &j->peers[r].addr, &j->peers[r].nonce)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not ours (another "
-				"plugin or version on that rank?)", r);
+		if (r != g->rank &&
+		    handle_decode(handles[r], &j->peers[r].addr, &j->peers[r].nonce)) {
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA connect: rank %d's handle is not ours (another "
+				       "plugin or version on that rank?)",
+				r);
 			return -EPROTO;
 		}
 	}
 	if (handle_decode(handles[g->rank], &j->peers[g->rank].addr, &j->peers[g->rank].nonce) ||
 	    j->peers[g->rank].nonce != l->nonce) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA connect: rank %d's handle is not this rank's "
-			"listener", g->rank);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA connect: rank %d's handle is not this rank's "
+			       "listener",
+			g->rank);
 		return -EINVAL;
 	}
 	return 0;
@@ -427,14 +432,14 @@ static int join_dial(struct rn_rma_coll *g, struct rma_join *j)
 }
 
 /* Our greeting on each connect that went through; *@progress set by one. 0 or -errno. */
-static int join_greet(struct rn_rma_coll *g, struct rma_join *j, uint64_t deadline,
-		      int *progress)
+static int join_greet(struct rn_rma_coll *g, struct rma_join *j, uint64_t deadline, int *progress)
 {
 	char a[80];
 	int r, ret;
 
 	for (r = 0; r < g->nranks; r++) {
-		struct rma_greet gr = { .magic = htobe64(RMA_MAGIC), .nonce = j->peers[r].nonce,
+		struct rma_greet gr = { .magic = htobe64(RMA_MAGIC),
+					.nonce = j->peers[r].nonce,
 					.rank = htobe32((uint32_t)g->rank),
 					.nranks = htobe32((uint32_t)g->nranks) };
 
@@ -477,8 +482,10 @@ static void join_hear(struct rn_rma_coll *g, struct rn_rma_listen *l, struct rma
 		if (!ret)
 			continue;
 		if (ret < 0) {
-			rn_info(RN_SUB_NET, RN_PFX "RMA connect: dropped a connection that is "
-				"no rank of this group (%s)", strerror(-ret));
+			rn_info(RN_SUB_NET,
+				RN_PFX "RMA connect: dropped a connection that is "
+				       "no rank of this group (%s)",
+				strerror(-ret));
 			close(j->pend[k].fd);
 		} else {
 			j->nin++;
@@ -524,10 +531,12 @@ int rn_rma_connect(struct rn_engine *eng, void *const *handles, int nranks, int 
 		if (j.nin == nranks - 1 && j.nout == nranks - 1)
 			break;
 		if (!ms_left(deadline)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA connect: %d of %d ranks reached and %d of %d "
-				"heard from within %d ms (NCCL_ROCE_CONNECT_TIMEOUT_MS): a rank is "
-				"gone or cannot reach %s", j.nout, nranks - 1, j.nin, nranks - 1,
-				g->timeout_ms, g->dev->nic.ibdev);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA connect: %d of %d ranks reached and %d of %d heard "
+				       "from within %d ms (NCCL_ROCE_CONNECT_TIMEOUT_MS): a rank "
+				       "is gone or cannot reach %s",
+				j.nout, nranks - 1, j.nin, nranks - 1, g->timeout_ms,
+				g->dev->nic.ibdev);
 			ret = -ETIMEDOUT;
 			goto fail;
 		}
@@ -561,8 +570,10 @@ int rn_rma_close(struct rn_rma_coll *g)
  */
 static int allgather(struct rn_rma_coll *g, const void *mine, size_t len, void *all)
 {
-	struct rma_msg m = { .magic = htobe32(RMA_MSG_MAGIC), .seq = htobe32(++g->seq),
-			     .len = htobe32((uint32_t)len), .rank = htobe32((uint32_t)g->rank) };
+	struct rma_msg m = { .magic = htobe32(RMA_MSG_MAGIC),
+			     .seq = htobe32(++g->seq),
+			     .len = htobe32((uint32_t)len),
+			     .rank = htobe32((uint32_t)g->rank) };
 	uint64_t deadline = deadline_of(g);
 	int r, ret = 0;
 
@@ -590,11 +601,15 @@ static int allgather(struct rn_rma_coll *g, const void *mine, size_t len, void *
 			break;
 	}
 	if (ret)
-		rn_warn(RN_SUB_NET, RN_PFX "RMA group (rank %d of %d): exchange %u with rank %d "
-			"failed: %s", g->rank, g->nranks, g->seq, r,
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA group (rank %d of %d): exchange %u with rank %d "
+			       "failed: %s",
+			g->rank, g->nranks, g->seq, r,
 			ret == -ECONNRESET ? "the rank closed the group's connection (its process "
-			"is gone)" : ret == -EPROTO ? "the ranks disagree on the collective call "
-			"(another plugin version, or calls in another order)" : strerror(-ret));
+					     "is gone)" :
+			ret == -EPROTO     ? "the ranks disagree on the collective call "
+					     "(another plugin version, or calls in another order)" :
+					     strerror(-ret));
 	return ret;
 }
 
@@ -669,8 +684,10 @@ int rn_rma_reg(struct rn_rma_coll *g, void *data, size_t size, int type, int dma
 		m->size[r] = be64toh(all[r].size);
 		m->rkey[r] = be32toh(all[r].rkey);
 		if (!m->size[r]) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA registration: rank %d could not register "
-				"its buffer (its log says why)", r);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA registration: rank %d could not register "
+				       "its buffer (its log says why)",
+				r);
 			ret = -EREMOTEIO;
 		}
 	}
@@ -733,15 +750,17 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 
 	*out = NULL;
 	if (!g || ncontexts < 1 || stride < 1 || g->nranks % stride) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA context: %d contexts, rank stride %d over %d ranks: "
-			"need at least 1 context and a stride that divides the ranks", ncontexts,
-			stride, g ? g->nranks : 0);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA context: %d contexts, rank stride %d over %d ranks: "
+			       "need at least 1 context and a stride that divides the ranks",
+			ncontexts, stride, g ? g->nranks : 0);
 		return -EINVAL;
 	}
 	if (g->dev->attr.atomic_cap == IBV_ATOMIC_NONE) {
 		/* a signal is a FETCH_AND_ADD: without atomics NCCL's waits would never end */
-		rn_warn(RN_SUB_NET, RN_PFX "RMA context: %s has no RDMA atomics, so it cannot carry "
-			"NCCL's signals; set NCCL_RMA_DISABLE=1 or use another NIC (NCCL_IB_HCA)",
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA context: %s has no RDMA atomics, so it cannot carry NCCL's "
+			       "signals; set NCCL_RMA_DISABLE=1 or use another NIC (NCCL_IB_HCA)",
 			g->dev->nic.ibdev);
 		return -EOPNOTSUPP;
 	}
@@ -788,11 +807,12 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 			r = (g->rank + k * stride) % g->nranks;
 			if (x->sc[r])
 				continue;
-			ret = rn_connect_flags(g->eng, g->devidx, hs + (size_t)r * RN_HANDLE_SIZE, tc,
-					       flags, &x->sc[r]);
+			ret = rn_connect_flags(g->eng, g->devidx, hs + (size_t)r * RN_HANDLE_SIZE,
+					       tc, flags, &x->sc[r]);
 			if (ret) {
-				rn_warn(RN_SUB_NET, RN_PFX "RMA context: the comm to rank %d failed: %s",
-					r, strerror(-ret));
+				rn_warn(RN_SUB_NET,
+					RN_PFX "RMA context: the comm to rank %d failed: %s", r,
+					strerror(-ret));
 				goto fail;
 			}
 			nsc += !!x->sc[r];
@@ -800,8 +820,10 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 		if (x->nrc < want) {
 			ret = rn_accept(lc, &rc);
 			if (ret) {
-				rn_warn(RN_SUB_NET, RN_PFX "RMA context: a comm from another rank "
-					"failed: %s", strerror(-ret));
+				rn_warn(RN_SUB_NET,
+					RN_PFX "RMA context: a comm from another rank "
+					       "failed: %s",
+					strerror(-ret));
 				goto fail;
 			}
 			if (rc)
@@ -810,8 +832,10 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 		if (nsc == want && x->nrc == want)
 			break;
 		if (!ms_left(deadline)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA context: %d of %d comms out and %d of %d in "
-				"within %d ms: a rank is gone or refused the path (its log names why)",
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA context: %d of %d comms out and %d of %d in within %d "
+				       "ms: a rank is gone or refused the path (its log names "
+				       "why)",
 				nsc, want, x->nrc, want, 2 * g->timeout_ms);
 			ret = -ETIMEDOUT;
 			goto fail;
@@ -824,9 +848,11 @@ int rn_rma_ctx_create(struct rn_rma_coll *g, int ncontexts, int tc, int tc_force
 		goto fail;
 	rn_close_listen(lc);
 	free(hs);
-	rn_info(RN_SUB_NET, RN_PFX "RMA context on %s:%d: %d comm pair%s, %d context%s, traffic "
-		"class %d%s", g->dev->nic.ibdev, g->dev->nic.port, want, want == 1 ? "" : "s",
-		ncontexts, ncontexts == 1 ? "" : "s", tc, tc_forced ? " (NCCL_GIN_IB_TC)" : "");
+	rn_info(RN_SUB_NET,
+		RN_PFX "RMA context on %s:%d: %d comm pair%s, %d context%s, traffic "
+		       "class %d%s",
+		g->dev->nic.ibdev, g->dev->nic.port, want, want == 1 ? "" : "s", ncontexts,
+		ncontexts == 1 ? "" : "s", tc, tc_forced ? " (NCCL_GIN_IB_TC)" : "");
 	*out = x;
 	return 0;
 fail:
@@ -875,14 +901,16 @@ static struct rn_send_comm *target(struct rn_rma_ctx *x, int context, int rank, 
 
 	*err = -EINVAL;
 	if (context < 0 || context >= x->ncontexts || rank < 0 || rank >= x->g->nranks) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA: context %d, rank %d: out of range (%d contexts, "
-			"%d ranks)", context, rank, x->ncontexts, x->g->nranks);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA: context %d, rank %d: out of range (%d contexts, "
+			       "%d ranks)",
+			context, rank, x->ncontexts, x->g->nranks);
 		return NULL;
 	}
 	sc = x->sc[rank];
 	if (!sc) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA: rank %d is not in this context's stride %d",
-			rank, x->stride);
+		rn_warn(RN_SUB_NET, RN_PFX "RMA: rank %d is not in this context's stride %d", rank,
+			x->stride);
 		return NULL;
 	}
 	if (sc->c.err) {
@@ -906,9 +934,10 @@ static int post(struct rn_rma_ctx *x, struct rn_send_comm *sc, int rank, struct 
 	int i, ret;
 
 	if (x->sq_used[rank] + n > sc->c.sq_cap) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA: %d work requests in flight to rank %d, the QP holds "
-			"%d: NCCL posted more than the %d requests a rank it was told", x->sq_used[rank],
-			rank, sc->c.sq_cap, RN_RMA_INFLIGHT);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA: %d work requests in flight to rank %d, the QP holds "
+			       "%d: NCCL posted more than the %d requests a rank it was told",
+			x->sq_used[rank], rank, sc->c.sq_cap, RN_RMA_INFLIGHT);
 		return -ENOBUFS;
 	}
 	for (i = 0; i < n; i++) {
@@ -995,15 +1024,18 @@ int rn_rma_put(struct rn_rma_ctx *x, int context, uint64_t src_off, struct rn_rm
 	if (!sc)
 		return ret;
 	if (size || !sig) {
-		if (!in_range(src, x->g->rank, src_off, size) || !in_range(dst, rank, dst_off, size)) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA put of %zu bytes to rank %d: outside the "
-				"registered buffers (source offset %llu, destination offset %llu)",
-				size, rank, (unsigned long long)src_off, (unsigned long long)dst_off);
+		if (!in_range(src, x->g->rank, src_off, size) ||
+		    !in_range(dst, rank, dst_off, size)) {
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA put of %zu bytes to rank %d: outside the registered "
+				       "buffers (source offset %llu, destination offset %llu)",
+				size, rank, (unsigned long long)src_off,
+				(unsigned long long)dst_off);
 			return -EINVAL;
 		}
 		n = chunks(sc, IBV_WR_RDMA_WRITE, src->addr[x->g->rank] + src_off,
-			   src->mr->ibmr->lkey, dst->addr[rank] + dst_off, dst->rkey[rank], size, wr,
-			   sge, RMA_MAX_WR - 1);
+			   src->mr->ibmr->lkey, dst->addr[rank] + dst_off, dst->rkey[rank], size,
+			   wr, sge, RMA_MAX_WR - 1);
 		if (n < 0)
 			return n;
 	}
@@ -1012,9 +1044,10 @@ int rn_rma_put(struct rn_rma_ctx *x, int context, uint64_t src_off, struct rn_rm
 
 		if (!in_range(sig->mr, rank, sig->off, 8) ||
 		    (raddr = sig->mr->addr[rank] + sig->off) % 8) {
-			rn_warn(RN_SUB_NET, RN_PFX "RMA signal to rank %d at offset %llu: not an aligned "
-				"8-byte word of the registered signal buffer", rank,
-				(unsigned long long)sig->off);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "RMA signal to rank %d at offset %llu: not an aligned "
+				       "8-byte word of the registered signal buffer",
+				rank, (unsigned long long)sig->off);
 			return -EINVAL;
 		}
 		memset(&wr[n], 0, sizeof(wr[n]));
@@ -1049,9 +1082,10 @@ int rn_rma_get(struct rn_rma_ctx *x, int context, uint64_t remote_off, struct rn
 		return ret;
 	if (!in_range(remote, rank, remote_off, size) ||
 	    !in_range(local, x->g->rank, local_off, size)) {
-		rn_warn(RN_SUB_NET, RN_PFX "RMA get of %zu bytes from rank %d: outside the registered "
-			"buffers (remote offset %llu, local offset %llu)", size, rank,
-			(unsigned long long)remote_off, (unsigned long long)local_off);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "RMA get of %zu bytes from rank %d: outside the registered "
+			       "buffers (remote offset %llu, local offset %llu)",
+			size, rank, (unsigned long long)remote_off, (unsigned long long)local_off);
 		return -EINVAL;
 	}
 	n = chunks(sc, IBV_WR_RDMA_READ, local->addr[x->g->rank] + local_off, local->mr->ibmr->lkey,
@@ -1178,29 +1212,37 @@ void rn_rma_bypass_check(const struct rn_engine *eng, int nrefused, const char *
 	if (!foreign && !gdaki)
 		return; /* the traffic comes through us: no GID table is read again at init */
 	if (nrefused)
-		n += snprintf(why + n, sizeof(why) - (size_t)n, "this plugin refused %s, which NCCL's "
-			      "own backend would use", refused ? refused : "a NIC");
+		n += snprintf(why + n, sizeof(why) - (size_t)n,
+			      "this plugin refused %s, which NCCL's "
+			      "own backend would use",
+			      refused ? refused : "a NIC");
 	for (i = 0; i < eng->ndevs && n < (int)sizeof(why); i++) {
 		const struct rn_dev *d = eng->devs[i];
 		int theirs = rn_gid_netib_index(d->ctx, d->nic.port, cfg);
 
 		if (theirs < 0 || theirs == d->nic.gid_index)
 			continue;
-		n += snprintf(why + n, sizeof(why) - (size_t)n, "%s%s:%d: NCCL's would send from GID "
-			      "index %d where this plugin sends from %d (%s)", n ? "; " : "",
-			      d->nic.ibdev, d->nic.port, theirs, d->nic.gid_index, d->nic.netdev);
+		n += snprintf(why + n, sizeof(why) - (size_t)n,
+			      "%s%s:%d: NCCL's would send from GID "
+			      "index %d where this plugin sends from %d (%s)",
+			      n ? "; " : "", d->nic.ibdev, d->nic.port, theirs, d->nic.gid_index,
+			      d->nic.netdev);
 	}
 	if (!why[0])
 		return; /* the same NICs and GIDs either way: nothing is bypassed that we check */
 	if (foreign)
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL_RMA_PLUGIN=%s: NCCL 2.30 runs its "
-			"one-sided traffic (ncclPutSignal, the device API's GIN proxy) on that backend, "
-			"not on this plugin, with none of its route and ARP checks, and here that "
-			"matters: %s; unset NCCL_RMA_PLUGIN to run it over nccl-net-roce",
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "NCCL_RMA_PLUGIN=%s: NCCL 2.30 runs its one-sided traffic "
+			       "(ncclPutSignal, the device API's GIN proxy) on that backend, not "
+			       "on this plugin, with none of its route and ARP checks, and here "
+			       "that matters: %s; unset NCCL_RMA_PLUGIN to run it over "
+			       "nccl-net-roce",
 			cfg->rma_plugin, why);
 	if (gdaki)
-		rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "NCCL 2.30 runs device-API (GIN) kernels on "
-			"mlx5 through its own GDAKI backend, with net_ib's GID choice and no route or "
-			"ARP check, and here that matters: %s; set NCCL_GIN_TYPE=2 to run GIN through "
-			"the proxy over this plugin, or NCCL_GIN_ENABLE=0", why);
+		rn_warn(RN_SUB_INIT | RN_SUB_NET,
+			RN_PFX "NCCL 2.30 runs device-API (GIN) kernels on mlx5 through its own "
+			       "GDAKI backend, with net_ib's GID choice and no route or ARP "
+			       "check, and here that matters: %s; set NCCL_GIN_TYPE=2 to run GIN "
+			       "through the proxy over this plugin, or NCCL_GIN_ENABLE=0",
+			why);
 }

@@ -143,7 +143,8 @@ static void find_l2_sharing(struct rn_host *host, const struct rn_nic *nic, stru
 
 		for (k = 0; k < s->n && s->l[k] != l; k++)
 			;
-		if (k < s->n || !l->link.oper_up || (l->link.flags & IFF_LOOPBACK) || l->link.master)
+		if (k < s->n || !l->link.oper_up || (l->link.flags & IFF_LOOPBACK) ||
+		    l->link.master)
 			continue;
 		for (k2 = 0; k2 < host->naddrs && !a; k2++)
 			if (host->addrs[k2].ifindex == l->link.ifindex &&
@@ -192,7 +193,8 @@ static int flux_why(struct rn_host *host, struct rn_nic *nic, struct rn_host_lin
 
 		if (!rn_arp_ignore_quiet(e->arp_ignore)) {
 			ignore_ok = 0;
-			rn_vars_append(&bad, "ignore", ",", "%s=%d", l[i]->link.name, e->arp_ignore);
+			rn_vars_append(&bad, "ignore", ",", "%s=%d", l[i]->link.name,
+				       e->arp_ignore);
 		}
 		if (e->arp_announce < 2) {
 			announce_ok = 0;
@@ -210,7 +212,8 @@ static int flux_why(struct rn_host *host, struct rn_nic *nic, struct rn_host_lin
 	 * from NIC i's IP then always leaves NIC i, so its ARP carries the right pair).
 	 */
 	if (!(ignore_ok || (filter_ok && rules_ok))) {
-		rn_vars_append(v, "why", ", ", "effective arp_ignore %s (answers for any local address)",
+		rn_vars_append(v, "why", ", ",
+			       "effective arp_ignore %s (answers for any local address)",
 			       rn_vars_get(&bad, "ignore"));
 		add_key(v, "sysctls", "all", "arp_ignore", 1);
 		for (i = 0; i < n; i++)
@@ -364,8 +367,10 @@ static void check_host_mtu(struct rn_host *host, struct rn_nic *nic, const struc
 	for (n = 0, i = 0; i < nset; i++)
 		if (set[i]->link.ifindex != nic->ifindex && set[i]->link.mtu == best)
 			rn_vars_append(v, "what", n++ ? ", " : "", "%s", set[i]->link.name);
-	rn_vars_append(v, "what", "", " (this host's other RoCE NICs or NICs of its subnet): "
-		       "frames larger than %d are lost between them", RN_MIN(nic->mtu, best));
+	rn_vars_append(v, "what", "",
+		       " (this host's other RoCE NICs or NICs of its subnet): "
+		       "frames larger than %d are lost between them",
+		       RN_MIN(nic->mtu, best));
 	rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev, best);
 	rn_vars_set(v, "fix_host", "%s", "");
 	rn_nic_add_finding(nic, RN_CAUSE_MTU_MISMATCH, v);
@@ -414,8 +419,9 @@ static void rule_fix(const struct rn_host *host, const struct rn_nic *nic, struc
 	rn_propose_table(host, nic->ifindex, &t, &prio);
 	rn_vars_set(v, "rule_fix",
 		    "%s rule del from %s lookup %d; %s rule add from %s lookup %u priority %u; "
-		    "%s route replace %s dev %s src %s table %u", ipf(nic), ip, nic->table, ipf(nic),
-		    ip, t, prio, ipf(nic), net, nic->netdev, ip, t);
+		    "%s route replace %s dev %s src %s table %u",
+		    ipf(nic), ip, nic->table, ipf(nic), ip, t, prio, ipf(nic), net, nic->netdev, ip,
+		    t);
 }
 
 /* "alt": the script as a trailing comment, only where it fixes this NIC (IPv4 only). */
@@ -447,8 +453,8 @@ void rn_route_fix_vars(const struct rn_host *host, const struct rn_nic *nic, str
 	rn_propose_table(host, nic->ifindex, &t, &prio);
 	rn_vars_set(v, "route_fix",
 		    "%s route replace %s dev %s src %s table %u; "
-		    "%s rule add from %s lookup %u priority %u", ipf(nic), net, nic->netdev, ip, t,
-		    ipf(nic), ip, t, prio);
+		    "%s rule add from %s lookup %u priority %u",
+		    ipf(nic), net, nic->netdev, ip, t, ipf(nic), ip, t, prio);
 }
 
 /* Does @table hold a route for @dst out of @ifindex? */
@@ -548,9 +554,10 @@ static int shadow_vars(const struct rn_host *host, const struct rn_nic *nic, uin
 		rn_vars_set(v, "move_fix", "%s", "");
 		return 1;
 	}
-	rn_vars_set(v, "move_fix", "%s rule del from %s lookup %u priority %u; "
-		    "%s rule add from %s lookup %u priority %u", ipf(nic), from, ours->table,
-		    ours->priority, ipf(nic), from, ours->table, p);
+	rn_vars_set(v, "move_fix",
+		    "%s rule del from %s lookup %u priority %u; "
+		    "%s rule add from %s lookup %u priority %u",
+		    ipf(nic), from, ours->table, ours->priority, ipf(nic), from, ours->table, p);
 	return 1;
 }
 
@@ -592,7 +599,8 @@ static int offsubnet_dst(const struct rn_host *host, const struct rn_nic *nic, s
 			dst->v6.s6_addr[15] |= 1;
 		}
 		for (i = 0; i < host->naddrs && !covered; i++)
-			covered = rn_ip_in_prefix(dst, &host->addrs[i].ip, host->addrs[i].prefixlen);
+			covered = rn_ip_in_prefix(dst, &host->addrs[i].ip,
+						  host->addrs[i].prefixlen);
 		if (!covered)
 			return 0;
 	}
@@ -661,8 +669,8 @@ static int nic_is_l3(const struct rn_host *host, const struct rn_nic *nic)
 	return 0;
 }
 
-void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
-		      const struct rn_ip *gw, struct rn_vars *v)
+void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic, const struct rn_ip *gw,
+		      struct rn_vars *v)
 {
 	char ip[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN], net[INET6_ADDRSTRLEN + 8];
 	uint32_t t, prio;
@@ -676,20 +684,25 @@ void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
 		rn_propose_table(host, nic->ifindex, &t, &prio);
 	}
 	if (!gw) {
-		rn_vars_set(v, "gw", "its gateway (not known here: NCCL_ROCE_GATEWAYS or "
+		rn_vars_set(v, "gw",
+			    "its gateway (not known here: NCCL_ROCE_GATEWAYS or "
 			    "roce-doctor --gateway names it)");
 		rn_vars_set(v, "gw_fix", "%s", "");
 		rn_vars_set(v, "gw_hint", "%s", "");
 		/* the gateway is the fabric's to say: what to do with it, as text */
-		rn_vars_set(v, "gw_todo", "find %s's gateway (the router's address in %s), then "
-			    "add %s's default route via it in table %u: %s route replace default via "
-			    "<gateway> dev %s table %u", nic->netdev, net, nic->netdev, t, ipf(nic),
-			    nic->netdev, t);
+		rn_vars_set(
+			v, "gw_todo",
+			"find %s's gateway (the router's address in %s), then "
+			"add %s's default route via it in table %u: %s route replace default via "
+			"<gateway> dev %s table %u",
+			nic->netdev, net, nic->netdev, t, ipf(nic), nic->netdev, t);
 		if (prio)
-			rn_vars_append(v, "gw_todo", "", "; %s route replace %s dev %s src %s table %u; "
-				       "%s rule add from %s lookup %u priority %u", ipf(nic), net,
-				       nic->netdev, ip, t, ipf(nic), ip, t, prio);
-		rn_vars_append(v, "gw_todo", "", " (or roce-policy-routing --gateway=%s=<gateway> "
+			rn_vars_append(v, "gw_todo", "",
+				       "; %s route replace %s dev %s src %s table %u; "
+				       "%s rule add from %s lookup %u priority %u",
+				       ipf(nic), net, nic->netdev, ip, t, ipf(nic), ip, t, prio);
+		rn_vars_append(v, "gw_todo", "",
+			       " (or roce-policy-routing --gateway=%s=<gateway> "
 			       "%s, or roce-doctor --gateway %s=<gateway> to print the commands)",
 			       nic->netdev, nic->netdev, nic->netdev);
 		return;
@@ -699,13 +712,15 @@ void rn_route_gw_vars(const struct rn_host *host, const struct rn_nic *nic,
 	rn_vars_set(v, "gw", "%s", g);
 	rn_vars_set(v, "gw_hint", "%s", "");
 	if (prio)
-		rn_vars_set(v, "gw_fix", "%s route replace %s dev %s src %s table %u; "
+		rn_vars_set(v, "gw_fix",
+			    "%s route replace %s dev %s src %s table %u; "
 			    "%s route replace default via %s dev %s table %u; "
-			    "%s rule add from %s lookup %u priority %u", ipf(nic), net, nic->netdev,
-			    ip, t, ipf(nic), g, nic->netdev, t, ipf(nic), ip, t, prio);
+			    "%s rule add from %s lookup %u priority %u",
+			    ipf(nic), net, nic->netdev, ip, t, ipf(nic), g, nic->netdev, t,
+			    ipf(nic), ip, t, prio);
 	else
-		rn_vars_set(v, "gw_fix", "%s route replace default via %s dev %s table %u", ipf(nic),
-			    g, nic->netdev, t);
+		rn_vars_set(v, "gw_fix", "%s route replace default via %s dev %s table %u",
+			    ipf(nic), g, nic->netdev, t);
 }
 
 /* "gw_fix": a default route via our gateway in a table of our own (+ the rule when none). */
@@ -718,8 +733,8 @@ static void gw_vars(const struct rn_host *host, const struct rn_nic *nic,
 }
 
 /* The table's default or gateway routes must name our NIC (not only reach the gateway). */
-static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
-			    const struct rn_config *cfg, struct rn_vars *v)
+static int check_table_devs(struct rn_host *host, struct rn_nic *nic, const struct rn_config *cfg,
+			    struct rn_vars *v)
 {
 	char b[INET6_ADDRSTRLEN], g[INET6_ADDRSTRLEN];
 	int i;
@@ -730,8 +745,8 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
 		const struct rn_nl_route *r = &host->routes[i];
 
 		if (r->table != (uint32_t)nic->table || r->type != RTN_UNICAST ||
-		    r->dst.family != nic->ip.family || !r->gw.family || r->nhops > 1 ||
-		    !r->oif || r->oif == nic->ifindex)
+		    r->dst.family != nic->ip.family || !r->gw.family || r->nhops > 1 || !r->oif ||
+		    r->oif == nic->ifindex)
 			continue;
 		rn_vars_set(v, "other_dev", "%s", link_name(host, r->oif));
 		if (r->dst_len)
@@ -759,8 +774,9 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
 			rn_vars_set(v, "rule_fix", "%s route replace %s/%d via %s dev %s table %d",
 				    ipf(nic), b, r->dst_len, g, nic->netdev, nic->table);
 		else
-			rn_vars_set(v, "rule_fix", "%s route replace default via %s dev %s table %d",
-				    ipf(nic), g, nic->netdev, nic->table);
+			rn_vars_set(v, "rule_fix",
+				    "%s route replace default via %s dev %s table %d", ipf(nic), g,
+				    nic->netdev, nic->table);
 		if (g[0] && r->metric)
 			rn_vars_append(v, "rule_fix", "", " metric %u", r->metric);
 		rn_nic_add_finding(nic, RN_CAUSE_RULE_WRONG_NIC, v);
@@ -774,8 +790,8 @@ static int check_table_devs(struct rn_host *host, struct rn_nic *nic,
  * requests see it (no oif): does it leave our NIC, and if not, why. 1 when a finding was
  * made.
  */
-static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst,
-			int err, const struct rn_nl_route *r, struct rn_vars *v, int *wrong_dev)
+static int judge_egress(struct rn_host *host, struct rn_nic *nic, const struct rn_ip *dst, int err,
+			const struct rn_nl_route *r, struct rn_vars *v, int *wrong_dev)
 {
 	char buf[INET6_ADDRSTRLEN];
 	int egress_ok;
@@ -880,8 +896,10 @@ static int judge_routed(struct rn_host *host, struct rn_nic *nic, const struct r
 			/* the replies' reverse route is that one too: rp_filter judges it */
 			*wrong_dev = w.oif;
 			other_dev_var(host, nic, w.oif, v);
-			rn_vars_append(v, "gw_hint", "", "; without oif the route from %s leaves "
-				       "through %s", rn_vars_get(v, "ip"), rn_vars_get(v, "other_dev"));
+			rn_vars_append(v, "gw_hint", "",
+				       "; without oif the route from %s leaves "
+				       "through %s",
+				       rn_vars_get(v, "ip"), rn_vars_get(v, "other_dev"));
 		}
 		rn_nic_add_finding(nic, RN_CAUSE_NO_GATEWAY, v);
 		return 1;
@@ -978,7 +996,8 @@ void rn_neigh_static_vars(const char *dev, const char *ip, uint16_t state, const
 	rn_vars_set(v, "who", "%s", who);
 	rn_vars_set(v, "peer_ip", "%s", ip);
 	rn_vars_set(v, "wrong", "MAC");
-	rn_vars_set(v, "why", "a %s neighbour entry (ip neigh replace ... nud %s, a static-ARP "
+	rn_vars_set(v, "why",
+		    "a %s neighbour entry (ip neigh replace ... nud %s, a static-ARP "
 		    "workaround's leftover that 'ip neigh flush' keeps) holds a MAC that does not "
 		    "answer for %s, so every frame from %s to it is lost",
 		    state & NUD_NOARP ? "NOARP" : "PERMANENT",
@@ -1037,8 +1056,9 @@ static void check_static_neigh(struct rn_host *host, struct rn_nic *nic,
 		rn_vars_set(v, "got_mac", "%s", rn_mac_str(which[i]->mac, b, sizeof(b)));
 		rn_vars_set(v, "peer_mac", "%s", rn_mac_str(q[i].answer, b, sizeof(b)));
 		rn_neigh_static_vars(nic->netdev, rn_ip_str(&which[i]->ip, ip, sizeof(ip)),
-				     which[i]->state, has_gw && rn_ip_equal(&which[i]->ip, &gw) ?
-				     "gateway" : "peer", v);
+				     which[i]->state,
+				     has_gw && rn_ip_equal(&which[i]->ip, &gw) ? "gateway" : "peer",
+				     v);
 		rn_nic_add_finding(nic, RN_CAUSE_NEIGH_WRONG_MAC, v);
 	}
 }
@@ -1108,8 +1128,7 @@ static void check_stale_rules(const struct rn_host *host, struct rn_nic *nic, st
  * message (var "qualified", "" when there is none), which otherwise reads as if the user
  * had no rule at all.
  */
-static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic,
-			    struct rn_vars *v)
+static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic, struct rn_vars *v)
 {
 	int i, full = nic->ip.family == AF_INET6 ? 128 : 32, n = 0;
 	char b[160];
@@ -1132,15 +1151,19 @@ static void qualified_rules(const struct rn_host *host, const struct rn_nic *nic
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " oif %s", r->oif);
 		if (r->more[0] && o < sizeof(b))
 			o += (size_t)snprintf(b + o, sizeof(b) - o, " %s", r->more);
-		else if (r->opaque && !r->fwmark && o < sizeof(b)) /* a fwmark's mask is opaque too */
+		else if (r->opaque && !r->fwmark &&
+			 o < sizeof(b)) /* a fwmark's mask is opaque too */
 			snprintf(b + o, sizeof(b) - o, " and more selectors");
 		rn_vars_append(v, "qualified", "", "%s'%s' (pref %u)", n++ ? ", " : "; ", b,
 			       r->priority);
 	}
 	if (n)
-		rn_vars_append(v, "qualified", "", " match%s only marked, forwarded or selected "
-			       "traffic (fwmark, iif/oif, uidrange, ipproto, ports), and RoCE's is none "
-			       "of those", n == 1 ? "es" : "");
+		rn_vars_append(
+			v, "qualified", "",
+			" match%s only marked, forwarded or selected "
+			"traffic (fwmark, iif/oif, uidrange, ipproto, ports), and RoCE's is none "
+			"of those",
+			n == 1 ? "es" : "");
 }
 
 static int has_route_fix(const struct rn_nic *nic)
@@ -1160,14 +1183,17 @@ static int check_link(struct rn_nic *nic, const struct rn_host_link *self, struc
 	if (!nic->link_up || (self && !self->link.oper_up)) {
 		/* admin-up without carrier: the cable or the switch, not a command here */
 		rn_vars_set(v, "since", "%s", "");
-		rn_nic_add_finding(nic, self && (self->link.flags & IFF_UP) ? RN_CAUSE_NO_CARRIER :
-				   RN_CAUSE_LINK_DOWN, v);
+		rn_nic_add_finding(nic,
+				   self && (self->link.flags & IFF_UP) ? RN_CAUSE_NO_CARRIER :
+									 RN_CAUSE_LINK_DOWN,
+				   v);
 		return 1;
 	}
 	if (nic->active_mtu && rn_ibv_mtu_bytes(nic->active_mtu) > rn_roce_mtu_of(nic->mtu)) {
-		rn_vars_set(v, "what",
-			    "port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
-			    rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
+		rn_vars_set(
+			v, "what",
+			"port active_mtu %d exceeds what netdev MTU %d carries (%d): large messages are dropped",
+			rn_ibv_mtu_bytes(nic->active_mtu), nic->mtu, rn_roce_mtu_of(nic->mtu));
 		rn_vars_set(v, "mtu_fix", "ip link set dev %s mtu %d", nic->netdev,
 			    rn_ibv_mtu_bytes(nic->active_mtu) + 96);
 		rn_vars_set(v, "fix_host", "%s", "");

@@ -102,15 +102,18 @@ static int vdev_check(const struct rn_engine *eng, const int *devs, int n)
 	}
 	for (i = 0; i < n; i++) {
 		if (devs[i] < 0 || devs[i] >= eng->ndevs || !eng->devs[devs[i]]) {
-			rn_warn(RN_SUB_NET, RN_PFX "makeVDevice: member %d is device %d; only the "
-				"%d physical devices (0..%d) can be fused", i, devs[i], eng->ndevs,
-				eng->ndevs - 1);
+			rn_warn(RN_SUB_NET,
+				RN_PFX "makeVDevice: member %d is device %d; only the "
+				       "%d physical devices (0..%d) can be fused",
+				i, devs[i], eng->ndevs, eng->ndevs - 1);
 			return -EINVAL;
 		}
 		for (j = 0; j < i; j++)
 			if (devs[j] == devs[i]) {
-				rn_warn(RN_SUB_NET, RN_PFX "makeVDevice: device %d (%s) is listed "
-					"twice", devs[i], eng->devs[devs[i]]->nic.ibdev);
+				rn_warn(RN_SUB_NET,
+					RN_PFX "makeVDevice: device %d (%s) is listed "
+					       "twice",
+					devs[i], eng->devs[devs[i]]->nic.ibdev);
 				return -EINVAL;
 			}
 	}
@@ -156,7 +159,7 @@ int rn_vdev_make(struct rn_engine *eng, const int *devs, int n, int *out)
 	*out = eng->ndevs + eng->nvdevs;
 	__atomic_store_n(&eng->nvdevs, eng->nvdevs + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&vdev_lock);
-	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "vNIC [%d] %s: %d NICs, %d Mbps", *out, v->name,
-		n, speed);
+	rn_info(RN_SUB_INIT | RN_SUB_NET, RN_PFX "vNIC [%d] %s: %d NICs, %d Mbps", *out, v->name, n,
+		speed);
 	return 0;
 }

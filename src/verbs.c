@@ -64,8 +64,8 @@ static ssize_t real_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entr
 	return ibv_query_gid_table(ctx, entries, max, 0);
 }
 
-static struct ibv_mr *real_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len,
-					uint64_t iova, unsigned int access)
+static struct ibv_mr *real_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+					unsigned int access)
 {
 	return ibv_reg_mr_iova2(pd, addr, len, iova, access);
 }
@@ -86,36 +86,37 @@ static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 }
 
 /* Spelled once, used twice: C (and clang) want a constant initializer for rn_verbs. */
-#define REAL_OPS { \
-	.get_device_list = real_get_device_list, \
-	.free_device_list = ibv_free_device_list, \
-	.get_device_name = ibv_get_device_name, \
-	.open_device = ibv_open_device, \
-	.close_device = real_close_device, \
-	.query_device = ibv_query_device, \
-	.query_port = real_query_port, \
-	.query_gid_ex = real_query_gid_ex, \
-	.query_gid_table = real_query_gid_table, \
-	.alloc_pd = ibv_alloc_pd, \
-	.dealloc_pd = ibv_dealloc_pd, \
-	.reg_mr_iova2 = real_reg_mr_iova2, \
-	.reg_dmabuf_mr = ibv_reg_dmabuf_mr, \
-	.dereg_mr = ibv_dereg_mr, \
-	.create_comp_channel = ibv_create_comp_channel, \
-	.destroy_comp_channel = ibv_destroy_comp_channel, \
-	.create_cq = ibv_create_cq, \
-	.destroy_cq = ibv_destroy_cq, \
-	.create_qp = ibv_create_qp, \
-	.modify_qp = ibv_modify_qp, \
-	.query_qp = ibv_query_qp, \
-	.destroy_qp = ibv_destroy_qp, \
-	.post_send = real_post_send, \
-	.post_recv = real_post_recv, \
-	.poll_cq = real_poll_cq, \
-	.get_async_event = ibv_get_async_event, \
-	.ack_async_event = ibv_ack_async_event, \
-	.fork_init = ibv_fork_init, \
-}
+#define REAL_OPS \
+	{ \
+		.get_device_list = real_get_device_list, \
+		.free_device_list = ibv_free_device_list, \
+		.get_device_name = ibv_get_device_name, \
+		.open_device = ibv_open_device, \
+		.close_device = real_close_device, \
+		.query_device = ibv_query_device, \
+		.query_port = real_query_port, \
+		.query_gid_ex = real_query_gid_ex, \
+		.query_gid_table = real_query_gid_table, \
+		.alloc_pd = ibv_alloc_pd, \
+		.dealloc_pd = ibv_dealloc_pd, \
+		.reg_mr_iova2 = real_reg_mr_iova2, \
+		.reg_dmabuf_mr = ibv_reg_dmabuf_mr, \
+		.dereg_mr = ibv_dereg_mr, \
+		.create_comp_channel = ibv_create_comp_channel, \
+		.destroy_comp_channel = ibv_destroy_comp_channel, \
+		.create_cq = ibv_create_cq, \
+		.destroy_cq = ibv_destroy_cq, \
+		.create_qp = ibv_create_qp, \
+		.modify_qp = ibv_modify_qp, \
+		.query_qp = ibv_query_qp, \
+		.destroy_qp = ibv_destroy_qp, \
+		.post_send = real_post_send, \
+		.post_recv = real_post_recv, \
+		.poll_cq = real_poll_cq, \
+		.get_async_event = ibv_get_async_event, \
+		.ack_async_event = ibv_ack_async_event, \
+		.fork_init = ibv_fork_init, \
+	}
 
 const struct rn_verbs_ops rn_verbs_real_ops = REAL_OPS;
 

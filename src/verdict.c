@@ -414,13 +414,26 @@ const char *rn_cause_template(enum rn_cause cause, enum rn_tpl which)
 		return which == RN_TPL_MSG ? "unknown cause" : "";
 	r = &catalogue[cause];
 	switch (which) {
-	case RN_TPL_MSG: t = r->msg; break;
-	case RN_TPL_FIX: t = r->fix; break;
-	case RN_TPL_FIX_ON: t = r->on; break;
-	case RN_TPL_PRE: t = r->pre; break;
-	case RN_TPL_PRE_ON: t = r->pre_on; break;
-	case RN_TPL_ADVICE: t = r->advice; break;
-	case RN_TPL__MAX: break;
+	case RN_TPL_MSG:
+		t = r->msg;
+		break;
+	case RN_TPL_FIX:
+		t = r->fix;
+		break;
+	case RN_TPL_FIX_ON:
+		t = r->on;
+		break;
+	case RN_TPL_PRE:
+		t = r->pre;
+		break;
+	case RN_TPL_PRE_ON:
+		t = r->pre_on;
+		break;
+	case RN_TPL_ADVICE:
+		t = r->advice;
+		break;
+	case RN_TPL__MAX:
+		break;
 	}
 	return t ? t : "";
 }
@@ -438,9 +451,12 @@ enum rn_cause rn_cause_from_id(const char *id)
 const char *rn_verdict_str(enum rn_verdict_kind v)
 {
 	switch (v) {
-	case RN_VERDICT_OK: return "ok";
-	case RN_VERDICT_WARN: return "warn";
-	case RN_VERDICT_REFUSED: return "refused";
+	case RN_VERDICT_OK:
+		return "ok";
+	case RN_VERDICT_WARN:
+		return "warn";
+	case RN_VERDICT_REFUSED:
+		return "refused";
 	}
 	return "unknown";
 }
@@ -626,8 +642,10 @@ static int render(char **out, enum rn_cause cause, const char *tpl, const struct
 			}
 			if (!val) {
 				atomic_fetch_add(&render_bugs, 1);
-				rn_warn(RN_SUB_INIT | RN_SUB_NET, RN_PFX "BUG: cause %s: no value for "
-					"{%.*s}", rn_cause_id(cause), (int)(k < 64 ? k : 64), end + 1);
+				rn_warn(RN_SUB_INIT | RN_SUB_NET,
+					RN_PFX "BUG: cause %s: no value for "
+					       "{%.*s}",
+					rn_cause_id(cause), (int)(k < 64 ? k : 64), end + 1);
 				ret = -EINVAL;
 				sb_add(&b, end, (size_t)(close - end + 1));
 			} else {
@@ -674,8 +692,8 @@ int rn_finding_render(struct rn_finding *f, enum rn_cause cause, const struct rn
 	return ret;
 }
 
-int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev,
-		   const char *msg, const char *fix)
+int rn_finding_set(struct rn_finding *f, enum rn_cause cause, enum rn_severity sev, const char *msg,
+		   const char *fix)
 {
 	rn_finding_clear(f);
 	f->cause = cause;

@@ -68,28 +68,28 @@ struct vf_msg {
 	uint32_t tail;    /* RESUME: the last slot sequence the receiver had posted */
 	uint32_t rsvd;
 	uint32_t seq[RN_SLOTS];
-	uint32_t sum;     /* of every word before it: a record overwritten mid-read fails it */
+	uint32_t sum; /* of every word before it: a record overwritten mid-read fails it */
 };
 _Static_assert(sizeof(struct vf_msg) <= RN_FO_BOX, "a message fits its box");
 _Static_assert(RN_SPARES_MAX >= 1, "two mailboxes a direction");
 _Static_assert(VF_PAIRS <= 64, "the pairs are a 64-bit mask");
 
 struct rn_vfail {
-	const struct rn_fo_hooks *hooks;   /* the data path's steps (src/xfer.c) */
-	int nall;                          /* the QPs made at connect, in their order */
+	const struct rn_fo_hooks *hooks; /* the data path's steps (src/xfer.c) */
+	int nall;                        /* the QPs made at connect, in their order */
 	struct ibv_qp *all[RN_MAX_QPS];
 	uint8_t all_mem[RN_MAX_QPS], all_rmem[RN_MAX_QPS];
-	uint64_t dead;                     /* pairs out, as known here */
-	uint64_t applied;                  /* pairs c->qps leaves out now (both ends agree) */
+	uint64_t dead;     /* pairs out, as known here */
+	uint64_t applied;  /* pairs c->qps leaves out now (both ends agree) */
 	char why[VF_PAIRS][120];
-	int state;                         /* enum vf_state */
-	uint32_t epoch;                    /* receiver: RESUMEs sent; sender: the last taken */
-	uint64_t since_ns;                 /* the round's detection */
+	int state;         /* enum vf_state */
+	uint32_t epoch;    /* receiver: RESUMEs sent; sender: the last taken */
+	uint64_t since_ns; /* the round's detection */
 	uint64_t deadline_ns;
-	int due;                           /* msg holds a MOVE_REQ or RESUME to act on */
+	int due;           /* msg holds a MOVE_REQ or RESUME to act on */
 	struct vf_msg msg;
 	int moves;
-	int exhausted;                     /* no pair was left (said): judged as before */
+	int exhausted; /* no pair was left (said): judged as before */
 	uint64_t resent;
 	unsigned int polls;
 };
@@ -237,8 +237,8 @@ static int send_msg(struct rn_comm *c, int box, struct vf_msg *m)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.wr.rdma.remote_addr = c->rctrl_addr + RN_CTRL_INBOX(box);
 	wr.wr.rdma.rkey = c->role == RN_ROLE_RECV ?
-			  ((struct rn_recv_comm *)c)->rfifo_rkey[c->qp_rmem[q]] :
-			  ((struct rn_send_comm *)c)->rsizes_rkey[c->qp_rmem[q]];
+				  ((struct rn_recv_comm *)c)->rfifo_rkey[c->qp_rmem[q]] :
+				  ((struct rn_send_comm *)c)->rsizes_rkey[c->qp_rmem[q]];
 	ret = rn_verbs_err(rn_verbs.post_send(c->qps[q], &wr, &bad));
 	if (!ret)
 		c->sq_used[q]++;
@@ -247,13 +247,13 @@ static int send_msg(struct rn_comm *c, int box, struct vf_msg *m)
 
 static int read_msg(const struct rn_comm *c, int box, struct vf_msg *m)
 {
-	const volatile struct vf_msg *in = (const volatile struct vf_msg *)
-		((const char *)c->ctrl + RN_CTRL_INBOX(box));
+	const volatile struct vf_msg *in = (const volatile struct vf_msg *)((const char *)c->ctrl +
+									    RN_CTRL_INBOX(box));
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));
-	if (m->magic != VF_MAGIC || m->sum != msg_sum(m) || m->n > RN_SLOTS ||
-	    m->type < VF_DROP || m->type > VF_RESUME)
+	if (m->magic != VF_MAGIC || m->sum != msg_sum(m) || m->n > RN_SLOTS || m->type < VF_DROP ||
+	    m->type > VF_RESUME)
 		return -EBADMSG;
 	return 0;
 }
@@ -302,7 +302,7 @@ static int begin(struct rn_comm *c, uint64_t mask, const char *why)
 		rn_info(RN_SUB_NET, RN_PFX "failover: %s comm with %s: vNIC member pair %s out; %s",
 			c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, out,
 			c->role == RN_ROLE_SEND ? "letting the QPs left finish what they carry" :
-			"telling the sender");
+						  "telling the sender");
 	}
 	if (c->role == RN_ROLE_SEND) {
 		if (vf->state == VF_IDLE) {
@@ -314,8 +314,10 @@ static int begin(struct rn_comm *c, uint64_t mask, const char *why)
 		return 1;
 	}
 	if (send_drop(c)) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: telling the sender of a vNIC "
-			"member pair out failed", c->peer_str);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: comm with %s: telling the sender of a vNIC "
+			       "member pair out failed",
+			c->peer_str);
 		comm_fail(c, -ENETUNREACH);
 		return 1; /* said */
 	}
@@ -540,12 +542,13 @@ static void say_moved(struct rn_comm *c, uint64_t add, const char *what)
 
 	say_pairs(c, add, 1, out, sizeof(out));
 	say_pairs(c, pairs_made(c) & ~c->vf->applied, 0, left, sizeof(left));
-	rn_warn(RN_SUB_NET, RN_PFX "failover: %s comm with %s (%s): vNIC member pair%s %s left "
-		"out; going on over %d of %d QPs (%s) in %llu ms; %s (move %d; "
-		"NCCL_ROCE_FAILOVER=0 turns this off)", c->role == RN_ROLE_SEND ? "send" : "recv",
-		c->peer_str, c->rpeer[0].host, __builtin_popcountll(add) > 1 ? "s" : "", out,
-		c->nqps, c->vf->nall, left, (unsigned long long)ms_since(c->vf->since_ns), what,
-		c->vf->moves);
+	rn_warn(RN_SUB_NET,
+		RN_PFX "failover: %s comm with %s (%s): vNIC member pair%s %s left "
+		       "out; going on over %d of %d QPs (%s) in %llu ms; %s (move %d; "
+		       "NCCL_ROCE_FAILOVER=0 turns this off)",
+		c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, c->rpeer[0].host,
+		__builtin_popcountll(add) > 1 ? "s" : "", out, c->nqps, c->vf->nall, left,
+		(unsigned long long)ms_since(c->vf->since_ns), what, c->vf->moves);
 	record(c, add);
 }
 
@@ -581,8 +584,10 @@ static void recv_move(struct rn_comm *c)
 		ret = send_msg(c, VF_BOX_MOVE, &m);
 	}
 	if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: resuming over the vNIC's "
-			"pairs left failed: %s", c->peer_str, strerror(-ret));
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: comm with %s: resuming over the vNIC's "
+			       "pairs left failed: %s",
+			c->peer_str, strerror(-ret));
 		comm_fail(c, ret);
 		return;
 	}
@@ -607,11 +612,13 @@ static void send_resume(struct rn_comm *c)
 	add = msg_dead(m) & ~vf->applied;
 	compact(c, msg_dead(m));
 	vf->epoch = m->epoch;
-	ret = vf->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, m->tail,
-				  &nresent, &resent);
+	ret = vf->hooks->send_resume((struct rn_send_comm *)c, m->seq, (int)m->n, m->tail, &nresent,
+				     &resent);
 	if (ret) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: resuming over the vNIC's "
-			"pairs left failed: %s", c->peer_str, strerror(-ret));
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: comm with %s: resuming over the vNIC's "
+			       "pairs left failed: %s",
+			c->peer_str, strerror(-ret));
 		comm_fail(c, ret);
 		return;
 	}
@@ -648,14 +655,18 @@ static void ask(struct rn_comm *c)
 	m.dead_lo = (uint32_t)vf->dead;
 	m.dead_hi = (uint32_t)(vf->dead >> 32);
 	if (send_msg(c, VF_BOX_MOVE, &m)) {
-		rn_warn(RN_SUB_NET, RN_PFX "failover: comm with %s: posting the move request "
-			"failed", c->peer_str);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "failover: comm with %s: posting the move request "
+			       "failed",
+			c->peer_str);
 		comm_fail(c, -ENETUNREACH);
 		return;
 	}
 	vf->state = VF_WAIT;
-	rn_info(RN_SUB_NET, RN_PFX "failover: send comm with %s: the QPs left are drained after "
-		"%llu ms; move request sent", c->peer_str, (unsigned long long)ms_since(vf->since_ns));
+	rn_info(RN_SUB_NET,
+		RN_PFX "failover: send comm with %s: the QPs left are drained after "
+		       "%llu ms; move request sent",
+		c->peer_str, (unsigned long long)ms_since(vf->since_ns));
 }
 
 int rn_vfail_due(const struct rn_comm *c)
@@ -669,8 +680,9 @@ void rn_vfail_tick(struct rn_comm *c, uint64_t now)
 
 	if (c->err || vf->state == VF_IDLE || !vf->deadline_ns || now < vf->deadline_ns)
 		return;
-	rn_warn(RN_SUB_NET, RN_PFX "failover: %s comm with %s (%s): the peer did not answer "
-		"the move off a vNIC member pair within %llu ms: the comm fails",
+	rn_warn(RN_SUB_NET,
+		RN_PFX "failover: %s comm with %s (%s): the peer did not answer "
+		       "the move off a vNIC member pair within %llu ms: the comm fails",
 		c->role == RN_ROLE_SEND ? "send" : "recv", c->peer_str, c->rpeer[0].host,
 		(unsigned long long)(c->stall_ns / 1000000));
 	comm_fail(c, -ETIMEDOUT);

@@ -205,8 +205,10 @@ static const char *verdict_text(const char *text, uint32_t max, char *note, size
 
 	if (n <= max)
 		return text ? text : "";
-	snprintf(note, len, "(%zu bytes, over the handshake's limit of %u: the sender's log "
-		 "has the whole text)", n, max);
+	snprintf(note, len,
+		 "(%zu bytes, over the handshake's limit of %u: the sender's log "
+		 "has the whole text)",
+		 n, max);
 	return note;
 }
 
@@ -215,8 +217,8 @@ size_t rn_msg_encode_verdict(uint8_t *buf, uint64_t nonce, const struct rn_verdi
 	uint8_t *p = buf + RN_WIRE_HDR_LEN;
 	const struct rn_finding *f = &m->finding;
 	char notes[RN_VERDICT_NTEXTS][128];
-	const char *t[RN_VERDICT_NTEXTS] = { f->msg, f->fix, f->fix_host, f->pre_fix, f->pre_host,
-					     f->advice };
+	const char *t[RN_VERDICT_NTEXTS] = { f->msg,     f->fix,      f->fix_host,
+					     f->pre_fix, f->pre_host, f->advice };
 	uint32_t l[RN_VERDICT_NTEXTS], len = RN_VERDICT_FIXED_LEN + RN_VERDICT_EXT_LEN, off;
 	int i;
 

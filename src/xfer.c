@@ -164,7 +164,8 @@ static const char *healthy_path_drop(const struct rn_ip *peer, char *buf, size_t
 {
 	char ip[INET6_ADDRSTRLEN];
 
-	snprintf(buf, len, "the route and neighbour to the peer look healthy now: something "
+	snprintf(buf, len,
+		 "the route and neighbour to the peer look healthy now: something "
 		 "drops RoCE v2 (UDP 4791) between the NICs (a firewall on either host, the "
 		 "switch, an MTU black hole); check with: roce-doctor peer %s",
 		 rn_ip_str(peer, ip, sizeof(ip)));
@@ -245,8 +246,8 @@ static int port_cause(struct rn_comm *c, int k, struct rn_finding *f)
 
 	if (gid_gone(c, k, f))
 		return 1;
-	return !rn_events_flap_finding(c->mem[k].ev, &dev->nic, c->created_ns, budget,
-				       cfg->timeout, cfg->retry_cnt, f);
+	return !rn_events_flap_finding(c->mem[k].ev, &dev->nic, c->created_ns, budget, cfg->timeout,
+				       cfg->retry_cnt, f);
 }
 
 /*
@@ -283,8 +284,8 @@ static enum rn_cause counters_cause(struct rn_comm *c, int k, const struct rn_pe
 			     dev->nic.port, &v);
 	if (cause != RN_CAUSE_NONE && rn_finding_render(cf, cause, &v))
 		cause = RN_CAUSE_NONE;
-	rn_vars_set(out, "counters", "%s", rn_vars_get(&v, "counters") ?
-		    rn_vars_get(&v, "counters") : "counters: none");
+	rn_vars_set(out, "counters", "%s",
+		    rn_vars_get(&v, "counters") ? rn_vars_get(&v, "counters") : "counters: none");
 	rn_vars_free(&v);
 	rn_ctr_snap_free(base);
 	rn_ctr_snap_free(wide);
@@ -320,8 +321,10 @@ static void journal(const struct rn_comm *c, int k, const struct rn_peer_facts *
 	r.counters = counters;
 	ret = rn_errlog_add(rn_fostate_dir(), &r);
 	if (ret && !__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-		rn_info(RN_SUB_NET, RN_PFX "the host's journal %s/%s was not written: %s "
-			"(NCCL_ROCE_STATE_DIR)", rn_fostate_dir(), RN_ERRLOG_FILE, strerror(-ret));
+		rn_info(RN_SUB_NET,
+			RN_PFX "the host's journal %s/%s was not written: %s "
+			       "(NCCL_ROCE_STATE_DIR)",
+			rn_fostate_dir(), RN_ERRLOG_FILE, strerror(-ret));
 }
 
 /*
@@ -329,9 +332,8 @@ static void journal(const struct rn_comm *c, int k, const struct rn_peer_facts *
  * window: the cause they name, when @cause_too and they name one, then the figures. The
  * comm fails of it: journalled with @cause, else the counters' when @cause_too, and @status.
  */
-static void counters_warn(struct rn_comm *c, int k, const struct rn_peer_facts *peer,
-			  int lifetime, int cause_too, const char *pfx, enum rn_cause cause,
-			  const char *status)
+static void counters_warn(struct rn_comm *c, int k, const struct rn_peer_facts *peer, int lifetime,
+			  int cause_too, const char *pfx, enum rn_cause cause, const char *status)
 {
 	struct rn_finding f = { 0 };
 	struct rn_vars cv = RN_VARS_INIT;
@@ -340,7 +342,10 @@ static void counters_warn(struct rn_comm *c, int k, const struct rn_peer_facts *
 	if (cc != RN_CAUSE_NONE && cause_too)
 		rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, &f);
 	rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(&cv, "counters"));
-	journal(c, k, peer, cause != RN_CAUSE_NONE ? cause : cause_too ? cc : RN_CAUSE_NONE,
+	journal(c, k, peer,
+		cause != RN_CAUSE_NONE ? cause :
+		cause_too              ? cc :
+					 RN_CAUSE_NONE,
 		status, rn_vars_get(&cv, "counters"));
 	rn_vars_free(&cv);
 	rn_finding_clear(&f);
@@ -363,14 +368,14 @@ static int wc_moves(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
 	char why[160];
 
-	if (!c->fo || !(rn_failover_status(wc->status) ||
-			/* rxe fails what it sends meanwhile with a local error when its netdev is set down */
-			(c->mem[k].ev && rn_events_dev_err(c->mem[k].ev, c->mem[k].dev->nic.port))) ||
+	if (!c->fo ||
+	    !(rn_failover_status(wc->status) ||
+	      /* rxe fails what it sends meanwhile with a local error when its netdev is set down */
+	      (c->mem[k].ev && rn_events_dev_err(c->mem[k].ev, c->mem[k].dev->nic.port))) ||
 	    (c->fd >= 0 && rn_oob_peer_alive(c->fd) == -ECONNRESET))
 		return 0;
-	snprintf(why, sizeof(why), "%s on a %s (vendor_err %u)",
-		 rn_wc_status_str(wc->status), wr_kind_str(RN_WR_KIND(wc->wr_id)),
-		 wc->vendor_err);
+	snprintf(why, sizeof(why), "%s on a %s (vendor_err %u)", rn_wc_status_str(wc->status),
+		 wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err);
 	/* no pair left: said with every NIC's cause; the diagnosis follows as before */
 	return rn_failover_begin(c, -EREMOTEIO, why) != 0;
 }
@@ -394,9 +399,8 @@ static void note(struct wc_diag *d, const char *sep, const struct rn_finding *f)
  * Why @wc failed on @dev towards @peer, into @d: a dead peer first, then a port that went
  * away (it explains whatever the route looks like now), the path, the counters.
  */
-static void wc_diagnose(struct rn_comm *c, int k, const struct ibv_wc *wc,
-			const struct rn_dev *dev, const struct rn_peer_facts *peer,
-			struct wc_diag *d)
+static void wc_diagnose(struct rn_comm *c, int k, const struct ibv_wc *wc, const struct rn_dev *dev,
+			const struct rn_peer_facts *peer, struct wc_diag *d)
 {
 	char pip[512];
 	int ret, gone, has_port;
@@ -438,7 +442,8 @@ static void wc_diagnose(struct rn_comm *c, int k, const struct ibv_wc *wc,
 		rn_vars_set(&d->v, "diag", "diagnosis: the peer process may have died, or %s",
 			    healthy_path_drop(&peer->ip, pip, sizeof(pip)));
 	} else if (ret == -ENOENT) {
-		rn_vars_set(&d->v, "diag", "diagnosis: the route and neighbour to the peer look "
+		rn_vars_set(&d->v, "diag",
+			    "diagnosis: the route and neighbour to the peer look "
 			    "healthy now");
 	} else {
 		rn_vars_set(&d->v, "diag", "diagnosis unavailable: %s", strerror(-ret));
@@ -459,8 +464,9 @@ static void wc_warn(struct rn_comm *c, const struct ibv_wc *wc, const struct rn_
 	int n, i;
 
 	/* opcode and byte_len are not valid in an error completion: the kind comes from wr_id */
-	n = asprintf(&line, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
-		     "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
+	n = asprintf(&line,
+		     RN_PFX "Got completion from peer %s (%s) with status=%s(%d) req=%s "
+			    "vendor_err=%u qp=0x%x localGid %s remoteGid %s hca %s:%d; %s%s%s",
 		     c->peer_str, peer->host[0] ? peer->host : "unknown host",
 		     rn_wc_status_str(wc->status), wc->status, wr_kind_str(RN_WR_KIND(wc->wr_id)),
 		     wc->vendor_err, wc->qp_num, rn_gid_str(&dev->nic.gid, lg, sizeof(lg)),
@@ -480,17 +486,19 @@ static void wc_warn(struct rn_comm *c, const struct ibv_wc *wc, const struct rn_
 		rn_warn(RN_SUB_NET, "%s", line);
 		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "counters"));
 	} else {
-		rn_warn(RN_SUB_NET, RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
-			"req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows", c->peer_str,
-			peer->host[0] ? peer->host : "unknown host",
+		rn_warn(RN_SUB_NET,
+			RN_PFX "Got completion from peer %s (%s) with status=%s(%d) "
+			       "req=%s vendor_err=%u qp=0x%x hca %s:%d; diagnosis follows",
+			c->peer_str, peer->host[0] ? peer->host : "unknown host",
 			rn_wc_status_str(wc->status), wc->status,
 			wr_kind_str(RN_WR_KIND(wc->wr_id)), wc->vendor_err, wc->qp_num,
 			dev->nic.ibdev, dev->nic.port);
 		for (i = 0; i < d->nlog; i++)
 			rn_finding_log(RN_LOG_WARN, RN_SUB_NET, pfx, NULL, d->logged[i]);
 		if (!d->nlog)
-			rn_warn(RN_SUB_NET, "%s: %s", pfx, rn_vars_get(v, "diag") ?
-				rn_vars_get(v, "diag") : "diagnosis unavailable");
+			rn_warn(RN_SUB_NET, "%s: %s", pfx,
+				rn_vars_get(v, "diag") ? rn_vars_get(v, "diag") :
+							 "diagnosis unavailable");
 		if (vget(v, "extra")[0])
 			rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "extra"));
 		rn_warn(RN_SUB_NET, "%s: %s", pfx, vget(v, "counters"));
@@ -566,22 +574,25 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 
 	if (rn_unlikely(imm == RN_IMM_CTRL || imm == RN_IMM_REC)) {
 		if (c->vf)
-			rn_vfail_ctrl(c, q, imm); /* a vNIC's: the sender's move request */
+			rn_vfail_ctrl(c, q, imm);    /* a vNIC's: the sender's move request */
 		else
 			rn_failover_ctrl(c, q, imm); /* a failover message, on the pair in use */
 		return;
 	}
 	if (r->type != RN_REQ_RECV || r->seq != k || r->pending <= 0) {
-		rn_warn(RN_SUB_NET, RN_PFX "peer %s wrote slot %u that has no receive posted: "
-			"protocol error", c->peer_str, k);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "peer %s wrote slot %u that has no receive posted: "
+			       "protocol error",
+			c->peer_str, k);
 		comm_fail(c, -EPROTO);
 		return;
 	}
 	rc->qp_next[q] += c->split ? 1 : (uint32_t)c->nqps;
 	if (imm == RN_IMM_ERR) {
 		if (!c->err)
-			rn_warn(RN_SUB_NET, RN_PFX "peer %s (%s) sent more than the receive of %d "
-				"buffer(s) posted for it (tag %d): message size mismatch",
+			rn_warn(RN_SUB_NET,
+				RN_PFX "peer %s (%s) sent more than the receive of %d "
+				       "buffer(s) posted for it (tag %d): message size mismatch",
 				c->peer_str, c->rpeer[0].host, r->n,
 				rc->stage[k % RN_SLOTS][0].tag);
 		comm_fail(c, -EMSGSIZE);
@@ -665,7 +676,7 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		else if (q >= 0)
 			rn_failover_ctrl(c, q, be32toh(wc->imm_data));
 		break;
-	case RN_WR_CTRL: /* a failover message of ours went out */
+	case RN_WR_CTRL:                 /* a failover message of ours went out */
 		if (q >= 0 && (wc->wr_id >> 11 & 1) && c->sq_used[q] > 0)
 			c->sq_used[q]--; /* posted on the pair in use (src/failover.c) */
 		break;
@@ -750,8 +761,9 @@ static void qp_watchdog(struct rn_comm *c, uint64_t now)
 			const struct rn_dev *dev = c->mem[k].dev;
 			char pfx[256];
 
-			rn_warn(RN_SUB_NET, RN_PFX "%s:%d: no completion on QP %d of %d from %s "
-				"(%s) for %llu ms with %d WRs posted: the QP stalled",
+			rn_warn(RN_SUB_NET,
+				RN_PFX "%s:%d: no completion on QP %d of %d from %s "
+				       "(%s) for %llu ms with %d WRs posted: the QP stalled",
 				dev->nic.ibdev, dev->nic.port, q, c->nqps, c->peer_str,
 				c->rpeer[0].host,
 				(unsigned long long)((now - c->qp_wait_ns[q]) / 1000000),
@@ -825,12 +837,12 @@ static void port_down_fail(struct rn_comm *c, int k, uint64_t down)
 	enum rn_cause cause;
 	char pfx[160];
 
-	rn_warn(RN_SUB_NET, RN_PFX "%s:%d: the port has been down for %llu ms, "
-		"longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
-		"NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
-		dev->nic.ibdev, dev->nic.port,
-		(unsigned long long)(down / 1000000), c->eng->cfg.timeout,
-		c->eng->cfg.retry_cnt, c->peer_str, c->rpeer[0].host);
+	rn_warn(RN_SUB_NET,
+		RN_PFX "%s:%d: the port has been down for %llu ms, "
+		       "longer than the QP retry budget (NCCL_IB_TIMEOUT=%d, "
+		       "NCCL_IB_RETRY_CNT=%d); comm with %s (%s) fails; diagnosis follows",
+		dev->nic.ibdev, dev->nic.port, (unsigned long long)(down / 1000000),
+		c->eng->cfg.timeout, c->eng->cfg.retry_cnt, c->peer_str, c->rpeer[0].host);
 	if (!port_cause(c, k, &f)) {
 		struct rn_vars v = RN_VARS_INIT;
 
@@ -866,7 +878,7 @@ static int gid_check(struct rn_comm *c, int k)
 		snprintf(why, sizeof(why), "[%s] %s", rn_cause_id(f.cause),
 			 f.msg ? f.msg : "its address left the GID table");
 		if (c->vf ? rn_vfail_member(c, k, why) :
-		    rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
+			    rn_failover_begin(c, -EADDRNOTAVAIL, why)) {
 			rn_finding_clear(&f);
 			return 1;
 		}
@@ -897,16 +909,17 @@ static int member_check(struct rn_comm *c, int k, uint64_t now, int gid_due)
 		char why[96];
 
 		/* a pair to move to: no waiting for the port to come back */
-		snprintf(why, sizeof(why), "%s", rn_events_dev_fatal(ev) ?
-			 "device fatal error" : "port down");
+		snprintf(why, sizeof(why), "%s",
+			 rn_events_dev_fatal(ev) ? "device fatal error" : "port down");
 		if (c->vf ? rn_vfail_member(c, k, why) :
-		    rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why))
+			    rn_failover_begin(c, rn_events_dev_fatal(ev) ? -EIO : -ENETDOWN, why))
 			return !c->vf; /* a vNIC's other members may be down too */
 	}
 	if (rn_events_dev_fatal(ev) && !c->err) {
-		rn_warn(RN_SUB_NET, RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
-			"fails", dev->nic.ibdev, dev->nic.port, c->peer_str,
-			c->rpeer[0].host);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "%s:%d: device fatal error; comm with %s (%s) "
+			       "fails",
+			dev->nic.ibdev, dev->nic.port, c->peer_str, c->rpeer[0].host);
 		journal(c, k, &c->rpeer[k % c->rmem], RN_CAUSE_NONE, "device-fatal", NULL);
 		comm_fail(c, -EIO);
 	} else if (down > c->port_grace_ns && !c->err) {
@@ -926,8 +939,10 @@ static void side_channel_check(struct rn_comm *c)
 	if (c->fd < 0 || c->err || !((c->fo && c->fo->moves) || rn_vfail_moved(c)) ||
 	    rn_oob_peer_alive(c->fd) != -ETIMEDOUT)
 		return;
-	rn_info(RN_SUB_NET, RN_PFX "comm with %s: the side channel over the failed NIC "
-		"timed out; the peer's death is now seen through the QPs only", c->peer_str);
+	rn_info(RN_SUB_NET,
+		RN_PFX "comm with %s: the side channel over the failed NIC "
+		       "timed out; the peer's death is now seen through the QPs only",
+		c->peer_str);
 	close(c->fd);
 	c->fd = -1;
 }
@@ -987,8 +1002,10 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
 	if (c->fo && !c->err)
 		rn_failover_recover(c, now); /* a failed pair whose NICs are back */
 	if (c->outstanding > 0 && !c->err && now - c->last_progress_ns > rn_comm_stall_bound(c)) {
-		rn_warn(RN_SUB_NET, RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
-			"posted: the QP stalled", c->peer_str, c->rpeer[0].host,
+		rn_warn(RN_SUB_NET,
+			RN_PFX "no completion from %s (%s) for %llu ms with %d WRs "
+			       "posted: the QP stalled",
+			c->peer_str, c->rpeer[0].host,
 			(unsigned long long)((now - c->last_progress_ns) / 1000000),
 			c->outstanding);
 		journal(c, 0, &c->rpeer[0], RN_CAUSE_NONE, "stall", NULL);
@@ -1124,9 +1141,9 @@ struct wr_builder {
 	struct ibv_qp *qp;
 	struct ibv_send_wr wr[RN_WR_BATCH];
 	struct ibv_sge sge[RN_WR_BATCH];
-	int n;          /* in the array */
-	int count;      /* emitted in all */
-	int dry;        /* count only */
+	int n;     /* in the array */
+	int count; /* emitted in all */
+	int dry;   /* count only */
 	int ret;
 };
 
@@ -1266,7 +1283,8 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 		if (need[i] > c->sq_cap) {
 			rn_warn(RN_SUB_NET,
 				RN_PFX "a message needs %d WRs on one QP, more than its %d: "
-				"lower the message size", need[i], c->sq_cap);
+				       "lower the message size",
+				need[i], c->sq_cap);
 			return comm_fail(c, -EMSGSIZE);
 		}
 		if (c->sq_used[q0 + i] + need[i] > c->sq_cap)
@@ -1302,7 +1320,6 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 	return 0;
 }
 
-
 int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct rn_mr *mr,
 	     struct rn_req **out)
 {
@@ -1322,8 +1339,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 		return ret;
 	if (rn_unlikely(c->moving)) /* no request until the receiver says where to resume */
 		return rn_comm_progress(c);
-	if (rn_unlikely(size > INT_MAX || (size && (!data || !mr_fits(c, mr, (uintptr_t)data,
-								       size))))) {
+	if (rn_unlikely(size > INT_MAX ||
+			(size && (!data || !mr_fits(c, mr, (uintptr_t)data, size))))) {
 		rn_warn(RN_SUB_NET, RN_PFX "isend of %zu bytes at %p: %s", size, data,
 			size > INT_MAX ? "larger than 2 GiB" : "outside its registration");
 		return -EINVAL;
@@ -1359,9 +1376,10 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 		return rn_comm_progress(c); /* not this tag's turn */
 	}
 	if (size > e[r].size) {
-		rn_warn(RN_SUB_NET, RN_PFX "send of %zu bytes (tag %d) to %s (%s) is larger than "
-			"the receive of %llu bytes posted for it: message size mismatch", size, tag,
-			c->peer_str, c->rpeer[0].host, (unsigned long long)e[r].size);
+		rn_warn(RN_SUB_NET,
+			RN_PFX "send of %zu bytes (tag %d) to %s (%s) is larger than "
+			       "the receive of %llu bytes posted for it: message size mismatch",
+			size, tag, c->peer_str, c->rpeer[0].host, (unsigned long long)e[r].size);
 		/* tell the receiver too, so that it fails instead of waiting */
 		if (post_slot(sc, s, RN_IMM_ERR) == 0)
 			sc->head++;
@@ -1385,9 +1403,10 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 		ret = rn_mr_on(mr, c->mem[0].dev, &m);
 		if (ret) {
 			send_req_put(sc, req);
-			rn_warn(RN_SUB_NET, RN_PFX "registering %zu bytes at %p on %s after a "
-				"failover failed: %s", size, data, c->mem[0].dev->nic.ibdev,
-				strerror(-ret));
+			rn_warn(RN_SUB_NET,
+				RN_PFX "registering %zu bytes at %p on %s after a "
+				       "failover failed: %s",
+				size, data, c->mem[0].dev->nic.ibdev, strerror(-ret));
 			return comm_fail(c, ret);
 		}
 		req->lkey = m->ibmr->lkey;
@@ -1445,11 +1464,12 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	}
 	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
-		if (rn_unlikely(sizes[i] && (!mrs || !mr_fits(c, mrs[i], (uintptr_t)data[i],
-							      sizes[i])))) {
+		if (rn_unlikely(sizes[i] &&
+				(!mrs || !mr_fits(c, mrs[i], (uintptr_t)data[i], sizes[i])))) {
 			rn_warn(RN_SUB_NET,
 				RN_PFX "irecv buffer %d (%zu bytes at %p) is outside its "
-				"registration", i, sizes[i], data[i]);
+				       "registration",
+				i, sizes[i], data[i]);
 			return -EINVAL;
 		}
 		e[i].addr = (uintptr_t)data[i];
@@ -1460,9 +1480,11 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 
 			ret = rn_mr_on(mrs[i], c->mem[0].dev, &m);
 			if (ret) {
-				rn_warn(RN_SUB_NET, RN_PFX "registering %zu bytes at %p on %s after "
-					"a failover failed: %s", sizes[i], data[i],
-					c->mem[0].dev->nic.ibdev, strerror(-ret));
+				rn_warn(RN_SUB_NET,
+					RN_PFX "registering %zu bytes at %p on %s after "
+					       "a failover failed: %s",
+					sizes[i], data[i], c->mem[0].dev->nic.ibdev,
+					strerror(-ret));
 				return comm_fail(c, ret);
 			}
 			e[i].rkey[0] = m->ibmr->rkey;
@@ -1817,8 +1839,8 @@ const struct rn_fo_hooks rn_xfer_fo_hooks = {
 /* ---- registration: the API face of src/mr.c -------------------------------- */
 
 /* A vNIC comm registers on every member (one handle holds them all). */
-static int comm_reg(struct rn_comm *c, void *data, size_t size, int type, int fd,
-		    uint64_t offset, struct rn_mr **out)
+static int comm_reg(struct rn_comm *c, void *data, size_t size, int type, int fd, uint64_t offset,
+		    struct rn_mr **out)
 {
 	struct rn_dev *devs[RN_VNIC_MAX];
 	int k;
@@ -1881,5 +1903,3 @@ int rn_recv_wc_status(const struct rn_recv_comm *rc)
 {
 	return rc ? rc->c.wc_status : 0;
 }
-
-

@@ -66,12 +66,12 @@ typedef ncclResult_t (*ncclProfilerCallback_t)(void **eHandle, int type, void *p
 #define NCCL_NET_MAX_REQUESTS 32
 #define NCCL_NET_OPTIONAL_RECV_COMPLETION 0x1
 #define NCCL_NET_MULTI_REQUEST 0x2
-#define NCCL_MAX_NET_SIZE_BYTES (1ULL << 40)     /* 1 TiB */
-#define NCCL_MAX_COLLNET_SIZE (512ULL << 20)     /* 512 MiB */
+#define NCCL_MAX_NET_SIZE_BYTES (1ULL << 40) /* 1 TiB */
+#define NCCL_MAX_COLLNET_SIZE (512ULL << 20) /* 512 MiB */
 #define NCCL_NET_MR_FLAG_FORCE_SO 1
 #define NCCL_NET_MAX_PLUGINS 16
 #define NCCL_NET_DEVICE_UNPACK_VERSION 7
-#define NCCL_NET_MAX_DEVS_PER_NIC_V9 4           /* v9, v10, v11 */
+#define NCCL_NET_MAX_DEVS_PER_NIC_V9 4 /* v9, v10, v11 */
 #define NCCL_NET_MAX_DEVS_PER_NIC_V12 8
 
 typedef enum {
@@ -377,41 +377,41 @@ typedef struct {
 } ncclNet_v10_t;
 
 /* v11 and v12 share the function list; only the property/vdevice structs differ. */
-#define RN_NCCL_NET_V11_LIKE(V)                                                                \
-	struct {                                                                               \
-		const char *name;                                                              \
-		ncclResult_t (*init)(void **ctx, uint64_t commId,                              \
-				     ncclNetCommConfig_v##V##_t *config,                       \
-				     ncclDebugLogger_t logFunction,                            \
-				     ncclProfilerCallback_t profFunction);                     \
-		ncclResult_t (*devices)(int *ndev);                                            \
-		ncclResult_t (*getProperties)(int dev, ncclNetProperties_v##V##_t *props);     \
-		ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);  \
-		ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm,    \
-					ncclNetDeviceHandle_v##V##_t **sendDevComm);           \
-		ncclResult_t (*accept)(void *listenComm, void **recvComm,                     \
-				       ncclNetDeviceHandle_v##V##_t **recvDevComm);            \
-		ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type,          \
-				      void **mhandle);                                         \
-		ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type,    \
-					    uint64_t offset, int fd, void **mhandle);          \
-		ncclResult_t (*deregMr)(void *comm, void *mhandle);                           \
-		ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag,       \
-				      void *mhandle, void *phandle, void **request);           \
-		ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes,      \
-				      int *tags, void **mhandles, void **phandles,             \
-				      void **request);                                         \
-		ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes,        \
-				       void **mhandles, void **request);                       \
-		ncclResult_t (*test)(void *request, int *done, int *sizes);                   \
-		ncclResult_t (*closeSend)(void *sendComm);                                     \
-		ncclResult_t (*closeRecv)(void *recvComm);                                     \
-		ncclResult_t (*closeListen)(void *listenComm);                                 \
-		ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);  \
-		ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);          \
-		ncclResult_t (*makeVDevice)(int *d, ncclNetVDeviceProps_v##V##_t *props);     \
-		ncclResult_t (*finalize)(void *ctx);                                           \
-		ncclResult_t (*setNetAttr)(void *ctx, ncclNetAttr_v##V##_t *netAttr);         \
+#define RN_NCCL_NET_V11_LIKE(V) \
+	struct { \
+		const char *name; \
+		ncclResult_t (*init)(void **ctx, uint64_t commId, \
+				     ncclNetCommConfig_v##V##_t *config, \
+				     ncclDebugLogger_t logFunction, \
+				     ncclProfilerCallback_t profFunction); \
+		ncclResult_t (*devices)(int *ndev); \
+		ncclResult_t (*getProperties)(int dev, ncclNetProperties_v##V##_t *props); \
+		ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm); \
+		ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm, \
+					ncclNetDeviceHandle_v##V##_t **sendDevComm); \
+		ncclResult_t (*accept)(void *listenComm, void **recvComm, \
+				       ncclNetDeviceHandle_v##V##_t **recvDevComm); \
+		ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, \
+				      void **mhandle); \
+		ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, \
+					    uint64_t offset, int fd, void **mhandle); \
+		ncclResult_t (*deregMr)(void *comm, void *mhandle); \
+		ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, \
+				      void *mhandle, void *phandle, void **request); \
+		ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, \
+				      int *tags, void **mhandles, void **phandles, \
+				      void **request); \
+		ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, \
+				       void **mhandles, void **request); \
+		ncclResult_t (*test)(void *request, int *done, int *sizes); \
+		ncclResult_t (*closeSend)(void *sendComm); \
+		ncclResult_t (*closeRecv)(void *recvComm); \
+		ncclResult_t (*closeListen)(void *listenComm); \
+		ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle); \
+		ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request); \
+		ncclResult_t (*makeVDevice)(int *d, ncclNetVDeviceProps_v##V##_t *props); \
+		ncclResult_t (*finalize)(void *ctx); \
+		ncclResult_t (*setNetAttr)(void *ctx, ncclNetAttr_v##V##_t *netAttr); \
 	}
 
 typedef RN_NCCL_NET_V11_LIKE(11) ncclNet_v11_t;

@@ -40,54 +40,54 @@
 /* One NIC as the doctor shows it: the library's rn_nic plus what explains it. */
 struct rn_doctor_nic {
 	struct rn_nic nic;
-	struct rn_dev *dev;          /* NULL: netdev-only (--netdev without an RDMA port) */
-	int err;                     /* -errno when rn_nic_assess could not read the facts */
-	const char *gid_why;         /* policy, primary, forced, none */
-	struct rn_sysctls sys_dev;   /* conf/<netdev> */
-	struct rn_sysctls sys_eff;   /* combined with conf/all */
-	int rule_prio;               /* the 'from <ip>' rule in force, -1 none */
+	struct rn_dev *dev;        /* NULL: netdev-only (--netdev without an RDMA port) */
+	int err;                   /* -errno when rn_nic_assess could not read the facts */
+	const char *gid_why;       /* policy, primary, forced, none */
+	struct rn_sysctls sys_dev; /* conf/<netdev> */
+	struct rn_sysctls sys_eff; /* combined with conf/all */
+	int rule_prio;             /* the 'from <ip>' rule in force, -1 none */
 	uint32_t rule_table;
 	/* What the metrics export: the link's history, the RDMA port's counters by name. */
-	struct rn_flap_facts flap;   /* -1 each: unread */
-	struct rn_ctr_named *ctr;    /* owned, NULL: none (netdev-only, or unread) */
+	struct rn_flap_facts flap; /* -1 each: unread */
+	struct rn_ctr_named *ctr;  /* owned, NULL: none (netdev-only, or unread) */
 	int nctr;
-	const char *ctr_driver;      /* whose counter table applies ("unknown"), NULL: none */
-	char ctr_lacks[256];         /* the roles that driver has no counter of, "" none */
+	const char *ctr_driver;    /* whose counter table applies ("unknown"), NULL: none */
+	char ctr_lacks[256];       /* the roles that driver has no counter of, "" none */
 };
 
 struct rn_doctor {
 	struct rn_config cfg;
-	int bad_env;                 /* environment values rn_config_load rejected */
+	int bad_env; /* environment values rn_config_load rejected */
 	int json;
 	int verbose;
 	int once;
 	int no_rdma;
-	int probe_streams;           /* probes stream bandwidth (--min-gbps): loss-tolerant QPs */
+	int probe_streams;   /* probes stream bandwidth (--min-gbps): loss-tolerant QPs */
 	int port;
-	int timeout_s;               /* -1: the command's default */
-	const char *listen;          /* serve --listen ADDR, NULL: every address */
-	const char *netdevs;         /* --netdev list, NULL: RDMA discovery */
+	int timeout_s;       /* -1: the command's default */
+	const char *listen;  /* serve --listen ADDR, NULL: every address */
+	const char *netdevs; /* --netdev list, NULL: RDMA discovery */
 	char names[RN_DOCTOR_MAX_NICS][IF_NAMESIZE]; /* ... split once (rn_doctor_set_netdevs) */
 	int nnames;
-	int prom;                    /* --prometheus: the host check as metrics on stdout */
-	const char *textfile;        /* --textfile FILE: the same, written atomically to FILE */
-	int cni;                     /* --cni: the pod's fix as NetworkAttachmentDefinitions */
-	const char *nfd;             /* --nfd FILE: node-feature-discovery labels, whole */
+	int prom;             /* --prometheus: the host check as metrics on stdout */
+	const char *textfile; /* --textfile FILE: the same, written atomically to FILE */
+	int cni;              /* --cni: the pod's fix as NetworkAttachmentDefinitions */
+	const char *nfd;      /* --nfd FILE: node-feature-discovery labels, whole */
 	char hostname[64];
 	/* gathered */
 	struct rn_host *host;
 	struct rn_dev *devs[RN_MAX_DEVS];
 	int ndevs;
-	char skipped[1024];          /* ports discovery left out, and why */
-	int skipped_problem;         /* a port left out for another reason than NCCL_IB_HCA */
+	char skipped[1024];  /* ports discovery left out, and why */
+	int skipped_problem; /* a port left out for another reason than NCCL_IB_HCA */
 	struct rn_doctor_nic nics[RN_DOCTOR_MAX_NICS];
 	int nnics;
-	double gather_ms;            /* snapshot + discovery + every NIC verdict */
+	double gather_ms;           /* snapshot + discovery + every NIC verdict */
 	double snapshot_ms, discover_ms, verdict_ms;
-	struct rn_probe_eng *probe;  /* its RDMA probe's engine (doctor_rdma.c), NULL: none */
+	struct rn_probe_eng *probe; /* its RDMA probe's engine (doctor_rdma.c), NULL: none */
 	FILE *out;
-	char err[512];               /* the first error (exit 2): --json reports it */
-	const char *err_kind;        /* its kind there, NULL: "system" ("busy": try later) */
+	char err[512];              /* the first error (exit 2): --json reports it */
+	const char *err_kind;       /* its kind there, NULL: "system" ("busy": try later) */
 };
 
 /* doctor_util.c (doctor_main.c is main and the command table only) */
@@ -128,8 +128,7 @@ int rn_doctor_target_ok(const char *path, const char *suffix, char *why, size_t 
  * @fill writes into a temporary beside it, which is synced and renamed over @path.
  * 0 or -errno; the temporary never stays behind.
  */
-int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg),
-			 const void *arg);
+int rn_doctor_write_file(const char *path, void (*fill)(FILE *f, const void *arg), const void *arg);
 
 /* doctor_model.c: gathered once, then rendered */
 /* Discover, snapshot and judge this host's NICs. 0 or -errno (message printed). */
@@ -148,9 +147,9 @@ void rn_doctor_nic_counters(struct rn_doctor_nic *dn);
 #define RN_NCCL_VERSION_TAG "NCCL version "
 #define RN_FACT_LEN 64
 struct rn_doctor_nic_facts {
-	char driver[RN_FACT_LEN];    /* the netdev's device/driver; "none": a virtual netdev */
-	char fw[RN_FACT_LEN];        /* /sys/class/infiniband/<ibdev>/fw_ver; "none": no RDMA */
-	struct rn_sysctls dev, eff;  /* conf/<netdev>, and combined with conf/all */
+	char driver[RN_FACT_LEN];   /* the netdev's device/driver; "none": a virtual netdev */
+	char fw[RN_FACT_LEN];       /* /sys/class/infiniband/<ibdev>/fw_ver; "none": no RDMA */
+	struct rn_sysctls dev, eff; /* conf/<netdev>, and combined with conf/all */
 };
 struct rn_doctor_facts {
 	/* the version inside the plugin NCCL would load, or "not found", "unknown" (a library

@@ -29,10 +29,9 @@
 #define ARP_SENDS 2
 #define ARP_MAX_MACS 4
 
-
 struct arp_q {
 	int fd;
-	int pair;                   /* index in the checks */
+	int pair; /* index in the checks */
 	struct in_addr src, dst;
 	int ifindex;
 	uint8_t mac[6];
@@ -137,7 +136,8 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 			rn_dw_peer_facts(remote, p->remote, &pf);
 			rn_conn_vars(&d->nics[p->local].nic, &pf, &v);
 			rn_vars_set(&v, "got_mac", "%s", rn_mac_str(q[i].macs[k], b, sizeof(b)));
-			rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC, &v);
+			rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC,
+					  &v);
 			rn_vars_free(&v);
 			p->status = 1;
 			has = 1;

@@ -18,10 +18,10 @@
 #include "rn_json.h"
 
 struct rn_probe_ctr_snap {
-	int err;                     /* -errno: the counters could not be read */
+	int err; /* -errno: the counters could not be read */
 	struct rn_ctr_named *named;
 	int n;
-	struct rn_ctr_snap *all;     /* every local NIC, for the judge */
+	struct rn_ctr_snap *all; /* every local NIC, for the judge */
 };
 
 struct rn_probe_ctr_snap *rn_probe_ctr_begin(const struct rn_nic *nic)

@@ -112,8 +112,14 @@ static int in_cache(const char *name, char *out, size_t len)
 int rn_doctor_find_lib(const char *name, const char *first_dir, char *out, size_t len)
 {
 	static const char *const sys_dirs[] = {
-		"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-		"/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+		"/lib/x86_64-linux-gnu",
+		"/usr/lib/x86_64-linux-gnu",
+		"/lib/aarch64-linux-gnu",
+		"/usr/lib/aarch64-linux-gnu",
+		"/lib64",
+		"/usr/lib64",
+		"/lib",
+		"/usr/lib",
 	};
 	size_t k;
 
@@ -281,8 +287,8 @@ static void read_plugin(struct rn_doctor_facts *f)
 			return;
 		}
 	}
-	set(f->plugin, rn_doctor_file_tag(f->plugin_path, RN_VERSION_TAG, v, sizeof(v)) ?
-		       "unknown" : v);
+	set(f->plugin,
+	    rn_doctor_file_tag(f->plugin_path, RN_VERSION_TAG, v, sizeof(v)) ? "unknown" : v);
 }
 
 /* libnccl.so.2 under NCCL_HOME/lib, else where the loader finds it. */
@@ -336,7 +342,7 @@ int rn_doctor_facts_read(const struct rn_doctor *d, struct rn_doctor_facts *f)
 	read_plugin(f);
 	read_nccl(f);
 	f->all = d->host && d->host->all_read ? d->host->all :
-		 (struct rn_sysctls){ -1, -1, -1, -1, -1, -1, -1 };
+						(struct rn_sysctls){ -1, -1, -1, -1, -1, -1, -1 };
 	f->nnics = d->nnics;
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_doctor_nic *dn = &d->nics[i];

@@ -54,8 +54,8 @@ struct rn_health {
 	int drain;
 	int timeout_s;
 	int verbose;
-	int journal_s;       /* the journal's records of the last this many seconds count */
-	const char *mesh;    /* --mesh: the local mesh agent's metrics (file or URL), NULL none */
+	int journal_s;    /* the journal's records of the last this many seconds count */
+	const char *mesh; /* --mesh: the local mesh agent's metrics (file or URL), NULL none */
 };
 
 static volatile pid_t child_pid;
@@ -79,8 +79,8 @@ static void on_alarm(int sig)
  * Run scontrol with @args (NULL-terminated, after the program name); its stdout and
  * stderr into @out. The exit status, or -errno (-ETIMEDOUT after @timeout_ms).
  */
-static int scontrol(const struct rn_health *h, const char *const *args, char *out,
-		    size_t outlen, int timeout_ms)
+static int scontrol(const struct rn_health *h, const char *const *args, char *out, size_t outlen,
+		    int timeout_ms)
 {
 	const char *argv[16] = { h->scontrol };
 	double end = rn_doctor_now_ms() + timeout_ms;
@@ -262,7 +262,8 @@ static void reason_build(const struct rn_doctor *d, char *buf, size_t len, int s
 			for (k = 0; k < d->nics[i].nic.nfindings; k++)
 				if (d->nics[i].nic.findings[k].cause == (enum rn_cause)c &&
 				    finding_counts(&d->nics[i].nic.findings[k])) {
-					add(buf, len, "%s%s", n++ ? "," : "", d->nics[i].nic.netdev);
+					add(buf, len, "%s%s", n++ ? "," : "",
+					    d->nics[i].nic.netdev);
 					break;
 				}
 	}
@@ -331,8 +332,7 @@ static int out_of_service(const char *state)
  * Drain @node (@problems) with @why, or resume it when it is clean and we drained it; a
  * peer (@self 0) is only ever drained here: its own health check resumes it.
  */
-static int act(const struct rn_health *h, const char *node, int self, int problems,
-	       const char *why)
+static int act(const struct rn_health *h, const char *node, int self, int problems, const char *why)
 {
 	struct rn_health on = *h;
 	char state[128], cur[1024], out[2048], arg_node[300], arg_reason[400];
@@ -396,8 +396,9 @@ static int mesh_confirms(const struct rn_health *h, const char *node, char *note
 	int up, down, n;
 
 	if (!text) {
-		snprintf(note, len, "not confirmed: the mesh agent's view (%s) could not be read: %s",
-			 h->mesh, err);
+		snprintf(note, len,
+			 "not confirmed: the mesh agent's view (%s) could not be read: %s", h->mesh,
+			 err);
 		return -1;
 	}
 	n = rn_mesh_pairs_with(text, node, &up, &down, cause, sizeof(cause));
@@ -406,11 +407,14 @@ static int mesh_confirms(const struct rn_health *h, const char *node, char *note
 		snprintf(note, len, "not confirmed: the mesh agent's view (%s) has no pair with it",
 			 h->mesh);
 	else if (!down)
-		snprintf(note, len, "not confirmed: the mesh agent sees its %d pair series with it up "
-			 "(the fault may be gone)", up);
+		snprintf(note, len,
+			 "not confirmed: the mesh agent sees its %d pair series with it up "
+			 "(the fault may be gone)",
+			 up);
 	else
-		snprintf(note, len, "confirmed by the mesh agent: %d of %d pair series with it down%s%s",
-			 down, n, cause[0] ? ", cause " : "", cause);
+		snprintf(note, len,
+			 "confirmed by the mesh agent: %d of %d pair series with it down%s%s", down,
+			 n, cause[0] ? ", cause " : "", cause);
 	return n && down;
 }
 
@@ -444,8 +448,8 @@ static void journal_peers(const struct rn_health *h, const struct rn_journal *jn
 		else if (k > 0)
 			act(h, p->node, 0, 1, why);
 		else
-			printf(PROG ": node %s not drained: the journal's %s unconfirmed\n", p->node,
-			       p->cause);
+			printf(PROG ": node %s not drained: the journal's %s unconfirmed\n",
+			       p->node, p->cause);
 	}
 }
 
@@ -528,8 +532,10 @@ static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_hea
 			break;
 		case 'J':
 			if (rn_cli_int(optarg, 0, 30 * 86400, &h->journal_s)) {
-				rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "--journal-window: '%s' "
-					     "is not a number of seconds in 0..2592000", optarg);
+				rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+					     "--journal-window: '%s' "
+					     "is not a number of seconds in 0..2592000",
+					     optarg);
 				return -1;
 			}
 			break;
@@ -548,8 +554,10 @@ static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_hea
 		}
 	}
 	if (optind < argc) {
-		rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR, "unexpected argument '%s' (health takes "
-			     "none)", argv[optind]);
+		rn_cli_error(PROG, NULL, RN_DOCTOR_ERROR,
+			     "unexpected argument '%s' (health takes "
+			     "none)",
+			     argv[optind]);
 		return -1;
 	}
 	return 0;
@@ -557,8 +565,9 @@ static int health_args(int argc, char **argv, struct rn_doctor *d, struct rn_hea
 
 int rn_doctor_health(int argc, char **argv)
 {
-	struct rn_health h = { .scontrol = "scontrol", .drain = 1, .timeout_s = 20,
-				.journal_s = 900 };
+	struct rn_health h = {
+		.scontrol = "scontrol", .drain = 1, .timeout_s = 20, .journal_s = 900
+	};
 	const struct rn_journal_hit *here;
 	struct rn_journal *jn = NULL;
 	char why[RN_HEALTH_REASON_MAX + 1], host[64];
@@ -592,7 +601,8 @@ int rn_doctor_health(int argc, char **argv)
 	rn_doctor_log_init(h.verbose > 1);
 	if (rn_doctor_gather(d)) {
 		printf("ERROR: roce-doctor: Health check failed: cannot read this host's facts "
-		       "(%s); the node is left as it is\n", d->err[0] ? d->err : "see stderr");
+		       "(%s); the node is left as it is\n",
+		       d->err[0] ? d->err : "see stderr");
 		goto out;
 	}
 	problems = rn_doctor_host_problems(d);

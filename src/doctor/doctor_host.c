@@ -55,7 +55,8 @@ static const char *route_str(struct rn_doctor *d, const struct rn_doctor_nic *dn
 	else if (dn->nic.route.err)
 		snprintf(buf, len, "%s", strerror(-dn->nic.route.err));
 	else
-		snprintf(buf, len, "%s%s (%s)", dn->nic.route.route.oif == dn->nic.ifindex ? "" : "-> ",
+		snprintf(buf, len, "%s%s (%s)",
+			 dn->nic.route.route.oif == dn->nic.ifindex ? "" : "-> ",
 			 link_name(d, dn->nic.route.route.oif, dev, sizeof(dev)),
 			 table_str(dn->nic.route.route.table, t, sizeof(t)));
 	return buf;
@@ -102,7 +103,8 @@ static void print_sysctls(struct rn_doctor *d, FILE *f)
 
 	fprintf(f, "\n%-13s %4s", "sysctl", "all");
 	for (k = 0; k < d->nnics; k++)
-		fprintf(f, " %-*s", RN_MAX((int)strlen(d->nics[k].nic.netdev), 4), d->nics[k].nic.netdev);
+		fprintf(f, " %-*s", RN_MAX((int)strlen(d->nics[k].nic.netdev), 4),
+			d->nics[k].nic.netdev);
 	fprintf(f, "  (per netdev: dev->effective)\n");
 	for (i = 0; i < 5; i++) {
 		const int *all = &d->host->all.arp_ignore;
@@ -179,11 +181,12 @@ static void print_rules(struct rn_doctor *d, FILE *f)
 				snprintf(src, sizeof(src), " src %s",
 					 rn_ip_str(&r->prefsrc, ip, sizeof(ip)));
 			fprintf(f, "%s %s/%d", seen++ ? ";" : "",
-				r->dst_len ? rn_ip_str(&r->dst, ip, sizeof(ip)) : "default", r->dst_len);
+				r->dst_len ? rn_ip_str(&r->dst, ip, sizeof(ip)) : "default",
+				r->dst_len);
 			if (r->gw.family)
 				fprintf(f, " via %s", rn_ip_str(&r->gw, ip, sizeof(ip)));
-			fprintf(f, " dev %s%s", r->oif ? link_name(d, r->oif, dev, sizeof(dev)) : "-",
-				src);
+			fprintf(f, " dev %s%s",
+				r->oif ? link_name(d, r->oif, dev, sizeof(dev)) : "-", src);
 		}
 		fprintf(f, "%s\n", seen ? "" : " empty (lookups fall through to main)");
 	}
@@ -313,7 +316,8 @@ void rn_doctor_print_grouped(FILE *f, const struct rn_doctor_item *it, int n, in
 			fprintf(f, "    ... and %d more fixes like these (-v lists each)\n",
 				nprinted - start - shown);
 		if (nsame)
-			fprintf(f, "    fix%s: as above\n", nsame < nprinted - start + nsame ? " for the others" : "");
+			fprintf(f, "    fix%s: as above\n",
+				nsame < nprinted - start + nsame ? " for the others" : "");
 	}
 	/* A newer peer's causes have no row here: each is shown whole, as it came. */
 	for (i = 0; i < n; i++) {
@@ -390,7 +394,8 @@ static void print_offnet(struct rn_doctor *d, FILE *f)
 		if (seen)
 			continue;
 		if (first)
-			fprintf(f, "not judged: peers outside the NICs' subnets (nothing here says the "
+			fprintf(f,
+				"not judged: peers outside the NICs' subnets (nothing here says the "
 				"fabric is routed: no gateway route out of a RoCE NIC, no /31 or /30, "
 				"no --gateway or --peer-subnet)\n");
 		first = 0;
@@ -407,7 +412,8 @@ static void print_offnet(struct rn_doctor *d, FILE *f)
 				nic->offnet_oif == mgmt ? " (main's default route)" : "");
 	}
 	if (!first)
-		fprintf(f, "  on an L3 fabric (GPU hosts behind a router): roce-doctor --peer-subnet "
+		fprintf(f,
+			"  on an L3 fabric (GPU hosts behind a router): roce-doctor --peer-subnet "
 			"CIDR --gateway NETDEV=GW judges them and prints each NIC's default\n");
 }
 
@@ -418,20 +424,20 @@ static void print_host(struct rn_doctor *d)
 	int i, k, nprob = 0, nfind = 0, wn = 6, wd = 6;
 
 	fprintf(f, "roce-doctor %s on %s: %d RoCE NIC%s%s\n", RN_DOCTOR_VERSION, d->hostname,
-		d->nnics, d->nnics == 1 ? "" : "s",
-		d->netdevs ? " (named with --netdev)" : "");
+		d->nnics, d->nnics == 1 ? "" : "s", d->netdevs ? " (named with --netdev)" : "");
 	if (d->skipped[0] && (d->ndevs || !d->netdevs))
 		fprintf(f, "%s: %s\n", d->ndevs ? "ports left out" : "no RDMA port", d->skipped);
 	if (!d->nnics) {
-		fprintf(f, "nothing to check: name netdevs with --netdev to check them without RDMA\n");
+		fprintf(f,
+			"nothing to check: name netdevs with --netdev to check them without RDMA\n");
 		return;
 	}
 	for (i = 0; i < d->nnics; i++) {
 		wn = RN_MAX(wn, (int)strlen(d->nics[i].nic.ibdev) + 3);
 		wd = RN_MAX(wd, (int)strlen(d->nics[i].nic.netdev));
 	}
-	fprintf(f, "\n%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s\n", wn, "NIC", wd, "NETDEV", "LINK",
-		"MTU/ACT", "IP", "GID", "TABLE", "ROUTE", "VERDICT");
+	fprintf(f, "\n%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s\n", wn, "NIC", wd, "NETDEV",
+		"LINK", "MTU/ACT", "IP", "GID", "TABLE", "ROUTE", "VERDICT");
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
 		const struct rn_nic *nic = &dn->nic;
@@ -441,7 +447,8 @@ static void print_host(struct rn_doctor *d)
 		else
 			snprintf(name, sizeof(name), "-");
 		if (nic->active_mtu)
-			snprintf(mtu, sizeof(mtu), "%d/%d", nic->mtu, rn_ibv_mtu_bytes(nic->active_mtu));
+			snprintf(mtu, sizeof(mtu), "%d/%d", nic->mtu,
+				 rn_ibv_mtu_bytes(nic->active_mtu));
 		else
 			snprintf(mtu, sizeof(mtu), "%d/-", nic->mtu);
 		if (nic->ip.family) {
@@ -467,8 +474,8 @@ static void print_host(struct rn_doctor *d)
 		else
 			snprintf(tb, sizeof(tb), "main");
 		route_str(d, dn, rt, sizeof(rt));
-		fprintf(f, "%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s", wn, name, wd, nic->netdev,
-			nic->link_up ? "up" : "down", mtu, ip, gid, tb, rt,
+		fprintf(f, "%-*s %-*s %-4s %-9s %-18s %-10s %-5s %-16s %s", wn, name, wd,
+			nic->netdev, nic->link_up ? "up" : "down", mtu, ip, gid, tb, rt,
 			dn->err ? "error" : rn_verdict_str(nic->verdict));
 		for (k = 0; k < nic->nfindings; k++)
 			fprintf(f, "%s%s", k ? "," : " ",
@@ -491,7 +498,8 @@ static void print_host(struct rn_doctor *d)
 			rn_ip_str(&dn->nic.ip, b, sizeof(b)));
 		fprintf(f, " %s", route_str(d, dn, rt, sizeof(rt)));
 		if (dn->nic.route.oif_err)
-			fprintf(f, "; oif %s: %s\n", dn->nic.netdev, strerror(-dn->nic.route.oif_err));
+			fprintf(f, "; oif %s: %s\n", dn->nic.netdev,
+				strerror(-dn->nic.route.oif_err));
 		else
 			fprintf(f, "; oif %s: table %s\n", dn->nic.netdev,
 				table_str(dn->nic.route.route_oif.table, tb, sizeof(tb)));
@@ -501,7 +509,8 @@ static void print_host(struct rn_doctor *d)
 	if (nfind)
 		print_findings(d, f, nfind);
 	if (d->skipped_problem)
-		fprintf(f, "  ports left out (see above): ip link set dev <netdev> up; rdma link show\n");
+		fprintf(f,
+			"  ports left out (see above): ip link set dev <netdev> up; rdma link show\n");
 	print_offnet(d, f);
 	if (!rn_doctor_host_problems(d)) {
 		fprintf(f, "verdict: all good (%d NIC%s checked in %.1f ms)\n", d->nnics,
@@ -519,7 +528,8 @@ static void print_host(struct rn_doctor *d)
 	fprintf(f, "\n");
 timing:
 	if (d->verbose)
-		fprintf(f, "timing: netlink snapshot %.2f ms, RDMA discovery %.2f ms, verdicts %.2f ms\n",
+		fprintf(f,
+			"timing: netlink snapshot %.2f ms, RDMA discovery %.2f ms, verdicts %.2f ms\n",
 			d->snapshot_ms, d->discover_ms, d->verdict_ms);
 }
 
@@ -537,7 +547,8 @@ static void json_route(struct rn_doctor *d, struct rn_json *j, const char *key, 
 		rn_json_str(j, "dev", link_name(d, r->oif, dev, sizeof(dev)));
 		rn_json_int(j, "table", r->table);
 		rn_json_str(j, "via", r->gw.family ? rn_ip_str(&r->gw, b, sizeof(b)) : NULL);
-		rn_json_str(j, "src", r->prefsrc.family ? rn_ip_str(&r->prefsrc, b, sizeof(b)) : NULL);
+		rn_json_str(j, "src",
+			    r->prefsrc.family ? rn_ip_str(&r->prefsrc, b, sizeof(b)) : NULL);
 	}
 	rn_json_close(j, '}');
 }
@@ -677,7 +688,8 @@ static void json_host(struct rn_doctor *d, int rc)
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
 		/* the tools' error object (rn_cli.h), beside the report that explains it */
-		rn_cli_json_error_obj(&j, rc, NULL, "no RDMA device to check (name netdevs with --netdev)");
+		rn_cli_json_error_obj(&j, rc, NULL,
+				      "no RDMA device to check (name netdevs with --netdev)");
 	}
 	rn_json_end(&j);
 }

@@ -111,8 +111,7 @@ int rn_dw_send(int fd, uint16_t type, const void *payload, size_t len, double de
 }
 
 /* A message the codec encodes (rn_dw_encode_*), sent whole by @deadline_ms. */
-static int send_encoded(int fd, uint16_t type, int ret, uint8_t *p, size_t len,
-			double deadline_ms)
+static int send_encoded(int fd, uint16_t type, int ret, uint8_t *p, size_t len, double deadline_ms)
 {
 	if (!ret)
 		ret = rn_dw_send(fd, type, p, len, deadline_ms);
@@ -152,8 +151,10 @@ int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
 		return -EBADMSG;
 	}
 	if (ret) {
-		snprintf(why, why_len, "%s", ret == -ECONNRESET ? "connection closed" :
-			 ret == -ETIMEDOUT ? "timed out waiting for a message" : strerror(-ret));
+		snprintf(why, why_len, "%s",
+			 ret == -ECONNRESET ? "connection closed" :
+			 ret == -ETIMEDOUT  ? "timed out waiting for a message" :
+					      strerror(-ret));
 		return ret;
 	}
 	ret = rn_dw_decode_hdr(hdr, m, why, why_len);
@@ -173,8 +174,7 @@ int rn_dw_recv(int fd, struct rn_dw_msg *m, char *why, size_t why_len)
 	return ret;
 }
 
-int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
-		    size_t len)
+int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why, size_t len)
 {
 	for (;;) {
 		size_t room;
@@ -184,11 +184,15 @@ int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char 
 
 		if (n == 0) {
 			if (r->got && r->got < RN_DW_HDR_LEN)
-				snprintf(why, len, "not a roce-doctor message (%zu bytes, then the "
-					 "connection closed)", r->got);
+				snprintf(why, len,
+					 "not a roce-doctor message (%zu bytes, then the "
+					 "connection closed)",
+					 r->got);
 			else if (r->got)
-				snprintf(why, len, "message cut short after %zu bytes (connection "
-					 "closed)", r->got);
+				snprintf(why, len,
+					 "message cut short after %zu bytes (connection "
+					 "closed)",
+					 r->got);
 			else
 				snprintf(why, len, "connection closed");
 			return r->got ? -EBADMSG : -ECONNRESET;
@@ -246,8 +250,7 @@ int rn_dw_set_timeout(int fd, int secs)
 	return 0;
 }
 
-int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why,
-		  size_t len)
+int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why, size_t len)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
 	char ps[16];
@@ -289,8 +292,9 @@ next:
 		s = -1;
 	}
 	freeaddrinfo(res);
-	snprintf(why, len, "cannot connect to %s port %d: %s (is `roce-doctor serve` running there?)",
-		 host, port, strerror(-ret));
+	snprintf(why, len,
+		 "cannot connect to %s port %d: %s (is `roce-doctor serve` running there?)", host,
+		 port, strerror(-ret));
 	return ret;
 }
 
@@ -365,8 +369,7 @@ static int io_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_t
 	return rn_dw_send(t->fd, type, buf, len, rn_dw_io_deadline(t));
 }
 
-static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
-		   size_t len)
+static int io_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why, size_t len)
 {
 	struct rn_dw_io *t = (struct rn_dw_io *)io;
 

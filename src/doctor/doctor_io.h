@@ -47,13 +47,11 @@ int rn_dw_recv_by(int fd, struct rn_dw_msg *m, double deadline_ms, char *why, si
  * Read what @fd has (never blocks): 0 with the whole message in *@out (the reader starts
  * the next one), -EAGAIN for more, or an error with @why. Reads no byte past the message.
  */
-int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why,
-		    size_t len);
+int rn_dw_read_some(int fd, struct rn_dw_reader *r, struct rn_dw_msg *out, char *why, size_t len);
 /* Blocking socket helpers with a timeout in seconds. */
 int rn_dw_set_timeout(int fd, int secs);
 /* Connect by @deadline_ms; the socket's reads and writes then go by deadlines (above). */
-int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why,
-		  size_t len);
+int rn_dw_connect(const char *host, int port, double deadline_ms, int *fd, char *why, size_t len);
 /*
  * Listen on @port of @addr (an IP address of this host; NULL: every address, both
  * families where IPv6 exists). 0 or -errno.
@@ -65,7 +63,7 @@ int rn_dw_addr_is_any(const char *addr);
 /* doctor_io.c: the pair transport over a connected socket; each message whole within
  * @budget_ms and by @end_ms, the session's deadline (0: none). */
 struct rn_dw_io {
-	struct rn_pair_io io;       /* first: the runner's view */
+	struct rn_pair_io io; /* first: the runner's view */
 	int fd;
 	double budget_ms;
 	double end_ms;

@@ -133,7 +133,8 @@ static void count_file(const char *path, struct rn_journal_count *out, int *n, i
 		char *colon;
 
 		if (!strchr(line, '\n') || line[0] != '{' || number(line, "time", &t) ||
-		    field(line, "nic", nic, sizeof(nic)) || field(line, "cause", cause, sizeof(cause)))
+		    field(line, "nic", nic, sizeof(nic)) ||
+		    field(line, "cause", cause, sizeof(cause)))
 			continue;
 		if (field(line, "netdev", netdev, sizeof(netdev)))
 			netdev[0] = '\0';

@@ -17,8 +17,8 @@ struct rn_journal_hit {
 };
 
 struct rn_journal {
-	long long since;     /* records at or after this time (unix s) count */
-	int records;         /* lines read */
+	long long since; /* records at or after this time (unix s) count */
+	int records;     /* lines read */
 	int n;
 	struct rn_journal_hit hit[RN_JOURNAL_HITS];
 };

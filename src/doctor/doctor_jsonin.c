@@ -82,12 +82,26 @@ static int str(struct jp *j, char **out)
 		}
 		c = *j->p++;
 		switch (c) {
-		case '"': case '\\': case '/': o[n++] = c; break;
-		case 'b': o[n++] = '\b'; break;
-		case 'f': o[n++] = '\f'; break;
-		case 'n': o[n++] = '\n'; break;
-		case 'r': o[n++] = '\r'; break;
-		case 't': o[n++] = '\t'; break;
+		case '"':
+		case '\\':
+		case '/':
+			o[n++] = c;
+			break;
+		case 'b':
+			o[n++] = '\b';
+			break;
+		case 'f':
+			o[n++] = '\f';
+			break;
+		case 'n':
+			o[n++] = '\n';
+			break;
+		case 'r':
+			o[n++] = '\r';
+			break;
+		case 't':
+			o[n++] = '\t';
+			break;
 		case 'u':
 			if (hex4(j->p, &u)) {
 				free(o);

@@ -45,7 +45,8 @@ static void node_netdev(const struct rn_nic *nic, char *out, size_t len)
 {
 	out[0] = '\0';
 	if (!rn_sys_readf(out, len, "/sys/class/infiniband/%s/ports/%d/gid_attrs/ndevs/0",
-			  nic->ibdev, nic->port) && out[0])
+			  nic->ibdev, nic->port) &&
+	    out[0])
 		return;
 	if (rn_sys_readf(out, len, "/sys/class/infiniband/%s/parent", nic->ibdev))
 		out[0] = '\0';
@@ -131,10 +132,12 @@ static char *cni_config(const struct rn_doctor_nic *dn, const char *name)
 		fprintf(f, "\"ipam\":{\"type\":\"host-local\",\"subnet\":\"%s/%d\"}}", net,
 			nic->prefixlen);
 	else
-		fprintf(f, "\"ipam\":{\"type\":\"static\",\"addresses\":[{\"address\":\"%s/%d\"}]}}",
+		fprintf(f,
+			"\"ipam\":{\"type\":\"static\",\"addresses\":[{\"address\":\"%s/%d\"}]}}",
 			ip, nic->prefixlen);
 	/* IFNAME: tuning puts the interface's name in (Multus' "interface", net1...) */
-	fprintf(f, ",{\"type\":\"tuning\",\"sysctl\":{\"net.ipv4.conf.IFNAME.arp_ignore\":\"1\","
+	fprintf(f,
+		",{\"type\":\"tuning\",\"sysctl\":{\"net.ipv4.conf.IFNAME.arp_ignore\":\"1\","
 		"\"net.ipv4.conf.IFNAME.arp_announce\":\"2\"%s}}",
 		has_cause(nic, "rp-filter") ? ",\"net.ipv4.conf.IFNAME.rp_filter\":\"2\"" : "");
 	fprintf(f, ",{\"type\":\"sbr\"}]}");
@@ -231,20 +234,22 @@ static int cni_none(const struct rn_doctor *d)
 	int i;
 
 	if (!d->nnics)
-		fprintf(stderr, "roce-doctor: --cni: no RDMA device in this network namespace "
+		fprintf(stderr,
+			"roce-doctor: --cni: no RDMA device in this network namespace "
 			"(rdma link show lists none): no NetworkAttachmentDefinition to print\n");
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_doctor_nic *dn = &d->nics[i];
 
 		fprintf(stderr, "roce-doctor: --cni: %s: %s\n", dn->nic.netdev,
-			dn->err ? "its facts could not be read" :
+			dn->err  ? "its facts could not be read" :
 			!dn->dev ? "no RDMA device behind it (no RoCE GID holds its address)" :
-			"no IPv4 address (the NAD's static IPAM and sbr need one)");
+				   "no IPv4 address (the NAD's static IPAM and sbr need one)");
 	}
 	if (d->nnics)
-		fprintf(stderr, "roce-doctor: --cni: none of the %d NIC%s is a RoCE NIC a pod can "
-			"be given: no NetworkAttachmentDefinition to print\n", d->nnics,
-			d->nnics == 1 ? "" : "s");
+		fprintf(stderr,
+			"roce-doctor: --cni: none of the %d NIC%s is a RoCE NIC a pod can "
+			"be given: no NetworkAttachmentDefinition to print\n",
+			d->nnics, d->nnics == 1 ? "" : "s");
 	return RN_DOCTOR_PROBLEMS;
 }
 
@@ -299,7 +304,7 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 	fprintf(stderr, "# roce-doctor --cni on %s: %d RoCE NIC%s, %s\n", d->hostname, n,
 		n == 1 ? "" : "s", problems ? "needs fixing" : "all good already");
 	fprintf(stderr, "# kubectl apply -f <stdout>; then the pod's annotation:\n"
-		"#   k8s.v1.cni.cncf.io/networks: '[");
+			"#   k8s.v1.cni.cncf.io/networks: '[");
 	for (i = 0, k = 0; i < d->nnics; i++)
 		if (cni_nic(d, i)) {
 			nad_name(d->nics[i].nic.netdev, name, sizeof(name));
@@ -307,7 +312,7 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 				name, d->nics[i].nic.netdev);
 		}
 	fprintf(stderr, "]'\n# IPAM: each NIC's address now (static); a NAD that many pods "
-		"share keeps its own IPAM (whereabouts, per-node host-local ranges)\n");
+			"share keeps its own IPAM (whereabouts, per-node host-local ranges)\n");
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_nic *nic = &d->nics[i].nic;
 		long lower;
@@ -316,7 +321,8 @@ int rn_doctor_cni(struct rn_doctor *d, int gather_err)
 		    !(lower = foreign_lower(nic->netdev)))
 			continue;
 		nad_name(nic->netdev, name, sizeof(name));
-		fprintf(stderr, "# %s: %s is this pod's own interface (%s is on it) over the "
+		fprintf(stderr,
+			"# %s: %s is this pod's own interface (%s is on it) over the "
 			"node's link %ld, in another network namespace: put that link's name as "
 			"the macvlan's \"master\" (on the node: ip -o link show | grep '^%ld:')\n",
 			name, nic->netdev, nic->ibdev, lower, lower);

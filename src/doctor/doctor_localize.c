@@ -299,7 +299,8 @@ int rn_mesh_pairs_with(const char *text, const char *node, int *up, int *down, c
 			memcpy(buf, line, n);
 			buf[n] = 0;
 			if (!rn_mesh_parse_line(buf, &o, &kind) &&
-			    (rn_doctor_same_host(o.peer_host, node) || rn_doctor_same_host(o.host, node))) {
+			    (rn_doctor_same_host(o.peer_host, node) ||
+			     rn_doctor_same_host(o.host, node))) {
 				if (kind == RN_MESH_UP)
 					*(o.up ? up : down) += 1;
 				else if (kind == RN_MESH_CAUSE && len && !cause[0])

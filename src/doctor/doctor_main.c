@@ -111,17 +111,23 @@ static void usage(FILE *f)
 #define PROG "roce-doctor"
 
 /* The options only some commands take (the others refuse them), in the order checked. */
-enum { OPT_ONCE = 1, OPT_NO_RDMA = 2, OPT_PORT = 4, OPT_TIMEOUT = 8, OPT_PROM = 16,
-       OPT_LISTEN = 32 };
+enum {
+	OPT_ONCE = 1,
+	OPT_NO_RDMA = 2,
+	OPT_PORT = 4,
+	OPT_TIMEOUT = 8,
+	OPT_PROM = 16,
+	OPT_LISTEN = 32
+};
 
 struct rn_doctor_cmd {
 	const char *name;
 	int (*fn)(struct rn_doctor *d, int argc, char **argv);
-	int nargs;                  /* words after the command */
-	const char *takes;          /* what they are, for the usage error */
-	const char *missing;        /* the error when they are missing */
+	int nargs;                             /* words after the command */
+	const char *takes;                     /* what they are, for the usage error */
+	const char *missing;                   /* the error when they are missing */
 	int (*check)(FILE *jerr, char **args); /* before any work, NULL: nothing to check */
-	unsigned int opts;          /* OPT_*: the command's own options */
+	unsigned int opts;                     /* OPT_*: the command's own options */
 };
 
 static int check_address(FILE *jerr, char **args)
@@ -146,16 +152,20 @@ static int check_listen(FILE *jerr, const char *addr)
 	unsigned char buf[sizeof(struct in6_addr)];
 
 	if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "--listen: '%s' is not an IP "
-				    "address (dotted quad or IPv6)", addr);
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR,
+				    "--listen: '%s' is not an IP "
+				    "address (dotted quad or IPv6)",
+				    addr);
 	return 0;
 }
 
 /* The default action first (rdma/link.c); a new command is one entry and its own file. */
 static const struct rn_doctor_cmd cmds[] = {
 	{ "host", rn_doctor_cmd_host, 0, "no arguments", NULL, NULL, OPT_PROM },
-	{ "peer", rn_doctor_cmd_peer, 1, "one address", "peer needs the other host's address "
-	  "(where `roce-doctor serve` runs)", check_address, OPT_NO_RDMA | OPT_PORT | OPT_TIMEOUT },
+	{ "peer", rn_doctor_cmd_peer, 1, "one address",
+	  "peer needs the other host's address "
+	  "(where `roce-doctor serve` runs)",
+	  check_address, OPT_NO_RDMA | OPT_PORT | OPT_TIMEOUT },
 	{ "serve", rn_doctor_cmd_serve, 0, "no arguments", NULL, NULL,
 	  OPT_ONCE | OPT_PORT | OPT_TIMEOUT | OPT_LISTEN },
 };
@@ -163,8 +173,8 @@ static const struct rn_doctor_cmd cmds[] = {
 static int parse_int(FILE *jerr, const char *opt, const char *s, int lo, int hi, int *out)
 {
 	if (rn_cli_int(s, lo, hi, out))
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: '%s' is not a number in %d..%d",
-				    opt, s, lo, hi);
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR,
+				    "%s: '%s' is not a number in %d..%d", opt, s, lo, hi);
 	return 0;
 }
 
@@ -179,18 +189,20 @@ static int add_list(FILE *jerr, char *list, const char *arg, int cidr)
 	int i, len, ret, n = 0;
 
 	for (i = 0; (ret = cidr ? rn_cfg_cidr_at(arg, i, &ip, &len) :
-				  rn_cfg_gateway_at(arg, i, one, sizeof(one), &ip)) != -ENOENT; i++) {
+				  rn_cfg_gateway_at(arg, i, one, sizeof(one), &ip)) != -ENOENT;
+	     i++) {
 		if (ret)
-			return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: '%s' is not %s",
-					    cidr ? "--peer-subnet" : "--gateway", arg, cidr ?
-					    "a comma list of address[/prefix]" :
-					    "a comma list of GW or NETDEV=GW (IP addresses)");
+			return rn_cli_error(
+				PROG, jerr, RN_DOCTOR_ERROR, "%s: '%s' is not %s",
+				cidr ? "--peer-subnet" : "--gateway", arg,
+				cidr ? "a comma list of address[/prefix]" :
+				       "a comma list of GW or NETDEV=GW (IP addresses)");
 		n++;
 	}
 	if (!n || strlen(list) + strlen(arg) + 2 > RN_CFG_STR_MAX)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: %s",
-				    cidr ? "--peer-subnet" : "--gateway", n ? "too long a list" :
-				    "empty");
+				    cidr ? "--peer-subnet" : "--gateway",
+				    n ? "too long a list" : "empty");
 	if (*list)
 		strcat(list, ",");
 	strcat(list, arg);
@@ -205,8 +217,10 @@ static int join_list(FILE *jerr, char *cfg, const char *opt, const char *name)
 	if (!*opt)
 		return 0;
 	if (l + strlen(opt) + 2 > RN_CFG_STR_MAX)
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s: the list with the "
-				    "environment's is too long", name);
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR,
+				    "%s: the list with the "
+				    "environment's is too long",
+				    name);
 	if (l)
 		strcat(cfg, ",");
 	strcat(cfg, opt);
@@ -218,8 +232,8 @@ static int check_cmd(FILE *jerr, const struct rn_doctor_cmd *cmd, unsigned int g
 		     int nargs, char **args)
 {
 	/* by bit; --prometheus and --textfile (OPT_PROM) have their own line below */
-	static const char *const names[] = { "--once", "--no-rdma", "--port", "--timeout", NULL,
-					     "--listen" };
+	static const char *const names[] = { "--once",    "--no-rdma", "--port",
+					     "--timeout", NULL,        "--listen" };
 	unsigned int i;
 
 	for (i = 0; i < RN_ARRAY_SIZE(names); i++)
@@ -227,13 +241,16 @@ static int check_cmd(FILE *jerr, const struct rn_doctor_cmd *cmd, unsigned int g
 			return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s does not take %s",
 					    cmd->name, names[i]);
 	if ((given & OPT_PROM) && (!(cmd->opts & OPT_PROM) || json))
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "--prometheus and --textfile go "
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR,
+				    "--prometheus and --textfile go "
 				    "with the host command, without --json");
 	if (nargs < cmd->nargs)
 		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "%s", cmd->missing);
 	if (nargs > cmd->nargs)
-		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR, "unexpected argument '%s' (%s "
-				    "takes %s)", args[cmd->nargs], cmd->name, cmd->takes);
+		return rn_cli_error(PROG, jerr, RN_DOCTOR_ERROR,
+				    "unexpected argument '%s' (%s "
+				    "takes %s)",
+				    args[cmd->nargs], cmd->name, cmd->takes);
 	return cmd->check ? cmd->check(jerr, args) : 0;
 }
 
@@ -357,8 +374,10 @@ int main(int argc, char **argv)
 			if (!strcmp(argv[optind], cmds[i].name))
 				break;
 		if (i == RN_ARRAY_SIZE(cmds)) {
-			rn_cli_error(PROG, jerr, rc, "unknown command '%s' (host, peer, serve, "
-				     "health, mesh, localize)", argv[optind]);
+			rn_cli_error(PROG, jerr, rc,
+				     "unknown command '%s' (host, peer, serve, "
+				     "health, mesh, localize)",
+				     argv[optind]);
 			goto out;
 		}
 		cmd = &cmds[i];
@@ -366,7 +385,8 @@ int main(int argc, char **argv)
 	}
 	if ((d->cni || d->nfd) && (cmd->fn != rn_doctor_cmd_host || d->json || d->prom ||
 				   d->textfile || (d->cni && d->nfd))) {
-		rn_cli_error(PROG, jerr, rc, "--cni and --nfd go with the host command, one at a "
+		rn_cli_error(PROG, jerr, rc,
+			     "--cni and --nfd go with the host command, one at a "
 			     "time, without --json, --prometheus or --textfile");
 		goto out;
 	}
@@ -398,7 +418,8 @@ int main(int argc, char **argv)
 		snprintf(d->hostname, sizeof(d->hostname), "?");
 	rn_doctor_log_init(d->verbose);
 	if (d->bad_env)
-		fprintf(stderr, "roce-doctor: %d bad NCCL_* value%s in the environment (defaults used; -v shows which)\n",
+		fprintf(stderr,
+			"roce-doctor: %d bad NCCL_* value%s in the environment (defaults used; -v shows which)\n",
 			d->bad_env, d->bad_env == 1 ? "" : "s");
 	rc = cmd->fn(d, argc - first, argv + first);
 	/* a report was printed unless the command failed (2): then the error object */

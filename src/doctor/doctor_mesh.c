@@ -56,22 +56,22 @@
 #define MESH_PROBE_PORT 18516
 #define RN_MESH_PROBE_MS 1000 /* a probe's answer by then, or it is lost */
 #define MESH_TICK_MS 50
-#define MESH_HTTP 16      /* metrics connections at once */
-#define MESH_HTTP_MS 3000 /* each, whole */
+#define MESH_HTTP 16          /* metrics connections at once */
+#define MESH_HTTP_MS 3000     /* each, whole */
 #define MESH_HTTP_REQ 4096
 #define MESH_LINE 512
 #define MESH_MAGIC 0x524e4d50u /* "RNMP" */
 #define MESH_REQ 1
 #define MESH_ANS 2
 #define MESH_PKT 24
-#define MESH_HREQ 3  /* the RC listener's handle of the NIC it comes to, please */
-#define MESH_HANS 4  /* here it is: MESH_PKT + RN_MESH_RC_HANDLE bytes */
-#define MESH_HNONE 5 /* that NIC has no RC listener (no RDMA port, or --no-rc) */
+#define MESH_HREQ 3                /* the RC listener's handle of the NIC it comes to, please */
+#define MESH_HANS 4                /* here it is: MESH_PKT + RN_MESH_RC_HANDLE bytes */
+#define MESH_HNONE 5               /* that NIC has no RC listener (no RDMA port, or --no-rc) */
 #define MESH_HANDLE_ASK_MS 2000    /* a handle not come: asked again after */
 #define MESH_HANDLE_FRESH_MS 30000 /* a handle's age when asked again (a restarted agent) */
-#define MESH_CHECK_RUN_MS 30000 /* one pair check, whole */
+#define MESH_CHECK_RUN_MS 30000    /* one pair check, whole */
 #define MESH_CONNECT_MS 3000
-#define MESH_SCOUT 64 /* connections a scout tries at once */
+#define MESH_SCOUT 64              /* connections a scout tries at once */
 
 struct mopts {
 	const char *hosts, *hosts_cmd, *netdevs, *listen, *metrics, *textdir, *group;
@@ -108,7 +108,7 @@ struct mpeer {
 	struct mpair p[RN_MESH_NICS][RN_MESH_NICS];
 	/* the peer NICs' RC listener handles (the prober's), asked for over UDP */
 	uint8_t rch[RN_MESH_NICS][RN_MESH_RC_HANDLE];
-	double rch_ms[RN_MESH_NICS];   /* when it came, 0: none */
+	double rch_ms[RN_MESH_NICS]; /* when it came, 0: none */
 	double rch_asked[RN_MESH_NICS];
 	uint32_t rch_nonce[RN_MESH_NICS];
 	uint8_t rc_none[RN_MESH_NICS]; /* it said it has none */
@@ -140,7 +140,7 @@ struct mesh {
 	struct rn_mesh_bucket send_b, echo_b;
 	struct rn_mesh_sched sched;
 	struct rn_mesh_self self;
-	int lfd; /* metrics, -1 none */
+	int lfd;    /* metrics, -1 none */
 	struct mhttp http[MESH_HTTP];
 	double now; /* the prober's tick */
 	/* the RC probes (doctor_mesh_rc.c), NULL: none here (UDP only) */
@@ -777,8 +777,9 @@ static void ask_handles(struct mesh *m)
 		for (j = 0; j < p->nnics; j++) {
 			uint8_t b[MESH_PKT] = { 0 };
 
-			if (m->now - p->rch_asked[j] <
-			    (p->rch_ms[j] || p->rc_none[j] ? MESH_HANDLE_FRESH_MS : MESH_HANDLE_ASK_MS))
+			if (m->now - p->rch_asked[j] < (p->rch_ms[j] || p->rc_none[j] ?
+								MESH_HANDLE_FRESH_MS :
+								MESH_HANDLE_ASK_MS))
 				continue;
 			for (i = 0; i < m->nnics; i++)
 				if (m->ip[i].ss_family == p->ip[j].ss_family)
@@ -949,8 +950,7 @@ static int rc_ready(void *arg, int idx)
 
 	pair_at(m, idx, &p, &i, &j);
 	return !p->self && p->known && i < m->nnics && m->rc_ok[i] && j < p->nnics &&
-	       p->rch_ms[j] && !p->rc[i][j].sent_ms &&
-	       p->ip[j].ss_family == m->ip[i].ss_family &&
+	       p->rch_ms[j] && !p->rc[i][j].sent_ms && p->ip[j].ss_family == m->ip[i].ss_family &&
 	       m->rc_now - p->rc[i][j].last_ms >= m->o.interval_ms;
 }
 
@@ -1084,8 +1084,8 @@ static const char *cause_of(const struct mesh *m, const struct mpeer *p, int i, 
 }
 
 /* Pair (@i, @j)'s series of @kind into @v: 1, or 0 when nothing is known of it yet. */
-static int view_of(const struct mesh *m, const struct mpeer *p, int i, int j,
-		   const struct mpair *w, const char *kind, struct rn_mesh_view *x)
+static int view_of(const struct mesh *m, const struct mpeer *p, int i, int j, const struct mpair *w,
+		   const char *kind, struct rn_mesh_view *x)
 {
 	x->cause = cause_of(m, p, i, j, w, &x->up);
 	/* RC: only the pairs it probes (UDP alone where either NIC cannot do RC) */

@@ -58,11 +58,11 @@ uint32_t rn_mesh_pct(const uint32_t *sorted, int n, double q);
 /* One NIC pair as the metrics show it. */
 struct rn_mesh_view {
 	const char *host, *nic, *peer_host, *peer_nic, *group, *peer_group;
-	const char *kind; /* "udp" (echo from the NIC's address) or "rc" (an RC ping) */
+	const char *kind;  /* "udp" (echo from the NIC's address) or "rc" (an RC ping) */
 	int up;
 	const char *cause; /* the catalogue id when !@up, else NULL */
 	struct rn_mesh_figs figs;
-	double base_s; /* the RTT baseline (EWMA of answers, kept through losses) */
+	double base_s;     /* the RTT baseline (EWMA of answers, kept through losses) */
 	uint64_t sent, lost;
 };
 /* The agent's own figures. */
@@ -70,9 +70,9 @@ struct rn_mesh_self {
 	const char *host;
 	int peers, peers_reached, pairs;
 	uint64_t probes_sent, echoes_sent, echoes_dropped, bad_packets, checks_run, checks_failed;
-	int rc_nics, rc_qps;             /* NICs with an RC listener; send connections open */
+	int rc_nics, rc_qps;                  /* NICs with an RC listener; send connections open */
 	uint64_t rc_probes_sent, rc_answered; /* RC pings sent; peers' RC pings received */
-	double started_s; /* Unix time */
+	double started_s;                     /* Unix time */
 };
 /* Every pair's series, then the agent's, in Prometheus text exposition. */
 void rn_mesh_render(FILE *f, const struct rn_mesh_view *v, int n, const struct rn_mesh_self *s);
@@ -141,9 +141,9 @@ int rn_mesh_sweep_obs(const char *json, int (*add)(void *arg, const struct rn_me
  * engine (never shared): a listener on each NIC with an RDMA port, whose handle peers ask
  * for over UDP, and one send connection per sampled NIC pair.
  */
-#define RN_MESH_RC_ACCEPT 64      /* peers' connections answered at once */
-#define RN_MESH_RC_IDLE_MS 30000  /* a connection unused this long is closed */
-#define RN_MESH_RC_HANDLE 128     /* RN_HANDLE_SIZE */
+#define RN_MESH_RC_ACCEPT 64       /* peers' connections answered at once */
+#define RN_MESH_RC_IDLE_MS 30000   /* a connection unused this long is closed */
+#define RN_MESH_RC_HANDLE 128      /* RN_HANDLE_SIZE */
 #define RN_MESH_RC_CONNECT_MS 5000 /* a ping that must connect first: this much more */
 struct rn_doctor;
 struct rn_mesh_rc;

@@ -29,7 +29,7 @@
 #define RC_MSG 64
 #define RC_TAG 0x524d /* "RM" */
 
-struct rc_out { /* a send connection: ours @i to @peer's NIC @j */
+struct rc_out {       /* a send connection: ours @i to @peer's NIC @j */
 	int used;
 	char peer[256];
 	int i, j;

@@ -231,8 +231,8 @@ static void write_self(FILE *f, const struct rn_mesh_self *s)
 		  s->rc_qps },
 		{ "roce_mesh_rc_probes_sent_total", "counter", "RC pings this agent sent.",
 		  (double)s->rc_probes_sent },
-		{ "roce_mesh_rc_answered_total", "counter", "RC pings of peers this agent received.",
-		  (double)s->rc_answered },
+		{ "roce_mesh_rc_answered_total", "counter",
+		  "RC pings of peers this agent received.", (double)s->rc_answered },
 		{ "roce_mesh_start_time_seconds", "gauge", "When the agent started (Unix time).",
 		  s->started_s },
 	};

@@ -40,16 +40,20 @@ static const struct rn_jv *bad_of(const struct rn_jv *bad, const char *ha, const
 
 	for (k = 0; bad && k < bad->n; k++) {
 		const struct rn_jv *p = &bad->kids[k];
-		const char *a = rn_jv_str(rn_jv_get(p, "host_a")), *b = rn_jv_str(rn_jv_get(p, "host_b"));
-		const char *xa = rn_jv_str(rn_jv_get(p, "nic_a")), *xb = rn_jv_str(rn_jv_get(p, "nic_b"));
+		const char *a = rn_jv_str(rn_jv_get(p, "host_a")),
+			   *b = rn_jv_str(rn_jv_get(p, "host_b"));
+		const char *xa = rn_jv_str(rn_jv_get(p, "nic_a")),
+			   *xb = rn_jv_str(rn_jv_get(p, "nic_b"));
 
 		if (!a || !b)
 			continue;
 		/* a host pair that never answered: every NIC pair of it (its NICs null) */
 		*whole = !xa || !xb;
-		if (!strcmp(a, ha) && !strcmp(b, hb) && (*whole || (!strcmp(xa, na) && !strcmp(xb, nb))))
+		if (!strcmp(a, ha) && !strcmp(b, hb) &&
+		    (*whole || (!strcmp(xa, na) && !strcmp(xb, nb))))
 			return p;
-		if (!strcmp(a, hb) && !strcmp(b, ha) && (*whole || (!strcmp(xa, nb) && !strcmp(xb, na))))
+		if (!strcmp(a, hb) && !strcmp(b, ha) &&
+		    (*whole || (!strcmp(xa, nb) && !strcmp(xb, na))))
 			return p;
 	}
 	return NULL;
@@ -66,8 +70,8 @@ static void cause_of(const struct rn_jv *p, char *out, size_t len)
 	snprintf(out, len, "%s", s ? s : "unknown");
 }
 
-static int one_pair(const struct rn_jv *bad, const char *missing_a, const char *ha,
-		    const char *na, const char *hb, const char *nb,
+static int one_pair(const struct rn_jv *bad, const char *missing_a, const char *ha, const char *na,
+		    const char *hb, const char *nb,
 		    int (*add)(void *arg, const struct rn_mesh_obs *o), void *arg)
 {
 	struct rn_mesh_obs o = { .up = 1 };
@@ -134,8 +138,8 @@ int rn_mesh_sweep_obs(const char *json, int (*add)(void *arg, const struct rn_me
 			}
 			for (i = 0; i < nnics(ha) && !ret; i++)
 				for (x = 0; x < nnics(hb) && !ret; x++)
-					ret = one_pair(bad, gone, na, nic_at(ha, i), nb, nic_at(hb, x),
-						       add, arg);
+					ret = one_pair(bad, gone, na, nic_at(ha, i), nb,
+						       nic_at(hb, x), add, arg);
 		}
 	if (ret == -ENOMEM)
 		snprintf(why, len, "out of memory");

@@ -111,9 +111,11 @@ static void leave_shadowed(struct rn_doctor *d)
 		if (k < 0 || d->nics[k].err)
 			continue;
 		drop[i] = 1;
-		snprintf(d->skipped + len, sizeof(d->skipped) - len, "%s%s:%d (%s has an RDMA "
-			 "device of its own: %s:%d)", len ? ", " : "", nics[i]->ibdev,
-			 nics[i]->port, nics[i]->netdev, nics[k]->ibdev, nics[k]->port);
+		snprintf(d->skipped + len, sizeof(d->skipped) - len,
+			 "%s%s:%d (%s has an RDMA "
+			 "device of its own: %s:%d)",
+			 len ? ", " : "", nics[i]->ibdev, nics[i]->port, nics[i]->netdev,
+			 nics[k]->ibdev, nics[k]->port);
 	}
 	for (i = d->nnics - 1; i >= 0; i--)
 		if (drop[i])
@@ -160,7 +162,8 @@ int rn_doctor_gather(struct rn_doctor *d)
 			}
 			if (k < d->ndevs) {
 				used[k] = 1;
-				ret = assessed[d->nnics] ? 0 : rn_nic_copy(&dn->nic, &d->devs[k]->nic);
+				ret = assessed[d->nnics] ? 0 :
+							   rn_nic_copy(&dn->nic, &d->devs[k]->nic);
 				if (ret)
 					return ret;
 				dn->dev = d->devs[k];
@@ -188,15 +191,17 @@ int rn_doctor_gather(struct rn_doctor *d)
 	for (i = 0; i < d->nnics; i++) {
 		struct rn_doctor_nic *dn = &d->nics[i];
 
-		dn->err = assessed[i] ? 0 : rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL,
-							    &dn->nic, &cfg);
+		dn->err = assessed[i] ? 0 :
+					rn_nic_assess(d->host, dn->dev ? dn->dev->ctx : NULL,
+						      &dn->nic, &cfg);
 		if (dn->err == -ENODEV && dn->dev && !d->netdevs) {
 			size_t len = strlen(d->skipped);
 
 			/* a shared RDMA device seen from a pod without a netdev on it: not its NIC */
-			snprintf(d->skipped + len, sizeof(d->skipped) - len, "%s%s:%d (no netdev "
-				 "of this network namespace on it)", len ? ", " : "",
-				 dn->nic.ibdev, dn->nic.port);
+			snprintf(d->skipped + len, sizeof(d->skipped) - len,
+				 "%s%s:%d (no netdev "
+				 "of this network namespace on it)",
+				 len ? ", " : "", dn->nic.ibdev, dn->nic.port);
 			nic_drop(d, i);
 			i--;
 			continue;

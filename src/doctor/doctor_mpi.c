@@ -39,8 +39,8 @@
 
 #define TAG_READY 1
 #define TAG_FINAL 2
-#define TAG_BYE 3           /* rank 0 -> all: 0 finalize, 1 the job is being aborted */
-#define TAG_PAIR 100       /* + round * 8 + step */
+#define TAG_BYE 3    /* rank 0 -> all: 0 finalize, 1 the job is being aborted */
+#define TAG_PAIR 100 /* + round * 8 + step */
 #define PROBE_TIMEOUT_MS 6000
 #define WHY_LEN 160
 
@@ -61,10 +61,10 @@ struct ctx {
 	struct rn_doctor *d;
 	int rank, n;
 	int pair_timeout_s;
-	double min_gbps;            /* --min-gbps: 0 none */
+	double min_gbps;              /* --min-gbps: 0 none */
 	char (*names)[64];
-	struct rn_dw_inv **inv;     /* every host's facts (NULL: not received) */
-	struct rn_pair_result **mine;    /* pairs this rank led ("a"), one per round */
+	struct rn_dw_inv **inv;       /* every host's facts (NULL: not received) */
+	struct rn_pair_result **mine; /* pairs this rank led ("a"), one per round */
 	int nmine;
 	double round_max_ms;
 };
@@ -169,19 +169,23 @@ static int tag_of(int round, int step)
  * round, the message's type in front (DONE travels on the request's tag, in order).
  */
 struct mpi_io {
-	struct rn_pair_io io;       /* first: the engine's view */
+	struct rn_pair_io io; /* first: the engine's view */
 	int peer, round;
 	double deadline;
-	const char *name;           /* the peer's host */
+	const char *name; /* the peer's host */
 };
 
 static int step_of(uint16_t type)
 {
 	switch (type) {
-	case RN_DW_CHECKS: return STEP_CHECKS;
-	case RN_DW_PROBE_HANDLE: return STEP_HANDLE;
-	case RN_DW_PROBE_RESULT: return STEP_RESULT;
-	default: return STEP_REQ; /* PROBE_REQ, DONE */
+	case RN_DW_CHECKS:
+		return STEP_CHECKS;
+	case RN_DW_PROBE_HANDLE:
+		return STEP_HANDLE;
+	case RN_DW_PROBE_RESULT:
+		return STEP_RESULT;
+	default:
+		return STEP_REQ; /* PROBE_REQ, DONE */
 	}
 }
 
@@ -233,7 +237,8 @@ static int mio_probe_ms(struct rn_pair_io *io)
 {
 	struct mpi_io *x = (struct mpi_io *)io;
 
-	return (int)RN_MAX(100.0, RN_MIN((double)PROBE_TIMEOUT_MS, x->deadline - rn_doctor_now_ms()));
+	return (int)RN_MAX(100.0,
+			   RN_MIN((double)PROBE_TIMEOUT_MS, x->deadline - rn_doctor_now_ms()));
 }
 
 #define MPI_IO(x, peer, round, deadline) \
@@ -253,8 +258,9 @@ static void pair_record(struct ctx *x, struct rn_pair_result *p, struct rn_pair_
 {
 	if (r->step <= RN_PAIR_STEP_B_CHECKS && r->stop != RN_PAIR_BAD) {
 		p->status = -ETIMEDOUT;
-		snprintf(p->err, sizeof(p->err), "%s did not answer in round %d (--pair-timeout %d s)",
-			 x->names[b], round + 1, x->pair_timeout_s);
+		snprintf(p->err, sizeof(p->err),
+			 "%s did not answer in round %d (--pair-timeout %d s)", x->names[b],
+			 round + 1, x->pair_timeout_s);
 		return;
 	}
 	rn_pair_result_run(p, r, x->names[b]);
@@ -357,7 +363,7 @@ static int facts_pack(struct ctx *x, int gather_err, double gather_ms, struct rn
 		goto out;
 	rn_doctor_facts_read(x->d, hf);
 	if (gather_err)
-		hf->nnics = 0; /* as the inventory: no NIC read */
+		hf->nnics = 0;                         /* as the inventory: no NIC read */
 	rn_doctor_facts_put(&fb, hf);
 	memcpy(&ms_bits, &gather_ms, sizeof(ms_bits)); /* the double's IEEE 754 bits */
 	rn_wb_u32(mb, (uint32_t)gather_err);
@@ -399,7 +405,8 @@ static int ready_wait(struct ctx *x, double deadline, int **flags)
 			(*flags)[h] = 0;
 	for (h = 0; h < x->n; h++)
 		if (!(*flags)[h]) {
-			fprintf(stderr, "roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
+			fprintf(stderr,
+				"roce-doctor-mpi: %s (rank %d) did not finish its host check within %d s\n",
 				x->names[h], h, x->pair_timeout_s);
 			ret = -ETIMEDOUT;
 		}
@@ -569,7 +576,8 @@ static void collect(struct ctx *x, struct rn_sweep *s, double deadline)
 			waiting += !s->hosts[h].results && !declared_hung(s, h);
 		if (!waiting)
 			break;
-		if (recv_any_by(&buf, &len, MPI_ANY_SOURCE, TAG_FINAL, RN_MIN(deadline, rn_doctor_now_ms() + 1000), &src)) {
+		if (recv_any_by(&buf, &len, MPI_ANY_SOURCE, TAG_FINAL,
+				RN_MIN(deadline, rn_doctor_now_ms() + 1000), &src)) {
 			if (rn_doctor_now_ms() > deadline)
 				break;
 			continue;
@@ -802,7 +810,8 @@ static void collect_rechecks(struct ctx *x, struct rn_sweep *s, double deadline)
 				uint32_t mbps = rn_rb_u32(&b);
 				struct rn_sweep_recheck *r;
 
-				if (b.err || idx >= (uint32_t)s->nrechecks || bw > RN_PAIR_BW_FAILED)
+				if (b.err || idx >= (uint32_t)s->nrechecks ||
+				    bw > RN_PAIR_BW_FAILED)
 					break;
 				r = &s->rechecks[idx];
 				/* only the rank that led it says how it went */
@@ -816,7 +825,8 @@ static void collect_rechecks(struct ctx *x, struct rn_sweep *s, double deadline)
 	}
 	for (k = 1; got && k < x->n; k++)
 		if (!got[k] && s->hosts[k].results) {
-			fprintf(stderr, "roce-doctor-mpi: %s did not finish the second bandwidth pass\n",
+			fprintf(stderr,
+				"roce-doctor-mpi: %s did not finish the second bandwidth pass\n",
 				x->names[k]);
 			s->hosts[k].results = 0; /* it cannot finalize: the job ends by MPI_Abort */
 			snprintf(s->recheck_skipped, sizeof(s->recheck_skipped),
@@ -947,7 +957,9 @@ int main(int argc, char **argv)
 			x.pair_timeout_s = (int)strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || x.pair_timeout_s < 1 ||
 			    x.pair_timeout_s > 3600) {
-				die_usage(x.rank, "--pair-timeout: not a number of seconds in 1..3600:", optarg);
+				die_usage(x.rank,
+					  "--pair-timeout: not a number of seconds in 1..3600:",
+					  optarg);
 				quit = RN_DOCTOR_ERROR;
 			}
 			break;
@@ -957,8 +969,10 @@ int main(int argc, char **argv)
 		case 'G':
 			errno = 0;
 			x.min_gbps = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(x.min_gbps > 0) || x.min_gbps > 100000) {
-				die_usage(x.rank, "--min-gbps: not a rate in Gbit/s above 0:", optarg);
+			if (errno || end == optarg || *end || !(x.min_gbps > 0) ||
+			    x.min_gbps > 100000) {
+				die_usage(x.rank,
+					  "--min-gbps: not a rate in Gbit/s above 0:", optarg);
 				quit = RN_DOCTOR_ERROR;
 			}
 			d->probe_streams = 1;
@@ -1012,7 +1026,7 @@ int main(int argc, char **argv)
 	}
 	/* Names first, while nothing can have hung yet: from here on a host is named. */
 	MPI_Allgather(d->hostname, 64, MPI_CHAR, x.names, 64, MPI_CHAR, MPI_COMM_WORLD);
-	tn = rn_doctor_now_ms();     /* every rank is up: the launch is behind us */
+	tn = rn_doctor_now_ms(); /* every rank is up: the launch is behind us */
 	for (r = 0; r < x.n; r++) {
 		x.names[r][63] = '\0';
 		if (!x.rank)
@@ -1024,10 +1038,12 @@ int main(int argc, char **argv)
 	if (!gather_err)
 		gather_err = rn_doctor_gather(d);
 	if (gather_err)
-		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n", d->hostname);
+		fprintf(stderr, "roce-doctor-mpi: %s: cannot read this host's facts\n",
+			d->hostname);
 	if (exchange_facts(&x, x.rank ? NULL : &s, gather_err, d->gather_ms)) {
 		if (x.rank) {
-			fprintf(stderr, "roce-doctor-mpi: %s: the facts exchange did not complete\n",
+			fprintf(stderr,
+				"roce-doctor-mpi: %s: the facts exchange did not complete\n",
 				d->hostname);
 			MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
 		}
@@ -1101,12 +1117,13 @@ int main(int argc, char **argv)
 				MPI_Abort(MPI_COMM_WORLD, RN_DOCTOR_ERROR);
 			if (bye == BYE_ABORT)
 				for (;;)
-					pause();        /* rank 0's MPI_Abort ends us */
+					pause(); /* rank 0's MPI_Abort ends us */
 			if (bye == BYE_RECHECK) {
 				tp = rn_doctor_now_ms();
 				run_rechecks(&x, plan, n, rounds, tp);
-				send_rechecks(&x, plan, n, tp + (rounds + 1) * x.pair_timeout_s * 1000.0 +
-					      10000);
+				send_rechecks(&x, plan, n,
+					      tp + (rounds + 1) * x.pair_timeout_s * 1000.0 +
+						      10000);
 				deadline = tp + (rounds + 2) * x.pair_timeout_s * 1000.0 + 20000;
 			}
 			free(plan);
@@ -1141,7 +1158,8 @@ int main(int argc, char **argv)
 			int ret = write_json(json_file, &s, rc);
 
 			if (ret) {
-				fprintf(stderr, "roce-doctor-mpi: --json-file %s: %s\n", json_file, strerror(-ret));
+				fprintf(stderr, "roce-doctor-mpi: --json-file %s: %s\n", json_file,
+					strerror(-ret));
 				rc = RN_DOCTOR_ERROR;
 			}
 		}
@@ -1149,7 +1167,8 @@ int main(int argc, char **argv)
 			int ret = rn_sweep_svg(svg, &s);
 
 			if (ret) {
-				fprintf(stderr, "roce-doctor-mpi: --svg %s: %s\n", svg, strerror(-ret));
+				fprintf(stderr, "roce-doctor-mpi: --svg %s: %s\n", svg,
+					strerror(-ret));
 				rc = RN_DOCTOR_ERROR;
 			}
 		}

@@ -66,38 +66,38 @@ int rn_doctor_arp_unique(struct rn_doctor *d, const struct rn_dw_inv *remote,
 /* One RDMA probe's outcome, as the client saw it. */
 struct rn_pair_probe {
 	int tried;
-	int ret;                    /* ours */
-	int peer_ret;               /* the server's side */
+	int ret;      /* ours */
+	int peer_ret; /* the server's side */
 	char why[RN_DW_WHY_MAX], peer_why[RN_DW_WHY_MAX];
 	double ms;
-	int timeout;                /* no answer: our deadline, or the QP's retries exhausted */
-	struct rn_finding diag;     /* rn_diagnose_peer after a failure (cause 0: none) */
-	struct rn_probe_ctr ctr;    /* our NIC's counters around a failure (rn_probe_ctr_clear) */
-	struct rn_probe_bw bw;      /* in: .want; out: the stream's figures after a good ping */
+	int timeout;             /* no answer: our deadline, or the QP's retries exhausted */
+	struct rn_finding diag;  /* rn_diagnose_peer after a failure (cause 0: none) */
+	struct rn_probe_ctr ctr; /* our NIC's counters around a failure (rn_probe_ctr_clear) */
+	struct rn_probe_bw bw;   /* in: .want; out: the stream's figures after a good ping */
 };
 
 /* The steps of a run, in order: where one stopped (RN_PAIR_STEP_END: it went through). */
 enum rn_pair_step {
-	RN_PAIR_STEP_INV,           /* the inventories */
-	RN_PAIR_STEP_A_CHECKS,      /* A's pair checks, A to B */
-	RN_PAIR_STEP_B_CHECKS,      /* B's pair checks, B to A */
-	RN_PAIR_STEP_PROBES,        /* the RDMA probes, then DONE */
+	RN_PAIR_STEP_INV,      /* the inventories */
+	RN_PAIR_STEP_A_CHECKS, /* A's pair checks, A to B */
+	RN_PAIR_STEP_B_CHECKS, /* B's pair checks, B to A */
+	RN_PAIR_STEP_PROBES,   /* the RDMA probes, then DONE */
 	RN_PAIR_STEP_END,
 };
 
 /* Why a run stopped before its end. */
 enum rn_pair_stop {
-	RN_PAIR_WHOLE,              /* it did not */
-	RN_PAIR_SEND,               /* a send failed (ret; why "cannot send: ...") */
-	RN_PAIR_RECV,               /* a receive failed (ret, why), an A probe's transport too */
-	RN_PAIR_BAD,                /* a message that does not decode or does not belong (why) */
-	RN_PAIR_TWICE,              /* B: a NIC pair asked for a second probe (at_i, at_j) */
+	RN_PAIR_WHOLE, /* it did not */
+	RN_PAIR_SEND,  /* a send failed (ret; why "cannot send: ...") */
+	RN_PAIR_RECV,  /* a receive failed (ret, why), an A probe's transport too */
+	RN_PAIR_BAD,   /* a message that does not decode or does not belong (why) */
+	RN_PAIR_TWICE, /* B: a NIC pair asked for a second probe (at_i, at_j) */
 };
 
 /* What a run takes (RN_PAIR_*) */
-#define RN_PAIR_INV 0x1             /* the inventories first (TCP; MPI has them already) */
-#define RN_PAIR_CHECKS 0x2          /* the pair checks (MPI's second pass probes alone) */
-#define RN_PAIR_BW 0x4              /* A: stream for bandwidth after each good ping */
+#define RN_PAIR_INV 0x1    /* the inventories first (TCP; MPI has them already) */
+#define RN_PAIR_CHECKS 0x2 /* the pair checks (MPI's second pass probes alone) */
+#define RN_PAIR_BW 0x4     /* A: stream for bandwidth after each good ping */
 
 /* One end's run with one other host. Zero it, fill the "in" part, run, rn_pair_run_clear. */
 struct rn_pair_run {
@@ -105,7 +105,7 @@ struct rn_pair_run {
 	struct rn_doctor *d;
 	struct rn_pair_io *io;
 	unsigned int flags;
-	const struct rn_dw_inv *local;  /* ours: sent with RN_PAIR_INV, else the other's already */
+	const struct rn_dw_inv *local; /* ours: sent with RN_PAIR_INV, else the other's already */
 	struct rn_dw_inv *remote;   /* A with RN_PAIR_INV: received here; else known (B: decoded) */
 	const unsigned char *scope; /* B: rn_doctor_pair_scope's choice, NULL: every remote NIC */
 	/* A: probe only the pairs whose only[i * RN_DOCTOR_MAX_NICS + j] is set (NULL: all) */
@@ -115,19 +115,19 @@ struct rn_pair_run {
 
 	/* out */
 	struct rn_dw_checks ours, theirs;
-	double check_ms;            /* our pair checks */
-	int arp_probed;             /* pairs probed for ARP uniqueness, -errno: skipped */
+	double check_ms; /* our pair checks */
+	int arp_probed;  /* pairs probed for ARP uniqueness, -errno: skipped */
 	/*
 	 * A: pairs of one address family (none with --no-rdma), probed, cut for want of
 	 * time; any of them with an RDMA port here; any RDMA port on the remote's NICs.
 	 */
 	int pairs, probed, cut, local_rdma, remote_rdma;
-	int answered, failed;       /* B: probes answered, and of them those that failed */
+	int answered, failed; /* B: probes answered, and of them those that failed */
 	unsigned char asked[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS]; /* B: [ours][theirs] */
-	enum rn_pair_step step;     /* where it stopped, RN_PAIR_STEP_END: went through */
+	enum rn_pair_step step; /* where it stopped, RN_PAIR_STEP_END: went through */
 	enum rn_pair_stop stop;
-	int ret;                    /* the stop's -errno */
-	int at_i, at_j;             /* A: the probe the transport failed in; B: the pair asked twice */
+	int ret;                /* the stop's -errno */
+	int at_i, at_j;         /* A: the probe the transport failed in; B: the pair asked twice */
 	char why[RN_DW_WHY_MAX];
 };
 

@@ -338,7 +338,7 @@ static const pair_step a_steps[RN_PAIR_STEP_END] = {
 };
 
 static const pair_step b_steps[RN_PAIR_STEP_END] = {
-	[RN_PAIR_STEP_INV] = send_inv,      /* A's came first: it opened the session */
+	[RN_PAIR_STEP_INV] = send_inv, /* A's came first: it opened the session */
 	[RN_PAIR_STEP_A_CHECKS] = recv_checks,
 	[RN_PAIR_STEP_B_CHECKS] = b_checks,
 	[RN_PAIR_STEP_PROBES] = answer_all,

@@ -27,15 +27,15 @@
 
 struct session {
 	struct rn_dw_inv local, remote;
-	struct rn_pair_run run;     /* both sides' checks; the ARP probe; the probes' counts */
+	struct rn_pair_run run;    /* both sides' checks; the ARP probe; the probes' counts */
 	struct rn_pair_probe probes[RN_DOCTOR_MAX_NICS][RN_DOCTOR_MAX_NICS];
-	struct rn_pair_result res;  /* the run's result, judged as the sweep's (session_record) */
+	struct rn_pair_result res; /* the run's result, judged as the sweep's (session_record) */
 	/* RDMA dropped at one NIC while its route and neighbours are right (firewall, H20). */
 	struct rn_finding drops_local[RN_DOCTOR_MAX_NICS], drops_remote[RN_DOCTOR_MAX_NICS];
 	/* Checks this side could not run: shown, and never counted as passed. */
 	int nskips;
 	struct {
-		const char *check;  /* "arp-probe", "rdma-probe" */
+		const char *check; /* "arp-probe", "rdma-probe" */
 		char why[160];
 	} skips[2];
 };
@@ -100,8 +100,11 @@ static int session_record(struct session *s)
 static const char *cell(const struct session *s, int i, int j, char *buf, size_t len)
 {
 	static const char *const words[] = {
-		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
-		[RN_PAIR_SLOW] = "bandwidth-low", [RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
+		[RN_PAIR_TIMEOUT] = "rdma-timeout",
+		[RN_PAIR_ERROR] = "rdma-error",
+		[RN_PAIR_SLOW] = "bandwidth-low",
+		[RN_PAIR_UNCHECKED] = "-",
+		[RN_PAIR_OK] = "ok",
 	};
 	char lb[32];
 	int cause;
@@ -124,7 +127,7 @@ static int session_problems(const struct session *s)
 static int print_all_findings(FILE *f, const struct session *s, int verbose)
 {
 	struct rn_doctor_item *it;
-	char (*who)[128];
+	char(*who)[128];
 	int i, j, k, n = 0, nprobe = 0, max = 0;
 
 	/* room for every finding there is: nothing left out */
@@ -147,13 +150,15 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 	}
 	for (i = 0; i < s->local.nnics; i++)
 		for (k = 0; k < s->local.nics[i].nfindings; k++, n++) {
-			snprintf(who[n], sizeof(who[n]), "%s:%s", s->local.host, s->local.nics[i].netdev);
+			snprintf(who[n], sizeof(who[n]), "%s:%s", s->local.host,
+				 s->local.nics[i].netdev);
 			it[n].who = who[n];
 			it[n].f = &s->local.nics[i].findings[k];
 		}
 	for (i = 0; i < s->remote.nnics; i++)
 		for (k = 0; k < s->remote.nics[i].nfindings; k++, n++) {
-			snprintf(who[n], sizeof(who[n]), "%s:%s", s->remote.host, s->remote.nics[i].netdev);
+			snprintf(who[n], sizeof(who[n]), "%s:%s", s->remote.host,
+				 s->remote.nics[i].netdev);
 			it[n].who = who[n];
 			it[n].host = s->remote.host;
 			it[n].f = &s->remote.nics[i].findings[k];
@@ -165,8 +170,9 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 			const struct rn_pair_probe *p = &s->probes[i][j];
 
 			for (k = 0; pa && k < pa->nfindings; k++, n++) {
-				snprintf(who[n], sizeof(who[n]), "%s->%s:%s", s->local.nics[i].netdev,
-					 s->remote.host, s->remote.nics[j].netdev);
+				snprintf(who[n], sizeof(who[n]), "%s->%s:%s",
+					 s->local.nics[i].netdev, s->remote.host,
+					 s->remote.nics[j].netdev);
 				it[n].who = who[n];
 				it[n].f = &pa->findings[k];
 			}
@@ -179,7 +185,8 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 			}
 			if (p->tried && p->diag.cause && n < max) {
 				snprintf(who[n], sizeof(who[n]), "%s->%s:%s(rdma)",
-					 s->local.nics[i].netdev, s->remote.host, s->remote.nics[j].netdev);
+					 s->local.nics[i].netdev, s->remote.host,
+					 s->remote.nics[j].netdev);
 				it[n].who = who[n];
 				it[n++].f = &p->diag;
 			}
@@ -210,7 +217,9 @@ static int print_all_findings(FILE *f, const struct session *s, int verbose)
 				fprintf(f, "rdma probes that failed:\n");
 			fprintf(f, "  %s->%s:%s: %s%s%s\n", s->local.nics[i].netdev, s->remote.host,
 				s->remote.nics[j].netdev, p->ret ? p->why : "",
-				p->ret && p->peer_ret ? "; peer: " : p->peer_ret ? "peer: " : "",
+				p->ret && p->peer_ret ? "; peer: " :
+				p->peer_ret           ? "peer: " :
+							"",
 				p->peer_ret ? p->peer_why : "");
 			rn_probe_ctr_print(f, "      ", &p->ctr, NULL);
 		}
@@ -276,7 +285,10 @@ static void json_pair(struct rn_json *j, const char *key, const struct rn_dw_pai
 		return;
 	}
 	rn_json_obj(j, key);
-	rn_json_str(j, "status", p->status == 0 ? "ok" : p->status == 1 ? "problem" : "not-checked");
+	rn_json_str(j, "status",
+		    p->status == 0 ? "ok" :
+		    p->status == 1 ? "problem" :
+				     "not-checked");
 	rn_json_arr(j, "findings");
 	for (k = 0; k < p->nfindings; k++)
 		rn_json_finding(j, &p->findings[k], maker);
@@ -365,11 +377,14 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 			rn_json_str(&j, "remote", s->remote.nics[k].netdev);
 			rn_json_str(&j, "result", cell(s, i, k, c, sizeof(c)));
 			json_pair(&j, "local_check", pair_of(&s->run.ours, i, k), s->local.host);
-			json_pair(&j, "remote_check", pair_of(&s->run.theirs, k, i), s->remote.host);
+			json_pair(&j, "remote_check", pair_of(&s->run.theirs, k, i),
+				  s->remote.host);
 			rn_json_obj(&j, "rdma");
-			rn_json_str(&j, "status", !p->tried ? "skipped" :
+			rn_json_str(&j, "status",
+				    !p->tried               ? "skipped" :
 				    !p->ret && !p->peer_ret ? "ok" :
-				    p->timeout ? "timeout" : "error");
+				    p->timeout              ? "timeout" :
+							      "error");
 			rn_json_str(&j, "error", p->ret ? p->why : NULL);
 			rn_json_str(&j, "peer_error", p->peer_ret ? p->peer_why : NULL);
 			if (p->tried)
@@ -406,7 +421,9 @@ static void json_session(struct rn_doctor *d, const struct session *s, const cha
 	rn_json_close(&j, '}');
 	if (rc == RN_DOCTOR_NODEV) {
 		/* the tools' error object (rn_cli.h), beside the report that explains it */
-		rn_cli_json_error_obj(&j, rc, NULL, "no NIC to check on one end (name netdevs with --netdev there)");
+		rn_cli_json_error_obj(
+			&j, rc, NULL,
+			"no NIC to check on one end (name netdevs with --netdev there)");
 	}
 	rn_json_end(&j);
 }
@@ -454,8 +471,8 @@ static void infer_drops(struct session *s)
 struct run {
 	double end;
 	double msg_ms;
-	int timeout_s;              /* --timeout, 0: none given */
-	double queued_ms;           /* time spent in the server's queue */
+	int timeout_s;    /* --timeout, 0: none given */
+	double queued_ms; /* time spent in the server's queue */
 };
 
 static double msg_by(const struct run *r)
@@ -519,12 +536,15 @@ static int busy(const struct run *r, int told, int ahead, double per_ms, char *w
 	if (per_ms > 0)
 		snprintf(each, sizeof(each), ", a session there takes about %.1f s", per_ms / 1000);
 	if (told)
-		snprintf(why, len, "server busy: %d client%s ahead, it takes no more now%s (try "
-			 "again later)", ahead, ahead == 1 ? "" : "s", each);
+		snprintf(why, len,
+			 "server busy: %d client%s ahead, it takes no more now%s (try "
+			 "again later)",
+			 ahead, ahead == 1 ? "" : "s", each);
 	else
-		snprintf(why, len, "server busy: %d client%s ahead%s; the run's %s does not "
-			 "wait for them (try again later, or with a longer --timeout)", ahead,
-			 ahead == 1 ? "" : "s", each, run_limit(r, lim, sizeof(lim)));
+		snprintf(why, len,
+			 "server busy: %d client%s ahead%s; the run's %s does not "
+			 "wait for them (try again later, or with a longer --timeout)",
+			 ahead, ahead == 1 ? "" : "s", each, run_limit(r, lim, sizeof(lim)));
 	return -EBUSY;
 }
 
@@ -586,7 +606,7 @@ static int recv_inv(int fd, struct run *r, struct rn_dw_msg *m, char *why, size_
  * says which of the two deadlines ran out.
  */
 struct peer_io {
-	struct rn_dw_io t;          /* first: the runner's view */
+	struct rn_dw_io t; /* first: the runner's view */
 	struct run *r;
 };
 
@@ -596,8 +616,9 @@ static int pio_send(struct rn_pair_io *io, uint16_t type, const void *buf, size_
 	const struct run *r = p->r;
 
 	/* DONE is a courtesy: the report does not wait on it for long */
-	return rn_dw_send(p->t.fd, type, buf, len, type == RN_DW_DONE ?
-			  RN_MIN(rn_doctor_now_ms() + 1000, r->end) : msg_by(r));
+	return rn_dw_send(p->t.fd, type, buf, len,
+			  type == RN_DW_DONE ? RN_MIN(rn_doctor_now_ms() + 1000, r->end) :
+					       msg_by(r));
 }
 
 static int pio_recv(struct rn_pair_io *io, uint16_t type, struct rn_dw_msg *m, char *why,
@@ -628,20 +649,24 @@ static void skips(struct rn_doctor *d, struct session *s, const struct run *r)
 	char lim[64];
 
 	if (x->arp_probed == -EPERM)
-		skip(s, "arp-probe", "needs CAP_NET_RAW (run as root): who answers ARP for "
+		skip(s, "arp-probe",
+		     "needs CAP_NET_RAW (run as root): who answers ARP for "
 		     "each address (ARP flux) was not asked");
 	else if (x->arp_probed < 0)
 		skip(s, "arp-probe", "%s", strerror(-x->arp_probed));
 	if (d->no_rdma)
 		skip(s, "rdma-probe", "--no-rdma: the RC ping over each pair was not sent");
 	else if (x->cut)
-		skip(s, "rdma-probe", "the run's %s came after %d of %d probes: %d pair%s not "
-		     "pinged", run_limit(r, lim, sizeof(lim)), x->probed, x->probed + x->cut,
-		     x->cut, x->cut == 1 ? "" : "s");
+		skip(s, "rdma-probe",
+		     "the run's %s came after %d of %d probes: %d pair%s not "
+		     "pinged",
+		     run_limit(r, lim, sizeof(lim)), x->probed, x->probed + x->cut, x->cut,
+		     x->cut == 1 ? "" : "s");
 	else if (!x->probed)
 		skip(s, "rdma-probe", "no RDMA device on %s: the RC ping was not sent",
-		     !x->local_rdma ? "this host" : !x->remote_rdma ? s->remote.host :
-		     "both ends of any pair");
+		     !x->local_rdma  ? "this host" :
+		     !x->remote_rdma ? s->remote.host :
+				       "both ends of any pair");
 	else if (x->probed < x->pairs)
 		skip(s, "rdma-probe", "%d of %d pairs have no RDMA port at one end: not pinged",
 		     x->pairs - x->probed, x->pairs);
@@ -656,8 +681,9 @@ static void run_failed(struct rn_doctor *d, struct session *s, struct run *r, co
 	case RN_PAIR_STEP_INV:
 		if (x->ret == -EBUSY)
 			d->err_kind = "busy";
-		rn_doctor_err(d, "%s: %s%s", peer, x->why, x->ret == -ECONNRESET ?
-			      " (the serving doctor logs why it closed)" : "");
+		rn_doctor_err(d, "%s: %s%s", peer, x->why,
+			      x->ret == -ECONNRESET ? " (the serving doctor logs why it closed)" :
+						      "");
 		break;
 	case RN_PAIR_STEP_PROBES:
 		if (x->ret == -ETIMEDOUT)
@@ -690,8 +716,10 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 		goto out;
 	if (!d->nnics) {
 		/* nothing of ours to pair: say so before bothering the other host */
-		snprintf(why, sizeof(why), "no RDMA device on this host%s%.200s (use --netdev to name "
-			 "netdevs without RDMA)", d->skipped[0] ? ": " : "", d->skipped);
+		snprintf(why, sizeof(why),
+			 "no RDMA device on this host%s%.200s (use --netdev to name "
+			 "netdevs without RDMA)",
+			 d->skipped[0] ? ": " : "", d->skipped);
 		fprintf(stderr, "roce-doctor: %s\n", why);
 		rc = RN_DOCTOR_NODEV;
 		if (d->json)
@@ -701,8 +729,8 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	rn_dw_inv_from_doctor(d, &s->local);
 	s->local.caps = RN_DW_CAP_WAIT;
 	ret = rn_dw_connect(argv[0], d->port,
-			    RN_MIN(rn_doctor_now_ms() + RN_DOCTOR_IO_TIMEOUT_S * 1000.0, r.end), &fd,
-			    why, sizeof(why));
+			    RN_MIN(rn_doctor_now_ms() + RN_DOCTOR_IO_TIMEOUT_S * 1000.0, r.end),
+			    &fd, why, sizeof(why));
 	if (ret) {
 		rn_doctor_err(d, "%s", why);
 		goto out;
@@ -730,7 +758,8 @@ int rn_doctor_cmd_peer(struct rn_doctor *d, int argc, char **argv)
 	infer_drops(s);
 	rc = session_problems(s) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
 	if (!s->local.nnics || !s->remote.nnics) {
-		fprintf(stderr, "roce-doctor: no NIC to check on %s (use --netdev there to name netdevs without RDMA)\n",
+		fprintf(stderr,
+			"roce-doctor: no NIC to check on %s (use --netdev there to name netdevs without RDMA)\n",
 			!s->local.nnics ? "this host" : s->remote.host);
 		rc = RN_DOCTOR_NODEV;
 	}

@@ -24,12 +24,12 @@ struct rn_mr;
 struct rn_req;
 struct rn_bw_side {
 	int sender;
-	void *comm;                 /* rn_send_comm or rn_recv_comm */
+	void *comm; /* rn_send_comm or rn_recv_comm */
 	struct rn_mr *mr;
-	char *buf;                  /* RN_BW_WINDOW slots of RN_BW_MSG */
+	char *buf;  /* RN_BW_WINDOW slots of RN_BW_MSG */
 	struct rn_req *reqs[RN_BW_WINDOW];
 	int count, posted, done;
-	size_t sizes[RN_BW_WINDOW];  /* of each posted send */
+	size_t sizes[RN_BW_WINDOW]; /* of each posted send */
 	uint64_t bytes;             /* payload completed */
 	double t0, t1, cap_ms;
 	int capped;                 /* the sender cut the stream at @cap_ms */
@@ -44,28 +44,28 @@ double rn_bw_gbps(const struct rn_bw_side *x);
 /* A probe's bandwidth part: asked for with @want, the sender's figures after. */
 struct rn_probe_bw {
 	int want;
-	int ret;                    /* 0 measured, -errno the stream failed */
+	int ret; /* 0 measured, -errno the stream failed */
 	uint64_t bytes;
 	double ms, gbps;
 	int capped;
-	char why[RN_DW_WHY_MAX];    /* when @ret */
+	char why[RN_DW_WHY_MAX]; /* when @ret */
 };
 
 /* doctor_ctr.c: the local NIC's port counters around a failed RDMA probe */
 #define RN_PROBE_CTR_MAX 16
 struct rn_probe_ctr {
-	int read;                   /* 1: read before and after; 0: not taken; -errno: unread */
-	char nic[80];               /* "rxe0:1" */
-	const char *driver;         /* whose counter table (rn_ctr_driver) */
-	double secs;                /* between the two reads */
-	int n, more;                /* counters that went up: kept, and left out beyond the max */
+	int read;              /* 1: read before and after; 0: not taken; -errno: unread */
+	char nic[80];          /* "rxe0:1" */
+	const char *driver;    /* whose counter table (rn_ctr_driver) */
+	double secs;           /* between the two reads */
+	int n, more;           /* counters that went up: kept, and left out beyond the max */
 	struct {
-		char name[64];      /* the driver's own name */
-		int role;           /* the library table's role (rn_ctr_role_name), -1 none */
+		char name[64]; /* the driver's own name */
+		int role;      /* the library table's role (rn_ctr_role_name), -1 none */
 		uint64_t d;
 	} delta[RN_PROBE_CTR_MAX];
-	char lacks[256];            /* the roles the driver has no counter of, "" none */
-	struct rn_finding shows;    /* what rn_ctr_judge makes of them; cause 0: nothing */
+	char lacks[256];         /* the roles the driver has no counter of, "" none */
+	struct rn_finding shows; /* what rn_ctr_judge makes of them; cause 0: nothing */
 };
 struct rn_probe_ctr_snap;
 /* Before the probe from @nic: its counters by name and every local NIC's (NULL: none). */
@@ -106,8 +106,8 @@ struct rn_probe_srv {
 	struct rn_listen_comm *lc;
 };
 /* Listen on NIC @nic; @handle gets RN_HANDLE_SIZE bytes. 0 or -errno (@why filled). */
-int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
-		    char *why, size_t len);
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv, char *why,
+		    size_t len);
 /* Accept one connection, receive the ping (and the stream, @bw), close the listener. 0 or
  * -errno. */
 int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char *why, size_t len);

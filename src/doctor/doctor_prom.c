@@ -119,16 +119,22 @@ static void write_link_history(FILE *f, const struct rn_doctor *d)
 {
 	int i;
 
-	help_typed(f, "roce_nic_carrier_changes_total", "counter", "The netdev's carrier changes, up and down, since it was made (sysfs carrier_changes).");
+	help_typed(
+		f, "roce_nic_carrier_changes_total", "counter",
+		"The netdev's carrier changes, up and down, since it was made (sysfs carrier_changes).");
 	flap_series(f, d, "roce_nic_carrier_changes_total",
 		    offsetof(struct rn_flap_facts, carrier_changes));
-	help_typed(f, "roce_nic_carrier_down_total", "counter", "The netdev's lost carriers since it was made (sysfs carrier_down_count), what link-flapping counts.");
+	help_typed(
+		f, "roce_nic_carrier_down_total", "counter",
+		"The netdev's lost carriers since it was made (sysfs carrier_down_count), what link-flapping counts.");
 	flap_series(f, d, "roce_nic_carrier_down_total",
 		    offsetof(struct rn_flap_facts, carrier_down));
-	help_typed(f, "roce_nic_link_downed_total", "counter", "The RDMA port's link downs (link_downed).");
+	help_typed(f, "roce_nic_link_downed_total", "counter",
+		   "The RDMA port's link downs (link_downed).");
 	flap_series(f, d, "roce_nic_link_downed_total",
 		    offsetof(struct rn_flap_facts, link_downed));
-	help(f, "roce_nic_link_flapping", "1 when the host check found the link flapping (link-flapping: more than 5 lost carriers in 24 h), else 0.");
+	help(f, "roce_nic_link_flapping",
+	     "1 when the host check found the link flapping (link-flapping: more than 5 lost carriers in 24 h), else 0.");
 	for (i = 0; i < d->nnics; i++) {
 		nic_labels(f, "roce_nic_link_flapping", &d->nics[i]);
 		fprintf(f, "} %d\n", has_cause(&d->nics[i].nic, RN_CAUSE_LINK_FLAPPING));
@@ -143,8 +149,8 @@ static void write_link_history(FILE *f, const struct rn_doctor *d)
  */
 #define FO_NICS 64
 
-static void fo_series(FILE *f, const char *name, const char *ibdev, int port,
-		      const char *netdev, uint64_t v)
+static void fo_series(FILE *f, const char *name, const char *ibdev, int port, const char *netdev,
+		      uint64_t v)
 {
 	char p[16];
 
@@ -184,11 +190,14 @@ static void write_failovers(FILE *f, const struct rn_doctor *d)
 		all[i].n = rec[k].n;
 		all[i].last = rec[k].last;
 	}
-	help_typed(f, "roce_nic_failovers_total", "counter", "Comms the plugin moved off this RDMA port to a spare NIC pair (port failover), from the host's record in NCCL_ROCE_STATE_DIR.");
+	help_typed(
+		f, "roce_nic_failovers_total", "counter",
+		"Comms the plugin moved off this RDMA port to a spare NIC pair (port failover), from the host's record in NCCL_ROCE_STATE_DIR.");
 	for (i = 0; i < n; i++)
 		fo_series(f, "roce_nic_failovers_total", all[i].ibdev, all[i].port, all[i].netdev,
 			  all[i].n);
-	help(f, "roce_nic_failover_last_timestamp_seconds", "When a comm last moved off this RDMA port (Unix time; 0: never).");
+	help(f, "roce_nic_failover_last_timestamp_seconds",
+	     "When a comm last moved off this RDMA port (Unix time; 0: never).");
 	for (i = 0; i < n; i++)
 		fo_series(f, "roce_nic_failover_last_timestamp_seconds", all[i].ibdev, all[i].port,
 			  all[i].netdev, all[i].last);
@@ -219,10 +228,13 @@ void rn_doctor_prom_comm_failures(FILE *f)
 	struct rn_journal_count *c = calloc(JOURNAL_SERIES, sizeof(*c));
 	int n = c ? rn_journal_counts(rn_fostate_dir(), c, JOURNAL_SERIES) : 0, i;
 
-	help_typed(f, "roce_comm_failures_total", "counter", "Comms the plugin failed on this RDMA port, by cause (the verdict catalogue's id), from the host's journal in NCCL_ROCE_STATE_DIR (errors.jsonl).");
+	help_typed(
+		f, "roce_comm_failures_total", "counter",
+		"Comms the plugin failed on this RDMA port, by cause (the verdict catalogue's id), from the host's journal in NCCL_ROCE_STATE_DIR (errors.jsonl).");
 	for (i = 0; i < n; i++)
 		jn_series(f, "roce_comm_failures_total", &c[i], c[i].n);
-	help(f, "roce_comm_failure_last_timestamp_seconds", "When a comm last failed on this RDMA port of this cause (Unix time).");
+	help(f, "roce_comm_failure_last_timestamp_seconds",
+	     "When a comm last failed on this RDMA port of this cause (Unix time).");
 	for (i = 0; i < n; i++)
 		jn_series(f, "roce_comm_failure_last_timestamp_seconds", &c[i], c[i].last);
 	free(c);
@@ -232,7 +244,8 @@ static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 {
 	int i, k;
 
-	help(f, "roce_nic_hw_counters_info", "The counter table the plugin's diagnosis reads on the RDMA port (driver: rxe, mlx5, bnxt_re, irdma, unknown) and the roles it has no counter of (lacks).");
+	help(f, "roce_nic_hw_counters_info",
+	     "The counter table the plugin's diagnosis reads on the RDMA port (driver: rxe, mlx5, bnxt_re, irdma, unknown) and the roles it has no counter of (lacks).");
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_doctor_nic *dn = &d->nics[i];
 
@@ -243,7 +256,9 @@ static void write_hw_counters(FILE *f, const struct rn_doctor *d)
 		rn_doctor_prom_label(f, "lacks", dn->ctr_lacks, 1);
 		fputs("} 1\n", f);
 	}
-	help_typed(f, "roce_nic_hw_counters_total", "counter", "The RDMA port's counters (sysfs hw_counters/ and counters/) by the driver's own name, in base units: port_xmit_data and port_rcv_data in bytes (sysfs counts 4-byte words).");
+	help_typed(
+		f, "roce_nic_hw_counters_total", "counter",
+		"The RDMA port's counters (sysfs hw_counters/ and counters/) by the driver's own name, in base units: port_xmit_data and port_rcv_data in bytes (sysfs counts 4-byte words).");
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_doctor_nic *dn = &d->nics[i];
 
@@ -259,7 +274,8 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 {
 	int i, k;
 
-	help(f, "roce_doctor_up", "1 when roce-doctor could read this host's links, rules and RDMA devices.");
+	help(f, "roce_doctor_up",
+	     "1 when roce-doctor could read this host's links, rules and RDMA devices.");
 	fprintf(f, "roce_doctor_up %d\n", up);
 	help(f, "roce_doctor_info", "roce-doctor's version and the host it checked.");
 	fputs("roce_doctor_info{", f);
@@ -272,11 +288,13 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 		return;
 	help(f, "roce_doctor_check_duration_seconds", "How long the host check took.");
 	fprintf(f, "roce_doctor_check_duration_seconds %.6f\n", d->gather_ms / 1000);
-	help(f, "roce_host_problems", "1 when anything on this host needs fixing (roce-doctor exit 1).");
+	help(f, "roce_host_problems",
+	     "1 when anything on this host needs fixing (roce-doctor exit 1).");
 	fprintf(f, "roce_host_problems %d\n", rc == RN_DOCTOR_PROBLEMS);
 	help(f, "roce_host_nics", "RoCE NICs checked.");
 	fprintf(f, "roce_host_nics %d\n", d->nnics);
-	help(f, "roce_nic_verdict", "The plugin's verdict on the NIC: 0 ok, 1 warn, 2 refused, 3 error (facts unreadable).");
+	help(f, "roce_nic_verdict",
+	     "The plugin's verdict on the NIC: 0 ok, 1 warn, 2 refused, 3 error (facts unreadable).");
 	for (i = 0; i < d->nnics; i++) {
 		nic_labels(f, "roce_nic_verdict", &d->nics[i]);
 		fprintf(f, "} %d\n", d->nics[i].err ? 3 : (int)d->nics[i].nic.verdict);
@@ -291,7 +309,8 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 		nic_labels(f, "roce_nic_mtu_bytes", &d->nics[i]);
 		fprintf(f, "} %d\n", d->nics[i].nic.mtu);
 	}
-	help(f, "roce_nic_finding", "1 for each cause (catalogue id) the host check found on the NIC; absent when not found.");
+	help(f, "roce_nic_finding",
+	     "1 for each cause (catalogue id) the host check found on the NIC; absent when not found.");
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_nic *nic = &d->nics[i].nic;
 
@@ -305,7 +324,8 @@ static void write_metrics(FILE *f, struct rn_doctor *d, int up, int rc)
 				continue;
 			nic_labels(f, "roce_nic_finding", &d->nics[i]);
 			rn_doctor_prom_label(f, "cause", rn_cause_id(nic->findings[k].cause), 1);
-			rn_doctor_prom_label(f, "severity", rn_doctor_sev_str(nic->findings[k].sev), 1);
+			rn_doctor_prom_label(f, "severity", rn_doctor_sev_str(nic->findings[k].sev),
+					     1);
 			fputs("} 1\n", f);
 		}
 	}
@@ -329,8 +349,9 @@ static void prom_fill(FILE *f, const void *arg)
 
 int rn_doctor_prom(struct rn_doctor *d, const char *textfile, int gather_err)
 {
-	int rc = gather_err ? RN_DOCTOR_ERROR :
-		 rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS : RN_DOCTOR_OK;
+	int rc = gather_err                 ? RN_DOCTOR_ERROR :
+		 rn_doctor_host_problems(d) ? RN_DOCTOR_PROBLEMS :
+					      RN_DOCTOR_OK;
 	struct prom_args a = { d, !gather_err, rc };
 	int ret;
 

@@ -270,8 +270,8 @@ static int stream(void *comm, int sender, double deadline, struct rn_probe_bw *b
 	return ret;
 }
 
-int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv,
-		    char *why, size_t len)
+int rn_probe_listen(struct rn_doctor *d, int nic, void *handle, struct rn_probe_srv *srv, char *why,
+		    size_t len)
 {
 	struct rn_engine *eng;
 	int dev, ret;
@@ -332,7 +332,8 @@ int rn_probe_accept_ping(struct rn_probe_srv *srv, int timeout_ms, int bw, char 
 	if (ret)
 		err_why(ret, "receive", why, len);
 	else if (sizes != PROBE_MSG || memcmp(buf, "roce-doctor ping", 16))
-		snprintf(why, len, "received %d bytes that are not the ping", sizes), ret = -EBADMSG;
+		snprintf(why, len, "received %d bytes that are not the ping", sizes),
+			ret = -EBADMSG;
 	/* the stream's figures are the sender's; a failure here is the sender's too */
 	else if (bw)
 		stream(rc, 0, deadline, NULL, why, len);

@@ -98,7 +98,8 @@ int rn_pair_drops(const struct rn_pair_grid *g, int h, int x, const char *netdev
 				continue;
 			bad++;
 			for (k = 0; k < g->nnics(g->arg, h); k++) {
-				const struct rn_pair_cell *q = k == x ? NULL : g->cell(g->arg, h, k, o, y);
+				const struct rn_pair_cell *q = k == x ? NULL :
+									g->cell(g->arg, h, k, o, y);
 
 				sib_ok |= q && q->rdma == RN_PAIR_RDMA_OK;
 			}
@@ -167,7 +168,8 @@ static void result_checks(struct rn_pair_result *p, const struct rn_dw_checks *c
 		rn_pair_cell_checks(&p->cells[i * p->nb + j], q, by_b);
 		for (k = 0; k < q->nfindings; k++)
 			if (q->findings[k].sev >= RN_SEV_WARN)
-				rn_pair_result_add_find(p, i, j, by_b ? RN_PAIR_FROM_B : RN_PAIR_FROM_A,
+				rn_pair_result_add_find(p, i, j,
+							by_b ? RN_PAIR_FROM_B : RN_PAIR_FROM_A,
 							&q->findings[k]);
 	}
 }
@@ -191,7 +193,9 @@ static void result_probe_failed(struct rn_pair_result *p, int i, int j,
 	char *msg = NULL;
 
 	if (asprintf(&msg, "%s%s%s", pr->ret ? pr->why : "",
-		     pr->ret && pr->peer_ret ? "; peer: " : pr->peer_ret ? "peer: " : "",
+		     pr->ret && pr->peer_ret ? "; peer: " :
+		     pr->peer_ret            ? "peer: " :
+					       "",
 		     pr->peer_ret ? pr->peer_why : "") < 0)
 		msg = NULL;
 	if (!pr->diag.cause) {
@@ -230,7 +234,8 @@ void rn_pair_result_run(struct rn_pair_result *p, const struct rn_pair_run *r, c
 				continue;
 			if (r->stop && r->at_i == i && r->at_j == j) {
 				/* the other end stopped answering in this one */
-				snprintf(msg, sizeof(msg), "%s did not answer the probe request", peer);
+				snprintf(msg, sizeof(msg), "%s did not answer the probe request",
+					 peer);
 				c->rdma = RN_PAIR_RDMA_TIMEOUT;
 				result_note(p, i, j, RN_PAIR_FROM_RDMA, msg);
 				p->status = -ETIMEDOUT;
@@ -373,15 +378,16 @@ static int get_result(struct rn_rbuf *b, int from, int nhosts, struct rn_pair_re
 }
 
 int rn_pair_results_decode(const uint8_t *buf, size_t len, int from, int nhosts,
-			   void (*take)(void *arg, struct rn_pair_result *p), void *arg,
-			   char *why, size_t why_len)
+			   void (*take)(void *arg, struct rn_pair_result *p), void *arg, char *why,
+			   size_t why_len)
 {
 	struct rn_rbuf b = { buf, len, RN_DW_HDR_LEN, 0 };
 	uint32_t plen;
 	int ret = rn_dw_decode_results_hdr(buf, len, &plen, why, why_len);
 
 	if (ret == -EBADMSG && len >= 4 && rn_get_be32(buf) != RN_DW_MAGIC)
-		snprintf(why, why_len, "not pair results in the peer protocol (a rank of another "
+		snprintf(why, why_len,
+			 "not pair results in the peer protocol (a rank of another "
 			 "roce-doctor-mpi build?)");
 	while (!ret && b.off < b.len) {
 		struct rn_pair_result *p = calloc(1, sizeof(*p));
@@ -389,8 +395,9 @@ int rn_pair_results_decode(const uint8_t *buf, size_t len, int from, int nhosts,
 		ret = p ? get_result(&b, from, nhosts, p) : -ENOMEM;
 		if (ret) {
 			rn_pair_result_free(p);
-			snprintf(why, why_len, "%s", ret == -ENOMEM ? "out of memory" :
-				 "pair results that do not decode");
+			snprintf(why, why_len, "%s",
+				 ret == -ENOMEM ? "out of memory" :
+						  "pair results that do not decode");
 			break;
 		}
 		take(arg, p);

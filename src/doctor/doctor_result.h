@@ -19,9 +19,9 @@ enum rn_pair_rdma {
 
 /* --min-gbps: the stream after a good ping (rn_bw_*, doctor_rdma.c). */
 enum rn_pair_bw {
-	RN_PAIR_BW_NONE = 0,        /* not measured */
-	RN_PAIR_BW_OK,              /* measured: bw_mbps */
-	RN_PAIR_BW_FAILED,          /* the stream failed after a good ping (counts as slow) */
+	RN_PAIR_BW_NONE = 0, /* not measured */
+	RN_PAIR_BW_OK,       /* measured: bw_mbps */
+	RN_PAIR_BW_FAILED,   /* the stream failed after a good ping (counts as slow) */
 };
 
 /* One NIC pair (a's NIC i, b's NIC j; a leads the run): the worst finding of each side. */
@@ -31,24 +31,24 @@ struct rn_pair_cell {
 	uint16_t a_cause, b_cause;
 	uint8_t a_sev, b_sev;
 	uint8_t a_checked, b_checked;
-	uint8_t rdma;               /* enum rn_pair_rdma */
-	uint16_t diag;              /* rn_diagnose_peer's cause after a failed probe */
+	uint8_t rdma;     /* enum rn_pair_rdma */
+	uint16_t diag;    /* rn_diagnose_peer's cause after a failed probe */
 	uint32_t rdma_us;
-	uint8_t bw;                 /* enum rn_pair_bw */
-	uint8_t slow;               /* under --min-gbps (the sweep's rank 0, rn_sweep_bw_judge) */
-	uint8_t blame;              /* enum rn_sweep_blame (rank 0) */
+	uint8_t bw;       /* enum rn_pair_bw */
+	uint8_t slow;     /* under --min-gbps (the sweep's rank 0, rn_sweep_bw_judge) */
+	uint8_t blame;    /* enum rn_sweep_blame (rank 0) */
 	uint8_t pad;
-	uint32_t bw_mbps;           /* a -> b through the plugin's transport, Mbit/s */
+	uint32_t bw_mbps; /* a -> b through the plugin's transport, Mbit/s */
 };
 
 /* What a cell comes to, worst first: every report words it from this. */
 enum rn_pair_judged {
-	RN_PAIR_BY_A,               /* a's checks found @cause (the worse of the two sides) */
-	RN_PAIR_BY_B,               /* b's checks did */
-	RN_PAIR_TIMEOUT,            /* the checks are clean, the probe timed out */
-	RN_PAIR_ERROR,              /* ... or failed otherwise */
-	RN_PAIR_SLOW,               /* ... or its stream is under --min-gbps */
-	RN_PAIR_UNCHECKED,          /* nothing was checked or probed */
+	RN_PAIR_BY_A,      /* a's checks found @cause (the worse of the two sides) */
+	RN_PAIR_BY_B,      /* b's checks did */
+	RN_PAIR_TIMEOUT,   /* the checks are clean, the probe timed out */
+	RN_PAIR_ERROR,     /* ... or failed otherwise */
+	RN_PAIR_SLOW,      /* ... or its stream is under --min-gbps */
+	RN_PAIR_UNCHECKED, /* nothing was checked or probed */
 	RN_PAIR_OK,
 };
 
@@ -67,15 +67,15 @@ enum { RN_PAIR_FROM_A = 0, RN_PAIR_FROM_B = 1, RN_PAIR_FROM_RDMA = 2, RN_PAIR_FR
 /* A finding of a NIC pair, kept for its message and fix. */
 struct rn_pair_find {
 	int16_t i, j;
-	int16_t by;                 /* RN_PAIR_FROM_* */
+	int16_t by;          /* RN_PAIR_FROM_* */
 	int16_t pad;
-	struct rn_finding f;        /* RDMA: cause = diagnosis (or none), msg = the probe's error */
+	struct rn_finding f; /* RDMA: cause = diagnosis (or none), msg = the probe's error */
 };
 
 /* One host pair's result: a's NICs x b's, each a cell, and the findings behind the cells. */
 struct rn_pair_result {
-	int a, b;                   /* the sweep's ranks, a < b */
-	int status;                 /* 0 checked, -ETIMEDOUT: b did not answer in time */
+	int a, b;   /* the sweep's ranks, a < b */
+	int status; /* 0 checked, -ETIMEDOUT: b did not answer in time */
 	char err[160];
 	int na, nb;
 	double ms;
@@ -107,16 +107,15 @@ int rn_pair_result_bad(const struct rn_pair_result *p);
  * diag, be32 rdma_us, u8 bw, be32 bw_mbps); nfind x (be16 i, j, by, then a FINDING).
  * Whether a pair is slow and which end is to blame, rank 0 decides.
  */
-int rn_pair_results_encode(struct rn_pair_result *const *p, int n, uint8_t **out,
-			   size_t *len);
+int rn_pair_results_encode(struct rn_pair_result *const *p, int n, uint8_t **out, size_t *len);
 /*
  * Decode what rank @from sent (of @nhosts): each pair (a == @from < b < @nhosts) to
  * @take, which owns it after. 0, or -EBADMSG / -EPROTO (another build: @why says so)
  * / -ENOMEM; the pairs taken before an error stay taken.
  */
 int rn_pair_results_decode(const uint8_t *buf, size_t len, int from, int nhosts,
-			   void (*take)(void *arg, struct rn_pair_result *p), void *arg,
-			   char *why, size_t why_len);
+			   void (*take)(void *arg, struct rn_pair_result *p), void *arg, char *why,
+			   size_t why_len);
 
 /* Cells over hosts: peer's two, the sweep's fleet. @cell: NULL where a pair has no result. */
 struct rn_pair_grid {

@@ -51,17 +51,17 @@
 #include "rn_ratelimit.h"
 #include "rn_wire.h"
 
-#define SERVE_MAX 64          /* connections reading their inventory */
-#define SERVE_QUEUE 32        /* whole inventories waiting for their session */
-#define SERVE_BUDGET 8388608 /* bytes of clients' messages held, all of them together (8 MiB) */
-#define SERVE_IDLE_MS 5000    /* accept -> first byte */
-#define SERVE_MSG_MS 5000     /* first byte -> the whole inventory */
+#define SERVE_MAX 64           /* connections reading their inventory */
+#define SERVE_QUEUE 32         /* whole inventories waiting for their session */
+#define SERVE_BUDGET 8388608   /* bytes of clients' messages held, all of them together (8 MiB) */
+#define SERVE_IDLE_MS 5000     /* accept -> first byte */
+#define SERVE_MSG_MS 5000      /* first byte -> the whole inventory */
 #define SERVE_SESSION_MS 20000 /* a session, probes aside */
-#define SERVE_PROBE_MS 4000   /* more per NIC pair both ends can probe (ms when it works) */
+#define SERVE_PROBE_MS 4000    /* more per NIC pair both ends can probe (ms when it works) */
 #define SERVE_SESSION_MAX_MS 300000
-#define SERVE_PEER_ADDRS 16   /* a client's addresses that get neighbour and ARP work */
-#define SERVE_PER_ADDR 4      /* sessions queued or running for one client address */
-#define SERVE_EMPTY_MS 2000   /* our CHECKS -> DONE, for a client whose CHECKS name no pair */
+#define SERVE_PEER_ADDRS 16    /* a client's addresses that get neighbour and ARP work */
+#define SERVE_PER_ADDR 4       /* sessions queued or running for one client address */
+#define SERVE_EMPTY_MS 2000    /* our CHECKS -> DONE, for a client whose CHECKS name no pair */
 #define DROP_LOG_NS (60ull * 1000000000ull) /* one line per address per minute */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -76,10 +76,10 @@
 struct serve;
 
 struct waiting {
-	int fd;                   /* -1: free */
-	double accept_ms;         /* the idle deadline and the eviction order count from here */
-	double first_ms;          /* its first byte (0: none yet) */
-	size_t held;              /* bytes of the budget its message holds */
+	int fd;           /* -1: free */
+	double accept_ms; /* the idle deadline and the eviction order count from here */
+	double first_ms;  /* its first byte (0: none yet) */
+	size_t held;      /* bytes of the budget its message holds */
 	struct sockaddr_storage ss;
 	char who[80];
 	struct rn_dw_reader rd;
@@ -89,28 +89,28 @@ struct waiting {
 /* A client whose inventory came whole, waiting for its session. */
 struct job {
 	int fd;
-	unsigned int caps;        /* RN_DW_CAP_* of its inventory */
-	int told;                 /* the "ahead" of the last WAIT it got, -1: none */
+	unsigned int caps; /* RN_DW_CAP_* of its inventory */
+	int told;          /* the "ahead" of the last WAIT it got, -1: none */
 	struct sockaddr_storage ss;
 	char who[80];
-	struct rn_dw_msg inv;     /* held in the budget until the session ends */
+	struct rn_dw_msg inv; /* held in the budget until the session ends */
 };
 
 struct serve {
 	struct rn_doctor *d;
-	pthread_mutex_t lock;     /* everything below the table */
+	pthread_mutex_t lock;               /* everything below the table */
 	pthread_cond_t work;
-	struct job queue[SERVE_QUEUE]; /* oldest first */
+	struct job queue[SERVE_QUEUE];      /* oldest first */
 	int nqueued;
-	int running;              /* a session in progress */
+	int running;                        /* a session in progress */
 	struct sockaddr_storage running_ss; /* its client */
 	int stop;
-	size_t held;              /* bytes of the budget in use */
-	double session_ms;        /* how long sessions take here (mean of the last few), 0 unknown */
-	int ended;                /* sessions that ended, whole or cut */
-	int finished;             /* ... that came to a verdict */
-	int rc;                   /* the worst verdict */
-	int wake[2];              /* session thread -> front desk: a session ended */
+	size_t held;                        /* bytes of the budget in use */
+	double session_ms; /* how long sessions take here (mean of the last few), 0 unknown */
+	int ended;         /* sessions that ended, whole or cut */
+	int finished;      /* ... that came to a verdict */
+	int rc;            /* the worst verdict */
+	int wake[2];       /* session thread -> front desk: a session ended */
 	struct waiting tab[SERVE_MAX]; /* the front desk's alone */
 };
 
@@ -169,7 +169,8 @@ static void log_limited(int kind, const struct sockaddr_storage *ss, const char 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	rn_doctor_slog("%s (%u more from this address in the last minute; those within a "
-		       "minute are not logged)", msg, held);
+		       "minute are not logged)",
+		       msg, held);
 }
 
 /* A stranger that was slow, idle or too big for the room left. */
@@ -216,17 +217,20 @@ static int admit(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why,
 		for (i = 0; i < SERVE_MAX; i++) {
 			struct waiting *o = &srv->tab[i];
 
-			if (o != w && o->fd >= 0 && o->held && (!old || o->first_ms < old->first_ms))
+			if (o != w && o->fd >= 0 && o->held &&
+			    (!old || o->first_ms < old->first_ms))
 				old = o;
 		}
 		if (!old) {
-			snprintf(why, len, "its inventory of %u bytes does not fit in the %zu bytes "
+			snprintf(why, len,
+				 "its inventory of %u bytes does not fit in the %zu bytes "
 				 "left of the budget for waiting clients (queued inventories hold "
-				 "the rest)", hdr->len, room);
+				 "the rest)",
+				 hdr->len, room);
 			return -ENOBUFS;
 		}
 		w_drop(old, "the byte budget for waiting clients (" SERVE_BUDGET_S " bytes) "
-		       "is full: the one holding a part of it longest makes room");
+			    "is full: the one holding a part of it longest makes room");
 	}
 	w->held = hdr->len;
 	return 0;
@@ -266,9 +270,12 @@ static void take_all(struct serve *srv, int lfd)
 				    (!o->first_ms == !w->first_ms && o->accept_ms < w->accept_ms))
 					w = o;
 			}
-			w_drop(w, w->first_ms ? "the longest waiting of " SERVE_MAX_S " connections "
-			       "without an inventory makes room for a new one" : "the longest silent of "
-			       SERVE_MAX_S " connections without an inventory makes room for a new one");
+			w_drop(w,
+			       w->first_ms ?
+				       "the longest waiting of " SERVE_MAX_S " connections "
+				       "without an inventory makes room for a new one" :
+				       "the longest silent of " SERVE_MAX_S
+				       " connections without an inventory makes room for a new one");
 		}
 		memset(w, 0, sizeof(*w));
 		w->fd = fd;
@@ -368,9 +375,10 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 	if (!full)
 		return;
 	log_limited(LOG_BUSY, &j.ss, "busy: told %s that %d %s ahead%s", j.who, ahead,
-		    ahead == 1 ? "client is" : "clients are", d->once ? " (--once: one session)" :
-		    mine ? " (" SERVE_PER_ADDR_S " of them are its address's already)" :
-		    " (the queue is full)");
+		    ahead == 1 ? "client is" : "clients are",
+		    d->once ? " (--once: one session)" :
+		    mine    ? " (" SERVE_PER_ADDR_S " of them are its address's already)" :
+			      " (the queue is full)");
 	tell(&j, RN_DW_BUSY, ahead, per);
 	release(srv, w->held);
 	w->held = 0;
@@ -382,7 +390,7 @@ static void enqueue(struct serve *srv, struct waiting *w, struct rn_dw_msg *m)
 /* What the server keeps of one client's session. */
 struct serve_session {
 	struct rn_dw_inv local, remote;
-	struct rn_pair_run run;     /* both sides' checks, the ARP probe, the answers */
+	struct rn_pair_run run; /* both sides' checks, the ARP probe, the answers */
 	unsigned char scope[RN_DOCTOR_MAX_NICS];
 };
 
@@ -412,11 +420,11 @@ static double session_end(struct rn_doctor *d, const struct rn_dw_inv *remote, d
  * one session thread until the session's deadline, and 40 of them the queue for minutes).
  */
 struct serve_io {
-	struct rn_dw_io t;          /* first: the runner's view */
+	struct rn_dw_io t; /* first: the runner's view */
 	const struct rn_pair_run *run;
-	double end;                 /* the session's deadline */
-	double checks_at;           /* when the client's CHECKS came, 0: not yet */
-	int heard;                  /* a message after them */
+	double end;        /* the session's deadline */
+	double checks_at;  /* when the client's CHECKS came, 0: not yet */
+	int heard;         /* a message after them */
 };
 
 static double sio_end(const struct serve_io *x)
@@ -474,21 +482,22 @@ static int probes_stopped(struct rn_doctor *d, const struct serve_io *io, const 
 	case RN_PAIR_RECV:
 		if (x->ret == -ETIMEDOUT && sio_end(io) < io->end && now >= sio_end(io)) {
 			rn_doctor_slog("%s: cut: its CHECKS named no pair and no DONE came "
-				       "within " SERVE_EMPTY_MS_S " ms", who);
+				       "within " SERVE_EMPTY_MS_S " ms",
+				       who);
 			return 1;
 		}
 		if (x->ret == -ETIMEDOUT && now >= io->end) {
 			rn_doctor_slog("%s: cut: the session's deadline (%.0f s for %d RDMA "
-				       "pair%s) passed before DONE", who, (io->end - t0) / 1000,
-				       pairs, pairs == 1 ? "" : "s");
+				       "pair%s) passed before DONE",
+				       who, (io->end - t0) / 1000, pairs, pairs == 1 ? "" : "s");
 			return 1;
 		}
 		rn_doctor_slog("%s: %s before DONE", who, x->why);
 		return 0;
 	case RN_PAIR_TWICE:
 		rn_doctor_slog("%s: cut: a second probe of the pair %s <- its NIC %u (one per "
-			       "NIC pair per session), after %d probe%s", who,
-			       d->nics[x->at_i].nic.netdev, x->at_j, x->answered,
+			       "NIC pair per session), after %d probe%s",
+			       who, d->nics[x->at_i].nic.netdev, x->at_j, x->answered,
 			       x->answered == 1 ? "" : "s");
 		return 1;
 	case RN_PAIR_BAD:
@@ -531,7 +540,8 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 	/* neighbour and ARP work for addresses of our subnets alone, and not for many */
 	left_out = rn_doctor_pair_scope(d, &s->remote, SERVE_PEER_ADDRS, s->scope);
 	if (left_out)
-		snprintf(lim, sizeof(lim), "; %d of its %d addresses got no neighbour or ARP "
+		snprintf(lim, sizeof(lim),
+			 "; %d of its %d addresses got no neighbour or ARP "
 			 "work here (outside this host's subnets, or past the first %d)",
 			 left_out, s->remote.nnics, SERVE_PEER_ADDRS);
 	x->d = d;
@@ -561,11 +571,12 @@ static int serve_one(struct rn_doctor *d, struct serve_session *s, int fd, const
 	problems += x->failed;
 	/* The next client may come after a fix: a fresh transport sees the new routing. */
 	rn_probe_release(d);
-	rn_doctor_slog("%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s%s",
-	     who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s", x->ours.npairs,
-	     x->ours.npairs == 1 ? "" : "s", x->check_ms, x->answered, x->answered == 1 ? "" : "s",
-	     problems, problems == 1 ? "" : "s",
-	     x->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "", lim);
+	rn_doctor_slog(
+		"%s (%s, %d NIC%s): %d pair%s checked here in %.1f ms, %d RDMA probe%s, %d problem%s on this side%s%s",
+		who, s->remote.host, s->remote.nnics, s->remote.nnics == 1 ? "" : "s",
+		x->ours.npairs, x->ours.npairs == 1 ? "" : "s", x->check_ms, x->answered,
+		x->answered == 1 ? "" : "s", problems, problems == 1 ? "" : "s",
+		x->arp_probed == -EPERM ? "; skipped: arp-probe (needs CAP_NET_RAW)" : "", lim);
 	if (cut)
 		return -1;
 	return problems || rn_doctor_host_problems(d) ? 1 : 0;
@@ -662,9 +673,9 @@ static void read_one(struct serve *srv, struct waiting *w)
 		w->first_ms = rn_doctor_now_ms();
 	if (ret == -EAGAIN) {
 		if (rn_doctor_now_ms() >= w_deadline(w))
-			w_drop(w, w->first_ms ? "no whole inventory within "
-			       SERVE_MSG_MS_S " ms of its first byte" :
-			       "sent nothing within " SERVE_IDLE_MS_S " ms");
+			w_drop(w, w->first_ms ? "no whole inventory within " SERVE_MSG_MS_S
+						" ms of its first byte" :
+						"sent nothing within " SERVE_IDLE_MS_S " ms");
 		return;
 	}
 	if (ret == -ENOBUFS) {

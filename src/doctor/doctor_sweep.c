@@ -102,8 +102,10 @@ void rn_sweep_free(struct rn_sweep *s)
 const char *rn_sweep_cell_str(const struct rn_pair_cell *c, char *buf, size_t len)
 {
 	static const char *const words[] = {
-		[RN_PAIR_TIMEOUT] = "rdma-timeout", [RN_PAIR_ERROR] = "rdma-error",
-		[RN_PAIR_UNCHECKED] = "-", [RN_PAIR_OK] = "ok",
+		[RN_PAIR_TIMEOUT] = "rdma-timeout",
+		[RN_PAIR_ERROR] = "rdma-error",
+		[RN_PAIR_UNCHECKED] = "-",
+		[RN_PAIR_OK] = "ok",
 	};
 	int cause;
 	enum rn_pair_judged v = rn_pair_judge(c, &cause);
@@ -126,7 +128,7 @@ const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i)
 
 /* The cell of (h1, i1) x (h2, i2) in either order, NULL when that pair has no result. */
 const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
-					   int i2)
+					    int i2)
 {
 	const struct rn_pair_result *p = s->pairs[rn_sweep_pair_index(s->n, h1, h2)];
 	int i = h1 < h2 ? i1 : i2, j = h1 < h2 ? i2 : i1;
@@ -274,16 +276,20 @@ const char *rn_sweep_field_name(int field)
 static int sysctl_of(const struct rn_sysctls *s, int field)
 {
 	switch (field) {
-	case RN_SW_F_ARP_IGNORE: return s->arp_ignore;
-	case RN_SW_F_ARP_ANNOUNCE: return s->arp_announce;
-	case RN_SW_F_ARP_FILTER: return s->arp_filter;
-	case RN_SW_F_RP_FILTER: return s->rp_filter;
-	default: return s->accept_local;
+	case RN_SW_F_ARP_IGNORE:
+		return s->arp_ignore;
+	case RN_SW_F_ARP_ANNOUNCE:
+		return s->arp_announce;
+	case RN_SW_F_ARP_FILTER:
+		return s->arp_filter;
+	case RN_SW_F_RP_FILTER:
+		return s->rp_filter;
+	default:
+		return s->accept_local;
 	}
 }
 
-const char *rn_sweep_fact(const struct rn_sweep *s, int h, int i, int field, char *buf,
-			  size_t len)
+const char *rn_sweep_fact(const struct rn_sweep *s, int h, int i, int field, char *buf, size_t len)
 {
 	const struct rn_doctor_facts *hf = s->hosts[h].hf;
 
@@ -349,7 +355,7 @@ static void diff_fix(const struct rn_sweep *s, const struct rn_sweep_diff *d, st
 	all = sysctl_of(&s->hosts[d->h].hf->all, d->field);
 	rn_vars_set(v, "fleet_fix", "sysctl -w ");
 	if (d->field == RN_SW_F_ARP_FILTER || d->field == RN_SW_F_ACCEPT_LOCAL ? all > 0 && !m :
-	    all > m)
+										 all > m)
 		rn_vars_append(v, "fleet_fix", "", "net.ipv4.conf.all.%s=%ld ", key, m);
 	rn_vars_append(v, "fleet_fix", "", "%s=%ld", rn_sysctl_key(k, sizeof(k), dev, key), m);
 }
@@ -385,7 +391,8 @@ static int add_diff(struct rn_sweep *s, int field, const struct fact_item *it, c
 	if (d->i < 0)
 		rn_vars_set(&v, "who", "%s", s->hosts[d->h].name);
 	else
-		rn_vars_set(&v, "who", "%s:%s", s->hosts[d->h].name, rn_sweep_nic_name(s, d->h, d->i));
+		rn_vars_set(&v, "who", "%s:%s", s->hosts[d->h].name,
+			    rn_sweep_nic_name(s, d->h, d->i));
 	rn_vars_set(&v, "field", "%s", rn_sweep_field_name(field));
 	rn_vars_set(&v, "value", "%s", d->value);
 	rn_vars_set(&v, "majority", "%s", d->majority);
@@ -394,8 +401,10 @@ static int add_diff(struct rn_sweep *s, int field, const struct fact_item *it, c
 	rn_vars_set(&v, "what", "%s", what);
 	rn_vars_set(&v, "host", "%s", s->hosts[d->h].name);
 	diff_fix(s, d, &v);
-	ret = rn_finding_render(&d->f, plugin_missing(field, d->value) ? RN_CAUSE_PLUGIN_MISSING :
-				RN_CAUSE_FLEET_DIFFERS, &v);
+	ret = rn_finding_render(&d->f,
+				plugin_missing(field, d->value) ? RN_CAUSE_PLUGIN_MISSING :
+								  RN_CAUSE_FLEET_DIFFERS,
+				&v);
 	rn_vars_free(&v);
 	return ret == -ENOMEM ? ret : 0;
 }
@@ -506,7 +515,8 @@ int rn_sweep_consistency(struct rn_sweep *s)
 				continue;
 			for (k = 0; k < n; k++)
 				have += !strcmp(it[k].v, s->fleet[field]);
-			ret = add_diff(s, field, &m, s->fleet[field], have, n + missing, 0, "hosts");
+			ret = add_diff(s, field, &m, s->fleet[field], have, n + missing, 0,
+				       "hosts");
 		}
 	}
 	free(it);

@@ -20,19 +20,19 @@ int rn_sweep_partner(int n, int round, int rank);
 
 /* Which end of a slow NIC pair is the bad one (rn_sweep_bw_blame). */
 enum rn_sweep_blame {
-	RN_SW_BLAME_NONE = 0,       /* not slow */
-	RN_SW_BLAME_A,              /* a's NIC: slow with the other peers too */
+	RN_SW_BLAME_NONE = 0, /* not slow */
+	RN_SW_BLAME_A,        /* a's NIC: slow with the other peers too */
 	RN_SW_BLAME_B,
 	RN_SW_BLAME_BOTH,
-	RN_SW_BLAME_PATH,           /* both ends fast with other peers: the path between them */
-	RN_SW_BLAME_UNKNOWN,        /* no third NIC measured against an end that is not fast */
+	RN_SW_BLAME_PATH,    /* both ends fast with other peers: the path between them */
+	RN_SW_BLAME_UNKNOWN, /* no third NIC measured against an end that is not fast */
 };
 
 struct rn_sweep_host {
 	char name[64];
-	int facts;                  /* its facts arrived */
-	int results;                /* its pair results arrived */
-	int gather_err;             /* -errno: it could not read its own facts */
+	int facts;      /* its facts arrived */
+	int results;    /* its pair results arrived */
+	int gather_err; /* -errno: it could not read its own facts */
 	double gather_ms;
 	struct rn_dw_inv *inv;
 	struct rn_doctor_facts *hf; /* versions, drivers, sysctls (NULL: not received) */
@@ -50,7 +50,7 @@ enum rn_sweep_field {
 	RN_SW_F_KERNEL,
 	RN_SW_F_RDMA_CORE,
 	RN_SW_F_NCCL,
-	RN_SW_F_DRIVER,             /* the first NIC field */
+	RN_SW_F_DRIVER, /* the first NIC field */
 	RN_SW_F_FW,
 	RN_SW_F_MTU,
 	RN_SW_F_ARP_IGNORE,
@@ -63,45 +63,45 @@ enum rn_sweep_field {
 #define RN_SW_F_NIC RN_SW_F_DRIVER
 
 struct rn_sweep_diff {
-	int field;                  /* enum rn_sweep_field */
-	int h, i;                   /* host, NIC (-1: a host's fact) */
+	int field;           /* enum rn_sweep_field */
+	int h, i;            /* host, NIC (-1: a host's fact) */
 	char value[RN_FACT_LEN], majority[RN_FACT_LEN];
-	int count, of;              /* how many have @majority, of how many compared */
-	int tie;                    /* no value is held by more than the others */
-	struct rn_finding f;        /* fleet-differs, with its fix where a command makes it */
+	int count, of;       /* how many have @majority, of how many compared */
+	int tie;             /* no value is held by more than the others */
+	struct rn_finding f; /* fleet-differs, with its fix where a command makes it */
 };
 
 /* The second bandwidth pass: an end of a slow pair against a NIC that is fast with others
  * (at most RN_SW_MAX_RECHECKS; the rest are judged by the rounds' figures alone). */
 #define RN_SW_MAX_RECHECKS 256
 struct rn_sweep_recheck {
-	int h, i;                   /* the end checked again */
-	int w, k;                   /* the witness: host, NIC */
-	int round;                  /* of the second pass: disjoint host pairs per round */
-	int bw;                     /* enum rn_sweep_bw; NONE: it did not run */
+	int h, i;  /* the end checked again */
+	int w, k;  /* the witness: host, NIC */
+	int round; /* of the second pass: disjoint host pairs per round */
+	int bw;    /* enum rn_sweep_bw; NONE: it did not run */
 	uint32_t mbps;
 };
 
 struct rn_sweep {
 	int n;
 	struct rn_sweep_host *hosts;
-	struct rn_pair_result **pairs;   /* rn_sweep_pair_index(); NULL: no result */
+	struct rn_pair_result **pairs; /* rn_sweep_pair_index(); NULL: no result */
 	int rounds;
 	int pair_timeout_s;
 	int no_rdma;
-	double startup_ms;          /* MPI_Init to every rank up (the launcher's skew) */
+	double startup_ms; /* MPI_Init to every rank up (the launcher's skew) */
 	double facts_ms, rounds_ms, round_max_ms, total_ms;
-	int aborted;                /* a rank never answered: the report is partial */
+	int aborted;       /* a rank never answered: the report is partial */
 	/* fleet consistency (rn_sweep_consistency) */
 	int ndiffs;
 	struct rn_sweep_diff *diffs;
-	char fleet[RN_SW_F__MAX][RN_FACT_LEN];  /* each field's majority ("" none compared) */
+	char fleet[RN_SW_F__MAX][RN_FACT_LEN]; /* each field's majority ("" none compared) */
 	/* --min-gbps */
-	double min_gbps;            /* 0: no bandwidth measured */
+	double min_gbps; /* 0: no bandwidth measured */
 	int nrechecks, recheck_rounds;
 	struct rn_sweep_recheck *rechecks;
 	double recheck_ms;
-	char recheck_skipped[128];  /* why the second pass did not run ("" it ran, or none due) */
+	char recheck_skipped[128]; /* why the second pass did not run ("" it ran, or none due) */
 };
 
 long rn_sweep_pair_index(int n, int a, int b);
@@ -111,7 +111,7 @@ long rn_sweep_pair_index(int n, int a, int b);
 int rn_sweep_nnics(const struct rn_sweep *s, int h);
 const char *rn_sweep_nic_name(const struct rn_sweep *s, int h, int i);
 const struct rn_pair_cell *rn_sweep_cell_of(const struct rn_sweep *s, int h1, int i1, int h2,
-					     int i2);
+					    int i2);
 /* A NIC with a verdict other than ok or a finding of WARN and above. */
 int rn_sweep_nic_problem(const struct rn_dw_nic *n);
 /* Bad NIC pairs that involve host @h (every host when @h < 0). */
@@ -133,8 +133,7 @@ void rn_sweep_infer(struct rn_sweep *s);
 int rn_sweep_exit(const struct rn_sweep *s);
 /* The name of @field ("plugin", "mtu", ...) and its value on host @h (NIC @i) into @buf. */
 const char *rn_sweep_field_name(int field);
-const char *rn_sweep_fact(const struct rn_sweep *s, int h, int i, int field, char *buf,
-			  size_t len);
+const char *rn_sweep_fact(const struct rn_sweep *s, int h, int i, int field, char *buf, size_t len);
 /* Hosts and NICs that differ from the majority, each with its finding. 0 or -ENOMEM. */
 int rn_sweep_consistency(struct rn_sweep *s);
 /* Mark the measured pairs under s->min_gbps slow (a failed stream is slow). */

@@ -74,7 +74,7 @@ static int edge(const struct rn_sweep *s, int h1, int i1, int h2, int i2, uint32
 
 struct nic_bw {
 	int fast, slow;
-	uint32_t best;              /* Mbit/s */
+	uint32_t best; /* Mbit/s */
 };
 
 /* Every measured pair of NIC (@h, @x), but those with (@skip_h, @skip_i). */
@@ -222,8 +222,9 @@ int rn_sweep_bw_plan(struct rn_sweep *s)
 	s->nrechecks = s->recheck_rounds = 0;
 	/* at most one round per recheck, at most one recheck per end of a slow pair */
 	for (k = 0, nslots = 0; k < np; k++)
-		for (i = 0; s->pairs[k] && !s->pairs[k]->status &&
-			    i < s->pairs[k]->na * s->pairs[k]->nb; i++)
+		for (i = 0;
+		     s->pairs[k] && !s->pairs[k]->status && i < s->pairs[k]->na * s->pairs[k]->nb;
+		     i++)
 			nslots += 2 * s->pairs[k]->cells[i].slow;
 	if (!nslots)
 		return 0;
@@ -316,11 +317,13 @@ static void bw_low(struct rn_sweep *s, struct rn_pair_result *p, int i, int j)
 		rn_vars_set(&v, "blame", "both ends are slow with other peers too");
 		break;
 	case RN_SW_BLAME_PATH:
-		rn_vars_set(&v, "blame", "both ends are fast with other peers, so the path "
+		rn_vars_set(&v, "blame",
+			    "both ends are fast with other peers, so the path "
 			    "between them is slow");
 		break;
 	default:
-		rn_vars_set(&v, "blame", "no third NIC was measured against an end, so which "
+		rn_vars_set(&v, "blame",
+			    "no third NIC was measured against an end, so which "
 			    "end is slow cannot be told");
 		break;
 	}

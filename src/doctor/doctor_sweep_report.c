@@ -49,7 +49,7 @@ static void print_fleet(FILE *f, const struct rn_sweep *s)
 	fputc('\n', f);
 	if (!s->ndiffs) {
 		fprintf(f, "differs from the fleet: nothing (plugin, kernel, rdma-core, NCCL, NIC "
-			"drivers, firmware, MTUs and sysctls agree)\n");
+			   "drivers, firmware, MTUs and sysctls agree)\n");
 		return;
 	}
 	fprintf(f, "differs from the fleet (%d):\n", s->ndiffs);
@@ -60,9 +60,11 @@ static void print_fleet(FILE *f, const struct rn_sweep *s)
 		if (d->i < 0)
 			snprintf(who, sizeof(who), "%s", s->hosts[d->h].name);
 		else
-			snprintf(who, sizeof(who), "%s:%s", s->hosts[d->h].name, rn_sweep_nic_name(s, d->h, d->i));
+			snprintf(who, sizeof(who), "%s:%s", s->hosts[d->h].name,
+				 rn_sweep_nic_name(s, d->h, d->i));
 		if (d->f.cause == RN_CAUSE_PLUGIN_MISSING) {
-			fprintf(f, "  %-24s %s (fatal): %s\n", who, rn_cause_id(d->f.cause), d->f.msg);
+			fprintf(f, "  %-24s %s (fatal): %s\n", who, rn_cause_id(d->f.cause),
+				d->f.msg);
 			continue;
 		}
 		fprintf(f, "  %-24s %s %s, where %d of %d have %s%s\n", who,
@@ -125,11 +127,14 @@ static void print_bw(FILE *f, const struct rn_sweep *s)
 	if (s->min_gbps <= 0)
 		return;
 	n = bw_figures(s, &v, &nslow);
-	fprintf(f, "\nbandwidth (--min-gbps %g; %llu MiB a NIC pair through the plugin's transport):",
+	fprintf(f,
+		"\nbandwidth (--min-gbps %g; %llu MiB a NIC pair through the plugin's transport):",
 		s->min_gbps, (unsigned long long)(RN_BW_BYTES >> 20));
 	if (!n) {
-		fprintf(f, "\nskipped: bandwidth: no NIC pair was measured (it needs an RDMA port at "
-			"both ends and a good ping%s)\n", s->no_rdma ? "; --no-rdma" : "");
+		fprintf(f,
+			"\nskipped: bandwidth: no NIC pair was measured (it needs an RDMA port at "
+			"both ends and a good ping%s)\n",
+			s->no_rdma ? "; --no-rdma" : "");
 		free(v);
 		return;
 	}
@@ -138,25 +143,31 @@ static void print_bw(FILE *f, const struct rn_sweep *s)
 		s->min_gbps);
 	free(v);
 	if (nslow == n)
-		fprintf(f, "no NIC pair reached %g Gbit/s: is --min-gbps above what these NICs do?\n",
+		fprintf(f,
+			"no NIC pair reached %g Gbit/s: is --min-gbps above what these NICs do?\n",
 			s->min_gbps);
 	if (s->recheck_skipped[0])
 		fprintf(f, "second pass skipped: %s\n", s->recheck_skipped);
 	else if (s->nrechecks)
-		fprintf(f, "second pass (each end of a slow pair that is fast with no peer, alone "
-			"against a NIC fast with others; %d round%s, %.1f s):\n", s->recheck_rounds,
-			s->recheck_rounds == 1 ? "" : "s", s->recheck_ms / 1000);
+		fprintf(f,
+			"second pass (each end of a slow pair that is fast with no peer, alone "
+			"against a NIC fast with others; %d round%s, %.1f s):\n",
+			s->recheck_rounds, s->recheck_rounds == 1 ? "" : "s", s->recheck_ms / 1000);
 	for (k = 0; k < s->nrechecks && !s->recheck_skipped[0]; k++) {
 		const struct rn_sweep_recheck *r = &s->rechecks[k];
 
-		fprintf(f, "  %s:%s against %s:%s: ", s->hosts[r->h].name, rn_sweep_nic_name(s, r->h, r->i),
-			s->hosts[r->w].name, rn_sweep_nic_name(s, r->w, r->k));
+		fprintf(f, "  %s:%s against %s:%s: ", s->hosts[r->h].name,
+			rn_sweep_nic_name(s, r->h, r->i), s->hosts[r->w].name,
+			rn_sweep_nic_name(s, r->w, r->k));
 		if (r->bw == RN_PAIR_BW_OK)
 			fprintf(f, "%.2f Gbit/s: %s\n", r->mbps / 1000.0,
-				rn_sweep_recheck_slow(s, r) ? "slow" : "fast (the first figure was a passing load)");
+				rn_sweep_recheck_slow(s, r) ?
+					"slow" :
+					"fast (the first figure was a passing load)");
 		else
-			fprintf(f, "%s\n", r->bw == RN_PAIR_BW_FAILED ? "the stream failed: slow" :
-			       "did not run");
+			fprintf(f, "%s\n",
+				r->bw == RN_PAIR_BW_FAILED ? "the stream failed: slow" :
+							     "did not run");
 	}
 	for (h = 0; h < s->n; h++)
 		for (i = 0; s->hosts[h].slow && i < rn_sweep_nnics(s, h); i++)
@@ -212,7 +223,8 @@ static void print_heatmap(FILE *f, const struct rn_sweep *s)
 	w = RN_MIN(w, 40);
 	if (total > 64) {
 		/* Thousands of NICs do not fit a terminal: hosts only, the list has the NICs. */
-		fprintf(f, "\nheat map (host x host, X: a bad NIC pair, s: a slow one, ?: no result)\n");
+		fprintf(f,
+			"\nheat map (host x host, X: a bad NIC pair, s: a slow one, ?: no result)\n");
 		for (h = 0; h < s->n; h++) {
 			fprintf(f, "%-*.*s ", w, w, s->hosts[h].name);
 			for (h2 = 0; h2 < s->n; h2++)
@@ -221,10 +233,12 @@ static void print_heatmap(FILE *f, const struct rn_sweep *s)
 		}
 		return;
 	}
-	fprintf(f, "\nheat map (host:NIC x host:NIC; . ok, X bad, s slow, - not checked, ? no result)\n");
+	fprintf(f,
+		"\nheat map (host:NIC x host:NIC; . ok, X bad, s slow, - not checked, ? no result)\n");
 	for (h = 0; h < s->n; h++)
 		for (i = 0; i < rn_sweep_nnics(s, h); i++) {
-			snprintf(label, sizeof(label), "%s:%s", s->hosts[h].name, rn_sweep_nic_name(s, h, i));
+			snprintf(label, sizeof(label), "%s:%s", s->hosts[h].name,
+				 rn_sweep_nic_name(s, h, i));
 			fprintf(f, "  %-*.*s ", w, w, label);
 			for (h2 = 0; h2 < s->n; h2++) {
 				fputc('|', f);
@@ -240,7 +254,7 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 	long k, np = (long)s->n * (s->n - 1) / 2;
 	int h, i, n = 0, max = 0, f;
 	struct rn_doctor_item *it;
-	char (*who)[160];
+	char(*who)[160];
 
 	for (h = 0; h < s->n; h++)
 		for (i = 0; i < rn_sweep_nnics(s, h); i++)
@@ -264,19 +278,22 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 			for (f = 0; f < nic->nfindings; f++) {
 				if (nic->findings[f].sev < RN_SEV_WARN)
 					continue;
-				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name, nic->netdev);
+				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name,
+					 nic->netdev);
 				it[n].who = who[n];
 				it[n].host = s->hosts[h].name;
 				it[n++].f = &nic->findings[f];
 			}
 			if (s->hosts[h].drops && s->hosts[h].drops[i].cause) {
-				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name, nic->netdev);
+				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name,
+					 nic->netdev);
 				it[n].who = who[n];
 				it[n].host = s->hosts[h].name;
 				it[n++].f = &s->hosts[h].drops[i];
 			}
 			if (s->hosts[h].slow && s->hosts[h].slow[i].cause) {
-				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name, nic->netdev);
+				snprintf(who[n], sizeof(who[n]), "%s:%s", s->hosts[h].name,
+					 nic->netdev);
 				it[n].who = who[n];
 				it[n].host = s->hosts[h].name;
 				it[n++].f = &s->hosts[h].slow[i];
@@ -299,14 +316,19 @@ static int collect_items(const struct rn_sweep *s, struct rn_doctor_item **itp, 
 
 		for (f = 0; p && f < p->nfind; f++) {
 			const struct rn_pair_find *x = &p->finds[f];
-			int from = x->by == RN_PAIR_FROM_B ? p->b : p->a, to = x->by == RN_PAIR_FROM_B ? p->a : p->b;
-			int fi = x->by == RN_PAIR_FROM_B ? x->j : x->i, ti = x->by == RN_PAIR_FROM_B ? x->i : x->j;
+			int from = x->by == RN_PAIR_FROM_B ? p->b : p->a,
+			    to = x->by == RN_PAIR_FROM_B ? p->a : p->b;
+			int fi = x->by == RN_PAIR_FROM_B ? x->j : x->i,
+			    ti = x->by == RN_PAIR_FROM_B ? x->i : x->j;
 
 			if (!x->f.cause || x->f.sev < RN_SEV_WARN)
 				continue;
 			snprintf(who[n], sizeof(who[n]), "%s:%s->%s:%s%s", s->hosts[from].name,
-				 rn_sweep_nic_name(s, from, fi), s->hosts[to].name, rn_sweep_nic_name(s, to, ti),
-				 x->by == RN_PAIR_FROM_RDMA ? "(rdma)" : x->by == RN_PAIR_FROM_BW ? "(bandwidth)" : "");
+				 rn_sweep_nic_name(s, from, fi), s->hosts[to].name,
+				 rn_sweep_nic_name(s, to, ti),
+				 x->by == RN_PAIR_FROM_RDMA ? "(rdma)" :
+				 x->by == RN_PAIR_FROM_BW   ? "(bandwidth)" :
+							      "");
 			it[n].who = who[n];
 			it[n].host = s->hosts[from].name;
 			it[n++].f = &x->f;
@@ -321,7 +343,7 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 {
 	long k, np = (long)s->n * (s->n - 1) / 2;
 	struct rn_doctor_item *it = NULL;
-	char (*who)[160] = NULL;
+	char(*who)[160] = NULL;
 	char c[64];
 	int h, i, j, nbad = 0, n, rc = rn_sweep_exit(s), pairs = 0;
 
@@ -330,10 +352,11 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 	fprintf(f, "roce-doctor-mpi %s: %d host%s, %d round%s, %d of %ld host pairs checked\n",
 		RN_DOCTOR_VERSION, s->n, s->n == 1 ? "" : "s", s->rounds, s->rounds == 1 ? "" : "s",
 		pairs, np);
-	fprintf(f, "\n%-24s %-8s %-5s %-9s %s\n", "host", "status", "NICs", "bad pairs", "NICs (own verdict)");
+	fprintf(f, "\n%-24s %-8s %-5s %-9s %s\n", "host", "status", "NICs", "bad pairs",
+		"NICs (own verdict)");
 	for (h = 0; h < s->n; h++) {
-		fprintf(f, "%-24.24s %-8s %-5d %-9d", s->hosts[h].name, rn_sweep_host_status(s, h), rn_sweep_nnics(s, h),
-			rn_sweep_bad_pairs(s, h));
+		fprintf(f, "%-24.24s %-8s %-5d %-9d", s->hosts[h].name, rn_sweep_host_status(s, h),
+			rn_sweep_nnics(s, h), rn_sweep_bad_pairs(s, h));
 		for (i = 0; i < rn_sweep_nnics(s, h); i++) {
 			const struct rn_dw_nic *nic = &s->hosts[h].inv->nics[i];
 
@@ -345,7 +368,8 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 		else if (!s->hosts[h].results)
 			fprintf(f, " (no results: it hung or died during the rounds)");
 		else if (s->hosts[h].gather_err)
-			fprintf(f, " (cannot read its facts: %s)", strerror(-s->hosts[h].gather_err));
+			fprintf(f, " (cannot read its facts: %s)",
+				strerror(-s->hosts[h].gather_err));
 		fputc('\n', f);
 	}
 	print_fleet(f, s);
@@ -370,14 +394,21 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 					continue;
 				if (!nbad++)
 					fprintf(f, "\nbad NIC pairs:\n");
-				fprintf(f, "  %s:%s <-> %s:%s  %s", s->hosts[p->a].name, rn_sweep_nic_name(s, p->a, i),
-					s->hosts[p->b].name, rn_sweep_nic_name(s, p->b, j),
+				fprintf(f, "  %s:%s <-> %s:%s  %s", s->hosts[p->a].name,
+					rn_sweep_nic_name(s, p->a, i), s->hosts[p->b].name,
+					rn_sweep_nic_name(s, p->b, j),
 					rn_sweep_cell_str(x, c, sizeof(c)));
 				if (x->a_cause && x->b_cause && x->a_cause != x->b_cause)
-					fprintf(f, ", %s", rn_cause_id((enum rn_cause)(x->a_sev >= x->b_sev ? x->b_cause : x->a_cause)));
+					fprintf(f, ", %s",
+						rn_cause_id((enum rn_cause)(x->a_sev >= x->b_sev ?
+										    x->b_cause :
+										    x->a_cause)));
 				if ((x->a_cause || x->b_cause) &&
-				    (x->rdma == RN_PAIR_RDMA_TIMEOUT || x->rdma == RN_PAIR_RDMA_ERROR))
-					fprintf(f, ", %s", x->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
+				    (x->rdma == RN_PAIR_RDMA_TIMEOUT ||
+				     x->rdma == RN_PAIR_RDMA_ERROR))
+					fprintf(f, ", %s",
+						x->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" :
+										  "rdma-error");
 				if (x->slow && !only_slow(x))
 					fprintf(f, ", %s", rn_cause_id(RN_CAUSE_BANDWIDTH_LOW));
 				if (x->slow && x->bw == RN_PAIR_BW_OK)
@@ -386,9 +417,11 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 					fprintf(f, " (the stream failed)");
 				if (x->blame == RN_SW_BLAME_A || x->blame == RN_SW_BLAME_B)
 					fprintf(f, ", slow end %s:%s",
-						s->hosts[x->blame == RN_SW_BLAME_A ? p->a : p->b].name,
-						x->blame == RN_SW_BLAME_A ? rn_sweep_nic_name(s, p->a, i) :
-						rn_sweep_nic_name(s, p->b, j));
+						s->hosts[x->blame == RN_SW_BLAME_A ? p->a : p->b]
+							.name,
+						x->blame == RN_SW_BLAME_A ?
+							rn_sweep_nic_name(s, p->a, i) :
+							rn_sweep_nic_name(s, p->b, j));
 				else if (x->blame == RN_SW_BLAME_BOTH)
 					fprintf(f, ", both ends slow");
 				else if (x->blame == RN_SW_BLAME_PATH)
@@ -416,31 +449,40 @@ void rn_sweep_print(FILE *f, const struct rn_sweep *s, int verbose)
 		for (q = 0; p && q < p->nfind; q++) {
 			const struct rn_pair_find *x = &p->finds[q];
 
-			if ((x->by != RN_PAIR_FROM_RDMA && (x->by != RN_PAIR_FROM_BW || x->f.cause)) ||
+			if ((x->by != RN_PAIR_FROM_RDMA &&
+			     (x->by != RN_PAIR_FROM_BW || x->f.cause)) ||
 			    (!verbose && nbad >= 8))
 				continue;
 			if (!nbad++)
 				fprintf(f, "rdma probes (and bandwidth streams) that failed:\n");
-			fprintf(f, "  %s:%s->%s:%s: %s\n", s->hosts[p->a].name, rn_sweep_nic_name(s, p->a, x->i),
-				s->hosts[p->b].name, rn_sweep_nic_name(s, p->b, x->j), x->f.msg);
+			fprintf(f, "  %s:%s->%s:%s: %s\n", s->hosts[p->a].name,
+				rn_sweep_nic_name(s, p->a, x->i), s->hosts[p->b].name,
+				rn_sweep_nic_name(s, p->b, x->j), x->f.msg);
 		}
 	}
-	fprintf(f, "time: ranks up %.1f s, facts %.0f ms, %d round%s %.1f s (slowest %.1f s), total %.1f s\n",
-		s->startup_ms / 1000, s->facts_ms, s->rounds, s->rounds == 1 ? "" : "s", s->rounds_ms / 1000,
-		s->round_max_ms / 1000, s->total_ms / 1000);
+	fprintf(f,
+		"time: ranks up %.1f s, facts %.0f ms, %d round%s %.1f s (slowest %.1f s), total %.1f s\n",
+		s->startup_ms / 1000, s->facts_ms, s->rounds, s->rounds == 1 ? "" : "s",
+		s->rounds_ms / 1000, s->round_max_ms / 1000, s->total_ms / 1000);
 	fprintf(f, "verdict: %s\n",
-		rc == RN_DOCTOR_OK && bw_skipped(s) ? "no problems found; bandwidth not measured "
-		"(skipped above)" : rc == RN_DOCTOR_OK ? "all good" :
-		rc == RN_DOCTOR_PROBLEMS ? "problems found: apply the fixes above on the host each names" :
-		"incomplete: a host did not answer (named above); its pairs were not checked");
+		rc == RN_DOCTOR_OK && bw_skipped(s) ?
+			"no problems found; bandwidth not measured "
+			"(skipped above)" :
+		rc == RN_DOCTOR_OK ?
+			"all good" :
+		rc == RN_DOCTOR_PROBLEMS ?
+			"problems found: apply the fixes above on the host each names" :
+			"incomplete: a host did not answer (named above); its pairs were not checked");
 }
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
 static const char *rdma_str(int r)
 {
-	return r == RN_PAIR_RDMA_OK ? "ok" : r == RN_PAIR_RDMA_TIMEOUT ? "timeout" :
-	       r == RN_PAIR_RDMA_ERROR ? "error" : "skipped";
+	return r == RN_PAIR_RDMA_OK      ? "ok" :
+	       r == RN_PAIR_RDMA_TIMEOUT ? "timeout" :
+	       r == RN_PAIR_RDMA_ERROR   ? "error" :
+					   "skipped";
 }
 
 /* "rdma-core" as a JSON key: rdma_core. */
@@ -461,8 +503,10 @@ static void json_cell_bw(struct rn_json *j, const struct rn_pair_result *p, int 
 	int q;
 
 	rn_json_obj(j, "bandwidth");
-	rn_json_str(j, "status", c->bw == RN_PAIR_BW_OK ? "ok" : c->bw == RN_PAIR_BW_FAILED ? "failed" :
-		    "skipped");
+	rn_json_str(j, "status",
+		    c->bw == RN_PAIR_BW_OK     ? "ok" :
+		    c->bw == RN_PAIR_BW_FAILED ? "failed" :
+						 "skipped");
 	if (c->bw == RN_PAIR_BW_OK)
 		rn_json_num(j, "gbps", c->bw_mbps / 1000.0, 3);
 	else
@@ -470,8 +514,8 @@ static void json_cell_bw(struct rn_json *j, const struct rn_pair_result *p, int 
 	rn_json_bool(j, "slow", c->slow);
 	rn_json_str(j, "blame", c->slow ? rn_sweep_blame_str(c->blame) : NULL);
 	for (q = 0; q < p->nfind; q++)
-		if (p->finds[q].by == RN_PAIR_FROM_BW && !p->finds[q].f.cause && p->finds[q].i == i &&
-		    p->finds[q].j == x)
+		if (p->finds[q].by == RN_PAIR_FROM_BW && !p->finds[q].f.cause &&
+		    p->finds[q].i == i && p->finds[q].j == x)
 			rn_json_str(j, "error", p->finds[q].f.msg);
 	rn_json_close(j, '}');
 }
@@ -528,8 +572,10 @@ static void json_bw(struct rn_json *j, const struct rn_sweep *s)
 		rn_json_num(j, "gbps_max", v[n - 1] / 1000.0, 3);
 	}
 	free(v);
-	rn_json_str(j, "skipped", !n ? "no NIC pair was measured (an RDMA port at both ends and a "
-		    "good ping are needed)" : NULL);
+	rn_json_str(j, "skipped",
+		    !n ? "no NIC pair was measured (an RDMA port at both ends and a "
+			 "good ping are needed)" :
+			 NULL);
 	rn_json_arr(j, "rechecks");
 	for (k = 0; k < s->nrechecks; k++) {
 		const struct rn_sweep_recheck *r = &s->rechecks[k];
@@ -540,8 +586,10 @@ static void json_bw(struct rn_json *j, const struct rn_sweep *s)
 		rn_json_str(j, "witness_host", s->hosts[r->w].name);
 		rn_json_str(j, "witness_nic", rn_sweep_nic_name(s, r->w, r->k));
 		rn_json_int(j, "round", r->round);
-		rn_json_str(j, "status", r->bw == RN_PAIR_BW_OK ? "ok" : r->bw == RN_PAIR_BW_FAILED ?
-			    "failed" : "skipped");
+		rn_json_str(j, "status",
+			    r->bw == RN_PAIR_BW_OK     ? "ok" :
+			    r->bw == RN_PAIR_BW_FAILED ? "failed" :
+							 "skipped");
 		if (r->bw == RN_PAIR_BW_OK)
 			rn_json_num(j, "gbps", r->mbps / 1000.0, 3);
 		else
@@ -622,12 +670,14 @@ static void json_cell_findings(struct rn_json *j, const struct rn_sweep *s,
 		rn_json_obj(j, NULL);
 		rn_json_str(j, "found_by",
 			    fd->by == RN_PAIR_FROM_RDMA ? "rdma" :
-			    fd->by == RN_PAIR_FROM_BW ? "bandwidth" : by);
+			    fd->by == RN_PAIR_FROM_BW   ? "bandwidth" :
+							  by);
 		rn_json_str(j, "cause", rn_cause_id(fi->cause));
 		rn_json_str(j, "severity", rn_doctor_sev_str(fi->sev));
 		rn_json_str(j, "message", fi->msg);
 		rn_json_str(j, "fix", rn_finding_fix(fi));
-		rn_json_str(j, "fix_host", rn_finding_fix(fi)[0] ? rn_finding_where(fi, 0, by) : "");
+		rn_json_str(j, "fix_host",
+			    rn_finding_fix(fi)[0] ? rn_finding_where(fi, 0, by) : "");
 		rn_json_str(j, "pre_fix", rn_finding_pre_fix(fi));
 		rn_json_str(j, "pre_host", pre ? rn_finding_where(fi, 1, by) : "");
 		rn_json_str(j, "advice", rn_finding_advice(fi));
@@ -656,7 +706,8 @@ static void json_bad_cell(struct rn_json *j, const struct rn_sweep *s,
 	if (cl->b_cause && cl->b_cause != cl->a_cause)
 		rn_json_str(j, NULL, rn_cause_id((enum rn_cause)cl->b_cause));
 	if (cl->rdma == RN_PAIR_RDMA_TIMEOUT || cl->rdma == RN_PAIR_RDMA_ERROR)
-		rn_json_str(j, NULL, cl->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
+		rn_json_str(j, NULL,
+			    cl->rdma == RN_PAIR_RDMA_TIMEOUT ? "rdma-timeout" : "rdma-error");
 	rn_json_close(j, ']');
 	json_cell_findings(j, s, p, i, x);
 	rn_json_obj(j, "rdma");

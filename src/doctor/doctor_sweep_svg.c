@@ -37,8 +37,10 @@ static const char *cell_colour(const struct rn_sweep *s, int h1, int i1, int h2,
 
 static const char *verdict_colour(const struct rn_dw_nic *n)
 {
-	return n->verdict == RN_VERDICT_REFUSED ? "#d7301f" : n->verdict == RN_VERDICT_WARN ? "#f28e2b" :
-	       rn_sweep_nic_problem(n) ? "#f28e2b" : "#3a9d4a";
+	return n->verdict == RN_VERDICT_REFUSED ? "#d7301f" :
+	       n->verdict == RN_VERDICT_WARN    ? "#f28e2b" :
+	       rn_sweep_nic_problem(n)          ? "#f28e2b" :
+						  "#3a9d4a";
 }
 
 static void xml_text(FILE *f, const char *s)
@@ -74,8 +76,10 @@ static int svg_notes(FILE *f, const struct rn_sweep *s, int y)
 	int n = 0, k, h, i;
 
 	if (s->ndiffs && f)
-		fprintf(f, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">differs from the fleet:"
-			"</text>\n", y + n * 16);
+		fprintf(f,
+			"<text x=\"10\" y=\"%d\" font-weight=\"bold\">differs from the fleet:"
+			"</text>\n",
+			y + n * 16);
 	n += !!s->ndiffs;
 	for (k = 0; k < s->ndiffs; k++, n++) {
 		const struct rn_sweep_diff *d = &s->diffs[k];
@@ -99,8 +103,10 @@ static int svg_notes(FILE *f, const struct rn_sweep *s, int y)
 			if (!s->hosts[h].slow[i].cause)
 				continue;
 			if (f) {
-				fprintf(f, "<text x=\"10\" y=\"%d\">slow NIC (the bad end of its slow "
-					"pairs): ", y + n * 16);
+				fprintf(f,
+					"<text x=\"10\" y=\"%d\">slow NIC (the bad end of its slow "
+					"pairs): ",
+					y + n * 16);
 				xml_text(f, s->hosts[h].name);
 				fputc(':', f);
 				xml_text(f, rn_sweep_nic_name(s, h, i));
@@ -121,14 +127,16 @@ static void svg_fill(FILE *f, const void *arg)
 		total += rn_sweep_nnics(s, h);
 	gw = total * SVG_CELL;
 	size = SVG_LABEL + gw + 40;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
 		"font-family=\"DejaVu Sans Mono, monospace\" font-size=\"11\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		RN_MAX(size, 700), SVG_TOP + gw + 110 + svg_notes(NULL, s, 0) * 16);
-	fprintf(f, "<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">roce-doctor-mpi: "
-		"%d hosts, %d NICs, %d bad NIC pairs, %d fleet differences</text>\n", s->n,
-		total, rn_sweep_bad_pairs(s, -1), s->ndiffs);
+	fprintf(f,
+		"<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">roce-doctor-mpi: "
+		"%d hosts, %d NICs, %d bad NIC pairs, %d fleet differences</text>\n",
+		s->n, total, rn_sweep_bad_pairs(s, -1), s->ndiffs);
 	/* column labels (rotated) and row labels, with the NIC's own verdict as a dot */
 	for (h = 0, x = 0; h < s->n; h++)
 		for (i = 0; i < rn_sweep_nnics(s, h); i++, x++) {
@@ -141,8 +149,8 @@ static void svg_fill(FILE *f, const void *arg)
 			xml_text(f, s->hosts[h].name);
 			fputc(':', f);
 			xml_text(f, n->netdev);
-			fprintf(f, "</text>\n<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n", cx,
-				SVG_TOP - 7, verdict_colour(n));
+			fprintf(f, "</text>\n<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"%s\"/>\n",
+				cx, SVG_TOP - 7, verdict_colour(n));
 			fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\"%s>", SVG_LABEL - 14,
 				cy + 4, nic_differs(s, h, i) ? " fill=\"#d7301f\"" : "");
 			xml_text(f, s->hosts[h].name);
@@ -155,18 +163,21 @@ static void svg_fill(FILE *f, const void *arg)
 		for (i = 0; i < rn_sweep_nnics(s, h); i++, y++)
 			for (h2 = 0, x = 0; h2 < s->n; h2++)
 				for (i2 = 0; i2 < rn_sweep_nnics(s, h2); i2++, x++) {
-					const struct rn_pair_cell *cl = h == h2 ? NULL : rn_sweep_cell_of(s, h, i, h2, i2);
+					const struct rn_pair_cell *cl =
+						h == h2 ? NULL : rn_sweep_cell_of(s, h, i, h2, i2);
 
-					fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+					fprintf(f,
+						"<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
 						"fill=\"%s\" stroke=\"white\"><title>",
-						SVG_LABEL + x * SVG_CELL, SVG_TOP + y * SVG_CELL, SVG_CELL,
-						SVG_CELL, cell_colour(s, h, i, h2, i2));
+						SVG_LABEL + x * SVG_CELL, SVG_TOP + y * SVG_CELL,
+						SVG_CELL, SVG_CELL, cell_colour(s, h, i, h2, i2));
 					xml_text(f, s->hosts[h].name);
 					fprintf(f, ":%s - ", rn_sweep_nic_name(s, h, i));
 					xml_text(f, s->hosts[h2].name);
 					fprintf(f, ":%s: %s", rn_sweep_nic_name(s, h2, i2),
-						h == h2 ? "same host" : cl ? rn_sweep_cell_str(cl, c, sizeof(c)) :
-						"no result");
+						h == h2 ? "same host" :
+						cl      ? rn_sweep_cell_str(cl, c, sizeof(c)) :
+							  "no result");
 					if (cl && cl->bw == RN_PAIR_BW_OK)
 						fprintf(f, ", %.2f Gbit/s", cl->bw_mbps / 1000.0);
 					fprintf(f, "</title></rect>\n");
@@ -181,20 +192,29 @@ static void svg_fill(FILE *f, const void *arg)
 	}
 	y = SVG_TOP + gw + 25;
 	{
-		static const struct { const char *colour, *what; } legend[] = {
-			{ "#3a9d4a", "ok" }, { "#f28e2b", "warning, slow" }, { "#d7301f", "broken" },
-			{ "#bbbbbb", "not checked" }, { "#8e6bbf", "no result (host hung)" },
+		static const struct {
+			const char *colour, *what;
+		} legend[] = {
+			{ "#3a9d4a", "ok" },
+			{ "#f28e2b", "warning, slow" },
+			{ "#d7301f", "broken" },
+			{ "#bbbbbb", "not checked" },
+			{ "#8e6bbf", "no result (host hung)" },
 		};
 		size_t l;
 
 		for (l = 0; l < RN_ARRAY_SIZE(legend); l++) {
 			x = 10 + (int)(l % 3) * 170;
-			fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-				"<text x=\"%d\" y=\"%d\">%s</text>\n", x, y + (int)(l / 3) * 22, legend[l].colour,
-				x + 20, y + (int)(l / 3) * 22 + 11, legend[l].what);
+			fprintf(f,
+				"<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+				"<text x=\"%d\" y=\"%d\">%s</text>\n",
+				x, y + (int)(l / 3) * 22, legend[l].colour, x + 20,
+				y + (int)(l / 3) * 22 + 11, legend[l].what);
 		}
-		fprintf(f, "<text x=\"10\" y=\"%d\">dots: the NIC's own verdict (host check); "
-			"red labels: differ from the fleet</text>\n", y + 60);
+		fprintf(f,
+			"<text x=\"10\" y=\"%d\">dots: the NIC's own verdict (host check); "
+			"red labels: differ from the fleet</text>\n",
+			y + 60);
 	}
 	svg_notes(f, s, y + 84);
 	fprintf(f, "</svg>\n");

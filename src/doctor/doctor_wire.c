@@ -45,7 +45,6 @@
 #include "rn_net.h"
 #include "rn_nic.h"
 
-
 /* ---- inventory ------------------------------------------------------------------- */
 
 void rn_dw_inv_clear(struct rn_dw_inv *inv)
@@ -113,11 +112,16 @@ int rn_dw_inv_from_doctor(const struct rn_doctor *d, struct rn_dw_inv *inv)
 static enum ibv_mtu mtu_enum(int bytes)
 {
 	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
+	case 256:
+		return IBV_MTU_256;
+	case 512:
+		return IBV_MTU_512;
+	case 1024:
+		return IBV_MTU_1024;
+	case 2048:
+		return IBV_MTU_2048;
+	case 4096:
+		return IBV_MTU_4096;
 	}
 	return (enum ibv_mtu)0;
 }
@@ -142,7 +146,7 @@ void rn_dw_peer_facts(const struct rn_dw_inv *inv, int idx, struct rn_peer_facts
 
 void rn_dw_put_finding(struct rn_wbuf *b, const struct rn_finding *f)
 {
-	const char *t[FINDING_TEXTS] = { rn_finding_msg(f), rn_finding_fix(f),
+	const char *t[FINDING_TEXTS] = { rn_finding_msg(f),      rn_finding_fix(f),
 					 rn_finding_fix_host(f), rn_finding_pre_fix(f),
 					 rn_finding_pre_host(f), rn_finding_advice(f) };
 	static const char over[] = "(text over the peer protocol's limit: see the sender's output)";
@@ -191,8 +195,8 @@ void rn_dw_get_finding(struct rn_rbuf *b, struct rn_finding *f)
 {
 	unsigned int c = rn_rb_u16(b), s = rn_rb_u8(b), x = rn_rb_u8(b);
 	uint32_t l[FINDING_TEXTS] = { 0 };
-	char **t[FINDING_TEXTS] = { &f->msg, &f->fix, &f->fix_host, &f->pre_fix, &f->pre_host,
-				    &f->advice };
+	char **t[FINDING_TEXTS] = { &f->msg,     &f->fix,      &f->fix_host,
+				    &f->pre_fix, &f->pre_host, &f->advice };
 	unsigned int i;
 
 	rn_finding_clear(f);
@@ -397,15 +401,23 @@ int rn_dw_decode_checks(const struct rn_dw_msg *m, const struct rn_dw_inv *sende
 size_t rn_dw_type_max(unsigned int type)
 {
 	switch (type) {
-	case RN_DW_INV: return RN_DW_INV_MAX;
-	case RN_DW_CHECKS: return RN_DW_CHECKS_MAX;
-	case RN_DW_PROBE_REQ: return 4;
-	case RN_DW_PROBE_HANDLE: return 4 + RN_HANDLE_SIZE;
-	case RN_DW_PROBE_RESULT: return 4 + RN_DW_WHY_MAX - 1;
-	case RN_DW_DONE: return 0;
+	case RN_DW_INV:
+		return RN_DW_INV_MAX;
+	case RN_DW_CHECKS:
+		return RN_DW_CHECKS_MAX;
+	case RN_DW_PROBE_REQ:
+		return 4;
+	case RN_DW_PROBE_HANDLE:
+		return 4 + RN_HANDLE_SIZE;
+	case RN_DW_PROBE_RESULT:
+		return 4 + RN_DW_WHY_MAX - 1;
+	case RN_DW_DONE:
+		return 0;
 	case RN_DW_WAIT:
-	case RN_DW_BUSY: return RN_DW_WAIT_LEN;
-	case RN_DW_RESULTS: return RN_DW_RESULTS_MAX;
+	case RN_DW_BUSY:
+		return RN_DW_WAIT_LEN;
+	case RN_DW_RESULTS:
+		return RN_DW_RESULTS_MAX;
 	}
 	return 0;
 }
@@ -451,8 +463,14 @@ static int hdr_check(struct rn_rbuf *b, unsigned int min, unsigned int max, unsi
 
 int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t why_len)
 {
-	static const char *const names[] = { "", "an inventory", "pair checks", "a probe request",
-					     "a probe handle", "a probe result", "DONE", "WAIT",
+	static const char *const names[] = { "",
+					     "an inventory",
+					     "pair checks",
+					     "a probe request",
+					     "a probe handle",
+					     "a probe result",
+					     "DONE",
+					     "WAIT",
 					     "BUSY" };
 	struct rn_rbuf b = { hdr, RN_DW_HDR_LEN, 0, 0 };
 	uint32_t len;
@@ -470,8 +488,8 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 	}
 	/* before a byte is allocated: a header alone cannot make a receiver hold 16 MiB */
 	if (len > rn_dw_type_max(type)) {
-		snprintf(why, why_len, "%s of %u bytes exceeds its limit of %zu bytes",
-			 names[type], len, rn_dw_type_max(type));
+		snprintf(why, why_len, "%s of %u bytes exceeds its limit of %zu bytes", names[type],
+			 len, rn_dw_type_max(type));
 		return -EMSGSIZE;
 	}
 	m->type = (uint16_t)type;
@@ -479,8 +497,7 @@ int rn_dw_decode_hdr(const uint8_t *hdr, struct rn_dw_msg *m, char *why, size_t 
 	return 0;
 }
 
-int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *why,
-			     size_t why_len)
+int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *why, size_t why_len)
 {
 	struct rn_rbuf b = { buf, n, 0, 0 };
 	unsigned int type;
@@ -490,8 +507,7 @@ int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *
 		snprintf(why, why_len, "not a roce-doctor message (%zu bytes)", n);
 		return -EBADMSG;
 	}
-	ret = hdr_check(&b, RN_DW_RESULTS_VERSION, RN_DW_RESULTS_VERSION, &type, len, why,
-			why_len);
+	ret = hdr_check(&b, RN_DW_RESULTS_VERSION, RN_DW_RESULTS_VERSION, &type, len, why, why_len);
 	if (ret)
 		return ret;
 	if (type != RN_DW_RESULTS || rn_rb_u32(&b) || *len != n - RN_DW_HDR_LEN) {

@@ -11,7 +11,7 @@
 #define RN_DW_MAGIC 0x524e4452u /* "RNDR" */
 /* 2: findings carry whole, length-prefixed texts; 3: and where their fixes run, and advice */
 #define RN_DW_VERSION 3
-#define RN_DW_VERSION_MIN 2          /* a receiver still reads version 2 */
+#define RN_DW_VERSION_MIN 2 /* a receiver still reads version 2 */
 /* RESULTS came with 4, and only 4 reads it: a rank of another build is refused, by name. */
 #define RN_DW_RESULTS_VERSION 4
 #define RN_DW_HDR_LEN 16
@@ -46,7 +46,7 @@ enum rn_dw_type {
 };
 /* INV's caps (a version-3 receiver ignores them): the sender reads WAIT and BUSY. */
 #define RN_DW_CAP_WAIT 1u
-#define RN_DW_WAIT_LEN 8        /* WAIT, BUSY: be16 ahead, be16 0, be32 a session's ms */
+#define RN_DW_WAIT_LEN 8 /* WAIT, BUSY: be16 ahead, be16 0, be32 a session's ms */
 /* PROBE_REQ's third byte: after the ping, receive the bandwidth stream (rn_bw_*). */
 #define RN_DW_PROBE_BW 0x01
 
@@ -62,7 +62,7 @@ struct rn_dw_nic {
 	union ibv_gid gid;
 	int gid_index;
 	int mtu;
-	int active_mtu;             /* bytes, 0 unknown */
+	int active_mtu;              /* bytes, 0 unknown */
 	int nfindings;
 	struct rn_finding *findings; /* owned: rn_dw_inv_clear() */
 };
@@ -70,14 +70,14 @@ struct rn_dw_nic {
 struct rn_dw_inv {
 	char host[64];
 	int nnics;
-	unsigned int caps;          /* RN_DW_CAP_* */
+	unsigned int caps; /* RN_DW_CAP_* */
 	struct rn_dw_nic nics[RN_DOCTOR_MAX_NICS];
 };
 
 /* One pair as its sender checked it: sender's NIC @local -> the other side's @remote. */
 struct rn_dw_pair {
 	int local, remote;
-	int status;                 /* 0 ok, 1 problem, 2 not checked */
+	int status;                                      /* 0 ok, 1 problem, 2 not checked */
 	int nfindings;
 	struct rn_finding findings[RN_DW_PAIR_FINDINGS]; /* owned: rn_dw_checks_clear() */
 };
@@ -90,7 +90,7 @@ struct rn_dw_checks {
 struct rn_dw_msg {
 	uint16_t type;
 	uint32_t len;
-	uint8_t *payload;           /* malloc'ed, freed by rn_dw_msg_free */
+	uint8_t *payload; /* malloc'ed, freed by rn_dw_msg_free */
 };
 
 /* 0 or -ENOMEM; @inv (zeroed or filled before) is replaced. */
@@ -123,14 +123,14 @@ int rn_dw_decode_results_hdr(const uint8_t *buf, size_t n, uint32_t *len, char *
 /* A message read piece by piece as its bytes arrive (the server never blocks on one client). */
 struct rn_dw_reader {
 	uint8_t hdr[RN_DW_HDR_LEN];
-	size_t got;                 /* bytes of header + payload so far */
+	size_t got; /* bytes of header + payload so far */
 	struct rn_dw_msg m;
 	/*
 	 * Asked once a header is valid, before its payload is allocated (@hdr: type and
 	 * len): 0 takes it, -errno (@why filled) refuses it. NULL: every valid header.
 	 */
 	int (*admit)(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why, size_t len);
-	void *arg;                  /* the admit hook's */
+	void *arg; /* the admit hook's */
 };
 /* An empty reader without an admit hook (set one after). */
 void rn_dw_reader_init(struct rn_dw_reader *r);

@@ -53,9 +53,9 @@ static const char *const test_names[] = { "bw", "lat", "conn" };
 
 /* One row of the result table; the client sends each of its rows to the server. */
 struct wire_row {
-	uint32_t magic, ok;       /* ok 0: the client found the data wrong; no figures */
-	uint32_t test, side;      /* conn: 0 connect (client), 1 accept (server) */
-	uint64_t bytes, iters;    /* conn: iters = connections */
+	uint32_t magic, ok;    /* ok 0: the client found the data wrong; no figures */
+	uint32_t test, side;   /* conn: 0 connect (client), 1 accept (server) */
+	uint64_t bytes, iters; /* conn: iters = connections */
 	uint32_t window, nap_us, checked, pad;
 	/* bw: Gb/s, Mpps; lat: min max typical avg stdev p99 p99.9 (us); conn: total min avg
 	 * p50 max (ms) */
@@ -64,14 +64,14 @@ struct wire_row {
 
 struct bench {
 	const char *plugin;
-	const char *server;   /* NULL: we are the server */
+	const char *server; /* NULL: we are the server */
 	int port;
 	size_t sizes[MAX_SIZES];
 	int nsizes;
 	int size_given;
-	long iters;           /* 0: by size; conn: connections */
-	int test;             /* enum bench_test */
-	int lat;              /* test == TEST_LAT */
+	long iters; /* 0: by size; conn: connections */
+	int test;   /* enum bench_test */
+	int lat;    /* test == TEST_LAT */
 	int check;
 	int window;
 	int nap_us;
@@ -90,8 +90,8 @@ struct bench {
 	struct netplug np;
 	void *ctx;
 	int inited;
-	double init_ms;       /* the plugin's init() call */
-	int fd;               /* side channel */
+	double init_ms; /* the plugin's init() call */
+	int fd;         /* side channel */
 };
 
 /* What the client tells the server. */
@@ -153,8 +153,6 @@ static void plugin_error(const char *what, ncclResult_t res)
 }
 
 /* ---- data: a pattern per message and a checksum of what really moved ---- */
-
-
 
 /* ---- plugin setup ---- */
 
@@ -252,8 +250,7 @@ static int expired(double deadline)
  * sides of a ring. A refusal is the plugin's to explain: its WARN lines came through the
  * logger; the last one is repeated as the reason.
  */
-static int connect_dev(struct bench *b, int dev, void *send_handle, void **sc, void *lc,
-		       void **rc)
+static int connect_dev(struct bench *b, int dev, void *send_handle, void **sc, void *lc, void **rc)
 {
 	double deadline = tool_now() + b->timeout_ms / 1000.0;
 	ncclResult_t res;
@@ -460,8 +457,8 @@ static void print_row(const struct wire_row *r)
 		       v[3], v[4], v[5], v[6]);
 	else
 		printf(" %-9s %-8llu %-13.3f %-13.3f %-13.3f %-13.3f %.3f\n",
-		       r->side ? "accept" : "connect", (unsigned long long)r->iters, v[0], v[1], v[2],
-		       v[3], v[4]);
+		       r->side ? "accept" : "connect", (unsigned long long)r->iters, v[0], v[1],
+		       v[2], v[3], v[4]);
 	fflush(stdout);
 }
 
@@ -491,11 +488,12 @@ static void add_row(struct bench *b, const struct wire_row *r)
 			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked);
 	else if (r->test == TEST_LAT)
 		fprintf(f, "%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%u,%u\n",
-			(unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1], v[2],
-			v[3], v[4], v[5], v[6], r->nap_us, r->checked);
+			(unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1],
+			v[2], v[3], v[4], v[5], v[6], r->nap_us, r->checked);
 	else
 		fprintf(f, "%s,%llu,%.3f,%.3f,%.3f,%.3f,%.3f,%s\n", r->side ? "accept" : "connect",
-			(unsigned long long)r->iters, v[0], v[1], v[2], v[3], v[4], route_check_env());
+			(unsigned long long)r->iters, v[0], v[1], v[2], v[3], v[4],
+			route_check_env());
 	fflush(f);
 }
 
@@ -537,8 +535,9 @@ static void print_json(struct bench *b, int rc)
 				rn_json_num(&j, "msg_rate_mpps", v[1], 6);
 				rn_json_int(&j, "window", r->window);
 			} else {
-				static const char *const kl[] = { "t_min_us", "t_max_us", "t_typical_us",
-								  "t_avg_us", "t_stdev_us", "t_p99_us",
+				static const char *const kl[] = { "t_min_us",     "t_max_us",
+								  "t_typical_us", "t_avg_us",
+								  "t_stdev_us",   "t_p99_us",
 								  "t_p999_us" };
 
 				for (k = 0; k < 7; k++)
@@ -607,12 +606,16 @@ static int run_bw(struct bench *b, void *comm, int sender)
 	print_header(b);
 	for (i = 0; i < b->nsizes && !rc; i++) {
 		size_t size = b->sizes[i];
-		long n = iters_for(b, size), warm = size ? (long)(((size_t)16 << 20) / size) : b->window;
+		long n = iters_for(b, size),
+		     warm = size ? (long)(((size_t)16 << 20) / size) : b->window;
 		struct wire_result r = { 0 };
-		struct wire_row row = { .test = TEST_BW, .bytes = size, .iters = (uint64_t)n,
-					.nap_us = (uint32_t)b->nap_us, .checked = (uint32_t)b->check,
+		struct wire_row row = { .test = TEST_BW,
+					.bytes = size,
+					.iters = (uint64_t)n,
+					.nap_us = (uint32_t)b->nap_us,
+					.checked = (uint32_t)b->check,
 					.window = (uint32_t)(b->check ? (int)nbufs_for(b, size) :
-							     b->window) };
+									b->window) };
 		double secs;
 
 		x.sum = 0;
@@ -654,8 +657,8 @@ static int run_bw(struct bench *b, void *comm, int sender)
 			break;
 		}
 		if (!r.ok || x.bad_msg >= 0) {
-			err("%zu bytes: data check failed (%s)", size, r.ok ? "send size" :
-			    "see the server's output");
+			err("%zu bytes: data check failed (%s)", size,
+			    r.ok ? "send size" : "see the server's output");
 			rc = EXIT_FAILED;
 		} else if (b->check && r.sum != x.sum) {
 			err("%zu bytes: checksum sent %#llx, received %#llx", size,
@@ -750,7 +753,8 @@ static int pingpong_step(struct bench *b, struct lat_bufs *l, void **rreq, int r
 				tool_fill(l->sbuf, l->size, recv_first ? id + 1 : id);
 			filled = 1;
 			if (!sreq) {
-				res = netplug_isend(&b->np, l->sc, l->sbuf, l->size, 0, l->smh, &sreq);
+				res = netplug_isend(&b->np, l->sc, l->sbuf, l->size, 0, l->smh,
+						    &sreq);
 				if (res != ncclSuccess) {
 					plugin_error("isend", res);
 					return -1;
@@ -792,16 +796,20 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 	long n = iters_for(b, size), warm = n / 10 < 16 ? 16 : n / 10, i, total = n + warm;
 	unsigned char *sbuf = NULL, *rbuf = NULL;
 	void *smh = NULL, *rmh = NULL, *rreq = NULL;
-	struct wire_row row = { .ok = 1, .test = TEST_LAT, .bytes = size, .iters = (uint64_t)n,
-				.nap_us = (uint32_t)b->nap_us, .checked = (uint32_t)b->check };
+	struct wire_row row = { .ok = 1,
+				.test = TEST_LAT,
+				.bytes = size,
+				.iters = (uint64_t)n,
+				.nap_us = (uint32_t)b->nap_us,
+				.checked = (uint32_t)b->check };
 	double *t = NULL;
 	int ret = EXIT_FAILED;
 	ncclResult_t res;
 
 	if (!bytes)
 		bytes = 4096;
-	if (posix_memalign((void **)&sbuf, 4096, bytes) || posix_memalign((void **)&rbuf, 4096, bytes) ||
-	    !(t = calloc((size_t)n, sizeof(*t)))) {
+	if (posix_memalign((void **)&sbuf, 4096, bytes) ||
+	    posix_memalign((void **)&rbuf, 4096, bytes) || !(t = calloc((size_t)n, sizeof(*t)))) {
 		err("out of memory");
 		goto out;
 	}
@@ -815,8 +823,13 @@ static int run_lat(struct bench *b, void *sc, void *rc, int client)
 		goto dereg;
 	}
 	{
-		struct lat_bufs l = { .sc = sc, .rc = rc, .smh = smh, .rmh = rmh, .sbuf = sbuf,
-				      .rbuf = rbuf, .size = size };
+		struct lat_bufs l = { .sc = sc,
+				      .rc = rc,
+				      .smh = smh,
+				      .rmh = rmh,
+				      .sbuf = sbuf,
+				      .rbuf = rbuf,
+				      .size = size };
 
 		if (post_recv(b, rc, rbuf, size, rmh, &rreq, tool_now() + b->timeout_ms / 1000.0))
 			goto dereg;
@@ -963,7 +976,10 @@ static int run_conn(struct bench *b, int client)
 	void **lcs = calloc((size_t)n, sizeof(void *)), **comms = calloc((size_t)n, sizeof(void *));
 	double *t = calloc((size_t)n, sizeof(double)), t_all;
 	char go[1];
-	struct wire_row mine = { .ok = 1, .test = TEST_CONN, .side = !client, .iters = (uint64_t)n },
+	struct wire_row mine = { .ok = 1,
+				 .test = TEST_CONN,
+				 .side = !client,
+				 .iters = (uint64_t)n },
 			theirs;
 	int ret = EXIT_FAILED;
 	long rss0, fds0, rss1, fds1;
@@ -983,10 +999,11 @@ static int run_conn(struct bench *b, int client)
 		}
 	}
 	/* then the client's "go": both clocks start together, after both ends' init */
-	if (client ? side_recv(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
-		     side_send(b->fd, "g", 1, b->timeout_ms) :
-		     side_send(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
-		     side_recv(b->fd, go, 1, b->timeout_ms)) {
+	if (client ?
+		    side_recv(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+			    side_send(b->fd, "g", 1, b->timeout_ms) :
+		    side_send(b->fd, handles, (size_t)n * NCCL_NET_HANDLE_MAXSIZE, b->timeout_ms) ||
+			    side_recv(b->fd, go, 1, b->timeout_ms)) {
 		err("side channel: the peer went away during the handshake");
 		goto close;
 	}
@@ -1009,8 +1026,10 @@ static int run_conn(struct bench *b, int client)
 	footprint(&rss1, &fds1);
 	if (rss0 >= 0 && rss1 >= 0 && fds0 >= 0 && fds1 >= 0)
 		say("%s side: %ld connection(s) hold %.1f MiB resident (%.1f KiB each) and %ld fds "
-		    "(%.2f each)", client ? "connect" : "accept", n, (double)(rss1 - rss0) / 1024,
-		    (double)(rss1 - rss0) / (double)n, fds1 - fds0, (double)(fds1 - fds0) / (double)n);
+		    "(%.2f each)",
+		    client ? "connect" : "accept", n, (double)(rss1 - rss0) / 1024,
+		    (double)(rss1 - rss0) / (double)n, fds1 - fds0,
+		    (double)(fds1 - fds0) / (double)n);
 	rdma_res(&r1);
 	if (r0.qp >= 0 && r1.qp >= 0)
 		say("%s side: %ld connection(s) hold %ld QPs (%.2f each), %ld CQs of %ld entries "
@@ -1035,7 +1054,7 @@ static int run_conn(struct bench *b, int client)
 close:
 	for (k = 0; comms && lcs && k < n; k++) {
 		if (comms[k] && (client ? netplug_close_send(&b->np, comms[k]) :
-				 netplug_close_recv(&b->np, comms[k])) != ncclSuccess)
+					  netplug_close_recv(&b->np, comms[k])) != ncclSuccess)
 			ret = EXIT_FAILED;
 		if (lcs[k] && netplug_close_listen(&b->np, lcs[k]) != ncclSuccess)
 			ret = EXIT_FAILED;
@@ -1135,8 +1154,9 @@ static int run_server(struct bench *b)
 	if (b->test == TEST_CONN)
 		say("client connected: %ld connections", b->iters);
 	else
-		say("client connected: %s, %d size(s), window %d%s", b->lat ? "latency" : "bandwidth",
-		    b->nsizes, b->window, b->check ? ", data checked" : "");
+		say("client connected: %s, %d size(s), window %d%s",
+		    b->lat ? "latency" : "bandwidth", b->nsizes, b->window,
+		    b->check ? ", data checked" : "");
 	rc = run_roles(b, 0);
 out:
 	if (b->fd >= 0)
@@ -1148,9 +1168,12 @@ out:
 
 static int run_client(struct bench *b)
 {
-	struct wire_cfg cfg = { .magic = CFG_MAGIC, .test = (uint32_t)b->test,
-				.check = (uint32_t)b->check, .window = (uint32_t)b->window,
-				.iters = (uint64_t)b->iters, .nsizes = (uint64_t)b->nsizes };
+	struct wire_cfg cfg = { .magic = CFG_MAGIC,
+				.test = (uint32_t)b->test,
+				.check = (uint32_t)b->check,
+				.window = (uint32_t)b->window,
+				.iters = (uint64_t)b->iters,
+				.nsizes = (uint64_t)b->nsizes };
 	char addr[300];
 	int rc, i;
 
@@ -1166,7 +1189,8 @@ static int run_client(struct bench *b)
 	rc = EXIT_FAILED;
 	b->fd = side_connect(addr, b->timeout_ms);
 	if (b->fd < 0) {
-		err("no server at %s within %d s: %s", addr, b->timeout_ms / 1000, strerror(-b->fd));
+		err("no server at %s within %d s: %s", addr, b->timeout_ms / 1000,
+		    strerror(-b->fd));
 		goto out;
 	}
 	if (side_send(b->fd, &cfg, sizeof(cfg), b->timeout_ms)) {
@@ -1249,7 +1273,8 @@ int main(int argc, char **argv)
 	};
 	struct bench b = {
 		.plugin = getenv("NCCL_NET_PLUGIN") && *getenv("NCCL_NET_PLUGIN") ?
-			  getenv("NCCL_NET_PLUGIN") : "roce",
+				  getenv("NCCL_NET_PLUGIN") :
+				  "roce",
 		.port = 18515,
 		.sizes = { 65536 },
 		.nsizes = 1,
@@ -1279,7 +1304,9 @@ int main(int argc, char **argv)
 			b.sizes[0] = sz;
 			b.size_given = 1;
 			break;
-		case 'a': all = 1; break;
+		case 'a':
+			all = 1;
+			break;
 		case 'n':
 			if (rn_cli_long(optarg, 1, 100000000, &v))
 				return BAD("-n");
@@ -1302,7 +1329,9 @@ int main(int argc, char **argv)
 				return BAD("-w");
 			b.window = (int)v;
 			break;
-		case 'c': b.check = 1; break;
+		case 'c':
+			b.check = 1;
+			break;
 		case 'N':
 			if (rn_cli_long(optarg, 0, 1000000, &v))
 				return BAD("--nap-us");
@@ -1319,29 +1348,46 @@ int main(int argc, char **argv)
 			b.timeout_ms = (int)v * 1000;
 			b.wait_ms = b.timeout_ms;
 			break;
-		case 'J': b.json = 1; break;
-		case 'C': b.csv = 1; break;
-		case 'M': b.merge = 1; break;
-		case 'S': b.spread = 1; break;
-		case 'v': verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'Z': return rn_cli_version(PROG);
-		default: return rn_cli_bad_option(PROG, jerr, c, argv, optind, optopt);
+		case 'J':
+			b.json = 1;
+			break;
+		case 'C':
+			b.csv = 1;
+			break;
+		case 'M':
+			b.merge = 1;
+			break;
+		case 'S':
+			b.spread = 1;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'Z':
+			return rn_cli_version(PROG);
+		default:
+			return rn_cli_bad_option(PROG, jerr, c, argv, optind, optopt);
 		}
 	}
 #undef BAD
 	if (optind < argc)
 		b.server = argv[optind++];
 	if (optind < argc)
-		return rn_cli_error(PROG, jerr, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
+		return rn_cli_error(PROG, jerr, EXIT_USAGE, "unexpected argument '%s'",
+				    argv[optind]);
 	if (b.json && b.csv)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "--json and --csv exclude each other");
 	if (all && b.test != TEST_BW)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-a goes with -t bw only");
 	if (b.test == TEST_CONN && (b.size_given || all || b.check))
-		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn moves no data: no -s, -a or -c");
+		return rn_cli_error(PROG, jerr, EXIT_USAGE,
+				    "-t conn moves no data: no -s, -a or -c");
 	if (b.spread && b.merge)
-		return rn_cli_error(PROG, jerr, EXIT_USAGE, "--spread and --merge: one device or many");
+		return rn_cli_error(PROG, jerr, EXIT_USAGE,
+				    "--spread and --merge: one device or many");
 	if (b.test == TEST_CONN && b.iters > MAX_CONN_TEST)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-t conn: at most %d connections (-n)",
 				    MAX_CONN_TEST);
@@ -1351,8 +1397,10 @@ int main(int argc, char **argv)
 		snprintf(addr, sizeof(addr), strchr(b.server, ':') ? "[%s]:%d" : "%s:%d", b.server,
 			 b.port);
 		if (side_addr_check(addr))
-			return rn_cli_error(PROG, jerr, EXIT_USAGE, "bad server address '%s' (a "
-					    "numeric IPv4 or IPv6 address)", b.server);
+			return rn_cli_error(PROG, jerr, EXIT_USAGE,
+					    "bad server address '%s' (a "
+					    "numeric IPv4 or IPv6 address)",
+					    b.server);
 	}
 	if (b.test == TEST_CONN && !b.iters)
 		b.iters = 8;
@@ -1375,7 +1423,8 @@ int main(int argc, char **argv)
 		 * stderr */
 		fflush(stdout);
 		fd = dup(STDOUT_FILENO);
-		if (fd < 0 || !(b.mout = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+		if (fd < 0 || !(b.mout = fdopen(fd, "w")) ||
+		    dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
 			perror(PROG ": stdout");
 			return EXIT_FAILED;
 		}

@@ -52,36 +52,36 @@
 #define MAX_SIZES 16
 #define MAX_CONNS 8
 #define MAX_TAGS 8
-#define MAX_MERGE 8      /* NCCL_NET_MAX_DEVS_PER_NIC (v12) */
+#define MAX_MERGE 8                /* NCCL_NET_MAX_DEVS_PER_NIC (v12) */
 #define BUF_CAP ((size_t)64 << 20) /* buffer bytes per connection and side, at most */
 
 struct driver {
 	const char *plugin;
 	int max_version;
 	int ncomms;
-	int cycles;       /* reinit: communicators made one after another */
+	int cycles; /* reinit: communicators made one after another */
 	int require_devices;
 	int dev;
-	int merge[MAX_MERGE];  /* --merge: devices to fuse into the vNIC used */
+	int merge[MAX_MERGE]; /* --merge: devices to fuse into the vNIC used */
 	int nmerge;
 	size_t sizes[MAX_SIZES];
 	int nsizes;
-	size_t recv_size; /* 0: each receive as large as the send */
-	long iters;       /* per size */
+	size_t recv_size;   /* 0: each receive as large as the send */
+	long iters;         /* per size */
 	int window;
-	int tags;         /* buffers per irecv (multi-receive), each with its own tag */
-	int conns;        /* connections between server and client */
-	int nap_us;       /* sleep after a poll round without progress (0: busy poll) */
+	int tags;           /* buffers per irecv (multi-receive), each with its own tag */
+	int conns;          /* connections between server and client */
+	int nap_us;         /* sleep after a poll round without progress (0: busy poll) */
 	int late_accept_ms; /* server: hold the first accept this long */
 	int timeout_ms;
-	const char *addr; /* side channel */
+	const char *addr;   /* side channel */
 	struct netplug np;
 	void *ctx[MAX_COMMS];
-	int ninit;        /* contexts to finalize */
-	int rounds;       /* server/client: the whole exchange this often, in one init */
+	int ninit;           /* contexts to finalize */
+	int rounds;          /* server/client: the whole exchange this often, in one init */
 	const char *between; /* shell command run between rounds (RN_ROUND=n set) */
-	int keep;         /* more rounds follow: driver_stop keeps the plugin */
-	int ranks, rank;  /* rma: the group, and who we are in it */
+	int keep;            /* more rounds follow: driver_stop keeps the plugin */
+	int ranks, rank;     /* rma: the group, and who we are in it */
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -120,8 +120,8 @@ static void print_props(int dev, const ncclNetProperties_v12_t *p)
 	    dev, p->name ? p->name : "(null)", p->pciPath ? p->pciPath : "(null)",
 	    (unsigned long long)p->guid, p->speed, p->port, p->latency, p->maxComms, p->maxRecvs,
 	    ptr_str(p->ptrSupport, ptr, sizeof(ptr)), p->regIsGlobal, p->forceFlush,
-	    p->netDeviceType, p->netDeviceVersion, p->vProps.ndevs, vdevs,
-	    p->maxP2pBytes, p->maxCollBytes, p->maxMultiRequestSize, p->railId, p->planeId);
+	    p->netDeviceType, p->netDeviceVersion, p->vProps.ndevs, vdevs, p->maxP2pBytes,
+	    p->maxCollBytes, p->maxMultiRequestSize, p->railId, p->planeId);
 }
 
 /* Load, then init one communicator per slot as NCCL does: finalize even after a failure. */
@@ -143,7 +143,8 @@ static int driver_start(struct driver *d, int ncomms, int *ndev)
 	}
 	say("loaded net plugin %s (v%d) from %s", d->np.name, d->np.version, d->np.lib);
 	for (i = 0; i < ncomms; i++) {
-		res = netplug_init(&d->np, &d->ctx[i], 0x5eed0000ull + (uint64_t)i, -1, tool_logger);
+		res = netplug_init(&d->np, &d->ctx[i], 0x5eed0000ull + (uint64_t)i, -1,
+				   tool_logger);
 		d->ninit = i + 1;
 		if (res != ncclSuccess) {
 			say("init of communicator %d failed: %s", i, netplug_result_str(res));
@@ -186,9 +187,14 @@ static int driver_stop(struct driver *d)
 /* The RMA table beside the net one, on the net init's context as NCCL 2.30.7 runs it. */
 static int cmd_rma(struct driver *d)
 {
-	struct driver_rma_opts o = { .ranks = d->ranks, .rank = d->rank, .dev = d->dev,
-				     .size = d->sizes[0], .rounds = d->rounds, .iters = d->iters,
-				     .timeout_ms = d->timeout_ms, .nap_us = d->nap_us,
+	struct driver_rma_opts o = { .ranks = d->ranks,
+				     .rank = d->rank,
+				     .dev = d->dev,
+				     .size = d->sizes[0],
+				     .rounds = d->rounds,
+				     .iters = d->iters,
+				     .timeout_ms = d->timeout_ms,
+				     .nap_us = d->nap_us,
 				     .addr = d->addr };
 	int ndev, rc = driver_start(d, 1, &ndev);
 
@@ -253,7 +259,6 @@ struct wire_ack {
 	uint64_t sum[MAX_CONNS];
 };
 
-
 static int expired(double deadline)
 {
 	return tool_now() > deadline;
@@ -264,7 +269,7 @@ struct xfer {
 	struct driver *d;
 	void *comm, *mh;
 	int sender, conn, nslots;
-	size_t slot_bytes;         /* per buffer */
+	size_t slot_bytes; /* per buffer */
 	unsigned char *buf;
 	void *reqs[NCCL_NET_MAX_REQUESTS * MAX_TAGS];
 	long msg[NCCL_NET_MAX_REQUESTS * MAX_TAGS]; /* message (sender) / group (receiver) */
@@ -329,7 +334,8 @@ static int xfer_post(struct xfer *x, int s)
 
 	if (x->sender) {
 		long k = x->posted, g = k / d->tags;
-		int pos = (int)(k % d->tags), t = (d->tags - 1 - pos + (int)(g % d->tags)) % d->tags;
+		int pos = (int)(k % d->tags),
+		    t = (d->tags - 1 - pos + (int)(g % d->tags)) % d->tags;
 		size_t n = send_size(d, g, t);
 		uint64_t id = (uint64_t)g * (uint64_t)d->tags + (uint64_t)t;
 
@@ -378,8 +384,10 @@ static int xfer_test(struct xfer *x, int s)
 	x->reqs[s] = NULL;
 	x->completed++;
 	if (x->sender) {
-		size_t n = send_size(d, g / d->tags, (d->tags - 1 - (int)(g % d->tags) +
-						     (int)((g / d->tags) % d->tags)) % d->tags);
+		size_t n = send_size(d, g / d->tags,
+				     (d->tags - 1 - (int)(g % d->tags) +
+				      (int)((g / d->tags) % d->tags)) %
+					     d->tags);
 
 		if (sizes[0] != (int)n) {
 			say("conn %d: send %ld: test reported %d bytes, sent %zu", x->conn, g,
@@ -487,8 +495,8 @@ static int run_transfers(struct driver *d, struct xfer *xs, int n)
 				last_done = last;
 			}
 		} else if (expired(last + d->timeout_ms / 1000.0)) {
-			say("no progress for %d ms after %ld of %ld requests", d->timeout_ms, done_all,
-			    want);
+			say("no progress for %d ms after %ld of %ld requests", d->timeout_ms,
+			    done_all, want);
 			return -1;
 		} else {
 			tool_nap(d->nap_us);
@@ -505,8 +513,8 @@ static int run_transfers(struct driver *d, struct xfer *xs, int n)
 		    d->iters, d->tags, window_of(d));
 	}
 	if (n == 1 && d->nsizes == 1 && d->tags == 1)
-		say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s", xs[0].sender ? "sent" :
-		    "received", xs[0].completed, d->sizes[0], secs,
+		say("%s %ld messages of %zu bytes in %.3f s: %.1f MB/s",
+		    xs[0].sender ? "sent" : "received", xs[0].completed, d->sizes[0], secs,
 		    secs > 0 ? (double)bytes / secs / 1e6 : 0);
 	else
 		say("%s %ld bytes in %.3f s: %.1f MB/s", xs[0].sender ? "sent" : "received", bytes,
@@ -568,9 +576,8 @@ static void hello_to_driver(struct driver *d, const struct wire_hello *h)
 
 static int hello_ok(const struct wire_hello *h)
 {
-	return h->magic == HELLO_MAGIC && h->conns >= 1 && h->conns <= MAX_CONNS &&
-	       h->tags >= 1 && h->tags <= MAX_TAGS && h->nsizes >= 1 && h->nsizes <= MAX_SIZES &&
-	       h->iters >= 1;
+	return h->magic == HELLO_MAGIC && h->conns >= 1 && h->conns <= MAX_CONNS && h->tags >= 1 &&
+	       h->tags <= MAX_TAGS && h->nsizes >= 1 && h->nsizes <= MAX_SIZES && h->iters >= 1;
 }
 
 /* --late-accept-ms: the peer has our handles and connects; our first accept comes late. */
@@ -585,9 +592,12 @@ static void late_accept(const struct driver *d)
 
 static int cmd_server(struct driver *d)
 {
-	struct wire_hello hello = { .magic = HELLO_MAGIC, .conns = (uint32_t)d->conns,
-				    .tags = (uint32_t)d->tags, .nsizes = (uint32_t)d->nsizes,
-				    .iters = (uint64_t)d->iters, .recv_size = d->recv_size };
+	struct wire_hello hello = { .magic = HELLO_MAGIC,
+				    .conns = (uint32_t)d->conns,
+				    .tags = (uint32_t)d->tags,
+				    .nsizes = (uint32_t)d->nsizes,
+				    .iters = (uint64_t)d->iters,
+				    .recv_size = d->recv_size };
 	void *lc[MAX_CONNS] = { NULL }, *rcs[MAX_CONNS] = { NULL };
 	struct xfer xs[MAX_CONNS];
 	struct wire_ack ack = { 0 };
@@ -732,7 +742,8 @@ static int cmd_client(struct driver *d)
 		for (i = 0; i < d->conns; i++) {
 			if (scs[i])
 				continue;
-			res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, hello.handle[i], &scs[i]);
+			res = netplug_connect(&d->np, d->ctx[0], d->dev, -1, hello.handle[i],
+					      &scs[i]);
 			if (res != ncclSuccess) {
 				say_plugin_error("connect", res);
 				say("connect failed after %.1f s", tool_now() - t0);
@@ -903,8 +914,8 @@ static int cmd_reinit(struct driver *d)
 			rc = EXIT_FAILED;
 		}
 		if (!rc)
-			say("cycle %d: init, dev %d (%s), checked loopback, finalize: ok", cyc, d->dev,
-			    first);
+			say("cycle %d: init, dev %d (%s), checked loopback, finalize: ok", cyc,
+			    d->dev, first);
 	}
 	if (!rc)
 		say("%d init/finalize cycles with the library kept loaded (v%d): ok", d->cycles,
@@ -1040,12 +1051,14 @@ static int cmd_service(struct driver *d)
 		}
 	}
 	say("service thread: %d pairs up in %.3f s (%d listen/connect/accept calls, %d regMr "
-	    "interleaved)", n, tool_now() - t0, calls, regs);
+	    "interleaved)",
+	    n, tool_now() - t0, calls, regs);
 	rc = run_transfers(d, xs, 2 * n) ? EXIT_FAILED : 0;
 	for (i = 0; !rc && i < n; i++)
 		if (xs[2 * i].sum != xs[2 * i + 1].sum) {
 			say("pair %d: checksum sent %#llx, received %#llx", i,
-			    (unsigned long long)xs[2 * i + 1].sum, (unsigned long long)xs[2 * i].sum);
+			    (unsigned long long)xs[2 * i + 1].sum,
+			    (unsigned long long)xs[2 * i].sum);
 			rc = EXIT_FAILED;
 		}
 	if (!rc)
@@ -1103,8 +1116,8 @@ static int cmd_abort_reload(struct driver *d)
 		if (!pr && netplug_accept(&d->np, pl, &pr) != ncclSuccess)
 			goto stop;
 	}
-	if (!ps || !pr || netplug_reg_mr(&d->np, ps, buf, sizeof(buf), NCCL_PTR_HOST, &mh) !=
-	    ncclSuccess) {
+	if (!ps || !pr ||
+	    netplug_reg_mr(&d->np, ps, buf, sizeof(buf), NCCL_PTR_HOST, &mh) != ncclSuccess) {
 		say("abort-reload: the first connection did not come up");
 		goto stop;
 	}
@@ -1126,7 +1139,8 @@ static int cmd_abort_reload(struct driver *d)
 	for (k = 0; k < 100; k++) {
 		for (i = k > 50 ? n / 2 : 0; i < n; i++) {
 			sc = NULL;
-			if (netplug_connect(&d->np, d->ctx[0], d->dev, -1, hc[i], &sc) != ncclSuccess ||
+			if (netplug_connect(&d->np, d->ctx[0], d->dev, -1, hc[i], &sc) !=
+				    ncclSuccess ||
 			    sc) {
 				say("abort-reload: connect %d %s", i, sc ? "completed" : "failed");
 				goto stop;
@@ -1137,8 +1151,8 @@ static int cmd_abort_reload(struct driver *d)
 			for (i = 0; i < n / 2; i++) {
 				rcm = NULL;
 				if (netplug_accept(&d->np, lc[i], &rcm) != ncclSuccess || rcm) {
-					say("abort-reload: accept %d %s", i, rcm ? "completed" :
-					    "failed");
+					say("abort-reload: accept %d %s", i,
+					    rcm ? "completed" : "failed");
 					goto stop;
 				}
 				nacc++;
@@ -1147,7 +1161,8 @@ static int cmd_abort_reload(struct driver *d)
 	}
 	proc_count(&held);
 	say("aborting with 1 connected pair (1 registration), %d listeners, %d connects in "
-	    "flight, %d accepts begun: nothing closed, as ncclCommAbort", n, nconn, nacc);
+	    "flight, %d accepts begun: nothing closed, as ncclCommAbort",
+	    n, nconn, nacc);
 	say_counts("at the abort", &held);
 	rc = 0;
 stop:
@@ -1185,10 +1200,13 @@ static const struct {
 	{ "client", cmd_client, "fetch the handle from ADDR:PORT; connect; send" },
 	{ "loopback", cmd_loopback, "connect --dev to itself in one process; send and receive" },
 	{ "service", cmd_service, "--conns loopback pairs from one thread, NCCL's proxy way" },
-	{ "abort-reload", cmd_abort_reload, "abort mid-connect, unload, reload, transfer; "
+	{ "abort-reload", cmd_abort_reload,
+	  "abort mid-connect, unload, reload, transfer; "
 	  "nothing may be left" },
-	{ "reinit", cmd_reinit, "--cycles init/finalize with the library kept loaded; loopback each" },
-	{ "rma", cmd_rma, "rank --rank of --ranks: the RMA table (NCCL 2.30.7's host RMA) over "
+	{ "reinit", cmd_reinit,
+	  "--cycles init/finalize with the library kept loaded; loopback each" },
+	{ "rma", cmd_rma,
+	  "rank --rank of --ranks: the RMA table (NCCL 2.30.7's host RMA) over "
 	  "the group; rank 0 gathers the handles on ADDR:PORT" },
 };
 
@@ -1353,7 +1371,8 @@ int main(int argc, char **argv)
 	};
 	struct driver d = {
 		.plugin = getenv("NCCL_NET_PLUGIN") && *getenv("NCCL_NET_PLUGIN") ?
-			  getenv("NCCL_NET_PLUGIN") : "roce",
+				  getenv("NCCL_NET_PLUGIN") :
+				  "roce",
 		.max_version = 12,
 		.ncomms = 2,
 		.cycles = 3,
@@ -1393,7 +1412,9 @@ int main(int argc, char **argv)
 			if (rn_cli_int(optarg, 1, 1000, &d.cycles))
 				return bad_value("cycles", optarg);
 			break;
-		case 'r': d.require_devices = 1; break;
+		case 'r':
+			d.require_devices = 1;
+			break;
 		case 'd':
 			if (rn_cli_int(optarg, 0, 1023, &d.dev))
 				return bad_value("dev", optarg);
@@ -1454,10 +1475,16 @@ int main(int argc, char **argv)
 			if (rn_cli_int(optarg, 1, 86400000, &d.timeout_ms))
 				return bad_value("timeout-ms", optarg);
 			break;
-		case 'v': verbose = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'Z': return rn_cli_version(PROG);
-		default: return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
+		case 'v':
+			verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'Z':
+			return rn_cli_version(PROG);
+		default:
+			return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
 		}
 	}
 	if (verbose)
@@ -1478,15 +1505,17 @@ int main(int argc, char **argv)
 			return rn_cli_error(PROG, NULL, EXIT_USAGE, "unknown command '%s'", cmd);
 	}
 	if (fn == cmd_rma && d.rank >= d.ranks)
-		return rn_cli_error(PROG, NULL, EXIT_USAGE, "rma: --rank %d is not below --ranks %d",
-				    d.rank, d.ranks);
+		return rn_cli_error(PROG, NULL, EXIT_USAGE,
+				    "rma: --rank %d is not below --ranks %d", d.rank, d.ranks);
 	if (fn == cmd_server || fn == cmd_client || fn == cmd_rma) {
 		if (k == argc)
 			return rn_cli_error(PROG, NULL, EXIT_USAGE, "%s needs ADDR:PORT", cmd);
 		d.addr = argv[k++];
 		if (side_addr_check(d.addr))
-			return rn_cli_error(PROG, NULL, EXIT_USAGE, "bad address '%s' (ADDR:PORT, "
-					    "[IPv6]:PORT or unix:PATH)", d.addr);
+			return rn_cli_error(PROG, NULL, EXIT_USAGE,
+					    "bad address '%s' (ADDR:PORT, "
+					    "[IPv6]:PORT or unix:PATH)",
+					    d.addr);
 	}
 	if (k < argc)
 		return rn_cli_error(PROG, NULL, EXIT_USAGE, "unexpected argument '%s'", argv[k]);
@@ -1494,8 +1523,10 @@ int main(int argc, char **argv)
 	 * as it is the only check that does work (dlopen). */
 	if (plugin_word && optind + 1 == argc &&
 	    netplug_open(&d.np, plugin_word, d.max_version, tool_logger))
-		return rn_cli_error(PROG, NULL, EXIT_USAGE, "unknown command '%s' (nor a plugin "
-				    "that loads)", plugin_word);
+		return rn_cli_error(PROG, NULL, EXIT_USAGE,
+				    "unknown command '%s' (nor a plugin "
+				    "that loads)",
+				    plugin_word);
 	if (plugin_word)
 		d.plugin = plugin_word;
 	if (fn != cmd_server && fn != cmd_client)

@@ -38,7 +38,8 @@ struct rma_run {
 	long puts, gets, signals, flushes;
 };
 
-static void rsay(const struct rma_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rsay(const struct rma_run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void rsay(const struct rma_run *r, const char *fmt, ...)
 {
@@ -71,7 +72,8 @@ static int handles_allgather(struct rma_run *r, unsigned char *all)
 		int lfd = side_listen(r->o->addr), *fds = calloc((size_t)r->n, sizeof(int));
 
 		if (lfd < 0 || !fds) {
-			rsay(r, "side channel %s: %s", r->o->addr, strerror(lfd < 0 ? -lfd : ENOMEM));
+			rsay(r, "side channel %s: %s", r->o->addr,
+			     strerror(lfd < 0 ? -lfd : ENOMEM));
 			free(fds);
 			return -1;
 		}
@@ -117,7 +119,9 @@ static int handles_allgather(struct rma_run *r, unsigned char *all)
 		memcpy(h, &rank, 4);
 		memcpy(h + 4, all + (size_t)r->me * HSIZE, HSIZE);
 		ret = side_send(fd, h, sizeof(h), tmo) ||
-		      side_recv(fd, all, (size_t)r->n * HSIZE, tmo) ? -1 : 0;
+				      side_recv(fd, all, (size_t)r->n * HSIZE, tmo) ?
+			      -1 :
+			      0;
 	}
 	close(fd);
 	if (ret)
@@ -164,7 +168,8 @@ static int wait_signal(struct rma_run *r, int k, uint64_t want, const char *what
 	while (__atomic_load_n(&r->sig[k], __ATOMIC_ACQUIRE) < want) {
 		bool err = false;
 
-		if (r->t->queryLastError && r->t->queryLastError(r->ctx, &err) == ncclSuccess && err) {
+		if (r->t->queryLastError && r->t->queryLastError(r->ctx, &err) == ncclSuccess &&
+		    err) {
 			rsay(r, "%s: the plugin reports an error (queryLastError)", what);
 			return RN_EXIT_FAIL;
 		}
@@ -203,8 +208,8 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 	tool_fill(r->src, r->size, pattern_id(r->me, round));
 	for (p = 0; p < r->n; p++) {
 		res = r->t->iputSignal(r->ctx, 0, 0, r->src_mh, r->size, (uint64_t)r->me * r->size,
-				       r->dst_mh, (uint32_t)p, (uint64_t)r->me * 8, r->sig_mh, add, op,
-				       true, &reqs[p]);
+				       r->dst_mh, (uint32_t)p, (uint64_t)r->me * 8, r->sig_mh, add,
+				       op, true, &reqs[p]);
 		if (res != ncclSuccess)
 			return bad(r, "iputSignal", res);
 	}
@@ -215,7 +220,8 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 			return rc;
 		off = tool_check(r->dst + (size_t)p * r->size, r->size, pattern_id(p, round));
 		if (off >= 0) {
-			rsay(r, "round %d: the put from rank %d differs at byte %ld", round, p, off);
+			rsay(r, "round %d: the put from rank %d differs at byte %ld", round, p,
+			     off);
 			return RN_EXIT_FAIL;
 		}
 		r->puts++;
@@ -224,14 +230,16 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 	/* every rank's source holds this round's pattern until the round-end signals */
 	for (p = 0; p < r->n; p++) {
 		memset(r->got, 0, r->size);
-		res = r->t->iget(r->ctx, 0, 0, r->src_mh, r->size, 0, r->got_mh, (uint32_t)p, &reqs[0]);
+		res = r->t->iget(r->ctx, 0, 0, r->src_mh, r->size, 0, r->got_mh, (uint32_t)p,
+				 &reqs[0]);
 		if (res != ncclSuccess)
 			return bad(r, "iget", res);
 		if ((rc = wait_reqs(r, reqs, 1, "iget")))
 			return rc;
 		off = tool_check(r->got, r->size, pattern_id(p, round));
 		if (off >= 0) {
-			rsay(r, "round %d: the get from rank %d differs at byte %ld", round, p, off);
+			rsay(r, "round %d: the get from rank %d differs at byte %ld", round, p,
+			     off);
 			return RN_EXIT_FAIL;
 		}
 		r->gets++;
@@ -296,8 +304,8 @@ static int bandwidth(struct rma_run *r, void **reqs, double *mbps)
 		if (!progress && r->o->nap_us)
 			tool_nap(r->o->nap_us);
 		if (tool_now() > deadline) {
-			rsay(r, "bandwidth: %ld of %ld puts done within %d ms", posted - inflight, iters,
-			     r->o->timeout_ms);
+			rsay(r, "bandwidth: %ld of %ld puts done within %d ms", posted - inflight,
+			     iters, r->o->timeout_ms);
 			return RN_EXIT_FAIL;
 		}
 	}
@@ -354,8 +362,8 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 		rc = bad(&r, "getProperties", res);
 		goto fin;
 	}
-	rsay(&r, "device %d: %s, netDeviceType %d, maxRecvs %d, ptrSupport %#x", o->dev,
-	     props.name, props.netDeviceType, props.maxRecvs, props.ptrSupport);
+	rsay(&r, "device %d: %s, netDeviceType %d, maxRecvs %d, ptrSupport %#x", o->dev, props.name,
+	     props.netDeviceType, props.maxRecvs, props.ptrSupport);
 	if ((res = r.t->listen(rctx, o->dev, handles + (size_t)r.me * HSIZE, &lc)) != ncclSuccess) {
 		rc = bad(&r, "listen", res);
 		goto fin;
@@ -378,7 +386,8 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 	}
 	rsay(&r, "group of %d ranks connected, context created", r.n);
 	if ((res = r.t->regMrSym(r.coll, r.src, r.size, NCCL_PTR_HOST, 0, &r.src_mh)) ||
-	    (res = r.t->regMrSym(r.coll, r.dst, r.size * (size_t)r.n, NCCL_PTR_HOST, 0, &r.dst_mh)) ||
+	    (res = r.t->regMrSym(r.coll, r.dst, r.size * (size_t)r.n, NCCL_PTR_HOST, 0,
+				 &r.dst_mh)) ||
 	    (res = r.t->regMrSym(r.coll, r.got, r.size, NCCL_PTR_HOST, 0, &r.got_mh)) ||
 	    (res = r.t->regMrSym(r.coll, r.sig, sizeof(uint64_t) * 3 * (size_t)r.n, NCCL_PTR_HOST,
 				 NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET, &r.sig_mh))) {
@@ -388,8 +397,10 @@ int driver_rma(struct netplug *np, void *net_ctx, const struct driver_rma_opts *
 	for (i = 0; i < o->rounds; i++)
 		if ((rc = one_round(&r, i, reqs)))
 			goto dereg;
-	rsay(&r, "%ld puts, %ld gets, %ld signals and %ld flushes checked over %d rounds of %zu "
-	     "bytes", r.puts, r.gets, r.signals, r.flushes, o->rounds, r.size);
+	rsay(&r,
+	     "%ld puts, %ld gets, %ld signals and %ld flushes checked over %d rounds of %zu "
+	     "bytes",
+	     r.puts, r.gets, r.signals, r.flushes, o->rounds, r.size);
 	if (r.me == 0 && r.n > 1 && o->iters > 0) {
 		if ((rc = bandwidth(&r, reqs, &mbps)))
 			goto dereg;

@@ -37,11 +37,12 @@ static uint64_t subsys_bit(const char *name, size_t len)
 		const char *name;
 		uint64_t bit;
 	} names[] = {
-		{ "INIT", 0x1 },     { "COLL", 0x2 },    { "P2P", 0x4 },       { "SHM", 0x8 },
-		{ "NET", 0x10 },     { "GRAPH", 0x20 },  { "TUNING", 0x40 },   { "ENV", 0x80 },
-		{ "ALLOC", 0x100 },  { "CALL", 0x200 },  { "PROXY", 0x400 },   { "NVLS", 0x800 },
-		{ "BOOTSTRAP", 0x1000 }, { "REG", 0x2000 }, { "PROFILE", 0x4000 },
-		{ "RAS", 0x8000 },   { "ALL", ~0ull },
+		{ "INIT", 0x1 },         { "COLL", 0x2 },    { "P2P", 0x4 },
+		{ "SHM", 0x8 },          { "NET", 0x10 },    { "GRAPH", 0x20 },
+		{ "TUNING", 0x40 },      { "ENV", 0x80 },    { "ALLOC", 0x100 },
+		{ "CALL", 0x200 },       { "PROXY", 0x400 }, { "NVLS", 0x800 },
+		{ "BOOTSTRAP", 0x1000 }, { "REG", 0x2000 },  { "PROFILE", 0x4000 },
+		{ "RAS", 0x8000 },       { "ALL", ~0ull },
 	};
 	size_t i;
 

@@ -35,8 +35,7 @@ uint64_t nccl_log_parse_subsys(const char *v);
  * NCCL_DEBUG_FILE's pattern -> file name: %h the host name, %p the pid, %% a '%',
  * any other %x kept as is. 0, or -ENAMETOOLONG when @len is too small.
  */
-int nccl_log_expand_file(const char *pattern, const char *host, int pid, char *out,
-			 size_t len);
+int nccl_log_expand_file(const char *pattern, const char *host, int pid, char *out, size_t len);
 
 /*
  * Whether a line of @level and @flags is shown, given the threshold @threshold

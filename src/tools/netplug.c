@@ -13,23 +13,31 @@
 #define V(n) ((const ncclNet_v##n##_t *)np->table)
 
 /* Every version's table starts with the same fields up to closeListen. */
-#define CALL_ANY(field, ...)                                        \
-	switch (np->version) {                                      \
-	case 12: return V(12)->field(__VA_ARGS__);                  \
-	case 11: return V(11)->field(__VA_ARGS__);                  \
-	case 10: return V(10)->field(__VA_ARGS__);                  \
-	case 9: return V(9)->field(__VA_ARGS__);                    \
-	case 8: return V(8)->field(__VA_ARGS__);                    \
-	case 7: return V(7)->field(__VA_ARGS__);                    \
-	case 6: return V(6)->field(__VA_ARGS__);                    \
-	}                                                           \
+#define CALL_ANY(field, ...) \
+	switch (np->version) { \
+	case 12: \
+		return V(12)->field(__VA_ARGS__); \
+	case 11: \
+		return V(11)->field(__VA_ARGS__); \
+	case 10: \
+		return V(10)->field(__VA_ARGS__); \
+	case 9: \
+		return V(9)->field(__VA_ARGS__); \
+	case 8: \
+		return V(8)->field(__VA_ARGS__); \
+	case 7: \
+		return V(7)->field(__VA_ARGS__); \
+	case 6: \
+		return V(6)->field(__VA_ARGS__); \
+	} \
 	return ncclInternalError
 
 const char *netplug_result_str(ncclResult_t res)
 {
 	static const char *const names[] = {
-		"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
-		"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
+		"ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+		"ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+		"ncclRemoteError",   "ncclInProgress",
 	};
 
 	return (unsigned)res < sizeof(names) / sizeof(names[0]) ? names[res] : "ncclUnknownResult";
@@ -69,8 +77,8 @@ static void *open_one(const char *name, char *used, size_t len, ncclDebugLogger_
 	snprintf(used, len, "%s", name);
 	if (dl)
 		return dl;
-	log(NCCL_LOG_INFO, NCCL_INIT | NCCL_NET, __FILE__, __LINE__, "Could not find: %s. %s",
-	    name, dlerror());
+	log(NCCL_LOG_INFO, NCCL_INIT | NCCL_NET, __FILE__, __LINE__, "Could not find: %s. %s", name,
+	    dlerror());
 	if (strchr(name, '/') || (!strncmp(name, "lib", 3) && ends_with(name, ".so")))
 		return NULL;
 	snprintf(used, len, "libnccl-net-%s.so", name);
@@ -334,8 +342,8 @@ ncclResult_t netplug_dereg_mr(struct netplug *np, void *comm, void *mh)
 	CALL_ANY(deregMr, comm, mh);
 }
 
-ncclResult_t netplug_isend(struct netplug *np, void *sc, void *data, size_t size, int tag,
-			   void *mh, void **req)
+ncclResult_t netplug_isend(struct netplug *np, void *sc, void *data, size_t size, int tag, void *mh,
+			   void **req)
 {
 	if (np->version >= 10)
 		return V(10)->isend(sc, data, size, tag, mh, NULL, req); /* same shape v10..v12 */

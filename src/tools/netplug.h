@@ -15,11 +15,11 @@
 
 struct netplug {
 	void *dl;
-	char lib[256];          /* the name dlopen() accepted */
-	int version;            /* 6..12 */
-	const char *name;       /* the table's name ("RoCE") */
+	char lib[256];     /* the name dlopen() accepted */
+	int version;       /* 6..12 */
+	const char *name;  /* the table's name ("RoCE") */
 	const void *table;
-	int legacy_inited;      /* pre-v11: init once per process */
+	int legacy_inited; /* pre-v11: init once per process */
 };
 
 /*
@@ -48,8 +48,8 @@ ncclResult_t netplug_accept(struct netplug *np, void *lc, void **rc);
 ncclResult_t netplug_reg_mr(struct netplug *np, void *comm, void *data, size_t size, int type,
 			    void **mh);
 ncclResult_t netplug_dereg_mr(struct netplug *np, void *comm, void *mh);
-ncclResult_t netplug_isend(struct netplug *np, void *sc, void *data, size_t size, int tag,
-			   void *mh, void **req);
+ncclResult_t netplug_isend(struct netplug *np, void *sc, void *data, size_t size, int tag, void *mh,
+			   void **req);
 ncclResult_t netplug_irecv(struct netplug *np, void *rc, int n, void **data, size_t *sizes,
 			   int *tags, void **mhs, void **req);
 ncclResult_t netplug_test(struct netplug *np, void *req, int *done, int *sizes);

@@ -119,7 +119,9 @@ int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 		if (*p == '*') {
 			n = va_arg(ap, int);
 			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%d",
-					       n < -1000 ? -1000 : n > 1000 ? 1000 : n);
+					       n < -1000 ? -1000 :
+					       n > 1000  ? 1000 :
+							   n);
 			p++;
 		} else {
 			while (*p >= '0' && *p <= '9' && sl < 14)
@@ -145,18 +147,27 @@ int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 		}
 		/* length: 1 h/hh (promoted to int), 2 l, 3 ll/j/q, 4 z/t, 5 L */
 		for (; *p && strchr("hlLqjzt", *p); p++)
-			lmod = *p == 'h' ? (lmod ? lmod : 1) : *p == 'l' ? (lmod == 2 ? 3 : 2) :
-			       *p == 'L' ? 5 : *p == 'z' || *p == 't' ? 4 : 3;
+			lmod = *p == 'h'              ? (lmod ? lmod : 1) :
+			       *p == 'l'              ? (lmod == 2 ? 3 : 2) :
+			       *p == 'L'              ? 5 :
+			       *p == 'z' || *p == 't' ? 4 :
+							3;
 		if (!*p)
 			break;
 		k = *p++;
 		tmp[0] = '\0';
 		switch (k) {
-		case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+		case 'd':
+		case 'i':
+		case 'u':
+		case 'x':
+		case 'X':
+		case 'o':
+		case 'c': {
 			const char *m = lmod == 2 ? "l" : lmod == 3 ? "ll" : lmod == 4 ? "z" : "";
 
-			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%s%c", k == 'c' ? "" : m,
-					       k);
+			sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "%s%c",
+					       k == 'c' ? "" : m, k);
 			if (k == 'c' || lmod < 2 || lmod == 5)
 				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, int));
 			else if (lmod == 2)
@@ -167,7 +178,14 @@ int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, size_t));
 			break;
 		}
-		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
+		case 'f':
+		case 'F':
+		case 'e':
+		case 'E':
+		case 'g':
+		case 'G':
+		case 'a':
+		case 'A':
 			if (lmod == 5) {
 				sl += (size_t)snprintf(spec + sl, sizeof(spec) - sl, "L%c", k);
 				snprintf(tmp, sizeof(tmp), spec, va_arg(ap, long double));
@@ -222,7 +240,8 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	va_list ap;
 	FILE *out;
 
-	if (level != NCCL_LOG_WARN && (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level()))
+	if (level != NCCL_LOG_WARN &&
+	    (level == NCCL_LOG_NONE || (int)level > (int)tool_log_level()))
 		return;
 	if (!host[0] && gethostname(host, sizeof(host) - 1))
 		strcpy(host, "?");
@@ -316,7 +335,8 @@ static int resolve(const char *addr, int passive, struct addrinfo **res)
 	if (ret < 0)
 		return ret;
 	if (ret) {
-		unix_ai = (struct addrinfo){ .ai_family = AF_UNIX, .ai_socktype = SOCK_STREAM,
+		unix_ai = (struct addrinfo){ .ai_family = AF_UNIX,
+					     .ai_socktype = SOCK_STREAM,
 					     .ai_addr = (struct sockaddr *)&sun,
 					     .ai_addrlen = sizeof(sun) };
 		*res = &unix_ai;
@@ -400,8 +420,7 @@ static int cand_read(struct side_cand *c, const unsigned char *greeting, size_t 
 	unsigned char buf[64];
 	ssize_t n;
 
-	n = recv(c->fd, buf, len - c->got < sizeof(buf) ? len - c->got : sizeof(buf),
-		 MSG_DONTWAIT);
+	n = recv(c->fd, buf, len - c->got < sizeof(buf) ? len - c->got : sizeof(buf), MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return 0;
 	if (n <= 0 || memcmp(buf, greeting + c->got, (size_t)n))

@@ -11,11 +11,11 @@
 #include "rn_path.h"
 
 struct fake_path_script {
-	int start_ret;            /* rn_conn_check_start's answer */
-	int eagain_polls;         /* -EAGAIN this many times first */
-	int poll_ret;             /* then this (0, -EHOSTUNREACH, -errno) */
+	int start_ret;    /* rn_conn_check_start's answer */
+	int eagain_polls; /* -EAGAIN this many times first */
+	int poll_ret;     /* then this (0, -EHOSTUNREACH, -errno) */
 	struct rn_finding finding;
-	int diag_ret;             /* rn_diagnose_peer's answer */
+	int diag_ret;     /* rn_diagnose_peer's answer */
 	struct rn_finding diag;
 };
 

@@ -10,7 +10,7 @@
 
 #include "rn_net.h"
 
-static int double_net_ret;            /* what every call answers */
+static int double_net_ret; /* what every call answers */
 static int double_net_calls;
 static struct {
 	struct rn_engine *eng;

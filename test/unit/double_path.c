@@ -20,16 +20,18 @@
 struct double_nic_plan {
 	const char *ibdev;
 	int port;
-	int gid_index;              /* -1: no usable GID */
+	int gid_index;       /* -1: no usable GID */
 	enum rn_verdict_kind verdict;
-	enum rn_cause cause;        /* the finding, when not OK */
+	enum rn_cause cause; /* the finding, when not OK */
 };
 
 static struct double_nic_plan double_path_plan[8];
-static int double_path_snapshot_ret;   /* what rn_host_snapshot answers */
-static int double_path_assess_ret;     /* what rn_nic_assess answers */
+static int double_path_snapshot_ret; /* what rn_host_snapshot answers */
+static int double_path_assess_ret;   /* what rn_nic_assess answers */
 static int double_path_snapshots, double_path_frees, double_path_assessed, double_path_logged;
-static struct rn_host { int dummy; } double_path_host;
+static struct rn_host {
+	int dummy;
+} double_path_host;
 
 static void double_path_reset(void)
 {
@@ -76,8 +78,8 @@ static int dbl_assess(struct rn_host *host, struct ibv_context *ctx, struct rn_n
 			return -ENOMEM;
 		nic->findings_cap = nic->nfindings = 1;
 		nic->findings[0].cause = p->cause;
-		nic->findings[0].sev =
-			p->verdict == RN_VERDICT_REFUSED ? RN_SEV_FATAL : RN_SEV_WARN;
+		nic->findings[0].sev = p->verdict == RN_VERDICT_REFUSED ? RN_SEV_FATAL :
+									  RN_SEV_WARN;
 	}
 	return 0;
 }

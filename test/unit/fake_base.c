@@ -68,8 +68,7 @@ static int v_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index
 	return ENOSYS;
 }
 
-static ssize_t v_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
-				 size_t max)
+static ssize_t v_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max)
 {
 	(void)ctx, (void)entries, (void)max;
 	return -ENOSYS;
@@ -94,8 +93,8 @@ static struct ibv_mr *v_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, 
 	return null_errno();
 }
 
-static struct ibv_mr *v_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
-				      uint64_t iova, int fd, int access)
+static struct ibv_mr *v_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+				      int fd, int access)
 {
 	(void)pd, (void)offset, (void)len, (void)iova, (void)fd, (void)access;
 	return null_errno();

@@ -148,8 +148,7 @@ static struct rn_nl_neigh *mk_neigh(struct rn_nl_neigh *n, int ifindex, const ch
 	return n;
 }
 
-void fake_neigh(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last,
-		uint16_t state)
+void fake_neigh(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last, uint16_t state)
 {
 	mk_neigh(&h->neighs[h->nneighs++], ifindex, ip, mac_last, state);
 }
@@ -215,7 +214,8 @@ void fake_policy_routing(struct fake_nl_host *h, int first, int n, const char *s
 		int ifindex = first + k;
 
 		for (i = 0; i < h->naddrs; i++)
-			if (h->addrs[i].ifindex == ifindex && !(h->addrs[i].flags & IFA_F_SECONDARY))
+			if (h->addrs[i].ifindex == ifindex &&
+			    !(h->addrs[i].flags & IFA_F_SECONDARY))
 				break;
 		if (i == h->naddrs)
 			abort();
@@ -229,16 +229,16 @@ void fake_policy_routing(struct fake_nl_host *h, int first, int n, const char *s
 
 /* ops */
 
-#define DUP_ARRAY(arr, cnt, fam, famfield, out, n)                           \
-	do {                                                                 \
-		int i_, k_ = 0;                                              \
-		*(out) = calloc((size_t)(cnt) + 1, sizeof(**(out)));         \
-		if (!*(out))                                                 \
-			return -ENOMEM;                                      \
-		for (i_ = 0; i_ < (cnt); i_++)                               \
-			if (!(fam) || (arr)[i_].famfield == (fam))           \
-				(*(out))[k_++] = (arr)[i_];                  \
-		*(n) = k_;                                                   \
+#define DUP_ARRAY(arr, cnt, fam, famfield, out, n) \
+	do { \
+		int i_, k_ = 0; \
+		*(out) = calloc((size_t)(cnt) + 1, sizeof(**(out))); \
+		if (!*(out)) \
+			return -ENOMEM; \
+		for (i_ = 0; i_ < (cnt); i_++) \
+			if (!(fam) || (arr)[i_].famfield == (fam)) \
+				(*(out))[k_++] = (arr)[i_]; \
+		*(n) = k_; \
 	} while (0)
 
 static int f_link_dump(struct rn_nl_link **out, int *n)
@@ -332,7 +332,8 @@ static int f_route_get(const struct rn_ip *dst, const struct rn_ip *src, int oif
 		if (r->family != dst->family || r->action != FR_ACT_TO_TBL ||
 		    r->table == RN_TABLE_LOCAL)
 			continue;
-		if (r->src_len && !(src && src->family && rn_ip_in_prefix(src, &r->src, r->src_len)))
+		if (r->src_len &&
+		    !(src && src->family && rn_ip_in_prefix(src, &r->src, r->src_len)))
 			continue;
 		if (r->oif[0] && (!oif || strcmp(r->oif, name_of(oif))))
 			continue;
@@ -501,7 +502,6 @@ static int f_sys_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-
 void fake_nl_install(struct fake_nl_host *h)
 {
 	static const struct rn_sys_ops sys = { .read = f_sys_read };
@@ -522,8 +522,10 @@ void fake_nl_uninstall(void)
 	 * made it: every test on a fake host fails on it, whatever it asserts.
 	 */
 	if (rn_finding_bugs()) {
-		fprintf(stderr, "BUG: %u finding template(s) rendered with a key that has no "
-			"value (see the WARN above)\n", rn_finding_bugs());
+		fprintf(stderr,
+			"BUG: %u finding template(s) rendered with a key that has no "
+			"value (see the WARN above)\n",
+			rn_finding_bugs());
 		abort();
 	}
 }

@@ -36,7 +36,7 @@ struct fake_nl_host {
 	int nsys;
 	int probes;
 	int route_gets;
-	int dumps;          /* link, address, rule and route dumps: one round trip each */
+	int dumps; /* link, address, rule and route dumps: one round trip each */
 	/* ARP probes: -EPERM (no CAP_NET_RAW) unless set; l2[a][b] = ifindex a hears b. */
 	int arp_ret;
 	unsigned char l2[FAKE_NL_MAX][FAKE_NL_MAX];
@@ -69,8 +69,7 @@ void fake_rule(struct fake_nl_host *h, uint32_t prio, const char *from, uint32_t
 /* Route @dst ("198.18.0.0/24", "default") in @table out of @ifindex, optional src/gw. */
 void fake_route(struct fake_nl_host *h, uint32_t table, const char *dst, int ifindex,
 		const char *src, const char *gw);
-void fake_neigh(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last,
-		uint16_t state);
+void fake_neigh(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last, uint16_t state);
 void fake_neigh_on_probe(struct fake_nl_host *h, int ifindex, const char *ip, int mac_last);
 /* Another host's @ip answers ARP probes with MAC 02:00:00:00:00:<mac_last>. */
 void fake_arp_peer(struct fake_nl_host *h, const char *ip, int mac_last);

@@ -260,8 +260,8 @@ static struct ibv_mr *f_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, 
 	return new_mr(pd, addr, len);
 }
 
-static struct ibv_mr *f_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
-				      uint64_t iova, int fd, int access)
+static struct ibv_mr *f_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+				      int fd, int access)
 {
 	struct fake_dev *d = fake_verbs_dev_of(pd->context);
 

@@ -15,17 +15,17 @@
 #define FAKE_MAX_PORTS 4
 
 struct fake_gid {
-	const char *addr;          /* "198.18.0.1" (IPv4-mapped), "fe80::1", NULL = empty slot */
-	enum ibv_gid_type type;    /* IBV_GID_TYPE_ROCE_V1 / IBV_GID_TYPE_ROCE_V2 */
-	uint32_t ifindex;          /* netdev the GID belongs to (0: attribute unreadable) */
+	const char *addr;       /* "198.18.0.1" (IPv4-mapped), "fe80::1", NULL = empty slot */
+	enum ibv_gid_type type; /* IBV_GID_TYPE_ROCE_V1 / IBV_GID_TYPE_ROCE_V2 */
+	uint32_t ifindex;       /* netdev the GID belongs to (0: attribute unreadable) */
 };
 
 struct fake_port {
-	enum ibv_port_state state; /* 0 means IBV_PORT_ACTIVE, for short fixtures */
-	uint8_t link_layer;        /* 0 means IBV_LINK_LAYER_ETHERNET */
-	enum ibv_mtu active_mtu;   /* 0 means IBV_MTU_1024 */
-	uint8_t active_width;      /* 0 means 1X (1) */
-	uint8_t active_speed;      /* 0 means 2.5 Gbps (1) */
+	enum ibv_port_state state;   /* 0 means IBV_PORT_ACTIVE, for short fixtures */
+	uint8_t link_layer;          /* 0 means IBV_LINK_LAYER_ETHERNET */
+	enum ibv_mtu active_mtu;     /* 0 means IBV_MTU_1024 */
+	uint8_t active_width;        /* 0 means 1X (1) */
+	uint8_t active_speed;        /* 0 means 2.5 Gbps (1) */
 	struct fake_gid gids[FAKE_MAX_GIDS];
 	int gid_fail[FAKE_MAX_GIDS]; /* query_gid_ex fails with this errno (unreadable attrs) */
 };
@@ -35,10 +35,10 @@ struct fake_dev {
 	uint64_t guid;
 	int nports;
 	struct fake_port ports[FAKE_MAX_PORTS];
-	int dmabuf;                /* reg_dmabuf_mr supported */
-	int table_fail;            /* query_gid_table fails with this errno (no table method) */
-	int fail_open;             /* open_device fails with this errno */
-	int no_atomics;            /* atomic_cap IBV_ATOMIC_NONE */
+	int dmabuf;     /* reg_dmabuf_mr supported */
+	int table_fail; /* query_gid_table fails with this errno (no table method) */
+	int fail_open;  /* open_device fails with this errno */
+	int no_atomics; /* atomic_cap IBV_ATOMIC_NONE */
 };
 
 /* How often the GID reads were called since the test zeroed this. */

@@ -34,7 +34,7 @@ struct fw_qp {
 	enum ibv_wc_status fail_status;
 	uint32_t fail_vendor;
 	struct fake_wire_stats st;
-	int stall;                    /* posts on this QP never execute (fake_wire_set_stall_qp) */
+	int stall; /* posts on this QP never execute (fake_wire_set_stall_qp) */
 };
 
 static struct fw_qp *qps[FW_MAX_QPS];
@@ -377,8 +377,9 @@ static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
 		w = mr_range(wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8, 1, d->qp.pd);
 		if (!w || !(d->a.access & IBV_ACCESS_REMOTE_ATOMIC) || len != 8 ||
 		    wr->wr.atomic.remote_addr % 8 || q->a.rts.max_rd_atomic < 1) {
-			complete(q, wr, w && len == 8 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_INV_REQ_ERR,
-				 0, 0, 0);
+			complete(q, wr,
+				 w && len == 8 ? IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_INV_REQ_ERR, 0,
+				 0, 0);
 			to_error(q);
 			return;
 		}

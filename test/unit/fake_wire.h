@@ -19,8 +19,8 @@
 struct fake_wire_stats {
 	int writes, writes_imm, reads, atomics, recvs_posted;
 	int writes_signaled, writes_inline; /* plain RDMA WRITEs posted with those flags */
-	int max_wr_len;          /* longest WR seen */
-	int cq_overflows, rnr;   /* must stay 0 */
+	int max_wr_len;                     /* longest WR seen */
+	int cq_overflows, rnr;              /* must stay 0 */
 };
 
 /* Install over fake_verbs (call after fake_verbs_install). Resets stats and limits. */

@@ -131,8 +131,8 @@ void fx_setup(struct fx *f)
 		f->fdevs[i].guid = 0x100 + (uint64_t)i;
 		f->fdevs[i].nports = 1;
 		f->fdevs[i].dmabuf = 1;
-		f->fdevs[i].ports[0].gids[0] =
-			(struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2, 2 };
+		f->fdevs[i].ports[0].gids[0] = (struct fake_gid){ "fe80::1", IBV_GID_TYPE_ROCE_V2,
+								  2 };
 		f->fdevs[i].ports[0].gids[1] = (struct fake_gid){ ips[i], IBV_GID_TYPE_ROCE_V2, 2 };
 	}
 	fake_verbs_install(f->fdevs, FX_DEVS);
@@ -282,8 +282,7 @@ int fx_close(struct fx *f, struct rn_send_comm *sc, struct rn_recv_comm *rc)
 	fake_wire_stats(NULL, &st);
 	bad = st.cq_overflows || st.rnr;
 	if (bad)
-		fprintf(stderr, "fx_close: %d CQ overflows, %d RNR\n", st.cq_overflows,
-			st.rnr);
+		fprintf(stderr, "fx_close: %d CQ overflows, %d RNR\n", st.cq_overflows, st.rnr);
 	rn_close_send(sc);
 	rn_close_recv(rc);
 	return fx_teardown(f) + bad;

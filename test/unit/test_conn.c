@@ -66,7 +66,7 @@ static void qp_attributes(void **state)
 	assert_memory_equal(&a.rtr.ah_attr.grh.dgid, &f->devs[1].nic.gid, 16);
 	assert_int_equal(a.rtr.ah_attr.grh.traffic_class, 106); /* communicator's class */
 	assert_int_equal(a.rts.timeout, 14);
-	assert_int_equal(a.rts.retry_cnt, 6); /* rxe: 7 would retry forever */
+	assert_int_equal(a.rts.retry_cnt, 6);                   /* rxe: 7 would retry forever */
 	assert_int_equal(a.rts.rnr_retry, 7);
 	assert_true(fx_info_seen("capped at 6"));
 
@@ -257,7 +257,7 @@ static void refused_by_sender(void **state)
 
 	s.poll_ret = -EHOSTUNREACH;
 	s.finding.cause = RN_CAUSE_NO_RULE;
-	s.finding.msg = (char *)"no rule for 198.18.0.1"; /* the fake copies it */
+	s.finding.msg = (char *)"no rule for 198.18.0.1";                 /* the fake copies it */
 	s.finding.fix = (char *)"ip rule add from 198.18.0.1 lookup 101"; /* the fake copies it */
 	fake_path_set("rxe0", &s);
 	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), -EHOSTUNREACH);
@@ -306,7 +306,7 @@ static void warn_mode_connects(void **state)
 
 	s.poll_ret = -EHOSTUNREACH;
 	s.finding.cause = RN_CAUSE_NO_RULE;
-	s.finding.msg = (char *)"no rule"; /* the fake copies it */
+	s.finding.msg = (char *)"no rule";     /* the fake copies it */
 	s.finding.fix = (char *)"ip rule add"; /* the fake copies it */
 	fake_path_set("rxe1", &s);
 	f->eng.cfg.route_check = RN_ROUTE_CHECK_WARN;
@@ -334,7 +334,7 @@ static void passing_check_with_a_warning(void **state)
 	s.poll_ret = 0;
 	s.finding.cause = RN_CAUSE_MTU_MISMATCH;
 	s.finding.sev = RN_SEV_WARN;
-	s.finding.msg = (char *)"MTU 9000 here, 1500 there"; /* the fake copies it */
+	s.finding.msg = (char *)"MTU 9000 here, 1500 there";     /* the fake copies it */
 	s.finding.fix = (char *)"ip link set dev eth1 mtu 9000"; /* the fake copies it */
 	fake_path_set("rxe0", &s);
 	assert_int_equal(fx_connect(f, 0, 1, 0, &sc, &rc), 0);
@@ -447,8 +447,8 @@ static void garbage_then_serve(void **state)
 	assert_int_equal(fx_nwarn, 1);
 	assert_true(fx_warn_seen("dropped a connection from 127.0.0.1:"));
 	assert_true(fx_warn_seen("Connection reset") || fx_warn_seen("Bad message"));
-	assert_true(fx_info_seen("Protocol error"));      /* version */
-	assert_true(fx_info_seen("Message too long"));    /* length */
+	assert_true(fx_info_seen("Protocol error"));   /* version */
+	assert_true(fx_info_seen("Message too long")); /* length */
 
 	memcpy(conn_handle, handle, sizeof(handle));
 	for (i = 0; i < 200000 && (!sc || !rc); i++) {
@@ -610,7 +610,6 @@ static void accept_waits_for_a_held_peer(void **state)
 	assert_non_null(strstr(fx_last_warn, "failed"));
 	rn_close_listen(lc);
 }
-
 
 /* A handle whose private bytes claim a connect in progress at a forged address. */
 static void forged_private_area_is_data(void **state)
@@ -819,8 +818,8 @@ static void late_hello_outlives_a_burst(void **state)
 #define FLOOD_REAL 32
 
 /* Connect FLOOD_REAL comms to @lc at once; seconds taken, or -1 when one failed. */
-static double connect_all(struct fx *f, struct rn_listen_comm *lc, unsigned char *handle,
-			  int *slow, int nslow)
+static double connect_all(struct fx *f, struct rn_listen_comm *lc, unsigned char *handle, int *slow,
+			  int nslow)
 {
 	static unsigned char h[FLOOD_REAL][RN_HANDLE_SIZE];
 	struct rn_send_comm *sc[FLOOD_REAL] = { NULL };
@@ -886,7 +885,8 @@ static void flood_then_real_connects(void **state)
 	}
 	flooded = connect_all(f, lc, handle, slow, FLOOD_SLOW);
 	print_message("32 connects: %.3f s quiet, %.3f s under %d idle + %d slow-loris "
-		      "connections\n", quiet, flooded, FLOOD_IDLE, FLOOD_SLOW);
+		      "connections\n",
+		      quiet, flooded, FLOOD_IDLE, FLOOD_SLOW);
 	assert_true(flooded >= 0); /* all 32 made it */
 	/* the oldest strangers made room; the drops were one WARN for the address */
 	for (i = 0; i < FLOOD_IDLE; i++)
@@ -955,9 +955,9 @@ static void queued_hello_is_read_before_newer_strangers(void **state)
 
 struct storm {
 	struct sockaddr_storage addr;
-	int stop;            /* atomic */
-	long made;           /* connect+close pairs */
-	int rate;            /* per second */
+	int stop;  /* atomic */
+	long made; /* connect+close pairs */
+	int rate;  /* per second */
 };
 
 /* connect, close, at @rate per second until told to stop */
@@ -970,7 +970,8 @@ static void *storm_thread(void *arg)
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 		if (fd >= 0) {
-			if (connect(fd, (struct sockaddr *)&st->addr, sizeof(struct sockaddr_in)) < 0) {
+			if (connect(fd, (struct sockaddr *)&st->addr, sizeof(struct sockaddr_in)) <
+			    0) {
 			}
 			close(fd);
 			st->made++;
@@ -1021,8 +1022,9 @@ static void connect_close_flood(void **state)
 	__atomic_store_n(&st.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	print_message("connect+close flood: %ld connections at %.0f/s; %d of 32 real connects up "
-		      "in %.3f s\n", st.made, (double)st.made / ((double)(rn_now_ns() - t0) / 1e9 + 0.1),
-		      ok, (double)(rn_now_ns() - t0) / 1e9);
+		      "in %.3f s\n",
+		      st.made, (double)st.made / ((double)(rn_now_ns() - t0) / 1e9 + 0.1), ok,
+		      (double)(rn_now_ns() - t0) / 1e9);
 	assert_int_equal(ok, 32);
 	rn_close_listen(lc);
 }

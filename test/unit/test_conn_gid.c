@@ -40,8 +40,9 @@ static int teardown(void **state)
 static void readd(struct fx *f)
 {
 	f->fdevs[0].ports[0].gids[1] = (struct fake_gid){ "198.18.0.99", IBV_GID_TYPE_ROCE_V2, 2 };
-	f->fdevs[0].ports[0].gids[2] = f->fdevs[0].ports[0].gids[3] =
-		(struct fake_gid){ "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 2 };
+	f->fdevs[0].ports[0].gids[2] = f->fdevs[0].ports[0].gids[3] = (struct fake_gid){
+		"198.18.0.1", IBV_GID_TYPE_ROCE_V2, 2
+	};
 	f->fdevs[0].ports[0].gids[3].addr = NULL;
 }
 
@@ -86,7 +87,7 @@ static void moved_gid_is_followed_on_accept(void **state)
 	f->fdevs[0].ports[0].gids[1] = (struct fake_gid){ "198.18.1.2", IBV_GID_TYPE_ROCE_V2, 7 };
 	assert_int_equal(fx_connect(f, 1, 0, 0, &sc, &rc), 0); /* device 0 accepts */
 	fake_wire_qp_attrs(rc->c.qps[0], &a);
-	assert_int_equal(a.rtr.ah_attr.grh.sgid_index, 2); /* not 1: the VLAN's address */
+	assert_int_equal(a.rtr.ah_attr.grh.sgid_index, 2);     /* not 1: the VLAN's address */
 	for (k = 0; k < rc->c.nmem; k++)
 		if (rc->flush_qp[k]) {
 			fake_wire_qp_attrs(rc->flush_qp[k], &a);

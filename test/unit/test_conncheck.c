@@ -277,10 +277,12 @@ static void test_peer_facts_from_nic(void **state)
 	nic.findings = calloc(2, sizeof(*nic.findings));
 	assert_non_null(nic.findings);
 	nic.findings_cap = nic.nfindings = 2;
-	assert_int_equal(rn_finding_set(&nic.findings[0], RN_CAUSE_MTU_MISMATCH, RN_SEV_WARN,
-					"mtu", "ip link"), 0);
-	assert_int_equal(rn_finding_set(&nic.findings[1], RN_CAUSE_ARP_FLUX, RN_SEV_FATAL,
-					"flux", "sysctl"), 0);
+	assert_int_equal(rn_finding_set(&nic.findings[0], RN_CAUSE_MTU_MISMATCH, RN_SEV_WARN, "mtu",
+					"ip link"),
+			 0);
+	assert_int_equal(rn_finding_set(&nic.findings[1], RN_CAUSE_ARP_FLUX, RN_SEV_FATAL, "flux",
+					"sysctl"),
+			 0);
 	rn_peer_facts_from_nic(&nic, &p);
 	assert_int_equal(p.verdict_cause, RN_CAUSE_ARP_FLUX);
 }
@@ -291,8 +293,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_right_mac_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_wrong_mac_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_static_wrong_mac_deleted, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_entry_on_other_nic_does_not_count, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_absent_then_resolved_by_probe, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_entry_on_other_nic_does_not_count, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_absent_then_resolved_by_probe, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_incomplete_then_wrong_mac, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unresolved_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_peer_refused, setup, teardown),

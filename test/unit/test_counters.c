@@ -65,10 +65,11 @@ static void set_net(const char *nd, unsigned long long v)
 }
 
 static const char *const rxe_files[] = {
-	"hw_counters/sent_pkts", "hw_counters/rcvd_pkts", "hw_counters/completer_retry_err",
-	"hw_counters/rcvd_seq_err", "hw_counters/out_of_seq_request",
-	"hw_counters/duplicate_request", "hw_counters/rcvd_rnr_err",
-	"hw_counters/retry_exceeded_err", "hw_counters/link_downed",
+	"hw_counters/sent_pkts",           "hw_counters/rcvd_pkts",
+	"hw_counters/completer_retry_err", "hw_counters/rcvd_seq_err",
+	"hw_counters/out_of_seq_request",  "hw_counters/duplicate_request",
+	"hw_counters/rcvd_rnr_err",        "hw_counters/retry_exceeded_err",
+	"hw_counters/link_downed",
 };
 
 static void rxe(const char *ib, const char *nd)
@@ -321,7 +322,7 @@ static void congestion_mlx5(void **state)
 	b = rn_ctr_snap_take();
 	assert_int_equal(rn_ctr_judge(a, NULL, b, "mlx5_0", 1, &v), RN_CAUSE_CONGESTION);
 	assert_non_null(strstr(rn_vars_get(&v, "figures"), "40 ECN-marked packets received, 40 "
-			       "CNPs sent"));
+							   "CNPs sent"));
 	assert_int_equal(rn_ctr_delta(a, b, "mlx5_0", 1, RN_CTR_TX), 1000);
 	rn_ctr_snap_free(a);
 	rn_ctr_snap_free(b);

@@ -72,10 +72,14 @@ static void test_no_devices(void **state)
 static void test_down_port_and_ib_dropped(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "mlx5_0", .guid = 0x11, .nports = 2,
+		{ .name = "mlx5_0",
+		  .guid = 0x11,
+		  .nports = 2,
 		  .ports = { { .gids = { [3] = { "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 5 } } },
 			     { .state = IBV_PORT_DOWN } } },
-		{ .name = "mlx5_1", .guid = 0x22, .nports = 1,
+		{ .name = "mlx5_1",
+		  .guid = 0x22,
+		  .nports = 1,
 		  .ports = { { .link_layer = IBV_LINK_LAYER_INFINIBAND } } },
 	};
 
@@ -92,7 +96,8 @@ static void test_nothing_usable_says_why(void **state)
 {
 	static struct fake_dev fd[] = {
 		{ .name = "mlx5_0", .nports = 1, .ports = { { .state = IBV_PORT_DOWN } } },
-		{ .name = "mlx5_1", .nports = 1,
+		{ .name = "mlx5_1",
+		  .nports = 1,
 		  .ports = { { .link_layer = IBV_LINK_LAYER_INFINIBAND } } },
 	};
 
@@ -187,8 +192,12 @@ static void test_hca_unreadable_exclusion_offers_none(void **state)
 static void test_identity_pci_device(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "mlx5_0", .guid = 0xabc, .nports = 1,
-		  .ports = { { .active_speed = 32, .active_width = 2, .active_mtu = IBV_MTU_4096,
+		{ .name = "mlx5_0",
+		  .guid = 0xabc,
+		  .nports = 1,
+		  .ports = { { .active_speed = 32,
+			       .active_width = 2,
+			       .active_mtu = IBV_MTU_4096,
 			       .gids = { [0] = { "fe80::1", IBV_GID_TYPE_ROCE_V1, 5 },
 					 [3] = { "198.18.0.1", IBV_GID_TYPE_ROCE_V2, 5 } } } } },
 	};
@@ -307,7 +316,8 @@ static void test_vf_numbering_unmerged(void **state)
 static void test_identity_rxe(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "rxe0", .nports = 1,
+		{ .name = "rxe0",
+		  .nports = 1,
 		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
 	};
 
@@ -332,11 +342,14 @@ static void test_identity_rxe(void **state)
 static void test_rxe_pci_path_from_netdev(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "rxe0", .nports = 1,
+		{ .name = "rxe0",
+		  .nports = 1,
 		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
-		{ .name = "rxe1", .nports = 1,
+		{ .name = "rxe1",
+		  .nports = 1,
 		  .ports = { { .gids = { [1] = { "198.18.1.2", IBV_GID_TYPE_ROCE_V2, 5 } } } } },
-		{ .name = "rxe2", .nports = 1,
+		{ .name = "rxe2",
+		  .nports = 1,
 		  .ports = { { .gids = { [1] = { "198.18.2.2", IBV_GID_TYPE_ROCE_V2, 6 } } } } },
 	};
 
@@ -370,7 +383,8 @@ static void test_rxe_pci_path_from_netdev(void **state)
 static void test_free_releases_leftover_mrs(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "rxe0", .nports = 1,
+		{ .name = "rxe0",
+		  .nports = 1,
 		  .ports = { { .gids = { [1] = { "198.18.0.2", IBV_GID_TYPE_ROCE_V2, 3 } } } } },
 	};
 	static char buf[8192];
@@ -430,7 +444,8 @@ static void test_failed_open_skipped(void **state)
 static void test_max_devices(void **state)
 {
 	static struct fake_dev fd[] = {
-		{ .name = "a", .nports = 2 }, { .name = "b", .nports = 2 },
+		{ .name = "a", .nports = 2 },
+		{ .name = "b", .nports = 2 },
 	};
 
 	fake_verbs_install(fd, 2);
@@ -444,13 +459,13 @@ static void test_speed_table(void **state)
 
 	pa.active_speed = 1, pa.active_width = 1;
 	assert_int_equal(rn_port_speed_mbps(&pa), 2500);
-	pa.active_speed = 64, pa.active_width = 2; /* HDR x4 */
+	pa.active_speed = 64, pa.active_width = 2;   /* HDR x4 */
 	assert_int_equal(rn_port_speed_mbps(&pa), 200000);
 	pa.active_speed = 128, pa.active_width = 16; /* NDR x2 */
 	assert_int_equal(rn_port_speed_mbps(&pa), 200000);
-	pa.active_speed = 16, pa.active_width = 8; /* FDR x12 */
+	pa.active_speed = 16, pa.active_width = 8;   /* FDR x12 */
 	assert_int_equal(rn_port_speed_mbps(&pa), 168000);
-	pa.active_speed = 4, pa.active_width = 4; /* QDR x8 */
+	pa.active_speed = 4, pa.active_width = 4;    /* QDR x8 */
 	assert_int_equal(rn_port_speed_mbps(&pa), 80000);
 }
 
@@ -459,16 +474,16 @@ static void test_speed_xdr(void **state)
 {
 	struct ibv_port_attr pa = { 0 };
 
-	assert_int_equal(rn_speed_code_mbps(0x100, 2), 800000); /* XDR x4 */
+	assert_int_equal(rn_speed_code_mbps(0x100, 2), 800000);  /* XDR x4 */
 	assert_int_equal(rn_speed_code_mbps(0x100, 16), 400000); /* XDR x2 */
-	assert_int_equal(rn_speed_code_mbps(0x80, 2), 400000);  /* NDR x4 */
+	assert_int_equal(rn_speed_code_mbps(0x80, 2), 400000);   /* NDR x4 */
 	pa.active_speed = 0; /* the 8-bit field cannot say XDR */
 	pa.active_width = 2;
 	fixture_sysfs_write("/sys/class/infiniband/mlx5_9/ports/1/rate", "800 Gb/sec (4X XDR)\n");
 	assert_int_equal(rn_dev_port_speed("mlx5_9", 1, &pa), 800000);
 	pa.active_speed = 64; /* a field that holds it wins */
 	assert_int_equal(rn_dev_port_speed("mlx5_9", 1, &pa), 200000);
-	pa.active_speed = 0; /* no rate file: the old answer */
+	pa.active_speed = 0;  /* no rate file: the old answer */
 	assert_int_equal(rn_dev_port_speed("mlx5_8", 1, &pa), 10000);
 }
 

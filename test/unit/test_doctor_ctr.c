@@ -22,7 +22,6 @@
 #include "rn_conncheck.h"
 #include "rn_json.h"
 
-
 static struct rn_nic nic;
 static struct rn_peer_facts peer;
 static struct rn_probe_ctr out;
@@ -33,8 +32,9 @@ static void quiet(enum rn_log_level level, unsigned long sub, const char *file, 
 }
 
 static const char *const rxe_files[] = {
-	"sent_pkts", "rcvd_pkts", "completer_retry_err", "rcvd_seq_err", "out_of_seq_request",
-	"duplicate_request", "rcvd_rnr_err", "retry_exceeded_err", "link_downed", "lifespan",
+	"sent_pkts",          "rcvd_pkts",         "completer_retry_err", "rcvd_seq_err",
+	"out_of_seq_request", "duplicate_request", "rcvd_rnr_err",        "retry_exceeded_err",
+	"link_downed",        "lifespan",
 };
 
 static void set(const char *ib, const char *name, unsigned long long v)

@@ -94,9 +94,11 @@ static void versioned_names(void **state)
 	char v[64];
 
 	assert_string_equal(rn_doctor_lib_version("/usr/lib/libnccl.so.2.21.5", "libnccl.so.", v,
-						  sizeof(v)), "2.21.5");
+						  sizeof(v)),
+			    "2.21.5");
 	assert_string_equal(rn_doctor_lib_version("libibverbs.so.1.14.44.0", "libibverbs.so.1.", v,
-						  sizeof(v)), "14.44.0");
+						  sizeof(v)),
+			    "14.44.0");
 	assert_null(rn_doctor_lib_version("/x/libnccl.so", "libnccl.so.", v, sizeof(v)));
 	assert_null(rn_doctor_lib_version("/x/libnccl.so.x", "libnccl.so.", v, sizeof(v)));
 	assert_null(rn_doctor_lib_version("/libnccl.so.2/other.so.3", "libnccl.so.", v, sizeof(v)));
@@ -107,18 +109,21 @@ static void tag_in_rodata(void **state)
 {
 	char v[64], p[PATH_MAX + 32];
 
-	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", RN_NCCL_VERSION_TAG, v, sizeof(v)), 0);
+	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", RN_NCCL_VERSION_TAG, v, sizeof(v)),
+			 0);
 	assert_string_equal(v, "9.8.7+cuda1.2");
 	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", RN_VERSION_TAG, v, sizeof(v)), 0);
 	assert_string_equal(v, "7.7.7~rc1");
-	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", "no such tag ", v, sizeof(v)), -ENOENT);
+	assert_int_equal(rn_doctor_file_tag("/proc/self/exe", "no such tag ", v, sizeof(v)),
+			 -ENOENT);
 	/* not ELF: the whole file is read (written in pieces: no tagged literal in this binary) */
 	snprintf(p, sizeof(p), "%s/text", dir);
 	write_file(p, "junk " RN_NCCL_VERSION_TAG "\n" RN_NCCL_VERSION_TAG);
 	append_file(p, "2.18.3-1 tail");
 	assert_int_equal(rn_doctor_file_tag(p, RN_NCCL_VERSION_TAG, v, sizeof(v)), 0);
 	assert_string_equal(v, "2.18.3-1");
-	assert_int_equal(rn_doctor_file_tag("/nonexistent", RN_NCCL_VERSION_TAG, v, sizeof(v)), -ENOENT);
+	assert_int_equal(rn_doctor_file_tag("/nonexistent", RN_NCCL_VERSION_TAG, v, sizeof(v)),
+			 -ENOENT);
 }
 
 static void find_like_the_loader(void **state)
@@ -224,7 +229,8 @@ static void sysfs_facts(void **state)
 	fixture_sysfs_write("/sys/devices/pci0000:00/0000:3b:00.0/vendor", "0x15b3\n");
 	fixture_sysfs_symlink("/sys/devices/pci0000:00/0000:3b:00.0/driver",
 			      "../../../bus/pci/drivers/mlx5_core");
-	fixture_sysfs_symlink("/sys/class/net/ens1f0np0/device", "../../../devices/pci0000:00/0000:3b:00.0");
+	fixture_sysfs_symlink("/sys/class/net/ens1f0np0/device",
+			      "../../../devices/pci0000:00/0000:3b:00.0");
 	fixture_sysfs_write("/sys/class/infiniband/mlx5_0/fw_ver", "28.39.1002\n");
 	fixture_sysfs_netdev("veth0", 4, "02:00:00:00:00:04", 1500, "up");
 	rn_doctor_facts_nic("ens1f0np0", "mlx5_0", &n);

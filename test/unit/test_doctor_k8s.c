@@ -22,7 +22,6 @@
 #include "rn_sys.h"
 #include "fixture_sysfs.h"
 
-
 static struct rn_doctor doc;
 static struct rn_dev devs[3];
 
@@ -134,7 +133,7 @@ static void test_cni_commands_once(void **state)
 	assert_non_null(p);
 	assert_null(strstr(p + 1, "\nsysctl -w"));
 	assert_non_null(strstr(s, "k8s.v1.cni.cncf.io/networks: '[{\"name\":\"roce-rnpodnet1\","
-			       "\"interface\":\"rnpodnet1\"},"));
+				  "\"interface\":\"rnpodnet1\"},"));
 	assert_non_null(strstr(s, "roce-policy-routing rnpodnet1 rnpodnet2\n"));
 	free(s);
 	fclose(err);
@@ -210,12 +209,13 @@ static void test_cni_pod_own_device(void **state)
 	assert_non_null(p);
 	assert_true(strstr(out, "host-local") > p);
 	assert_non_null(strstr(p, "\\\"master\\\":\\\"rnpodnet2\\\""));
-	assert_non_null(strstr(s, "# roce-rnpodnet1: rnpodnet1 is this pod's own interface (rxa0 "
+	assert_non_null(strstr(s,
+			       "# roce-rnpodnet1: rnpodnet1 is this pod's own interface (rxa0 "
 			       "is on it) over the node's link 2, in another network namespace"));
 	assert_null(strstr(s, "# roce-rnpodnet2:"));
 	/* the annotation names each interface once, in the devices' order */
 	assert_non_null(strstr(s, "'[{\"name\":\"roce-rnpodnet2\",\"interface\":\"rnpodnet2\"},"
-			       "{\"name\":\"roce-rnpodnet1\",\"interface\":\"rnpodnet1\"}]'"));
+				  "{\"name\":\"roce-rnpodnet1\",\"interface\":\"rnpodnet1\"}]'"));
 	free(out);
 	free(s);
 	fclose(err);

@@ -360,14 +360,16 @@ static void jsonin(void **state)
 {
 	struct rn_jv *v;
 	char why[128];
-	static const char *bad[] = { "", "{", "[1,]", "{\"a\" 1}", "\"x", "[1] 2", "tru",
-				     "\"\\q\"", "\"\\u12g4\"", "{1:2}" };
+	static const char *bad[] = { "",      "{",   "[1,]",    "{\"a\" 1}",   "\"x",
+				     "[1] 2", "tru", "\"\\q\"", "\"\\u12g4\"", "{1:2}" };
 	char deep[200];
 	size_t i;
 
 	(void)state;
 	assert_int_equal(rn_jv_parse(" {\"a\": [1, -2.5e1, true, null, \"x\\u00e9\\n\"], "
-				     "\"b\": {}} ", &v, why, sizeof(why)), 0);
+				     "\"b\": {}} ",
+				     &v, why, sizeof(why)),
+			 0);
 	assert_int_equal(v->t, RN_JV_OBJ);
 	assert_int_equal(rn_jv_get(v, "a")->n, 5);
 	assert_true(rn_jv_get(v, "a")->kids[1].num == -25.0);
@@ -392,7 +394,10 @@ static void jsonin(void **state)
 
 static int sweep_cb(void *arg, const struct rn_mesh_obs *o)
 {
-	struct { struct rn_mesh_obs o[64]; int n; } *x = arg;
+	struct {
+		struct rn_mesh_obs o[64];
+		int n;
+	} *x = arg;
 
 	assert_true(x->n < 64);
 	x->o[x->n++] = *o;
@@ -401,7 +406,10 @@ static int sweep_cb(void *arg, const struct rn_mesh_obs *o)
 
 static void sweep_obs(void **state)
 {
-	static struct { struct rn_mesh_obs o[64]; int n; } x;
+	static struct {
+		struct rn_mesh_obs o[64];
+		int n;
+	} x;
 	struct rn_mesh_verdict v[8];
 	char why[128];
 	int k, down = 0;
@@ -425,7 +433,8 @@ static void sweep_obs(void **state)
 		down += !x.o[k].up;
 		if (!strcmp(x.o[k].host, "b") && !strcmp(x.o[k].peer_nic, "eth0") &&
 		    !strcmp(x.o[k].peer_host, "c"))
-			assert_string_equal(x.o[k].cause, strcmp(x.o[k].nic, "eth1") ? "" : "route");
+			assert_string_equal(x.o[k].cause,
+					    strcmp(x.o[k].nic, "eth1") ? "" : "route");
 		if (!strcmp(x.o[k].host, "a") && !strcmp(x.o[k].peer_host, "c"))
 			assert_string_equal(x.o[k].cause, "no-answer");
 		assert_string_equal(x.o[k].group, "all");
@@ -444,17 +453,22 @@ static void sweep_obs(void **state)
 				(!strcmp(v[k].host, "a") || !strcmp(v[k].host, "c"));
 	assert_int_equal(down, 3);
 	assert_int_equal(rn_mesh_sweep_obs("{\"schema\": \"other\", \"hosts\": []}", sweep_cb, &x,
-					   why, sizeof(why)), -EBADMSG);
+					   why, sizeof(why)),
+			 -EBADMSG);
 	assert_non_null(strstr(why, "not a sweep report"));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bucket_rate),          cmocka_unit_test(sched_rotates),
-		cmocka_unit_test(window_figs),          cmocka_unit_test(pct_nearest_rank),
-		cmocka_unit_test(render_and_read_back), cmocka_unit_test(localize),
-		cmocka_unit_test(rtt_groups),           cmocka_unit_test(jsonin),
+		cmocka_unit_test(bucket_rate),
+		cmocka_unit_test(sched_rotates),
+		cmocka_unit_test(window_figs),
+		cmocka_unit_test(pct_nearest_rank),
+		cmocka_unit_test(render_and_read_back),
+		cmocka_unit_test(localize),
+		cmocka_unit_test(rtt_groups),
+		cmocka_unit_test(jsonin),
 		cmocka_unit_test(sweep_obs),
 	};
 

@@ -118,8 +118,11 @@ static void host_model(void)
 	doc.host = &host;
 	doc.verbose = 1;
 	sysctls(&host.all, 11);
-	rule = (struct rn_nl_rule){ .family = AF_INET, .priority = 100, .src_len = 32,
-				    .table = 101, .action = FR_ACT_TO_TBL };
+	rule = (struct rn_nl_rule){ .family = AF_INET,
+				    .priority = 100,
+				    .src_len = 32,
+				    .table = 101,
+				    .action = FR_ACT_TO_TBL };
 	rule.src.family = AF_INET;
 	rule.src.v4.s_addr = htonl(0x0a000001u);
 	host.rules = &rule;
@@ -131,7 +134,8 @@ static void host_model(void)
 	assert_non_null(doc.nics[1].nic.findings);
 	assert_int_equal(rn_finding_set(doc.nics[1].nic.findings, RN_CAUSE_MTU_MISMATCH,
 					RN_SEV_WARN, "MTU 1500 where the others have 9000",
-					"ip link set dev ens2f0 mtu 9000"), 0);
+					"ip link set dev ens2f0 mtu 9000"),
+			 0);
 	doc.nnics = 2;
 	doc.gather_ms = 1.5;
 	doc.snapshot_ms = 0.25;
@@ -153,8 +157,8 @@ static void host_json(void *arg, FILE *f)
 
 static void host_fields(void)
 {
-	static const char *const sys[] = { "arp_ignore", "arp_announce", "arp_filter",
-					   "rp_filter", "accept_local" };
+	static const char *const sys[] = { "arp_ignore", "arp_announce", "arp_filter", "rp_filter",
+					   "accept_local" };
 	char t[128], j[128];
 	int i, k;
 
@@ -288,12 +292,14 @@ static void sweep_model(void)
 	}
 	p->cells[1].a_cause = RN_CAUSE_MTU_MISMATCH;
 	p->cells[1].a_sev = RN_SEV_WARN;
-	finding(&f, RN_CAUSE_MTU_MISMATCH, "MTU 9000 here, 1500 there", "ip link set dev eth1 mtu 9000");
+	finding(&f, RN_CAUSE_MTU_MISMATCH, "MTU 9000 here, 1500 there",
+		"ip link set dev eth1 mtu 9000");
 	assert_int_equal(rn_pair_result_add_find(p, 0, 1, RN_PAIR_FROM_A, &f), 0);
 	rn_finding_clear(&f);
 	p->cells[2].rdma = RN_PAIR_RDMA_ERROR;
 	p->cells[2].rdma_us = 1234;
-	assert_int_equal(rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, "connect: no route", ""), 0);
+	assert_int_equal(rn_finding_set(&f, RN_CAUSE_NONE, RN_SEV_INFO, "connect: no route", ""),
+			 0);
 	assert_int_equal(rn_pair_result_add_find(p, 1, 0, RN_PAIR_FROM_RDMA, &f), 0);
 	rn_finding_clear(&f);
 	sw.pairs[0] = p;
@@ -338,9 +344,12 @@ static void sweep_fields(void)
 	}
 	field("bad pair", "host0:eth0 <-> host1:eth1  mtu-mismatch", "\"nic_b\": \"eth1\"");
 	field("bad pair result", "  mtu-mismatch\n", "\"result\": \"mtu-mismatch\"");
-	field("its finding", "MTU 9000 here, 1500 there", "\"message\": \"MTU 9000 here, 1500 there\"");
-	field("its fix", "ip link set dev eth1 mtu 9000", "\"fix\": \"ip link set dev eth1 mtu 9000\"");
-	field("failed probe", "host0:eth1 <-> host1:eth0  rdma-error", "\"result\": \"rdma-error\"");
+	field("its finding", "MTU 9000 here, 1500 there",
+	      "\"message\": \"MTU 9000 here, 1500 there\"");
+	field("its fix", "ip link set dev eth1 mtu 9000",
+	      "\"fix\": \"ip link set dev eth1 mtu 9000\"");
+	field("failed probe", "host0:eth1 <-> host1:eth0  rdma-error",
+	      "\"result\": \"rdma-error\"");
 	field("probe error", "host0:eth1->host1:eth0: connect: no route",
 	      "\"error\": \"connect: no route\"");
 	field("drop", "firewall [warn] on host1:eth1", "\"cause\": \"firewall\"");

@@ -21,7 +21,6 @@
 #include "rn_log.h"
 #include "../../src/doctor/doctor.h"
 
-
 static struct rn_doctor doc;
 static struct rn_dev devs[4];
 
@@ -50,7 +49,8 @@ static void port(const char *ib, const char *nd, ...)
 	while ((c = va_arg(ap, const char *))) {
 		const char *eq = strchr(c, '=');
 
-		snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/%.*s", ib, (int)(eq - c), c);
+		snprintf(p, sizeof(p), "/sys/class/infiniband/%s/ports/1/%.*s", ib, (int)(eq - c),
+			 c);
 		fixture_sysfs_write(p, eq + 1);
 	}
 	va_end(ap);
@@ -196,10 +196,11 @@ static void hw_counters(void **state)
 	expect(s, "roce_nic_hw_counters_total{device=\"qedr0\",port=\"1\",netdev=\"ens4\","
 		  "counter=\"port_xmit_packets\"} 8");
 	assert_int_equal(count(s, "roce_nic_hw_counters_total{device=\"qedr0\""), 1);
-	expect(s, "roce_nic_hw_counters_info{device=\"qedr0\",port=\"1\",netdev=\"ens4\","
-		  "driver=\"unknown\",lacks=\"packets received, retransmission timeouts, "
-		  "sequence-error NAKs, out-of-sequence packets, duplicate requests, RNR NAKs, "
-		  "retries exhausted, CNPs sent, CNPs handled, ECN-marked packets, link downs\"} 1");
+	expect(s,
+	       "roce_nic_hw_counters_info{device=\"qedr0\",port=\"1\",netdev=\"ens4\","
+	       "driver=\"unknown\",lacks=\"packets received, retransmission timeouts, "
+	       "sequence-error NAKs, out-of-sequence packets, duplicate requests, RNR NAKs, "
+	       "retries exhausted, CNPs sent, CNPs handled, ECN-marked packets, link downs\"} 1");
 	expect(s, "roce_nic_hw_counters_info{device=\"mlx5_0\",port=\"1\",netdev=\"ens1f0\","
 		  "driver=\"mlx5\",lacks=\"packets received, sequence-error NAKs, duplicate "
 		  "requests, RNR NAKs, retries exhausted, CNPs sent, CNPs handled, ECN-marked "
@@ -221,16 +222,23 @@ static void link_history(void **state)
 	expect(s, "# TYPE roce_nic_carrier_down_total counter");
 	expect(s, "# TYPE roce_nic_link_downed_total counter");
 	expect(s, "# TYPE roce_nic_link_flapping gauge");
-	expect(s, "roce_nic_carrier_changes_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 14");
-	expect(s, "roce_nic_carrier_down_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 7");
-	expect(s, "roce_nic_carrier_changes_total{device=\"\",port=\"\",netdev=\"veth9\",ibdev=\"\"} 3");
+	expect(s,
+	       "roce_nic_carrier_changes_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 14");
+	expect(s,
+	       "roce_nic_carrier_down_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 7");
+	expect(s,
+	       "roce_nic_carrier_changes_total{device=\"\",port=\"\",netdev=\"veth9\",ibdev=\"\"} 3");
 	/* link_downed: the PMA's (mlx5), else the driver's own (rxe); none without RDMA */
-	expect(s, "roce_nic_link_downed_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 4");
-	expect(s, "roce_nic_link_downed_total{device=\"mlx5_0\",port=\"1\",netdev=\"ens1f0\",ibdev=\"mlx5_0\"} 1");
+	expect(s,
+	       "roce_nic_link_downed_total{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 4");
+	expect(s,
+	       "roce_nic_link_downed_total{device=\"mlx5_0\",port=\"1\",netdev=\"ens1f0\",ibdev=\"mlx5_0\"} 1");
 	assert_int_equal(count(s, "roce_nic_link_downed_total{"), 2);
 	/* the link-flapping finding as a gauge on every NIC, and as a finding series */
-	expect(s, "roce_nic_link_flapping{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 1");
-	expect(s, "roce_nic_link_flapping{device=\"mlx5_0\",port=\"1\",netdev=\"ens1f0\",ibdev=\"mlx5_0\"} 0");
+	expect(s,
+	       "roce_nic_link_flapping{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\"} 1");
+	expect(s,
+	       "roce_nic_link_flapping{device=\"mlx5_0\",port=\"1\",netdev=\"ens1f0\",ibdev=\"mlx5_0\"} 0");
 	expect(s, "roce_nic_link_flapping{device=\"\",port=\"\",netdev=\"veth9\",ibdev=\"\"} 0");
 	expect(s, "roce_nic_finding{device=\"rxe0\",port=\"1\",netdev=\"nic0\",ibdev=\"rxe0\","
 		  "cause=\"link-flapping\",severity=\"warn\"} 1");

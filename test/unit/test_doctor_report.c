@@ -63,13 +63,14 @@ static void nic_finding(struct rn_dw_nic *n, const char *host, int i)
 	rn_vars_set(&v, "why", "effective arp_ignore=0 on %s", "");
 	for (k = 0; k < N; k++) {
 		if (k != i)
-			rn_vars_append(&v, "others", k == (i ? 0 : 1) ? "" : ", ", "ens%df0np0 (%s)",
-				       k + 1, host);
+			rn_vars_append(&v, "others", k == (i ? 0 : 1) ? "" : ", ",
+				       "ens%df0np0 (%s)", k + 1, host);
 		if (k != i)
 			rn_vars_append(&v, "devs", " ", "ens%df0np0", k + 1);
 		rn_vars_append(&v, "why", k ? "," : "", "ens%df0np0", k + 1);
 	}
-	rn_vars_set(&v, "sysctls", "net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2");
+	rn_vars_set(&v, "sysctls",
+		    "net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2");
 	assert_int_equal(rn_finding_render(&n->findings[0], RN_CAUSE_ARP_FLUX, &v), 0);
 	rn_vars_free(&v);
 }
@@ -90,7 +91,8 @@ static void pair_finding(struct rn_dw_pair *p, int i, int j, const char *peer_ho
 	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev ens%df0np0 to 198.18.0.%d nud all", i + 1,
 		    21 + j);
 	assert_int_equal(rn_finding_render(&p->findings[p->nfindings++], RN_CAUSE_NEIGH_WRONG_MAC,
-					   &v), 0);
+					   &v),
+			 0);
 	p->status = 1;
 	rn_vars_free(&v);
 }
@@ -112,7 +114,8 @@ static struct session *sample(void)
 	assert_int_equal(rn_finding_set(&s->remote.nics[5].findings[0], UNKNOWN_CAUSE, RN_SEV_FATAL,
 					"a newer peer's finding about ens6f0np0 that this build "
 					"cannot name but shows whole",
-					"roce-policy-routing --newer-option ens6f0np0"), 0);
+					"roce-policy-routing --newer-option ens6f0np0"),
+			 0);
 	for (i = 0; i < N; i++)
 		for (j = 0; j < N; j++) {
 			struct rn_dw_pair *a = &s->run.ours.pairs[s->run.ours.npairs++];
@@ -127,7 +130,8 @@ static struct session *sample(void)
 			if (i == 2 && j == 3) { /* the newer peer's pair check */
 				assert_int_equal(rn_finding_set(&b->findings[b->nfindings++],
 								UNKNOWN_CAUSE - 1, RN_SEV_FATAL,
-								"a newer check", ""), 0);
+								"a newer check", ""),
+						 0);
 				b->status = 1;
 			}
 		}
@@ -198,19 +202,24 @@ static void matrix_and_findings_whole(void **state)
 	 * Where each part runs, by name: our pair's wrong MAC is the remote's sysctls first,
 	 * then our flush; the remote's pair finding flushes there, after our sysctls.
 	 */
-	assert_non_null(strstr(h, "\n    fix ens2f0np0->gpu-node-b.rack17.example:ens1f0np0 (on "
-				  "gpu-node-b.rack17.example): sysctl -w "
-				  "net.ipv4.conf.ens1f0np0.arp_ignore=1\n    then fix ens2f0np0->"
-				  "gpu-node-b.rack17.example:ens1f0np0: ip neigh flush dev ens2f0np0 "
-				  "to 198.18.0.21 nud all\n"));
+	assert_non_null(strstr(h,
+			       "\n    fix ens2f0np0->gpu-node-b.rack17.example:ens1f0np0 (on "
+			       "gpu-node-b.rack17.example): sysctl -w "
+			       "net.ipv4.conf.ens1f0np0.arp_ignore=1\n    then fix ens2f0np0->"
+			       "gpu-node-b.rack17.example:ens1f0np0: ip neigh flush dev ens2f0np0 "
+			       "to 198.18.0.21 nud all\n"));
 	assert_non_null(strstr(h, "\n    fix gpu-node-b.rack17.example:ens8f0np0->ens1f0np0 (on "
 				  "gpu-node-a.rack17.example): sysctl -w "));
-	assert_non_null(strstr(h, "\n    then fix gpu-node-b.rack17.example:ens8f0np0->ens1f0np0 "
-				  "(on gpu-node-b.rack17.example): ip neigh flush dev ens8f0np0 to "));
-	assert_non_null(strstr(j, "\"pre_fix\": \"sysctl -w net.ipv4.conf.ens1f0np0.arp_ignore=1\",\n"));
+	assert_non_null(strstr(h,
+			       "\n    then fix gpu-node-b.rack17.example:ens8f0np0->ens1f0np0 "
+			       "(on gpu-node-b.rack17.example): ip neigh flush dev ens8f0np0 to "));
+	assert_non_null(
+		strstr(j, "\"pre_fix\": \"sysctl -w net.ipv4.conf.ens1f0np0.arp_ignore=1\",\n"));
 	assert_non_null(strstr(j, "\"pre_host\": \"gpu-node-b.rack17.example\""));
 	{
-		const char *fx = strstr(j, "\"fix\": \"ip neigh flush dev ens2f0np0 to 198.18.0.21 nud all\",");
+		const char *fx =
+			strstr(j,
+			       "\"fix\": \"ip neigh flush dev ens2f0np0 to 198.18.0.21 nud all\",");
 
 		assert_non_null(fx);
 		fx = strchr(fx, '\n');
@@ -248,14 +257,16 @@ static void probe_counters_shown(void **state)
 	p->ctr.delta[0].role = RN_CTR_TIMEOUT;
 	p->ctr.delta[0].d = 7;
 	assert_int_equal(rn_finding_set(&p->ctr.shows, RN_CAUSE_NO_REPLY, RN_SEV_FATAL,
-					"mlx5_1:1 (ens2f0np0): nothing came back", ""), 0);
+					"mlx5_1:1 (ens2f0np0): nothing came back", ""),
+			 0);
 	h = report(s, 0);
 	j = report(s, 1);
-	assert_non_null(strstr(h, "rdma probes that failed:\n  ens2f0np0->gpu-node-b.rack17.example:"
-				  "ens3f0np0: send: completion error 12 (retry exceeded)\n      "
-				  "counters of mlx5_1:1 (mlx5) over the probe's 2.5 s: "
-				  "local_ack_timeout_err +7 (retransmission timeouts)\n      they show "
-				  "no-reply [fatal]: mlx5_1:1 (ens2f0np0): nothing came back\n"));
+	assert_non_null(
+		strstr(h, "rdma probes that failed:\n  ens2f0np0->gpu-node-b.rack17.example:"
+			  "ens3f0np0: send: completion error 12 (retry exceeded)\n      "
+			  "counters of mlx5_1:1 (mlx5) over the probe's 2.5 s: "
+			  "local_ack_timeout_err +7 (retransmission timeouts)\n      they show "
+			  "no-reply [fatal]: mlx5_1:1 (ens2f0np0): nothing came back\n"));
 	assert_non_null(strstr(j, "\"counters\": {\n"));
 	assert_non_null(strstr(j, "\"counter\": \"local_ack_timeout_err\",\n"));
 	assert_non_null(strstr(j, "\"cause\": \"no-reply\",\n"));
@@ -323,7 +334,8 @@ static void peer_parity(void **state)
 	s->skips[0].check = "arp-probe";
 	s->nskips = 1;
 	assert_int_equal(rn_finding_set(&s->drops_local[6], RN_CAUSE_FIREWALL, RN_SEV_FATAL,
-					"RDMA dies at ens7f0np0", "open udp 4791 on ens7f0np0"), 0);
+					"RDMA dies at ens7f0np0", "open udp 4791 on ens7f0np0"),
+			 0);
 	s->run.check_ms = 1.5;
 	h = report(s, 0);
 	j = report(s, 1);
@@ -372,10 +384,12 @@ static void peer_parity(void **state)
 		}
 	both(h, j, "probe error", "connect: no route to the peer's GID",
 	     "\"error\": \"connect: no route to the peer's GID\"");
-	both(h, j, "skip", "skipped: arp-probe: no CAP_NET_RAW here", "\"why\": \"no CAP_NET_RAW here\"");
+	both(h, j, "skip", "skipped: arp-probe: no CAP_NET_RAW here",
+	     "\"why\": \"no CAP_NET_RAW here\"");
 	both(h, j, "skip check", "arp-probe", "\"check\": \"arp-probe\"");
 	both(h, j, "drop", "RDMA dies at ens7f0np0", "\"message\": \"RDMA dies at ens7f0np0\"");
-	both(h, j, "drop fix", "open udp 4791 on ens7f0np0", "\"fix\": \"open udp 4791 on ens7f0np0\"");
+	both(h, j, "drop fix", "open udp 4791 on ens7f0np0",
+	     "\"fix\": \"open udp 4791 on ens7f0np0\"");
 	both(h, j, "check time", "(pair checks 1.5 ms)", "\"elapsed_us\": 1500");
 	free(h);
 	free(j);

@@ -112,8 +112,14 @@ static void results_round_trip(void **state)
 	struct rn_pair_result p = { .a = 1, .b = 3, .na = 2, .nb = 1, .ms = 12.5 };
 	struct rn_pair_result *list[] = { &p };
 	struct rn_pair_cell cells[2] = {
-		{ .a_cause = 999, .a_sev = RN_SEV_WARN, .a_checked = 1, .b_checked = 1,
-		  .rdma = RN_PAIR_RDMA_OK, .rdma_us = 77, .bw = RN_PAIR_BW_OK, .bw_mbps = 9000 },
+		{ .a_cause = 999,
+		  .a_sev = RN_SEV_WARN,
+		  .a_checked = 1,
+		  .b_checked = 1,
+		  .rdma = RN_PAIR_RDMA_OK,
+		  .rdma_us = 77,
+		  .bw = RN_PAIR_BW_OK,
+		  .bw_mbps = 9000 },
 		{ .rdma = RN_PAIR_RDMA_TIMEOUT, .diag = RN_CAUSE_MTU_MISMATCH },
 	};
 	struct rn_finding f = { 0 };
@@ -162,7 +168,8 @@ static void old_build_refused(void **state)
 	char why[256] = "";
 
 	assert_int_equal(rn_pair_results_decode(old, sizeof(old), 1, 4, take, NULL, why,
-						sizeof(why)), -EBADMSG);
+						sizeof(why)),
+			 -EBADMSG);
 	assert_non_null(strstr(why, "another roce-doctor-mpi build"));
 	assert_int_equal(ntook, 0);
 }

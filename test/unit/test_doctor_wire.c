@@ -130,7 +130,8 @@ static void checks_roundtrip(void **state)
 	rn_vars_set(&v, "wrong", "NIC");
 	rn_vars_set(&v, "why", "ARP flux on host %s", "hostb");
 	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "eth1", "198.18.0.20");
-	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
+	assert_int_equal(rn_finding_render(&in->pairs[1].findings[0], RN_CAUSE_NEIGH_WRONG_MAC, &v),
+			 0);
 	rn_vars_free(&v);
 	assert_int_equal(rn_dw_send_checks(sp[0], in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
@@ -139,9 +140,11 @@ static void checks_roundtrip(void **state)
 	assert_int_equal(out->pairs[1].status, 1);
 	assert_int_equal(out->pairs[1].findings[0].cause, RN_CAUSE_NEIGH_WRONG_MAC);
 	/* where each part runs crosses too (protocol 3) */
-	assert_string_equal(out->pairs[1].findings[0].pre_fix, "sysctl -w net.ipv4.conf.all.arp_ignore=1");
+	assert_string_equal(out->pairs[1].findings[0].pre_fix,
+			    "sysctl -w net.ipv4.conf.all.arp_ignore=1");
 	assert_string_equal(out->pairs[1].findings[0].pre_host, "hostb");
-	assert_string_equal(out->pairs[1].findings[0].fix, "ip neigh flush dev eth1 to 198.18.0.20 nud all");
+	assert_string_equal(out->pairs[1].findings[0].fix,
+			    "ip neigh flush dev eth1 to 198.18.0.20 nud all");
 	assert_string_equal(out->pairs[1].findings[0].fix_host, "");
 	assert_string_equal(out->pairs[1].findings[0].msg, in->pairs[1].findings[0].msg);
 	rn_dw_msg_free(&m);
@@ -172,8 +175,8 @@ static void long_findings_and_unknown_cause(void **state)
 	int i;
 
 	for (i = 1; i <= 8; i++) {
-		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ",
-			 i - 1, i, i);
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+			 "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ", i - 1, i, i);
 		snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
 			 "ip rule add from 198.18.0.%d lookup %d priority %d; "
 			 "ip route replace 198.18.0.0/24 dev ens%df0np0 src 198.18.0.%d table %d; ",
@@ -182,7 +185,8 @@ static void long_findings_and_unknown_cause(void **state)
 	assert_true(strlen(msg) > 255 && strlen(fix) > 511);
 	sample_inv(&in);
 	assert_int_equal(rn_finding_set(&in.nics[0].findings[0], (enum rn_cause)999, RN_SEV_FATAL,
-					msg, fix), 0);
+					msg, fix),
+			 0);
 	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
 	assert_int_equal(rn_dw_recv(sp[1], &m, why, sizeof(why)), 0);
 	assert_int_equal(rn_dw_decode_inv(&m, &out, why, sizeof(why)), 0);
@@ -200,7 +204,8 @@ static void long_findings_and_unknown_cause(void **state)
 		memset(huge, 'y', RN_DW_TEXT_MAX + 1);
 		huge[RN_DW_TEXT_MAX + 1] = '\0';
 		assert_int_equal(rn_finding_set(&in.nics[0].findings[0], RN_CAUSE_NO_RULE,
-						RN_SEV_WARN, huge, "ip link"), 0);
+						RN_SEV_WARN, huge, "ip link"),
+				 0);
 		free(huge);
 	}
 	assert_int_equal(rn_dw_send_inv(sp[0], &in, 0), 0);
@@ -292,10 +297,19 @@ static void other_version(void **state)
 static void older_peer(void **state)
 {
 	static const uint8_t v2[] = {
-		0, 1, 0, 0,             /* one pair */
-		0, 1, 1, 1,             /* local 0, remote 1, problem, one finding */
-		0, RN_CAUSE_MTU_MISMATCH, RN_SEV_WARN, 0, /* x = 0: version 2's finding */
-		0, 0, 0, 3, 0, 0, 0, 2, 'm', 's', 'g', 'i', 'p',
+		0,           1,
+		0,           0, /* one pair */
+		0,           1,
+		1,           1, /* local 0, remote 1, problem, one finding */
+		0,           RN_CAUSE_MTU_MISMATCH,
+		RN_SEV_WARN, 0, /* x = 0: version 2's finding */
+		0,           0,
+		0,           3,
+		0,           0,
+		0,           2,
+		'm',         's',
+		'g',         'i',
+		'p',
 	};
 	struct rn_dw_inv a = { 0 }, b = { 0 };
 	struct rn_dw_checks *out = calloc(1, sizeof(*out));
@@ -336,7 +350,8 @@ static void too_long(void **state)
 {
 	char why[256];
 
-	assert_int_equal(recv_raw("RNDR\0\2\0\1\177\0\0\0\0\0\0\0", 16, why, sizeof(why)), -EMSGSIZE);
+	assert_int_equal(recv_raw("RNDR\0\2\0\1\177\0\0\0\0\0\0\0", 16, why, sizeof(why)),
+			 -EMSGSIZE);
 }
 
 static void cut_short(void **state)
@@ -413,7 +428,8 @@ static void piecewise_reader(void **state)
 	for (i = 0; i < RN_DW_HDR_LEN + 3; i++) {
 		assert_int_equal(recv(sp[0], &c, 1, 0), 1);
 		assert_int_equal(rn_dw_reader_feed(&r, (uint8_t *)&c, 1, &(size_t){ 0 }, &m, why,
-						   sizeof(why)), -EAGAIN);
+						   sizeof(why)),
+				 -EAGAIN);
 	}
 	assert_int_equal(rn_dw_read_some(sp[0], &r, &m, why, sizeof(why)), 0);
 	assert_int_equal(m.type, RN_DW_PROBE_REQ);
@@ -464,7 +480,11 @@ static void deadline_per_message(void **state)
 static void type_limits(void **state)
 {
 	uint8_t hdr[RN_DW_HDR_LEN] = { 'R', 'N', 'D', 'R', 0, 3 };
-	static const struct { unsigned int type; uint32_t len; int ret; } cases[] = {
+	static const struct {
+		unsigned int type;
+		uint32_t len;
+		int ret;
+	} cases[] = {
 		{ RN_DW_INV, RN_DW_INV_MAX, 0 },
 		{ RN_DW_INV, RN_DW_INV_MAX + 1, -EMSGSIZE },
 		{ RN_DW_INV, 16u << 20, -EMSGSIZE },
@@ -500,8 +520,7 @@ static void type_limits(void **state)
 
 static int refused, admitted_len;
 
-static int admit_small(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why,
-		       size_t len)
+static int admit_small(struct rn_dw_reader *r, const struct rn_dw_msg *hdr, char *why, size_t len)
 {
 	if (hdr->len > 100) {
 		refused++;
@@ -531,8 +550,9 @@ static void admit_before_alloc(void **state)
 	assert_string_equal(why, "no room for 1000");
 	rn_dw_reader_free(&r);
 	/* garbage never reaches the hook */
-	assert_int_equal(rn_dw_reader_feed(&r, (const uint8_t *)"GET / HTTP/1.0\r\n", 16, &used,
-					   &m, why, sizeof(why)), -EBADMSG);
+	assert_int_equal(rn_dw_reader_feed(&r, (const uint8_t *)"GET / HTTP/1.0\r\n", 16, &used, &m,
+					   why, sizeof(why)),
+			 -EBADMSG);
 	assert_int_equal(refused, 1);
 	rn_dw_reader_free(&r);
 	rn_put_be32(hdr + 8, 3);
@@ -540,7 +560,8 @@ static void admit_before_alloc(void **state)
 			 -EAGAIN);
 	assert_int_equal(admitted_len, 3);
 	assert_int_equal(rn_dw_reader_feed(&r, (const uint8_t *)"abc", 3, &used, &m, why,
-					   sizeof(why)), 0);
+					   sizeof(why)),
+			 0);
 	assert_int_equal(m.len, 3);
 	rn_dw_msg_free(&m);
 	rn_dw_reader_free(&r);
@@ -557,7 +578,8 @@ static void send_deadline(void **state)
 	assert_int_equal(fcntl(sp[0], F_SETFL, flags | O_NONBLOCK), 0);
 	/* 4 MiB into a socket buffer a fraction of that, nobody reading */
 	assert_int_equal(rn_dw_send(sp[0], RN_DW_CHECKS, p, RN_DW_CHECKS_MAX,
-				    rn_doctor_now_ms() + 100), -ETIMEDOUT);
+				    rn_doctor_now_ms() + 100),
+			 -ETIMEDOUT);
 	/* now or never: the full socket takes not even a small message, and says so at once */
 	assert_int_equal(rn_dw_send(sp[0], RN_DW_WAIT, w, sizeof(w), RN_DW_NOW), -ETIMEDOUT);
 	free(p);

@@ -154,8 +154,7 @@ static size_t msg_size(int i)
 
 static int post_send(struct t *t, struct run *r)
 {
-	int ret = rn_isend(t->sc, r->src[r->sent], msg_size(r->sent), 7, r->smr,
-			   &r->sreq[r->sent]);
+	int ret = rn_isend(t->sc, r->src[r->sent], msg_size(r->sent), 7, r->smr, &r->sreq[r->sent]);
 
 	if (!ret && r->sreq[r->sent])
 		r->sent++;
@@ -646,7 +645,8 @@ static void recovery_waits_for_the_check(void **state)
 	fx_log_reset();
 	assert_false(idle_until(t, both_back, 600));
 	assert_true(fx_info_seen("not back yet: the peer's NIC of the pair is not back yet"));
-	assert_true(fx_info_seen("pair 0 not re-armed here: the path check refuses it: [arp-flux]"));
+	assert_true(
+		fx_info_seen("pair 0 not re-armed here: the path check refuses it: [arp-flux]"));
 	assert_int_equal(t->sc->c.fo->active, 1);
 	assert_int_equal(t->rc->c.fo->path[0].backoff_ms, 1000);
 	fake_path_set(NULL, NULL);
@@ -937,7 +937,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recovery_message_after_resume, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_off_stays, setup, teardown),
 		cmocka_unit_test_setup_teardown(vnic_sender_pair_fails, setup_vnic_split, teardown),
-		cmocka_unit_test_setup_teardown(vnic_receiver_pair_fails, setup_vnic_split, teardown),
+		cmocka_unit_test_setup_teardown(vnic_receiver_pair_fails, setup_vnic_split,
+						teardown),
 		cmocka_unit_test_setup_teardown(vnic_two_qps_a_pair, setup_vnic_2qps, teardown),
 		cmocka_unit_test_setup_teardown(vnic_last_pair_gone, setup_vnic_split, teardown),
 		cmocka_unit_test(vnic_off_fails),

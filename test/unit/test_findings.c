@@ -207,8 +207,10 @@ static void nccl_log_splits_never_cuts(void **state)
 		sprintf(msg + strlen(msg), "%sens%df0np0 198.18.%d.%d", i ? ", " : "", i % 8 + 1,
 			i / 250, i % 250);
 	for (i = 0; i < 12; i++)
-		sprintf(fix + strlen(fix), "%sip route replace 198.18.%d.0/24 dev ens%df0np0 src "
-			"198.18.%d.11 table %d", i ? "; " : "", i, i % 8 + 1, i, 100 + i);
+		sprintf(fix + strlen(fix),
+			"%sip route replace 198.18.%d.0/24 dev ens%df0np0 src "
+			"198.18.%d.11 table %d",
+			i ? "; " : "", i, i % 8 + 1, i, 100 + i);
 	assert_int_equal(rn_finding_set(&f, RN_CAUSE_ARP_FLUX, RN_SEV_FATAL, msg, fix), 0);
 	rn_plugin_log_attach(nccl_logger);
 	rn_finding_log(RN_LOG_WARN, RN_SUB_INIT, RN_PFX "mlx5_0:1", NULL, &f);
@@ -219,8 +221,10 @@ static void nccl_log_splits_never_cuts(void **state)
 	for (i = 0; i < 12; i++) {
 		char cmd[128];
 
-		snprintf(cmd, sizeof(cmd), "fix: ip route replace 198.18.%d.0/24 dev ens%df0np0 src "
-			 "198.18.%d.11 table %d\n", i, i % 8 + 1, i, 100 + i);
+		snprintf(cmd, sizeof(cmd),
+			 "fix: ip route replace 198.18.%d.0/24 dev ens%df0np0 src "
+			 "198.18.%d.11 table %d\n",
+			 i, i % 8 + 1, i, 100 + i);
 		assert_non_null(strstr(text, cmd));
 	}
 	free(text);
@@ -244,14 +248,16 @@ static void nccl_log_names_where_fixes_run(void **state)
 	rn_vars_set(&v, "peer_mac", "02:00:00:00:00:02");
 	rn_vars_set(&v, "peer_host", "gpu7");
 	rn_vars_set(&v, "dev", "ens1f0np0");
-	rn_vars_set(&v, "peer_fix", "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
+	rn_vars_set(&v, "peer_fix",
+		    "sysctl -w net.ipv4.conf.all.arp_ignore=1 "
 		    "net.ipv4.conf.all.arp_announce=2");
 	rn_vars_set(&v, "ip", "198.18.0.1");
 	rn_vars_set(&v, "peer_dev", "ens2f0np0");
 	rn_vars_set(&v, "who", "peer");
 	rn_vars_set(&v, "wrong", "NIC");
 	rn_vars_set(&v, "why", "ARP flux on host %s", "gpu7");
-	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "ens1f0np0", "198.18.0.11");
+	rn_vars_set(&v, "neigh_fix", "ip neigh flush dev %s to %s nud all", "ens1f0np0",
+		    "198.18.0.11");
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_NEIGH_WRONG_MAC, &v), 0);
 	assert_int_equal(rn_finding_render(&g, RN_CAUSE_PEER_DIED, &v), 0);
 	rn_plugin_log_attach(nccl_logger);
@@ -259,13 +265,15 @@ static void nccl_log_names_where_fixes_run(void **state)
 	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "theirs", "gpu7", &f);
 	rn_finding_log(RN_LOG_WARN, RN_SUB_NET, RN_PFX "died", NULL, &g);
 	assert_int_equal(logged.n, 3);
-	assert_non_null(strstr(logged.lines[0], "; fix (on gpu7): sysctl -w net.ipv4.conf.all."
-				"arp_ignore=1 net.ipv4.conf.all.arp_announce=2; then fix: ip neigh "
-				"flush dev ens1f0np0 to 198.18.0.11 nud all"));
+	assert_non_null(strstr(logged.lines[0],
+			       "; fix (on gpu7): sysctl -w net.ipv4.conf.all."
+			       "arp_ignore=1 net.ipv4.conf.all.arp_announce=2; then fix: ip neigh "
+			       "flush dev ens1f0np0 to 198.18.0.11 nud all"));
 	/* the peer's own finding: its flush runs there, our name is not in it */
 	assert_non_null(strstr(logged.lines[1], "; then fix (on gpu7): ip neigh flush"));
 	assert_non_null(strstr(logged.lines[2], "[peer-died]: "));
-	assert_non_null(strstr(logged.lines[2], "; what to do: look at the log of the process on gpu7"));
+	assert_non_null(strstr(logged.lines[2],
+			       "; what to do: look at the log of the process on gpu7"));
 	assert_null(strstr(logged.lines[2], "fix"));
 	/* too long for one line: each part on lines of its own, labelled the same */
 	log_reset();
@@ -279,9 +287,9 @@ static void nccl_log_names_where_fixes_run(void **state)
 	assert_int_equal(logged.cut, 0);
 	text = log_text();
 	assert_non_null(strstr(text, "[neigh-wrong-mac] fix (on gpu7): sysctl -w net.ipv4.conf.all."
-			       "arp_ignore=1 net.ipv4.conf.all.arp_announce=2\n"));
+				     "arp_ignore=1 net.ipv4.conf.all.arp_announce=2\n"));
 	assert_non_null(strstr(text, "[neigh-wrong-mac] then fix: ip neigh flush dev ens1f0np0 to "
-			       "198.18.0.11 nud all\n"));
+				     "198.18.0.11 nud all\n"));
 	free(text);
 	rn_vars_free(&v);
 	rn_finding_clear(&f);

@@ -90,7 +90,8 @@ static void bad_lines_count_nothing(void **state)
 	f = fopen(p, "w");
 	assert_non_null(f);
 	fputs("garbage\n-5 mlx5_0 1 eth0 mlx5_1 1 completion\n1700000000 mlx5_0 1 eth0 mlx5_1 1 "
-	      "completion\n1700000001 mlx5_0 1 eth0", f); /* the last line was cut */
+	      "completion\n1700000001 mlx5_0 1 eth0",
+	      f); /* the last line was cut */
 	fclose(f);
 	assert_int_equal(rn_fostate_count(dir, "mlx5_0", 1, &n, &last), 0);
 	assert_int_equal(n, 1);

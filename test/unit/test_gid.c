@@ -97,8 +97,10 @@ static void ip_is(const struct rn_nic *nic, const char *s)
 }
 
 static const struct fake_gid mlx5[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
-	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
+	{ "fe80::10", V1, 2 },
+	{ "fe80::10", V2, 2 },
+	{ "198.18.0.1", V1, 2 },
+	{ "198.18.0.1", V2, 2 },
 };
 
 static void test_mlx5_layout_picks_3(void **state)
@@ -136,8 +138,10 @@ static void test_rxe_layout_picks_1(void **state)
 }
 
 static const struct fake_gid v6only[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
-	{ "fd00::1", V1, 2 }, { "fd00::1", V2, 2 },
+	{ "fe80::10", V1, 2 },
+	{ "fe80::10", V2, 2 },
+	{ "fd00::1", V1, 2 },
+	{ "fd00::1", V2, 2 },
 };
 
 static void test_ipv6_only_is_no_gid_and_names_family(void **state)
@@ -171,8 +175,8 @@ static void test_ipv6_wanted_picks_v6_v2(void **state)
 }
 
 static const struct fake_gid two_ips[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },         /* eth0 */
-	{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },     /* eth0 */
+	{ "fe80::10", V1, 2 },     { "fe80::10", V2, 2 },     /* eth0 */
+	{ "198.18.0.1", V1, 2 },   { "198.18.0.1", V2, 2 },   /* eth0 */
 	{ "198.18.0.101", V1, 2 }, { "198.18.0.101", V2, 2 }, /* eth0 */
 };
 
@@ -220,7 +224,7 @@ static void test_policy_rule_to_table_of_other_nic_is_not_a_source(void **state)
 static void test_gid_on_other_netdev_skipped(void **state)
 {
 	static const struct fake_gid g[] = {
-		{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+		{ "fe80::10", V1, 2 },   { "fe80::10", V2, 2 },
 		{ "198.19.0.1", V1, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
 		{ "198.18.0.1", V1, 2 }, { "198.18.0.1", V2, 2 },
 	};
@@ -248,8 +252,8 @@ static void vlan_host(void)
 }
 
 static const struct fake_gid vlans[] = {
-	{ "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },     /* eth0 */
-	{ "fe80::10", V1, 3 }, { "fe80::10", V2, 3 },     /* eth0.100 */
+	{ "fe80::10", V1, 2 },   { "fe80::10", V2, 2 },   /* eth0 */
+	{ "fe80::10", V1, 3 },   { "fe80::10", V2, 3 },   /* eth0.100 */
 	{ "198.18.0.1", V1, 3 }, { "198.18.0.1", V2, 3 }, /* eth0.100 */
 	{ "198.18.1.1", V1, 4 }, { "198.18.1.1", V2, 4 }, /* eth0.200 */
 };
@@ -295,8 +299,10 @@ static void test_vlan_with_policy_source_wins(void **state)
 static void test_addr_range_selects_the_vlan(void **state)
 {
 	static const struct fake_gid g[] = {
-		{ "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 },
-		{ "fe80::10", V2, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+		{ "fe80::10", V2, 2 },
+		{ "198.18.0.1", V2, 2 },
+		{ "fe80::10", V2, 3 },
+		{ "198.19.0.1", V2, 3 }, /* eth0.100 */
 	};
 	struct rn_nic nic AUTO_NIC = { 0 };
 
@@ -316,8 +322,10 @@ static void test_addr_range_selects_the_vlan(void **state)
 static void test_forced_vlan_gid_judges_the_vlan(void **state)
 {
 	static const struct fake_gid g[] = {
-		{ "fe80::10", V2, 2 }, { "198.18.0.1", V2, 2 },
-		{ "fe80::10", V2, 3 }, { "198.19.0.1", V2, 3 }, /* eth0.100 */
+		{ "fe80::10", V2, 2 },
+		{ "198.18.0.1", V2, 2 },
+		{ "fe80::10", V2, 3 },
+		{ "198.19.0.1", V2, 3 }, /* eth0.100 */
 	};
 	struct rn_nic nic AUTO_NIC = { 0 };
 
@@ -432,7 +440,8 @@ static void test_addr_range_filters(void **state)
 
 static void test_link_local_only_never_chosen(void **state)
 {
-	static const struct fake_gid g[] = { { "fe80::10", V1, 2 }, { "fe80::10", V2, 2 },
+	static const struct fake_gid g[] = { { "fe80::10", V1, 2 },
+					     { "fe80::10", V2, 2 },
 					     { "::", V2, 2 } };
 	struct rn_nic nic AUTO_NIC = { 0 };
 	int i;
@@ -499,9 +508,9 @@ static void pod_host(void)
  * namespace), pod B's net1 and pod A's net1, both ifindex 3 in their own namespaces.
  */
 static const struct fake_gid shared[] = {
-	{ "fe80::10", V2, 2 }, { "198.18.0.10", V2, 2 },   /* node eth0 */
-	{ "198.18.0.112", V2, 3 }, { "fe80::b1", V2, 3 },  /* pod B net1 */
-	{ "198.18.0.111", V2, 3 }, { "fe80::a1", V2, 3 },  /* pod A net1 */
+	{ "fe80::10", V2, 2 },     { "198.18.0.10", V2, 2 }, /* node eth0 */
+	{ "198.18.0.112", V2, 3 }, { "fe80::b1", V2, 3 },    /* pod B net1 */
+	{ "198.18.0.111", V2, 3 }, { "fe80::a1", V2, 3 },    /* pod A net1 */
 };
 
 /* In pod A the node's eth0 is not there: the NIC is net1, with pod A's GID, never B's. */
@@ -545,8 +554,9 @@ static void test_pod_other_namespace_gid_never_taken(void **state)
 static void test_node_never_takes_a_pods_gid(void **state)
 {
 	static const struct fake_gid g[] = {
-		{ "fe80::a1", V2, 2 }, { "198.18.0.111", V2, 2 },  /* a pod's net1, ifindex 2 */
-		{ "fe80::10", V2, 2 },                             /* eth0's IPv4 GID not yet */
+		{ "fe80::a1", V2, 2 },
+		{ "198.18.0.111", V2, 2 }, /* a pod's net1, ifindex 2 */
+		{ "fe80::10", V2, 2 },     /* eth0's IPv4 GID not yet */
 	};
 	struct rn_nic nic AUTO_NIC = { 0 };
 
@@ -721,7 +731,8 @@ static void test_pod_forced_index_of_other_pod_used_and_warned(void **state)
 	i = has(&nic, RN_CAUSE_GID_FORCED_MISMATCH);
 	assert_true(i);
 	assert_non_null(strstr(nic.findings[i - 1].msg, "GID index 4"));
-	assert_non_null(strstr(nic.findings[i - 1].msg, "not an address of this network namespace"));
+	assert_non_null(strstr(nic.findings[i - 1].msg,
+			       "not an address of this network namespace"));
 	cfg.gid_index = 4;
 	assert_int_equal(assess_from("eth0", &nic), 0);
 	assert_int_equal(nic.gid_index, 4);
@@ -753,7 +764,8 @@ static void test_pod_exclusive_vf(void **state)
  */
 static void test_pod_namesake_of_another_pods_device(void **state)
 {
-	static const struct fake_gid g[] = { { "fe80::ff:fe00:77", V2, 3 }, { "198.18.0.112", V2, 3 } };
+	static const struct fake_gid g[] = { { "fe80::ff:fe00:77", V2, 3 },
+					     { "198.18.0.112", V2, 3 } };
 	struct rn_nic nic AUTO_NIC = { 0 };
 
 	fake_nl_init(&H);
@@ -780,7 +792,8 @@ static void test_pod_namesake_of_another_pods_device(void **state)
 static void test_refresh_follows_the_address(void **state)
 {
 	const struct fake_gid g[] = {
-		{ "fe80::1", V2, 2 }, { "198.18.0.1", V2, 2 },
+		{ "fe80::1", V2, 2 },
+		{ "198.18.0.1", V2, 2 },
 	};
 	struct rn_nic nic AUTO_NIC = { 0 };
 	struct rn_vars v = RN_VARS_INIT;
@@ -819,7 +832,8 @@ static void test_refresh_follows_the_address(void **state)
 	assert_int_equal(nic.gid_index, 3); /* left as it was: the caller refuses */
 	assert_int_equal(rn_finding_render(&f, RN_CAUSE_GID_GONE, &v), 0);
 	assert_int_equal(f.sev, RN_SEV_FATAL);
-	assert_non_null(strstr(f.msg, "address 198.18.0.1 is no longer in the port's GID table "
+	assert_non_null(strstr(f.msg,
+			       "address 198.18.0.1 is no longer in the port's GID table "
 			       "(it was at index 3, which now holds nothing; the table holds idx0 "
 			       "link-local v2"));
 	assert_non_null(strstr(f.msg, "idx1 198.18.0.99 v2"));
@@ -842,7 +856,8 @@ int main(void)
 		cmocka_unit_test_setup(test_ipv6_wanted_picks_v6_v2, setup),
 		cmocka_unit_test_setup(test_several_ips_primary_without_rules, setup),
 		cmocka_unit_test_setup(test_several_ips_policy_source_wins, setup),
-		cmocka_unit_test_setup(test_policy_rule_to_table_of_other_nic_is_not_a_source, setup),
+		cmocka_unit_test_setup(test_policy_rule_to_table_of_other_nic_is_not_a_source,
+				       setup),
 		cmocka_unit_test_setup(test_gid_on_other_netdev_skipped, setup),
 		cmocka_unit_test_setup(test_vlan_gid_makes_the_vlan_the_nic, setup),
 		cmocka_unit_test_setup(test_vlan_with_policy_source_wins, setup),

@@ -14,14 +14,14 @@
 /* the findings a test's NIC holds are released when it goes out of scope */
 #define AUTO_NIC __attribute__((cleanup(rn_nic_cleanup)))
 
-static struct rn_sysctls S(int ig, int an, int fi, int rp, int al)
-{
+static struct rn_sysctls S(int ig, int an, int fi, int rp, int al) {
 	struct rn_sysctls s = { ig, an, fi, rp, al, 0, 0 };
 
 	return s;
 }
 
-static void test_effective_max_and_or(void **state)
+static void
+test_effective_max_and_or(void **state)
 {
 	struct rn_sysctls all, dev, e;
 
@@ -37,8 +37,8 @@ static void test_effective_max_and_or(void **state)
 	rn_sysctls_effective(&all, &dev, &e);
 	assert_int_equal(e.arp_ignore, 2);
 	assert_int_equal(e.arp_announce, 1);
-	assert_int_equal(e.rp_filter, 2);   /* loose beats strict */
-	assert_int_equal(e.arp_filter, 1);  /* OR */
+	assert_int_equal(e.rp_filter, 2);    /* loose beats strict */
+	assert_int_equal(e.arp_filter, 1);   /* OR */
 	assert_int_equal(e.accept_local, 1); /* OR */
 	/* unreadable (-1) counts as 0 */
 	all = S(-1, -1, -1, -1, -1);

@@ -31,7 +31,8 @@ static void test_subsys(void **state)
 	assert_int_equal(nccl_log_parse_subsys(NULL), NCCL_INIT | NCCL_BOOTSTRAP | NCCL_ENV);
 	assert_int_equal(nccl_log_parse_subsys("NET"), NCCL_NET);
 	assert_int_equal(nccl_log_parse_subsys("init,net"), NCCL_INIT | NCCL_NET);
-	assert_int_equal(nccl_log_parse_subsys("COLL,P2P,SHM,GRAPH,TUNING,ALLOC,CALL,PROXY,NVLS,REG,PROFILE,RAS"),
+	assert_int_equal(nccl_log_parse_subsys(
+				 "COLL,P2P,SHM,GRAPH,TUNING,ALLOC,CALL,PROXY,NVLS,REG,PROFILE,RAS"),
 			 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x100 | 0x200 | 0x400 | 0x800 | 0x2000 |
 				 0x4000 | 0x8000);
 	assert_true(nccl_log_parse_subsys("ALL") == ~0ull);
@@ -62,7 +63,8 @@ static void test_file_pattern(void **state)
 {
 	char out[64];
 
-	assert_int_equal(nccl_log_expand_file("/tmp/nccl.%h.%p", "node7", 4242, out, sizeof(out)), 0);
+	assert_int_equal(nccl_log_expand_file("/tmp/nccl.%h.%p", "node7", 4242, out, sizeof(out)),
+			 0);
 	assert_string_equal(out, "/tmp/nccl.node7.4242");
 	assert_int_equal(nccl_log_expand_file("a%%b%xc%", "h", 1, out, sizeof(out)), 0);
 	assert_string_equal(out, "a%b%xc%");

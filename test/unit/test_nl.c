@@ -47,12 +47,10 @@ static int group_setup(void **state)
 	if (unshare(CLONE_NEWNET) || sh("ip link set lo up"))
 		return 0;
 	if (sh("ip link add rnd0 type veth peer name rnd0p") || sh("ip link set rnd0p up") ||
-	    sh("ip link set rnd0 mtu 4200 up") ||
-	    sh("ip addr add 198.18.0.1/24 dev rnd0") ||
+	    sh("ip link set rnd0 mtu 4200 up") || sh("ip addr add 198.18.0.1/24 dev rnd0") ||
 	    sh("ip addr add 198.18.0.101/24 dev rnd0") ||
 	    sh("ip link add rnd1 type veth peer name rnd1p") || sh("ip link set rnd1p up") ||
-	    sh("ip link set rnd1 up") ||
-	    sh("ip addr add 198.18.0.2/24 dev rnd1") ||
+	    sh("ip link set rnd1 up") || sh("ip addr add 198.18.0.2/24 dev rnd1") ||
 	    sh("ip route replace 198.18.0.0/24 dev rnd1 src 198.18.0.2 table 102") ||
 	    sh("ip rule add from 198.18.0.2 lookup 102 priority 102") ||
 	    sh("ip rule add from 198.18.0.2 uidrange 1000-1999 ipproto tcp dport 80 lookup 102 "
@@ -63,12 +61,12 @@ static int group_setup(void **state)
 	return 0;
 }
 
-#define NEED_NS()                                                                   \
-	do {                                                                        \
-		if (!have_ns) {                                                     \
+#define NEED_NS() \
+	do { \
+		if (!have_ns) { \
 			printf("skip: cannot create a network namespace with iproute2\n"); \
-			skip();                                                     \
-		}                                                                   \
+			skip(); \
+		} \
 	} while (0)
 
 /* The link @name as a dump has it (zeroed, oper_up -1, when there is none). */
@@ -123,7 +121,8 @@ static void test_link_up_is_the_carrier(void **state)
 	NEED_NS();
 	assert_int_equal(sh("ip link add rnbr0 type bridge && ip link set rnbr0 up && "
 			    "ip link add rnv3 type veth peer name rnv3p && ip link set rnv3p up && "
-			    "ip link set rnv3 master rnbr0 && ip link set rnv3 up"), 0);
+			    "ip link set rnv3 master rnbr0 && ip link set rnv3 up"),
+			 0);
 	assert_int_equal(link_up_of("rnbr0"), 1);
 	assert_int_equal(sh("ip link set rnv3p down"), 0); /* the port loses its carrier */
 	assert_int_equal(link_up_of("rnv3"), 0);
@@ -406,7 +405,8 @@ static void test_dump_while_the_table_changes(void **state)
 	FILE *f;
 
 	NEED_NS();
-	assert_int_equal(sh("ip link add rnd2 type veth peer name rnd2p && ip link set rnd2 up"), 0);
+	assert_int_equal(sh("ip link add rnd2 type veth peer name rnd2p && ip link set rnd2 up"),
+			 0);
 	f = popen("ip -batch - >/dev/null 2>&1", "w");
 	assert_non_null(f);
 	for (i = 0; i < 2000; i++)

@@ -63,10 +63,14 @@ static void ifs_build(void)
 		const char *name, *addr;
 		int running;
 	} t[] = {
-		{ "lo", "127.0.0.1", 1 },           { "eth0", "198.18.0.1", 1 },
-		{ "eth1", "198.18.1.1", 0 },        { "ens1f0np0.100", "198.18.2.1", 1 },
-		{ "lo", "::1", 1 },                 { "ens1f0np0", "fe80::1", 1 },
-		{ "ens1f0np0", "fd00::1", 1 },      { "eth0", "fd00::10", 1 },
+		{ "lo", "127.0.0.1", 1 },
+		{ "eth0", "198.18.0.1", 1 },
+		{ "eth1", "198.18.1.1", 0 },
+		{ "ens1f0np0.100", "198.18.2.1", 1 },
+		{ "lo", "::1", 1 },
+		{ "ens1f0np0", "fe80::1", 1 },
+		{ "ens1f0np0", "fd00::1", 1 },
+		{ "eth0", "fd00::10", 1 },
 	};
 	size_t i;
 
@@ -249,12 +253,9 @@ static void listen_connect_accept(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(local_addr_choice),
-		cmocka_unit_test(socket_ifname_syntax),
-		cmocka_unit_test(socket_ifname_warns_once),
-		cmocka_unit_test(framing_byte_by_byte),
-		cmocka_unit_test(bad_header_stops_reading),
-		cmocka_unit_test(listen_connect_accept),
+		cmocka_unit_test(local_addr_choice),        cmocka_unit_test(socket_ifname_syntax),
+		cmocka_unit_test(socket_ifname_warns_once), cmocka_unit_test(framing_byte_by_byte),
+		cmocka_unit_test(bad_header_stops_reading), cmocka_unit_test(listen_connect_accept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,9 +28,10 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 
 static int setup(void **state)
 {
-	static const char *vars[] = { "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_ADDR_FAMILY",
-				      "NCCL_IB_TIMEOUT", "NCCL_ROCE_ROUTE_CHECK", "NCCL_IB_TC",
-				      "NCCL_IB_ADDR_RANGE", "NCCL_IB_DISABLE",
+	static const char *vars[] = { "NCCL_IB_HCA",           "NCCL_IB_GID_INDEX",
+				      "NCCL_IB_ADDR_FAMILY",   "NCCL_IB_TIMEOUT",
+				      "NCCL_ROCE_ROUTE_CHECK", "NCCL_IB_TC",
+				      "NCCL_IB_ADDR_RANGE",    "NCCL_IB_DISABLE",
 				      "NCCL_IB_MQP_RETRY_CNT" };
 	size_t i;
 
@@ -102,7 +103,8 @@ static void test_bad_values_warn_and_default(void **state)
 /* NCCL_IB_ADDR_RANGE: garbage, a bad prefix, the other family: each defaulted, one WARN. */
 static void test_addr_range_checked(void **state)
 {
-	static const char *bad[] = { "garbage", "/99", "198.18.0.0/99", "198.18.0.0/", "fd00::/64" };
+	static const char *bad[] = { "garbage", "/99", "198.18.0.0/99", "198.18.0.0/",
+				     "fd00::/64" };
 	struct rn_config c;
 	size_t i;
 

@@ -41,7 +41,10 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
 }
 
 static struct fake_dev devs[] = {
-	{ .name = "mlx5_0", .guid = 0x1234, .nports = 1, .dmabuf = 1,
+	{ .name = "mlx5_0",
+	  .guid = 0x1234,
+	  .nports = 1,
+	  .dmabuf = 1,
 	  .ports = { { .active_speed = 32, .active_width = 2 } } },
 	{ .name = "rxe0", .guid = 0x5678, .nports = 1 },
 };
@@ -448,7 +451,8 @@ static void test_error_translation(void **state)
 	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
 		double_net_ret = map[i].err;
 		assert_int_equal(rn_plugin_result(map[i].err), map[i].res);
-		assert_int_equal(ncclNetPlugin_v12.isend(buf, buf, 8, 0, buf, NULL, &req), map[i].res);
+		assert_int_equal(ncclNetPlugin_v12.isend(buf, buf, 8, 0, buf, NULL, &req),
+				 map[i].res);
 		assert_int_equal(ncclNetPlugin_v12.regMr(buf, buf, 64, NCCL_PTR_HOST, &mh),
 				 map[i].res);
 		assert_int_equal(ncclNetPlugin_v12.closeSend(buf), map[i].res);

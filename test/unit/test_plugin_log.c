@@ -136,8 +136,13 @@ static void test_first_info_names_version_and_abi(void **state)
 static void test_bridge_flags(void **state)
 {
 	static const unsigned long subs[] = {
-		0, RN_SUB_INIT, RN_SUB_NET, RN_SUB_ENV, RN_SUB_INIT | RN_SUB_NET,
-		RN_SUB_INIT | RN_SUB_ENV, RN_SUB_INIT | RN_SUB_NET | RN_SUB_ENV,
+		0,
+		RN_SUB_INIT,
+		RN_SUB_NET,
+		RN_SUB_ENV,
+		RN_SUB_INIT | RN_SUB_NET,
+		RN_SUB_INIT | RN_SUB_ENV,
+		RN_SUB_INIT | RN_SUB_NET | RN_SUB_ENV,
 	};
 	size_t i;
 
@@ -152,7 +157,8 @@ static void test_bridge_flags(void **state)
 		/* INFO and TRACE keep what the caller said; none said means NET */
 		assert_int_equal(lines[1].flags, subs[i] ? subs[i] : (unsigned long)NCCL_NET);
 		assert_int_equal(lines[2].flags, lines[1].flags);
-		assert_int_equal(rn_plugin_log_flags(RN_LOG_WARN, subs[i]), (unsigned long)NCCL_ALL);
+		assert_int_equal(rn_plugin_log_flags(RN_LOG_WARN, subs[i]),
+				 (unsigned long)NCCL_ALL);
 	}
 	/* the config line (INIT|ENV) is not a NET line: NCCL_DEBUG_SUBSYS=NET hides it */
 	assert_int_equal(rn_plugin_log_flags(RN_LOG_INFO, RN_SUB_INIT | RN_SUB_ENV),

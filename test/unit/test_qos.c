@@ -157,7 +157,7 @@ static void lossy_class_named(void **state)
 	assert_non_null(strstr(f->msg, "priority 3 is lossless"));
 	/* the class that lands on 3 (DSCP 26, the APP table's), ECN bits kept; or the dcb map */
 	assert_string_equal(f->fix, "export NCCL_IB_TC=104  # or map DSCP 0 to the lossless "
-			    "priority: dcb app add dev eth0 dscp-prio 0:3");
+				    "priority: dcb app add dev eth0 dscp-prio 0:3");
 	/* an ECN-capable class keeps its ECN bits: 2 -> 106 */
 	assess(&n, 2, -1);
 	f = only(&n, RN_CAUSE_QOS_LOSSY, 1);
@@ -174,7 +174,8 @@ static void fifo_class(void **state)
 	lossless_p3();
 	assess(&n, 106, 192); /* DSCP 48 -> priority 6, lossy */
 	f = only(&n, RN_CAUSE_QOS_LOSSY, 1);
-	assert_non_null(strstr(f->msg, "CTS (FIFO) traffic class 192 (DSCP 48) maps to priority 6"));
+	assert_non_null(strstr(f->msg,
+			       "CTS (FIFO) traffic class 192 (DSCP 48) maps to priority 6"));
 	assert_non_null(strstr(f->fix, "export NCCL_IB_FIFO_TC=104 "));
 	rn_nic_cleanup(&n);
 }
@@ -201,13 +202,13 @@ static void mlx5_override(void **state)
 	const struct rn_finding *f;
 
 	lossless_p3();
-	fixture_sysfs_write("/sys/class/infiniband/mlx5_0/tc/1/traffic_class",
-			    "Global tclass=0\n");
+	fixture_sysfs_write("/sys/class/infiniband/mlx5_0/tc/1/traffic_class", "Global tclass=0\n");
 	assess(&n, 106, -1);
 	f = only(&n, RN_CAUSE_QOS_LOSSY, 1);
 	assert_non_null(strstr(f->msg, "traffic class 0 (DSCP 0)"));
 	assert_non_null(strstr(f->msg, "mlx5 override"));
-	assert_string_equal(f->fix, "echo 104 > /sys/class/infiniband/mlx5_0/tc/1/traffic_class  "
+	assert_string_equal(f->fix,
+			    "echo 104 > /sys/class/infiniband/mlx5_0/tc/1/traffic_class  "
 			    "# or map DSCP 0 to the lossless priority: dcb app add dev eth0 "
 			    "dscp-prio 0:3");
 	fixture_sysfs_write("/sys/class/infiniband/mlx5_0/tc/1/traffic_class",
@@ -247,8 +248,11 @@ static void parse_reply(void **state)
 	struct nlmsghdr *h = (struct nlmsghdr *)m.b;
 	struct dcbmsg *d = (struct dcbmsg *)(m.b + NLMSG_HDRLEN);
 	struct ieee_pfc pfc = { .pfc_cap = 8, .pfc_en = 0x08 };
-	struct dcb_app a1 = { .selector = IEEE_8021QAZ_APP_SEL_DSCP, .priority = 3, .protocol = 26 };
-	struct dcb_app a2 = { .selector = IEEE_8021QAZ_APP_SEL_ETHERTYPE, .priority = 1,
+	struct dcb_app a1 = { .selector = IEEE_8021QAZ_APP_SEL_DSCP,
+			      .priority = 3,
+			      .protocol = 26 };
+	struct dcb_app a2 = { .selector = IEEE_8021QAZ_APP_SEL_ETHERTYPE,
+			      .priority = 1,
 			      .protocol = 0x8915 };
 	struct nlattr *ieee, *tbl;
 	struct rn_nl_dcb out;

@@ -134,7 +134,8 @@ static void put_signal_get_flush(void **state)
 	assert_int_equal(st.atomics, 2);
 	assert_true(st.reads >= 2);
 	assert_int_equal(st.cq_overflows, 0);
-	assert_true(fx_info_seen("RMA context on rxe0:1: 1 comm pair, 2 contexts, traffic class 106"));
+	assert_true(
+		fx_info_seen("RMA context on rxe0:1: 1 comm pair, 2 contexts, traffic class 106"));
 	assert_true(fx_info_seen("send comm rxe0:1 "));
 	assert_int_equal(fx_nwarn, 0);
 	assert_int_equal(rn_rma_dereg(o.g, mz), 0);

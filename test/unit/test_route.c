@@ -190,7 +190,8 @@ static void test_rule_table_routes_wrong_nic(void **state)
 	assert_int_equal(n1.verdict, RN_VERDICT_REFUSED);
 	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
 	assert_non_null(f);
-	assert_non_null(strstr(f->fix, "ip route replace 198.18.0.0/24 dev eth1 src 198.18.0.2 table 102"));
+	assert_non_null(strstr(f->fix,
+			       "ip route replace 198.18.0.0/24 dev eth1 src 198.18.0.2 table 102"));
 	assert_int_equal(assess("eth0").verdict, RN_VERDICT_OK);
 }
 
@@ -330,7 +331,8 @@ static void test_one_subnet_per_nic_on_one_l2_segment(void **state)
 	fake_sysctl(&H, "eth0", "arp_ignore", 8);
 	renew(&n0, assess("eth0"));
 	assert_non_null(find(&n0, RN_CAUSE_ARP_SILENT));
-	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_SILENT)->fix, "net.ipv4.conf.eth0.arp_ignore=1"));
+	assert_non_null(strstr(find(&n0, RN_CAUSE_ARP_SILENT)->fix,
+			       "net.ipv4.conf.eth0.arp_ignore=1"));
 	/* without CAP_NET_RAW and unsafe sysctls: a warning, never a refusal */
 	fake_sysctl(&H, "eth0", "arp_ignore", 0);
 	fake_sysctl(&H, "all", "arp_ignore", 0);
@@ -397,7 +399,8 @@ static void test_gateway_of_table_must_egress_nic(void **state)
 	renew(&n1, assess("eth1"));
 	/* The default route's own device is judged, not only the route to its gateway. */
 	assert_non_null(find(&n1, RN_CAUSE_RULE_WRONG_NIC));
-	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg, "default route (via 198.19.0.254)"));
+	assert_non_null(strstr(find(&n1, RN_CAUSE_RULE_WRONG_NIC)->msg,
+			       "default route (via 198.19.0.254)"));
 }
 
 /*
@@ -422,8 +425,8 @@ static void test_table_default_names_other_nic(void **state)
 	renew(&n1, assess("eth1"));
 	f = find(&n1, RN_CAUSE_RULE_WRONG_NIC);
 	assert_non_null(f);
-	assert_string_equal(f->fix,
-			    "ip route replace default via 198.18.0.254 dev eth1 table 102 metric 100");
+	assert_string_equal(
+		f->fix, "ip route replace default via 198.18.0.254 dev eth1 table 102 metric 100");
 }
 
 /* L3 /31 per NIC: main's default via eth0 only, then per-NIC tables, then ECMP in main. */
@@ -516,7 +519,8 @@ static void test_cfg_lists(void **state)
 	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/24", 1, &ip, &len), -ENOENT);
 	assert_int_equal(rn_cfg_cidr_at("198.19.8.0/33", 0, &ip, &len), -EINVAL);
 	assert_int_equal(rn_cfg_cidr_at("a,,b", 1, &ip, &len), -EINVAL);
-	assert_int_equal(rn_cfg_gateway_at("ens1f0np0.100=198.18.0.1", 0, dev, sizeof(dev), &ip), 0);
+	assert_int_equal(rn_cfg_gateway_at("ens1f0np0.100=198.18.0.1", 0, dev, sizeof(dev), &ip),
+			 0);
 	assert_string_equal(dev, "ens1f0np0.100");
 	assert_int_equal(rn_cfg_gateway_at("=198.18.0.1", 0, dev, sizeof(dev), &ip), -EINVAL);
 	assert_int_equal(rn_cfg_gateway("198.18.0.1,eth0=198.18.0.9", "eth0", AF_INET, &ip), 0);
@@ -582,8 +586,8 @@ static void test_static_neigh_judged_by_probe(void **state)
 	fake_policy_routing(&H, 2, 2, "198.18.0.0/24");
 	fake_route(&H, 101, "default", 2, NULL, "198.18.0.254");
 	fake_neigh(&H, 2, "198.18.0.254", 0x99, NUD_PERMANENT);
-	fake_neigh(&H, 2, "198.18.0.30", 0x30, NUD_NOARP);   /* right */
-	fake_neigh(&H, 2, "198.18.0.31", 0x99, NUD_NOARP);   /* nobody answers */
+	fake_neigh(&H, 2, "198.18.0.30", 0x30, NUD_NOARP);     /* right */
+	fake_neigh(&H, 2, "198.18.0.31", 0x99, NUD_NOARP);     /* nobody answers */
 	fake_neigh(&H, 2, "198.18.0.32", 0x99, NUD_REACHABLE); /* learned: not ours to judge */
 	fake_arp_peer(&H, "198.18.0.254", 0x54);
 	fake_arp_peer(&H, "198.18.0.30", 0x30);
@@ -597,7 +601,8 @@ static void test_static_neigh_judged_by_probe(void **state)
 	assert_non_null(f);
 	assert_string_equal(f->fix, "ip neigh del 198.18.0.254 dev eth0");
 	assert_string_equal(f->pre_fix, "");
-	assert_non_null(strstr(f->msg, "gateway 198.18.0.254 is reached at the wrong MAC (MAC "
+	assert_non_null(strstr(f->msg,
+			       "gateway 198.18.0.254 is reached at the wrong MAC (MAC "
 			       "02:00:00:00:00:99 instead of 02:00:00:00:00:54) from eth0"));
 }
 
@@ -619,9 +624,10 @@ static void test_addressless_nic_says_what_to_do(void **state)
 	renew(&n, assess("eth2"));
 	f = find(&n, RN_CAUSE_NO_GID);
 	assert_non_null(f);
-	assert_non_null(strstr(f->advice, "give eth2 an IPv4 address in 198.18.0.0/24 (eth0's "
-			       "subnet, which its L2 segment carries) (ip addr add <address>/24 dev "
-			       "eth2)"));
+	assert_non_null(strstr(
+		f->advice, "give eth2 an IPv4 address in 198.18.0.0/24 (eth0's "
+			   "subnet, which its L2 segment carries) (ip addr add <address>/24 dev "
+			   "eth2)"));
 }
 
 /* A 'from IP uidrange ... lookup T' rule is not the NIC's rule: judged as no rule at all. */
@@ -643,7 +649,7 @@ static void test_rule_with_uidrange_does_not_count(void **state)
 	f = find(&n1, RN_CAUSE_NO_RULE);
 	assert_non_null(f);
 	assert_non_null(strstr(f->msg, "'from 198.18.0.2 lookup 102 uidrange 1000-1999' (pref 102) "
-			       "matches only marked"));
+				       "matches only marked"));
 }
 
 static int ninfo, nwarn, warn_ok;
@@ -756,7 +762,8 @@ static void test_init_round_trips(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_no_policy_routing_default_sysctls_refused, setup_shared),
+		cmocka_unit_test_setup(test_no_policy_routing_default_sysctls_refused,
+				       setup_shared),
 		cmocka_unit_test_setup(test_init_round_trips, setup_shared),
 		cmocka_unit_test_setup(test_route_answer_kept_as_judged, setup_shared),
 		cmocka_unit_test_setup(test_warn_mode_does_not_refuse, setup_shared),
@@ -767,9 +774,11 @@ int main(void)
 		cmocka_unit_test_setup(test_rule_shares_another_nics_table, setup_shared),
 		cmocka_unit_test_setup(test_strict_rp_filter_with_asymmetry, setup_shared),
 		cmocka_unit_test_setup(test_arp_ignore_all_only_or_per_dev_only, setup_shared),
-		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection, setup_shared),
+		cmocka_unit_test_setup(test_arp_filter_with_complete_rules_is_protection,
+				       setup_shared),
 		cmocka_unit_test_setup(test_arp_filter_without_rules_is_not, setup_shared),
-		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules, setup_shared),
+		cmocka_unit_test_setup(test_one_subnet_per_nic_accepted_without_rules,
+				       setup_shared),
 		cmocka_unit_test_setup(test_one_subnet_per_nic_on_one_l2_segment, setup_shared),
 		cmocka_unit_test_setup(test_l3_gateway_per_nic, setup_shared),
 		cmocka_unit_test_setup(test_routed_peers_per_nic_default, setup_shared),

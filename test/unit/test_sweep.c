@@ -123,7 +123,8 @@ static void test_cells_and_exit(void **state)
 	cell(&s, 0, 1, 2, 0)->a_cause = RN_CAUSE_MTU_MISMATCH;
 	cell(&s, 0, 1, 2, 0)->a_sev = RN_SEV_WARN;
 	cell(&s, 0, 1, 2, 0)->rdma = RN_PAIR_RDMA_TIMEOUT;
-	assert_string_equal(rn_sweep_cell_str(cell(&s, 0, 1, 2, 0), buf, sizeof(buf)), "route-wrong-nic");
+	assert_string_equal(rn_sweep_cell_str(cell(&s, 0, 1, 2, 0), buf, sizeof(buf)),
+			    "route-wrong-nic");
 	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_PROBLEMS);
 	*cell(&s, 0, 1, 2, 0) = (struct rn_pair_cell){ 0 };
 	assert_string_equal(rn_sweep_cell_str(cell(&s, 0, 1, 2, 0), buf, sizeof(buf)), "-");
@@ -302,8 +303,9 @@ static void test_consistency_names_the_odd_ones(void **state)
 
 	/* max(all, dev): conf/all must come down too */
 	d = diff(&s, 0, 1, RN_SW_F_ARP_IGNORE);
-	assert_string_equal(d->f.fix,
-			    "sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.eth1.arp_ignore=1");
+	assert_string_equal(
+		d->f.fix,
+		"sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.eth1.arp_ignore=1");
 	diff(&s, 0, 0, RN_SW_F_ARP_IGNORE);
 	d = diff(&s, 1, 0, RN_SW_F_RP_FILTER);
 	assert_string_equal(d->f.fix, "sysctl -w net.ipv4.conf.eth0.rp_filter=0");
@@ -312,14 +314,15 @@ static void test_consistency_names_the_odd_ones(void **state)
 	t = report(&s, 0);
 	assert_non_null(strstr(t, "differs from the fleet (8):"));
 	assert_non_null(strstr(t, "  h1:eth1                  mtu 1500, where 5 of 6 have 9000\n"));
-	assert_non_null(strstr(t, "  h2                       kernel 6.1.0-18-amd64, where 2 of 3 have "
-			       "6.1.0-21-amd64\n"));
+	assert_non_null(
+		strstr(t, "  h2                       kernel 6.1.0-18-amd64, where 2 of 3 have "
+			  "6.1.0-21-amd64\n"));
 	assert_non_null(strstr(t, "h1:eth1 fleet-differs"));
 	free(t);
 	t = report(&s, 1);
 	assert_non_null(strstr(t, "\"differences\": [\n    {\n      \"field\": \"kernel\",\n"
-			       "      \"host\": \"h2\",\n      \"nic\": null,\n"
-			       "      \"value\": \"6.1.0-18-amd64\",\n"));
+				  "      \"host\": \"h2\",\n      \"nic\": null,\n"
+				  "      \"value\": \"6.1.0-18-amd64\",\n"));
 	assert_non_null(strstr(t, "\"rdma_core\": \"44.0\""));
 	assert_non_null(strstr(t, "\"firmware\": \"226.0.145\""));
 	assert_non_null(strstr(t, "\"differences\": 8"));
@@ -385,8 +388,9 @@ static void test_consistency_plugin_missing(void **state)
 	line = strstr(t, "  h1                       plugin-missing (fatal): no NCCL net plugin: "
 			 "NCCL_NET_PLUGIN finds no library on h1, ");
 	assert_non_null(line);
-	assert_null(strchr(line, '\n') ? strstr(strchr(line, '\n'), "  h1                       plugin") :
-		    NULL);
+	assert_null(strchr(line, '\n') ?
+			    strstr(strchr(line, '\n'), "  h1                       plugin") :
+			    NULL);
 	free(t);
 	rn_sweep_free(&s);
 
@@ -445,7 +449,8 @@ static void test_bw_the_bad_end(void **state)
 	assert_true(cell(&s, 0, 0, 2, 1)->slow);
 	assert_false(cell(&s, 0, 0, 2, 0)->slow);
 	assert_int_equal(rn_sweep_exit(&s), RN_DOCTOR_PROBLEMS);
-	assert_string_equal(rn_sweep_cell_str(cell(&s, 1, 1, 2, 1), buf, sizeof(buf)), "bandwidth-low");
+	assert_string_equal(rn_sweep_cell_str(cell(&s, 1, 1, 2, 1), buf, sizeof(buf)),
+			    "bandwidth-low");
 	/* its peers are fast elsewhere: only h2:eth1 is looked at again, against a fast NIC */
 	assert_int_equal(rn_sweep_bw_plan(&s), 0);
 	assert_int_equal(s.nrechecks, 1);
@@ -466,22 +471,25 @@ static void test_bw_the_bad_end(void **state)
 	assert_int_equal(s.hosts[2].slow[1].cause, RN_CAUSE_SLOW_NIC);
 	assert_int_equal(s.hosts[2].slow[0].cause, 0);
 	assert_null(s.hosts[0].slow);
-	assert_non_null(strstr(s.hosts[2].slow[1].msg, "h2:eth1: slow with every peer measured "
-			       "(4 of 4 NIC pairs under 10 Gbit/s, the best 3.10 Gbit/s) while h0:eth0 is "
-			       "fast with others (measured again alone against it: 3.10 Gbit/s)"));
+	assert_non_null(
+		strstr(s.hosts[2].slow[1].msg,
+		       "h2:eth1: slow with every peer measured "
+		       "(4 of 4 NIC pairs under 10 Gbit/s, the best 3.10 Gbit/s) while h0:eth0 is "
+		       "fast with others (measured again alone against it: 3.10 Gbit/s)"));
 	assert_non_null(strstr(s.hosts[2].slow[1].advice, "ethtool -S eth1"));
 	assert_int_equal(finds_with(&s, "the slow end is h2:eth1"), 4);
 	assert_int_equal(finds_with(&s, "h1:eth0 -> h2:eth1: 3.00 Gbit/s"), 1);
 	t = report(&s, 0);
-	assert_non_null(strstr(t, "  h0:eth0 <-> h2:eth1  bandwidth-low 3.00 Gbit/s, slow end h2:eth1\n"));
+	assert_non_null(
+		strstr(t, "  h0:eth0 <-> h2:eth1  bandwidth-low 3.00 Gbit/s, slow end h2:eth1\n"));
 	assert_non_null(strstr(t, "  h2:eth1 against h0:eth0: 3.10 Gbit/s: slow\n"));
 	assert_non_null(strstr(t, "slow NICs (the bad ends): h2:eth1\n"));
 	assert_non_null(strstr(t, "12 NIC pairs measured"));
 	free(t);
 	t = report(&s, 1);
 	assert_non_null(strstr(t, "\"bandwidth\": {\n        \"status\": \"ok\",\n"
-			       "        \"gbps\": 3.000,\n        \"slow\": true,\n"
-			       "        \"blame\": \"b\"\n"));
+				  "        \"gbps\": 3.000,\n        \"slow\": true,\n"
+				  "        \"blame\": \"b\"\n"));
 	assert_non_null(strstr(t, "\"witness_host\": \"h0\",\n        \"witness_nic\": \"eth0\""));
 	assert_non_null(strstr(t, "\"cause\": \"slow-nic\""));
 	free(t);

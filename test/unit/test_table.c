@@ -120,16 +120,17 @@ static void test_priority_ahead_of_wg_quick(void **state)
 static void test_what_shadows(void **state)
 {
 	struct rn_host *h;
-	struct rn_nl_rule r = { .family = AF_INET, .priority = 5270, .action = FR_ACT_TO_TBL,
-				.table = 52 };
+	struct rn_nl_rule r = {
+		.family = AF_INET, .priority = 5270, .action = FR_ACT_TO_TBL, .table = 52
+	};
 
-	assert_true(rn_rule_shadows(&r));          /* Tailscale's lookup 52 */
+	assert_true(rn_rule_shadows(&r));  /* Tailscale's lookup 52 */
 	r.fwmark = 0x80000;
-	assert_false(rn_rule_shadows(&r));         /* marked traffic only */
+	assert_false(rn_rule_shadows(&r)); /* marked traffic only */
 	r.invert = 1;
-	assert_true(rn_rule_shadows(&r));          /* not fwmark: unmarked traffic */
+	assert_true(rn_rule_shadows(&r));  /* not fwmark: unmarked traffic */
 	r.fwmark = 0;
-	assert_false(rn_rule_shadows(&r));         /* 'not from all' matches nothing */
+	assert_false(rn_rule_shadows(&r)); /* 'not from all' matches nothing */
 	r.invert = 0;
 	r.action = FR_ACT_UNREACHABLE;
 	assert_true(rn_rule_shadows(&r));
@@ -140,12 +141,12 @@ static void test_what_shadows(void **state)
 	assert_false(rn_rule_shadows(&r));
 	r.table = 52;
 	strcpy(r.iif, "lo");
-	assert_true(rn_rule_shadows(&r));          /* local output has iif lo */
+	assert_true(rn_rule_shadows(&r)); /* local output has iif lo */
 	strcpy(r.iif, "eth0");
 	assert_false(rn_rule_shadows(&r));
 	r.iif[0] = '\0';
 	r.src_len = 24;
-	assert_false(rn_rule_shadows(&r));         /* a 'from' rule is a NIC's own kind */
+	assert_false(rn_rule_shadows(&r)); /* a 'from' rule is a NIC's own kind */
 	r.src_len = 0;
 	r.priority = 0;
 	assert_false(rn_rule_shadows(&r));

@@ -31,11 +31,11 @@
 
 static void test_addr_check(void **state)
 {
-	static const char *const good[] = { "127.0.0.1:18515", "198.18.0.1:0", "[::1]:80",
-					     ":18515", "unix:/tmp/x.sock" };
-	static const char *const bad[] = { "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+	static const char *const good[] = { "127.0.0.1:18515", "198.18.0.1:0", "[::1]:80", ":18515",
+					    "unix:/tmp/x.sock" };
+	static const char *const bad[] = { "127.0.0.1",    "127.0.0.1:",   "127.0.0.1:65536",
 					   "127.0.0.1:8x", "999.1.1.1:80", "host.example:80",
-					   "[::1:80", "unix:", "" };
+					   "[::1:80",      "unix:",        "" };
 	size_t i;
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
@@ -273,14 +273,10 @@ static void test_logger_bad_format(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_addr_check),
-		cmocka_unit_test(test_tcp_listen_frees),
-		cmocka_unit_test(test_unix_round_trip),
-		cmocka_unit_test(test_accept_greeted),
-		cmocka_unit_test(test_cli_numbers),
-		cmocka_unit_test(test_cli_json_error),
-		cmocka_unit_test(test_cli_wants_json),
-		cmocka_unit_test(test_logger_bad_format),
+		cmocka_unit_test(test_addr_check),      cmocka_unit_test(test_tcp_listen_frees),
+		cmocka_unit_test(test_unix_round_trip), cmocka_unit_test(test_accept_greeted),
+		cmocka_unit_test(test_cli_numbers),     cmocka_unit_test(test_cli_json_error),
+		cmocka_unit_test(test_cli_wants_json),  cmocka_unit_test(test_logger_bad_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

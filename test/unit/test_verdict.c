@@ -24,7 +24,7 @@ static void test_every_cause_has_unique_id_and_text(void **state)
 			assert_string_not_equal(rn_cause_id(a), rn_cause_id(b));
 	}
 	assert_string_equal(rn_cause_id(RN_CAUSE__MAX), "unknown");
-	assert_string_equal(rn_cause_id((enum rn_cause)-1), "unknown");
+	assert_string_equal(rn_cause_id((enum rn_cause) - 1), "unknown");
 	assert_int_equal(rn_cause_from_id("no-such-cause"), RN_CAUSE_NONE);
 }
 
@@ -52,7 +52,8 @@ static void test_render_fix_names_dev_ip_table(void **state)
 	rn_vars_set(&v, "prio", "%d", 102);
 	rn_vars_set(&v, "others", "ens1f0");
 	rn_vars_set(&v, "devs", "ens1f1 ens1f0");
-	rn_vars_set(&v, "route_fix", "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 "
+	rn_vars_set(&v, "route_fix",
+		    "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 "
 		    "table 102; ip rule add from 198.18.0.2 lookup 102 priority 102");
 	rn_vars_set(&v, "alt", "  # or, for all NICs at once: roce-policy-routing ens1f1 ens1f0");
 	rn_vars_set(&v, "qualified", "%s", ""); /* no 'from' rule with a mark or an iif */
@@ -60,7 +61,8 @@ static void test_render_fix_names_dev_ip_table(void **state)
 	assert_int_equal(f.cause, RN_CAUSE_NO_RULE);
 	assert_int_equal(f.sev, RN_SEV_WARN);
 	assert_non_null(strstr(f.fix, "ip rule add from 198.18.0.2 lookup 102 priority 102"));
-	assert_non_null(strstr(f.fix, "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 table 102"));
+	assert_non_null(strstr(
+		f.fix, "ip route replace 198.18.0.0/24 dev ens1f1 src 198.18.0.2 table 102"));
 	/* the installed command, never a path into the source tree */
 	assert_non_null(strstr(f.fix, "roce-policy-routing ens1f1 ens1f0"));
 	assert_null(strstr(f.fix, "scripts/"));
@@ -107,8 +109,8 @@ static void test_fix_is_commands_advice_is_text(void **state)
 {
 	static const enum rn_cause advice_only[] = { RN_CAUSE_NEIGH_UNRESOLVED,
 						     RN_CAUSE_PEER_REFUSED, RN_CAUSE_PEER_DIED };
-	static const char *const not_commands[] = { "on {", "then here", "check that", "look at",
-						    "run roce-doctor", "# the same" };
+	static const char *const not_commands[] = { "on {",    "then here",       "check that",
+						    "look at", "run roce-doctor", "# the same" };
 	int c, i, k;
 
 	for (i = 0; i < (int)RN_ARRAY_SIZE(advice_only); i++) {
@@ -207,7 +209,8 @@ static void test_every_row_renders_from_its_documented_keys(void **state)
 		/* a part to run first says where; advice only beside a fix or in its place */
 		assert_int_equal(!rn_cause_template(c, RN_TPL_PRE)[0],
 				 !rn_cause_template(c, RN_TPL_PRE_ON)[0]);
-		assert_true(rn_cause_template(c, RN_TPL_FIX)[0] || rn_cause_template(c, RN_TPL_ADVICE)[0]);
+		assert_true(rn_cause_template(c, RN_TPL_FIX)[0] ||
+			    rn_cause_template(c, RN_TPL_ADVICE)[0]);
 	}
 }
 
@@ -248,7 +251,8 @@ static void test_unknown_cause_label(void **state)
 	char b[32];
 
 	assert_string_equal(rn_cause_label(RN_CAUSE_ARP_FLUX, b, sizeof(b)), "arp-flux");
-	assert_string_equal(rn_cause_label((enum rn_cause)4242, b, sizeof(b)), "unknown cause 4242");
+	assert_string_equal(rn_cause_label((enum rn_cause)4242, b, sizeof(b)),
+			    "unknown cause 4242");
 }
 
 int main(void)

@@ -201,7 +201,7 @@ static void member_refused(void **state)
 	assert_true(fx_warn_seen("connection refused here [no-rule]"));
 	assert_true(fx_warn_seen("connection refused by the peer [no-rule]"));
 	assert_true(fx_warn_seen("lookup 102"));
-	assert_int_equal(fx_nwarn, 2); /* one per side */
+	assert_int_equal(fx_nwarn, 2);                             /* one per side */
 	fake_wire_stats(NULL, &st);
 	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
 }

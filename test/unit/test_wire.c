@@ -136,7 +136,8 @@ static void hello_spares_roundtrip(void **state)
 		assert_string_equal(out.spare[j].facts.netdev, want);
 		assert_int_equal(out.spare[j].ctrl_rkey, 0x1000u + (uint32_t)j);
 		for (q = 0; q < out.nqps; q++)
-			assert_int_equal(out.spare[j].qpn[q], 0x200u + 16u * (uint32_t)j + (uint32_t)q);
+			assert_int_equal(out.spare[j].qpn[q],
+					 0x200u + 16u * (uint32_t)j + (uint32_t)q);
 	}
 	/* a count the length does not carry, one over the maximum, a QP number of 0: refused */
 	buf[RN_WIRE_HDR_LEN + 157] = RN_SPARES_MAX - 1;
@@ -167,7 +168,7 @@ static void ready_mask(void **state)
 	assert_int_equal(rn_msg_decode_ready(buf + RN_WIRE_HDR_LEN, 3, &m), -EBADMSG);
 	rn_put_be32(buf + RN_WIRE_HDR_LEN, 1u << RN_SPARES_MAX); /* a spare that cannot exist */
 	assert_int_equal(rn_msg_decode_ready(buf + RN_WIRE_HDR_LEN, 4, &m), -EBADMSG);
-	rn_put_be32(buf + 8, 5); /* READY of 5 bytes */
+	rn_put_be32(buf + 8, 5);                                 /* READY of 5 bytes */
 	assert_int_equal(rn_msg_decode_hdr(buf, len + 1, &h), -EBADMSG);
 }
 
@@ -408,9 +409,12 @@ static void verdict_hosts_and_advice(void **state)
 
 	m.refused = 1;
 	assert_int_equal(rn_finding_set(&m.finding, RN_CAUSE_NEIGH_WRONG_MAC, RN_SEV_FATAL, "wrong",
-					"ip neigh flush dev eth0 to 198.18.0.11 nud all"), 0);
-	assert_int_equal(rn_finding_set_where(&m.finding, "", "sysctl -w net.ipv4.conf.all.arp_ignore=1",
-					      "gpu7", "first the peer"), 0);
+					"ip neigh flush dev eth0 to 198.18.0.11 nud all"),
+			 0);
+	assert_int_equal(rn_finding_set_where(&m.finding, "",
+					      "sysctl -w net.ipv4.conf.all.arp_ignore=1", "gpu7",
+					      "first the peer"),
+			 0);
 	len = rn_msg_encode_verdict(buf, 5, &m);
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), 0);
 	assert_int_equal(rn_msg_decode_verdict(buf + RN_WIRE_HDR_LEN, h.len, &out), 0);
@@ -431,9 +435,47 @@ static void verdict_hosts_and_advice(void **state)
 static void verdict_from_older_peer(void **state)
 {
 	static const uint8_t v2[] = {
-		'R', 'N', 'H', 'S', 0, 2, 0, RN_MSG_VERDICT, 0, 0, 0, 12 + 3 + 2, 0, 0, 0, 0,
-		0, 0, 0, 0, 0, 0, 0, 5,
-		0, RN_CAUSE_NO_RULE, RN_SEV_FATAL, 1, 0, 0, 0, 3, 0, 0, 0, 2, 'm', 's', 'g', 'i', 'p',
+		'R',
+		'N',
+		'H',
+		'S',
+		0,
+		2,
+		0,
+		RN_MSG_VERDICT,
+		0,
+		0,
+		0,
+		12 + 3 + 2,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		0,
+		5,
+		0,
+		RN_CAUSE_NO_RULE,
+		RN_SEV_FATAL,
+		1,
+		0,
+		0,
+		0,
+		3,
+		0,
+		0,
+		0,
+		2,
+		'm',
+		's',
+		'g',
+		'i',
+		'p',
 	};
 	uint8_t old[sizeof(v2)];
 	struct rn_verdict_msg out = { 0 };
@@ -467,11 +509,12 @@ static void verdict_long_texts(void **state)
 	int i;
 
 	for (i = 1; i <= 8; i++) {
-		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ",
-			 i - 1, i, i);
+		snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+			 "mlx5_%d:1 (ens%df0np0 198.18.0.%d), ", i - 1, i, i);
 		snprintf(fix + strlen(fix), sizeof(fix) - strlen(fix),
 			 "ip rule add from 198.18.0.%d lookup %d priority %d; "
-			 "sysctl -w net.ipv4.conf.ens%df0np0.rp_filter=2; ", i, 100 + i, 100 + i, i);
+			 "sysctl -w net.ipv4.conf.ens%df0np0.rp_filter=2; ",
+			 i, 100 + i, 100 + i, i);
 	}
 	assert_true(strlen(msg) > 255 && strlen(fix) > 511);
 	m.finding.cause = RN_CAUSE_ARP_FLUX;

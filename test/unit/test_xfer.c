@@ -432,7 +432,8 @@ static void completion_error_warns_once(void **state)
 
 	s.diag_ret = 0;
 	s.diag.cause = RN_CAUSE_NEIGH_WRONG_MAC;
-	s.diag.msg = (char *)"neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02"; /* the fake copies it */
+	s.diag.msg =
+		(char *)"neighbour 198.18.0.2 on eth0 holds 52:54:00:00:02:02"; /* the fake copies it */
 	s.diag.fix = (char *)"ip rule add from 198.18.0.1 lookup 101"; /* the fake copies it */
 	fake_path_set("rxe0", &s);
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
@@ -667,7 +668,7 @@ static void async_port_flap_within_budget(void **state)
 	push_port_event(&t->rc->c, IBV_EVENT_PORT_ERR);
 	push_port_event(&t->sc->c, IBV_EVENT_PORT_ERR);
 	for (i = 0; i < 5000 && !rn_events_dev_err(rm->ev, rm->dev->nic.port); i++)
-		usleep(1000); /* the watcher thread takes it */
+		usleep(1000);  /* the watcher thread takes it */
 	assert_int_equal(rn_events_dev_err(rm->ev, rm->dev->nic.port), -ENETDOWN);
 	test_for_ms(req, 300); /* several slow checks see the port down */
 	push_port_event(&t->rc->c, IBV_EVENT_PORT_ACTIVE);
@@ -1051,7 +1052,8 @@ static void many_comms_many_devices(void **state)
 		for (i = C - 1; i >= 0; i--) {
 			s[i][0] = (char)(round + i);
 			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i],
-						  &sreq[i]), 0);
+						  &sreq[i]),
+					 0);
 			assert_non_null(sreq[i]);
 		}
 		for (i = 0; i < C; i++) {
@@ -1147,7 +1149,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(stalled_qp_watchdog, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(large_write_is_not_a_stall, setup_none, NULL),
-		cmocka_unit_test_setup_teardown(one_stalled_qp_of_a_split_comm, setup_split2, teardown),
+		cmocka_unit_test_setup_teardown(one_stalled_qp_of_a_split_comm, setup_split2,
+						teardown),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
 		cmocka_unit_test_setup_teardown(misuse_is_refused, setup, teardown),
 	};
