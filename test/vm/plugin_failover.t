@@ -139,8 +139,16 @@ body() {
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down; ip link set eth2 down'"
 	expect_none_left "all NICs down" "no NIC pair left to move to: .*rxe0:1 -> eth0 (.*rxe1:1 -> eth1 (.*rxe2:1 -> eth2 ("
 	rn_log "ok: all NICs down: one error naming every pair, no hang"
-	clear_all
+	# No link is set up again on this bed: 6.1's rxe frees a QP whose last frames still sit
+	# in the virtio TX ring of a link set down, and setting it up then panics the guest in
+	# rxe_skb_tx_dtor (use after free; seen in 3 runs of 4 on the 2-CPU CI machine). Each
+	# case that ends with every pair gone is the last of its own bed.
+}
 
+body_vnic() {
+	B up --hosts 2 --nics 3 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	echo "bed: 2 hosts x 3 NICs, scenario fixed; vNIC rxe0+rxe1 streams of $ITERS x $SIZE"
+	FAULT_ENV=(NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
 	DEV=(--merge 0,1) # the pair left carries the stream while the other fails (as above)
 	before=$(sent_pkts 0 0)
 	stream_with "vNIC rxe0+rxe1 at both ends: the receiver's member eth1 set down mid-stream" \
@@ -161,7 +169,7 @@ body() {
 		"B run 1 -- sh -c 'ip link set eth0 down; ip link set eth1 down'"
 	expect_none_left "vNIC, both members down" "no vNIC member pair left: rxe0:1 -> eth0 (.*rxe1:1 -> eth1 ("
 	rn_log "ok: vNIC, both members down: one error naming both pairs, no hang"
-	clear_all
+	# (no clear_all: see body's end)
 }
 
 # The last pair gone: both ends failed, one says so naming every pair (ERE $2), no hang.
@@ -189,4 +197,4 @@ expect_vnic_left() { # label member-left pair-out
 		{ show_pair; rn_fail "$label: the receiver's WARN does not say it went on over rxe$m"; }
 }
 
-bed_attempt body
+bed_attempt body && bed_attempt body_vnic
