@@ -978,7 +978,7 @@ static void check_routed(struct rn_host *host, struct rn_nic *nic, const struct 
 
 		/* flat or routed, the host cannot tell: not judged, and said so */
 		nic->offnet_unjudged = 1;
-		if (nic->ip.family == AF_INET && !rn_host_route_get(host, &dst, &nic->ip, 0, &w))
+		if (!rn_host_route_get(host, &dst, &nic->ip, 0, &w))
 			nic->offnet_oif = w.oif;
 		return;
 	}

@@ -380,7 +380,7 @@ static int script_fixes_all(const struct rn_doctor *d)
 static void print_offnet(struct rn_doctor *d, FILE *f)
 {
 	char dev[IF_NAMESIZE + 8];
-	int i, k, first = 1, mgmt = rn_host_mgmt_ifindex(d->host, AF_INET);
+	int i, k, first = 1, mgmt;
 
 	for (i = 0; i < d->nnics; i++) {
 		const struct rn_nic *nic = &d->nics[i].nic;
@@ -404,6 +404,7 @@ static void print_offnet(struct rn_doctor *d, FILE *f)
 			if (d->nics[k].nic.offnet_unjudged &&
 			    d->nics[k].nic.offnet_oif == nic->offnet_oif)
 				fprintf(f, " %s", d->nics[k].nic.netdev);
+		mgmt = rn_host_mgmt_ifindex(d->host, nic->ip.family);
 		if (!nic->offnet_oif)
 			fprintf(f, ": no route reaches them\n");
 		else

@@ -28,6 +28,18 @@ out=$(rn_in "$H" "$RN_TOP/build/test/rn-pathcheck" -6 conn nic1 fd00:198:18::254
 echo "    $out"
 grep -q "result=ok" <<<"$out" || rn_fail "IPv6 connection check from nic1 refused: $out"
 
+# Peers outside the /64, nothing saying the fabric is routed: not judged, and the report
+# says where IPv6 would take them (asked of the IPv6 routes, not "no route reaches them")
+v6only
+fl_seg m0
+fl_nic mgmt0 m0 fd00:198:19::2/64
+ip -n "$H" -6 route add default via fd00:198:19::1 dev mgmt0
+fl_up nic0,nic1,mgmt0
+ip netns exec "$H" env NCCL_IB_ADDR_FAMILY=AF_INET6 "$DOCTOR" --netdev nic0,nic1 >"$FL_T/o6.txt"
+sed 's/^/    | /' "$FL_T/o6.txt"
+grep -qx "  from nic0 nic1: they would be reached through mgmt0 (main's default route)" \
+	"$FL_T/o6.txt" || rn_fail "IPv6: where unjudged routed peers would go is not named"
+
 # A NIC with no address at all: no command can choose its address, so none is printed and
 # the advice says what to do.
 fl_host
