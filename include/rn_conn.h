@@ -355,6 +355,9 @@ struct rn_recv_comm {
 	/* CTS writes posted unsignaled since the last signaled one, per QP (src/xfer.c) */
 	uint16_t cts_unsig[RN_MAX_QPS];
 	int cts_inline; /* bytes a CTS write may carry inline, 0 none */
+	/* receives posted whose CTS entries are not written yet (src/xfer.c: cts_flush) */
+	uint32_t cts_first; /* the first one's slot (sequence - 1) */
+	int cts_npend;      /* how many, in slots cts_first on; 0 none */
 };
 
 /* src/xfer.c */

@@ -3,7 +3,8 @@
  * The data path: clear-to-send FIFO, requests, completions.
  *
  * rn_irecv writes n CTS entries (address, size, rkey, tag, nreqs, seq = slot
- * sequence) into the sender's FIFO slot (seq - 1) % 32 with one RDMA WRITE.
+ * sequence) into the sender's FIFO slot (seq - 1) % 32 with one RDMA WRITE; the
+ * entries of receives posted back to back go in one WRITE (see cts_flush).
  * rn_isend looks only at the slot of its next sequence ("the first pending
  * multi-recv"), matches its tag among the entries not yet taken, and once all n
  * entries of the slot are matched posts the data: plain RDMA WRITEs split at
@@ -825,6 +826,65 @@ static int cts_post(struct rn_recv_comm *rc, int q, uint64_t laddr, uint32_t len
 	return 0;
 }
 
+/* The QP slot @k's CTS goes on: by sequence, or the first one left (a vNIC that lost a pair). */
+static int cts_qp(const struct rn_recv_comm *rc, uint32_t k)
+{
+	const struct rn_comm *c = &rc->c;
+	int q = (int)(k % (uint32_t)c->nqps);
+
+	return rn_unlikely(c->vf != NULL) ? rn_vfail_live_qp(c, q) : q;
+}
+
+/*
+ * CTS coalescing. NCCL posts up to NCCL_STEPS receives ahead, one per proxy pass, and
+ * tests only once a pass posts nothing (transport/net.cc recvProxyProgress). A receive
+ * posted while the one before it is still outstanding gives the sender nothing to do
+ * sooner (it serves the slots in order), so rn_irecv leaves its CTS pending; the receives
+ * pending are contiguous slots (cts_first, cts_npend of them) and go in one RDMA WRITE of
+ * their span (the entries past each slot's n are stale and never read: the sender reads
+ * nreqs first). A receive posted with no earlier one outstanding writes at once, with any
+ * pending before it, as does one whose slot wraps the ring (the pending ones go first).
+ *
+ * The bound, the rule every caller relies on: pending entries are written at the start
+ * of every rn_test and every progress pass of the comm (rn_comm_progress, which a busy
+ * irecv runs too). NCCL tests every request it posted until it is done, in order, so the
+ * oldest receive's test writes them; a caller that posts one receive and only tests it
+ * writes it then, or at irecv when nothing else was outstanding. Nothing else of the
+ * receiver waits on them.
+ *
+ * A move (src/failover.c, src/vfail.c) writes every receive not complete again on the new
+ * QPs (rn_xfer_recv_rewind): the pending ones are among them and are pending no more.
+ *
+ * The sender trusts an entry once its own seq shows, so no entry may straddle two packets
+ * of the write: the write starts at a slot's first entry, entries are 64 bytes and every
+ * RoCE MTU (256..4096) is a multiple of 64, so each entry lies whole in one packet, as
+ * the single-slot writes did.
+ *
+ * A full send queue leaves them pending for the next pass (the completions free it; one
+ * CTS in cts_every() is signalled). 0, or the comm's error when the post fails.
+ */
+static int cts_flush(struct rn_recv_comm *rc)
+{
+	struct rn_comm *c = &rc->c;
+	uint32_t k = rc->cts_first;
+	const struct rn_req *last = &rc->reqs[(k + (uint32_t)rc->cts_npend - 1) % RN_SLOTS];
+	uint32_t len = (uint32_t)((size_t)(rc->cts_npend - 1) * sizeof(rc->stage[0]) +
+				  (size_t)last->n * sizeof(struct rn_cts));
+	int q = cts_qp(rc, k), ret;
+
+	if (c->sq_used[q] >= c->sq_cap)
+		return 0;
+	ret = cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
+		       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), !c->outstanding);
+	if (ret) {
+		rn_warn(RN_SUB_NET, RN_PFX "posting a CTS to %s failed: %s", c->peer_str,
+			strerror(-ret));
+		return comm_fail(c, ret);
+	}
+	rc->cts_npend = 0;
+	return 0;
+}
+
 /*
  * Member @k's port has been down longer than the QPs' retry budget: the comm fails with
  * the diagnosis and the port's figures (a busy comm would have failed through its
@@ -1053,6 +1113,9 @@ int rn_comm_progress(struct rn_comm *c)
 		return c->err;
 	if (rn_unlikely(c->moving)) /* the old pair is drained: only the spares speak */
 		return c->vf ? rn_vfail_poll(c) : rn_failover_poll(c);
+	if (c->role == RN_ROLE_RECV && ((struct rn_recv_comm *)c)->cts_npend &&
+	    cts_flush((struct rn_recv_comm *)c))
+		return c->err;
 	n = rn_verbs.poll_cq(c->mem[0].cq, RN_POLL_BATCH, wc);
 	if (n < 0) {
 		rn_warn(RN_SUB_NET, RN_PFX "%s: polling the CQ failed", c->mem[0].dev->nic.ibdev);
@@ -1439,9 +1502,9 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 {
 	struct rn_comm *c;
 	struct rn_cts *e;
-	struct rn_req *req;
+	struct rn_req *req, *prev;
 	uint32_t k;
-	int i, j, q, ret;
+	int i, j, q, ret, defer;
 
 	*out = NULL;
 	if (!rc)
@@ -1496,13 +1559,17 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 		e[i].rsvd = 0;
 		e[i].seq = k + 1;
 	}
-	q = (int)(k % (uint32_t)c->nqps);
-	if (rn_unlikely(c->vf != NULL))
-		q = rn_vfail_live_qp(c, q); /* not through a pair out, before the move */
-	if (c->sq_used[q] >= c->sq_cap) {
+	/* the pending ones never span the ring's wrap: they go before slot 0 joins */
+	if (rc->cts_npend && k % RN_SLOTS == 0 && cts_flush(rc))
+		return c->err;
+	/* a write to come for this one alone: room for it (joining the pending needs none) */
+	q = cts_qp(rc, k); /* not through a pair out, before the move */
+	if (rc->cts_npend ? k % RN_SLOTS == 0 : c->sq_used[q] >= c->sq_cap) {
 		ret = rn_comm_progress(c);
 		return ret ? ret : 0; /* a full send queue drains as completions come */
 	}
+	prev = &rc->reqs[(k - 1) % RN_SLOTS];
+	defer = prev->type == RN_REQ_RECV && prev->seq == k - 1 && !prev->done;
 	memset(req, 0, sizeof(*req));
 	req->type = RN_REQ_RECV;
 	req->comm = c;
@@ -1514,17 +1581,14 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 	/*
 	 * No completion needed: the stage entry is not reused before this receive completes,
 	 * which needs the sender to have read it (see cts_post for the send queue and the
-	 * watchdog).
+	 * watchdog). Written now, or with the receives posted after it (cts_flush).
 	 */
-	ret = cts_post(rc, q, (uintptr_t)e, (uint32_t)(n * sizeof(*e)),
-		       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), !c->outstanding);
-	if (ret) {
-		req->type = RN_REQ_FREE;
-		rn_warn(RN_SUB_NET, RN_PFX "posting a CTS to %s failed: %s", c->peer_str,
-			strerror(-ret));
-		return comm_fail(c, ret);
-	}
+	if (!rc->cts_npend)
+		rc->cts_first = k;
+	rc->cts_npend++;
 	rc->tail++;
+	if (!defer && cts_flush(rc))
+		return c->err; /* the comm failed: the request is not handed out */
 	*out = req;
 	return 0;
 }
@@ -1620,6 +1684,10 @@ int rn_test(struct rn_req *req, int *done, int *sizes)
 	if (!req || req->type == RN_REQ_FREE)
 		return -EINVAL;
 	c = req->comm;
+	/* pending CTS entries go at every test of the comm (cts_flush: the bound) */
+	if (c->role == RN_ROLE_RECV && ((struct rn_recv_comm *)c)->cts_npend && !c->err &&
+	    cts_flush((struct rn_recv_comm *)c))
+		return c->err;
 	if (!req->done) {
 		ret = rn_comm_progress(c);
 		if (ret)
@@ -1674,6 +1742,8 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 	*n = 0;
 	counts_reset(c);
 	memset(rc->cts_unsig, 0, sizeof(rc->cts_unsig));
+	/* CTS entries not written yet are of receives not complete: written below with them */
+	rc->cts_npend = 0;
 	/* the slots posted, oldest first: tail - RN_SLOTS .. tail - 1 */
 	for (i = 0; i < RN_SLOTS; i++) {
 		struct rn_req *r;

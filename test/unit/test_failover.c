@@ -248,7 +248,12 @@ static void stream_failing(struct t *t, struct run *r, int at, struct ibv_qp *qp
 
 	run_init(t, r);
 	while (r->sent < at) {
+		int done, sz;
+
 		assert_int_equal(post_recv(t, r), 0);
+		/* the receiver tests what it posted (as NCCL): a CTS left pending goes */
+		assert_int_equal(rn_test(r->rreq[r->posted - 1], &done, &sz), 0);
+		assert_int_equal(done, 0);
 		assert_int_equal(post_send(t, r), 0);
 	}
 	fx_log_reset();
@@ -345,6 +350,39 @@ static void receiver_fails_on_cts(void **state)
 	check_delivered(&r);
 	check_moved(t);
 	assert_true(fx_warn_seen("RETRY_EXC_ERR on a CTS"));
+	run_free(t, &r);
+}
+
+/*
+ * A move while CTS entries are pending (receives posted ahead, none tested yet): the write
+ * that carries them fails and the receiver moves. Its rewind writes every receive not
+ * complete on the spare, the pending ones among them, and leaves none pending: each message
+ * arrives once, whole, in its own buffer, and nothing is written twice on the new pair.
+ */
+static void move_with_cts_pending(void **state)
+{
+	struct t *t = *state;
+	struct fake_wire_stats st;
+	struct run r;
+	int serr, rerr, i;
+
+	run_init(t, &r);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(post_recv(t, &r), 0);
+	assert_int_equal(r.posted, 4);
+	assert_int_equal(t->rc->cts_npend, 3); /* the first went at once, alone */
+	fx_log_reset();
+	fake_wire_fail_qp(t->rc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	assert_int_equal(t->rc->cts_npend, 0);
+	check_delivered(&r);
+	check_moved(t);
+	assert_true(fx_warn_seen("RETRY_EXC_ERR on a CTS"));
+	/* the first message landed before the move (its CTS went alone): the 3 others again */
+	assert_true(fx_warn_seen("3 receives not complete asked again"));
+	/* on the new pair: the 4 rewritten one by one, then the 8 posted after, no more */
+	fake_wire_stats(t->rc->c.qps[0], &st);
+	assert_true(st.writes <= 4 + (MSGS - 4));
 	run_free(t, &r);
 }
 
@@ -619,7 +657,9 @@ static void recovery_with_receives_posted(void **state)
 	fx_log_reset();
 	assert_true(idle_until(t, both_back, 5000));
 	check_home(t);
+	/* the 3 whose CTS entries were still pending among them (cts_flush) */
 	assert_true(fx_warn_seen("4 receives not complete asked again"));
+	assert_int_equal(t->rc->cts_npend, 0);
 	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
 	check_delivered(&r);
 	run_free(t, &r);
@@ -844,6 +884,32 @@ static void vnic_receiver_pair_fails(void **state)
 	run_free(t, &r);
 }
 
+/*
+ * The receiver's pending CTS entries (3 receives posted behind the first) go in one write on
+ * QP 1 (slot 1's), of pair (1,1), which fails: DROP, MOVE_REQ, and the rewind writes every
+ * receive not complete over pair (0,0), none left pending; each message once, whole.
+ */
+static void vnic_pending_cts_write_fails(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, i;
+
+	run_init(t, &r);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(post_recv(t, &r), 0);
+	assert_int_equal(t->rc->cts_npend, 3);
+	assert_int_equal(t->rc->cts_first, 1); /* slot 1: QP 1 % 2 */
+	fx_log_reset();
+	fake_wire_fail_qp(t->rc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	assert_int_equal(t->rc->cts_npend, 0);
+	check_delivered(&r);
+	check_vnic_left(t, 1);
+	assert_true(fx_warn_seen("the receiver's side of the pair failed"));
+	run_free(t, &r);
+}
+
 /* 2 QPs a pair (4 in all): messages go on split over QPs 0 and 2, the two of pair (0,0). */
 static void vnic_two_qps_a_pair(void **state)
 {
@@ -923,6 +989,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sender_fails_mid_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(moved_pair_diagnosed, setup, teardown),
 		cmocka_unit_test_setup_teardown(receiver_fails_on_cts, setup, teardown),
+		cmocka_unit_test_setup_teardown(move_with_cts_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_error_moves, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_message_mid_way, setup_split2, teardown),
 		cmocka_unit_test_setup_teardown(round_robin_one_qp_fails, setup_rr2, teardown),
@@ -938,6 +1005,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(recovery_off_stays, setup, teardown),
 		cmocka_unit_test_setup_teardown(vnic_sender_pair_fails, setup_vnic_split, teardown),
 		cmocka_unit_test_setup_teardown(vnic_receiver_pair_fails, setup_vnic_split,
+						teardown),
+		cmocka_unit_test_setup_teardown(vnic_pending_cts_write_fails, setup_vnic_split,
 						teardown),
 		cmocka_unit_test_setup_teardown(vnic_two_qps_a_pair, setup_vnic_2qps, teardown),
 		cmocka_unit_test_setup_teardown(vnic_last_pair_gone, setup_vnic_split, teardown),
