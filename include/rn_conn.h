@@ -35,13 +35,16 @@
 #define RN_SLOTS RN_MAX_REQUESTS /* FIFO slots = receives in flight */
 #define RN_RECV_WRS 64           /* receives pre-posted per QP (>= RN_SLOTS) */
 /*
- * Send WRs per data QP (capped by the device): 32 slots of at most 8 receives and their
- * immediate need under 300. Not 512: providers round a queue up to a power of two after
- * adding one (rxe its SQ and CQ, mlx5 its CQ), so a CQ of 512 + the spare receives became
- * 1,024 entries and rxe's SQ 1,024 WQEs, twice the memory of every send comm for nothing.
- * 496 + RN_FO_RECV_WRS fits 511 (mlx5's SQ of 496 is 512 WQEs either way).
+ * Send WRs per data QP (capped by the device). What NCCL keeps in flight on a connection,
+ * NCCL_STEPS (8) slots of at most 8 receives and their sizes write, is 72; single-receive
+ * slots take one WR each, so all 32 fit with room over. A caller that fills every slot with
+ * 8 receives (288) meets back-pressure (rn_isend hands out no request until completions
+ * free the queue), and a move's resend that does not fit goes as they do (resend_pass).
+ * Under 256 because providers round a queue up to a power of two after adding one (rxe
+ * its SQ and CQ, mlx5 its CQ): 240 + RN_FO_RECV_WRS is a CQ of 255 and rxe's SQ 256 WQEs.
+ * 496 (CQ 511, SQ 512) held half as much again per send comm at 1,024 connections.
  */
-#define RN_SQ_DEPTH 496
+#define RN_SQ_DEPTH 240
 #define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
 #define RN_IMM_ERR 0xffffffffu         /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128             /* chunk alignment when a message spans QPs */
@@ -336,7 +339,8 @@ struct rn_send_comm {
 	struct rn_send_slot slots[RN_SLOTS];
 	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
 	struct rn_req *free_reqs;
-	int fresh_reqs; /* reqs[] never handed out from here on */
+	int fresh_reqs;  /* reqs[] never handed out from here on */
+	int resend_left; /* a move's resend stopped at a full send queue (src/xfer.c) */
 };
 
 struct rn_recv_comm {
@@ -371,7 +375,8 @@ void rn_xfer_handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc);
  * lists their slot sequences in @seqs (@n of them); rn_xfer_send_resume() completes the
  * slots the receiver has (those not in @seqs, up to its @tail: the last sequence it had
  * posted at the move) and posts the others again (those it has matched), counting them in
- * @nresent and their bytes in @resent. 0 or -errno.
+ * @nresent and their bytes in @resent; what a full send queue leaves goes from the comm's
+ * progress, in order, before any new send. 0 or -errno.
  */
 int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n);
 int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, uint32_t tail,

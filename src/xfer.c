@@ -1104,6 +1104,8 @@ static void idle_backoff(struct rn_comm *c)
 	}
 }
 
+static int resend_pass(struct rn_send_comm *sc, int *nresent, uint64_t *resent);
+
 int rn_comm_progress(struct rn_comm *c)
 {
 	struct ibv_wc wc[RN_POLL_BATCH];
@@ -1146,6 +1148,15 @@ int rn_comm_progress(struct rn_comm *c)
 	/* a vNIC's move, after the batch: its other completions are taken first */
 	if (rn_unlikely(c->vf != NULL) && rn_vfail_due(c))
 		rn_vfail_step(c);
+	/* a move's resend that a full send queue stopped: the completions above made room */
+	if (rn_unlikely(c->role == RN_ROLE_SEND && ((struct rn_send_comm *)c)->resend_left) &&
+	    !c->err && !c->moving) {
+		uint64_t bytes = 0;
+		int nr = 0, ret = resend_pass((struct rn_send_comm *)c, &nr, &bytes);
+
+		if (ret)
+			return comm_fail(c, ret);
+	}
 	if (n > 0) {
 		c->idle = 0;
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
@@ -1400,7 +1411,8 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	ret = comm_check(c);
 	if (ret)
 		return ret;
-	if (rn_unlikely(c->moving)) /* no request until the receiver says where to resume */
+	/* no request until the receiver says where to resume, nor before the resend is out */
+	if (rn_unlikely(c->moving || sc->resend_left))
 		return rn_comm_progress(c);
 	if (rn_unlikely(size > INT_MAX ||
 			(size && (!data || !mr_fits(c, mr, (uintptr_t)data, size))))) {
@@ -1836,12 +1848,43 @@ static int seq_listed(const uint32_t *seqs, int n, uint32_t seq)
 	return 0;
 }
 
+/*
+ * A move's resend: the slots matched and not posted, oldest first, from the CTS entries
+ * the receiver wrote anew. A full send queue stops it (the QPs of a vNIC that lost a
+ * member carry the others' share too, and a send queue holds what NCCL keeps in flight,
+ * not the FIFO's worst case): resend_left stays set, the comm's progress goes on from the
+ * oldest slot left once completions free the queue, and rn_isend posts nothing new before
+ * (the receiver takes a QP's completions in slot order). 0 or -errno.
+ */
+static int resend_pass(struct rn_send_comm *sc, int *nresent, uint64_t *resent)
+{
+	uint32_t k;
+	int i, ret;
+
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_send_slot *s;
+
+		k = sc->head - RN_SLOTS + (uint32_t)i;
+		s = &sc->slots[k % RN_SLOTS];
+		if (!s->seq || s->seq != k + 1 || s->posted || s->matched != s->n)
+			continue; /* (k + 1 wraps to 0 before the comm's 32nd slot) */
+		ret = post_slot(sc, s, s->n == 1 ? (uint32_t)s->reqs[0]->size : 0);
+		if (ret == -EAGAIN)
+			return 0; /* resend_left: the next progress pass goes on from here */
+		if (ret)
+			return ret;
+		*resent += s->bytes;
+		(*nresent)++;
+	}
+	sc->resend_left = 0;
+	return 0;
+}
+
 int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, uint32_t tail,
 			int *nresent, uint64_t *resent)
 {
 	struct rn_comm *c = &sc->c;
 	struct rn_dev *dev = c->mem[0].dev;
-	uint32_t k;
 	int i, r, ret;
 
 	*resent = 0;
@@ -1883,21 +1926,8 @@ int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, ui
 			req->lkey = m->ibmr->lkey;
 		}
 	}
-	/* again, oldest first, from the CTS entries the receiver wrote anew */
-	for (i = 0; i < RN_SLOTS; i++) {
-		struct rn_send_slot *s;
-
-		k = sc->head - RN_SLOTS + (uint32_t)i;
-		s = &sc->slots[k % RN_SLOTS];
-		if (!s->seq || s->seq != k + 1 || s->posted || s->matched != s->n)
-			continue; /* (k + 1 wraps to 0 before the comm's 32nd slot) */
-		ret = post_slot(sc, s, s->n == 1 ? (uint32_t)s->reqs[0]->size : 0);
-		if (ret)
-			return ret == -EAGAIN ? -ENOSPC : ret;
-		*resent += s->bytes;
-		(*nresent)++;
-	}
-	return 0;
+	sc->resend_left = 1;
+	return resend_pass(sc, nresent, resent);
 }
 
 const struct rn_fo_hooks rn_xfer_fo_hooks = {

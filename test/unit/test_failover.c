@@ -340,6 +340,39 @@ static void sender_fails_mid_stream(void **state)
 	run_free(t, &r);
 }
 
+/*
+ * A move whose resend does not fit the send queue at once (a vNIC's survivor takes the lost
+ * member's share too; a send queue holds what NCCL keeps in flight, not the FIFO's worst
+ * case): four messages fail on the first pair, then the queue holds one WR. The resend goes
+ * one slot a pass as completions free it, no new send overtakes it, and every message
+ * arrives once, whole, in its own buffer (before, the move failed the comm with ENOSPC).
+ */
+static void resend_larger_than_queue(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, i, done, sz;
+
+	run_init(t, &r);
+	for (i = 0; i < 6; i++) {
+		if (i == 2) {
+			fx_log_reset();
+			fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+		}
+		assert_int_equal(post_recv(t, &r), 0);
+		/* the receiver tests what it posted (as NCCL): a CTS left pending goes */
+		assert_int_equal(rn_test(r.rreq[r.posted - 1], &done, &sz), 0);
+		assert_int_equal(post_send(t, &r), 0);
+	}
+	assert_int_equal(r.sent, 6);
+	t->sc->c.sq_cap = 1;
+	assert_int_equal(run_all(t, &r, &serr, &rerr), 0);
+	check_delivered(&r);
+	check_moved(t);
+	assert_int_equal(t->sc->resend_left, 0);
+	run_free(t, &r);
+}
+
 /* Before the CTS: the receiver's FIFO write fails (its NIC's side), the receiver moves. */
 static void receiver_fails_on_cts(void **state)
 {
@@ -988,6 +1021,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sender_fails_before_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(sender_fails_mid_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown(moved_pair_diagnosed, setup, teardown),
+		cmocka_unit_test_setup_teardown(resend_larger_than_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(receiver_fails_on_cts, setup, teardown),
 		cmocka_unit_test_setup_teardown(move_with_cts_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_error_moves, setup, teardown),
