@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "netplug.h"
@@ -57,7 +58,7 @@ struct wire_row {
 	uint32_t test, side;   /* conn: 0 connect (client), 1 accept (server) */
 	uint64_t bytes, iters; /* conn: iters = connections */
 	uint32_t window, nap_us, checked, pad;
-	/* bw: Gb/s, Mpps; lat: min max typical avg stdev p99 p99.9 (us); conn: total min avg
+	/* bw: Gb/s, Mpps, CPU us per message sender, receiver; lat: min max typical avg stdev p99 p99.9 (us); conn: total min avg
 	 * p50 max (ms) */
 	double v[8];
 };
@@ -105,6 +106,7 @@ struct wire_cfg {
 struct wire_result {
 	uint32_t ok, pad;
 	uint64_t sum;
+	double cpu_us; /* the receiver's CPU time per message in the timed phase */
 };
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -435,7 +437,7 @@ static void print_header(const struct bench *b)
 {
 	rule();
 	if (b->test == TEST_BW)
-		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n");
+		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   CPU[usec/msg] send recv\n");
 	else if (b->test == TEST_LAT)
 		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
 	else
@@ -449,8 +451,9 @@ static void print_row(const struct wire_row *r)
 	const double *v = r->v;
 
 	if (r->test == TEST_BW)
-		printf(" %-10llu %-14llu %-18s %-20.4f %.6f\n", (unsigned long long)r->bytes,
-		       (unsigned long long)r->iters, "n/a", v[0], v[1]);
+		printf(" %-10llu %-14llu %-18s %-20.4f %-15.6f %.1f %.1f\n",
+		       (unsigned long long)r->bytes, (unsigned long long)r->iters, "n/a", v[0],
+		       v[1], v[2], v[3]);
 	else if (r->test == TEST_LAT)
 		printf(" %-6llu %-10llu     %-10.2f     %-10.2f   %-10.2f         %-10.2f     %-10.2f      %-10.2f              %-10.2f\n",
 		       (unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1], v[2],
@@ -463,7 +466,8 @@ static void print_row(const struct wire_row *r)
 }
 
 static const char *const csv_cols[] = {
-	[TEST_BW] = "bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked",
+	[TEST_BW] = "bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked,cpu_send_us,"
+		    "cpu_recv_us",
 	[TEST_LAT] = "bytes,iters,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,"
 		     "t_p999_us,nap_us,checked",
 	[TEST_CONN] = "side,conns,total_ms,t_min_ms,t_avg_ms,t_p50_ms,t_max_ms,route_check",
@@ -484,8 +488,9 @@ static void add_row(struct bench *b, const struct wire_row *r)
 		fprintf(f, "role,test,%s\n", csv_cols[b->test]);
 	fprintf(f, "%s,%s,", b->server ? "client" : "server", test_names[b->test]);
 	if (r->test == TEST_BW)
-		fprintf(f, "%llu,%llu,%.4f,%.6f,%u,%u,%u\n", (unsigned long long)r->bytes,
-			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked);
+		fprintf(f, "%llu,%llu,%.4f,%.6f,%u,%u,%u,%.2f,%.2f\n", (unsigned long long)r->bytes,
+			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked,
+			v[2], v[3]);
 	else if (r->test == TEST_LAT)
 		fprintf(f, "%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%u,%u\n",
 			(unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1],
@@ -533,6 +538,8 @@ static void print_json(struct bench *b, int rc)
 			if (r->test == TEST_BW) {
 				rn_json_num(&j, "bw_avg_gbps", v[0], 4);
 				rn_json_num(&j, "msg_rate_mpps", v[1], 6);
+				rn_json_num(&j, "cpu_send_us", v[2], 2);
+				rn_json_num(&j, "cpu_recv_us", v[3], 2);
 				rn_json_int(&j, "window", r->window);
 			} else {
 				static const char *const kl[] = { "t_min_us",     "t_max_us",
@@ -581,6 +588,21 @@ static int recv_row(struct bench *b, struct wire_row *r)
 	return 0;
 }
 
+/*
+ * This process's CPU time (user + system), us: per message over the timed phase it says
+ * what the plugin costs each side beside the wire (rxe's requester runs in the posting
+ * syscall, so the doorbells count too).
+ */
+static double cpu_us(void)
+{
+	struct rusage u;
+
+	if (getrusage(RUSAGE_SELF, &u))
+		return 0;
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+	       (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 static int run_bw(struct bench *b, void *comm, int sender)
 {
 	struct bw_side x = { .b = b, .comm = comm, .sender = sender };
@@ -616,7 +638,7 @@ static int run_bw(struct bench *b, void *comm, int sender)
 					.checked = (uint32_t)b->check,
 					.window = (uint32_t)(b->check ? (int)nbufs_for(b, size) :
 									b->window) };
-		double secs;
+		double secs, cpu;
 
 		x.sum = 0;
 		x.bad_msg = -1;
@@ -631,7 +653,9 @@ static int run_bw(struct bench *b, void *comm, int sender)
 			break;
 		}
 		x.sum = 0;
+		cpu = cpu_us();
 		secs = bw_phase(&x, size, n, (uint64_t)warm);
+		cpu = (cpu_us() - cpu) / (double)n;
 		if (secs < 0) {
 			rc = EXIT_FAILED;
 			break;
@@ -640,6 +664,7 @@ static int run_bw(struct bench *b, void *comm, int sender)
 		if (!sender) {
 			r.ok = x.bad_msg < 0;
 			r.sum = x.sum;
+			r.cpu_us = cpu;
 			if (!r.ok)
 				err("%zu bytes: message %ld: %d bytes received, first bad byte %ld",
 				    size, x.bad_msg, x.bad_size, x.bad_off);
@@ -668,6 +693,8 @@ static int run_bw(struct bench *b, void *comm, int sender)
 		row.ok = !rc;
 		row.v[0] = secs > 0 ? (double)size * n * 8 / secs / 1e9 : 0;
 		row.v[1] = secs > 0 ? n / secs / 1e6 : 0;
+		row.v[2] = cpu;
+		row.v[3] = r.cpu_us;
 		if (r.ok && send_row(b, &row) && !rc)
 			rc = EXIT_FAILED;
 		if (!rc)
