@@ -79,6 +79,7 @@ struct bench {
 	int timeout_ms;       /* bound on every wait but the server's for its client */
 	int wait_ms;          /* the server's wait for a client, -1 forever */
 	int json, csv;
+	int cpu;              /* --cpu: bw's CPU time per message in the table and the CSV */
 	FILE *mout;           /* --json/--csv: the real stdout; the rest goes to stderr */
 	int merge;            /* --merge: fuse what -d selects into one vNIC */
 	int dev;              /* the device used: 0, or the vNIC */
@@ -437,7 +438,8 @@ static void print_header(const struct bench *b)
 {
 	rule();
 	if (b->test == TEST_BW)
-		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   CPU[usec/msg] send recv\n");
+		printf(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]%s\n",
+		       b->cpu ? "   CPU[usec/msg] send recv" : "");
 	else if (b->test == TEST_LAT)
 		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec]\n");
 	else
@@ -446,14 +448,17 @@ static void print_header(const struct bench *b)
 	fflush(stdout);
 }
 
-static void print_row(const struct wire_row *r)
+static void print_row(const struct bench *b, const struct wire_row *r)
 {
 	const double *v = r->v;
 
-	if (r->test == TEST_BW)
+	if (r->test == TEST_BW && b->cpu)
 		printf(" %-10llu %-14llu %-18s %-20.4f %-15.6f %.1f %.1f\n",
 		       (unsigned long long)r->bytes, (unsigned long long)r->iters, "n/a", v[0],
 		       v[1], v[2], v[3]);
+	else if (r->test == TEST_BW)
+		printf(" %-10llu %-14llu %-18s %-20.4f %.6f\n", (unsigned long long)r->bytes,
+		       (unsigned long long)r->iters, "n/a", v[0], v[1]);
 	else if (r->test == TEST_LAT)
 		printf(" %-6llu %-10llu     %-10.2f     %-10.2f   %-10.2f         %-10.2f     %-10.2f      %-10.2f              %-10.2f\n",
 		       (unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1], v[2],
@@ -466,8 +471,7 @@ static void print_row(const struct wire_row *r)
 }
 
 static const char *const csv_cols[] = {
-	[TEST_BW] = "bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked,cpu_send_us,"
-		    "cpu_recv_us",
+	[TEST_BW] = "bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked",
 	[TEST_LAT] = "bytes,iters,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,t_p99_us,"
 		     "t_p999_us,nap_us,checked",
 	[TEST_CONN] = "side,conns,total_ms,t_min_ms,t_avg_ms,t_p50_ms,t_max_ms,route_check",
@@ -479,18 +483,20 @@ static void add_row(struct bench *b, const struct wire_row *r)
 	const double *v = r->v;
 	FILE *f = b->mout;
 
-	print_row(r);
+	print_row(b, r);
 	if (b->nrows < (int)(sizeof(b->rows) / sizeof(b->rows[0])))
 		b->rows[b->nrows++] = *r;
 	if (!b->csv)
 		return;
 	if (b->nrows == 1)
-		fprintf(f, "role,test,%s\n", csv_cols[b->test]);
+		fprintf(f, "role,test,%s%s\n", csv_cols[b->test],
+			b->test == TEST_BW && b->cpu ? ",cpu_send_us,cpu_recv_us" : "");
 	fprintf(f, "%s,%s,", b->server ? "client" : "server", test_names[b->test]);
 	if (r->test == TEST_BW)
-		fprintf(f, "%llu,%llu,%.4f,%.6f,%u,%u,%u,%.2f,%.2f\n", (unsigned long long)r->bytes,
-			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked,
-			v[2], v[3]);
+		fprintf(f, "%llu,%llu,%.4f,%.6f,%u,%u,%u", (unsigned long long)r->bytes,
+			(unsigned long long)r->iters, v[0], v[1], r->window, r->nap_us, r->checked);
+	if (r->test == TEST_BW)
+		fprintf(f, b->cpu ? ",%.2f,%.2f\n" : "\n", v[2], v[3]);
 	else if (r->test == TEST_LAT)
 		fprintf(f, "%llu,%llu,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%.2f,%u,%u\n",
 			(unsigned long long)r->bytes, (unsigned long long)r->iters, v[0], v[1],
@@ -1265,6 +1271,8 @@ static void usage(FILE *f)
 		"      --json           results as one JSON document on stdout (table to stderr);\n"
 		"                       a failure adds {\"error\": {\"code\", \"kind\", \"message\"}}\n"
 		"      --csv            results as CSV on stdout (table to stderr)\n"
+		"      --cpu            bw: each side's CPU time per message (user + system over the\n"
+		"                       timed phase) in the table and the CSV (JSON has it always)\n"
 		"  -v, --verbose        the plugin's INFO lines (NCCL_DEBUG=INFO)\n"
 		"  -h, --help           this text\n"
 		"      --version        print the version\n"
@@ -1291,6 +1299,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
 		{ "csv", no_argument, NULL, 'C' },
+		{ "cpu", no_argument, NULL, 'U' },
 		{ "merge", no_argument, NULL, 'M' },
 		{ "spread", no_argument, NULL, 'S' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -1380,6 +1389,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			b.csv = 1;
+			break;
+		case 'U':
+			b.cpu = 1;
 			break;
 		case 'M':
 			b.merge = 1;

@@ -51,17 +51,24 @@ grep -q "bw_gbps\|^client,\|{" "$T/bw.c.out" && rn_fail "bw: machine lines in th
 echo "== bw --csv: the results alone on stdout"
 pair csv "--csv" -a -n 3 --csv
 cat "$T/csv.c.out"
-[ "$(head -1 "$T/csv.c.out")" = "role,test,bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked,cpu_send_us,cpu_recv_us" ] ||
+[ "$(head -1 "$T/csv.c.out")" = "role,test,bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked" ] ||
 	rn_fail "csv: header"
 [ "$(wc -l <"$T/csv.c.out")" -eq 16 ] || rn_fail "csv: want a header and 15 rows (4K..64M)"
-grep -vq "^client,bw,[0-9]*,3,[0-9.]*,[0-9.]*,8,0,0,[0-9.]*,[0-9.]*$" <(tail -n +2 "$T/csv.c.out") &&
-	rn_fail "csv: a row is not client,bw,bytes,3,gbps,mpps,8,0 (busy poll),0,cpu,cpu"
-# 64 MiB a message (the fake plugin copies it): each side's CPU per message shows
-awk -F, '$3 == 67108864 && $10 > 0 && $11 > 0 {ok = 1} END {exit !ok}' "$T/csv.c.out" ||
-	rn_fail "csv: no CPU time per message on each side for 64 MiB"
+grep -vq "^client,bw,[0-9]*,3,[0-9.]*,[0-9.]*,8,0,0$" <(tail -n +2 "$T/csv.c.out") &&
+	rn_fail "csv: a row is not client,bw,bytes,3,gbps,mpps,8,0 (busy poll),0"
 [ "$(tail -n +2 "$T/csv.s.out" | cut -d, -f2-)" = "$(tail -n +2 "$T/csv.c.out" | cut -d, -f2-)" ] ||
 	rn_fail "csv: the server's rows differ from the client's"
 grep -q "^ 65536 " "$T/csv.c.err" || rn_fail "csv: the table did not go to stderr"
+
+echo "== bw --csv --cpu: each side's CPU time per message, two columns more"
+pair cpu "--csv" -s 64M -n 3 --csv --cpu
+cat "$T/cpu.c.out"
+[ "$(head -1 "$T/cpu.c.out")" = "role,test,bytes,iters,bw_avg_gbps,msg_rate_mpps,window,nap_us,checked,cpu_send_us,cpu_recv_us" ] ||
+	rn_fail "csv --cpu: header"
+# 64 MiB a message (the fake plugin copies it on the receiving side): both sides' CPU shows
+awk -F, '$1 == "client" && $3 == 67108864 && $10 > 0 && $11 > 0 {ok = 1} END {exit !ok}' \
+	"$T/cpu.c.out" || rn_fail "csv --cpu: no CPU time per message on each side for 64 MiB"
+grep -q "CPU\[usec/msg\] send recv" "$T/cpu.c.err" || rn_fail "--cpu: not in the table"
 
 echo "== lat --json, napping on request"
 pair lat "" -t lat -n 200 -c --nap-us 5 --json
