@@ -33,21 +33,22 @@
 #include "rn_wire.h"
 
 #define RN_SLOTS RN_MAX_REQUESTS /* FIFO slots = receives in flight */
-#define RN_RECV_WRS 64           /* receives pre-posted per QP (>= RN_SLOTS) */
+/* receives pre-posted per QP (>= RN_SLOTS); 63 and 63 below: queues of 64 after the +1 */
+#define RN_RECV_WRS 63
 /*
  * Send WRs per data QP (capped by the device). What NCCL keeps in flight on a connection,
  * NCCL_STEPS (8) slots of at most 8 receives and their sizes write, is 72; single-receive
- * slots take one WR each, so all 32 fit with room over. A caller that fills every slot with
- * 8 receives (288) meets back-pressure (rn_isend hands out no request until completions
- * free the queue), and a move's resend that does not fit goes as they do (resend_pass).
- * Under 256 because providers round a queue up to a power of two after adding one (rxe
- * its SQ and CQ, mlx5 its CQ): 240 + RN_FO_RECV_WRS is a CQ of 255 and rxe's SQ 256 WQEs.
- * 496 (CQ 511, SQ 512) held half as much again per send comm at 1,024 connections.
+ * slots take one WR each, so all 32 fit. A caller that fills more slots with 8 receives
+ * meets back-pressure (rn_isend hands out no request until completions free the queue),
+ * and a move's resend that does not fit goes as they do (resend_pass). 119 because
+ * providers round a queue up to a power of two after adding one (rxe its SQ and CQ, mlx5
+ * its CQ): 119 + RN_FO_RECV_WRS is a CQ of 127 and rxe's SQ 128 WQEs. Every spare pair
+ * has the same queues, so this is paid 1 + NCCL_ROCE_FAILOVER_SPARES times a send comm.
  */
-#define RN_SQ_DEPTH 240
-#define RN_CTS_SQ_DEPTH (2 * RN_SLOTS) /* send WRs per receiver QP: only CTS writes */
-#define RN_IMM_ERR 0xffffffffu         /* "your receive was too small": no data follows */
-#define RN_SPLIT_ALIGN 128             /* chunk alignment when a message spans QPs */
+#define RN_SQ_DEPTH 119
+#define RN_CTS_SQ_DEPTH (2 * RN_SLOTS - 1) /* send WRs per receiver QP: only CTS writes */
+#define RN_IMM_ERR 0xffffffffu             /* "your receive was too small": no data follows */
+#define RN_SPLIT_ALIGN 128                 /* chunk alignment when a message spans QPs */
 
 enum rn_wr_kind {
 	RN_WR_SEND = 1,  /* wr_id = struct rn_send_slot * | 1 */

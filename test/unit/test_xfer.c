@@ -350,6 +350,69 @@ static void thirty_two_in_flight(void **state)
 	free(s);
 }
 
+/*
+ * Every FIFO slot holding 8 receives: 32 x (8 writes + the sizes write) = 288 send WRs,
+ * more than a send queue holds (NCCL keeps at most 8 such slots in flight). The sender
+ * meets back-pressure (success, no request) and goes on as completions free its queue:
+ * never more WRs posted than the queue holds, every message whole, its size told.
+ */
+static void eight_receive_slots_beyond_the_send_queue(void **state)
+{
+	struct t *t = *state;
+	enum { M = RN_MAX_REQUESTS, N = RN_MAX_RECVS, SZ = 64 };
+	char *r = fx_pattern(M * N * SZ, 0), *s = fx_pattern(M * N * SZ, 91);
+	struct rn_mr *rmr, *smr;
+	struct rn_req *rreq[M], *sreq[M * N];
+	int i, j, k, got[N], held = 0;
+
+	assert_int_equal(rn_reg_mr(t->rc, r, M * N * SZ, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rn_reg_mr(t->sc, s, M * N * SZ, RN_PTR_HOST, &smr), 0);
+	memset(r, 0, M * N * SZ);
+	assert_true(M * (N + 1) > t->sc->c.sq_cap);
+	for (i = 0; i < M; i++) {
+		void *p[N];
+		size_t sz[N];
+		int tags[N];
+		struct rn_mr *mrs[N];
+
+		for (j = 0; j < N; j++) {
+			p[j] = r + (i * N + j) * SZ;
+			sz[j] = SZ;
+			tags[j] = j;
+			mrs[j] = rmr;
+		}
+		assert_int_equal(rn_irecv(t->rc, N, p, sz, tags, mrs, &rreq[i]), 0);
+		assert_non_null(rreq[i]);
+	}
+	assert_int_equal(rn_test(rreq[0], &got[0], NULL), 0); /* the pending CTS entries go */
+	for (i = 0; i < M * N; i++) {
+		sreq[i] = NULL;
+		for (k = 0; k < 100000 && !sreq[i]; k++) {
+			assert_int_equal(rn_isend(t->sc, s + i * SZ, SZ - (size_t)(i % N), i % N,
+						  smr, &sreq[i]),
+					 0);
+			held += !sreq[i];
+			assert_true(t->sc->c.sq_used[0] <= t->sc->c.sq_cap);
+		}
+		assert_non_null(sreq[i]);
+	}
+	assert_true(held > 0); /* the queue did fill */
+	for (i = 0; i < M; i++) {
+		assert_int_equal(fx_wait(rreq[i], got), 0);
+		for (j = 0; j < N; j++) {
+			assert_int_equal(got[j], SZ - j);
+			assert_memory_equal(r + (i * N + j) * SZ, s + (i * N + j) * SZ,
+					    (size_t)(SZ - j));
+		}
+	}
+	for (i = 0; i < M * N; i++)
+		assert_int_equal(fx_wait(sreq[i], NULL), 0);
+	rn_dereg_mr(t->rc, rmr);
+	rn_dereg_mr(t->sc, smr);
+	free(r);
+	free(s);
+}
+
 /* 128 QPs a connection, as NCCL allows, each carrying data both ways of splitting. */
 static void qps_per_connection_128(void **state)
 {
@@ -1471,6 +1534,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(multi_recv_size_mismatch, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(multi_recv_tag_matching, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(eight_receive_slots_beyond_the_send_queue, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(thirty_two_in_flight, setup_rr4, teardown),
 		cmocka_unit_test_setup_teardown(split_over_four_qps, setup_split4, teardown),
 		cmocka_unit_test_setup_teardown(round_robin_four_qps, setup_rr4, teardown),
