@@ -33,8 +33,13 @@
 #include "rn_wire.h"
 
 #define RN_SLOTS RN_MAX_REQUESTS /* FIFO slots = receives in flight */
-/* receives pre-posted per QP (>= RN_SLOTS); 63 and 63 below: queues of 64 after the +1 */
-#define RN_RECV_WRS 63
+/*
+ * Receives pre-posted per receiver QP (>= RN_SLOTS: each slot's data ends in one
+ * WRITE_WITH_IMM a QP, re-posted as polled). 44, with RN_CTS_SQ_DEPTH's 48 and the flush
+ * reads' RN_SLOTS + 2, is a receive CQ of 126 entries, under the providers' rounding to
+ * 128 (rxe's RQ and SQ are 64 WQEs each).
+ */
+#define RN_RECV_WRS 44
 /*
  * Send WRs per data QP (capped by the device). What NCCL keeps in flight on a connection,
  * NCCL_STEPS (8) slots of at most 8 receives and their sizes write, is 72; single-receive
@@ -46,9 +51,9 @@
  * has the same queues, so this is paid 1 + NCCL_ROCE_FAILOVER_SPARES times a send comm.
  */
 #define RN_SQ_DEPTH 119
-#define RN_CTS_SQ_DEPTH (2 * RN_SLOTS - 1) /* send WRs per receiver QP: only CTS writes */
-#define RN_IMM_ERR 0xffffffffu             /* "your receive was too small": no data follows */
-#define RN_SPLIT_ALIGN 128                 /* chunk alignment when a message spans QPs */
+#define RN_CTS_SQ_DEPTH 48     /* send WRs per receiver QP: CTS writes (<= 1 a receive, 32) */
+#define RN_IMM_ERR 0xffffffffu /* "your receive was too small": no data follows */
+#define RN_SPLIT_ALIGN 128     /* chunk alignment when a message spans QPs */
 
 enum rn_wr_kind {
 	RN_WR_SEND = 1,  /* wr_id = struct rn_send_slot * | 1 */
