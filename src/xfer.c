@@ -1104,7 +1104,7 @@ static void idle_backoff(struct rn_comm *c)
 	}
 }
 
-static int resend_pass(struct rn_send_comm *sc, int *nresent, uint64_t *resent);
+static int resend_pass(struct rn_send_comm *sc);
 
 int rn_comm_progress(struct rn_comm *c)
 {
@@ -1151,8 +1151,7 @@ int rn_comm_progress(struct rn_comm *c)
 	/* a move's resend that a full send queue stopped: the completions above made room */
 	if (rn_unlikely(c->role == RN_ROLE_SEND && ((struct rn_send_comm *)c)->resend_left) &&
 	    !c->err && !c->moving) {
-		uint64_t bytes = 0;
-		int nr = 0, ret = resend_pass((struct rn_send_comm *)c, &nr, &bytes);
+		int ret = resend_pass((struct rn_send_comm *)c);
 
 		if (ret)
 			return comm_fail(c, ret);
@@ -1856,7 +1855,7 @@ static int seq_listed(const uint32_t *seqs, int n, uint32_t seq)
  * oldest slot left once completions free the queue, and rn_isend posts nothing new before
  * (the receiver takes a QP's completions in slot order). 0 or -errno.
  */
-static int resend_pass(struct rn_send_comm *sc, int *nresent, uint64_t *resent)
+static int resend_pass(struct rn_send_comm *sc)
 {
 	uint32_t k;
 	int i, ret;
@@ -1873,8 +1872,6 @@ static int resend_pass(struct rn_send_comm *sc, int *nresent, uint64_t *resent)
 			return 0; /* resend_left: the next progress pass goes on from here */
 		if (ret)
 			return ret;
-		*resent += s->bytes;
-		(*nresent)++;
 	}
 	sc->resend_left = 0;
 	return 0;
@@ -1926,8 +1923,19 @@ int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, ui
 			req->lkey = m->ibmr->lkey;
 		}
 	}
+	/* what goes again, now or as the queue frees: for the move's WARN */
+	for (i = 0; i < RN_SLOTS; i++) {
+		struct rn_send_slot *s = &sc->slots[i];
+
+		if (!s->seq || s->posted || s->matched != s->n)
+			continue;
+		for (r = 0; r < s->n; r++)
+			if (s->reqs[r])
+				*resent += s->reqs[r]->size;
+		(*nresent)++;
+	}
 	sc->resend_left = 1;
-	return resend_pass(sc, nresent, resent);
+	return resend_pass(sc);
 }
 
 const struct rn_fo_hooks rn_xfer_fo_hooks = {
