@@ -885,6 +885,14 @@ static int cts_flush(struct rn_recv_comm *rc)
 	return 0;
 }
 
+/* @c's pending CTS entries written, if it is a receive comm with any: 0 or the comm's error. */
+static int cts_flush_pending(struct rn_comm *c)
+{
+	struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
+
+	return c->role == RN_ROLE_RECV && rc->cts_npend ? cts_flush(rc) : 0;
+}
+
 /*
  * Member @k's port has been down longer than the QPs' retry budget: the comm fails with
  * the diagnosis and the port's figures (a busy comm would have failed through its
@@ -1115,8 +1123,7 @@ int rn_comm_progress(struct rn_comm *c)
 		return c->err;
 	if (rn_unlikely(c->moving)) /* the old pair is drained: only the spares speak */
 		return c->vf ? rn_vfail_poll(c) : rn_failover_poll(c);
-	if (c->role == RN_ROLE_RECV && ((struct rn_recv_comm *)c)->cts_npend &&
-	    cts_flush((struct rn_recv_comm *)c))
+	if (cts_flush_pending(c))
 		return c->err;
 	n = rn_verbs.poll_cq(c->mem[0].cq, RN_POLL_BATCH, wc);
 	if (n < 0) {
@@ -1696,8 +1703,7 @@ int rn_test(struct rn_req *req, int *done, int *sizes)
 		return -EINVAL;
 	c = req->comm;
 	/* pending CTS entries go at every test of the comm (cts_flush: the bound) */
-	if (c->role == RN_ROLE_RECV && ((struct rn_recv_comm *)c)->cts_npend && !c->err &&
-	    cts_flush((struct rn_recv_comm *)c))
+	if (!c->err && cts_flush_pending(c))
 		return c->err;
 	if (!req->done) {
 		ret = rn_comm_progress(c);
