@@ -47,10 +47,21 @@
  * meets back-pressure (rn_isend hands out no request until completions free the queue),
  * and a move's resend that does not fit goes as they do (resend_pass). 119 because
  * providers round a queue up to a power of two after adding one (rxe its SQ and CQ, mlx5
- * its CQ): 119 + RN_FO_RECV_WRS is a CQ of 127 and rxe's SQ 128 WQEs. Every spare pair
- * has the same queues, so this is paid 1 + NCCL_ROCE_FAILOVER_SPARES times a send comm.
+ * its CQ): 119 + RN_FO_RECV_WRS is a CQ of 127 and rxe's SQ 128 WQEs. A sender's spare
+ * pairs hold fewer (RN_SPARE_SQ_DEPTH).
  */
 #define RN_SQ_DEPTH 119
+/*
+ * Send WRs per QP of a sender's spare pair. A spare carries nothing until a move, so its
+ * queues are paid by every comm for a rare event: 55 still holds all 32 FIFO slots of
+ * single receives (NCCL's pattern outside PXN's shared comms), and 6 slots of 8 receives
+ * with their sizes writes; beyond that the moved comm meets the same back-pressure and
+ * resend passes as RN_SQ_DEPTH's. 55 + RN_FO_RECV_WRS is a CQ of 64 and rxe's SQ 64 WQEs,
+ * against 128 and 128 (the queues are mapped into the process, so resident). A receiver's
+ * spare keeps RN_CTS_SQ_DEPTH: its rewind writes up to RN_SLOTS CTS entries and a RESUME
+ * at once (rn_xfer_recv_rewind).
+ */
+#define RN_SPARE_SQ_DEPTH 55
 #define RN_CTS_SQ_DEPTH 48     /* send WRs per receiver QP: CTS writes (<= 1 a receive, 32) */
 #define RN_IMM_ERR 0xffffffffu /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128     /* chunk alignment when a message spans QPs */
@@ -187,6 +198,7 @@ struct rn_path {
 	struct rn_peer_facts rpeer; /* the peer's */
 	uint32_t rctrl_rkey;        /* the peer's control block on its NIC of the pair */
 	struct ibv_qp *qps[RN_MAX_QPS];
+	int sq_cap;                 /* send WRs each of them holds (the comm's sq_cap in use) */
 	struct ibv_qp *flush_qp;    /* receiver, when it flushes GPU receives */
 	int ok_here, ok_there;      /* the path check passed here / at the peer */
 	char why[160];              /* why it died */

@@ -486,13 +486,16 @@ int rn_comm_spares_wanted(const struct rn_engine *eng, int nmem, int rmem, unsig
  */
 static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
 {
-	int sq = c->sq_cap, rq = c->role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
 	struct rn_recv_comm *rc = c->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
+	/* a sender's spare holds less in flight than its own pair (RN_SPARE_SQ_DEPTH) */
+	int sq = rc ? c->sq_cap : RN_MIN(c->sq_cap, RN_SPARE_SQ_DEPTH);
+	int rq = rc ? RN_RECV_WRS : RN_FO_RECV_WRS;
 	int q, cqe = c->nqps * (sq + rq) + (rc ? RN_SLOTS + 2 : 0);
 
 	memset(p, 0, sizeof(*p));
 	p->state = RN_PATH_SPARE;
 	p->mem.dev = d;
+	p->sq_cap = sq;
 	if (d->attr.max_qp_wr > 0 && d->attr.max_qp_wr < sq)
 		return -ENOSPC;
 	if (rc && c->flush_enabled && !(d->ptr_support & (RN_PTR_CUDA | RN_PTR_DMABUF)))
@@ -565,6 +568,7 @@ int rn_comm_spares_create(struct rn_comm *c, int want)
 	c->fo->rearm_path = comm_rearm_path;
 	c->fo->npaths = 1;
 	c->fo->path[0].state = RN_PATH_SPARE;
+	c->fo->path[0].sq_cap = c->sq_cap;
 	c->fo->path[0].ok_here = c->fo->path[0].ok_there = 1;
 	for (i = 0; i < eng->ndevs; i++)
 		if (eng->devs[i] == own)

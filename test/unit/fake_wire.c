@@ -183,6 +183,7 @@ static struct ibv_qp *f_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia
 	q->scq = (struct fw_cq *)ia->send_cq;
 	q->rcq = (struct fw_cq *)ia->recv_cq;
 	q->sig_all = ia->sq_sig_all;
+	q->a.cap = ia->cap;
 	qps[i] = q;
 	live++;
 	return &q->qp;

@@ -42,11 +42,12 @@ void fake_wire_set_stall_qp(struct ibv_qp *qp, int on);
 /* Queue an async event for get_async_event() on @ctx. */
 void fake_wire_push_async(struct ibv_context *ctx, struct ibv_async_event *ev);
 
-/* Attributes a QP was last moved to RTR/RTS with, and its INIT access flags. */
+/* Attributes a QP was last moved to RTR/RTS with, its INIT access flags, its queues. */
 struct fake_wire_qp_attrs {
 	int state;
 	struct ibv_qp_attr rtr, rts;
 	unsigned int access;
+	struct ibv_qp_cap cap; /* as create_qp was asked */
 };
 int fake_wire_qp_attrs(struct ibv_qp *qp, struct fake_wire_qp_attrs *out);
 

@@ -672,6 +672,48 @@ static void recovery_moves_back(void **state)
 	assert_int_equal(t->sc->c.fo->moves, 3);
 }
 
+static int qp_send_cap(struct ibv_qp *qp)
+{
+	struct fake_wire_qp_attrs a;
+
+	assert_int_equal(fake_wire_qp_attrs(qp, &a), 0);
+	return (int)a.cap.max_send_wr;
+}
+
+/*
+ * A sender's spare holds fewer send WRs than its own pair (it carries nothing before a
+ * move; RN_SPARE_SQ_DEPTH), its CQ sized to match; a receiver's spare keeps the CTS queue
+ * its rewind needs. The comm's send queue bound follows the pair in use: the spare's after
+ * the move (before, the comm kept its own pair's and could overrun the spare's queue), its
+ * own again after the move back, and the stream carries every message on each.
+ */
+static void spare_queues_sized(void **state)
+{
+	struct t *t = *state;
+	struct rn_path *sp = &t->sc->c.fo->path[1], *rp = &t->rc->c.fo->path[1];
+	struct run r;
+
+	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
+	assert_int_equal(qp_send_cap(sp->qps[0]), RN_SPARE_SQ_DEPTH);
+	assert_int_equal(sp->mem.cq->cqe, RN_SPARE_SQ_DEPTH + RN_FO_RECV_WRS);
+	assert_true(t->sc->c.mem[0].cq->cqe > sp->mem.cq->cqe);
+	assert_int_equal(qp_send_cap(rp->qps[0]), RN_CTS_SQ_DEPTH);
+	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
+	stream_failing(t, &r, 4, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
+	check_delivered(&r);
+	check_moved(t);
+	run_free(t, &r);
+	assert_int_equal(t->sc->c.sq_cap, RN_SPARE_SQ_DEPTH);
+	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SPARE_SQ_DEPTH);
+	assert_int_equal(t->rc->c.sq_cap, RN_CTS_SQ_DEPTH);
+	clean_stream(t);
+	assert_true(idle_until(t, both_back, 5000));
+	check_home(t);
+	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
+	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
+	clean_stream(t);
+}
+
 /*
  * The move back while receives wait for their data (the CTS entries were written on the
  * spare): after the wait for an idle point it moves anyway; the entries are written again
@@ -1034,6 +1076,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(later_registrations_follow, setup, teardown),
 		cmocka_unit_test(off_means_off),
 		cmocka_unit_test_setup_teardown(recovery_moves_back, setup_rec, teardown),
+		cmocka_unit_test_setup_teardown(spare_queues_sized, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_with_receives_posted, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_waits_for_the_check, setup_rec, teardown),
 		cmocka_unit_test_setup_teardown(recovery_split, setup_rec_split2, teardown),
