@@ -5,10 +5,11 @@
  *   server:  nccl-net-bench [-d rxe0] [options]
  *   client:  nccl-net-bench [-d rxe0] [options] SERVER_ADDR
  *
- * The client's -s/-a/-n/-t/-w/--check win: it sends them to the server with the first
- * message of the TCP side channel (-p PORT), which also carries the plugin's handles.
- * bw: one-way, client -> server, with a window of isends/irecvs in flight (NCCL's
- * pattern). lat: ping-pong over two connections (one per direction), half the round trip.
+ * The client's -s/-a/-n/-t/-w/--check/--pattern win: it sends them to the server with the
+ * first message of the TCP side channel (-p PORT), which also carries the plugin's handles.
+ * bw: one-way, client -> server, with a window of isends/irecvs in flight, posted and
+ * tested as NCCL's proxy thread does (bw_phase). lat: ping-pong over two connections (one
+ * per direction), half the round trip.
  * conn: -n connections set up one after the other, the time of each from the first
  * connect/accept call to the established comm (what a job's init pays per peer).
  * Polling is busy, as perftest's and NCCL's proxy thread (--nap-us to sleep instead).
@@ -43,12 +44,15 @@
 #define MAX_SIZES 32
 #define MAX_CONN_TEST 1024         /* -t conn -n N: N at most */
 #define BUF_CAP ((size_t)32 << 20) /* buffer bytes per side, at most (one message at least) */
-#define CFG_MAGIC 0x726e6232u      /* "rnb2" */
+#define CFG_MAGIC 0x726e6233u      /* "rnb3": + pattern */
 #define ROW_MAGIC 0x726e6272u      /* "rnbr" */
 #define MIN_SIZE_ALL ((size_t)4 << 10)
 #define MAX_SIZE_ALL ((size_t)64 << 20)
 
 enum bench_test { TEST_BW, TEST_LAT, TEST_CONN };
+/* bw's loop (bw_phase): as NCCL's proxy thread, or every slot each pass */
+enum bench_pattern { PATTERN_NCCL, PATTERN_EACH };
+static const char *const pattern_names[] = { "nccl", "each" };
 
 static const char *const test_names[] = { "bw", "lat", "conn" };
 
@@ -57,7 +61,7 @@ struct wire_row {
 	uint32_t magic, ok;    /* ok 0: the client found the data wrong; no figures */
 	uint32_t test, side;   /* conn: 0 connect (client), 1 accept (server) */
 	uint64_t bytes, iters; /* conn: iters = connections */
-	uint32_t window, nap_us, checked, pad;
+	uint32_t window, nap_us, checked, pattern;
 	/* bw: Gb/s, Mpps, CPU us per message sender, receiver; lat: min max typical avg stdev p99 p99.9 (us); conn: total min avg
 	 * p50 max (ms) */
 	double v[8];
@@ -75,6 +79,7 @@ struct bench {
 	int lat;    /* test == TEST_LAT */
 	int check;
 	int window;
+	int pattern;          /* enum bench_pattern: bw's loop */
 	int nap_us;
 	int timeout_ms;       /* bound on every wait but the server's for its client */
 	int wait_ms;          /* the server's wait for a client, -1 forever */
@@ -99,6 +104,7 @@ struct bench {
 /* What the client tells the server. */
 struct wire_cfg {
 	uint32_t magic, test, check, window;
+	uint32_t pattern, pad;
 	uint64_t iters, nsizes;
 	uint64_t sizes[MAX_SIZES];
 };
@@ -326,72 +332,117 @@ static size_t nbufs_for(const struct bench *b, size_t size)
 	return n ? n : 1;
 }
 
+/* Post message @msg into slot @s: 1 posted, 0 the plugin said "later", -1 error. */
+static int bw_post(struct bw_side *x, int s, unsigned char *buf, size_t size, long msg,
+		   uint64_t id0)
+{
+	struct bench *b = x->b;
+	ncclResult_t res;
+
+	if (x->sender) {
+		if (b->check)
+			tool_fill(buf, size, id0 + (uint64_t)msg);
+		res = netplug_isend(&b->np, x->comm, buf, size, 0, x->mh, &x->reqs[s]);
+	} else {
+		void *data = buf;
+		size_t sz = size;
+		int tag = 0;
+
+		res = netplug_irecv(&b->np, x->comm, 1, &data, &sz, &tag, &x->mh, &x->reqs[s]);
+	}
+	if (res != ncclSuccess) {
+		plugin_error(x->sender ? "isend" : "irecv", res);
+		return -1;
+	}
+	if (!x->reqs[s])
+		return 0;
+	x->msg[s] = msg;
+	return 1;
+}
+
+/* Test slot @s's request once: 1 done (size and data judged), 0 not yet, -1 error. */
+static int bw_test(struct bw_side *x, int s, unsigned char *buf, size_t size, uint64_t id0)
+{
+	struct bench *b = x->b;
+	int got = -1, r = poll_req(b, x->reqs[s], &got);
+
+	if (r <= 0)
+		return r;
+	x->reqs[s] = NULL;
+	if (got != (int)size && x->bad_msg < 0) {
+		x->bad_msg = x->msg[s];
+		x->bad_size = got;
+	}
+	if (b->check) {
+		uint64_t id = id0 + (uint64_t)x->msg[s];
+		long off = x->sender ? -1 : tool_check(buf, size, id);
+
+		x->sum += tool_checksum(buf, size, 0);
+		if (off >= 0 && x->bad_msg < 0) {
+			x->bad_msg = x->msg[s];
+			x->bad_off = off;
+			x->bad_size = got;
+		}
+	}
+	return 1;
+}
+
 /*
- * One phase of @count messages of @size: post into free slots, test the posted ones,
- * nap after a round without progress. Returns seconds or -1.
+ * One phase of @count messages of @size, nap after a pass without progress. Returns
+ * seconds or -1. --pattern nccl (the default) drives each side as NCCL's proxy thread
+ * does (transport/net.cc, 2.28.9): a pass posts at most one request; the receiver tests
+ * its oldest only in a pass that posted none (recvProxyProgress returns after posting),
+ * the sender its oldest in every pass. So receives posted ahead reach the plugin before
+ * any test, as in a collective's first steps. --pattern each: every free slot posted and
+ * every slot tested in each pass (the only loop before --pattern, for figures to compare).
  */
 static double bw_phase(struct bw_side *x, size_t size, long count, uint64_t id0)
 {
 	struct bench *b = x->b;
 	size_t nbuf = nbufs_for(b, size);
-	int window = b->check ? (int)nbuf : b->window, s;
+	int window = b->check ? (int)nbuf : b->window, s, r;
 	long posted = 0, completed = 0;
 	double t0 = tool_now(), last = t0;
-	ncclResult_t res;
 
 	while (completed < count) {
 		int progress = 0;
 
-		for (s = 0; s < window; s++) {
-			unsigned char *buf = x->pool + (size_t)s % nbuf * size;
-
-			if (!x->reqs[s] && posted < count) {
-				if (x->sender) {
-					if (b->check)
-						tool_fill(buf, size, id0 + (uint64_t)posted);
-					res = netplug_isend(&b->np, x->comm, buf, size, 0, x->mh,
-							    &x->reqs[s]);
-				} else {
-					void *data = buf;
-					size_t sz = size;
-					int tag = 0;
-
-					res = netplug_irecv(&b->np, x->comm, 1, &data, &sz, &tag,
-							    &x->mh, &x->reqs[s]);
-				}
-				if (res != ncclSuccess) {
-					plugin_error(x->sender ? "isend" : "irecv", res);
-					return -1;
-				}
-				if (x->reqs[s]) {
-					x->msg[s] = posted++;
-					progress = 1;
-				}
-			}
-			if (x->reqs[s]) {
-				int got = -1, r = poll_req(b, x->reqs[s], &got);
-
+		if (b->pattern == PATTERN_NCCL) {
+			/* requests complete in order: message m is in slot m % window */
+			s = (int)(posted % window);
+			if (posted < count && !x->reqs[s]) {
+				r = bw_post(x, s, x->pool + (size_t)s % nbuf * size, size, posted,
+					    id0);
 				if (r < 0)
 					return -1;
-				if (!r)
-					continue;
-				x->reqs[s] = NULL;
-				completed++;
-				progress = 1;
-				if (got != (int)size && x->bad_msg < 0) {
-					x->bad_msg = x->msg[s];
-					x->bad_size = got;
-				}
-				if (b->check) {
-					uint64_t id = id0 + (uint64_t)x->msg[s];
-					long off = x->sender ? -1 : tool_check(buf, size, id);
+				posted += r;
+				progress = r;
+			}
+			s = (int)(completed % window);
+			if ((x->sender || !progress) && x->reqs[s]) {
+				r = bw_test(x, s, x->pool + (size_t)s % nbuf * size, size, id0);
+				if (r < 0)
+					return -1;
+				completed += r;
+				progress |= r;
+			}
+		} else {
+			for (s = 0; s < window; s++) {
+				unsigned char *buf = x->pool + (size_t)s % nbuf * size;
 
-					x->sum += tool_checksum(buf, size, 0);
-					if (off >= 0 && x->bad_msg < 0) {
-						x->bad_msg = x->msg[s];
-						x->bad_off = off;
-						x->bad_size = got;
-					}
+				if (!x->reqs[s] && posted < count) {
+					r = bw_post(x, s, buf, size, posted, id0);
+					if (r < 0)
+						return -1;
+					posted += r;
+					progress |= r;
+				}
+				if (x->reqs[s]) {
+					r = bw_test(x, s, buf, size, id0);
+					if (r < 0)
+						return -1;
+					completed += r;
+					progress |= r;
 				}
 			}
 		}
@@ -547,6 +598,8 @@ static void print_json(struct bench *b, int rc)
 				rn_json_num(&j, "cpu_send_us", v[2], 2);
 				rn_json_num(&j, "cpu_recv_us", v[3], 2);
 				rn_json_int(&j, "window", r->window);
+				rn_json_str(&j, "pattern",
+					    pattern_names[r->pattern < 2 ? r->pattern : 0]);
 			} else {
 				static const char *const kl[] = { "t_min_us",     "t_max_us",
 								  "t_typical_us", "t_avg_us",
@@ -642,6 +695,7 @@ static int run_bw(struct bench *b, void *comm, int sender)
 					.iters = (uint64_t)n,
 					.nap_us = (uint32_t)b->nap_us,
 					.checked = (uint32_t)b->check,
+					.pattern = (uint32_t)b->pattern,
 					.window = (uint32_t)(b->check ? (int)nbufs_for(b, size) :
 									b->window) };
 		double secs, cpu;
@@ -1171,7 +1225,7 @@ static int run_server(struct bench *b)
 	}
 	if (side_recv(b->fd, &cfg, sizeof(cfg), b->timeout_ms) || cfg.magic != CFG_MAGIC ||
 	    cfg.test > TEST_CONN || !cfg.nsizes || cfg.nsizes > MAX_SIZES || !cfg.window ||
-	    cfg.window > NCCL_NET_MAX_REQUESTS ||
+	    cfg.window > NCCL_NET_MAX_REQUESTS || cfg.pattern > PATTERN_EACH ||
 	    (cfg.test == TEST_CONN && (cfg.iters < 1 || cfg.iters > MAX_CONN_TEST))) {
 		err("the client sent no valid settings");
 		goto out;
@@ -1180,6 +1234,7 @@ static int run_server(struct bench *b)
 	b->lat = b->test == TEST_LAT;
 	b->check = (int)cfg.check;
 	b->window = (int)cfg.window;
+	b->pattern = (int)cfg.pattern;
 	b->iters = (long)cfg.iters;
 	b->nsizes = (int)cfg.nsizes;
 	for (i = 0; i < b->nsizes; i++)
@@ -1187,8 +1242,9 @@ static int run_server(struct bench *b)
 	if (b->test == TEST_CONN)
 		say("client connected: %ld connections", b->iters);
 	else
-		say("client connected: %s, %d size(s), window %d%s",
+		say("client connected: %s, %d size(s), window %d%s%s%s",
 		    b->lat ? "latency" : "bandwidth", b->nsizes, b->window,
+		    b->lat ? "" : ", pattern ", b->lat ? "" : pattern_names[b->pattern],
 		    b->check ? ", data checked" : "");
 	rc = run_roles(b, 0);
 out:
@@ -1205,6 +1261,7 @@ static int run_client(struct bench *b)
 				.test = (uint32_t)b->test,
 				.check = (uint32_t)b->check,
 				.window = (uint32_t)b->window,
+				.pattern = (uint32_t)b->pattern,
 				.iters = (uint64_t)b->iters,
 				.nsizes = (uint64_t)b->nsizes };
 	char addr[300];
@@ -1261,6 +1318,10 @@ static void usage(FILE *f)
 		"                       set-up time of -n connections (default bw)\n"
 		"  -w, --window N       requests in flight, 1..%d (default 8)\n"
 		"  -c, --check          check every byte (pattern per message) and a checksum\n"
+		"      --pattern nccl|each  bw's loop: nccl (default) posts one request a pass, the\n"
+		"                       receiver tests its oldest only in a pass that posted none,\n"
+		"                       the sender in every pass (NCCL's proxy thread); each posts\n"
+		"                       every free slot and tests every slot in each pass\n"
 		"      --nap-us N       sleep N us after a poll round without progress, 0..1000000\n"
 		"                       (default 0: busy poll, as perftest)\n"
 		"      --plugin NAME    NCCL_NET_PLUGIN value, or the path of any net plugin .so\n"
@@ -1276,9 +1337,10 @@ static void usage(FILE *f)
 		"  -v, --verbose        the plugin's INFO lines (NCCL_DEBUG=INFO)\n"
 		"  -h, --help           this text\n"
 		"      --version        print the version\n"
-		"Options may come before or after SERVER_ADDR. The client's -s/-a/-n/-t/-w/-c apply\n"
-		"to both ends; both print the same table. NCCL_ROCE_ROUTE_CHECK=off skips the\n"
-		"plugin's per-connection route check (compare -t conn with and without it).\n",
+		"Options may come before or after SERVER_ADDR. The client's -s/-a/-n/-t/-w/-c and\n"
+		"--pattern apply to both ends; both print the same table. NCCL_ROCE_ROUTE_CHECK=off\n"
+		"skips the plugin's per-connection route check (compare -t conn with and without\n"
+		"it).\n",
 		MAX_CONN_TEST, NCCL_NET_MAX_REQUESTS);
 	fputs(RN_CLI_EXIT_HELP, f);
 }
@@ -1295,6 +1357,7 @@ int main(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "nap-us", required_argument, NULL, 'N' },
+		{ "pattern", required_argument, NULL, 'L' },
 		{ "plugin", required_argument, NULL, 'P' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'J' },
@@ -1367,6 +1430,14 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			b.check = 1;
+			break;
+		case 'L':
+			if (!strcmp(optarg, "nccl"))
+				b.pattern = PATTERN_NCCL;
+			else if (!strcmp(optarg, "each"))
+				b.pattern = PATTERN_EACH;
+			else
+				return BAD("--pattern (nccl or each)");
 			break;
 		case 'N':
 			if (rn_cli_long(optarg, 0, 1000000, &v))

@@ -10,6 +10,8 @@
  * pointer, %n): the tools' logger must survive them.
  * FAKE_NET_CORRUPT=1 flips one byte of the 3rd message on the way: the driver's
  * data check must catch it.
+ * FAKE_NET_TRACE=FILE appends one letter a receive-side call to FILE: R an irecv, T a
+ * test of a receive (how a tool drives the receiving plugin, in order).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -205,12 +207,26 @@ static ncclResult_t f_isend(void *scomm, void *data, size_t size, int tag, void 
 	return ncclSuccess;
 }
 
+static void trace(char what)
+{
+	static int fd = -2;
+
+	if (fd == -2)
+		fd = getenv("FAKE_NET_TRACE") ?
+			     open(getenv("FAKE_NET_TRACE"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				  0600) :
+			     -1;
+	if (fd >= 0 && write(fd, &what, 1) != 1)
+		fd = -1;
+}
+
 static ncclResult_t f_irecv(void *rcomm, int n, void **data, size_t *sizes, int *tags,
 			    void **mhs, void **phs, void **request)
 {
 	struct comm *c = rcomm;
 	struct req *r;
 
+	trace('R');
 	if (n != 1 || c->qt - c->qh >= QMAX)
 		return ncclInternalError;
 	r = calloc(1, sizeof(*r));
@@ -258,6 +274,8 @@ static ncclResult_t f_test(void *request, int *done, int *sizes)
 {
 	struct req *r = request;
 
+	if (!r->send)
+		trace('T');
 	if (!r->send && !r->done && progress(r->c))
 		return ncclRemoteError;
 	*done = r->done;

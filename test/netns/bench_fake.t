@@ -70,6 +70,28 @@ awk -F, '$1 == "client" && $3 == 67108864 && $10 > 0 && $11 > 0 {ok = 1} END {ex
 	"$T/cpu.c.out" || rn_fail "csv --cpu: no CPU time per message on each side for 64 MiB"
 grep -q "CPU\[usec/msg\] send recv" "$T/cpu.c.err" || rn_fail "--cpu: not in the table"
 
+echo "== bw --pattern: NCCL's proxy loop by default, every slot each pass on request"
+# the server receives: its plugin writes R for an irecv, T for a test of one, in order
+for p in nccl each; do
+	export FAKE_NET_TRACE=$T/trace.$p
+	if [ $p = nccl ]; then pair "p$p" "" -s 4K -n 20 -w 8 -c --json; else pair "p$p" "" -s 4K -n 20 -w 8 -c --pattern each --json; fi
+	unset FAKE_NET_TRACE
+	echo "$p: $(head -c 40 "$T/trace.$p")..."
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; sys.exit(r["pattern"] != sys.argv[2])' \
+		"$T/p$p.c.out" $p || rn_fail "--pattern $p: not in the JSON row"
+	grep -q "window 8, pattern $p, data checked" "$T/p$p.s.out" "$T/p$p.s.err" ||
+		rn_fail "--pattern $p: the server did not take it from the client"
+done
+# NCCL's receive proxy posts a request a pass and tests only when a pass posted none: all 8
+# receives reach the plugin before the first test. Each pass over every slot: R then T.
+[ "$(head -c 9 "$T/trace.nccl")" = RRRRRRRRT ] || rn_fail "--pattern nccl: receives not posted ahead of the tests"
+[ "$(head -c 2 "$T/trace.each")" = RT ] || rn_fail "--pattern each: the first receive not tested in its pass"
+# and both loops post every message once: warm-up (8) + 20
+[ "$(tr -cd R <"$T/trace.nccl" | wc -c)" -eq 28 ] && [ "$(tr -cd R <"$T/trace.each" | wc -c)" -eq 28 ] ||
+	rn_fail "--pattern: want 28 irecv calls each (8 warm-up + 20)"
+ip netns exec "$N" "$BENCH" --pattern sometimes >/dev/null 2>"$T/pbad.err" && rn_fail "--pattern sometimes accepted"
+grep -q "bad value 'sometimes' for --pattern (nccl or each)" "$T/pbad.err" || rn_fail "--pattern: no clear error"
+
 echo "== lat --json, napping on request"
 pair lat "" -t lat -n 200 -c --nap-us 5 --json
 cat "$T/lat.c.out"
