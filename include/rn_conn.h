@@ -59,7 +59,9 @@
  * resend passes as RN_SQ_DEPTH's. 55 + RN_FO_RECV_WRS is a CQ of 64 and rxe's SQ 64 WQEs,
  * against 128 and 128 (the queues are mapped into the process, so resident). A receiver's
  * spare keeps RN_CTS_SQ_DEPTH: its rewind writes up to RN_SLOTS CTS entries and a RESUME
- * at once (rn_xfer_recv_rewind).
+ * at once (rn_xfer_recv_rewind), but posts them from the control block, not inline: an
+ * inline CTS entry doubles the WQE (rxe: 512 bytes, not 256; mlx5: 2 basic blocks, not 1),
+ * and after a move one DMA read per CTS is a small price.
  */
 #define RN_SPARE_SQ_DEPTH 55
 #define RN_CTS_SQ_DEPTH 48     /* send WRs per receiver QP: CTS writes (<= 1 a receive, 32) */
@@ -199,6 +201,7 @@ struct rn_path {
 	uint32_t rctrl_rkey;        /* the peer's control block on its NIC of the pair */
 	struct ibv_qp *qps[RN_MAX_QPS];
 	int sq_cap;                 /* send WRs each of them holds (the comm's sq_cap in use) */
+	int cts_inline;             /* receiver: bytes a CTS write may carry inline on them */
 	struct ibv_qp *flush_qp;    /* receiver, when it flushes GPU receives */
 	int ok_here, ok_there;      /* the path check passed here / at the peer */
 	char why[160];              /* why it died */

@@ -526,14 +526,12 @@ static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
 					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!p->mem.ctrl_mr)
 		return errno ? -errno : -EIO;
+	/* a receiver's spare posts its CTS entries from the control block (RN_SPARE_SQ_DEPTH) */
+	p->cts_inline = 0;
 	for (q = 0; q < c->nqps; q++) {
-		int inl = rc ? rc->cts_inline : 0;
-
-		p->qps[q] = qp_create_on(c, &p->mem, sq, rq, rc ? &inl : NULL);
+		p->qps[q] = qp_create_on(c, &p->mem, sq, rq, NULL);
 		if (!p->qps[q])
 			return errno ? -errno : -EIO;
-		if (rc && inl < rc->cts_inline)
-			return -EOPNOTSUPP; /* the data path posts CTS entries inline */
 	}
 	if (rc && c->flush_enabled) {
 		p->flush_qp = qp_create_on(c, &p->mem, RN_SLOTS + 1, 1, NULL);
@@ -569,6 +567,8 @@ int rn_comm_spares_create(struct rn_comm *c, int want)
 	c->fo->npaths = 1;
 	c->fo->path[0].state = RN_PATH_SPARE;
 	c->fo->path[0].sq_cap = c->sq_cap;
+	if (c->role == RN_ROLE_RECV)
+		c->fo->path[0].cts_inline = ((struct rn_recv_comm *)c)->cts_inline;
 	c->fo->path[0].ok_here = c->fo->path[0].ok_there = 1;
 	for (i = 0; i < eng->ndevs; i++)
 		if (eng->devs[i] == own)

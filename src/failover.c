@@ -244,6 +244,7 @@ static void swap_to(struct rn_comm *c, int b)
 	memcpy(pa->qps, c->qps, sizeof(c->qps[0]) * (size_t)c->nqps);
 	pa->sq_cap = c->sq_cap;
 	pa->rctrl_rkey = rc ? rc->rfifo_rkey[0] : sc->rsizes_rkey[0];
+	pa->cts_inline = rc ? rc->cts_inline : 0;
 	pa->flush_qp = rc ? rc->flush_qp[0] : NULL;
 	c->mem[0] = pb->mem;
 	c->mem[0].gid_moved_said = 0;
@@ -252,6 +253,7 @@ static void swap_to(struct rn_comm *c, int b)
 	c->sq_cap = pb->sq_cap; /* a sender's spare holds fewer (RN_SPARE_SQ_DEPTH) */
 	if (rc) {
 		rc->rfifo_rkey[0] = pb->rctrl_rkey;
+		rc->cts_inline = pb->cts_inline; /* a spare's: none (RN_SPARE_SQ_DEPTH) */
 		rc->flush_qp[0] = pb->flush_qp;
 	} else {
 		sc->rsizes_rkey[0] = pb->rctrl_rkey;

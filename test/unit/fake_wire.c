@@ -469,6 +469,12 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 			*bad = wr;
 			return EINVAL;
 		}
+		/* inline data beyond what the QP was made for: refused, as providers do */
+		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge == 1 &&
+		    wr->sg_list[0].length > q->a.cap.max_inline_data) {
+			*bad = wr;
+			return EINVAL;
+		}
 		if (!stall && !q->stall)
 			exec_one(q, wr);
 	}

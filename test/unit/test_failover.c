@@ -680,25 +680,52 @@ static int qp_send_cap(struct ibv_qp *qp)
 	return (int)a.cap.max_send_wr;
 }
 
+static int qp_inline_cap(struct ibv_qp *qp)
+{
+	struct fake_wire_qp_attrs a;
+
+	assert_int_equal(fake_wire_qp_attrs(qp, &a), 0);
+	return (int)a.cap.max_inline_data;
+}
+
+/* Of the CTS writes on the receiver's QP 0 during a clean stream: how many went inline. */
+static void cts_writes_of_stream(struct t *t, int *writes, int *inl)
+{
+	struct fake_wire_stats a, b;
+
+	fake_wire_stats(t->rc->c.qps[0], &a);
+	clean_stream(t);
+	fake_wire_stats(t->rc->c.qps[0], &b);
+	*writes = b.writes - a.writes;
+	*inl = b.writes_inline - a.writes_inline;
+}
+
 /*
  * A sender's spare holds fewer send WRs than its own pair (it carries nothing before a
  * move; RN_SPARE_SQ_DEPTH), its CQ sized to match; a receiver's spare keeps the CTS queue
- * its rewind needs. The comm's send queue bound follows the pair in use: the spare's after
- * the move (before, the comm kept its own pair's and could overrun the spare's queue), its
- * own again after the move back, and the stream carries every message on each.
+ * its rewind needs but no inline data (half the WQE). The comm's send queue bound and
+ * inline size follow the pair in use: the spare's after the move (before, the comm kept
+ * its own pair's and could overrun the spare's queue or post inline where the QP takes
+ * none), its own again after the move back, and the stream carries every message on each.
  */
 static void spare_queues_sized(void **state)
 {
 	struct t *t = *state;
 	struct rn_path *sp = &t->sc->c.fo->path[1], *rp = &t->rc->c.fo->path[1];
 	struct run r;
+	int w, inl;
 
 	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
 	assert_int_equal(qp_send_cap(sp->qps[0]), RN_SPARE_SQ_DEPTH);
 	assert_int_equal(sp->mem.cq->cqe, RN_SPARE_SQ_DEPTH + RN_FO_RECV_WRS);
 	assert_true(t->sc->c.mem[0].cq->cqe > sp->mem.cq->cqe);
 	assert_int_equal(qp_send_cap(rp->qps[0]), RN_CTS_SQ_DEPTH);
+	assert_int_equal(qp_inline_cap(t->rc->c.qps[0]), (int)sizeof(struct rn_cts));
+	assert_int_equal(qp_inline_cap(rp->qps[0]), 0);
 	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
+	/* the own pair's single CTS entries go inline */
+	cts_writes_of_stream(t, &w, &inl);
+	assert_true(w > 0 && inl > 0);
 	stream_failing(t, &r, 4, t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR);
 	check_delivered(&r);
 	check_moved(t);
@@ -706,12 +733,18 @@ static void spare_queues_sized(void **state)
 	assert_int_equal(t->sc->c.sq_cap, RN_SPARE_SQ_DEPTH);
 	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SPARE_SQ_DEPTH);
 	assert_int_equal(t->rc->c.sq_cap, RN_CTS_SQ_DEPTH);
-	clean_stream(t);
+	assert_int_equal(t->rc->cts_inline, 0);
+	/* on the spare: every CTS write from the control block, none inline */
+	cts_writes_of_stream(t, &w, &inl);
+	assert_true(w > 0);
+	assert_int_equal(inl, 0);
 	assert_true(idle_until(t, both_back, 5000));
 	check_home(t);
 	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
 	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
-	clean_stream(t);
+	assert_int_equal(t->rc->cts_inline, (int)sizeof(struct rn_cts));
+	cts_writes_of_stream(t, &w, &inl);
+	assert_true(w > 0 && inl > 0);
 }
 
 /*
