@@ -35,6 +35,7 @@
 
 #include "netplug.h"
 #include "rn_cli.h"
+#include "rn_compiler.h"
 #include "tool_common.h"
 
 #define PROG "nccl-net-bench"
@@ -599,7 +600,10 @@ static void print_json(struct bench *b, int rc)
 				rn_json_num(&j, "cpu_recv_us", v[3], 2);
 				rn_json_int(&j, "window", r->window);
 				rn_json_str(&j, "pattern",
-					    pattern_names[r->pattern < 2 ? r->pattern : 0]);
+					    pattern_names
+						    [r->pattern < RN_ARRAY_SIZE(pattern_names) ?
+							     r->pattern :
+							     0]);
 			} else {
 				static const char *const kl[] = { "t_min_us",     "t_max_us",
 								  "t_typical_us", "t_avg_us",
@@ -1225,7 +1229,7 @@ static int run_server(struct bench *b)
 	}
 	if (side_recv(b->fd, &cfg, sizeof(cfg), b->timeout_ms) || cfg.magic != CFG_MAGIC ||
 	    cfg.test > TEST_CONN || !cfg.nsizes || cfg.nsizes > MAX_SIZES || !cfg.window ||
-	    cfg.window > NCCL_NET_MAX_REQUESTS || cfg.pattern > PATTERN_EACH ||
+	    cfg.window > NCCL_NET_MAX_REQUESTS || cfg.pattern >= RN_ARRAY_SIZE(pattern_names) ||
 	    (cfg.test == TEST_CONN && (cfg.iters < 1 || cfg.iters > MAX_CONN_TEST))) {
 		err("the client sent no valid settings");
 		goto out;
@@ -1432,11 +1436,11 @@ int main(int argc, char **argv)
 			b.check = 1;
 			break;
 		case 'L':
-			if (!strcmp(optarg, "nccl"))
-				b.pattern = PATTERN_NCCL;
-			else if (!strcmp(optarg, "each"))
-				b.pattern = PATTERN_EACH;
-			else
+			for (b.pattern = 0; b.pattern < (int)RN_ARRAY_SIZE(pattern_names) &&
+					    strcmp(optarg, pattern_names[b.pattern]);
+			     b.pattern++)
+				;
+			if (b.pattern == (int)RN_ARRAY_SIZE(pattern_names))
 				return BAD("--pattern (nccl or each)");
 			break;
 		case 'N':
