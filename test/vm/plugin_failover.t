@@ -74,7 +74,7 @@ expect_moved() { # label h0-nic-after h1-nic-after [most moves, 1]
 		rn_fail "$label: the sender moved more than ${4:-1} time(s)"
 }
 
-clear_all() { B fault 0 clear >/dev/null && B fault 1 clear >/dev/null || rn_fail "could not clear the faults"; }
+clear_all() { clear_hosts 0 1; }
 
 body() {
 	local before after h prom

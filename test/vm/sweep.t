@@ -104,7 +104,7 @@ body() {
 	rn_log "ok: h0+h1: 4 NIC pairs ok, RDMA ping ok (exit 0); $(summary "$wd/ok.json"); mpirun wall ${WALL} s"
 
 	t_step "h2 eth1 shaped to 3 Mbit/s both ways, h1 eth1 at another MTU: --netdev eth1 --min-gbps 0.005"
-	B fault 3 clear --nic 1 >/dev/null && B fault 2 clear --nic 1 >/dev/null || rn_fail "clear"
+	clear_hosts 3 2
 	B fault 2 rate --nic 1 --value 3 >/dev/null || rn_fail "fault rate"
 	B fault 1 mtu --nic 1 >/dev/null || rn_fail "fault mtu"
 	SWEEP_TMO=600 sweep 4 gates --netdev eth1 --min-gbps 0.005 --pair-timeout 120
@@ -135,7 +135,7 @@ body() {
 
 	# Growth with N (SWEEP_SCALE=1): 2 and 3 hosts of the same bed, faults cleared.
 	if [ -n "${SWEEP_SCALE:-}" ]; then
-		B fault 2 clear --nic 1 >/dev/null && B fault 1 clear --nic 1 >/dev/null || rn_fail "clear"
+		clear_hosts 2 1
 		t_step "growth with N (fixed)"
 		for np in 2 3 4; do
 			sweep $np n$np --pair-timeout 40
