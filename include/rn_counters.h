@@ -62,7 +62,8 @@ void rn_ctr_tick(uint64_t now_ns);
 struct rn_ctr_snap *rn_ctr_recent(uint64_t before_ns);
 /*
  * A comm's baseline: a copy of the history's newest snapshot when it is younger than
- * RN_CTR_TICK_NS, else a new one, added to the history. Reading every NIC's counters costs
+ * RN_CTR_TICK_NS at @now_ns or newer than it (an event thread's, read while this waited for
+ * it), else a new one, added to the history. Reading every NIC's counters costs
  * ~6 sysfs files per NIC, and NCCL makes hundreds of comms in a burst at start.
  */
 struct rn_ctr_snap *rn_ctr_snap_shared(uint64_t now_ns);
