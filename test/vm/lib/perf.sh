@@ -3,12 +3,19 @@
 # shellcheck shell=bash
 
 # perf_pair <tool> <port> <nic> <timeout> [tool args...]: prints the client's output.
+# PERF_CPU=1: each end's CPU time too, as two last lines "perftest cpu s: client|server U S"
+# (user and system seconds of the tool's process, from the guest shell's `times` after it
+# exits; the client's includes its few grep/sleep of the retry loop).
 perf_pair() {
-	local tool=$1 port=$2 nic=$3 tmo=$4 g0 g1 srv rc
+	local tool=$1 port=$2 nic=$3 tmo=$4 g0 g1 srv rc sout
 	shift 4
 	g0=$(B gid 0 "$nic") && g1=$(B gid 1 "$nic") || { echo "no RoCE v2 IPv4 GID on rxe$nic"; return 1; }
 	# stdbuf -oL into the job's file (no pipe): a killed tool still leaves its lines.
-	srv=$(bg --timeout $((tmo + 30)) 1 -- stdbuf -oL "$tool" -d "rxe$nic" -x "$g1" -p "$port" -F "$@")
+	# (`times` from the shell that ran the tool: its second line is the children's user and
+	# system time; a builtin, so nothing of its own is counted)
+	srv=$(bg --timeout $((tmo + 30)) 1 -- bash -c 'stdbuf -oL "$@"; rc=$?
+		[ -z "'"${PERF_CPU:-}"'" ] || { echo "perftest-cpu-times"; times; }; exit $rc' _ \
+		"$tool" -d "rxe$nic" -x "$g1" -p "$port" -F "$@")
 	wait_listen 1 "$port" || { B kill "$srv"; return 1; }
 	# Retry the client while the server is not accepting yet (a few tries, then give up).
 	B run --timeout $((tmo + 20)) 0 -- bash -c '
@@ -19,11 +26,23 @@ perf_pair() {
 			sleep 0.5
 		done
 		cat /tmp/perf.out
-		exit $rc' _ "$tool" -d "rxe$nic" -x "$g0" -p "$port" -F "$@" "$(bed_ip 1 "$nic")"
-	rc=$?
+		[ -z "'"${PERF_CPU:-}"'" ] || { echo "perftest-cpu-times"; times; }
+		exit $rc' _ "$tool" -d "rxe$nic" -x "$g0" -p "$port" -F "$@" "$(bed_ip 1 "$nic")" |
+		perf_cpu_line client
+	rc=${PIPESTATUS[0]}
 	[ $rc -eq 0 ] || B kill "$srv"
-	B wait "$srv" >/dev/null 2>&1
+	sout=$(B wait "$srv" 2>/dev/null)
+	[ -z "${PERF_CPU:-}" ] || perf_cpu_line server <<<"$sout" | grep '^perftest cpu'
 	return $rc
+}
+
+# The output with its `times` lines (after the marker) turned into one line:
+# "perftest cpu s: <role> <user> <system>" in seconds.
+perf_cpu_line() { # role
+	awk -v role="$1" '/^perftest-cpu-times$/ {m = 1; next}
+		m && ++n == 2 { for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t[i] = a[1] * 60 + a[2] }
+			printf "perftest cpu s: %s %.3f %.3f\n", role, t[1], t[2]; next }
+		m {next} {print}'
 }
 
 # A figure of perftest's result line (the numeric line after the "#bytes" header; the last one
