@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bed's own contract: jobs on two guests at once, exit statuses and timeouts passed through,
-# a dead guest reported as a BED failure (exit 200 + $BED_FAILFILE) and not as the command's,
-# and `bed down` leaving no qemu process, namespace or file behind.
+# a fault cleared back to the scenario (replaying roce-policy-routing's commands), a dead guest
+# reported as a BED failure (exit 200 + $BED_FAILFILE) and not as the command's, and `bed down`
+# leaving no qemu process, namespace or file behind.
 set -u
 # shellcheck source=lib/test.sh
 . "$(dirname "$0")/lib/test.sh"
@@ -10,7 +11,7 @@ bed_prereq
 ns_listed() { ip netns list | awk '{print $1}' | grep -qxF -- "$1"; }
 
 body() {
-	local j1 out rc pids st ns=$BED_NAME
+	local j1 out rc pids st want ns=$BED_NAME
 	# The name check is exact: a namespace of the bed's name refuses `up` (before any boot),
 	# an unrelated one that merely starts with it ("$ns-other") does not.
 	ip netns add "$ns" || rn_fail "ip netns add $ns"
@@ -54,6 +55,23 @@ body() {
 	[ $rc -eq 200 ] && [ ! -s "$BED_FAILFILE" ] ||
 		rn_fail "a command's own 200 must not read as a bed failure"
 	rn_log "ok: exit status, stdout, stderr, --env, --timeout pass through"
+
+	# A fault cleared: h0's routing back to what scripts/roce-policy-routing made (the
+	# second time by replaying the commands it printed), the host's shaper off its tap too.
+	B scenario fixed 0 >/dev/null || rn_fail "scenario fixed on h0"
+	state() { B run 0 -- sh -c 'ip -4 rule; ip -4 route show table all | grep -v "table local"
+		sysctl -n net.ipv4.conf.all.arp_ignore net.ipv4.conf.eth0.arp_announce'; }
+	want=$(state)
+	grep -q "lookup" <<<"$want" || rn_fail "scenario fixed made no rule: $want"
+	B fault 0 no-rule --nic 0 >/dev/null && B fault 0 rate --nic 0 --value 50 >/dev/null ||
+		rn_fail "faults on h0 eth0"
+	[ "$(state)" != "$want" ] || rn_fail "the faults changed nothing"
+	out=$(B fault 0 clear) || rn_fail "clear: $out"
+	grep -q "roce-policy-routing eth0 (the commands of its first run replayed)" <<<"$out" ||
+		rn_fail "clear did not replay the script's commands: $out"
+	[ "$(state)" = "$want" ] || rn_fail "after clear: '$(state)', want '$want'"
+	! tc -n "$ns" qdisc show dev t0n0 | grep -q tbf || rn_fail "clear left the shaper on t0n0"
+	rn_log "ok: fault clear restores the script's rules, routes and sysctls (replayed) and the tap"
 
 	# A guest that dies is a bed failure, never the command's.
 	kill -9 "$(cat "$st/h1.pid")"
