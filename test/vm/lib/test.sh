@@ -59,15 +59,14 @@ B() {
 # `bed fault H clear` on each listed host at once (each re-applies its scenario in its own
 # guest); a bed failure in either still ends the attempt as one (exit 200).
 clear_hosts() { # host...
-	local h pids=() rc bad=''
+	local h pid=() rc bad=''
 	for h in "$@"; do
 		"$bed" fault "$h" clear >/dev/null &
-		pids+=($!)
+		pid[h]=$!
 	done
 	for h in "$@"; do
-		wait "${pids[0]}"
+		wait "${pid[h]}"
 		rc=$?
-		pids=("${pids[@]:1}")
 		if [ $rc -eq 200 ] && [ -s "$BED_FAILFILE" ]; then exit 200; fi
 		[ $rc -eq 0 ] || bad+=" h$h"
 	done
