@@ -331,11 +331,12 @@ struct rn_comm {
 	uint64_t outstanding_bytes; /* payload of the send slots in flight (watchdog) */
 	uint64_t last_progress_ns;
 	uint64_t last_check_ns;
-	uint64_t stall_ns;      /* watchdog bound */
-	uint64_t port_grace_ns; /* a port down longer than this fails the comm */
+	uint64_t stall_ns;       /* watchdog bound */
+	uint64_t port_grace_ns;  /* a port down longer than this fails the comm */
 	unsigned int idle;
-	uint64_t idle_since_ns; /* the back-off's clock: first empty poll of this run */
-	int want_cts;           /* send: isend waits for the receiver */
+	uint64_t idle_since_ns;  /* the back-off's clock: first empty poll of this run */
+	unsigned long idle_seen; /* the thread's progress count when that clock started */
+	int want_cts;            /* send: isend waits for the receiver */
 	/* what a failure is judged against (src/counters.c, src/events.c) */
 	uint64_t created_ns;
 	uint64_t gid_check_ns;    /* the last look at the GID table (slow checks) */

@@ -1089,10 +1089,19 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
  * nothing nap RN_IDLE_NAP_NS per poll: a comm that idle waits for a peer, not for its NIC
  * (a real NIC's round trip is microseconds). The CPU goes to whoever needs it meanwhile:
  * the NIC driver's interrupt and softirq work (all of Soft-RoCE), the proxy's other threads.
+ *
+ * "Nothing" is the calling thread's, not the comm's: NCCL's proxy thread tests every comm
+ * of its rank in turn, one pass after another. A receive that waits for a late peer (a
+ * pipeline stage's input, tens of ms) must not sleep in its test while the same thread's
+ * other comms carry data: a nap per pass would cap each of them at one message per nap
+ * (20 us, where a 512 KiB chunk takes 10 us at 400 Gb/s). thr_progress counts the batches
+ * of completions this thread's comms took; a comm's wait starts again when it moved.
  */
 #define RN_IDLE_SPIN 64
 #define RN_IDLE_NAP_AFTER_NS (1000ull * 1000ull)
 #define RN_IDLE_NAP_NS 20000L
+
+static __thread unsigned long thr_progress;
 
 static void idle_backoff(struct rn_comm *c)
 {
@@ -1101,8 +1110,10 @@ static void idle_backoff(struct rn_comm *c)
 	if (c->idle < RN_IDLE_SPIN)
 		return;
 	now = rn_now_ns();
-	if (c->idle == RN_IDLE_SPIN || !c->idle_since_ns)
+	if (c->idle == RN_IDLE_SPIN || !c->idle_since_ns || c->idle_seen != thr_progress) {
 		c->idle_since_ns = now;
+		c->idle_seen = thr_progress;
+	}
 	if (now - c->idle_since_ns < RN_IDLE_NAP_AFTER_NS) {
 		sched_yield();
 	} else {
@@ -1164,6 +1175,7 @@ int rn_comm_progress(struct rn_comm *c)
 			return comm_fail(c, ret);
 	}
 	if (n > 0) {
+		thr_progress++;
 		c->idle = 0;
 		c->last_progress_ns = 0; /* re-read lazily: no clock call on the busy path */
 		return c->err;

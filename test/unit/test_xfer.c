@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -19,6 +20,7 @@
 #include "double_conncheck.h"
 #include "fixture_xfer.h"
 #include "double_conncheck.c"
+#include "rn_clock.h"
 #include "rn_verbs.h"
 
 struct t {
@@ -1482,6 +1484,96 @@ static void many_comms_many_devices(void **state)
 	assert_int_equal(fx_teardown(&f), 0);
 }
 
+/* This thread's voluntary context switches: one per nap (nanosleep always sleeps), none per
+ * sched_yield (a yield that gives the CPU away counts as involuntary). */
+static long thread_naps(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_nvcsw;
+}
+
+/*
+ * NCCL's proxy thread tests every comm of its rank in turn. A receive that waits for a late
+ * peer naps in its test once nothing came for a millisecond, but only when nothing came on
+ * any comm of the thread: while another comm of the same thread carries data, the waiting
+ * one yields and does not sleep (a nap per pass would cap the busy comm at one message per
+ * nap). Fails where the nap was the comm's own: the waiting comm naps at every pass.
+ */
+static void idle_comm_naps_only_when_its_thread_is_idle(void **state)
+{
+	struct fx f;
+	enum { SZ = 4096, PASSES = 20 };
+	struct rn_send_comm *sc[2];
+	struct rn_recv_comm *rc[2];
+	struct rn_mr *smr[2], *rmr[2];
+	struct rn_req *late, *rreq, *sreq;
+	char *s[2], *r[2];
+	void *p;
+	size_t sz = SZ;
+	int i, tag = 0, done = 0, got;
+	long naps, n0;
+	uint64_t t0;
+
+	(void)state;
+	fx_setup(&f);
+	fake_path_set(NULL, NULL);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(fx_connect(&f, 0, 1, 0, &sc[i], &rc[i]), 0);
+		s[i] = fx_pattern(SZ, i);
+		r[i] = fx_pattern(SZ, 100);
+		assert_int_equal(rn_reg_mr(sc[i], s[i], SZ, RN_PTR_HOST, &smr[i]), 0);
+		assert_int_equal(rn_reg_mr(rc[i], r[i], SZ, RN_PTR_HOST, &rmr[i]), 0);
+	}
+	p = r[0];
+	assert_int_equal(rn_irecv(rc[0], 1, &p, &sz, &tag, &rmr[0], &late), 0);
+	assert_non_null(late);
+	/* alone: after a millisecond of nothing, every test of the late receive naps */
+	t0 = rn_now_ns();
+	while (rn_now_ns() - t0 < 3000000ull) {
+		assert_int_equal(rn_test(late, &done, NULL), 0);
+		assert_false(done);
+	}
+	n0 = thread_naps();
+	for (i = 0; i < PASSES; i++)
+		assert_int_equal(rn_test(late, &done, NULL), 0);
+	assert_int_equal(thread_naps() - n0, PASSES);
+	/* the thread's other comm carries a message a pass: the late receive's test naps not */
+	naps = 0;
+	for (i = 0; i < PASSES; i++) {
+		p = r[1];
+		sz = SZ;
+		assert_int_equal(rn_irecv(rc[1], 1, &p, &sz, &tag, &rmr[1], &rreq), 0);
+		assert_int_equal(fx_isend(sc[1], s[1], SZ, 0, smr[1], &sreq), 0);
+		assert_non_null(sreq);
+		assert_int_equal(fx_wait(sreq, NULL), 0);
+		assert_int_equal(fx_wait(rreq, &got), 0);
+		assert_int_equal(got, SZ);
+		n0 = thread_naps();
+		assert_int_equal(rn_test(late, &done, NULL), 0);
+		naps += thread_naps() - n0;
+		assert_false(done);
+	}
+	assert_int_equal(naps, 0);
+	/* the late peer's message still lands */
+	assert_int_equal(fx_isend(sc[0], s[0], SZ, 0, smr[0], &sreq), 0);
+	assert_non_null(sreq);
+	assert_int_equal(fx_wait(sreq, NULL), 0);
+	assert_int_equal(fx_wait(late, &got), 0);
+	assert_int_equal(got, SZ);
+	assert_memory_equal(r[0], s[0], SZ);
+	for (i = 0; i < 2; i++) {
+		rn_dereg_mr(sc[i], smr[i]);
+		rn_dereg_mr(rc[i], rmr[i]);
+		rn_close_send(sc[i]);
+		rn_close_recv(rc[i]);
+		free(s[i]);
+		free(r[i]);
+	}
+	assert_int_equal(fx_teardown(&f), 0);
+}
+
 static void misuse_is_refused(void **state)
 {
 	struct t *t = *state;
@@ -1569,6 +1661,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(one_stalled_qp_of_a_split_comm, setup_split2,
 						teardown),
 		cmocka_unit_test_setup_teardown(many_comms_many_devices, setup_none, NULL),
+		cmocka_unit_test_setup_teardown(idle_comm_naps_only_when_its_thread_is_idle,
+						setup_none, NULL),
 		cmocka_unit_test_setup_teardown(misuse_is_refused, setup, teardown),
 	};
 
