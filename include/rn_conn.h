@@ -334,8 +334,8 @@ struct rn_comm {
 	uint64_t stall_ns;       /* watchdog bound */
 	uint64_t port_grace_ns;  /* a port down longer than this fails the comm */
 	unsigned int idle;
-	uint64_t idle_since_ns;  /* the back-off's clock: first empty poll of this run */
-	unsigned long idle_seen; /* the thread's progress count when that clock started */
+	uint64_t idle_since_ns;  /* the back-off's clock: this wait's first yield, 0 none */
+	unsigned long idle_seen; /* the thread's progress count at the last look */
 	int want_cts;            /* send: isend waits for the receiver */
 	/* what a failure is judged against (src/counters.c, src/events.c) */
 	uint64_t created_ns;

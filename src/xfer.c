@@ -1092,10 +1092,12 @@ static void slow_checks(struct rn_comm *c, uint64_t now)
  *
  * "Nothing" is the calling thread's, not the comm's: NCCL's proxy thread tests every comm
  * of its rank in turn, one pass after another. A receive that waits for a late peer (a
- * pipeline stage's input, tens of ms) must not sleep in its test while the same thread's
- * other comms carry data: a nap per pass would cap each of them at one message per nap
- * (20 us, where a 512 KiB chunk takes 10 us at 400 Gb/s). thr_progress counts the batches
- * of completions this thread's comms took; a comm's wait starts again when it moved.
+ * pipeline stage's input, tens of ms) must not sleep or yield in its test while the same
+ * thread's other comms carry data: a nap per pass would cap each of them at one message per
+ * nap (20 us, where a 512 KiB chunk takes 10 us at 400 Gb/s), and a yield per waiting comm
+ * per pass is a system call each. thr_progress counts the batches of completions this
+ * thread's comms took: a comm that sees it moved since its last look backs off not at all
+ * this time, and its wait starts again.
  */
 #define RN_IDLE_SPIN 64
 #define RN_IDLE_NAP_AFTER_NS (1000ull * 1000ull)
@@ -1109,11 +1111,14 @@ static void idle_backoff(struct rn_comm *c)
 
 	if (c->idle < RN_IDLE_SPIN)
 		return;
-	now = rn_now_ns();
-	if (c->idle == RN_IDLE_SPIN || !c->idle_since_ns || c->idle_seen != thr_progress) {
-		c->idle_since_ns = now;
+	if (c->idle == RN_IDLE_SPIN || c->idle_seen != thr_progress) {
 		c->idle_seen = thr_progress;
+		c->idle_since_ns = 0;
+		return;
 	}
+	now = rn_now_ns();
+	if (!c->idle_since_ns)
+		c->idle_since_ns = now;
 	if (now - c->idle_since_ns < RN_IDLE_NAP_AFTER_NS) {
 		sched_yield();
 	} else {
