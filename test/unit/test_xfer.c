@@ -1427,41 +1427,73 @@ static void one_stalled_qp_of_a_split_comm(void **state)
 	rn_dereg_mr(t->rc, rmr);
 }
 
+/* Comm pairs on one fixture, each with a registered pattern to send and a buffer to fill. */
+enum { PAIRS_MAX = 4, PAIR_SZ = 4096 };
+struct pairs {
+	struct fx f;
+	int n;
+	struct rn_send_comm *sc[PAIRS_MAX];
+	struct rn_recv_comm *rc[PAIRS_MAX];
+	struct rn_mr *smr[PAIRS_MAX], *rmr[PAIRS_MAX];
+	char *s[PAIRS_MAX], *r[PAIRS_MAX];
+};
+
+/* @n pairs, pair i from device @sd[i] to @rd[i]. */
+static void pairs_open(struct pairs *p, int n, const int *sd, const int *rd)
+{
+	int i;
+
+	fx_setup(&p->f);
+	fake_path_set(NULL, NULL);
+	p->n = n;
+	for (i = 0; i < n; i++) {
+		assert_int_equal(fx_connect(&p->f, sd[i], rd[i], 0, &p->sc[i], &p->rc[i]), 0);
+		p->s[i] = fx_pattern(PAIR_SZ, i);
+		p->r[i] = fx_pattern(PAIR_SZ, 100);
+		assert_int_equal(rn_reg_mr(p->sc[i], p->s[i], PAIR_SZ, RN_PTR_HOST, &p->smr[i]), 0);
+		assert_int_equal(rn_reg_mr(p->rc[i], p->r[i], PAIR_SZ, RN_PTR_HOST, &p->rmr[i]), 0);
+	}
+}
+
+static void pairs_close(struct pairs *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		rn_dereg_mr(p->sc[i], p->smr[i]);
+		rn_dereg_mr(p->rc[i], p->rmr[i]);
+		rn_close_send(p->sc[i]);
+		rn_close_recv(p->rc[i]);
+		free(p->s[i]);
+		free(p->r[i]);
+	}
+	assert_int_equal(fx_teardown(&p->f), 0);
+}
+
 static void many_comms_many_devices(void **state)
 {
-	struct fx f;
-	enum { C = 4, SZ = 4096 };
-	struct rn_send_comm *sc[C];
-	struct rn_recv_comm *rc[C];
-	struct rn_mr *smr[C], *rmr[C];
+	enum { C = 4, SZ = PAIR_SZ };
+	/* 0->1, 1->0, 0->1, 0->0: several comms per device, both devices */
+	static const int sd[C] = { 0, 1, 0, 0 }, rd[C] = { 1, 0, 1, 0 };
+	struct pairs p;
 	struct rn_req *sreq[C], *rreq[C];
-	char *s[C], *r[C];
 	int i, round, got;
 
-	fx_setup(&f);
-	fake_path_set(NULL, NULL);
-	for (i = 0; i < C; i++) {
-		/* 0->1, 1->0, 0->1, 0->0: several comms per device, both devices */
-		int sd = i == 1 ? 1 : 0, rd = i == 3 ? 0 : (i == 1 ? 0 : 1);
-
-		assert_int_equal(fx_connect(&f, sd, rd, 0, &sc[i], &rc[i]), 0);
-		s[i] = fx_pattern(SZ, i);
-		r[i] = fx_pattern(SZ, 100);
-		assert_int_equal(rn_reg_mr(sc[i], s[i], SZ, RN_PTR_HOST, &smr[i]), 0);
-		assert_int_equal(rn_reg_mr(rc[i], r[i], SZ, RN_PTR_HOST, &rmr[i]), 0);
-	}
+	(void)state;
+	pairs_open(&p, C, sd, rd);
 	for (round = 0; round < 5; round++) {
 		for (i = 0; i < C; i++) {
-			void *p = r[i];
+			void *b = p.r[i];
 			size_t sz = SZ;
 			int tag = i;
 
-			memset(r[i], 0, SZ);
-			assert_int_equal(rn_irecv(rc[i], 1, &p, &sz, &tag, &rmr[i], &rreq[i]), 0);
+			memset(p.r[i], 0, SZ);
+			assert_int_equal(rn_irecv(p.rc[i], 1, &b, &sz, &tag, &p.rmr[i], &rreq[i]),
+					 0);
 		}
 		for (i = C - 1; i >= 0; i--) {
-			s[i][0] = (char)(round + i);
-			assert_int_equal(fx_isend(sc[i], s[i], SZ - (size_t)round, i, smr[i],
+			p.s[i][0] = (char)(round + i);
+			assert_int_equal(fx_isend(p.sc[i], p.s[i], SZ - (size_t)round, i, p.smr[i],
 						  &sreq[i]),
 					 0);
 			assert_non_null(sreq[i]);
@@ -1469,19 +1501,11 @@ static void many_comms_many_devices(void **state)
 		for (i = 0; i < C; i++) {
 			assert_int_equal(fx_wait(rreq[i], &got), 0);
 			assert_int_equal(got, SZ - round);
-			assert_memory_equal(r[i], s[i], (size_t)(SZ - round));
+			assert_memory_equal(p.r[i], p.s[i], (size_t)(SZ - round));
 			assert_int_equal(fx_wait(sreq[i], NULL), 0);
 		}
 	}
-	for (i = 0; i < C; i++) {
-		rn_dereg_mr(sc[i], smr[i]);
-		rn_dereg_mr(rc[i], rmr[i]);
-		rn_close_send(sc[i]);
-		rn_close_recv(rc[i]);
-		free(s[i]);
-		free(r[i]);
-	}
-	assert_int_equal(fx_teardown(&f), 0);
+	pairs_close(&p);
 }
 
 /* This thread's voluntary context switches: one per nap (nanosleep always sleeps), none per
@@ -1503,31 +1527,20 @@ static long thread_naps(void)
  */
 static void idle_comm_naps_only_when_its_thread_is_idle(void **state)
 {
-	struct fx f;
-	enum { SZ = 4096, PASSES = 20 };
-	struct rn_send_comm *sc[2];
-	struct rn_recv_comm *rc[2];
-	struct rn_mr *smr[2], *rmr[2];
+	enum { SZ = PAIR_SZ, PASSES = 20 };
+	static const int sd[2] = { 0, 0 }, rd[2] = { 1, 1 };
+	struct pairs p;
 	struct rn_req *late, *rreq, *sreq;
-	char *s[2], *r[2];
-	void *p;
+	void *b;
 	size_t sz = SZ;
 	int i, tag = 0, done = 0, got;
 	long naps, n0;
 	uint64_t t0;
 
 	(void)state;
-	fx_setup(&f);
-	fake_path_set(NULL, NULL);
-	for (i = 0; i < 2; i++) {
-		assert_int_equal(fx_connect(&f, 0, 1, 0, &sc[i], &rc[i]), 0);
-		s[i] = fx_pattern(SZ, i);
-		r[i] = fx_pattern(SZ, 100);
-		assert_int_equal(rn_reg_mr(sc[i], s[i], SZ, RN_PTR_HOST, &smr[i]), 0);
-		assert_int_equal(rn_reg_mr(rc[i], r[i], SZ, RN_PTR_HOST, &rmr[i]), 0);
-	}
-	p = r[0];
-	assert_int_equal(rn_irecv(rc[0], 1, &p, &sz, &tag, &rmr[0], &late), 0);
+	pairs_open(&p, 2, sd, rd);
+	b = p.r[0];
+	assert_int_equal(rn_irecv(p.rc[0], 1, &b, &sz, &tag, &p.rmr[0], &late), 0);
 	assert_non_null(late);
 	/* alone: after a millisecond of nothing, every test of the late receive naps */
 	t0 = rn_now_ns();
@@ -1542,10 +1555,10 @@ static void idle_comm_naps_only_when_its_thread_is_idle(void **state)
 	/* the thread's other comm carries a message a pass: the late receive's test naps not */
 	naps = 0;
 	for (i = 0; i < PASSES; i++) {
-		p = r[1];
+		b = p.r[1];
 		sz = SZ;
-		assert_int_equal(rn_irecv(rc[1], 1, &p, &sz, &tag, &rmr[1], &rreq), 0);
-		assert_int_equal(fx_isend(sc[1], s[1], SZ, 0, smr[1], &sreq), 0);
+		assert_int_equal(rn_irecv(p.rc[1], 1, &b, &sz, &tag, &p.rmr[1], &rreq), 0);
+		assert_int_equal(fx_isend(p.sc[1], p.s[1], SZ, 0, p.smr[1], &sreq), 0);
 		assert_non_null(sreq);
 		assert_int_equal(fx_wait(sreq, NULL), 0);
 		assert_int_equal(fx_wait(rreq, &got), 0);
@@ -1557,21 +1570,13 @@ static void idle_comm_naps_only_when_its_thread_is_idle(void **state)
 	}
 	assert_int_equal(naps, 0);
 	/* the late peer's message still lands */
-	assert_int_equal(fx_isend(sc[0], s[0], SZ, 0, smr[0], &sreq), 0);
+	assert_int_equal(fx_isend(p.sc[0], p.s[0], SZ, 0, p.smr[0], &sreq), 0);
 	assert_non_null(sreq);
 	assert_int_equal(fx_wait(sreq, NULL), 0);
 	assert_int_equal(fx_wait(late, &got), 0);
 	assert_int_equal(got, SZ);
-	assert_memory_equal(r[0], s[0], SZ);
-	for (i = 0; i < 2; i++) {
-		rn_dereg_mr(sc[i], smr[i]);
-		rn_dereg_mr(rc[i], rmr[i]);
-		rn_close_send(sc[i]);
-		rn_close_recv(rc[i]);
-		free(s[i]);
-		free(r[i]);
-	}
-	assert_int_equal(fx_teardown(&f), 0);
+	assert_memory_equal(p.r[0], p.s[0], SZ);
+	pairs_close(&p);
 }
 
 static void misuse_is_refused(void **state)
