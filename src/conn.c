@@ -51,6 +51,11 @@
  * (src/ratelimit.c) and at INFO otherwise. After a valid HELLO the handshake's
  * errors belong to that connection: rn_accept returns them.
  *
+ * That eviction can take a real peer: its HELLO lost once on a loaded host comes back with
+ * TCP's retransmit, maybe after the grace. So a connect reset before the listener sent a
+ * byte connects again (hs_redial, at most RN_HS_REDIALS times) with the same HELLO; a
+ * peer that died has no listener left, and the new connection is refused at once.
+ *
  * The engine owns all it made: listeners, connects in progress and the comms handed
  * to NCCL are on lists here, and rn_conn_close_all() frees what NCCL never closed
  * (an abort frees only connected comms and no listener) at the last finalize.
@@ -82,6 +87,7 @@
 #define RN_MAX_PENDING 64   /* handshakes in progress per listener */
 #define RN_HS_HELLO_MS 2000 /* first byte -> a complete HELLO (~200 bytes) */
 #define RN_HS_GRACE_MS 1000 /* accept -> the earliest a stranger may be evicted */
+#define RN_HS_REDIALS 8     /* connect: new connections after a reset before any byte */
 #define RN_DROP_WARN_NS (60ull * 1000000000ull) /* one WARN per peer address per minute */
 #define RN_CONN_COOKIE 0x524e4353434f4e4eull    /* "RNCSCONN" */
 
@@ -108,6 +114,7 @@ struct rn_hs {
 	uint64_t accept_ns;     /* listener: when accepted (eviction order) */
 	uint64_t first_byte_ns; /* when the peer's first byte came (0: none) */
 	int hello_ok;           /* a valid HELLO came: errors are no longer "stray" */
+	int redials;            /* connect: reset before the peer's first byte, connected again */
 	int timed_out;          /* our deadline fired (said already) */
 	struct rn_engine *eng;
 	int devidx;
@@ -862,6 +869,40 @@ static void hs_after_qps(struct rn_hs *hs)
 	}
 }
 
+/* A connect's connection reset before the listener sent a byte (hs_redial). */
+static int hs_reset_early(const struct rn_hs *hs, int ret)
+{
+	return hs->role == RN_ROLE_SEND && !hs->first_byte_ns &&
+	       (ret == -ECONNRESET || ret == -EPIPE);
+}
+
+/*
+ * Our connection to the listener was reset (@why) before the listener sent a byte: it may
+ * have been dropped as a silent stranger to make room (see the top of this file), which
+ * says nothing of the peer. Connect again with the same HELLO; 0, or @why once
+ * RN_HS_REDIALS new connections were reset too (hs_finish says so).
+ */
+static int hs_redial(struct rn_hs *hs, int why)
+{
+	int ret;
+
+	if (hs->redials >= RN_HS_REDIALS)
+		return why;
+	hs->redials++;
+	close(hs->fd);
+	hs->fd = -1;
+	ret = rn_oob_connect(&hs->peer_addr, &hs->local_addr, &hs->fd);
+	if (ret)
+		return ret;
+	rn_info(RN_SUB_NET,
+		RN_PFX "connect to %s: %s before the peer's HELLO (a listener full of "
+		       "connections drops the oldest silent one); connecting again (%d of %d)",
+		hs->peer_str, strerror(-why), hs->redials, RN_HS_REDIALS);
+	hs->out.off = 0;
+	hs->state = HS_CONNECTING;
+	return 0;
+}
+
 static int hs_progress(struct rn_hs *hs)
 {
 	int ret;
@@ -886,8 +927,12 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_SEND_HELLO:
 			ret = rn_oob_send(hs->fd, &hs->out);
+			if (ret && hs_reset_early(hs, ret))
+				ret = hs_redial(hs, ret);
 			if (ret)
 				return ret;
+			if (hs->state == HS_CONNECTING)
+				break;
 			if (hs->role == RN_ROLE_SEND) {
 				rn_oob_recv_reset(&hs->in);
 				hs->state = HS_RECV_HELLO;
@@ -897,6 +942,8 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_RECV_HELLO:
 			ret = hs_recv_hello(hs);
+			if (ret && hs_reset_early(hs, ret))
+				ret = hs_redial(hs, ret);
 			if (ret)
 				return ret;
 			break;
@@ -1000,9 +1047,25 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 				       "answering: no reply to TCP keepalive or SYN; host down or "
 				       "unreachable)",
 				what, hs->peer_str, strerror(-ret));
+		else if (hs->redials && ret == -ECONNREFUSED)
+			rn_warn(RN_SUB_NET,
+				RN_PFX "%s %s failed: %s before the peer's HELLO, and a new "
+				       "connection was refused: its listener is gone (the peer's "
+				       "process died or closed it)",
+				what, hs->peer_str, strerror(ECONNRESET));
+		else if (hs->redials && (ret == -ECONNRESET || ret == -EPIPE))
+			rn_warn(RN_SUB_NET,
+				RN_PFX
+				"%s %s failed: %s before the peer's HELLO, %d times "
+				"(connected again after each: a listener full of connections "
+				"drops the oldest silent one, but not %d times running)",
+				what, hs->peer_str, strerror(-ret), hs->redials + 1,
+				hs->redials + 1);
 		else if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
 			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s", what, hs->peer_str,
 				strerror(-ret));
+		if (hs->redials && ret == -ECONNREFUSED)
+			ret = -ECONNRESET; /* the cause: the reset; the refusal only confirmed it */
 		if (ret == -EBADMSG)
 			ret = -EPROTO;
 		hs_free(hs);

@@ -534,7 +534,165 @@ static void connect_waits_for_a_late_accept(void **state)
 	assert_int_equal(ret, -ECONNRESET);
 	assert_true(fx_warn_seen(peer));
 	assert_true(fx_warn_seen("Connection reset by peer"));
+	/* connected again once (it might have been an eviction), refused: the listener is gone */
+	assert_true(fx_info_seen("connecting again (1 of 8)"));
+	assert_true(fx_warn_seen("a new connection was refused: its listener is gone"));
 	assert_int_equal(handle[RN_HANDLE_PUBLIC], 0);
+}
+
+/* A listening socket of our own on the listener's address family, port any: its fd. */
+static int bouncer_listen(const void *handle, unsigned char *forged)
+{
+	struct rn_handle_info hi;
+	socklen_t len = sizeof(hi.addr);
+	int fd;
+
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	((struct sockaddr_in *)&hi.addr)->sin_port = 0;
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&hi.addr, sizeof(struct sockaddr_in)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&hi.addr, &len), 0);
+	memcpy(forged, handle, RN_HANDLE_SIZE);
+	assert_int_equal(rn_handle_encode(&hi, forged, RN_HANDLE_SIZE), 0);
+	return fd;
+}
+
+/* The next connection on @lfd, within 5 s while @handle's connect is called; -1 none. */
+static int bouncer_accept(struct fx *f, int lfd, unsigned char *handle, int *ret)
+{
+	struct rn_send_comm *sc = NULL;
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	uint64_t t0 = rn_now_ns();
+
+	while (rn_now_ns() - t0 < 5000000000ull) {
+		*ret = rn_connect(&f->eng, 0, handle, 0, &sc);
+		assert_null(sc);
+		if (*ret)
+			return -1;
+		if (poll(&p, 1, 1) == 1)
+			return accept(lfd, NULL, NULL);
+	}
+	return -1;
+}
+
+/* The connector's HELLO on @fd (it sends it as soon as it is connected): its length. */
+static size_t bouncer_hello(struct fx *f, int fd, unsigned char *handle, uint8_t *buf)
+{
+	struct rn_send_comm *sc = NULL;
+	uint64_t t0 = rn_now_ns();
+	size_t got = 0;
+
+	while (rn_now_ns() - t0 < 5000000000ull) {
+		ssize_t n = recv(fd, buf + got, RN_WIRE_MAX_MSG - got, MSG_DONTWAIT);
+
+		if (n > 0)
+			got += (size_t)n;
+		if (got >= RN_WIRE_HDR_LEN) {
+			struct rn_msg_hdr h;
+
+			assert_int_equal(rn_msg_decode_hdr(buf, got, &h), 0);
+			if (got >= RN_WIRE_HDR_LEN + h.len)
+				return got;
+		}
+		assert_int_equal(rn_connect(&f->eng, 0, handle, 0, &sc), 0);
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Close @fd with a reset, as a listener that drops a silent stranger does to the peer. */
+static void reset_close(int fd)
+{
+	struct linger l = { .l_onoff = 1, .l_linger = 0 };
+
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+	close(fd);
+}
+
+/*
+ * A listener can drop a real peer's connection as a silent stranger (its HELLO came after
+ * the grace, a retransmit on a loaded host): the connector connects again with the same
+ * HELLO, and the comm comes up. Here the listener's address is a bouncer of ours that
+ * resets the first connection, then relays the second one to the real listener. A
+ * listener that resets every connection ends it after RN_HS_REDIALS new ones, said.
+ */
+static void connect_again_after_an_early_reset(void **state)
+{
+	struct fx *f = *state;
+	unsigned char handle[RN_HANDLE_SIZE], forged[RN_HANDLE_SIZE];
+	uint8_t hello[2][RN_WIRE_MAX_MSG], buf[4096];
+	struct rn_listen_comm *lc;
+	struct rn_send_comm *sc = NULL;
+	struct rn_recv_comm *rc = NULL;
+	struct rn_handle_info hi;
+	size_t len[2];
+	uint64_t t0;
+	int lfd, c, up, ret = 0, i, n = 0;
+
+	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
+	lfd = bouncer_listen(handle, forged);
+	/* the first connection: its HELLO read, then a reset */
+	c = bouncer_accept(f, lfd, forged, &ret);
+	assert_true(c >= 0);
+	len[0] = bouncer_hello(f, c, forged, hello[0]);
+	assert_true(len[0] > 0);
+	reset_close(c);
+	/* the second: the same HELLO, relayed both ways to the real listener from here on */
+	c = bouncer_accept(f, lfd, forged, &ret);
+	assert_true(c >= 0);
+	assert_true(fx_info_seen("connecting again (1 of 8)"));
+	len[1] = bouncer_hello(f, c, forged, hello[1]);
+	assert_int_equal(len[1], len[0]);
+	assert_memory_equal(hello[1], hello[0], len[0]);
+	assert_int_equal(rn_handle_decode(handle, RN_HANDLE_SIZE, &hi), 0);
+	up = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(up >= 0);
+	assert_int_equal(connect(up, (struct sockaddr *)&hi.addr, sizeof(struct sockaddr_in)), 0);
+	assert_int_equal(send(up, hello[1], len[1], MSG_NOSIGNAL), (ssize_t)len[1]);
+	for (t0 = rn_now_ns(); (!sc || !rc) && rn_now_ns() - t0 < 10000000000ull;) {
+		ssize_t m;
+
+		if (!sc)
+			assert_int_equal(rn_connect(&f->eng, 0, forged, 0, &sc), 0);
+		if (!rc)
+			assert_int_equal(rn_accept(lc, &rc), 0);
+		while ((m = recv(up, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			assert_int_equal(send(c, buf, (size_t)m, MSG_NOSIGNAL), m);
+		while ((m = recv(c, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			assert_int_equal(send(up, buf, (size_t)m, MSG_NOSIGNAL), m);
+	}
+	assert_non_null(sc);
+	assert_non_null(rc);
+	rn_close_send(sc);
+	rn_close_recv(rc);
+	close(c);
+	close(up);
+
+	/* a listener that resets every connection: 1 + 8 of them, then the error, said */
+	fx_log_reset();
+	while (!ret) {
+		c = bouncer_accept(f, lfd, forged, &ret);
+		if (c < 0)
+			break;
+		n++;
+		if (bouncer_hello(f, c, forged, buf))
+			reset_close(c);
+		else
+			close(c);
+	}
+	for (i = 0; i < 5000 && !ret; i++) {
+		ret = rn_connect(&f->eng, 0, forged, 0, &sc);
+		assert_null(sc);
+		usleep(1000);
+	}
+	assert_int_equal(ret, -ECONNRESET);
+	assert_int_equal(n, 9);
+	assert_true(fx_warn_seen("Connection reset by peer before the peer's HELLO, 9 times"));
+	assert_int_equal(forged[RN_HANDLE_PUBLIC], 0);
+	close(lfd);
+	rn_close_listen(lc);
 }
 
 static void ipv6_oob_on_the_nic_address(void **state)
@@ -1156,6 +1314,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(queued_hello_is_read_before_newer_strangers, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(connect_close_flood, setup, teardown),
+		cmocka_unit_test_setup_teardown(connect_again_after_an_early_reset, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(abandoned_connect_is_freed, setup, teardown),
 		cmocka_unit_test_setup_teardown(abort_mid_setup_then_last_finalize, setup,
 						teardown),
