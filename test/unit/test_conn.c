@@ -475,6 +475,20 @@ static void garbage_then_serve(void **state)
  * accept comes. And when the peer dies instead, its kernel's reset ends the wait with an
  * error naming the peer.
  */
+/* rn_connect on @handle, 1 ms apart, until it fails (no comm may come; at most @tries). */
+static int connect_until_error(struct fx *f, unsigned char *handle, int tries)
+{
+	struct rn_send_comm *sc = NULL;
+	int i, ret = 0;
+
+	for (i = 0; i < tries && !ret; i++) {
+		ret = rn_connect(&f->eng, 0, handle, 0, &sc);
+		assert_null(sc);
+		usleep(1000);
+	}
+	return ret;
+}
+
 static void connect_waits_for_a_late_accept(void **state)
 {
 	struct fx *f = *state;
@@ -485,7 +499,7 @@ static void connect_waits_for_a_late_accept(void **state)
 	struct rn_handle_info hi;
 	char peer[80];
 	uint64_t t0;
-	int i, ret = 0;
+	int i;
 
 	memset(handle, 0, sizeof(handle));
 	assert_int_equal(rn_connect(&f->eng, 0, handle, 0, &sc), -EINVAL);
@@ -526,12 +540,7 @@ static void connect_waits_for_a_late_accept(void **state)
 		usleep(1000);
 	}
 	rn_close_listen(lc);
-	for (i = 0; i < 2000 && !ret; i++) {
-		ret = rn_connect(&f->eng, 0, handle, 0, &sc);
-		assert_null(sc);
-		usleep(1000);
-	}
-	assert_int_equal(ret, -ECONNRESET);
+	assert_int_equal(connect_until_error(f, handle, 2000), -ECONNRESET);
 	assert_true(fx_warn_seen(peer));
 	assert_true(fx_warn_seen("Connection reset by peer"));
 	/* connected again once (it might have been an eviction), refused: the listener is gone */
@@ -629,7 +638,7 @@ static void connect_again_after_an_early_reset(void **state)
 	struct rn_handle_info hi;
 	size_t len[2];
 	uint64_t t0;
-	int lfd, c, up, ret = 0, i, n = 0;
+	int lfd, c, up, ret = 0, n = 0;
 
 	assert_int_equal(rn_listen(&f->eng, 1, handle, &lc), 0);
 	lfd = bouncer_listen(handle, forged);
@@ -682,11 +691,8 @@ static void connect_again_after_an_early_reset(void **state)
 		else
 			close(c);
 	}
-	for (i = 0; i < 5000 && !ret; i++) {
-		ret = rn_connect(&f->eng, 0, forged, 0, &sc);
-		assert_null(sc);
-		usleep(1000);
-	}
+	if (!ret)
+		ret = connect_until_error(f, forged, 5000);
 	assert_int_equal(ret, -ECONNRESET);
 	assert_int_equal(n, 9);
 	assert_true(fx_warn_seen("Connection reset by peer before the peer's HELLO, 9 times"));
