@@ -2,7 +2,9 @@
 /*
  * The handshake state machine fed byte streams as a peer, on either side:
  *   first byte bit 0 = 0: a raw client sends the bytes to our listener (rn_accept's side)
- *   bit 0 = 1: rn_connect dials a raw server that answers with the bytes (connect's side)
+ *   bit 0 = 1: rn_connect dials a raw server that answers with the bytes (connect's side;
+ *   a connection closed before its first byte is dialled again, up to 8 times, and each
+ *   new one gets the same bytes)
  * Bit 1 puts a valid HELLO with the right nonce first and bit 2 a VERDICT after it, so
  * the bytes also land in the later states. Then the peer stops sending (shutdown): the
  * state machine must end in a comm or a clean error within its timeout, never crash,
@@ -115,12 +117,16 @@ static void as_server(struct fx *f, uint8_t mode, const uint8_t *data, size_t si
 	if (rn_handle_encode(&hi, h, sizeof(h)))
 		abort();
 	while (!sc && !ret) {
+		int nfd;
+
 		ret = rn_connect(&f->eng, 0, h, 0, &sc);
 		fz_check_ret(ret);
-		if (fd < 0) {
-			fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		nfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (nfd >= 0) {
 			if (fd >= 0)
-				feed(fd, pre, prefix(mode, RN_ROLE_RECV, hi.nonce, pre), data, size);
+				close(fd);
+			fd = nfd;
+			feed(fd, pre, prefix(mode, RN_ROLE_RECV, hi.nonce, pre), data, size);
 		}
 		fz_drain(fd);
 		if (rn_now_ns() - t0 > 5000000000ull)
