@@ -869,24 +869,18 @@ static void hs_after_qps(struct rn_hs *hs)
 	}
 }
 
-/* A connect's connection reset before the listener sent a byte (hs_redial). */
-static int hs_reset_early(const struct rn_hs *hs, int ret)
-{
-	return hs->role == RN_ROLE_SEND && !hs->first_byte_ns &&
-	       (ret == -ECONNRESET || ret == -EPIPE);
-}
-
 /*
- * Our connection to the listener was reset (@why) before the listener sent a byte: it may
- * have been dropped as a silent stranger to make room (see the top of this file), which
- * says nothing of the peer. Connect again with the same HELLO; 0, or @why once
- * RN_HS_REDIALS new connections were reset too (hs_finish says so).
+ * A connect's connection reset (@why) before the listener sent a byte: it may have been
+ * dropped as a silent stranger to make room (see the top of this file), which says nothing
+ * of the peer. Connect again with the same HELLO: 0. @why itself for any other error, or
+ * once RN_HS_REDIALS new connections were reset too (hs_finish says so).
  */
 static int hs_redial(struct rn_hs *hs, int why)
 {
 	int ret;
 
-	if (hs->redials >= RN_HS_REDIALS)
+	if (hs->role != RN_ROLE_SEND || hs->first_byte_ns ||
+	    (why != -ECONNRESET && why != -EPIPE) || hs->redials >= RN_HS_REDIALS)
 		return why;
 	hs->redials++;
 	close(hs->fd);
@@ -927,12 +921,12 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_SEND_HELLO:
 			ret = rn_oob_send(hs->fd, &hs->out);
-			if (ret && hs_reset_early(hs, ret))
+			if (ret) {
 				ret = hs_redial(hs, ret);
-			if (ret)
-				return ret;
-			if (hs->state == HS_CONNECTING)
-				break;
+				if (ret)
+					return ret;
+				break; /* connecting again */
+			}
 			if (hs->role == RN_ROLE_SEND) {
 				rn_oob_recv_reset(&hs->in);
 				hs->state = HS_RECV_HELLO;
@@ -942,7 +936,7 @@ static int hs_progress(struct rn_hs *hs)
 			break;
 		case HS_RECV_HELLO:
 			ret = hs_recv_hello(hs);
-			if (ret && hs_reset_early(hs, ret))
+			if (ret)
 				ret = hs_redial(hs, ret);
 			if (ret)
 				return ret;
@@ -1047,13 +1041,15 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 				       "answering: no reply to TCP keepalive or SYN; host down or "
 				       "unreachable)",
 				what, hs->peer_str, strerror(-ret));
-		else if (hs->redials && ret == -ECONNREFUSED)
+		else if (hs->redials && ret == -ECONNREFUSED) {
 			rn_warn(RN_SUB_NET,
 				RN_PFX "%s %s failed: %s before the peer's HELLO, and a new "
 				       "connection was refused: its listener is gone (the peer's "
 				       "process died or closed it)",
 				what, hs->peer_str, strerror(ECONNRESET));
-		else if (hs->redials && (ret == -ECONNRESET || ret == -EPIPE))
+			ret = -ECONNRESET; /* the cause: the reset; the refusal only confirmed it */
+		} else if (hs->redials && !hs->first_byte_ns &&
+			   (ret == -ECONNRESET || ret == -EPIPE))
 			rn_warn(RN_SUB_NET,
 				RN_PFX
 				"%s %s failed: %s before the peer's HELLO, %d times "
@@ -1064,8 +1060,6 @@ static int hs_finish(struct rn_hs *hs, int ret, const char *what, struct rn_comm
 		else if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
 			rn_warn(RN_SUB_NET, RN_PFX "%s %s failed: %s", what, hs->peer_str,
 				strerror(-ret));
-		if (hs->redials && ret == -ECONNREFUSED)
-			ret = -ECONNRESET; /* the cause: the reset; the refusal only confirmed it */
 		if (ret == -EBADMSG)
 			ret = -EPROTO;
 		hs_free(hs);
