@@ -989,17 +989,22 @@ static void conn_stats(double *t, long n, double total, double *v)
 	v[4] = t[n - 1] * 1e3;
 }
 
-/* This process's resident memory (KiB) and open fds, -1 where /proc cannot say. */
-static void footprint(long *rss_kib, long *fds)
+/*
+ * This process's resident memory (KiB), the anonymous part of it, and its open fds; -1 where
+ * /proc cannot say. The rest of the resident memory is mapped pages: with rxe, the kernel's
+ * queue buffers the provider mmaps (a hardware provider's queues are anonymous memory).
+ */
+static void footprint(long *rss_kib, long *anon_kib, long *fds)
 {
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "re");
 	DIR *d;
 
-	*rss_kib = *fds = -1;
+	*rss_kib = *anon_kib = *fds = -1;
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", rss_kib) == 1)
-			break;
+		if (sscanf(line, "VmRSS: %ld kB", rss_kib) == 1 ||
+		    sscanf(line, "RssAnon: %ld kB", anon_kib) == 1)
+			continue;
 	if (f)
 		fclose(f);
 	d = opendir("/proc/self/fd");
@@ -1073,7 +1078,7 @@ static int run_conn(struct bench *b, int client)
 				 .iters = (uint64_t)n },
 			theirs;
 	int ret = EXIT_FAILED;
-	long rss0, fds0, rss1, fds1;
+	long rss0, anon0, fds0, rss1, anon1, fds1;
 	struct res_count r0, r1;
 	ncclResult_t res;
 
@@ -1098,7 +1103,7 @@ static int run_conn(struct bench *b, int client)
 		err("side channel: the peer went away during the handshake");
 		goto close;
 	}
-	footprint(&rss0, &fds0);
+	footprint(&rss0, &anon0, &fds0);
 	rdma_res(&r0);
 	t_all = tool_now();
 	for (k = 0; k < n; k++) {
@@ -1114,12 +1119,13 @@ static int run_conn(struct bench *b, int client)
 	}
 	conn_stats(t, n, tool_now() - t_all, mine.v);
 	/* what the N connections hold (the plugin's QPs, CQs and control blocks live in it) */
-	footprint(&rss1, &fds1);
+	footprint(&rss1, &anon1, &fds1);
 	if (rss0 >= 0 && rss1 >= 0 && fds0 >= 0 && fds1 >= 0)
-		say("%s side: %ld connection(s) hold %.1f MiB resident (%.1f KiB each) and %ld fds "
-		    "(%.2f each)",
+		say("%s side: %ld connection(s) hold %.1f MiB resident (%.1f KiB each: %.1f "
+		    "anonymous, %.1f mapped from files and devices) and %ld fds (%.2f each)",
 		    client ? "connect" : "accept", n, (double)(rss1 - rss0) / 1024,
-		    (double)(rss1 - rss0) / (double)n, fds1 - fds0,
+		    (double)(rss1 - rss0) / (double)n, (double)(anon1 - anon0) / (double)n,
+		    (double)((rss1 - anon1) - (rss0 - anon0)) / (double)n, fds1 - fds0,
 		    (double)(fds1 - fds0) / (double)n);
 	rdma_res(&r1);
 	if (r0.qp >= 0 && r1.qp >= 0)
