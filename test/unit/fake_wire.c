@@ -18,9 +18,18 @@
 #define FW_RQ 1024
 #define FW_MAX_ASYNC 16
 
+struct fw_qp;
+
+/* A send completion's QP and WR number: polling it frees that QP's send queue up to it. */
+struct fw_sq_mark {
+	struct fw_qp *qp;
+	uint64_t seq;
+};
+
 struct fw_cq {
 	struct ibv_cq cq;
 	struct ibv_wc *ring;
+	struct fw_sq_mark *mark; /* per ring entry; qp NULL for a receive's */
 	int cap, head, count;
 };
 
@@ -35,6 +44,12 @@ struct fw_qp {
 	uint32_t fail_vendor;
 	struct fake_wire_stats st;
 	int stall; /* posts on this QP never execute (fake_wire_set_stall_qp) */
+	/*
+	 * The send queue, as providers count it: a WR holds its slot until its completion,
+	 * or a later signalled WR's on the QP, is polled (unsignalled ones have none), so
+	 * posted - freed <= cap.max_send_wr, and a post beyond is refused with ENOMEM.
+	 */
+	uint64_t sq_posted, sq_freed;
 };
 
 static struct fw_qp *qps[FW_MAX_QPS];
@@ -49,14 +64,23 @@ static int nasync;
 /* the transport reads events from its own thread */
 static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void cq_push(struct fw_cq *cq, const struct ibv_wc *wc)
+static void cq_push_sq(struct fw_cq *cq, const struct ibv_wc *wc, struct fw_qp *q, uint64_t seq)
 {
+	int at = (cq->head + cq->count) % cq->cap;
+
 	if (cq->count == cq->cap) {
 		total.cq_overflows++;
 		return;
 	}
-	cq->ring[(cq->head + cq->count) % cq->cap] = *wc;
+	cq->ring[at] = *wc;
+	cq->mark[at].qp = q;
+	cq->mark[at].seq = seq;
 	cq->count++;
+}
+
+static void cq_push(struct fw_cq *cq, const struct ibv_wc *wc)
+{
+	cq_push_sq(cq, wc, NULL, 0);
 }
 
 /* 1 when device @fd holds GID @g (in any port's table). */
@@ -137,6 +161,7 @@ static struct ibv_cq *f_create_cq(struct ibv_context *ctx, int cqe, void *cq_ctx
 		return NULL;
 	c->cap = cqe;
 	c->ring = calloc((size_t)cqe, sizeof(*c->ring));
+	c->mark = calloc((size_t)cqe, sizeof(*c->mark));
 	c->cq.context = ctx;
 	c->cq.cq_context = cq_ctx;
 	c->cq.cqe = cqe;
@@ -149,6 +174,7 @@ static int f_destroy_cq(struct ibv_cq *cq)
 	struct fw_cq *c = (struct fw_cq *)cq;
 
 	free(c->ring);
+	free(c->mark);
 	free(c);
 	live--;
 	return 0;
@@ -195,6 +221,13 @@ static int f_destroy_qp(struct ibv_qp *qp)
 
 	for (i = 0; i < FW_MAX_QPS; i++)
 		if (qps[i] == (struct fw_qp *)qp) {
+			struct fw_cq *c = qps[i]->scq;
+			int k;
+
+			/* its completions still queued free nothing any more */
+			for (k = 0; k < c->cap; k++)
+				if (c->mark[k].qp == qps[i])
+					c->mark[k].qp = NULL;
 			qps[i] = NULL;
 			free(qp);
 			live--;
@@ -252,6 +285,7 @@ static int f_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
 		/* any state may go back to RESET: its queues are emptied, nothing completes */
 		q->rq_head = 0;
 		q->rq_count = 0;
+		q->sq_freed = q->sq_posted;
 		break;
 	case IBV_QPS_ERR:
 		to_error(q);
@@ -322,7 +356,7 @@ static void complete(struct fw_qp *q, struct ibv_send_wr *wr, enum ibv_wc_status
 		wc.opcode = 0xff;
 		wc.byte_len = 0xdeadbeef;
 	}
-	cq_push(q->scq, &wc);
+	cq_push_sq(q->scq, &wc, q, q->sq_posted);
 }
 
 static void exec_one(struct fw_qp *q, struct ibv_send_wr *wr)
@@ -475,6 +509,13 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 			*bad = wr;
 			return EINVAL;
 		}
+		if (q->sq_posted - q->sq_freed >= q->a.cap.max_send_wr) {
+			q->st.sq_full++;
+			total.sq_full++;
+			*bad = wr;
+			return ENOMEM;
+		}
+		q->sq_posted++;
 		if (!stall && !q->stall)
 			exec_one(q, wr);
 	}
@@ -487,7 +528,12 @@ static int f_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	int i;
 
 	for (i = 0; i < n && c->count; i++) {
+		struct fw_sq_mark *m = &c->mark[c->head];
+
 		wc[i] = c->ring[c->head];
+		if (m->qp && m->seq > m->qp->sq_freed)
+			m->qp->sq_freed = m->seq;
+		m->qp = NULL;
 		c->head = (c->head + 1) % c->cap;
 		c->count--;
 	}

@@ -9,6 +9,8 @@
  * with a status (and the QP go to error: later WRs and its receives flush);
  * writes to a QP that is not in RTR/RTS fail with RETRY_EXC_ERR, as a real
  * RC requester would after its retries. Async events are queued by the test.
+ * A send queue holds cap.max_send_wr WRs, each until its completion or a later signalled
+ * WR's on the QP is polled; a post into a full one is refused with ENOMEM, as providers do.
  */
 #ifndef FAKE_WIRE_H
 #define FAKE_WIRE_H
@@ -21,6 +23,7 @@ struct fake_wire_stats {
 	int writes_signaled, writes_inline; /* plain RDMA WRITEs posted with those flags */
 	int max_wr_len;                     /* longest WR seen */
 	int cq_overflows, rnr;              /* must stay 0 */
+	int sq_full;                        /* posts refused: the send queue was full */
 };
 
 /* Install over fake_verbs (call after fake_verbs_install). Resets stats and limits. */
