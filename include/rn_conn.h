@@ -35,9 +35,9 @@
 #define RN_SLOTS RN_MAX_REQUESTS /* FIFO slots = receives in flight */
 /*
  * Receives pre-posted per receiver QP (>= RN_SLOTS: each slot's data ends in one
- * WRITE_WITH_IMM a QP, re-posted as polled). 44, with RN_CTS_SQ_DEPTH's 48 and the flush
- * reads' RN_SLOTS + 2, is a receive CQ of 126 entries, under the providers' rounding to
- * 128 (rxe's RQ and SQ are 64 WQEs each).
+ * WRITE_WITH_IMM a QP, re-posted as polled). 44, with RN_CTS_SQ_DEPTH's 31 and the flush
+ * reads' RN_SLOTS + 2, is a receive CQ of 109 entries, under the providers' rounding to
+ * 128 (rxe's RQ is 64 WQEs).
  */
 #define RN_RECV_WRS 44
 /*
@@ -58,13 +58,24 @@
  * with their sizes writes; beyond that the moved comm meets the same back-pressure and
  * resend passes as RN_SQ_DEPTH's. 55 + RN_FO_RECV_WRS is a CQ of 64 and rxe's SQ 64 WQEs,
  * against 128 and 128 (the queues are mapped into the process, so resident). A receiver's
- * spare keeps RN_CTS_SQ_DEPTH: its rewind writes up to RN_SLOTS CTS entries and a RESUME
- * at once (rn_xfer_recv_rewind), but posts them from the control block, not inline: an
- * inline CTS entry doubles the WQE (rxe: 512 bytes, not 256; mlx5: 2 basic blocks, not 1),
- * and after a move one DMA read per CTS is a small price.
+ * spare keeps RN_CTS_SQ_DEPTH, but posts its CTS entries from the control block, not
+ * inline: an inline CTS entry doubles the WQE (rxe: 512 bytes, not 256; mlx5: 2 basic
+ * blocks, not 1), and after a move one DMA read per CTS is a small price.
  */
 #define RN_SPARE_SQ_DEPTH 55
-#define RN_CTS_SQ_DEPTH 48     /* send WRs per receiver QP: CTS writes (<= 1 a receive, 32) */
+/*
+ * Send WRs per receiver QP: its CTS writes. They go unsignaled but one in 15 (src/xfer.c,
+ * cts_every: at most half the queue), which retires those before it, so the queue holds
+ * at most the 15 of a signalled write whose completion is on its way and the 14 after it,
+ * however many receives are posted (receives posted while one before them is outstanding
+ * share a write besides: cts_flush). A full queue is back-pressure: rn_irecv hands out no
+ * request until a completion frees it. A move's rewind writes the receives not complete
+ * in runs of contiguous slots, a WRITE a run, and a RESUME: at most 18 WRs on a new pair.
+ * 31 because the providers round a queue up to a power of two after adding one: rxe's SQ
+ * of 32 inline-sized WQEs (512 bytes each) is 16 KiB, against 32 KiB at 48; mlx5's 4 KiB
+ * against 8.
+ */
+#define RN_CTS_SQ_DEPTH 31
 #define RN_IMM_ERR 0xffffffffu /* "your receive was too small": no data follows */
 #define RN_SPLIT_ALIGN 128     /* chunk alignment when a message spans QPs */
 

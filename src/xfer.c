@@ -1766,12 +1766,28 @@ static void counts_reset(struct rn_comm *c)
 	c->last_progress_ns = rn_now_ns();
 }
 
+/*
+ * The CTS entries of @nrun receives in the contiguous slots from @first (the last one of
+ * @last_n entries) written again in one WRITE on QP 0, as cts_flush writes pending ones: a
+ * move rewrites up to RN_SLOTS receives and a RESUME at once, on a send queue of
+ * RN_CTS_SQ_DEPTH (31) WRs. 0 or -errno.
+ */
+static int rewind_write(struct rn_recv_comm *rc, uint32_t first, int nrun, int last_n)
+{
+	uint32_t len = (uint32_t)((size_t)(nrun - 1) * sizeof(rc->stage[0]) +
+				  (size_t)last_n * sizeof(struct rn_cts));
+
+	return nrun ? cts_post(rc, 0, (uintptr_t)rc->stage[first % RN_SLOTS], len,
+			       rc->rfifo_addr + (first % RN_SLOTS) * sizeof(rc->stage[0]), 0) :
+		      0;
+}
+
 int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 {
 	struct rn_comm *c = &rc->c;
 	struct rn_dev *dev = c->mem[0].dev;
-	uint32_t k, first = 0;
-	int i, q, ret, have = 0, fm;
+	uint32_t k, first = 0, run = 0;
+	int i, q, ret, have = 0, fm, nrun = 0, last_n = 0;
 
 	*n = 0;
 	counts_reset(c);
@@ -1785,6 +1801,13 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 
 		k = rc->tail - RN_SLOTS + (uint32_t)i;
 		r = &rc->reqs[k % RN_SLOTS];
+		/* a run of receives to write again ends at one that is not, and at the wrap */
+		if (r->type != RN_REQ_RECV || r->seq != k || r->done || k % RN_SLOTS == 0) {
+			ret = rewind_write(rc, run, nrun, last_n);
+			if (ret)
+				return ret;
+			nrun = 0;
+		}
 		if (r->type != RN_REQ_RECV || r->seq != k || r->done)
 			continue;
 		/* not whole: every QP's part of it comes again */
@@ -1801,16 +1824,18 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 				return ret;
 			e[q].rkey[0] = m->ibmr->rkey;
 		}
-		/* on QP 0, ahead of the RESUME that follows them there */
-		ret = cts_post(rc, 0, (uintptr_t)e, (uint32_t)(r->n * sizeof(*e)),
-			       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), 0);
-		if (ret)
-			return ret;
+		if (!nrun++)
+			run = k;
+		last_n = r->n;
 		if (!have)
 			first = k;
 		have = 1;
 		seqs[(*n)++] = k + 1;
 	}
+	/* on QP 0, ahead of the RESUME that follows them there */
+	ret = rewind_write(rc, run, nrun, last_n);
+	if (ret)
+		return ret;
 	/* a split slot goes over every QP: each expects the first slot not whole next */
 	if (c->split && have)
 		for (q = 0; q < c->nqps; q++)

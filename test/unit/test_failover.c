@@ -415,10 +415,95 @@ static void move_with_cts_pending(void **state)
 	assert_true(fx_warn_seen("RETRY_EXC_ERR on a CTS"));
 	/* the first message landed before the move (its CTS went alone): the 3 others again */
 	assert_true(fx_warn_seen("3 receives not complete asked again"));
-	/* on the new pair: the 4 rewritten one by one, then the 8 posted after, no more */
+	/* on the new pair: the 3 rewritten in one write, then the 8 posted after, no more */
 	fake_wire_stats(t->rc->c.qps[0], &st);
-	assert_true(st.writes <= 4 + (MSGS - 4));
+	assert_true(st.writes <= 1 + (MSGS - 4));
 	run_free(t, &r);
+}
+
+/*
+ * A move with every FIFO slot posted (RN_SLOTS receives, more than a receiver's send
+ * queue of RN_CTS_SQ_DEPTH holds), their slots wrapping the ring: the rewind writes them
+ * again in one WRITE a run of contiguous slots (two here, split at the wrap), not one a
+ * receive (33 WRs with the RESUME, which the new pair's queue refused), and every message
+ * arrives once, whole, in its own buffer.
+ */
+static void move_with_every_slot_posted(void **state)
+{
+	enum { PRE = 5, N = RN_SLOTS, LEN = 256 };
+	struct t *t = *state;
+	struct fake_wire_stats st;
+	struct rn_mr *smr, *rmr;
+	unsigned char *src = fx_pattern(N * LEN, 23), *dst = calloc(N, LEN);
+	struct rn_req *sreq[N], *rreq[N];
+	int sdone[N] = { 0 }, rdone[N] = { 0 }, sent = 0, i, done, sz, left = 1;
+	uint64_t end = rn_now_ns() + WAIT_NS;
+
+	assert_non_null(dst);
+	assert_int_equal(rn_reg_mr(t->sc, src, N * LEN, RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t->rc, dst, N * LEN, RN_PTR_HOST, &rmr), 0);
+	/* PRE messages first, so that the N slots below wrap the ring */
+	for (i = 0; i < PRE; i++) {
+		size_t len = LEN;
+		void *p = dst;
+		int tag = 7;
+
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &len, &tag, &rmr, &rreq[0]), 0);
+		assert_int_equal(rn_isend(t->sc, src, LEN, 7, smr, &sreq[0]), 0);
+		assert_non_null(rreq[0]);
+		assert_non_null(sreq[0]);
+		for (done = 0; !done;)
+			assert_int_equal(rn_test(sreq[0], &done, &sz), 0);
+		for (done = 0; !done;)
+			assert_int_equal(rn_test(rreq[0], &done, &sz), 0);
+	}
+	memset(dst, 0, N * LEN);
+	for (i = 0; i < N; i++) {
+		size_t len = LEN;
+		void *p = dst + i * LEN;
+		int tag = 7;
+
+		assert_int_equal(rn_irecv(t->rc, 1, &p, &len, &tag, &rmr, &rreq[i]), 0);
+		assert_non_null(rreq[i]);
+	}
+	fx_log_reset();
+	fake_wire_fail_qp(t->rc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	/* the receiver's tests find the failed CTS write and move, before anything is sent */
+	while (!t->rc->c.fo->moves && rn_now_ns() < end)
+		for (i = 0; i < N; i++)
+			assert_int_equal(rn_test(rreq[i], &done, &sz), 0);
+	assert_int_equal(t->rc->c.fo->moves, 1);
+	assert_true(fx_warn_seen("32 receives not complete asked again"));
+	fake_wire_stats(t->rc->c.qps[0], &st);
+	assert_int_equal(st.writes, 2); /* slots 5..31 and 32..36 */
+	while (left && rn_now_ns() < end) {
+		left = 0;
+		if (sent < N &&
+		    rn_isend(t->sc, src + sent * LEN, LEN - sent, 7, smr, &sreq[sent]) == 0 &&
+		    sreq[sent])
+			sent++;
+		for (i = 0; i < N; i++) {
+			if (i < sent && !sdone[i]) {
+				assert_int_equal(rn_test(sreq[i], &done, &sz), 0);
+				sdone[i] += done;
+			}
+			if (!rdone[i]) {
+				assert_int_equal(rn_test(rreq[i], &done, &sz), 0);
+				if (done)
+					assert_int_equal(sz, LEN - i);
+				rdone[i] += done;
+			}
+			left += !sdone[i] + !rdone[i];
+		}
+	}
+	assert_int_equal(left, 0);
+	for (i = 0; i < N; i++)
+		assert_memory_equal(dst + i * LEN, src + i * LEN, LEN - i);
+	check_moved(t);
+	rn_dereg_mr(t->sc, smr);
+	rn_dereg_mr(t->rc, rmr);
+	free(src);
+	free(dst);
 }
 
 /* A flush error first (the QP went to error under us) is a path failure too. */
@@ -1101,6 +1186,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(resend_larger_than_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(receiver_fails_on_cts, setup, teardown),
 		cmocka_unit_test_setup_teardown(move_with_cts_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(move_with_every_slot_posted, setup, teardown),
 		cmocka_unit_test_setup_teardown(flush_error_moves, setup, teardown),
 		cmocka_unit_test_setup_teardown(split_message_mid_way, setup_split2, teardown),
 		cmocka_unit_test_setup_teardown(round_robin_one_qp_fails, setup_rr2, teardown),
