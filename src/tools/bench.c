@@ -11,7 +11,8 @@
  * tested as NCCL's proxy thread does (bw_phase). lat: ping-pong over two connections (one
  * per direction), half the round trip.
  * conn: -n connections set up one after the other, the time of each from the first
- * connect/accept call to the established comm (what a job's init pays per peer).
+ * connect/accept call to the established comm (what a job's init pays per peer); then what
+ * they hold, as made and once each has carried 32 messages of 8 bytes.
  * Polling is busy, as perftest's and NCCL's proxy thread (--nap-us to sleep instead).
  * The server opens its device before it waits, waits for one client (forever, or
  * --timeout S), and prints the same table as the client: the client sends it each row.
@@ -1061,6 +1062,85 @@ static void rdma_res(struct res_count *r)
 }
 
 /*
+ * Messages each connection carries before its footprint is taken again: NCCL's 32 FIFO
+ * slots each used once, so that what a plugin touches only on the data path (its slots,
+ * its request records) counts, as it does in a job.
+ */
+#define CONN_WARM_MSGS NCCL_NET_MAX_REQUESTS
+
+/*
+ * CONN_WARM_MSGS messages of 8 bytes through each of the @n comms, a round of one on every
+ * comm at a time (the client sends, the server receives), from one page registered on
+ * each comm (plugins keep one registration of it per NIC). 0, or -1 (said).
+ */
+static int conn_traffic(struct bench *b, void **comms, long n, int client)
+{
+	static unsigned char page[4096] __attribute__((aligned(4096)));
+	void **mh = calloc((size_t)n, sizeof(void *)), **req = calloc((size_t)n, sizeof(void *));
+	double deadline = tool_now() + b->timeout_ms / 1000.0;
+	long k, left;
+	int m, ret = -1;
+
+	if (!mh || !req) {
+		err("out of memory");
+		goto out;
+	}
+	for (k = 0; k < n; k++)
+		if (netplug_reg_mr(&b->np, comms[k], page, sizeof(page), NCCL_PTR_HOST, &mh[k]) !=
+		    ncclSuccess) {
+			err("registering a page on connection %ld failed", k);
+			goto out;
+		}
+	for (m = 0; m < CONN_WARM_MSGS; m++) {
+		for (k = 0; k < n; k++) {
+			ncclResult_t res;
+
+			do {
+				if (client) {
+					res = netplug_isend(&b->np, comms[k], page, 8, 0, mh[k],
+							    &req[k]);
+				} else {
+					void *data = page;
+					size_t sz = 8;
+					int tag = 0;
+
+					res = netplug_irecv(&b->np, comms[k], 1, &data, &sz, &tag,
+							    &mh[k], &req[k]);
+				}
+				if (res != ncclSuccess) {
+					plugin_error(client ? "isend" : "irecv", res);
+					goto out;
+				}
+			} while (!req[k] && !expired(deadline));
+		}
+		for (left = n; left > 0 && !expired(deadline);)
+			for (k = 0; k < n; k++) {
+				int r = req[k] ? poll_req(b, req[k], NULL) : 0;
+
+				if (r < 0)
+					goto out;
+				if (r > 0) {
+					req[k] = NULL;
+					left--;
+				}
+			}
+		if (left > 0) {
+			err("%ld connection(s) did not carry message %d within %d ms", left, m,
+			    b->timeout_ms);
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	for (k = 0; mh && k < n; k++)
+		if (mh[k])
+			netplug_dereg_mr(&b->np, comms[k], mh[k]);
+	free(mh);
+	free(req);
+	return ret;
+}
+
+/*
  * The server listens N times and hands the N handles over at once; then connection k is
  * connected (client) and accepted (server), each side timing its own call from the first
  * try to the established comm. Both tables show both sides.
@@ -1078,7 +1158,7 @@ static int run_conn(struct bench *b, int client)
 				 .iters = (uint64_t)n },
 			theirs;
 	int ret = EXIT_FAILED;
-	long rss0, anon0, fds0, rss1, anon1, fds1;
+	long rss0, anon0, fds0, rss1, anon1, fds1, rss2, anon2, fds2;
 	struct res_count r0, r1;
 	ncclResult_t res;
 
@@ -1128,6 +1208,16 @@ static int run_conn(struct bench *b, int client)
 		    (double)((rss1 - anon1) - (rss0 - anon0)) / (double)n, fds1 - fds0,
 		    (double)(fds1 - fds0) / (double)n);
 	rdma_res(&r1);
+	/* and once each has carried traffic (what a job's connections hold) */
+	if (conn_traffic(b, comms, n, client))
+		goto close;
+	footprint(&rss2, &anon2, &fds2);
+	if (rss0 >= 0 && rss2 >= 0)
+		say("%s side: after %d messages through each, %.1f KiB each (%.1f anonymous, "
+		    "%.1f mapped)",
+		    client ? "connect" : "accept", CONN_WARM_MSGS,
+		    (double)(rss2 - rss0) / (double)n, (double)(anon2 - anon0) / (double)n,
+		    (double)((rss2 - anon2) - (rss0 - anon0)) / (double)n);
 	if (r0.qp >= 0 && r1.qp >= 0)
 		say("%s side: %ld connection(s) hold %ld QPs (%.2f each), %ld CQs of %ld entries "
 		    "(%.1f each), %ld MRs of %.1f MiB (%.1f KiB each) (rdma resource)",
@@ -1325,7 +1415,8 @@ static void usage(FILE *f)
 		"                       lat 1000); conn: connections, 1..%d (default 8)\n"
 		"  -p, --port PORT      TCP port of the side channel (default 18515)\n"
 		"  -t, --test bw|lat|conn  bandwidth (one way, windowed), ping-pong latency, or the\n"
-		"                       set-up time of -n connections (default bw)\n"
+		"                       set-up time of -n connections and what they hold, as made\n"
+		"                       and after 32 messages of 8 bytes each (default bw)\n"
 		"  -w, --window N       requests in flight, 1..%d (default 8)\n"
 		"  -c, --check          check every byte (pattern per message) and a checksum\n"
 		"      --pattern nccl|each  bw's loop: nccl (default) posts one request a pass, the\n"
@@ -1504,7 +1595,7 @@ int main(int argc, char **argv)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE, "-a goes with -t bw only");
 	if (b.test == TEST_CONN && (b.size_given || all || b.check))
 		return rn_cli_error(PROG, jerr, EXIT_USAGE,
-				    "-t conn moves no data: no -s, -a or -c");
+				    "-t conn moves no data to measure: no -s, -a or -c");
 	if (b.spread && b.merge)
 		return rn_cli_error(PROG, jerr, EXIT_USAGE,
 				    "--spread and --merge: one device or many");

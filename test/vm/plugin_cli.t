@@ -31,7 +31,7 @@ bad "-a goes with -t bw only" -a -t lat
 bad "unexpected argument 'b'" a b
 bad "unknown option '--no-such-option'; try 'nccl-net-bench --help'" --no-such-option
 bad "unknown option '--no-such-option'" 198.18.0.1 --no-such-option
-bad "-t conn moves no data" -t conn -s 4K
+bad "-t conn moves no data to measure" -t conn -s 4K
 bad "bad value '0' for --timeout" --timeout 0
 "$b" --help >"$out" 2>&1 || fail "--help: exit $?"
 for w in -d -s -a -n -p "-t, --test bw|lat|conn" -w --check --nap-us --plugin --json --csv --version "Exit status: 0 ok" "3 no usable RDMA/RoCE device"; do
