@@ -150,11 +150,10 @@ struct rn_req {
 };
 
 struct rn_send_slot {
-	uint32_t seq;                /* the FIFO sequence this record serves (0: none) */
+	uint32_t seq;   /* the FIFO sequence this record serves (0: none) */
 	int n, matched, posted;
-	int pending;                 /* signalled WRs not completed */
-	uint64_t bytes;              /* payload posted for this slot (watchdog) */
-	uint16_t qp_wrs[RN_MAX_QPS]; /* WRs posted per QP, released at the completion */
+	int pending;    /* signalled WRs not completed */
+	uint64_t bytes; /* payload posted for this slot (watchdog) */
 	struct rn_req *reqs[RN_MAX_RECVS];
 };
 
@@ -374,6 +373,12 @@ struct rn_send_comm {
 	struct rn_req *free_reqs;
 	int fresh_reqs;  /* reqs[] never handed out from here on */
 	int resend_left; /* a move's resend stopped at a full send queue (src/xfer.c) */
+	/*
+	 * WRs slot s posted on QP q, released at its completion: slot_wrs[q][s], by QP first,
+	 * so that a comm of one QP touches 64 bytes of it, not a 256-byte row in each slot
+	 * (the comm is a mapping whose untouched pages cost nothing: src/comm.c).
+	 */
+	uint16_t slot_wrs[RN_MAX_QPS][RN_SLOTS];
 };
 
 struct rn_recv_comm {

@@ -620,6 +620,21 @@ static void qp_progress(struct rn_comm *c, int q)
 	c->qp_wait_ns[q] = 0;
 }
 
+/* The WRs send slot @s posted on QP @q (see rn_send_comm). */
+static inline uint16_t *slot_wrs(struct rn_send_comm *sc, const struct rn_send_slot *s, int q)
+{
+	return &sc->slot_wrs[q][s - sc->slots];
+}
+
+/* Send slot @s's WRs on every QP forgotten (its slot starts again). */
+static void slot_wrs_clear(struct rn_send_comm *sc, const struct rn_send_slot *s)
+{
+	int q;
+
+	for (q = 0; q < sc->c.nqps; q++)
+		*slot_wrs(sc, s, q) = 0;
+}
+
 /* A completion from member @k's CQ. */
 static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
@@ -636,8 +651,10 @@ static void handle_wc(struct rn_comm *c, int k, const struct ibv_wc *wc)
 		int i;
 
 		if (q >= 0) {
-			c->sq_used[q] -= s->qp_wrs[q];
-			s->qp_wrs[q] = 0;
+			uint16_t *w = slot_wrs((struct rn_send_comm *)c, s, q);
+
+			c->sq_used[q] -= *w;
+			*w = 0;
 			qp_progress(c, q);
 		}
 		c->outstanding--;
@@ -729,7 +746,7 @@ static uint64_t qp_bytes(const struct rn_comm *c, int q)
 	for (i = 0; i < RN_SLOTS; i++) {
 		const struct rn_send_slot *s = &sc->slots[i];
 
-		if (s->posted && s->pending > 0 && s->qp_wrs[q]) /* a split slot: its share */
+		if (s->posted && s->pending > 0 && sc->slot_wrs[q][i]) /* a split slot: its share */
 			sum += s->bytes / (uint64_t)(c->split ? c->nqps : 1) + 1;
 	}
 	return sum;
@@ -1409,7 +1426,7 @@ static int post_slot(struct rn_send_comm *sc, struct rn_send_slot *s, uint32_t i
 			return comm_fail(c, b.ret);
 		}
 		c->sq_used[q0 + i] += need[i];
-		s->qp_wrs[q0 + i] = (uint16_t)need[i];
+		*slot_wrs(sc, s, q0 + i) = (uint16_t)need[i];
 		c->qp_out[q0 + i]++;
 		if (c->outstanding++ == 0)
 			c->last_progress_ns = 0;
@@ -1463,6 +1480,7 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 			if (__atomic_load_n(&e[r].seq, __ATOMIC_ACQUIRE) != seq)
 				return rn_comm_progress(c);
 		memset(s, 0, sizeof(*s));
+		slot_wrs_clear(sc, s);
 		s->seq = seq;
 		s->n = n;
 	}
@@ -1952,13 +1970,14 @@ int rn_xfer_send_resume(struct rn_send_comm *sc, const uint32_t *seqs, int n, ui
 					if (s->reqs[r])
 						s->reqs[r]->done = 1;
 				memset(s, 0, sizeof(*s));
+				slot_wrs_clear(sc, s);
 			}
 			continue;
 		}
 		s->posted = 0;
 		s->pending = 0;
 		s->bytes = 0;
-		memset(s->qp_wrs, 0, sizeof(s->qp_wrs));
+		slot_wrs_clear(sc, s);
 		for (r = 0; r < s->n && !c->vf; r++) { /* a vNIC's members keep their keys */
 			struct rn_req *req = s->reqs[r];
 			struct rn_mr *m;
