@@ -68,9 +68,9 @@ static int comm_fail(struct rn_comm *c, int err)
 
 /*
  * Request records are handed out fresh in order and only then recycled: a comm that never
- * has more than a few in flight (NCCL's usual 8 steps) touches a few of its 256 (50 KiB, of
- * a calloc'ed comm whose untouched pages cost no memory), which at 1,024 connections is
- * the difference between ~50 MiB resident and almost none.
+ * has more than a few in flight (NCCL's usual 8 steps) touches a few of its 256 (45 KiB, of
+ * a comm mapped on its own, whose untouched pages cost no memory: src/comm.c), which at
+ * 1,024 connections is the difference between ~45 MiB resident and almost none.
  */
 void rn_xfer_send_init(struct rn_send_comm *sc)
 {
