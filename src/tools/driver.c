@@ -762,8 +762,11 @@ static int cmd_client(struct driver *d)
 			goto teardown;
 	rc = run_transfers(d, xs, nx) ? EXIT_FAILED : 0;
 	if (!rc) {
-		if (side_recv(fd, &ack, sizeof(ack), d->timeout_ms) || !ack.ok) {
-			say("the server did not confirm the data");
+		int err = side_recv(fd, &ack, sizeof(ack), d->timeout_ms);
+
+		if (err || !ack.ok) {
+			say("the server did not confirm the data: %s",
+			    err ? strerror(-err) : "it said its side failed");
 			rc = EXIT_FAILED;
 		} else if (compare_sums(xs, nx, &ack)) {
 			rc = EXIT_FAILED;
