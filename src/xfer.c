@@ -880,19 +880,31 @@ static int cts_qp(const struct rn_recv_comm *rc, uint32_t k)
  * A full send queue leaves them pending for the next pass (the completions free it; one
  * CTS in cts_every() is signalled). 0, or the comm's error when the post fails.
  */
+/*
+ * The CTS entries of the @nslots contiguous slots from sequence @k (the last one's receive
+ * of @last_n entries) in one WRITE on QP @q: each slot's whole row but the last's, whose
+ * entries past a slot's n are stale and never read. 0 or -errno.
+ */
+static int cts_write_span(struct rn_recv_comm *rc, int q, uint32_t k, int nslots, int last_n,
+			  int force_signal)
+{
+	uint32_t len = (uint32_t)((size_t)(nslots - 1) * sizeof(rc->stage[0]) +
+				  (size_t)last_n * sizeof(struct rn_cts));
+
+	return cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
+			rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), force_signal);
+}
+
 static int cts_flush(struct rn_recv_comm *rc)
 {
 	struct rn_comm *c = &rc->c;
 	uint32_t k = rc->cts_first;
 	const struct rn_req *last = &rc->reqs[(k + (uint32_t)rc->cts_npend - 1) % RN_SLOTS];
-	uint32_t len = (uint32_t)((size_t)(rc->cts_npend - 1) * sizeof(rc->stage[0]) +
-				  (size_t)last->n * sizeof(struct rn_cts));
 	int q = cts_qp(rc, k), ret;
 
 	if (c->sq_used[q] >= c->sq_cap)
 		return 0;
-	ret = cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
-		       rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), !c->outstanding);
+	ret = cts_write_span(rc, q, k, rc->cts_npend, last->n, !c->outstanding);
 	if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "posting a CTS to %s failed: %s", c->peer_str,
 			strerror(-ret));
@@ -1784,28 +1796,12 @@ static void counts_reset(struct rn_comm *c)
 	c->last_progress_ns = rn_now_ns();
 }
 
-/*
- * The CTS entries of @nrun receives in the contiguous slots from @first (the last one of
- * @last_n entries) written again in one WRITE on QP 0, as cts_flush writes pending ones: a
- * move rewrites up to RN_SLOTS receives and a RESUME at once, on a send queue of
- * RN_CTS_SQ_DEPTH (31) WRs. 0 or -errno.
- */
-static int rewind_write(struct rn_recv_comm *rc, uint32_t first, int nrun, int last_n)
-{
-	uint32_t len = (uint32_t)((size_t)(nrun - 1) * sizeof(rc->stage[0]) +
-				  (size_t)last_n * sizeof(struct rn_cts));
-
-	return nrun ? cts_post(rc, 0, (uintptr_t)rc->stage[first % RN_SLOTS], len,
-			       rc->rfifo_addr + (first % RN_SLOTS) * sizeof(rc->stage[0]), 0) :
-		      0;
-}
-
 int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 {
 	struct rn_comm *c = &rc->c;
 	struct rn_dev *dev = c->mem[0].dev;
 	uint32_t k, first = 0, run = 0;
-	int i, q, ret, have = 0, fm, nrun = 0, last_n = 0;
+	int i, q, ret, have = 0, fm, nrun = 0, last_n = 0, again;
 
 	*n = 0;
 	counts_reset(c);
@@ -1819,14 +1815,20 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 
 		k = rc->tail - RN_SLOTS + (uint32_t)i;
 		r = &rc->reqs[k % RN_SLOTS];
-		/* a run of receives to write again ends at one that is not, and at the wrap */
-		if (r->type != RN_REQ_RECV || r->seq != k || r->done || k % RN_SLOTS == 0) {
-			ret = rewind_write(rc, run, nrun, last_n);
+		again = r->type == RN_REQ_RECV && r->seq == k && !r->done;
+		/*
+		 * The receives to write again go in one WRITE a run of contiguous slots (as
+		 * cts_flush's), on QP 0 ahead of the RESUME that follows them there: a move
+		 * rewrites up to RN_SLOTS receives and a RESUME at once, on a send queue of
+		 * RN_CTS_SQ_DEPTH WRs. A run ends at a receive not written again and at the wrap.
+		 */
+		if (nrun && (!again || k % RN_SLOTS == 0)) {
+			ret = cts_write_span(rc, 0, run, nrun, last_n, 0);
 			if (ret)
 				return ret;
 			nrun = 0;
 		}
-		if (r->type != RN_REQ_RECV || r->seq != k || r->done)
+		if (!again)
 			continue;
 		/* not whole: every QP's part of it comes again */
 		r->pending = c->split ? c->nqps : 1;
@@ -1850,9 +1852,7 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 		have = 1;
 		seqs[(*n)++] = k + 1;
 	}
-	/* on QP 0, ahead of the RESUME that follows them there */
-	ret = rewind_write(rc, run, nrun, last_n);
-	if (ret)
+	if (nrun && (ret = cts_write_span(rc, 0, run, nrun, last_n, 0)))
 		return ret;
 	/* a split slot goes over every QP: each expects the first slot not whole next */
 	if (c->split && have)

@@ -469,12 +469,6 @@ static void garbage_then_serve(void **state)
 	rn_close_listen(lc);
 }
 
-/*
- * A listener nobody accepts on yet: the connector waits past NCCL_ROCE_CONNECT_TIMEOUT_MS
- * (NCCL has no connect timeout, a peer may accept minutes later) and connects when the
- * accept comes. And when the peer dies instead, its kernel's reset ends the wait with an
- * error naming the peer.
- */
 /* rn_connect on @handle, 1 ms apart, until it fails (no comm may come; at most @tries). */
 static int connect_until_error(struct fx *f, unsigned char *handle, int tries)
 {
@@ -489,6 +483,12 @@ static int connect_until_error(struct fx *f, unsigned char *handle, int tries)
 	return ret;
 }
 
+/*
+ * A listener nobody accepts on yet: the connector waits past NCCL_ROCE_CONNECT_TIMEOUT_MS
+ * (NCCL has no connect timeout, a peer may accept minutes later) and connects when the
+ * accept comes. And when the peer dies instead, its kernel's reset ends the wait with an
+ * error naming the peer.
+ */
 static void connect_waits_for_a_late_accept(void **state)
 {
 	struct fx *f = *state;
