@@ -41,28 +41,19 @@
  */
 #define RN_RECV_WRS 44
 /*
- * Send WRs per data QP (capped by the device). What NCCL keeps in flight on a connection,
- * NCCL_STEPS (8) slots of at most 8 receives and their sizes write, is 72; single-receive
- * slots take one WR each, so all 32 fit. A caller that fills more slots with 8 receives
- * meets back-pressure (rn_isend hands out no request until completions free the queue),
- * and a move's resend that does not fit goes as they do (resend_pass). 119 because
- * providers round a queue up to a power of two after adding one (rxe its SQ and CQ, mlx5
- * its CQ): 119 + RN_FO_RECV_WRS is a CQ of 127 and rxe's SQ 128 WQEs. A sender's spare
- * pairs hold fewer (RN_SPARE_SQ_DEPTH).
+ * Send WRs per data QP (capped by the device), a sender's spare pairs' as its own pair's.
+ * What NCCL keeps in flight on a connection is NCCL_STEPS (8) slots: single receives take
+ * one WR a slot, so all 32 FIFO slots fit; slots of 8 receives (PXN's shared comms) take 9
+ * with their sizes write, so 6 fit, which is still far more bytes than a link holds in
+ * flight (NCCL's default step is 512 KiB). Beyond that a caller meets back-pressure (rn_isend
+ * hands out no request until completions free the queue), and a move's resend that does
+ * not fit goes as they do (resend_pass). 55 because the providers round a queue up to a
+ * power of two after adding one (rxe its SQ and CQ, mlx5 its CQ): 55 + RN_FO_RECV_WRS is a
+ * CQ of 64 entries, and rxe's SQ 64 WQEs of 256 bytes. Each queue is mapped into the
+ * process, so resident, and 1,024 connections pay it 1,024 times: at 119 WRs (CQ 128, SQ
+ * 128) a connection held 24 KiB more under rxe, 8 KiB more under mlx5.
  */
-#define RN_SQ_DEPTH 119
-/*
- * Send WRs per QP of a sender's spare pair. A spare carries nothing until a move, so its
- * queues are paid by every comm for a rare event: 55 still holds all 32 FIFO slots of
- * single receives (NCCL's pattern outside PXN's shared comms), and 6 slots of 8 receives
- * with their sizes writes; beyond that the moved comm meets the same back-pressure and
- * resend passes as RN_SQ_DEPTH's. 55 + RN_FO_RECV_WRS is a CQ of 64 and rxe's SQ 64 WQEs,
- * against 128 and 128 (the queues are mapped into the process, so resident). A receiver's
- * spare keeps RN_CTS_SQ_DEPTH, but posts its CTS entries from the control block, not
- * inline: an inline CTS entry doubles the WQE (rxe: 512 bytes, not 256; mlx5: 2 basic
- * blocks, not 1), and after a move one DMA read per CTS is a small price.
- */
-#define RN_SPARE_SQ_DEPTH 55
+#define RN_SQ_DEPTH 55
 /*
  * Send WRs per receiver QP: its CTS writes. They go unsignaled but one in 15 (src/xfer.c,
  * cts_every: at most half the queue), which retires those before it, so the queue holds
@@ -73,7 +64,9 @@
  * in runs of contiguous slots, a WRITE a run, and a RESUME: at most 18 WRs on a new pair.
  * 31 because the providers round a queue up to a power of two after adding one: rxe's SQ
  * of 32 inline-sized WQEs (512 bytes each) is 16 KiB, against 32 KiB at 48; mlx5's 4 KiB
- * against 8.
+ * against 8. A receiver's spare keeps this depth, but posts its CTS entries from the
+ * control block, not inline: an inline CTS entry doubles the WQE (rxe: 512 bytes, not 256;
+ * mlx5: 2 basic blocks, not 1), and after a move one DMA read per CTS is a small price.
  */
 #define RN_CTS_SQ_DEPTH 31
 #define RN_IMM_ERR 0xffffffffu /* "your receive was too small": no data follows */
@@ -304,6 +297,8 @@ static inline uint32_t rn_ctrl_sum(const void *rec, size_t len, uint32_t seed)
 }
 #define RN_IMM_REC 0xfffffffdu /* a recovery message landed in the recovery inbox */
 #define RN_FO_RECV_WRS 8       /* receives on a sender's spare QP (RESUMEs) */
+/* a sender's CQ of 64 entries once the provider adds one and rounds (see RN_SQ_DEPTH) */
+_Static_assert(RN_SQ_DEPTH + RN_FO_RECV_WRS < 64, "a sender's CQ stays under 64 entries");
 
 struct rn_comm {
 	struct rn_own own;  /* set while NCCL holds it (between hand-out and close) */
@@ -387,9 +382,9 @@ struct rn_recv_comm {
 	int32_t (*sizes)[RN_MAX_RECVS];       /* [RN_SLOTS]; the sender writes here */
 	uint8_t *flush_buf;
 	uint64_t rfifo_addr;
-	uint32_t rfifo_rkey[RN_VNIC_MAX];     /* per peer member */
-	uint32_t tail;                        /* next slot sequence to post, minus 1 */
-	uint32_t qp_next[RN_MAX_QPS];         /* slot expected next on each QP */
+	uint32_t rfifo_rkey[RN_VNIC_MAX]; /* per peer member */
+	uint32_t tail;                    /* next slot sequence to post, minus 1 */
+	uint32_t qp_next[RN_MAX_QPS];     /* slot expected next on each QP */
 	struct rn_req reqs[RN_SLOTS];
 	struct ibv_qp *flush_qp[RN_VNIC_MAX]; /* per member, connected to itself */
 	int flush_used;

@@ -506,8 +506,8 @@ int rn_comm_spares_wanted(const struct rn_engine *eng, int nmem, int rmem, unsig
 static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
 {
 	struct rn_recv_comm *rc = c->role == RN_ROLE_RECV ? (struct rn_recv_comm *)c : NULL;
-	/* a sender's spare holds less in flight than its own pair (RN_SPARE_SQ_DEPTH) */
-	int sq = rc ? c->sq_cap : RN_MIN(c->sq_cap, RN_SPARE_SQ_DEPTH);
+	/* as deep as the comm's own pair: a move changes neither side's back-pressure */
+	int sq = c->sq_cap;
 	int rq = rc ? RN_RECV_WRS : RN_FO_RECV_WRS;
 	int q, cqe = c->nqps * (sq + rq) + (rc ? RN_SLOTS + 2 : 0);
 
@@ -545,7 +545,7 @@ static int path_create(struct rn_comm *c, struct rn_path *p, struct rn_dev *d)
 					       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!p->mem.ctrl_mr)
 		return errno ? -errno : -EIO;
-	/* a receiver's spare posts its CTS entries from the control block (RN_SPARE_SQ_DEPTH) */
+	/* a receiver's spare posts its CTS entries from the control block (RN_CTS_SQ_DEPTH) */
 	p->cts_inline = 0;
 	for (q = 0; q < c->nqps; q++) {
 		p->qps[q] = qp_create_on(c, &p->mem, sq, rq, NULL);

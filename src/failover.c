@@ -250,10 +250,10 @@ static void swap_to(struct rn_comm *c, int b)
 	c->mem[0].gid_moved_said = 0;
 	c->rpeer[0] = pb->rpeer;
 	memcpy(c->qps, pb->qps, sizeof(c->qps[0]) * (size_t)c->nqps);
-	c->sq_cap = pb->sq_cap; /* a sender's spare holds fewer (RN_SPARE_SQ_DEPTH) */
+	c->sq_cap = pb->sq_cap;
 	if (rc) {
 		rc->rfifo_rkey[0] = pb->rctrl_rkey;
-		rc->cts_inline = pb->cts_inline; /* a spare's: none (RN_SPARE_SQ_DEPTH) */
+		rc->cts_inline = pb->cts_inline; /* a spare's: none (RN_CTS_SQ_DEPTH) */
 		rc->flush_qp[0] = pb->flush_qp;
 	} else {
 		sc->rsizes_rkey[0] = pb->rctrl_rkey;

@@ -786,12 +786,12 @@ static void cts_writes_of_stream(struct t *t, int *writes, int *inl)
 }
 
 /*
- * A sender's spare holds fewer send WRs than its own pair (it carries nothing before a
- * move; RN_SPARE_SQ_DEPTH), its CQ sized to match; a receiver's spare keeps the CTS queue
- * its rewind needs but no inline data (half the WQE). The comm's send queue bound and
- * inline size follow the pair in use: the spare's after the move (before, the comm kept
- * its own pair's and could overrun the spare's queue or post inline where the QP takes
- * none), its own again after the move back, and the stream carries every message on each.
+ * A sender's spare holds as many send WRs as its own pair (RN_SQ_DEPTH), its CQ sized to
+ * match, so a move changes no back-pressure; a receiver's spare keeps the CTS queue its
+ * rewind needs but no inline data (half the WQE). The comm's send queue bound and inline
+ * size follow the pair in use: the spare's after the move (before, the comm kept its own
+ * pair's and could post inline where the QP takes none), its own again after the move
+ * back, and the stream carries every message on each.
  */
 static void spare_queues_sized(void **state)
 {
@@ -801,9 +801,9 @@ static void spare_queues_sized(void **state)
 	int w, inl;
 
 	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
-	assert_int_equal(qp_send_cap(sp->qps[0]), RN_SPARE_SQ_DEPTH);
-	assert_int_equal(sp->mem.cq->cqe, RN_SPARE_SQ_DEPTH + RN_FO_RECV_WRS);
-	assert_true(t->sc->c.mem[0].cq->cqe > sp->mem.cq->cqe);
+	assert_int_equal(qp_send_cap(sp->qps[0]), RN_SQ_DEPTH);
+	assert_int_equal(sp->mem.cq->cqe, RN_SQ_DEPTH + RN_FO_RECV_WRS);
+	assert_int_equal(t->sc->c.mem[0].cq->cqe, RN_SQ_DEPTH + RN_FO_RECV_WRS);
 	assert_int_equal(qp_send_cap(rp->qps[0]), RN_CTS_SQ_DEPTH);
 	assert_int_equal(qp_inline_cap(t->rc->c.qps[0]), (int)sizeof(struct rn_cts));
 	assert_int_equal(qp_inline_cap(rp->qps[0]), 0);
@@ -815,8 +815,8 @@ static void spare_queues_sized(void **state)
 	check_delivered(&r);
 	check_moved(t);
 	run_free(t, &r);
-	assert_int_equal(t->sc->c.sq_cap, RN_SPARE_SQ_DEPTH);
-	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SPARE_SQ_DEPTH);
+	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
+	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
 	assert_int_equal(t->rc->c.sq_cap, RN_CTS_SQ_DEPTH);
 	assert_int_equal(t->rc->cts_inline, 0);
 	/* on the spare: every CTS write from the control block, none inline */
