@@ -386,15 +386,20 @@ struct rn_recv_comm {
 	uint32_t tail;                    /* next slot sequence to post, minus 1 */
 	uint32_t qp_next[RN_MAX_QPS];     /* slot expected next on each QP */
 	struct rn_req reqs[RN_SLOTS];
-	struct ibv_qp *flush_qp[RN_VNIC_MAX]; /* per member, connected to itself */
-	int flush_used;
-	struct rn_req flush_reqs[RN_SLOTS];
 	/* CTS writes posted unsignaled since the last signaled one, per QP (src/xfer.c) */
 	uint16_t cts_unsig[RN_MAX_QPS];
 	int cts_inline; /* bytes a CTS write may carry inline, 0 none */
 	/* receives posted whose CTS entries are not written yet (src/xfer.c: cts_flush) */
-	uint32_t cts_first; /* the first one's slot (sequence - 1) */
-	int cts_npend;      /* how many, in slots cts_first on; 0 none */
+	uint32_t cts_first;                   /* the first one's slot (sequence - 1) */
+	int cts_npend;                        /* how many, in slots cts_first on; 0 none */
+	struct ibv_qp *flush_qp[RN_VNIC_MAX]; /* per member, connected to itself */
+	int flush_used;
+	/*
+	 * Last: host receives never flush, and the comm is a mapping whose untouched pages
+	 * cost nothing (src/comm.c), so these 5.5 KiB stay out of memory unless GPU receives
+	 * are flushed; in the middle they kept the CTS fields a page of their own.
+	 */
+	struct rn_req flush_reqs[RN_SLOTS];
 };
 
 /* src/xfer.c */
