@@ -28,9 +28,11 @@ int rn_qp_rd_atom(const struct rn_comm *c, const struct rn_dev *dev, int dest);
 /*
  * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
  * QPs, in RESET; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem
- * there). NULL with errno set (said).
+ * there); @flags what it is for (RN_CONN_*: an RMA comm's send queue is deeper). NULL with
+ * errno set (said).
  */
-struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps, int rmem);
+struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps, int rmem,
+			       unsigned int flags);
 /* All of @c: its spares, QPs, CQs, registrations, side channel. NULL is nothing. */
 void rn_comm_free(struct rn_comm *c);
 /* Each member's GID index now: -EADDRNOTAVAIL (said, gid-gone) when one's address is gone. */

@@ -55,6 +55,13 @@
  */
 #define RN_SQ_DEPTH 55
 /*
+ * Send WRs of an RMA comm's QP (src/rma.c): NCCL may keep RN_RMA_INFLIGHT (32) requests in
+ * flight to a rank, each a put and its signal (64 WRs), and a request beyond the queue is
+ * refused as NCCL's misuse, not waited for. 119 + RN_FO_RECV_WRS is a CQ of 127, under the
+ * providers' rounding.
+ */
+#define RN_RMA_SQ_DEPTH 119
+/*
  * Send WRs per receiver QP: its CTS writes. They go unsignaled but one in 15 (src/xfer.c,
  * cts_every: at most half the queue), which retires those before it, so the queue holds
  * at most the 15 of a signalled write whose completion is on its way and the 14 after it,

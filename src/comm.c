@@ -430,9 +430,11 @@ static int qps_create(struct rn_comm *c, int sq, int rq)
 
 /*
  * A comm on NCCL device @devidx (physical, or a vNIC of several members) with @nqps
- * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there).
+ * QPs; @rmem is the peer's member count (QP q: member q % nmem here, q % rmem there);
+ * @flags what it is for (RN_CONN_*).
  */
-struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps, int rmem)
+struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int nqps, int rmem,
+			       unsigned int flags)
 {
 	struct rn_dev *m[RN_VNIC_MAX];
 	int nmem = rn_engine_members(eng, devidx, m);
@@ -452,6 +454,7 @@ struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int 
 	c->ctr0 = rn_ctr_snap_shared(c->created_ns);
 	c->fd = -1;
 	c->role = role;
+	c->flags = flags;
 	c->eng = eng;
 	c->reg_dev = dev;
 	c->nmem = nmem;
@@ -460,7 +463,9 @@ struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int 
 	/* a vNIC connection splits every message over all its NICs (see rn_conn.h) */
 	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
 	c->max_msg = 1u << 30;
-	sq = role == RN_ROLE_SEND ? RN_SQ_DEPTH : RN_CTS_SQ_DEPTH;
+	sq = role == RN_ROLE_RECV ? RN_CTS_SQ_DEPTH :
+	     flags & RN_CONN_RMA  ? RN_RMA_SQ_DEPTH :
+				    RN_SQ_DEPTH;
 	/* a sender's receives take failover messages only (and a vNIC's member loss's) */
 	rq = role == RN_ROLE_SEND ? RN_FO_RECV_WRS : RN_RECV_WRS;
 	members_take(c, m, &sq);

@@ -770,10 +770,10 @@ static int hs_build_recv_comm(struct rn_hs *hs)
 
 	if (ret)
 		return ret;
-	c = rn_comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members);
+	c = rn_comm_create(hs->eng, hs->devidx, RN_ROLE_RECV, hs->peer.nqps, hs->peer.members,
+			   hs->flags);
 	if (!c) /* EPROTO: fewer QPs than our members (a peer that ignored our handle) */
 		return errno == EPROTO ? -EBADMSG : errno ? -errno : -EIO;
-	c->flags = hs->flags;
 	hs->comm = c;
 	c->fd = hs->fd;
 	c->peer_addr = hs->peer_addr;
@@ -1316,12 +1316,11 @@ static int connect_start(struct rn_engine *eng, int devidx, void *handle, int tr
 		goto err;
 	}
 	errno = 0; /* the connect's EINPROGRESS is no reason of rn_comm_create's */
-	hs->comm = rn_comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members);
+	hs->comm = rn_comm_create(eng, devidx, RN_ROLE_SEND, nqps, hi.members, flags);
 	if (!hs->comm) {
 		ret = errno ? -errno : -EIO;
 		goto err;
 	}
-	hs->comm->flags = flags;
 	ret = rn_comm_spares_create(hs->comm, rn_comm_spares_wanted(eng, nmem, hi.members, flags));
 	if (ret)
 		goto err;

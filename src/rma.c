@@ -977,6 +977,8 @@ static int submit(struct rn_rma_ctx *x, struct rn_send_comm *sc, int rank, struc
 }
 
 #define RMA_MAX_WR 8 /* chunks of one put or get, plus its signal */
+/* the window NCCL is told of, a put and its signal each, fits the QP (rn_conn.h) */
+_Static_assert(RN_RMA_SQ_DEPTH >= 2 * RN_RMA_INFLIGHT, "an RMA QP holds the window");
 
 /* @size bytes as WRs of @op of at most the comm's largest message each. */
 static int chunks(struct rn_send_comm *sc, enum ibv_wr_opcode op, uint64_t laddr, uint32_t lkey,

@@ -145,6 +145,50 @@ static void put_signal_get_flush(void **state)
 	one_down(&o);
 }
 
+/*
+ * NCCL keeps up to RN_RMA_INFLIGHT requests in flight to a rank (the maxRecvs it is told),
+ * each a put and its signal: all of them are posted before any is tested, and each lands.
+ * A send queue sized for the net comms' data path (RN_SQ_DEPTH) would hold 27 of them,
+ * and the 28th would fail as if NCCL had posted more than it was told.
+ */
+static void full_window_of_signalled_puts(void **state)
+{
+	struct fx *f = *state;
+	static unsigned char src[RN_RMA_INFLIGHT * 64], dst[RN_RMA_INFLIGHT * 64];
+	static uint64_t sig[2] __attribute__((aligned(8)));
+	struct rn_rma_req *q[RN_RMA_INFLIGHT];
+	struct rn_rma_mr *ms, *md, *mz;
+	struct rn_rma_signal s;
+	struct one o;
+	int i;
+
+	one_up(f, 0, &o);
+	for (i = 0; i < (int)sizeof(src); i++)
+		src[i] = (unsigned char)(i * 13 + 5);
+	memset(dst, 0, sizeof(dst));
+	memset(sig, 0, sizeof(sig));
+	assert_int_equal(rn_rma_reg(o.g, src, sizeof(src), RN_PTR_HOST, -1, 0, &ms), 0);
+	assert_int_equal(rn_rma_reg(o.g, dst, sizeof(dst), RN_PTR_HOST, -1, 0, &md), 0);
+	assert_int_equal(rn_rma_reg(o.g, sig, sizeof(sig), RN_PTR_HOST, -1, 0, &mz), 0);
+	for (i = 0; i < RN_RMA_INFLIGHT; i++) {
+		s = (struct rn_rma_signal){ .mr = mz, .off = 8, .value = (uint64_t)i + 1 };
+		assert_int_equal(rn_rma_put(o.x, 0, (uint64_t)i * 64, ms, 64, (uint64_t)i * 64, md,
+					    0, &s, &q[i]),
+				 0);
+	}
+	for (i = 0; i < RN_RMA_INFLIGHT; i++)
+		assert_int_equal(wait_req(q[i]), 0);
+	assert_memory_equal(dst, src, sizeof(src));
+	assert_int_equal(sig[1], (uint64_t)RN_RMA_INFLIGHT * (RN_RMA_INFLIGHT + 1) / 2);
+	assert_int_equal(sig[0], 0);
+	assert_int_equal(rn_rma_last_error(o.x), 0);
+	assert_int_equal(fx_nwarn, 0);
+	assert_int_equal(rn_rma_dereg(o.g, mz), 0);
+	assert_int_equal(rn_rma_dereg(o.g, md), 0);
+	assert_int_equal(rn_rma_dereg(o.g, ms), 0);
+	one_down(&o);
+}
+
 /* What NCCL must not hand over is refused by name, and nothing is posted. */
 static void bad_input_is_refused(void **state)
 {
@@ -403,6 +447,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(put_signal_get_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(full_window_of_signalled_puts, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_input_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(failed_completion_is_an_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_pair_fails_the_context, setup, teardown),
