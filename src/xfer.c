@@ -853,6 +853,21 @@ static int cts_qp(const struct rn_recv_comm *rc, uint32_t k)
 }
 
 /*
+ * The CTS entries of the @nslots contiguous slots from sequence @k (the last one's receive
+ * of @last_n entries) in one WRITE on QP @q: each slot's whole row but the last's, whose
+ * entries past a slot's n are stale and never read. 0 or -errno.
+ */
+static int cts_write_span(struct rn_recv_comm *rc, int q, uint32_t k, int nslots, int last_n,
+			  int force_signal)
+{
+	uint32_t len = (uint32_t)((size_t)(nslots - 1) * sizeof(rc->stage[0]) +
+				  (size_t)last_n * sizeof(struct rn_cts));
+
+	return cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
+			rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), force_signal);
+}
+
+/*
  * CTS coalescing. NCCL posts up to NCCL_STEPS receives ahead, one per proxy pass, and
  * tests only once a pass posts nothing (transport/net.cc recvProxyProgress). A receive
  * posted while the one before it is still outstanding gives the sender nothing to do
@@ -880,21 +895,6 @@ static int cts_qp(const struct rn_recv_comm *rc, uint32_t k)
  * A full send queue leaves them pending for the next pass (the completions free it; one
  * CTS in cts_every() is signalled). 0, or the comm's error when the post fails.
  */
-/*
- * The CTS entries of the @nslots contiguous slots from sequence @k (the last one's receive
- * of @last_n entries) in one WRITE on QP @q: each slot's whole row but the last's, whose
- * entries past a slot's n are stale and never read. 0 or -errno.
- */
-static int cts_write_span(struct rn_recv_comm *rc, int q, uint32_t k, int nslots, int last_n,
-			  int force_signal)
-{
-	uint32_t len = (uint32_t)((size_t)(nslots - 1) * sizeof(rc->stage[0]) +
-				  (size_t)last_n * sizeof(struct rn_cts));
-
-	return cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
-			rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), force_signal);
-}
-
 static int cts_flush(struct rn_recv_comm *rc)
 {
 	struct rn_comm *c = &rc->c;
