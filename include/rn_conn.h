@@ -110,21 +110,42 @@ static inline int rn_post_recvs(struct ibv_qp *const *qps, int nqps, int n)
 #define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
 
 /*
- * A clear-to-send entry, written by the receiver into the sender's FIFO, with the
- * buffer's rkey on each of the receiver's members (as net_ib's rkeys[]). seq last:
- * the sender trusts the other fields once seq shows the slot's sequence.
+ * A clear-to-send entry, written by the receiver into the sender's FIFO: a buffer, its tag,
+ * the receive's buffer count, the buffer's rkey on each of the receiver's NICs (as net_ib's
+ * rkeys[]), and last the slot's sequence: the sender trusts the other fields once seq shows
+ * it. Two sizes (wire version 8, the connection's cts_len): a receiver of one NIC writes
+ * 32 bytes, one rkey (a move to a spare NIC writes the entries again with that NIC's key);
+ * a vNIC receiver 64, RN_VNIC_MAX rkeys and 4 bytes unused. The fields before rkey sit at
+ * the same offsets in both, and seq is an entry's last 4 bytes (rn_cts_seq). The FIFO and
+ * its staging are each RN_SLOTS * RN_MAX_RECVS entries: 8 KiB of 32-byte ones, so the
+ * control block every connection registers is 4 pages, not 6 (net_ib's FIFO alone is 32).
  */
 struct rn_cts {
 	uint64_t addr;
 	uint64_t size;
-	uint32_t rkey[RN_VNIC_MAX];
 	int32_t tag;
 	uint16_t nreqs;
 	uint16_t rsvd;
-	uint32_t rsvd2;
-	uint32_t seq;
+	uint32_t rkey[]; /* 1, or RN_VNIC_MAX; then seq */
 };
-_Static_assert(sizeof(struct rn_cts) == 64, "CTS entry is 64 bytes");
+#define RN_CTS_LEN(nrkeys) ((nrkeys) == 1 ? 32 : 64)
+_Static_assert(sizeof(struct rn_cts) + 2 * sizeof(uint32_t) == RN_CTS_LEN(1),
+	       "a CTS entry of one NIC is 32 bytes");
+_Static_assert(sizeof(struct rn_cts) + (RN_VNIC_MAX + 2) * sizeof(uint32_t) == RN_CTS_LEN(2),
+	       "a vNIC's CTS entry is 64 bytes: its rkeys, 4 bytes unused, seq");
+
+/* Entry @i of slot @k's row in a FIFO or staging of @len-byte entries. */
+static inline struct rn_cts *rn_cts_at(void *fifo, int len, uint32_t k, int i)
+{
+	return (struct rn_cts *)((char *)fifo +
+				 ((size_t)(k % RN_SLOTS) * RN_MAX_RECVS + (size_t)i) * (size_t)len);
+}
+
+/* The sequence of @len-byte entry @e: its last 4 bytes. */
+static inline uint32_t *rn_cts_seq(struct rn_cts *e, int len)
+{
+	return (uint32_t *)((char *)e + len - sizeof(uint32_t));
+}
 
 enum rn_req_type { RN_REQ_FREE = 0, RN_REQ_SEND, RN_REQ_RECV, RN_REQ_FLUSH };
 
@@ -280,12 +301,18 @@ struct rn_failover {
  * messages (imm RN_IMM_REC), so that a recovery message sent on the pair a RESUME just
  * went over cannot overwrite it before the peer reads it.
  */
-#define RN_CTRL_FO_OFF (RN_SLOTS * RN_MAX_RECVS * (sizeof(struct rn_cts) + sizeof(int32_t)) + 64)
+/* where the sizes start: after the FIFO or staging of @len-byte CTS entries */
+#define RN_CTRL_SIZES_OFF(len) ((size_t)RN_SLOTS * RN_MAX_RECVS * (size_t)(len))
+/* after the sizes and the 64-byte flush target; both ends lay it out with the same cts_len */
+#define RN_CTRL_FO_OFF(len) \
+	(RN_CTRL_SIZES_OFF(len) + (size_t)RN_SLOTS * RN_MAX_RECVS * sizeof(int32_t) + 64)
 #define RN_FO_BOX 256
-#define RN_CTRL_INBOX(p) (RN_CTRL_FO_OFF + (size_t)(p) * RN_FO_BOX)
-#define RN_CTRL_OUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(1 + RN_SPARES_MAX + (p)) * RN_FO_BOX)
-#define RN_CTRL_RINBOX(p) (RN_CTRL_FO_OFF + (size_t)(2 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
-#define RN_CTRL_ROUTBOX(p) (RN_CTRL_FO_OFF + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
+#define RN_CTRL_INBOX(len, p) (RN_CTRL_FO_OFF(len) + (size_t)(p) * RN_FO_BOX)
+#define RN_CTRL_OUTBOX(len, p) (RN_CTRL_FO_OFF(len) + (size_t)(1 + RN_SPARES_MAX + (p)) * RN_FO_BOX)
+#define RN_CTRL_RINBOX(len, p) \
+	(RN_CTRL_FO_OFF(len) + (size_t)(2 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
+#define RN_CTRL_ROUTBOX(len, p) \
+	(RN_CTRL_FO_OFF(len) + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
 #define RN_CTRL_FO_LEN ((size_t)4 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
 #define RN_IMM_CTRL 0xfffffffeu /* a failover message landed in the inbox */
 /*
@@ -328,6 +355,7 @@ struct rn_comm {
 	/* control block */
 	void *ctrl;
 	size_t ctrl_len;
+	int cts_len; /* bytes of a CTS entry: RN_CTS_LEN of the receiver's NICs (rn_cts) */
 	/* the peer */
 	int fd; /* OOB socket, kept to notice a dead peer */
 	struct sockaddr_storage peer_addr;
@@ -365,11 +393,11 @@ struct rn_comm {
 
 struct rn_send_comm {
 	struct rn_comm c;
-	struct rn_cts (*fifo)[RN_MAX_RECVS]; /* [RN_SLOTS]; remote-writable */
-	int32_t (*sizes)[RN_MAX_RECVS];      /* [RN_SLOTS]; staged multi-recv sizes */
+	void *fifo; /* RN_SLOTS rows of RN_MAX_RECVS CTS entries (rn_cts_at); remote-writable */
+	int32_t (*sizes)[RN_MAX_RECVS];    /* [RN_SLOTS]; staged multi-recv sizes */
 	uint64_t rsizes_addr;
-	uint32_t rsizes_rkey[RN_VNIC_MAX];   /* per peer member */
-	uint32_t head;                       /* next FIFO sequence to serve, minus 1 */
+	uint32_t rsizes_rkey[RN_VNIC_MAX]; /* per peer member */
+	uint32_t head;                     /* next FIFO sequence to serve, minus 1 */
 	struct rn_send_slot slots[RN_SLOTS];
 	struct rn_req reqs[RN_SLOTS * RN_MAX_RECVS];
 	struct rn_req *free_reqs;
@@ -385,8 +413,8 @@ struct rn_send_comm {
 
 struct rn_recv_comm {
 	struct rn_comm c;
-	struct rn_cts (*stage)[RN_MAX_RECVS]; /* [RN_SLOTS]; CTS entries before the write */
-	int32_t (*sizes)[RN_MAX_RECVS];       /* [RN_SLOTS]; the sender writes here */
+	void *stage;                    /* as the sender's FIFO: the CTS entries before the write */
+	int32_t (*sizes)[RN_MAX_RECVS]; /* [RN_SLOTS]; the sender writes here */
 	uint8_t *flush_buf;
 	uint64_t rfifo_addr;
 	uint32_t rfifo_rkey[RN_VNIC_MAX]; /* per peer member */

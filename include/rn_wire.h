@@ -26,8 +26,11 @@
  *         member count; then per further member its facts and its two rkeys (the
  *         control block is registered on every member's PD); then nqps QP numbers. QP q
  *         belongs to member q % members on each side (see src/comm.c). Before version 4
- *         HELLO had no members and CTS entries were 32 bytes: a HELLO or a handle older
- *         than RN_WIRE_HELLO_MIN is refused (-EPROTO), so mixed versions fail at connect.
+ *         HELLO had no members and CTS entries were 32 bytes; from 4 to 7 they were 64;
+ *         from 8 they are 32 when the receiver has one member, 64 when it has more, and
+ *         the control blocks of both ends are laid out by that size (src/comm.c): a HELLO
+ *         or a handle older than RN_WIRE_HELLO_MIN is refused (-EPROTO), so mixed
+ *         versions fail at connect.
  * VERDICT (12 + m + f bytes in version 2; 28 + the six texts' bytes from 3): be16 cause,
  *         u8 severity, u8 flags (bit 0 refused, bit 1 extended), be32 m, be32 f, and
  *         when extended be32 h, be32 p, be32 ph, be32 a; then the message (m bytes),
@@ -57,13 +60,15 @@
 #define RN_HANDLE_MAGIC 0x524e4831u /* "RNH1" */
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
 /* 2: VERDICT carries whole texts; 3: and where fixes run; 4: vNIC members, 64-byte CTS */
-/* 5: spare NIC pairs (failover) in HELLO, a READY mask; 6: recovery (src/failover.c) */
-#define RN_WIRE_VERSION 7
+/* 5: spare NIC pairs (failover) in HELLO, a READY mask; 6: recovery (src/failover.c); 7: a
+ * vNIC's member loss; 8: a receiver of one NIC writes 32-byte CTS entries (rn_conn.h) */
+#define RN_WIRE_VERSION 8
 #define RN_WIRE_VERSION_MIN 2 /* the oldest a header decoder accepts (a VERDICT without hosts) */
 /* the oldest handle and HELLO: the data path changed in 5, the failover messages over RDMA in
  * 6 (a peer of 5 would block a pair's queue with a request it never takes), a vNIC's member
- * loss in 7 (a sender of 6 posts no receives for the receiver's DROP) */
-#define RN_WIRE_HELLO_MIN 7
+ * loss in 7 (a sender of 6 posts no receives for the receiver's DROP), the CTS entry's size
+ * and so the control block's layout in 8 (a peer of 7 would read 32-byte entries as 64) */
+#define RN_WIRE_HELLO_MIN 8
 #define RN_HANDLE_PUBLIC 64 /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 128      /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */

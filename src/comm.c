@@ -345,15 +345,16 @@ static int cqs_create(struct rn_comm *c, int sq, int rq)
 }
 
 /*
- * The control block: FIFO or staging (16 KiB) + sizes (1 KiB) + flush target + the
- * failover mailboxes, in one mapping registered on every member. 0, or -1 with errno.
+ * The control block: FIFO or staging (8 KiB, a vNIC receiver's 16) + sizes (1 KiB) + flush
+ * target + the failover mailboxes, in one mapping registered on every member. 0, or -1 with
+ * errno.
  */
 static int ctrl_create(struct rn_comm *c)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 	int k;
 
-	c->ctrl_len = (RN_CTRL_FO_OFF + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
+	c->ctrl_len = (RN_CTRL_FO_OFF(c->cts_len) + RN_CTRL_FO_LEN + pg - 1) & ~(pg - 1);
 	/*
 	 * A mapping of its own (zeroed), kept out of forked children: a fork (a PyTorch
 	 * DataLoader) would otherwise make the next write here copy-on-write the page
@@ -389,7 +390,7 @@ static int qps_create(struct rn_comm *c, int sq, int rq)
 
 	for (i = 0; i < c->nqps; i++) {
 		/* a receiver's CTS write of one entry goes inline (the FIFO post copies it) */
-		int inl = sizeof(struct rn_cts);
+		int inl = c->cts_len;
 
 		c->qps[i] = qp_create(c, c->qp_mem[i], sq, rq,
 				      c->role == RN_ROLE_RECV ? &inl : NULL);
@@ -403,15 +404,13 @@ static int qps_create(struct rn_comm *c, int sq, int rq)
 		struct rn_send_comm *sc = (struct rn_send_comm *)c;
 
 		sc->fifo = c->ctrl;
-		sc->sizes = (void *)((char *)c->ctrl +
-				     RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts));
+		sc->sizes = (void *)((char *)c->ctrl + RN_CTRL_SIZES_OFF(c->cts_len));
 		rn_xfer_send_init(sc);
 	} else {
 		struct rn_recv_comm *rc = (struct rn_recv_comm *)c;
 
 		rc->stage = c->ctrl;
-		rc->sizes = (void *)((char *)c->ctrl +
-				     RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts));
+		rc->sizes = (void *)((char *)c->ctrl + RN_CTRL_SIZES_OFF(c->cts_len));
 		rc->flush_buf = (uint8_t *)(rc->sizes + RN_SLOTS);
 		/* as NCCL: only a device that can take GPU memory needs the flush QP */
 		c->flush_enabled = !c->eng->cfg.gdr_flush_disable;
@@ -460,6 +459,8 @@ struct rn_comm *rn_comm_create(struct rn_engine *eng, int devidx, int role, int 
 	c->nmem = nmem;
 	c->rmem = rmem;
 	c->nqps = nqps;
+	/* the receiver's NICs decide it, so both ends lay out their control blocks alike */
+	c->cts_len = RN_CTS_LEN(role == RN_ROLE_RECV ? nmem : rmem);
 	/* a vNIC connection splits every message over all its NICs (see rn_conn.h) */
 	c->split = eng->cfg.split_data_on_qps || nmem > 1 || rmem > 1;
 	c->max_msg = 1u << 30;

@@ -689,7 +689,7 @@ static int hs_peer_ctrl(struct rn_hs *hs)
 		return rn_xfer_recv_init(rc);
 	}
 	sc->rsizes_addr = hs->peer.sizes_addr;
-	c->rctrl_addr = hs->peer.sizes_addr - RN_SLOTS * RN_MAX_RECVS * sizeof(struct rn_cts);
+	c->rctrl_addr = hs->peer.sizes_addr - RN_CTRL_SIZES_OFF(c->cts_len);
 	for (k = 0; k < c->rmem; k++)
 		sc->rsizes_rkey[k] = k ? hs->peer.more[k - 1].sizes_rkey : hs->peer.sizes_rkey;
 	return 0;

@@ -290,7 +290,8 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 				 fo->path[j].rctrl_rkey;
 	int rec = is_rec(m->type);
 	struct fo_msg *out = (struct fo_msg *)((char *)c->ctrl +
-					       (rec ? RN_CTRL_ROUTBOX(j) : RN_CTRL_OUTBOX(j)));
+					       (rec ? RN_CTRL_ROUTBOX(c->cts_len, j) :
+						      RN_CTRL_OUTBOX(c->cts_len, j)));
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_sge sge;
 	int ret;
@@ -311,7 +312,8 @@ static int send_msg(struct rn_comm *c, int j, struct fo_msg *m)
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.imm_data = htobe32(rec ? RN_IMM_REC : RN_IMM_CTRL);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = c->rctrl_addr + (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j));
+	wr.wr.rdma.remote_addr = c->rctrl_addr + (rec ? RN_CTRL_RINBOX(c->cts_len, j) :
+							RN_CTRL_INBOX(c->cts_len, j));
 	wr.wr.rdma.rkey = rkey;
 	ret = rn_verbs_err(rn_verbs.post_send(qp, &wr, &bad));
 	if (!ret && active)
@@ -324,7 +326,8 @@ static int read_msg(const struct rn_comm *c, int j, int rec, struct fo_msg *m)
 {
 	const volatile struct fo_msg *in =
 		(const volatile struct fo_msg *)((const char *)c->ctrl +
-						 (rec ? RN_CTRL_RINBOX(j) : RN_CTRL_INBOX(j)));
+						 (rec ? RN_CTRL_RINBOX(c->cts_len, j) :
+							RN_CTRL_INBOX(c->cts_len, j)));
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));

@@ -215,7 +215,7 @@ static int first_live(const struct rn_comm *c)
 /* Post @m into the peer's box @box, on the first QP left (behind what it carries). */
 static int send_msg(struct rn_comm *c, int box, struct vf_msg *m)
 {
-	struct vf_msg *out = (struct vf_msg *)((char *)c->ctrl + RN_CTRL_OUTBOX(box));
+	struct vf_msg *out = (struct vf_msg *)((char *)c->ctrl + RN_CTRL_OUTBOX(c->cts_len, box));
 	struct ibv_send_wr wr = { 0 }, *bad;
 	struct ibv_sge sge;
 	int q = first_live(c), ret;
@@ -235,7 +235,7 @@ static int send_msg(struct rn_comm *c, int box, struct vf_msg *m)
 	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 	wr.imm_data = htobe32(RN_IMM_CTRL);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = c->rctrl_addr + RN_CTRL_INBOX(box);
+	wr.wr.rdma.remote_addr = c->rctrl_addr + RN_CTRL_INBOX(c->cts_len, box);
 	wr.wr.rdma.rkey = c->role == RN_ROLE_RECV ?
 				  ((struct rn_recv_comm *)c)->rfifo_rkey[c->qp_rmem[q]] :
 				  ((struct rn_send_comm *)c)->rsizes_rkey[c->qp_rmem[q]];
@@ -247,8 +247,9 @@ static int send_msg(struct rn_comm *c, int box, struct vf_msg *m)
 
 static int read_msg(const struct rn_comm *c, int box, struct vf_msg *m)
 {
-	const volatile struct vf_msg *in = (const volatile struct vf_msg *)((const char *)c->ctrl +
-									    RN_CTRL_INBOX(box));
+	const volatile struct vf_msg *in =
+		(const volatile struct vf_msg *)((const char *)c->ctrl +
+						 RN_CTRL_INBOX(c->cts_len, box));
 
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	memcpy(m, (const void *)in, sizeof(*m));

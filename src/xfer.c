@@ -595,7 +595,7 @@ static void recv_imm(struct rn_recv_comm *rc, int q, uint32_t imm)
 				RN_PFX "peer %s (%s) sent more than the receive of %d "
 				       "buffer(s) posted for it (tag %d): message size mismatch",
 				c->peer_str, c->rpeer[0].host, r->n,
-				rc->stage[k % RN_SLOTS][0].tag);
+				rn_cts_at(rc->stage, c->cts_len, k, 0)->tag);
 		comm_fail(c, -EMSGSIZE);
 	} else if (r->n == 1) {
 		r->sizes[0] = (int)imm;
@@ -860,11 +860,11 @@ static int cts_qp(const struct rn_recv_comm *rc, uint32_t k)
 static int cts_write_span(struct rn_recv_comm *rc, int q, uint32_t k, int nslots, int last_n,
 			  int force_signal)
 {
-	uint32_t len = (uint32_t)((size_t)(nslots - 1) * sizeof(rc->stage[0]) +
-				  (size_t)last_n * sizeof(struct rn_cts));
+	size_t row = (size_t)RN_MAX_RECVS * (size_t)rc->c.cts_len;
+	uint32_t len = (uint32_t)((size_t)(nslots - 1) * row + (size_t)last_n * rc->c.cts_len);
 
-	return cts_post(rc, q, (uintptr_t)rc->stage[k % RN_SLOTS], len,
-			rc->rfifo_addr + (k % RN_SLOTS) * sizeof(rc->stage[0]), force_signal);
+	return cts_post(rc, q, (uintptr_t)rn_cts_at(rc->stage, rc->c.cts_len, k, 0), len,
+			rc->rfifo_addr + (k % RN_SLOTS) * row, force_signal);
 }
 
 /*
@@ -888,9 +888,9 @@ static int cts_write_span(struct rn_recv_comm *rc, int q, uint32_t k, int nslots
  * QPs (rn_xfer_recv_rewind): the pending ones are among them and are pending no more.
  *
  * The sender trusts an entry once its own seq shows, so no entry may straddle two packets
- * of the write: the write starts at a slot's first entry, entries are 64 bytes and every
- * RoCE MTU (256..4096) is a multiple of 64, so each entry lies whole in one packet, as
- * the single-slot writes did.
+ * of the write: the write starts at a slot's first entry, entries are 32 or 64 bytes and
+ * every RoCE MTU (256..4096) is a multiple of 64, so each entry lies whole in one packet,
+ * as the single-slot writes did.
  *
  * A full send queue leaves them pending for the next pass (the completions free it; one
  * CTS in cts_every() is signalled). 0, or the comm's error when the post fails.
@@ -1337,11 +1337,11 @@ static void build_qp(struct rn_send_comm *sc, struct rn_send_slot *s, int q, int
 {
 	struct rn_comm *c = &sc->c;
 	uint32_t k = s->seq - 1;
-	struct rn_cts *e = sc->fifo[k % RN_SLOTS];
 	int r, lm = c->qp_mem[q], rm = c->qp_rmem[q];
 
 	if (imm != RN_IMM_ERR) {
 		for (r = 0; r < s->n; r++) {
+			const struct rn_cts *e = rn_cts_at(sc->fifo, c->cts_len, k, r);
 			struct rn_req *req = s->reqs[r];
 			uint32_t lkey = lm && req->mr ? rn_mr_lkey(req->mr, lm) : req->lkey;
 			size_t off, len, done;
@@ -1351,7 +1351,7 @@ static void build_qp(struct rn_send_comm *sc, struct rn_send_slot *s, int q, int
 				size_t l = RN_MIN(len - done, c->max_msg);
 
 				wb_add(b, (uintptr_t)req->data + off + done, lkey,
-				       e[r].addr + off + done, e[r].rkey[rm], (uint32_t)l);
+				       e->addr + off + done, e->rkey[rm], (uint32_t)l);
 				done += l;
 			}
 		}
@@ -1475,39 +1475,43 @@ int rn_isend(struct rn_send_comm *sc, void *data, size_t size, int tag, struct r
 	k = sc->head;
 	seq = k + 1;
 	s = &sc->slots[k % RN_SLOTS];
-	e = sc->fifo[k % RN_SLOTS];
+	e = rn_cts_at(sc->fifo, c->cts_len, k, 0);
 	if (s->seq != seq) {
 		/* a new slot: its previous use must have completed, its CTS must be in */
-		if (s->seq || __atomic_load_n(&e[0].seq, __ATOMIC_ACQUIRE) != seq) {
+		if (s->seq || __atomic_load_n(rn_cts_seq(e, c->cts_len), __ATOMIC_ACQUIRE) != seq) {
 			c->want_cts = !s->seq;
 			return rn_comm_progress(c);
 		}
-		n = e[0].nreqs;
+		n = e->nreqs;
 		if (n < 1 || n > RN_MAX_RECVS) {
 			rn_warn(RN_SUB_NET, RN_PFX "peer %s posted a receive of %d buffers",
 				c->peer_str, n);
 			return comm_fail(c, -EPROTO);
 		}
 		for (r = 1; r < n; r++)
-			if (__atomic_load_n(&e[r].seq, __ATOMIC_ACQUIRE) != seq)
+			if (__atomic_load_n(rn_cts_seq(rn_cts_at(sc->fifo, c->cts_len, k, r),
+						       c->cts_len),
+					    __ATOMIC_ACQUIRE) != seq)
 				return rn_comm_progress(c);
 		memset(s, 0, sizeof(*s));
 		slot_wrs_clear(sc, s);
 		s->seq = seq;
 		s->n = n;
 	}
-	for (r = 0; r < s->n; r++)
-		if (!s->reqs[r] && e[r].tag == tag)
+	for (r = 0; r < s->n; r++) {
+		e = rn_cts_at(sc->fifo, c->cts_len, k, r);
+		if (!s->reqs[r] && e->tag == tag)
 			break;
+	}
 	if (r == s->n) {
 		c->want_cts = 1;
 		return rn_comm_progress(c); /* not this tag's turn */
 	}
-	if (size > e[r].size) {
+	if (size > e->size) {
 		rn_warn(RN_SUB_NET,
 			RN_PFX "send of %zu bytes (tag %d) to %s (%s) is larger than "
 			       "the receive of %llu bytes posted for it: message size mismatch",
-			size, tag, c->peer_str, c->rpeer[0].host, (unsigned long long)e[r].size);
+			size, tag, c->peer_str, c->rpeer[0].host, (unsigned long long)e->size);
 		/* tell the receiver too, so that it fails instead of waiting */
 		if (post_slot(sc, s, RN_IMM_ERR) == 0)
 			sc->head++;
@@ -1590,8 +1594,8 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 		ret = rn_comm_progress(c);
 		return ret ? ret : 0;
 	}
-	e = rc->stage[k % RN_SLOTS];
 	for (i = 0; i < n; i++) {
+		e = rn_cts_at(rc->stage, c->cts_len, k, i);
 		if (rn_unlikely(sizes[i] &&
 				(!mrs || !mr_fits(c, mrs[i], (uintptr_t)data[i], sizes[i])))) {
 			rn_warn(RN_SUB_NET,
@@ -1600,9 +1604,9 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 				i, sizes[i], data[i]);
 			return -EINVAL;
 		}
-		e[i].addr = (uintptr_t)data[i];
-		e[i].size = sizes[i];
-		e[i].rkey[0] = sizes[i] ? mrs[i]->ibmr->rkey : 0;
+		e->addr = (uintptr_t)data[i];
+		e->size = sizes[i];
+		e->rkey[0] = sizes[i] ? mrs[i]->ibmr->rkey : 0;
 		if (rn_unlikely(sizes[i] && c->mem[0].dev != c->reg_dev)) {
 			struct rn_mr *m; /* moved (failover): the key on the NIC in use now */
 
@@ -1615,14 +1619,14 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 					strerror(-ret));
 				return comm_fail(c, ret);
 			}
-			e[i].rkey[0] = m->ibmr->rkey;
+			e->rkey[0] = m->ibmr->rkey;
 		}
 		for (j = 1; j < c->nmem; j++) /* the sender writes through each of our NICs */
-			e[i].rkey[j] = sizes[i] ? rn_mr_rkey(mrs[i], j) : 0;
-		e[i].tag = tags[i];
-		e[i].nreqs = (uint16_t)n;
-		e[i].rsvd = 0;
-		e[i].seq = k + 1;
+			e->rkey[j] = sizes[i] ? rn_mr_rkey(mrs[i], j) : 0;
+		e->tag = tags[i];
+		e->nreqs = (uint16_t)n;
+		e->rsvd = 0;
+		*rn_cts_seq(e, c->cts_len) = k + 1;
 	}
 	/* the pending ones never span the ring's wrap: they go before slot 0 joins */
 	if (rc->cts_npend && k % RN_SLOTS == 0 && cts_flush(rc))
@@ -1811,7 +1815,6 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 	/* the slots posted, oldest first: tail - RN_SLOTS .. tail - 1 */
 	for (i = 0; i < RN_SLOTS; i++) {
 		struct rn_req *r;
-		struct rn_cts *e;
 
 		k = rc->tail - RN_SLOTS + (uint32_t)i;
 		r = &rc->reqs[k % RN_SLOTS];
@@ -1832,7 +1835,6 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 			continue;
 		/* not whole: every QP's part of it comes again */
 		r->pending = c->split ? c->nqps : 1;
-		e = rc->stage[k % RN_SLOTS];
 		/* a vNIC's members keep their keys: only a move to another NIC needs new ones */
 		for (q = 0; q < r->n && !c->vf; q++) {
 			struct rn_mr *m;
@@ -1842,7 +1844,7 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 			ret = rn_mr_on(r->mrs[q], dev, &m);
 			if (ret)
 				return ret;
-			e[q].rkey[0] = m->ibmr->rkey;
+			rn_cts_at(rc->stage, c->cts_len, k, q)->rkey[0] = m->ibmr->rkey;
 		}
 		if (!nrun++)
 			run = k;

@@ -805,7 +805,10 @@ static void spare_queues_sized(void **state)
 	assert_int_equal(sp->mem.cq->cqe, RN_SQ_DEPTH + RN_FO_RECV_WRS);
 	assert_int_equal(t->sc->c.mem[0].cq->cqe, RN_SQ_DEPTH + RN_FO_RECV_WRS);
 	assert_int_equal(qp_send_cap(rp->qps[0]), RN_CTS_SQ_DEPTH);
-	assert_int_equal(qp_inline_cap(t->rc->c.qps[0]), (int)sizeof(struct rn_cts));
+	/* a receiver of one NIC: 32-byte CTS entries, one inline */
+	assert_int_equal(t->rc->c.cts_len, 32);
+	assert_int_equal(t->sc->c.cts_len, 32);
+	assert_int_equal(qp_inline_cap(t->rc->c.qps[0]), 32);
 	assert_int_equal(qp_inline_cap(rp->qps[0]), 0);
 	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
 	/* the own pair's single CTS entries go inline */
@@ -827,7 +830,7 @@ static void spare_queues_sized(void **state)
 	check_home(t);
 	assert_int_equal(t->sc->c.sq_cap, RN_SQ_DEPTH);
 	assert_int_equal(qp_send_cap(t->sc->c.qps[0]), RN_SQ_DEPTH);
-	assert_int_equal(t->rc->cts_inline, (int)sizeof(struct rn_cts));
+	assert_int_equal(t->rc->cts_inline, 32);
 	cts_writes_of_stream(t, &w, &inl);
 	assert_true(w > 0 && inl > 0);
 }

@@ -93,6 +93,17 @@ static int qp_writes(struct rn_comm *c, int q)
 	return st.writes + st.writes_imm;
 }
 
+/* Pages of @c's control block, as registered on each of its members (all alike). */
+static int ctrl_pages(const struct rn_comm *c)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	int k;
+
+	for (k = 0; k < c->nmem; k++)
+		assert_int_equal(c->mem[k].ctrl_mr->length, c->ctrl_len);
+	return (int)(c->ctrl_len / pg);
+}
+
 /* vNIC to vNIC: a QP per member, on its own NIC, each carrying a part of every message. */
 static void vnic_to_vnic(void **state)
 {
@@ -105,6 +116,9 @@ static void vnic_to_vnic(void **state)
 	assert_int_equal(t.sc->c.nqps, 2);
 	assert_int_equal(t.rc->c.nqps, 2);
 	assert_true(t.sc->c.split);
+	/* a vNIC receiver's CTS entries carry a key per member: 64 bytes, at both ends */
+	assert_int_equal(t.sc->c.cts_len, 64);
+	assert_int_equal(t.rc->c.cts_len, 64);
 	/* QP q is on member q at both ends: its own NIC's context, the peer member's GID */
 	for (q = 0; q < 2; q++) {
 		assert_ptr_equal(t.sc->c.qps[q]->context, t.f.devs[q].ctx);
@@ -139,6 +153,12 @@ static void two_members_to_one(void **state)
 	assert_int_equal(t.rc->c.nmem, 1);
 	assert_int_equal(t.rc->c.rmem, 2);
 	assert_true(t.rc->c.split); /* both ends agree the messages are split */
+	/* and on the CTS entry: the receiver has one NIC, one key */
+	assert_int_equal(t.sc->c.cts_len, 32);
+	assert_int_equal(t.rc->c.cts_len, 32);
+	/* so each end registers a control block of 4 pages (8 KiB of FIFO), on every member */
+	assert_int_equal(ctrl_pages(&t.sc->c), 4);
+	assert_int_equal(ctrl_pages(&t.rc->c), 4);
 	assert_ptr_equal(t.sc->c.qps[0]->context, t.f.devs[0].ctx);
 	assert_ptr_equal(t.sc->c.qps[1]->context, t.f.devs[1].ctx);
 	assert_ptr_equal(t.rc->c.qps[0]->context, t.f.devs[1].ctx);
@@ -155,6 +175,10 @@ static void two_members_to_one(void **state)
 	assert_int_equal(t.sc->c.nqps, 2); /* sized by the member count in the handle */
 	assert_int_equal(t.sc->c.nmem, 1);
 	assert_int_equal(t.rc->c.nmem, 2);
+	assert_int_equal(t.sc->c.cts_len, 64);
+	assert_int_equal(t.rc->c.cts_len, 64);
+	assert_int_equal(ctrl_pages(&t.sc->c), 6); /* 16 KiB of FIFO */
+	assert_int_equal(ctrl_pages(&t.rc->c), 6);
 	assert_ptr_equal(t.rc->c.qps[1]->context, t.f.devs[1].ctx);
 	assert_int_equal(xfer(65536, 3), 0);
 	for (q = 0; q < 2; q++)

@@ -691,13 +691,14 @@ static int rc_writes(struct t *t)
 /* The sender's FIFO slot of sequence @seq holds @n entries of it, tags @tag0.. */
 static void fifo_holds(struct t *t, uint32_t seq, int n, int tag0)
 {
-	const struct rn_cts *e = t->sc->fifo[(seq - 1) % RN_SLOTS];
-	int i;
+	int i, len = t->sc->c.cts_len;
 
 	for (i = 0; i < n; i++) {
-		assert_int_equal(e[i].seq, seq);
-		assert_int_equal(e[i].nreqs, n);
-		assert_int_equal(e[i].tag, tag0 + i);
+		struct rn_cts *e = rn_cts_at(t->sc->fifo, len, seq - 1, i);
+
+		assert_int_equal(*rn_cts_seq(e, len), seq);
+		assert_int_equal(e->nreqs, n);
+		assert_int_equal(e->tag, tag0 + i);
 	}
 }
 
@@ -717,6 +718,7 @@ static void cts_coalesced_in_order_across_the_wrap(void **state)
 	struct rn_req *rreq[N], *sreq[N];
 	int round, i, got, w0, tag, wraps = 0;
 
+	assert_int_equal(t->sc->c.cts_len, 32); /* a receiver of one NIC */
 	assert_int_equal(rn_reg_mr(t->sc, s, sizeof(s), RN_PTR_HOST, &smr), 0);
 	assert_int_equal(rn_reg_mr(t->rc, r, sizeof(r), RN_PTR_HOST, &rmr), 0);
 	for (round = 0; round < 8; round++) {
@@ -739,7 +741,8 @@ static void cts_coalesced_in_order_across_the_wrap(void **state)
 		/* the first is out (and the pending ones before the wrap): not the last */
 		assert_int_equal(rc_writes(t) - w0, 1 + wrap);
 		fifo_holds(t, k0 + 1, 1, (int)k0);
-		assert_int_not_equal(t->sc->fifo[(k0 + N - 1) % RN_SLOTS][0].seq, k0 + N);
+		assert_int_not_equal(*rn_cts_seq(rn_cts_at(t->sc->fifo, 32, k0 + N - 1, 0), 32),
+				     k0 + N);
 		assert_true(t->rc->cts_npend > 0);
 		assert_int_equal(rn_test(rreq[N - 1], &got, NULL), 0); /* any of its requests */
 		assert_int_equal(got, 0);
@@ -846,7 +849,8 @@ static void multi_receives_coalesced(void **state)
 	assert_int_equal(rc_writes(t) - w0, 2);
 	fake_wire_stats(t->rc->c.qps[0], &st);
 	/* slot 2 whole (8 entries' room), slot 3's one entry */
-	assert_int_equal(st.max_wr_len, (int)(sizeof(t->rc->stage[0]) + sizeof(struct rn_cts)));
+	assert_int_equal(t->rc->c.cts_len, 32);
+	assert_int_equal(st.max_wr_len, (RN_MAX_RECVS + 1) * 32);
 	fifo_holds(t, 1, 3, 10);
 	fifo_holds(t, 2, 2, 20);
 	fifo_holds(t, 3, 1, 30);
