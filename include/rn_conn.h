@@ -23,6 +23,7 @@
 #ifndef RN_CONN_H
 #define RN_CONN_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -110,29 +111,31 @@ static inline int rn_post_recvs(struct ibv_qp *const *qps, int nqps, int n)
 #define RN_WR_PTR(id) ((void *)(uintptr_t)((id) & ~(uint64_t)7))
 
 /*
- * A clear-to-send entry, written by the receiver into the sender's FIFO: a buffer, its tag,
- * the receive's buffer count, the buffer's rkey on each of the receiver's NICs (as net_ib's
- * rkeys[]), and last the slot's sequence: the sender trusts the other fields once seq shows
- * it. Two sizes (wire version 8, the connection's cts_len): a receiver of one NIC writes
- * 32 bytes, one rkey (a move to a spare NIC writes the entries again with that NIC's key);
- * a vNIC receiver 64, RN_VNIC_MAX rkeys and 4 bytes unused. The fields before rkey sit at
- * the same offsets in both, and seq is an entry's last 4 bytes (rn_cts_seq). The FIFO and
- * its staging are each RN_SLOTS * RN_MAX_RECVS entries: 8 KiB of 32-byte ones, so the
- * control block every connection registers is 4 pages, not 6 (net_ib's FIFO alone is 32).
+ * A clear-to-send entry, written by the receiver into the sender's FIFO: a buffer, its size
+ * (one beyond 4 GiB says 4 GiB - 1: a send is at most 2 GiB), its tag, the receive's buffer
+ * count, the buffer's rkey on each of the receiver's NICs (as net_ib's rkeys[]), and last
+ * the slot's sequence: the sender trusts the other fields once seq shows it. Two sizes
+ * (wire version 8, the connection's cts_len): 32 bytes for a receiver of one or two NICs
+ * (a move to a spare NIC writes the entries again with that NIC's key), 64 for a larger
+ * vNIC. The fields before rkey sit at the same offsets in both, and seq is an entry's last
+ * 4 bytes (rn_cts_seq). The FIFO and its staging are each RN_SLOTS * RN_MAX_RECVS entries:
+ * 8 KiB of 32-byte ones, so the control block each end registers (on each of its NICs) is
+ * 4 pages, not 6 (net_ib's FIFO alone is 32 KiB).
  */
 struct rn_cts {
 	uint64_t addr;
-	uint64_t size;
+	uint32_t size;
 	int32_t tag;
 	uint16_t nreqs;
 	uint16_t rsvd;
-	uint32_t rkey[]; /* 1, or RN_VNIC_MAX; then seq */
+	uint32_t rkey[]; /* one per receiver NIC; then seq, in the entry's last 4 bytes */
 };
-#define RN_CTS_LEN(nrkeys) ((nrkeys) == 1 ? 32 : 64)
-_Static_assert(sizeof(struct rn_cts) + 2 * sizeof(uint32_t) == RN_CTS_LEN(1),
-	       "a CTS entry of one NIC is 32 bytes");
-_Static_assert(sizeof(struct rn_cts) + (RN_VNIC_MAX + 2) * sizeof(uint32_t) == RN_CTS_LEN(2),
-	       "a vNIC's CTS entry is 64 bytes: its rkeys, 4 bytes unused, seq");
+#define RN_CTS_LEN(nrkeys) ((nrkeys) <= 2 ? 32 : 64)
+_Static_assert(offsetof(struct rn_cts, rkey) + (2 + 1) * sizeof(uint32_t) == RN_CTS_LEN(2),
+	       "two keys and seq fill a 32-byte CTS entry");
+_Static_assert(offsetof(struct rn_cts, rkey) + (RN_VNIC_MAX + 1) * sizeof(uint32_t) <=
+		       RN_CTS_LEN(3),
+	       "a vNIC's keys and seq fit a 64-byte CTS entry");
 
 /* Entry @i of slot @k's row in a FIFO or staging of @len-byte entries. */
 static inline struct rn_cts *rn_cts_at(void *fifo, int len, uint32_t k, int i)

@@ -1605,7 +1605,7 @@ int rn_irecv(struct rn_recv_comm *rc, int n, void **data, size_t *sizes, int *ta
 			return -EINVAL;
 		}
 		e->addr = (uintptr_t)data[i];
-		e->size = sizes[i];
+		e->size = (uint32_t)RN_MIN(sizes[i], (size_t)UINT32_MAX);
 		e->rkey[0] = sizes[i] ? mrs[i]->ibmr->rkey : 0;
 		if (rn_unlikely(sizes[i] && c->mem[0].dev != c->reg_dev)) {
 			struct rn_mr *m; /* moved (failover): the key on the NIC in use now */
