@@ -999,9 +999,13 @@ static int hs_progress(struct rn_hs *hs)
  */
 static void comm_ready_log(struct rn_comm *c)
 {
-	char more[16] = "", gids[64] = "";
+	char more[16] = "", gids[64] = "", mems[RN_VNIC_MAX * 24] = "";
 	int k, n = 0;
 
+	/* every member: "rxe0:1+rxe1+rxe2" */
+	for (k = 1; k < c->nmem && n < (int)sizeof(mems); k++)
+		n += snprintf(mems + n, sizeof(mems) - (size_t)n, "+%s", c->mem[k].dev->nic.ibdev);
+	n = 0;
 	if (c->nmem > 1 || c->rmem > 1)
 		snprintf(more, sizeof(more), " (vNIC %d:%d)", c->nmem, c->rmem);
 	for (k = 0; k < c->nmem && n < (int)sizeof(gids); k++)
@@ -1016,11 +1020,9 @@ static void comm_ready_log(struct rn_comm *c)
 			      c->fo->path[k].ok_here && c->fo->path[k].ok_there ?
 				      "" :
 				      " (path check failed: unused)");
-	rn_info(RN_SUB_NET,
-		RN_PFX "%s comm %s:%d%s%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s%s",
+	rn_info(RN_SUB_NET, RN_PFX "%s comm %s:%d%s <-> %s (%s) up: %d QP%s, %s%s, GID index %s%s",
 		c->role == RN_ROLE_SEND ? "send" : "recv", c->mem[0].dev->nic.ibdev,
-		c->mem[0].dev->nic.port, c->nmem > 1 ? "+" : "",
-		c->nmem > 1 ? c->mem[1].dev->nic.ibdev : "", c->peer_str, c->rpeer[0].host, c->nqps,
+		c->mem[0].dev->nic.port, mems, c->peer_str, c->rpeer[0].host, c->nqps,
 		c->nqps > 1 ? "s" : "", c->split ? "split" : "round-robin", more, gids, spares);
 	c->last_progress_ns = rn_now_ns();
 	c->last_check_ns = c->last_progress_ns;

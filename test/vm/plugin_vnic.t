@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NIC fusion (makeVDevice, NCCL_IB_MERGE_NICS) on real kernel Soft-RoCE: 2 guests x 2 NICs with
+# NIC fusion (makeVDevice, NCCL_IB_MERGE_NICS) on real kernel Soft-RoCE: 2 guests x 3 NICs with
 # per-NIC policy routing (scenario fixed). build/nccl-net-driver --merge 0,1 fuses rxe0+rxe1 into
 # one vNIC, as NCCL does for NICs close to one GPU, and runs a checked transfer over it: every
 # message is split over a QP per NIC, so BOTH NICs must carry data. Each NIC's traffic counters
@@ -43,8 +43,9 @@ mbs() { grep -o '[0-9.]* MB/s' <<<"$1" | tail -n1; }
 
 body() {
 	local c0 c1 h0a h0b h1a h1b bytes one fused
-	B up --hosts 2 --nics 2 --scenario fixed --owner "$BED_OWNER" >/dev/null
-	echo "bed: 2 hosts x 2 NICs, scenario fixed (per-NIC policy routing)"
+	# 3 NICs a guest (the vNIC of 3 below), so a process's one vNIC is dev 3
+	B up --hosts 2 --nics 3 --scenario fixed --owner "$BED_OWNER" >/dev/null
+	echo "bed: 2 hosts x 3 NICs, scenario fixed (per-NIC policy routing)"
 
 	t_step "a vNIC of rxe0+rxe1 at both ends: a checked transfer moves data over both NICs"
 	# 3 x 1 MiB+3 + 3 x 8 MiB: every message split into a part per NIC
@@ -57,8 +58,8 @@ body() {
 	cli_rc=$?
 	srv_out=$(B wait "$c0" 2>&1); srv_rc=$?
 	h0b=$(counters 0); h1b=$(counters 1)
-	grep -q "using dev 2 (rxe0+rxe1" <<<"$cli_out" && grep -q "using dev 2 (rxe0+rxe1" <<<"$srv_out" ||
-		{ show_pair; rn_fail "the driver did not fuse rxe0+rxe1 into dev 2 on both ends"; }
+	grep -q "using dev 3 (rxe0+rxe1)" <<<"$cli_out" && grep -q "using dev 3 (rxe0+rxe1)" <<<"$srv_out" ||
+		{ show_pair; rn_fail "the driver did not fuse rxe0+rxe1 into dev 3 on both ends"; }
 	grep -q "send comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$cli_out" &&
 		grep -q "recv comm rxe0:1+rxe1 .* up: 2 QPs, split (vNIC 2:2)" <<<"$srv_out" ||
 		{ show_pair; rn_fail "the comms are not 2:2 vNIC comms with a QP per NIC"; }
@@ -76,6 +77,21 @@ body() {
 	grew "$h1a" "$h1b" 7 $((bytes / 4 / 4096)) "h1 rxe0 rcvd_pkts"
 	grew "$h1a" "$h1b" 8 $((bytes / 4 / 4096)) "h1 rxe1 rcvd_pkts"
 	rn_log "ok: both NICs of the vNIC carried at least a quarter of the payload each, both ways counted"
+
+	# a receiver of 3 NICs writes CTS entries of 64 bytes (a key per member), 2 or fewer 32
+	t_step "a vNIC of 3 NICs at both ends: a checked transfer with 64-byte CTS entries"
+	drv_start c2 1 NCCL_DEBUG_SUBSYS=INIT,NET -- --merge 0,1,2 --sizes 1048579,4194304 --iters 3 \
+		-v server "$(bed_ip 1 0):18703"
+	cli_out=$(drv_run 0 NCCL_DEBUG_SUBSYS=INIT,NET -- --merge 0,1,2 -v client "$(bed_ip 1 0):18703")
+	cli_rc=$?
+	srv_out=$(B wait "$c2" 2>&1); srv_rc=$?
+	grep -q "using dev 3 (rxe0+rxe1+rxe2)" <<<"$cli_out" &&
+		grep -q "using dev 3 (rxe0+rxe1+rxe2)" <<<"$srv_out" ||
+		{ show_pair; rn_fail "the driver did not fuse rxe0+rxe1+rxe2 into dev 3 on both ends"; }
+	grep -q "send comm rxe0:1+rxe1+rxe2 .* up: 3 QPs, split (vNIC 3:3)" <<<"$cli_out" &&
+		grep -q "recv comm rxe0:1+rxe1+rxe2 .* up: 3 QPs, split (vNIC 3:3)" <<<"$srv_out" ||
+		{ show_pair; rn_fail "the comms are not 3:3 vNIC comms with a QP per NIC"; }
+	expect_ok "vNIC of 3 -> vNIC of 3: every byte and the checksum match"
 
 	t_step "a vNIC (h0 rxe0+rxe1) to one NIC (h1 rxe0): both of h0's NICs send to h1 eth0"
 	bytes=$((4 * 4194304))
@@ -99,9 +115,9 @@ body() {
 			--iters 2 reinit)
 		rc=$?
 		[ $rc -eq 0 ] && grep -q "3 init/finalize cycles with the library kept loaded (v$maxv): ok" \
-			<<<"$out" && grep -q "cycle 2: init, dev 2 (rxe0+rxe1), checked loopback" <<<"$out" ||
+			<<<"$out" && grep -q "cycle 2: init, dev 3 (rxe0+rxe1), checked loopback" <<<"$out" ||
 			{ echo "$out" | sed 's/^/  | /'; rn_fail "reinit v$maxv over the vNIC: exit $rc"; }
-		rn_log "ok: v$maxv: 3 communicators one after another on vNIC 2, each a checked loopback"
+		rn_log "ok: v$maxv: 3 communicators one after another on vNIC 3, each a checked loopback"
 	done
 
 	t_step "figures: nccl-net-bench bw --check, vNIC rxe0+rxe1 vs one NIC (printed, never asserted)"
