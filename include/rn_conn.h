@@ -71,10 +71,11 @@
  * request until a completion frees it. A move's rewind writes the receives not complete
  * in runs of contiguous slots, a WRITE a run, and a RESUME: at most 18 WRs on a new pair.
  * 31 because the providers round a queue up to a power of two after adding one: rxe's SQ
- * of 32 inline-sized WQEs (512 bytes each) is 16 KiB, against 32 KiB at 48; mlx5's 4 KiB
- * against 8. A receiver's spare keeps this depth, but posts its CTS entries from the
- * control block, not inline: an inline CTS entry doubles the WQE (rxe: 512 bytes, not 256;
- * mlx5: 2 basic blocks, not 1), and after a move one DMA read per CTS is a small price.
+ * is 32 WQEs (256 bytes each with a 32-byte CTS entry inline, 512 with a 64-byte one), 8
+ * KiB, against 16 at 48; mlx5's 4 KiB against 8. A receiver's spare keeps this depth, but
+ * posts its CTS entries from the control block, not inline: an inline CTS entry doubles
+ * mlx5's WQE (2 basic blocks, not 1) and a 64-byte one rxe's, and after a move one DMA
+ * read per CTS is a small price.
  */
 #define RN_CTS_SQ_DEPTH 31
 #define RN_IMM_ERR 0xffffffffu /* "your receive was too small": no data follows */
