@@ -1000,17 +1000,18 @@ static int hs_progress(struct rn_hs *hs)
 static void comm_ready_log(struct rn_comm *c)
 {
 	char more[16] = "", gids[64] = "", mems[RN_VNIC_MAX * 24] = "";
-	int k, n = 0;
+	int k, n = 0, m = 0;
 
-	/* every member: "rxe0:1+rxe1+rxe2" */
-	for (k = 1; k < c->nmem && n < (int)sizeof(mems); k++)
-		n += snprintf(mems + n, sizeof(mems) - (size_t)n, "+%s", c->mem[k].dev->nic.ibdev);
-	n = 0;
 	if (c->nmem > 1 || c->rmem > 1)
 		snprintf(more, sizeof(more), " (vNIC %d:%d)", c->nmem, c->rmem);
-	for (k = 0; k < c->nmem && n < (int)sizeof(gids); k++)
+	/* every member after the first ("rxe0:1+rxe1+rxe2"), and each one's GID index */
+	for (k = 0; k < c->nmem && n < (int)sizeof(gids) && m < (int)sizeof(mems); k++) {
 		n += snprintf(gids + n, sizeof(gids) - (size_t)n, "%s%d", k ? "," : "",
 			      c->mem[k].gid_index);
+		if (k)
+			m += snprintf(mems + m, sizeof(mems) - (size_t)m, "+%s",
+				      c->mem[k].dev->nic.ibdev);
+	}
 	char spares[160] = "";
 
 	for (k = 1, n = 0; c->fo && k < c->fo->npaths && n < (int)sizeof(spares); k++)

@@ -741,7 +741,9 @@ static void cts_coalesced_in_order_across_the_wrap(void **state)
 		/* the first is out (and the pending ones before the wrap): not the last */
 		assert_int_equal(rc_writes(t) - w0, 1 + wrap);
 		fifo_holds(t, k0 + 1, 1, (int)k0);
-		assert_int_not_equal(*rn_cts_seq(rn_cts_at(t->sc->fifo, 32, k0 + N - 1, 0), 32),
+		assert_int_not_equal(*rn_cts_seq(rn_cts_at(t->sc->fifo, t->sc->c.cts_len,
+							   k0 + N - 1, 0),
+						 t->sc->c.cts_len),
 				     k0 + N);
 		assert_true(t->rc->cts_npend > 0);
 		assert_int_equal(rn_test(rreq[N - 1], &got, NULL), 0); /* any of its requests */
