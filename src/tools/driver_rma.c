@@ -182,8 +182,11 @@ static int wait_signal(struct rma_run *r, int k, uint64_t want, const char *what
 		tool_nap(50);
 	}
 	if (r->sig[k] != want) {
-		rsay(r, "%s: signal %d is %llu, want %llu", what, k, (unsigned long long)r->sig[k],
-		     (unsigned long long)want);
+		/* more than every add sent so far: one landed twice (a responder that ran a
+		 * retransmitted FETCH_AND_ADD again) or at the wrong word */
+		rsay(r, "%s: signal %d is %llu, want %llu: %llu more than the adds sent", what, k,
+		     (unsigned long long)r->sig[k], (unsigned long long)want,
+		     (unsigned long long)(r->sig[k] - want));
 		return RN_EXIT_FAIL;
 	}
 	return 0;
@@ -200,6 +203,7 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 	uint32_t op = round % 2 ? NCCL_NET_SIGNAL_OP_INC : NCCL_NET_SIGNAL_OP_ADD;
 	uint64_t add = round % 2 ? 1 : (uint64_t)round + 1, want = 0;
 	ncclResult_t res;
+	char what[64];
 	long off;
 	int p, k, rc;
 
@@ -216,7 +220,8 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 	if ((rc = wait_reqs(r, reqs, r->n, "iputSignal")))
 		return rc;
 	for (p = 0; p < r->n; p++) {
-		if ((rc = wait_signal(r, p, want, "the signal of a put")))
+		snprintf(what, sizeof(what), "round %d: the signal of rank %d's put", round, p);
+		if ((rc = wait_signal(r, p, want, what)))
 			return rc;
 		off = tool_check(r->dst + (size_t)p * r->size, r->size, pattern_id(p, round));
 		if (off >= 0) {
@@ -261,7 +266,8 @@ static int one_round(struct rma_run *r, int round, void **reqs)
 	if ((rc = wait_reqs(r, reqs, r->n, "iputSignal without data")))
 		return rc;
 	for (p = 0; p < r->n; p++) {
-		if ((rc = wait_signal(r, r->n + p, (uint64_t)round + 1, "a round-end signal")))
+		snprintf(what, sizeof(what), "round %d: rank %d's round-end signal", round, p);
+		if ((rc = wait_signal(r, r->n + p, (uint64_t)round + 1, what)))
 			return rc;
 		r->signals++;
 	}

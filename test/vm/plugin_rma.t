@@ -83,6 +83,9 @@ body() {
 	B fault 1 clear >/dev/null 2>&1 || true
 	grep -E "rma rank|WARN" <<<"$o0" | sed 's/^/  r0| /'
 	grep -E "rma rank|WARN" <<<"$o1" | sed 's/^/  r1| /'
+	# a wrong count is a failure of its own, not the fault's error: say so, not "no error named"
+	! grep -q "more than the adds sent" <<<"$o0$o1" ||
+		rn_fail "poisoned: a signal counted more adds than were sent (see above)"
 	[ $r0 -eq 1 ] && [ $r1 -eq 1 ] || rn_fail "poisoned: exit $r0 and $r1, want 1 and 1 (a named error)"
 	grep -q "NCCL WARN .*RETRY_EXC_ERR\|NCCL WARN .*retry" <<<"$o0$o1" ||
 		rn_fail "no rank named the failed completion"
