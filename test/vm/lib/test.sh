@@ -29,8 +29,9 @@ _rn_onfail+=(bed_fail_check)
 # freed, so rxe stops as well). Prints "hH ethN sent nothing ..." for the first such NIC.
 # A NIC shaped by `bed fault rate` (tbf, 3 Mbit/s and up in the tests) is looked at too: its
 # queue drains at that rate, so a healthy one sends its backlog or the probes within the
-# seconds below (plugin_recovery shapes all of h0's NICs, and h0 wedged there after 250k
-# packets: the receiver's CTS and the side channel timed out on every NIC at once).
+# seconds below (plugin_recovery shapes all of h0's NICs; once there, after 250k packets, the
+# receiver's CTS and the side channel timed out on every NIC of h0 at once, and this check
+# could not say whether h0 had wedged).
 bed_tx_wedged() {
 	local h out
 	[ -n "${BED_NAME:-}" ] && "$bed" list 2>/dev/null | grep -qx "$BED_NAME" || return 1
