@@ -1296,7 +1296,7 @@ static void usage(FILE *f)
 		"  --ranks N          rma: ranks in the group, 1..64 (default 1)\n"
 		"  --rank R           rma: this process's rank, 0..N-1 (default 0); --size, --rounds,\n"
 		"                     --iters (the bandwidth puts) and --dev apply\n"
-		"  -v, --verbose      NCCL_DEBUG=INFO for the plugin's lines\n"
+		"  -v, --verbose      NCCL_DEBUG=INFO at least, for the plugin's lines\n"
 		"  -h, --help         this text\n"
 		"      --version      print the version\n"
 		"Options may come before or after the command. The client takes sizes, iterations,\n"
@@ -1490,7 +1490,8 @@ int main(int argc, char **argv)
 			return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
 		}
 	}
-	if (verbose)
+	/* -v: INFO at least (NCCL_DEBUG=TRACE keeps its TRACE lines) */
+	if (verbose && (int)tool_log_level() < (int)NCCL_LOG_INFO)
 		tool_log_set_level(NCCL_LOG_INFO);
 	/* [PLUGIN] [COMMAND [ADDR]]: `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce, a
 	 * first word that is no command names the plugin. */
