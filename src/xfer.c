@@ -507,6 +507,33 @@ static void wc_warn(struct rn_comm *c, const struct ibv_wc *wc, const struct rn_
 	free(line);
 }
 
+/*
+ * A data WRITE the receiver refused (REM_ACCESS_ERR): what it targeted, from the receiver's
+ * clear-to-send entry, so that a key of another NIC or a buffer deregistered in use can be
+ * told apart from the other end's log (it traces the keys it writes after a move).
+ */
+static void access_extra(struct rn_comm *c, const struct ibv_wc *wc, struct wc_diag *d)
+{
+	struct rn_send_comm *sc = (struct rn_send_comm *)c;
+	const struct rn_send_slot *s;
+	const struct rn_cts *e;
+
+	if (c->role != RN_ROLE_SEND || wc->status != IBV_WC_REM_ACCESS_ERR ||
+	    RN_WR_KIND(wc->wr_id) != RN_WR_SEND)
+		return;
+	s = (const struct rn_send_slot *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+	if (!s->seq || !s->n)
+		return;
+	e = rn_cts_at(sc->fifo, c->cts_len, s->seq - 1, 0);
+	rn_vars_set(&d->v, "extra",
+		    "the receiver refused slot %u's write into its buffer of %u bytes at "
+		    "%#llx, rkey %#x, as its clear-to-send entry said%s (after %d move(s) "
+		    "of this comm): a buffer deregistered while in use, or a key of "
+		    "another of its NICs",
+		    s->seq, e->size, (unsigned long long)e->addr, e->rkey[0],
+		    s->n > 1 ? " (and its sizes)" : "", c->fo ? c->fo->moves : 0);
+}
+
 /* @wc came from member @k's CQ. */
 static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 {
@@ -532,6 +559,7 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	if (q >= 0)
 		peer = &c->rpeer[c->qp_rmem[q]];
 	wc_diagnose(c, k, wc, dev, peer, &d);
+	access_extra(c, wc, &d);
 	wc_warn(c, wc, dev, peer, &d);
 	/* the journal's cause: the first finding the WARN named */
 	journal(c, k, peer, d.nlog ? d.logged[0]->cause : RN_CAUSE_NONE,
@@ -1845,6 +1873,12 @@ int rn_xfer_recv_rewind(struct rn_recv_comm *rc, uint32_t *seqs, int *n)
 			if (ret)
 				return ret;
 			rn_cts_at(rc->stage, c->cts_len, k, q)->rkey[0] = m->ibmr->rkey;
+			rn_trace(RN_SUB_NET,
+				 RN_PFX "failover: slot %u's entry %d written again for %s: "
+					"%#llx, rkey %#x",
+				 k + 1, q, dev->nic.ibdev,
+				 (unsigned long long)rn_cts_at(rc->stage, c->cts_len, k, q)->addr,
+				 m->ibmr->rkey);
 		}
 		if (!nrun++)
 			run = k;

@@ -1215,6 +1215,10 @@ static void fork_keeps_fifo_with_the_parent(void **state)
  * The receiver's process is gone (its OOB socket closed) and our send completes with
  * @status; the path looks healthy. Returns the WARN's text (fx_last_warn).
  */
+/* the receiver's buffer peer_gone_then_error posted, and its key */
+static uintptr_t gone_addr;
+static uint32_t gone_rkey;
+
 static const char *peer_gone_then_error(struct t *t, enum ibv_wc_status status)
 {
 	char sb[64], rb[64];
@@ -1227,6 +1231,8 @@ static const char *peer_gone_then_error(struct t *t, enum ibv_wc_status status)
 	assert_int_equal(rn_reg_mr(t->sc, sb, sizeof(sb), RN_PTR_HOST, &smr), 0);
 	assert_int_equal(rn_reg_mr(t->rc, rb, sizeof(rb), RN_PTR_HOST, &rmr), 0);
 	assert_int_equal(rn_irecv(t->rc, 1, &rp, &sz, &tag, &rmr, &rreq), 0);
+	gone_addr = (uintptr_t)rb;
+	gone_rkey = rmr->ibmr->rkey;
 	rn_dereg_mr(t->rc, rmr);
 	rn_close_recv(t->rc); /* the peer process is gone: its OOB socket closes */
 	t->rc = NULL;
@@ -1250,7 +1256,15 @@ static void peer_died_named_on_completion_error(void **state)
 {
 	const char *w = peer_gone_then_error(*state, IBV_WC_REM_ACCESS_ERR);
 
+	char want[160];
+
 	assert_non_null(strstr(w, "status=REM_ACCESS_ERR"));
+	/* what the refused write targeted: the entry's size, address and key */
+	snprintf(
+		want, sizeof(want),
+		"the receiver refused slot 1's write into its buffer of 64 bytes at %#llx, rkey %#x,",
+		(unsigned long long)gone_addr, gone_rkey);
+	assert_non_null(strstr(w, want));
 	assert_non_null(strstr(w, "[peer-died]"));
 	assert_non_null(strstr(w, "testhost"));
 	assert_null(strstr(w, "look healthy"));

@@ -19,7 +19,9 @@ SIZE=256K
 # The faults here are port events, seen at once: the QPs keep a retry budget of ~3.7 s
 # (NCCL_IB_TIMEOUT=17), so that a guest starved of CPU for half a second on a loaded machine
 # does not read as a silent path failure (plugin_failover.t covers those, with short ones).
-REC_ENV=(NCCL_ROCE_RECOVERY_DELAY_MS=2000 NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
+# TRACE: the keys the receiver writes again at each move are in a failure's log (a move back
+# once ended in REM_ACCESS_ERR on a fresh clone; the sender's WARN names the key it used).
+REC_ENV=(NCCL_DEBUG=TRACE NCCL_ROCE_RECOVERY_DELAY_MS=2000 NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6)
 
 # rxe<i>'s counter <name> on host <h>
 ctr() { B run --timeout 20 "$1" -- cat "/sys/class/infiniband/rxe$2/ports/1/hw_counters/$3"; }
