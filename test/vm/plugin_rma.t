@@ -70,10 +70,14 @@ body() {
 
 	t_step "a poisoned path: h1 drops RoCE mid-run; both ranks end with a named error"
 	port=$((port + 1))
-	drv_start j1 1 "${FAULT_ENV[@]}" "${rma_env[@]}" -- --ranks 2 --rank 1 --size 256K \
-		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
-	drv_start j0 0 "${FAULT_ENV[@]}" "${rma_env[@]}" -- --ranks 2 --rank 0 --size 256K \
-		--rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
+	# Retries of 0.5 s (NCCL_IB_TIMEOUT=17), not 67 ms: with the short ones a guest starved on
+	# a loaded machine answered late and rxe resent the signals' atomics before the fault was
+	# in, and one of them was counted twice (CI on 066eb03: 183 where 182 adds were sent; each
+	# add is posted once). The drop still ends both ranks in seconds.
+	drv_start j1 1 NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6 "${rma_env[@]}" -- --ranks 2 --rank 1 \
+		--size 256K --rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
+	drv_start j0 0 NCCL_IB_TIMEOUT=17 NCCL_IB_RETRY_CNT=6 "${rma_env[@]}" -- --ranks 2 --rank 0 \
+		--size 256K --rounds 100 --timeout-ms 20000 rma "$(bed_ip 0 0):$port"
 	wait_out "$j0" "group of 2 ranks connected" 60 || rn_fail "the group never came up"
 	B fault 1 drop-4791 --nic 0 >/dev/null || rn_fail "fault drop-4791"
 	SECONDS=0
