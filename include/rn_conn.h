@@ -87,6 +87,7 @@ enum rn_wr_kind {
 	RN_WR_FLUSH = 3, /* wr_id = struct rn_req * | 3 */
 	RN_WR_RECV = 4,  /* wr_id = qp index << 3 | 4 */
 	RN_WR_CTRL = 5,  /* wr_id = path << 3 | 5: a failover message (src/failover.c) */
+	RN_WR_RMA = 6,   /* wr_id = struct rn_rma_req * | 6: an RMA op's last WR (src/rma.c) */
 };
 #define RN_WR_KIND(id) ((int)((id) & 7))
 

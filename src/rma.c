@@ -109,6 +109,8 @@ struct rn_rma_req {
 	int err;
 	struct rn_rma_req *next_free;
 };
+_Static_assert(_Alignof(struct rn_rma_req) >= 8,
+	       "an RMA request's address leaves 3 bits for its kind");
 
 struct rn_rma_ctx {
 	struct rn_rma_coll *g;
@@ -944,7 +946,7 @@ static int post(struct rn_rma_ctx *x, struct rn_send_comm *sc, int rank, struct 
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 		wr[i].send_flags |= i + 1 < n ? 0 : IBV_SEND_SIGNALED;
 	}
-	wr[n - 1].wr_id = (uintptr_t)q;
+	wr[n - 1].wr_id = (uintptr_t)q | RN_WR_RMA; /* its kind, for an error's WARN */
 	ret = rn_verbs_err(rn_verbs.post_send(sc->c.qps[0], wr, &bad));
 	if (ret) {
 		rn_warn(RN_SUB_NET, RN_PFX "RMA: post to rank %d (%s) failed: %s", rank,
@@ -1131,7 +1133,8 @@ static void poll_rank(struct rn_rma_ctx *x, int rank)
 	do {
 		n = rn_verbs.poll_cq(sc->c.mem[0].cq, 16, wc);
 		for (i = 0; i < n; i++) {
-			struct rn_rma_req *q = (struct rn_rma_req *)(uintptr_t)wc[i].wr_id;
+			struct rn_rma_req *q = (struct rn_rma_req *)(uintptr_t)(wc[i].wr_id &
+										~(uint64_t)7);
 
 			if (wc[i].status != IBV_WC_SUCCESS)
 				rn_xfer_wc_error(&sc->c, 0, &wc[i]); /* the first one explains */

@@ -130,6 +130,10 @@ static const char *wr_kind_str(int kind)
 		return "Flush";
 	case RN_WR_RECV:
 		return "Recv";
+	case RN_WR_CTRL:
+		return "Ctrl";
+	case RN_WR_RMA:
+		return "RMA";
 	default:
 		return "?";
 	}
