@@ -275,6 +275,7 @@ static void failed_completion_is_an_error(void **state)
 	assert_true(rn_now_ns() - t0 < 5000000000ull);
 	assert_true(rn_rma_last_error(o.x) != 0);
 	assert_true(fx_warn_seen("RETRY_EXC"));
+	assert_true(fx_warn_seen("req=RMA")); /* the failed WR's kind, not "?" */
 	/* later calls on the failed comm say so at once */
 	assert_int_equal(rn_rma_put(o.x, 0, 0, mb, 64, 128, mb, 0, NULL, &q), -EREMOTEIO);
 	assert_int_equal(rn_rma_dereg(o.g, mb), 0);
