@@ -513,10 +513,11 @@ static void wc_warn(struct rn_comm *c, const struct ibv_wc *wc, const struct rn_
 
 /*
  * A data WRITE the receiver refused (REM_ACCESS_ERR): what it targeted, from the receiver's
- * clear-to-send entry, so that a key of another NIC or a buffer deregistered in use can be
- * told apart from the other end's log (it traces the keys it writes after a move).
+ * clear-to-send entry (the key for peer member @rm, whose QP refused it), so that a key of
+ * another NIC or a buffer deregistered in use can be told apart from the other end's log
+ * (it traces the keys it writes after a move).
  */
-static void access_extra(struct rn_comm *c, const struct ibv_wc *wc, struct wc_diag *d)
+static void access_extra(struct rn_comm *c, const struct ibv_wc *wc, int rm, struct wc_diag *d)
 {
 	struct rn_send_comm *sc = (struct rn_send_comm *)c;
 	const struct rn_send_slot *s;
@@ -534,7 +535,7 @@ static void access_extra(struct rn_comm *c, const struct ibv_wc *wc, struct wc_d
 		    "%#llx, rkey %#x, as its clear-to-send entry said%s (after %d move(s) "
 		    "of this comm): a buffer deregistered while in use, or a key of "
 		    "another of its NICs",
-		    s->seq, e->size, (unsigned long long)e->addr, e->rkey[0],
+		    s->seq, e->size, (unsigned long long)e->addr, e->rkey[rm],
 		    s->n > 1 ? " (and its sizes)" : "", c->fo ? c->fo->moves : 0);
 }
 
@@ -563,7 +564,7 @@ static void wc_error(struct rn_comm *c, int k, const struct ibv_wc *wc)
 	if (q >= 0)
 		peer = &c->rpeer[c->qp_rmem[q]];
 	wc_diagnose(c, k, wc, dev, peer, &d);
-	access_extra(c, wc, &d);
+	access_extra(c, wc, q >= 0 ? c->qp_rmem[q] : 0, &d); /* the key of the QP's peer NIC */
 	wc_warn(c, wc, dev, peer, &d);
 	/* the journal's cause: the first finding the WARN named */
 	journal(c, k, peer, d.nlog ? d.logged[0]->cause : RN_CAUSE_NONE,
