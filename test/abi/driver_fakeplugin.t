@@ -93,6 +93,17 @@ grep -q "NCCL WARN .*fake: missing args" "$tmp/badlog.out" || fail "badlog: firs
 grep -q "NCCL WARN .*fake: bad pointer (bad pointer)" "$tmp/badlog.out" ||
 	fail "badlog: the bad pointer is not named"
 
+# 3d. -v is INFO at least: it lets INFO through under NCCL_DEBUG=WARN, and keeps
+#     NCCL_DEBUG=TRACE's TRACE lines (it once lowered TRACE to INFO)
+FAKE_NET_LEVELS=1 NCCL_DEBUG=WARN "$drv" -v --plugin fake >"$tmp/lv-warn.out" 2>&1 ||
+	fail "levels, WARN: driver exited $?"
+grep -q "NCCL INFO .*fake: an INFO line" "$tmp/lv-warn.out" || fail "-v under NCCL_DEBUG=WARN: no INFO line"
+! grep -q "fake: a TRACE line" "$tmp/lv-warn.out" || fail "-v under NCCL_DEBUG=WARN: a TRACE line"
+FAKE_NET_LEVELS=1 NCCL_DEBUG=TRACE "$drv" -v --plugin fake >"$tmp/lv-trace.out" 2>&1 ||
+	fail "levels, TRACE: driver exited $?"
+grep -q "NCCL TRACE .*fake: a TRACE line" "$tmp/lv-trace.out" ||
+	{ cat "$tmp/lv-trace.out"; fail "-v under NCCL_DEBUG=TRACE: the TRACE line was dropped"; }
+
 # 4. no server: the client gives up within its timeout
 "$drv" --plugin fake --timeout-ms 500 client "unix:$tmp/nobody.sock" >"$tmp/alone.out" 2>&1
 rc=$?

@@ -63,6 +63,11 @@ static ncclResult_t f_init(void **ctx, uint64_t id, ncclNetCommConfig_v12_t *cfg
 		log(NCCL_LOG_WARN, NCCL_INIT, __FILE__, __LINE__, "fake: bad pointer %s",
 		    (const char *)8);
 	}
+	if (getenv("FAKE_NET_LEVELS")) {
+		/* one line a level: what the tool's -v and NCCL_DEBUG let through */
+		log(NCCL_LOG_INFO, NCCL_INIT, __FILE__, __LINE__, "fake: an INFO line");
+		log(NCCL_LOG_TRACE, NCCL_INIT, __FILE__, __LINE__, "fake: a TRACE line");
+	}
 	*ctx = malloc(1);
 	return *ctx ? ncclSuccess : ncclSystemError;
 }
