@@ -1133,8 +1133,7 @@ static void poll_rank(struct rn_rma_ctx *x, int rank)
 	do {
 		n = rn_verbs.poll_cq(sc->c.mem[0].cq, 16, wc);
 		for (i = 0; i < n; i++) {
-			struct rn_rma_req *q = (struct rn_rma_req *)(uintptr_t)(wc[i].wr_id &
-										~(uint64_t)7);
+			struct rn_rma_req *q = RN_WR_PTR(wc[i].wr_id);
 
 			if (wc[i].status != IBV_WC_SUCCESS)
 				rn_xfer_wc_error(&sc->c, 0, &wc[i]); /* the first one explains */

@@ -526,7 +526,7 @@ static void access_extra(struct rn_comm *c, const struct ibv_wc *wc, int rm, str
 	if (c->role != RN_ROLE_SEND || wc->status != IBV_WC_REM_ACCESS_ERR ||
 	    RN_WR_KIND(wc->wr_id) != RN_WR_SEND)
 		return;
-	s = (const struct rn_send_slot *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+	s = RN_WR_PTR(wc->wr_id);
 	if (!s->seq || !s->n)
 		return;
 	e = rn_cts_at(sc->fifo, c->cts_len, s->seq - 1, 0);
