@@ -18,7 +18,7 @@ char fx_last_warn[2048];
 int fx_failover;
 int fx_recovery;
 int fx_nwarn, fx_ninfo;
-static char infos[8192], warns[8192];
+static char infos[8192], warns[8192], traces[8192];
 
 static int dbg = -1;
 /* the transport logs from its event thread too */
@@ -39,6 +39,11 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 			strcat(warns, "\n");
 		}
 		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
+	} else if (level == RN_LOG_TRACE) {
+		if (strlen(traces) + strlen(msg) + 2 < sizeof(traces)) {
+			strcat(traces, msg);
+			strcat(traces, "\n");
+		}
 	} else if (level == RN_LOG_INFO) {
 		fx_ninfo++;
 		if (strlen(infos) + strlen(msg) + 2 < sizeof(infos)) {
@@ -55,6 +60,7 @@ void fx_log_reset(void)
 	fx_nwarn = fx_ninfo = 0;
 	infos[0] = 0;
 	warns[0] = 0;
+	traces[0] = 0;
 	rn_log_set_sink(sink);
 	rn_log_set_level(RN_LOG_TRACE);
 }
@@ -67,6 +73,11 @@ int fx_info_seen(const char *s)
 int fx_warn_seen(const char *s)
 {
 	return strstr(warns, s) != NULL;
+}
+
+int fx_trace_seen(const char *s)
+{
+	return strstr(traces, s) != NULL;
 }
 
 static int count_in(const char *p, const char *s)

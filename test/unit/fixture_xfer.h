@@ -62,6 +62,8 @@ int fx_info_seen(const char *s);
 int fx_info_count(const char *s);
 /* 1 when some WARN line since the reset contained @s. */
 int fx_warn_seen(const char *s);
+/* 1 when a TRACE line since fx_log_reset() contains @s */
+int fx_trace_seen(const char *s);
 int fx_warn_count(const char *s);
 
 #endif /* FIXTURE_XFER_H */

@@ -415,6 +415,19 @@ static void move_with_cts_pending(void **state)
 	assert_true(fx_warn_seen("RETRY_EXC_ERR on a CTS"));
 	/* the first message landed before the move (its CTS went alone): the 3 others again */
 	assert_true(fx_warn_seen("3 receives not complete asked again"));
+	{
+		/* each entry written again is traced with the buffer's key on the new NIC */
+		struct rn_mr *m;
+		char want[160];
+
+		assert_int_equal(rn_mr_on(r.rmr, t->rc->c.mem[0].dev, &m), 0);
+		assert_ptr_not_equal(m, r.rmr);
+		snprintf(want, sizeof(want), "failover: slot 4's entry 0 written again for %s: ",
+			 t->rc->c.mem[0].dev->nic.ibdev);
+		assert_true(fx_trace_seen(want));
+		snprintf(want, sizeof(want), "rkey %#x", m->ibmr->rkey);
+		assert_true(fx_trace_seen(want));
+	}
 	/* on the new pair: the 3 rewritten in one write, then the 8 posted after, no more */
 	fake_wire_stats(t->rc->c.qps[0], &st);
 	assert_true(st.writes <= 1 + (MSGS - 4));
