@@ -1626,9 +1626,8 @@ int main(int argc, char **argv)
 	/* The checks are done: now the environment the plugin reads, and the output streams. */
 	if (hca)
 		setenv("NCCL_IB_HCA", hca, 1);
-	/* -v: INFO at least (NCCL_DEBUG=TRACE keeps its TRACE lines) */
-	if (verbose && (int)tool_log_level() < (int)NCCL_LOG_INFO)
-		tool_log_set_level(NCCL_LOG_INFO);
+	if (verbose)
+		tool_log_at_least(NCCL_LOG_INFO);
 	b.mout = stdout;
 	if (b.json || b.csv) {
 		/* stdout carries only the results; the table, our lines and the plugin's go to

@@ -1490,9 +1490,8 @@ int main(int argc, char **argv)
 			return rn_cli_bad_option(PROG, NULL, c, argv, optind, optopt);
 		}
 	}
-	/* -v: INFO at least (NCCL_DEBUG=TRACE keeps its TRACE lines) */
-	if (verbose && (int)tool_log_level() < (int)NCCL_LOG_INFO)
-		tool_log_set_level(NCCL_LOG_INFO);
+	if (verbose)
+		tool_log_at_least(NCCL_LOG_INFO);
 	/* [PLUGIN] [COMMAND [ADDR]]: `nccl-net-driver roce` reads like NCCL_NET_PLUGIN=roce, a
 	 * first word that is no command names the plugin. */
 	k = optind;

@@ -29,9 +29,10 @@ static ncclDebugLogLevel level_from_env(void)
 	return nccl_log_parse_level(getenv("NCCL_DEBUG"), NCCL_LOG_WARN);
 }
 
-void tool_log_set_level(ncclDebugLogLevel level)
+void tool_log_at_least(ncclDebugLogLevel level)
 {
-	log_level = level;
+	if ((int)tool_log_level() < (int)level)
+		log_level = level;
 }
 
 ncclDebugLogLevel tool_log_level(void)

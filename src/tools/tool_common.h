@@ -25,8 +25,9 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
  */
 int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap);
 /* Threshold of tool_logger: NCCL_DEBUG, default WARN. */
-void tool_log_set_level(ncclDebugLogLevel level);
 ncclDebugLogLevel tool_log_level(void);
+/* The threshold raised to @level (-v: INFO); a higher one (NCCL_DEBUG=TRACE) stays. */
+void tool_log_at_least(ncclDebugLogLevel level);
 /* The text of the last WARN the plugin logged (even below the threshold), "" if none:
  * the reason a tool gives when the plugin refuses something. */
 const char *tool_last_warn(void);
