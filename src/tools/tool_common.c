@@ -29,6 +29,11 @@ static ncclDebugLogLevel level_from_env(void)
 	return nccl_log_parse_level(getenv("NCCL_DEBUG"), NCCL_LOG_WARN);
 }
 
+void tool_log_set_level(ncclDebugLogLevel level)
+{
+	log_level = level;
+}
+
 void tool_log_at_least(ncclDebugLogLevel level)
 {
 	if ((int)tool_log_level() < (int)level)

@@ -24,7 +24,8 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
  * the length written (always NUL-terminated when @len > 0).
  */
 int tool_vformat(char *buf, size_t len, const char *fmt, va_list ap);
-/* Threshold of tool_logger: NCCL_DEBUG, default WARN. */
+/* Threshold of tool_logger: NCCL_DEBUG, default WARN; set outright (tests: NONE). */
+void tool_log_set_level(ncclDebugLogLevel level);
 ncclDebugLogLevel tool_log_level(void);
 /* The threshold raised to @level (-v: INFO); a higher one (NCCL_DEBUG=TRACE) stays. */
 void tool_log_at_least(ncclDebugLogLevel level);
