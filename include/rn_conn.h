@@ -122,7 +122,7 @@ static inline int rn_post_recvs(struct ibv_qp *const *qps, int nqps, int n)
  * vNIC. The fields before rkey sit at the same offsets in both, and seq is an entry's last
  * 4 bytes (rn_cts_seq). The FIFO and its staging are each RN_SLOTS * RN_MAX_RECVS entries:
  * 8 KiB of 32-byte ones, so the control block each end registers (on each of its NICs) is
- * 4 pages, not 6 (net_ib's FIFO alone is 32 KiB).
+ * 3 pages, not 6 (net_ib's FIFO alone is 32 KiB).
  */
 struct rn_cts {
 	uint64_t addr;
@@ -301,17 +301,18 @@ struct rn_failover {
 };
 
 /*
- * The control block's failover mailboxes, 256 bytes each: per path an inbox and an outbox
- * for the moves (MOVE_REQ, RESUME; imm RN_IMM_CTRL), and another pair for recovery's
- * messages (imm RN_IMM_REC), so that a recovery message sent on the pair a RESUME just
- * went over cannot overwrite it before the peer reads it.
+ * The control block's failover mailboxes, 176 bytes each (a message is at most 172, and
+ * 176 keeps a receiver of one or two NICs in 3 pages: wire version 9; 256 before took 4):
+ * per path an inbox and an outbox for the moves (MOVE_REQ, RESUME; imm RN_IMM_CTRL), and
+ * another pair for recovery's messages (imm RN_IMM_REC), so that a recovery message sent
+ * on the pair a RESUME just went over cannot overwrite it before the peer reads it.
  */
 /* where the sizes start: after the FIFO or staging of @len-byte CTS entries */
 #define RN_CTRL_SIZES_OFF(len) ((size_t)RN_SLOTS * RN_MAX_RECVS * (size_t)(len))
 /* after the sizes and the 64-byte flush target; both ends lay it out with the same cts_len */
 #define RN_CTRL_FO_OFF(len) \
 	(RN_CTRL_SIZES_OFF(len) + (size_t)RN_SLOTS * RN_MAX_RECVS * sizeof(int32_t) + 64)
-#define RN_FO_BOX 256
+#define RN_FO_BOX 176
 #define RN_CTRL_INBOX(len, p) (RN_CTRL_FO_OFF(len) + (size_t)(p) * RN_FO_BOX)
 #define RN_CTRL_OUTBOX(len, p) (RN_CTRL_FO_OFF(len) + (size_t)(1 + RN_SPARES_MAX + (p)) * RN_FO_BOX)
 #define RN_CTRL_RINBOX(len, p) \
@@ -319,6 +320,9 @@ struct rn_failover {
 #define RN_CTRL_ROUTBOX(len, p) \
 	(RN_CTRL_FO_OFF(len) + (size_t)(3 * (1 + RN_SPARES_MAX) + (p)) * RN_FO_BOX)
 #define RN_CTRL_FO_LEN ((size_t)4 * (1 + RN_SPARES_MAX) * RN_FO_BOX)
+_Static_assert(RN_FO_BOX % 16 == 0, "each mailbox 16-byte aligned, as the block");
+_Static_assert(RN_CTRL_FO_OFF(32) + RN_CTRL_FO_LEN <= 3 * 4096,
+	       "the control block of 32-byte CTS entries fits 3 pages (each NIC registers it)");
 #define RN_IMM_CTRL 0xfffffffeu /* a failover message landed in the inbox */
 /*
  * The checksum of a control record's first @len bytes (whole 32-bit words), FNV-1a style

@@ -61,14 +61,16 @@
 #define RN_WIRE_MAGIC 0x524e4853u   /* "RNHS" */
 /* 2: VERDICT carries whole texts; 3: and where fixes run; 4: vNIC members, 64-byte CTS */
 /* 5: spare NIC pairs (failover) in HELLO, a READY mask; 6: recovery (src/failover.c); 7: a
- * vNIC's member loss; 8: a receiver of one NIC writes 32-byte CTS entries (rn_conn.h) */
-#define RN_WIRE_VERSION 8
+ * vNIC's member loss; 8: a receiver of one NIC writes 32-byte CTS entries (rn_conn.h); 9:
+ * failover mailboxes of 176 bytes, a control block of 3 pages (rn_conn.h) */
+#define RN_WIRE_VERSION 9
 #define RN_WIRE_VERSION_MIN 2 /* the oldest a header decoder accepts (a VERDICT without hosts) */
 /* the oldest handle and HELLO: the data path changed in 5, the failover messages over RDMA in
  * 6 (a peer of 5 would block a pair's queue with a request it never takes), a vNIC's member
  * loss in 7 (a sender of 6 posts no receives for the receiver's DROP), the CTS entry's size
- * and so the control block's layout in 8 (a peer of 7 would read 32-byte entries as 64) */
-#define RN_WIRE_HELLO_MIN 8
+ * and so the control block's layout in 8 (a peer of 7 would read 32-byte entries as 64),
+ * the failover mailboxes' size in 9 (a peer of 8 would write its moves 256 bytes apart) */
+#define RN_WIRE_HELLO_MIN 9
 #define RN_HANDLE_PUBLIC 64 /* bytes of the handle the listener fills */
 
 #define RN_MAX_QPS 128      /* data QPs per connection, as net_ib's NCCL_IB_MAX_QPS */

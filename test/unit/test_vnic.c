@@ -117,11 +117,11 @@ static void vnic_to_vnic(void **state)
 	assert_int_equal(t.rc->c.nqps, 2);
 	assert_true(t.sc->c.split);
 	/* a receiver of 2 NICs: a key per member, 32-byte CTS entries at both ends (3 or more
-	 * take 64: plugin_vnic.t's vNIC of 3), a control block of 4 pages on each member */
+	 * take 64: plugin_vnic.t's vNIC of 3), a control block of 3 pages on each member */
 	assert_int_equal(t.sc->c.cts_len, 32);
 	assert_int_equal(t.rc->c.cts_len, 32);
-	assert_int_equal(ctrl_pages(&t.sc->c), 4);
-	assert_int_equal(ctrl_pages(&t.rc->c), 4);
+	assert_int_equal(ctrl_pages(&t.sc->c), 3);
+	assert_int_equal(ctrl_pages(&t.rc->c), 3);
 	/* QP q is on member q at both ends: its own NIC's context, the peer member's GID */
 	for (q = 0; q < 2; q++) {
 		assert_ptr_equal(t.sc->c.qps[q]->context, t.f.devs[q].ctx);
@@ -159,9 +159,9 @@ static void two_members_to_one(void **state)
 	/* and on the CTS entry: the receiver has one NIC, one key */
 	assert_int_equal(t.sc->c.cts_len, 32);
 	assert_int_equal(t.rc->c.cts_len, 32);
-	/* each end registers a control block of 4 pages (8 KiB of FIFO), on every member */
-	assert_int_equal(ctrl_pages(&t.sc->c), 4);
-	assert_int_equal(ctrl_pages(&t.rc->c), 4);
+	/* each end registers a control block of 3 pages (8 KiB of FIFO), on every member */
+	assert_int_equal(ctrl_pages(&t.sc->c), 3);
+	assert_int_equal(ctrl_pages(&t.rc->c), 3);
 	assert_ptr_equal(t.sc->c.qps[0]->context, t.f.devs[0].ctx);
 	assert_ptr_equal(t.sc->c.qps[1]->context, t.f.devs[1].ctx);
 	assert_ptr_equal(t.rc->c.qps[0]->context, t.f.devs[1].ctx);

@@ -63,7 +63,9 @@ static void handle_rejects(void **state)
 	bad[0] ^= 1;
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EBADMSG);
 	memcpy(bad, buf, sizeof(bad));
-	bad[5] = 9;
+	bad[5] = RN_WIRE_VERSION + 1;
+	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
+	bad[5] = 8; /* a listener whose failover mailboxes lie 256 bytes apart */
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
 	bad[5] = 3; /* a listener from before NIC fusion: its data path differs (CTS entries) */
 	assert_int_equal(rn_handle_decode(bad, sizeof(bad), &out), -EPROTO);
@@ -304,7 +306,7 @@ static void hello_rejects(void **state)
 	buf[0] ^= 0xff;
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EBADMSG);
 	buf[0] ^= 0xff;
-	buf[5] = 9;
+	buf[5] = RN_WIRE_VERSION + 1;
 	assert_int_equal(rn_msg_decode_hdr(buf, len, &h), -EPROTO);
 	buf[5] = RN_WIRE_VERSION;
 	buf[8] = 0x7f; /* 2 GB payload */
