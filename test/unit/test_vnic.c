@@ -265,6 +265,46 @@ static void member_completion_error(void **state)
 	free(rb);
 }
 
+/*
+ * The receiver refuses the second QP's part of a message: the WARN names the key that QP
+ * wrote with, the receiver's buffer's key on its second NIC, not the first NIC's.
+ */
+static void member_refused_write_names_its_key(void **state)
+{
+	size_t size = 65536;
+	void *sb = fx_pattern(size, 1), *rb = fx_pattern(size, 2);
+	struct rn_mr *smr = NULL, *rmr = NULL;
+	struct rn_req *sreq = NULL, *rreq = NULL;
+	char want[96], other[96];
+	int i, ret, done, got, tag = 1;
+
+	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
+	assert_int_equal(rn_reg_mr(t.sc, sb, size, RN_PTR_HOST, &smr), 0);
+	assert_int_equal(rn_reg_mr(t.rc, rb, size, RN_PTR_HOST, &rmr), 0);
+	assert_int_equal(rmr->nmem, 2);
+	assert_int_not_equal(rmr->mem[0]->ibmr->rkey, rmr->mem[1]->ibmr->rkey);
+	assert_int_equal(rn_irecv(t.rc, 1, &rb, &size, &tag, &rmr, &rreq), 0);
+	fake_wire_fail_qp(t.sc->c.qps[1], IBV_WC_REM_ACCESS_ERR, 0);
+	fx_log_reset();
+	assert_int_equal(fx_isend(t.sc, sb, size, tag, smr, &sreq), 0);
+	assert_non_null(sreq);
+	for (i = 0, ret = 0; i < 100 && !ret; i++)
+		ret = rn_test(sreq, &done, &got);
+	assert_int_equal(ret, -EREMOTEIO);
+	assert_int_equal(fx_nwarn, 1);
+	assert_non_null(strstr(fx_last_warn, "status=REM_ACCESS_ERR"));
+	assert_non_null(strstr(fx_last_warn, "hca rxe1:1"));
+	snprintf(want, sizeof(want), "its buffer of %zu bytes at %#llx, rkey %#x,", size,
+		 (unsigned long long)(uintptr_t)rb, rmr->mem[1]->ibmr->rkey);
+	snprintf(other, sizeof(other), "rkey %#x,", rmr->mem[0]->ibmr->rkey);
+	assert_non_null(strstr(fx_last_warn, want));
+	assert_null(strstr(fx_last_warn, other));
+	assert_int_equal(rn_dereg_mr(t.sc, smr), 0);
+	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
+	free(sb);
+	free(rb);
+}
+
 /* The second NIC's port down past the QPs' retry budget fails the vNIC's comm, naming it. */
 static void member_port_stays_down(void **state)
 {
@@ -380,6 +420,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(qps_per_member, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(member_completion_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(member_refused_write_names_its_key, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(member_port_stays_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(old_listener_clean_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(mr_per_member, setup, teardown),
