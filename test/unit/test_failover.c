@@ -629,6 +629,32 @@ static void last_pair_gone(void **state)
 	run_free(t, &r);
 }
 
+/*
+ * The sender's side of it: its data write fails, then its move request on the spare (the
+ * first thing a sender posts there). One error naming both pairs, the spare's failure
+ * named as a failover message's, not as data.
+ */
+static void sender_last_pair_gone(void **state)
+{
+	struct t *t = *state;
+	struct run r;
+	int serr, rerr, ret;
+
+	run_init(t, &r);
+	assert_int_equal(post_recv(t, &r), 0);
+	fx_log_reset();
+	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
+	fake_wire_fail_qp(t->sc->c.fo->path[1].qps[0], IBV_WC_RETRY_EXC_ERR, 0x82);
+	assert_int_equal(post_send(t, &r), 0);
+	ret = run_all(t, &r, &serr, &rerr);
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, -ETIMEDOUT);
+	assert_true(fx_warn_seen("no NIC pair left to move to"));
+	assert_true(fx_warn_seen("rxe0:1 -> eth1 (RETRY_EXC_ERR on a Send (vendor_err 129))"));
+	assert_true(fx_warn_seen("rxe1:1 -> eth0 (a failover message failed: RETRY_EXC_ERR)"));
+	run_free(t, &r);
+}
+
 /* Registrations made on rxe0 are found on rxe1 after the move, lazily, and released. */
 static void later_registrations_follow(void **state)
 {
@@ -1162,6 +1188,8 @@ static void vnic_last_pair_gone(void **state)
 	assert_false(fx_warn_seen("posting the move request failed")); /* said once, above */
 	assert_true(fx_warn_seen("rxe0:1 -> eth0 ("));
 	assert_true(fx_warn_seen("rxe1:1 -> eth1 ("));
+	/* the receiver's DROP (a failover message) fails on the pair left: named as such */
+	assert_true(fx_warn_seen("status=RETRY_EXC_ERR(12) req=Ctrl"));
 	run_free(t, &r);
 }
 
@@ -1208,6 +1236,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(round_robin_one_qp_fails, setup_rr2, teardown),
 		cmocka_unit_test_setup_teardown(multi_receive_mid_way, setup, teardown),
 		cmocka_unit_test_setup_teardown(last_pair_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(sender_last_pair_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(later_registrations_follow, setup, teardown),
 		cmocka_unit_test(off_means_off),
 		cmocka_unit_test_setup_teardown(recovery_moves_back, setup_rec, teardown),
