@@ -630,6 +630,25 @@ static void last_pair_gone(void **state)
 }
 
 /*
+ * A receive posted, then a send whose sender QPs @a and @b (the comm's and the one it
+ * would move to) both fail with status 12: the run ends in an error, never a wait.
+ */
+static void send_both_fail(struct t *t, struct run *r, struct ibv_qp *a, struct ibv_qp *b)
+{
+	int serr, rerr, ret;
+
+	run_init(t, r);
+	assert_int_equal(post_recv(t, r), 0);
+	fx_log_reset();
+	fake_wire_fail_qp(a, IBV_WC_RETRY_EXC_ERR, 0x81);
+	fake_wire_fail_qp(b, IBV_WC_RETRY_EXC_ERR, 0x82);
+	assert_int_equal(post_send(t, r), 0);
+	ret = run_all(t, r, &serr, &rerr);
+	assert_int_not_equal(ret, 0);
+	assert_int_not_equal(ret, -ETIMEDOUT);
+}
+
+/*
  * The sender's side of it: its data write fails, then its move request on the spare (the
  * first thing a sender posts there). One error naming both pairs, the spare's failure
  * named as a failover message's, not as data.
@@ -638,17 +657,8 @@ static void sender_last_pair_gone(void **state)
 {
 	struct t *t = *state;
 	struct run r;
-	int serr, rerr, ret;
 
-	run_init(t, &r);
-	assert_int_equal(post_recv(t, &r), 0);
-	fx_log_reset();
-	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
-	fake_wire_fail_qp(t->sc->c.fo->path[1].qps[0], IBV_WC_RETRY_EXC_ERR, 0x82);
-	assert_int_equal(post_send(t, &r), 0);
-	ret = run_all(t, &r, &serr, &rerr);
-	assert_int_not_equal(ret, 0);
-	assert_int_not_equal(ret, -ETIMEDOUT);
+	send_both_fail(t, &r, t->sc->c.qps[0], t->sc->c.fo->path[1].qps[0]);
 	assert_true(fx_warn_seen("no NIC pair left to move to"));
 	assert_true(fx_warn_seen("rxe0:1 -> eth1 (RETRY_EXC_ERR on a Send (vendor_err 129))"));
 	assert_true(fx_warn_seen("rxe1:1 -> eth0 (a failover message failed: RETRY_EXC_ERR)"));
@@ -1171,17 +1181,8 @@ static void vnic_last_pair_gone(void **state)
 {
 	struct t *t = *state;
 	struct run r;
-	int serr, rerr, ret;
 
-	run_init(t, &r);
-	assert_int_equal(post_recv(t, &r), 0);
-	fx_log_reset();
-	fake_wire_fail_qp(t->sc->c.qps[0], IBV_WC_RETRY_EXC_ERR, 0x81);
-	fake_wire_fail_qp(t->sc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x82);
-	assert_int_equal(post_send(t, &r), 0);
-	ret = run_all(t, &r, &serr, &rerr);
-	assert_int_not_equal(ret, 0);
-	assert_int_not_equal(ret, -ETIMEDOUT);
+	send_both_fail(t, &r, t->sc->c.qps[0], t->sc->c.qps[1]);
 	/* said once by each end that sees it: the receiver's CTS writes find both pairs out too */
 	assert_int_equal(fx_warn_count("failover: send comm with"), 1);
 	assert_true(fx_warn_count("failover: recv comm with") <= 1);

@@ -231,38 +231,57 @@ static void member_refused(void **state)
 	assert_int_equal(st.writes + st.writes_imm + st.reads, 0); /* no RDMA ever */
 }
 
-/* A completion error on the second NIC's QP names that NIC and its peer NIC. */
-static void member_completion_error(void **state)
+/* One message of 64 KiB, vNIC to vNIC, whose second QP's write completes with @st. */
+struct member_fail {
+	size_t size;
+	void *sb, *rb;
+	struct rn_mr *smr, *rmr;
+};
+
+static void member_fail_send(struct member_fail *m, enum ibv_wc_status st)
 {
-	size_t size = 65536;
-	void *sb = fx_pattern(size, 1), *rb = fx_pattern(size, 2);
-	struct rn_mr *smr = NULL, *rmr = NULL;
 	struct rn_req *sreq = NULL, *rreq = NULL;
-	char lg[48], rg[48];
 	int i, ret, done, got, tag = 1;
 
+	m->size = 65536;
+	m->sb = fx_pattern(m->size, 1);
+	m->rb = fx_pattern(m->size, 2);
 	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
-	/* QP numbers collide across the two NICs: the CQ's member must tell which failed */
-	assert_int_equal(t.sc->c.qps[0]->qp_num, t.sc->c.qps[1]->qp_num);
-	assert_int_equal(rn_reg_mr(t.sc, sb, size, RN_PTR_HOST, &smr), 0);
-	assert_int_equal(rn_reg_mr(t.rc, rb, size, RN_PTR_HOST, &rmr), 0);
-	assert_int_equal(rn_irecv(t.rc, 1, &rb, &size, &tag, &rmr, &rreq), 0);
-	fake_wire_fail_qp(t.sc->c.qps[1], IBV_WC_RETRY_EXC_ERR, 0x81);
+	assert_int_equal(rn_reg_mr(t.sc, m->sb, m->size, RN_PTR_HOST, &m->smr), 0);
+	assert_int_equal(rn_reg_mr(t.rc, m->rb, m->size, RN_PTR_HOST, &m->rmr), 0);
+	assert_int_equal(rn_irecv(t.rc, 1, &m->rb, &m->size, &tag, &m->rmr, &rreq), 0);
+	fake_wire_fail_qp(t.sc->c.qps[1], st, 0x81);
 	fx_log_reset();
-	assert_int_equal(fx_isend(t.sc, sb, size, tag, smr, &sreq), 0);
+	assert_int_equal(fx_isend(t.sc, m->sb, m->size, tag, m->smr, &sreq), 0);
 	assert_non_null(sreq);
 	for (i = 0, ret = 0; i < 100 && !ret; i++)
 		ret = rn_test(sreq, &done, &got);
 	assert_int_equal(ret, -EREMOTEIO);
 	assert_int_equal(fx_nwarn, 1);
-	assert_non_null(strstr(fx_last_warn, "status=RETRY_EXC_ERR(12)"));
 	assert_non_null(strstr(fx_last_warn, "hca rxe1:1"));
+}
+
+static void member_fail_free(struct member_fail *m)
+{
+	assert_int_equal(rn_dereg_mr(t.sc, m->smr), 0);
+	assert_int_equal(rn_dereg_mr(t.rc, m->rmr), 0);
+	free(m->sb);
+	free(m->rb);
+}
+
+/* A completion error on the second NIC's QP names that NIC and its peer NIC. */
+static void member_completion_error(void **state)
+{
+	struct member_fail m;
+	char lg[48], rg[48];
+
+	member_fail_send(&m, IBV_WC_RETRY_EXC_ERR);
+	/* QP numbers collide across the two NICs: the CQ's member must tell which failed */
+	assert_int_equal(t.sc->c.qps[0]->qp_num, t.sc->c.qps[1]->qp_num);
+	assert_non_null(strstr(fx_last_warn, "status=RETRY_EXC_ERR(12)"));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t.f.devs[1].nic.gid, lg, sizeof(lg))));
 	assert_non_null(strstr(fx_last_warn, rn_gid_str(&t.f.devs[1].nic.gid, rg, sizeof(rg))));
-	assert_int_equal(rn_dereg_mr(t.sc, smr), 0);
-	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
-	free(sb);
-	free(rb);
+	member_fail_free(&m);
 }
 
 /*
@@ -271,38 +290,19 @@ static void member_completion_error(void **state)
  */
 static void member_refused_write_names_its_key(void **state)
 {
-	size_t size = 65536;
-	void *sb = fx_pattern(size, 1), *rb = fx_pattern(size, 2);
-	struct rn_mr *smr = NULL, *rmr = NULL;
-	struct rn_req *sreq = NULL, *rreq = NULL;
+	struct member_fail m;
 	char want[96], other[96];
-	int i, ret, done, got, tag = 1;
 
-	assert_int_equal(fx_connect(&t.f, t.vdev, t.vdev, 0, &t.sc, &t.rc), 0);
-	assert_int_equal(rn_reg_mr(t.sc, sb, size, RN_PTR_HOST, &smr), 0);
-	assert_int_equal(rn_reg_mr(t.rc, rb, size, RN_PTR_HOST, &rmr), 0);
-	assert_int_equal(rmr->nmem, 2);
-	assert_int_not_equal(rmr->mem[0]->ibmr->rkey, rmr->mem[1]->ibmr->rkey);
-	assert_int_equal(rn_irecv(t.rc, 1, &rb, &size, &tag, &rmr, &rreq), 0);
-	fake_wire_fail_qp(t.sc->c.qps[1], IBV_WC_REM_ACCESS_ERR, 0);
-	fx_log_reset();
-	assert_int_equal(fx_isend(t.sc, sb, size, tag, smr, &sreq), 0);
-	assert_non_null(sreq);
-	for (i = 0, ret = 0; i < 100 && !ret; i++)
-		ret = rn_test(sreq, &done, &got);
-	assert_int_equal(ret, -EREMOTEIO);
-	assert_int_equal(fx_nwarn, 1);
+	member_fail_send(&m, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(m.rmr->nmem, 2);
+	assert_int_not_equal(m.rmr->mem[0]->ibmr->rkey, m.rmr->mem[1]->ibmr->rkey);
 	assert_non_null(strstr(fx_last_warn, "status=REM_ACCESS_ERR"));
-	assert_non_null(strstr(fx_last_warn, "hca rxe1:1"));
-	snprintf(want, sizeof(want), "its buffer of %zu bytes at %#llx, rkey %#x,", size,
-		 (unsigned long long)(uintptr_t)rb, rmr->mem[1]->ibmr->rkey);
-	snprintf(other, sizeof(other), "rkey %#x,", rmr->mem[0]->ibmr->rkey);
+	snprintf(want, sizeof(want), "its buffer of %zu bytes at %#llx, rkey %#x,", m.size,
+		 (unsigned long long)(uintptr_t)m.rb, m.rmr->mem[1]->ibmr->rkey);
+	snprintf(other, sizeof(other), "rkey %#x,", m.rmr->mem[0]->ibmr->rkey);
 	assert_non_null(strstr(fx_last_warn, want));
 	assert_null(strstr(fx_last_warn, other));
-	assert_int_equal(rn_dereg_mr(t.sc, smr), 0);
-	assert_int_equal(rn_dereg_mr(t.rc, rmr), 0);
-	free(sb);
-	free(rb);
+	member_fail_free(&m);
 }
 
 /* The second NIC's port down past the QPs' retry budget fails the vNIC's comm, naming it. */
