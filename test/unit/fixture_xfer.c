@@ -24,6 +24,15 @@ static int dbg = -1;
 /* the transport logs from its event thread too */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* @msg as one more line of @buf (@len bytes), while it fits */
+static void keep(char *buf, size_t len, const char *msg)
+{
+	if (strlen(buf) + strlen(msg) + 2 < len) {
+		strcat(buf, msg);
+		strcat(buf, "\n");
+	}
+}
+
 static void sink(enum rn_log_level level, unsigned long sub, const char *file, int line,
 		 const char *msg)
 {
@@ -34,22 +43,13 @@ static void sink(enum rn_log_level level, unsigned long sub, const char *file, i
 		fprintf(stderr, "LOG%d %s\n", level, msg);
 	if (level == RN_LOG_WARN) {
 		fx_nwarn++;
-		if (strlen(warns) + strlen(msg) + 2 < sizeof(warns)) {
-			strcat(warns, msg);
-			strcat(warns, "\n");
-		}
+		keep(warns, sizeof(warns), msg);
 		snprintf(fx_last_warn, sizeof(fx_last_warn), "%s", msg);
 	} else if (level == RN_LOG_TRACE) {
-		if (strlen(traces) + strlen(msg) + 2 < sizeof(traces)) {
-			strcat(traces, msg);
-			strcat(traces, "\n");
-		}
+		keep(traces, sizeof(traces), msg);
 	} else if (level == RN_LOG_INFO) {
 		fx_ninfo++;
-		if (strlen(infos) + strlen(msg) + 2 < sizeof(infos)) {
-			strcat(infos, msg);
-			strcat(infos, "\n");
-		}
+		keep(infos, sizeof(infos), msg);
 	}
 	pthread_mutex_unlock(&log_lock);
 }
